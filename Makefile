@@ -1,0 +1,44 @@
+# Two commands on a fresh machine: `make run` (install, ingest, serve) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SGLANG_REPO ?= https://github.com/sgl-project/sglang.git
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run ingest serve test lint format bench clean
+
+install: $(VENV)/.installed static/vendor/htmx.min.js
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+# htmx from the npm package, pinned in package.json, copied into static/ (ignored by git).
+static/vendor/htmx.min.js: package.json
+	npm install --no-audit --no-fund --silent
+	mkdir -p static/vendor
+	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
+
+ingest: install
+	$(BIN)/flagatlas ingest --repo "$(SGLANG_REPO)"
+
+run: ingest
+	$(BIN)/flagatlas serve --host $(HOST) --port $(PORT)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: lint
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) node_modules static/vendor

@@ -1,0 +1,204 @@
+"""The knowledge base schema: the one contract between ingest/ (writes) and app/ (reads).
+
+Every per-version fact row carries ``version_id``. JSON columns hold small lists/dicts as
+text so the schema stays portable across SQLAlchemy backends. Blob text is stored once per
+git blob sha (zlib), and ``VersionFile`` maps a version's cited paths to blobs, the way
+Bootlin's Elixir indexes blobs rather than trees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, Index, LargeBinary, event
+from sqlmodel import Column, Field, SQLModel, create_engine
+
+# Bump when extraction output changes: versions ingested by an older extractor are redone.
+EXTRACTOR_VERSION = 1
+
+DEFAULT_DB = "data/flagatlas.db"
+
+
+class Version(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)  # tag or --ref label
+    commit: str
+    date: datetime  # commit date (UTC)
+    # PEP 440 labels sort by version; others are placed among them by commit date.
+    # `position` is that total order (0 = oldest), recomputed whenever a version is added.
+    sort_key: str
+    position: int = Field(default=0, index=True)
+    era: int  # 1 = argparse 2024, 2 = argparse + choices constants/hooks, 3 = dataclass A[...]
+    extractor_version: int
+    web_url: str  # where citations link, e.g. https://github.com/sgl-project/sglang
+    report: str = "{}"  # JSON: {"counts": {...}, "warnings": [{"path","line","what"}], "seconds"}
+    ingested_at: datetime = Field(default_factory=datetime.utcnow)
+
+
+class Flag(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id", index=True)
+    name: str  # canonical option, "--moe-runner-backend"
+    dest: str
+    aliases: str = "[]"  # JSON list of other option strings
+    type: str | None = None  # "str", "int", "float", "bool", or source text of a callable
+    default: str | None = None  # JSON of the value when it is a literal
+    default_expr: str | None = None  # source text when the default is not a literal
+    choices: str | None = None  # JSON list, null when the flag takes any value
+    choices_const: str | None = None  # e.g. "MOE_RUNNER_BACKEND_CHOICES"
+    choices_extensible: bool = False  # an add_*_choices() hook can extend the constant
+    choices_dynamic: bool = False  # choices computed at run time: the list may be partial
+    help: str = ""
+    hidden: bool = False  # help=argparse.SUPPRESS
+    action: str | None = None
+    nargs: str | None = None
+    required: bool = False
+    const: str | None = None  # JSON or source text
+    deprecated: bool = False
+    deprecated_message: str | None = None
+    replacement: str | None = None  # option that replaces it, e.g. "--dsa-prefill-backend"
+    section: str | None = None
+    path: str
+    line: int
+    end_line: int
+
+    __table_args__ = (Index("ix_flag_version_name", "version_id", "name"),)
+
+
+class Enum(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id", index=True)
+    name: str
+    path: str
+    line: int
+    end_line: int
+    members: str = "[]"  # JSON [{"name", "value", "line"}]
+    flags: str = "[]"  # JSON list of linked options
+
+
+class ConstraintSite(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id", index=True)
+    kind: str  # raise | assert | override | warning
+    function: str  # "ServerArgs._handle_a2a_moe" or "handle_speculative_decoding"
+    condition: str = ""  # the enclosing conditions joined with " and "
+    conditions: str = "[]"  # JSON list of condition source texts, outermost first
+    message: str = ""
+    flags: str = "[]"  # JSON options read in the conditions (and the assert test)
+    affects: str = "[]"  # JSON options written (override) or checked
+    writes: str = "{}"  # JSON {dest: value source text} for overrides
+    key: str = ""  # line-independent fingerprint, to match the site across versions
+    path: str
+    line: int
+    end_line: int
+
+
+class UsageSite(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id")
+    dest: str
+    access: str = "read"  # read | write
+    path: str
+    line: int
+    text: str
+
+    __table_args__ = (Index("ix_usage_version_dest", "version_id", "dest"),)
+
+
+class ChoiceSite(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id")
+    value: str
+    flag: str | None = None  # the option it is attributed to; None when ambiguous
+    candidates: str = "[]"  # JSON options that accept this value (when ambiguous)
+    how: str  # compare | contains | enum | is_call
+    path: str
+    line: int
+    text: str
+
+    __table_args__ = (Index("ix_choice_version_value", "version_id", "value"),)
+
+
+class VersionFile(SQLModel, table=True):
+    """Cited files of a version: path -> blob sha."""
+
+    version_id: int = Field(foreign_key="version.id", primary_key=True)
+    path: str = Field(primary_key=True)
+    sha: str
+
+
+class Blob(SQLModel, table=True):
+    sha: str = Field(primary_key=True)
+    text: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zlib-compressed UTF-8
+
+
+class BlobFacts(SQLModel, table=True):
+    """Ingest cache: what the analyzer found in one blob, reused across versions and runs."""
+
+    sha: str = Field(primary_key=True)
+    analyzer_version: int
+    facts: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zlib JSON
+
+
+def database_url(db_path: str | None = None) -> str:
+    """DATABASE_URL wins; else --db / FLAGATLAS_DB / data/flagatlas.db as SQLite."""
+    if os.environ.get("DATABASE_URL") and not db_path:
+        return os.environ["DATABASE_URL"]
+    path = db_path or os.environ.get("FLAGATLAS_DB") or DEFAULT_DB
+    return path if "://" in path else f"sqlite:///{path}"
+
+
+def make_engine(url: str, readonly: bool = False) -> Engine:
+    if url.startswith("sqlite:///") and not readonly:
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    if url.startswith("sqlite:///") and readonly:
+        # Read-only URI: the web process can never write the knowledge base.
+        path = Path(url.removeprefix("sqlite:///")).resolve()
+        engine = create_engine(
+            f"sqlite:///file:{path}?mode=ro&uri=true",
+            connect_args={"check_same_thread": False},
+        )
+    else:
+        engine = create_engine(url, connect_args={"check_same_thread": False} if url.startswith("sqlite") else {})
+    if url.startswith("sqlite"):
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            if not readonly:
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+    return engine
+
+
+def create_schema(engine: Engine) -> None:
+    SQLModel.metadata.create_all(engine)
+
+
+def pack_text(text: str) -> bytes:
+    return zlib.compress(text.encode("utf-8", "surrogateescape"), 1)
+
+
+def unpack_text(data: bytes) -> str:
+    return zlib.decompress(data).decode("utf-8", "replace")
+
+
+def loads(value: str | None) -> Any:
+    """Decode a JSON column (None stays None)."""
+    return None if value is None else json.loads(value)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def option_to_dest(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
