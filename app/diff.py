@@ -1,0 +1,293 @@
+"""Version comparison: pure functions over the knowledge base.
+
+`diff_versions` compares two versions in either order (from -> to); `flag_history` walks
+one flag through every ingested version with the same field comparison, so the flag page's
+history and the diff page can never disagree.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from sqlmodel import Session, col, or_, select
+
+from app.schema import ConstraintSite, Enum, Flag, Version, loads, option_to_dest
+
+# Fields compared between two rows of the same flag, in the order they are reported.
+FIELDS = ("dest", "type", "default", "choices", "aliases", "action", "nargs", "help", "deprecated")
+
+
+def _default(flag: Flag) -> Any:
+    """The default as users read it: the literal value, else the source expression."""
+    if flag.default is not None:
+        return loads(flag.default)
+    return flag.default_expr
+
+
+def _help(text: str) -> str:
+    return " ".join(text.split())
+
+
+def word_diff(old: str, new: str) -> list[list[str]]:
+    """[[op, text]] with op in "=", "-", "+": a word-level diff of two help texts."""
+    a, b = old.split(), new.split()
+    out: list[list[str]] = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.append(["=", " ".join(a[i1:i2])])
+            continue
+        if i2 > i1:
+            out.append(["-", " ".join(a[i1:i2])])
+        if j2 > j1:
+            out.append(["+", " ".join(b[j1:j2])])
+    return out
+
+
+def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
+    """Field changes between two rows of one flag: [{"field", "from", "to", ...}]."""
+    changes: list[dict[str, Any]] = []
+    for field in FIELDS:
+        if field == "default":
+            a, b = _default(old), _default(new)
+        elif field in ("choices", "aliases"):
+            a, b = loads(getattr(old, field)), loads(getattr(new, field))
+        elif field == "help":
+            a, b = _help(old.help), _help(new.help)
+        else:
+            a, b = getattr(old, field), getattr(new, field)
+        if a == b:
+            continue
+        change: dict[str, Any] = {"field": field, "from": a, "to": b}
+        if field in ("choices", "aliases"):
+            before, after = a or [], b or []
+            change["added"] = [v for v in after if v not in before]
+            change["removed"] = [v for v in before if v not in after]
+        elif field == "help":
+            change["words"] = word_diff(a, b)
+        elif field == "deprecated":
+            change["message"] = new.deprecated_message if b else old.deprecated_message
+            change["replacement"] = new.replacement if b else None
+        changes.append(change)
+    return changes
+
+
+def constraint_fingerprint(site: ConstraintSite) -> str:
+    """What a site checks, independent of line numbers (ingest's key when it wrote one)."""
+    if site.key:
+        return site.key
+    return "\x1f".join((site.kind, site.function, " ".join(site.condition.split()), site.message))
+
+
+def _multiset_minus(
+    rows: Iterable[ConstraintSite], other: Iterable[ConstraintSite]
+) -> list[ConstraintSite]:
+    """Rows whose fingerprint occurs more often here than in `other` (moved code matches)."""
+    budget = Counter(constraint_fingerprint(c) for c in other)
+    out = []
+    for row in rows:
+        fp = constraint_fingerprint(row)
+        if budget[fp] > 0:
+            budget[fp] -= 1
+        else:
+            out.append(row)
+    return out
+
+
+def _members(enum: Enum) -> dict[str, Any]:
+    return {m["name"]: m.get("value") for m in loads(enum.members) or []}
+
+
+def compare_enums(old: list[Enum], new: list[Enum]) -> dict[str, Any]:
+    """Enums added, removed, and those whose members changed (matched by class name)."""
+    a = {e.name: e for e in old}
+    b = {e.name: e for e in new}
+    changed = []
+    for name in sorted(a.keys() & b.keys()):
+        ma, mb = _members(a[name]), _members(b[name])
+        if ma == mb:
+            continue
+        changed.append(
+            {
+                "name": name,
+                "added": [m for m in mb if m not in ma],
+                "removed": [m for m in ma if m not in mb],
+                "changed": [
+                    {"name": m, "from": ma[m], "to": mb[m]}
+                    for m in mb
+                    if m in ma and ma[m] != mb[m]
+                ],
+                "enum": b[name],
+            }
+        )
+    return {
+        "added": [b[n] for n in sorted(b.keys() - a.keys())],
+        "removed": [a[n] for n in sorted(a.keys() - b.keys())],
+        "changed": changed,
+    }
+
+
+def find_renames(old: dict[str, Flag], new: dict[str, Flag]) -> list[dict[str, str]]:
+    """Options that now lead to another option: as its alias, through its dest, or deprecated
+    with a replacement. [{"from", "to", "via"}]"""
+    renames: list[dict[str, str]] = []
+    removed = [n for n in old if n not in new]
+    added = {n for n in new if n not in old}
+    alias_owner = {a: f.name for f in new.values() for a in loads(f.aliases) or []}
+    dest_owner: dict[str, str] = {}
+    for f in new.values():
+        if f.name in added:
+            dest_owner.setdefault(f.dest, f.name)
+    taken: set[str] = set()
+    for name in removed:
+        if name in alias_owner:
+            renames.append({"from": name, "to": alias_owner[name], "via": "alias"})
+        elif old[name].dest in dest_owner and dest_owner[old[name].dest] not in taken:
+            renames.append({"from": name, "to": dest_owner[old[name].dest], "via": "dest"})
+        else:
+            continue
+        taken.add(renames[-1]["to"])
+    for name, flag in new.items():
+        # Still accepted but deprecated in favour of an option that did not exist before.
+        target = flag.replacement
+        if (
+            name in old
+            and flag.deprecated
+            and not old[name].deprecated
+            and target in added
+            and target not in taken
+        ):
+            renames.append({"from": name, "to": target, "via": "deprecated"})
+            taken.add(target)
+    return renames
+
+
+def _flags(session: Session, version: Version) -> dict[str, Flag]:
+    rows = session.exec(select(Flag).where(Flag.version_id == version.id)).all()
+    return {f.name: f for f in rows}
+
+
+def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any]:
+    """Everything that changed going from `old` to `new` (either may be the newer one).
+
+    Flags and enums are returned as rows so callers can cite them; changes are plain dicts.
+    """
+    a, b = _flags(session, old), _flags(session, new)
+    renamed = find_renames(a, b)
+    renamed_from = {r["from"] for r in renamed}
+    renamed_to = {r["to"] for r in renamed}
+    added = sorted(n for n in b if n not in a and n not in renamed_to)
+    removed = sorted(n for n in a if n not in b and n not in renamed_from)
+    changed: list[dict[str, Any]] = []
+    for name in sorted(a.keys() & b.keys()):
+        for change in compare_flags(a[name], b[name]):
+            changed.append({"name": name, **change})
+    for r in renamed:
+        if r["via"] != "deprecated":
+            # The option lives on under a new name: report what else changed with it.
+            for change in compare_flags(a[r["from"]], b[r["to"]]):
+                if change["field"] not in ("dest", "aliases"):
+                    changed.append({"name": r["to"], **change})
+
+    def sites(v: Version) -> list[ConstraintSite]:
+        stmt = select(ConstraintSite).where(ConstraintSite.version_id == v.id)
+        return list(
+            session.exec(stmt.order_by(col(ConstraintSite.path), col(ConstraintSite.line))).all()
+        )
+
+    ca, cb = sites(old), sites(new)
+    enum_rows = {
+        v.id: list(session.exec(select(Enum).where(Enum.version_id == v.id)).all())
+        for v in (old, new)
+    }
+    enums = compare_enums(enum_rows[old.id], enum_rows[new.id])
+    result: dict[str, Any] = {
+        "from": old,
+        "to": new,
+        "added": added,
+        "removed": removed,
+        "renamed": renamed,
+        "changed": changed,
+        "constraints_added": _multiset_minus(cb, ca),
+        "constraints_removed": _multiset_minus(ca, cb),
+        "enums_added": enums["added"],
+        "enums_removed": enums["removed"],
+        "enums_changed": enums["changed"],
+        "flags_from": a,
+        "flags_to": b,
+    }
+    result["summary"] = {
+        "added": len(added),
+        "removed": len(removed),
+        "renamed": len(renamed),
+        "changed": len({c["name"] for c in changed}),
+        "changes": len(changed),
+        "constraints_added": len(result["constraints_added"]),
+        "constraints_removed": len(result["constraints_removed"]),
+        "enums_changed": len(enums["added"]) + len(enums["removed"]) + len(enums["changed"]),
+    }
+    return result
+
+
+def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
+    """Change events of one flag across all versions, oldest first:
+    [{"version", "field", "from", "to"}] with field "added", "removed", "renamed" or a FIELDS
+    name. The flag is followed by its canonical option, its aliases and its dest, so a flag
+    renamed with an alias keeps one history."""
+    name = flag_name.strip()
+    dest = option_to_dest(name)
+    option = "--" + dest.replace("_", "-") if not name.startswith("-") else name
+
+    def rows(*conds: Any) -> list[Flag]:
+        return list(session.exec(select(Flag).where(or_(*conds))).all())
+
+    found = rows(Flag.name == option, Flag.dest == dest, col(Flag.aliases).contains(f'"{option}"'))
+    # Names the flag had before a rename: its own aliases (e.g. a deprecated old spelling).
+    former = {a for f in found if f.name == option for a in loads(f.aliases) or []}
+    former.discard(option)
+    if former:
+        known = {f.id for f in found}
+        found += [f for f in rows(col(Flag.name).in_(former)) if f.id not in known]
+    per_version: dict[int, list[Flag]] = {}
+    for flag in found:
+        per_version.setdefault(flag.version_id, []).append(flag)
+    if not per_version:
+        return []
+
+    def best(candidates: list[Flag]) -> Flag | None:
+        # The option itself, then a former name, then the option as an alias, then the dest.
+        for test in (
+            lambda f: f.name == option,
+            lambda f: f.name in former,
+            lambda f: option in (loads(f.aliases) or []),
+            lambda f: f.dest == dest,
+        ):
+            for f in candidates:
+                if test(f):
+                    return f
+        return None
+
+    versions = session.exec(select(Version).order_by(col(Version.position))).all()
+    events: list[dict[str, Any]] = []
+    prev: Flag | None = None
+    for version in versions:
+        candidates = per_version.get(version.id or -1)
+        row = best(candidates) if candidates else None
+        if row is None and prev is not None:
+            events.append(
+                {"version": version.name, "field": "removed", "from": prev.name, "to": None}
+            )
+        elif row is not None and prev is None:
+            events.append({"version": version.name, "field": "added", "from": None, "to": row.name})
+        elif row is not None and prev is not None:
+            if row.name != prev.name:
+                events.append(
+                    {"version": version.name, "field": "renamed", "from": prev.name, "to": row.name}
+                )
+            for change in compare_flags(prev, row):
+                events.append({"version": version.name, **change})
+        prev = row
+    return events

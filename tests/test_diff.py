@@ -1,0 +1,266 @@
+"""Version diff and flag history on a small knowledge base where every kind of change is
+planted by hand through the schema models (names and texts are synthetic)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import Session, select
+
+from app.diff import diff_versions, flag_history, word_diff
+from app.schema import (
+    ConstraintSite,
+    Enum,
+    Flag,
+    Version,
+    create_schema,
+    dumps,
+    make_engine,
+)
+
+
+def _flag(name: str, **kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": name,
+        "dest": name.lstrip("-").replace("-", "_"),
+        "help": f"Synthetic help for {name}.",
+        "path": "pkg/server_args.py",
+        "line": 10,
+        "end_line": 12,
+    }
+    base.update(kw)
+    for key in ("aliases", "choices", "default"):  # JSON columns take Python values here
+        if base.get(key) is not None:
+            base[key] = dumps(base[key])
+    return base
+
+
+# Per version: flags, constraints (key, kind, function, message, line), enums.
+V1 = {
+    "flags": [
+        _flag("--alpha", type="str", default="a", choices=["x", "y"], help="Pick the alpha path"),
+        _flag("--beta", type="int", default=1),
+        _flag("--old-name", type="int"),
+        _flag("--tp", dest="tp_size", type="int", default=1),
+        _flag("--gone"),
+        _flag("--gamma", action="store_true", default=False),
+        _flag("--delta", choices=["p", "q"]),
+    ],
+    "constraints": [
+        ("k-moved", "raise", "check", "alpha needs beta", 10),
+        ("k-removed", "assert", "check", "gone must be set", 20),
+        ("", "override", "post_init", "", 30),  # no key: matched by kind+function+condition
+    ],
+    "enums": {
+        "Backend": [("A", "a"), ("B", "b")],
+        "OldEnum": [("ONE", 1)],
+        "Stable": [("S", "s")],
+    },
+}
+V2 = {
+    "flags": [
+        _flag(
+            "--alpha", type="str", default="b", choices=["x", "z"], help="Pick the alpha path now"
+        ),
+        _flag("--beta", type="float", default=1),
+        _flag("--new-name", type="int", aliases=["--old-name"]),
+        _flag("--tensor-parallel-size", dest="tp_size", type="int", default=1),
+        _flag("--fresh"),
+        _flag("--gamma", action="store_true", default=False, deprecated=True),
+        _flag("--delta", choices=["p", "q"], deprecated=True, replacement="--delta2"),
+        _flag("--delta2", choices=["p", "q"]),
+    ],
+    "constraints": [
+        ("k-moved", "raise", "check", "alpha needs beta", 90),  # same site, moved lines
+        ("k-added", "raise", "check", "fresh conflicts with beta", 40),
+        ("", "override", "post_init", "", 70),
+    ],
+    "enums": {
+        "Backend": [("A", "a"), ("C", "c")],
+        "NewEnum": [("TWO", 2)],
+        "Stable": [("S", "s")],
+    },
+}
+V3 = {
+    "flags": [
+        _flag("--beta", type="float", default=2),
+        _flag("--new-name", type="int", aliases=["--old-name"]),
+    ],
+    "constraints": [],
+    "enums": {},
+}
+
+
+def build_kb(path: Path, versions: list[tuple[str, dict[str, Any]]]) -> str:
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    create_schema(engine)
+    with Session(engine) as session:
+        for position, (name, spec) in enumerate(versions):
+            version = Version(
+                name=name,
+                commit=f"{position:040x}",
+                date=datetime(2025, 1, 1 + position, tzinfo=UTC),
+                ingested_at=datetime(2025, 2, 1, tzinfo=UTC),
+                sort_key=name,
+                position=position,
+                era=2,
+                extractor_version=1,
+                web_url="https://example.invalid/repo",
+            )
+            session.add(version)
+            session.flush()
+            assert version.id is not None
+            for f in spec["flags"]:
+                session.add(Flag(version_id=version.id, **f))
+            for key, kind, function, message, line in spec["constraints"]:
+                session.add(
+                    ConstraintSite(
+                        version_id=version.id,
+                        kind=kind,
+                        function=function,
+                        condition="server_args.beta > 1",
+                        message=message,
+                        flags=dumps(["--beta"]),
+                        key=key,
+                        path="pkg/server_args.py",
+                        line=line,
+                        end_line=line + 1,
+                    )
+                )
+            for enum_name, members in spec["enums"].items():
+                session.add(
+                    Enum(
+                        version_id=version.id,
+                        name=enum_name,
+                        path="pkg/enums.py",
+                        line=1,
+                        end_line=5,
+                        members=dumps(
+                            [
+                                {"name": m, "value": v, "line": i + 2}
+                                for i, (m, v) in enumerate(members)
+                            ]
+                        ),
+                    )
+                )
+        session.commit()
+    engine.dispose()
+    return url
+
+
+@pytest.fixture()
+def planted(tmp_path: Path) -> str:
+    return build_kb(tmp_path / "kb.db", [("v1", V1), ("v2", V2), ("v3", V3)])
+
+
+def _diff(url: str, a: str, b: str) -> dict[str, Any]:
+    engine = make_engine(url, readonly=True)
+    with Session(engine) as session:
+        va = session.exec(select(Version).where(Version.name == a)).one()
+        vb = session.exec(select(Version).where(Version.name == b)).one()
+        return diff_versions(session, va, vb)
+
+
+def _changes(d: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
+    return {c["field"]: c for c in d["changed"] if c["name"] == name}
+
+
+def test_added_removed_and_renamed(planted: str) -> None:
+    d = _diff(planted, "v1", "v2")
+    assert d["added"] == ["--fresh"]
+    assert d["removed"] == ["--gone"]
+    renames = {(r["from"], r["to"], r["via"]) for r in d["renamed"]}
+    assert renames == {
+        ("--old-name", "--new-name", "alias"),
+        ("--tp", "--tensor-parallel-size", "dest"),
+        ("--delta", "--delta2", "deprecated"),
+    }
+    assert d["summary"]["added"] == 1 and d["summary"]["renamed"] == 3
+
+
+def test_field_changes(planted: str) -> None:
+    d = _diff(planted, "v1", "v2")
+    alpha = _changes(d, "--alpha")
+    assert alpha["default"]["from"] == "a" and alpha["default"]["to"] == "b"
+    assert alpha["choices"]["added"] == ["z"] and alpha["choices"]["removed"] == ["y"]
+    assert alpha["help"]["words"] == [["=", "Pick the alpha path"], ["+", "now"]]
+    assert _changes(d, "--beta")["type"] == {
+        "name": "--beta",
+        "field": "type",
+        "from": "int",
+        "to": "float",
+    }
+    gamma = _changes(d, "--gamma")
+    assert gamma["deprecated"]["from"] is False and gamma["deprecated"]["to"] is True
+    assert set(_changes(d, "--delta")) == {"deprecated"}
+    # Unchanged flags are not reported, and a rename alone is not a field change.
+    assert not _changes(d, "--new-name") and not _changes(d, "--tensor-parallel-size")
+
+
+def test_constraints_matched_by_what_they_check_not_by_line(planted: str) -> None:
+    d = _diff(planted, "v1", "v2")
+    assert [c.message for c in d["constraints_added"]] == ["fresh conflicts with beta"]
+    assert [c.message for c in d["constraints_removed"]] == ["gone must be set"]
+
+
+def test_enums(planted: str) -> None:
+    d = _diff(planted, "v1", "v2")
+    assert [e.name for e in d["enums_added"]] == ["NewEnum"]
+    assert [e.name for e in d["enums_removed"]] == ["OldEnum"]
+    (backend,) = d["enums_changed"]
+    assert backend["name"] == "Backend"
+    assert backend["added"] == ["C"] and backend["removed"] == ["B"]
+
+
+def test_reverse_order_mirrors(planted: str) -> None:
+    fwd, back = _diff(planted, "v1", "v2"), _diff(planted, "v2", "v1")
+    assert "--gone" in back["added"] and "--fresh" in back["removed"]
+    assert [c.message for c in back["constraints_removed"]] == ["fresh conflicts with beta"]
+    assert back["summary"]["constraints_added"] == fwd["summary"]["constraints_removed"]
+    assert _changes(back, "--alpha")["default"]["to"] == "a"
+
+
+def test_same_version_is_empty(planted: str) -> None:
+    d = _diff(planted, "v2", "v2")
+    assert not any(d[k] for k in ("added", "removed", "renamed", "changed", "constraints_added"))
+
+
+def test_history_follows_a_flag_through_changes_and_removal(planted: str) -> None:
+    engine = make_engine(planted, readonly=True)
+    with Session(engine) as session:
+        events = [(e["version"], e["field"]) for e in flag_history(session, "--alpha")]
+        assert events[0] == ("v1", "added")
+        assert ("v2", "default") in events and ("v2", "choices") in events
+        assert events[-1] == ("v3", "removed")
+        # A dest or bare name finds the same flag.
+        assert flag_history(session, "alpha") == flag_history(session, "--alpha")
+        beta = flag_history(session, "--beta")
+        assert [(e["version"], e["field"], e["to"]) for e in beta] == [
+            ("v1", "added", "--beta"),
+            ("v2", "type", "float"),
+            ("v3", "default", 2),
+        ]
+        assert flag_history(session, "--no-such-flag") == []
+
+
+def test_history_follows_a_rename(planted: str) -> None:
+    engine = make_engine(planted, readonly=True)
+    with Session(engine) as session:
+        events = flag_history(session, "--new-name")
+    assert events[0] == {"version": "v1", "field": "added", "from": None, "to": "--old-name"}
+    assert {"version": "v2", "field": "renamed", "from": "--old-name", "to": "--new-name"} in events
+    assert not any(e["field"] == "removed" for e in events)
+
+
+def test_word_diff() -> None:
+    assert word_diff("use the fast path", "use the slow path") == [
+        ["=", "use the"],
+        ["-", "fast"],
+        ["+", "slow"],
+        ["=", "path"],
+    ]
+    assert word_diff("", "new text") == [["+", "new text"]]
