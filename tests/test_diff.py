@@ -26,7 +26,7 @@ def _flag(name: str, **kw: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "name": name,
         "dest": name.lstrip("-").replace("-", "_"),
-        "help": f"Synthetic help for {name}.",
+        "help": "Synthetic help text.",
         "path": "pkg/server_args.py",
         "line": 10,
         "end_line": 12,
