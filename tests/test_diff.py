@@ -3,51 +3,26 @@ planted by hand through the schema models (names and texts are synthetic)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from planted_kb import build_kb, flag
 from sqlmodel import Session, select
 
 from app.diff import diff_versions, flag_history, word_diff
-from app.schema import (
-    ConstraintSite,
-    Enum,
-    Flag,
-    Version,
-    create_schema,
-    dumps,
-    make_engine,
-)
-
-
-def _flag(name: str, **kw: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": name,
-        "dest": name.lstrip("-").replace("-", "_"),
-        "help": "Synthetic help text.",
-        "path": "pkg/server_args.py",
-        "line": 10,
-        "end_line": 12,
-    }
-    base.update(kw)
-    for key in ("aliases", "choices", "default"):  # JSON columns take Python values here
-        if base.get(key) is not None:
-            base[key] = dumps(base[key])
-    return base
-
+from app.schema import Version, make_engine
 
 # Per version: flags, constraints (key, kind, function, message, line), enums.
 V1 = {
     "flags": [
-        _flag("--alpha", type="str", default="a", choices=["x", "y"], help="Pick the alpha path"),
-        _flag("--beta", type="int", default=1),
-        _flag("--old-name", type="int"),
-        _flag("--tp", dest="tp_size", type="int", default=1),
-        _flag("--gone"),
-        _flag("--gamma", action="store_true", default=False),
-        _flag("--delta", choices=["p", "q"]),
+        flag("--alpha", type="str", default="a", choices=["x", "y"], help="Pick the alpha path"),
+        flag("--beta", type="int", default=1),
+        flag("--old-name", type="int"),
+        flag("--tp", dest="tp_size", type="int", default=1),
+        flag("--gone"),
+        flag("--gamma", action="store_true", default=False),
+        flag("--delta", choices=["p", "q"]),
     ],
     "constraints": [
         ("k-moved", "raise", "check", "alpha needs beta", 10),
@@ -62,16 +37,16 @@ V1 = {
 }
 V2 = {
     "flags": [
-        _flag(
+        flag(
             "--alpha", type="str", default="b", choices=["x", "z"], help="Pick the alpha path now"
         ),
-        _flag("--beta", type="float", default=1),
-        _flag("--new-name", type="int", aliases=["--old-name"]),
-        _flag("--tensor-parallel-size", dest="tp_size", type="int", default=1),
-        _flag("--fresh"),
-        _flag("--gamma", action="store_true", default=False, deprecated=True),
-        _flag("--delta", choices=["p", "q"], deprecated=True, replacement="--delta2"),
-        _flag("--delta2", choices=["p", "q"]),
+        flag("--beta", type="float", default=1),
+        flag("--new-name", type="int", aliases=["--old-name"]),
+        flag("--tensor-parallel-size", dest="tp_size", type="int", default=1),
+        flag("--fresh"),
+        flag("--gamma", action="store_true", default=False, deprecated=True),
+        flag("--delta", choices=["p", "q"], deprecated=True, replacement="--delta2"),
+        flag("--delta2", choices=["p", "q"]),
     ],
     "constraints": [
         ("k-moved", "raise", "check", "alpha needs beta", 90),  # same site, moved lines
@@ -86,70 +61,12 @@ V2 = {
 }
 V3 = {
     "flags": [
-        _flag("--beta", type="float", default=2),
-        _flag("--new-name", type="int", aliases=["--old-name"]),
+        flag("--beta", type="float", default=2),
+        flag("--new-name", type="int", aliases=["--old-name"]),
     ],
     "constraints": [],
     "enums": {},
 }
-
-
-def build_kb(path: Path, versions: list[tuple[str, dict[str, Any]]]) -> str:
-    url = f"sqlite:///{path}"
-    engine = make_engine(url)
-    create_schema(engine)
-    with Session(engine) as session:
-        for position, (name, spec) in enumerate(versions):
-            version = Version(
-                name=name,
-                commit=f"{position:040x}",
-                date=datetime(2025, 1, 1 + position, tzinfo=UTC),
-                ingested_at=datetime(2025, 2, 1, tzinfo=UTC),
-                sort_key=name,
-                position=position,
-                era=2,
-                extractor_version=1,
-                web_url="https://example.invalid/repo",
-            )
-            session.add(version)
-            session.flush()
-            assert version.id is not None
-            for f in spec["flags"]:
-                session.add(Flag(version_id=version.id, **f))
-            for key, kind, function, message, line in spec["constraints"]:
-                session.add(
-                    ConstraintSite(
-                        version_id=version.id,
-                        kind=kind,
-                        function=function,
-                        condition="server_args.beta > 1",
-                        message=message,
-                        flags=dumps(["--beta"]),
-                        key=key,
-                        path="pkg/server_args.py",
-                        line=line,
-                        end_line=line + 1,
-                    )
-                )
-            for enum_name, members in spec["enums"].items():
-                session.add(
-                    Enum(
-                        version_id=version.id,
-                        name=enum_name,
-                        path="pkg/enums.py",
-                        line=1,
-                        end_line=5,
-                        members=dumps(
-                            [
-                                {"name": m, "value": v, "line": i + 2}
-                                for i, (m, v) in enumerate(members)
-                            ]
-                        ),
-                    )
-                )
-        session.commit()
-    engine.dispose()
-    return url
 
 
 @pytest.fixture()

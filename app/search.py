@@ -1,0 +1,601 @@
+"""Search: a Whoosh index of the knowledge base, and ranked queries over it.
+
+Most facts repeat unchanged across many versions, so the index holds each distinct fact once
+(a flag with the same names, help and choices; a choice value of a flag; an enum; an enum
+member; a constraint site by its fingerprint) with the list of version ids it holds for. A
+query filters on that list, so answering at one version or across all costs the same.
+
+The index lives beside the database (``data/flagatlas.db.search``), as a symlink to a build
+directory. A rebuild writes a new directory and swaps the symlink atomically; a running server
+notices the new target on its next query and reopens, while queries in flight finish on the
+old files (kept until the build after next).
+
+Ranking is explicit rather than left to BM25: exact option or dest, then alias, then prefix of
+the name, then all query words starting name words, then fuzzy name words (typos), then text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
+from whoosh import index as windex
+from whoosh.analysis import StemmingAnalyzer
+from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
+from whoosh.query import And, Or, Prefix, Query, Term
+
+from app.diff import constraint_fingerprint  # diff owns what "the same site" means
+from app.schema import ConstraintSite, Enum, Flag, Version, loads, make_engine
+
+INDEX_FORMAT = 1
+MAX_QUERY = 200  # characters kept from a query
+MAX_TOKENS = 10  # words kept from a query
+KIND_ORDER = {"flag": 0, "choice": 1, "member": 2, "enum": 3, "constraint": 4}
+TIER_LABELS = ("exact", "alias", "prefix", "words", "fuzzy", "text")
+
+
+class SearchError(Exception):
+    """The index cannot be opened or built."""
+
+
+class UnknownVersion(SearchError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"unknown version {name!r}")
+        self.name = name
+        self.known = known
+
+
+def _schema() -> Schema:
+    return Schema(
+        kind=ID(stored=True),
+        key=KEYWORD(lowercase=True),  # normalized canonical names (option, dest, value)
+        alias=KEYWORD(lowercase=True),  # normalized aliases
+        tok=KEYWORD(lowercase=True),  # words of the names
+        text=TEXT(analyzer=StemmingAnalyzer()),  # help, messages, conditions, choices
+        versions=KEYWORD,  # version ids the fact holds for
+        data=STORED,
+    )
+
+
+# --- text helpers -------------------------------------------------------------------------
+
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def normalize(text: str) -> str:
+    """`--Enable-NCCL-nvls`, `enable_nccl_nvls` and `enable nccl nvls` all read the same."""
+    text = text.strip().lower().lstrip("-")
+    return re.sub(r"[\s\-]+", "_", text)
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of a name or query; CamelCase and snake_case are split."""
+    return _WORDS.findall(_CAMEL.sub(r"\1 \2", text).lower())
+
+
+def highlight(text: str, terms: list[str]) -> list[tuple[str, bool]]:
+    """Split `text` into (part, matched) pieces so a template can mark matches safely."""
+    terms = sorted({t for t in terms if t}, key=len, reverse=True)
+    if not terms or not text:
+        return [(text, False)]
+    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
+    parts: list[tuple[str, bool]] = []
+    pos = 0
+    for m in pattern.finditer(text):
+        if m.start() > pos:
+            parts.append((text[pos : m.start()], False))
+        parts.append((m.group(0), True))
+        pos = m.end()
+    if pos < len(text):
+        parts.append((text[pos:], False))
+    return parts
+
+
+def _shorten(text: str, limit: int = 180) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# --- building -----------------------------------------------------------------------------
+
+
+def default_index_dir(db_url: str) -> Path:
+    """Beside a SQLite database; FLAGATLAS_INDEX or data/ for other databases."""
+    if os.environ.get("FLAGATLAS_INDEX"):
+        return Path(os.environ["FLAGATLAS_INDEX"])
+    if db_url.startswith("sqlite:///"):
+        return Path(db_url.removeprefix("sqlite:///") + ".search")
+    return Path("data/flagatlas.search")
+
+
+@dataclass
+class _Doc:
+    kind: str
+    name: str
+    flag: str | None
+    keys: list[str]
+    aliases: list[str]
+    toks: list[str]
+    text: str
+    snippet: str
+    versions: set[int] = field(default_factory=set)
+    locs: dict[int, list[Any]] = field(default_factory=dict)
+
+
+def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
+    versions = [
+        {"id": v.id, "name": v.name, "position": v.position}
+        for v in session.exec(select(Version).order_by(col(Version.position))).all()
+    ]
+    docs: dict[tuple[Any, ...], _Doc] = {}
+
+    def add(key: tuple[Any, ...], vid: int, make: Any) -> _Doc:
+        doc = docs.get(key)
+        if doc is None:
+            doc = docs[key] = make()
+        doc.versions.add(vid)
+        return doc
+
+    flag_cols: list[Any] = [
+        Flag.version_id,
+        Flag.name,
+        Flag.dest,
+        Flag.aliases,
+        Flag.help,
+        Flag.section,
+        Flag.choices,
+        Flag.deprecated,
+    ]
+    for (
+        vid,
+        name,
+        dest,
+        aliases_j,
+        help_,
+        section,
+        choices_j,
+        deprecated,
+    ) in session.connection().execute(sa_select(*flag_cols)):
+        aliases = loads(aliases_j) or []
+        choices = loads(choices_j) or []
+        key = ("flag", name, dest, aliases_j, help_, section, choices_j, deprecated)
+
+        def make_flag(
+            name: str = name,
+            dest: str = dest,
+            aliases: list[str] = aliases,
+            help_: str = help_,
+            section: str | None = section,
+            choices: list[Any] = choices,
+            deprecated: bool = deprecated,
+        ) -> _Doc:
+            snippet = ("(deprecated) " if deprecated else "") + _shorten(help_)
+            return _Doc(
+                kind="flag",
+                name=name,
+                flag=name,
+                keys=[normalize(name), normalize(dest)],
+                aliases=[normalize(a) for a in aliases],
+                toks=sorted({w for n in [name, dest, *aliases] for w in words(n)}),
+                text=" ".join([help_, section or "", " ".join(map(str, choices))]),
+                snippet=snippet,
+            )
+
+        add(key, vid, make_flag)
+        for value in choices:
+            value = str(value)
+
+            def make_choice(value: str = value, name: str = name) -> _Doc:
+                return _Doc(
+                    kind="choice",
+                    name=value,
+                    flag=name,
+                    keys=[normalize(value)],
+                    aliases=[],
+                    toks=words(value),
+                    text=value,
+                    snippet=f"a value of {name}",
+                )
+
+            add(("choice", name, value), vid, make_choice)
+
+    for enum in session.exec(select(Enum)).all():
+        members = loads(enum.members) or []
+        linked = loads(enum.flags) or []
+
+        def make_enum(enum: Enum = enum, members: list[Any] = members, linked: list[str] = linked):
+            names = ", ".join(m["name"] for m in members[:12])
+            more = "…" if len(members) > 12 else ""
+            return _Doc(
+                kind="enum",
+                name=enum.name,
+                flag=linked[0] if linked else None,
+                keys=[normalize(enum.name)],
+                aliases=[],
+                toks=words(enum.name),
+                text=" ".join(str(m.get("value", "")) for m in members),
+                snippet=f"enum in {enum.path}: {names}{more}",
+            )
+
+        add(("enum", enum.name, enum.path, enum.members), enum.version_id, make_enum)
+        for m in members:
+
+            def make_member(enum: Enum = enum, m: dict[str, Any] = m, linked: list[str] = linked):
+                value = m.get("value")
+                return _Doc(
+                    kind="member",
+                    name=f"{enum.name}.{m['name']}",
+                    flag=linked[0] if linked else None,
+                    keys=[normalize(m["name"])]
+                    + ([normalize(str(value))] if isinstance(value, str) else []),
+                    aliases=[],
+                    toks=words(m["name"]),
+                    text=str(value or ""),
+                    snippet=f"{enum.name}.{m['name']} = {value!r}",
+                )
+
+            add(
+                ("member", enum.name, m["name"], repr(m.get("value"))), enum.version_id, make_member
+            )
+
+    for site in session.exec(select(ConstraintSite)).all():
+        flags = loads(site.flags) or []
+        affects = loads(site.affects) or []
+
+        def make_site(
+            site: ConstraintSite = site, flags: list[str] = flags, affects: list[str] = affects
+        ) -> _Doc:
+            what = site.message or site.condition or site.function
+            return _Doc(
+                kind="constraint",
+                name=_shorten(what, 120),
+                flag=flags[0] if flags else None,
+                keys=[],
+                aliases=[],
+                toks=[],
+                text=" ".join([site.message, site.condition, site.function, *flags, *affects]),
+                snippet=_shorten(f"{site.kind} in {site.function}: if {site.condition}"),
+            )
+
+        doc = add(("constraint", constraint_fingerprint(site)), site.version_id, make_site)
+        doc.locs.setdefault(site.version_id, [site.path, site.line, site.end_line])
+    return versions, list(docs.values())
+
+
+def build_index(db_url: str, index_dir: Path | None = None) -> dict[str, Any]:
+    """(Re)build the search index of the database at `db_url` and swap it in atomically.
+
+    Called at the end of an ingest and by `flagatlas reindex`. Returns
+    {"path", "docs", "versions", "seconds"}.
+    """
+    started = time.perf_counter()
+    link = Path(index_dir) if index_dir else default_index_dir(db_url)
+    engine = make_engine(db_url, readonly=True)
+    try:
+        with Session(engine) as session:
+            versions, docs = _collect(session)
+    finally:
+        engine.dispose()
+
+    builds = link.parent / (link.name + ".d")
+    builds.mkdir(parents=True, exist_ok=True)
+    target = builds / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.time_ns() % 10**6}"
+    target.mkdir()
+    ix = windex.create_in(str(target), _schema())
+    writer = ix.writer(limitmb=256)
+    for d in docs:
+        writer.add_document(
+            kind=d.kind,
+            key=" ".join(d.keys),
+            alias=" ".join(d.aliases),
+            tok=" ".join(d.toks),
+            text=d.text,
+            versions=" ".join(str(v) for v in sorted(d.versions)),
+            data={
+                "kind": d.kind,
+                "name": d.name,
+                "flag": d.flag,
+                "keys": d.keys,
+                "aliases": d.aliases,
+                "toks": d.toks,
+                "snippet": d.snippet,
+                "versions": sorted(d.versions),
+                "locs": d.locs,
+            },
+        )
+    writer.commit()
+    ix.close()
+    meta = {"format": INDEX_FORMAT, "versions": versions, "docs": len(docs)}
+    (target / "meta.json").write_text(json.dumps(meta))
+
+    # Atomic swap: a new symlink renamed over the old one.
+    tmp = link.parent / f".{link.name}.tmp-{os.getpid()}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(os.path.relpath(target, link.parent))
+    if link.exists() and not link.is_symlink():
+        shutil.rmtree(link)  # an index left by hand: replaced once, then swaps are atomic
+    os.replace(tmp, link)
+    # Keep the previous build for searchers still reading it; drop older ones.
+    for old in sorted(builds.iterdir())[:-2]:
+        if old.resolve() != target.resolve():
+            shutil.rmtree(old, ignore_errors=True)
+    return {
+        "path": str(link),
+        "docs": len(docs),
+        "versions": len(versions),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+# --- querying -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Open:
+    path: str
+    ix: Any
+    searcher: Any
+    versions: list[dict[str, Any]]
+    by_name: dict[str, dict[str, Any]]
+    by_id: dict[int, dict[str, Any]]
+    vocab: list[str]
+    analyzer: Any
+
+
+class SearchIndex:
+    """One index directory, reopened when the symlink is swapped. Thread-safe."""
+
+    def __init__(self, link: Path, db_url: str | None = None) -> None:
+        self.link = link
+        self.db_url = db_url
+        self._lock = threading.Lock()
+        self._open: _Open | None = None
+
+    def _current(self) -> _Open:
+        real = os.path.realpath(self.link)
+        if self._open is not None and self._open.path == real:
+            return self._open
+        if not os.path.exists(os.path.join(real, "meta.json")):
+            if self.db_url is None:
+                raise SearchError("the search index is not built: run `flagatlas reindex`")
+            try:
+                build_index(self.db_url, self.link)
+            except Exception as exc:  # read-only disk, empty database...
+                raise SearchError(
+                    f"the search index is not built ({exc}): run `flagatlas reindex`"
+                ) from exc
+            real = os.path.realpath(self.link)
+        meta = json.loads(Path(real, "meta.json").read_text())
+        ix = windex.open_dir(real)
+        searcher = ix.searcher()
+        versions = meta["versions"]
+        if self._open is not None:
+            self._open.searcher.close()
+        self._open = _Open(
+            path=real,
+            ix=ix,
+            searcher=searcher,
+            versions=versions,
+            by_name={v["name"]: v for v in versions},
+            by_id={v["id"]: v for v in versions},
+            vocab=[t.decode() if isinstance(t, bytes) else t for t in searcher.lexicon("tok")],
+            analyzer=ix.schema["text"].analyzer,
+        )
+        return self._open
+
+    def versions(self) -> list[str]:
+        """Version names, newest first."""
+        with self._lock:
+            return [v["name"] for v in reversed(self._current().versions)]
+
+    def search(self, q: str, version: str | None = None, limit: int = 20) -> dict[str, Any]:
+        with self._lock:
+            return _search(self._current(), q, version, limit)
+
+
+_INDEXES: dict[str, SearchIndex] = {}
+_INDEXES_LOCK = threading.Lock()
+
+
+def get_index(db_url: str, index_dir: Path | None = None) -> SearchIndex:
+    """The process-wide SearchIndex for a database (built on first use if missing)."""
+    link = Path(index_dir) if index_dir else default_index_dir(db_url)
+    key = str(link.absolute())
+    with _INDEXES_LOCK:
+        if key not in _INDEXES:
+            _INDEXES[key] = SearchIndex(link, db_url)
+        return _INDEXES[key]
+
+
+def _fuzzy(token: str, vocab: list[str]) -> set[str]:
+    if len(token) < 4:
+        return set()
+    maxd = 1 if len(token) < 7 else 2
+    hits = process.extract(token, vocab, scorer=Levenshtein.distance, score_cutoff=maxd, limit=30)
+    return {h[0] for h in hits}
+
+
+def _tier(data: dict[str, Any], norm: str, tokens: list[str], fuzzy: dict[str, set[str]]) -> int:
+    keys, aliases, toks = data["keys"], data["aliases"], data["toks"]
+    if norm in keys:
+        return 0
+    if norm in aliases:
+        return 1
+    if any(k.startswith(norm) for k in keys + aliases):
+        return 2
+    if toks and all(any(w.startswith(t) for w in toks) for t in tokens):
+        return 3
+    if toks and all(any(w.startswith(t) or w in fuzzy[t] for w in toks) for t in tokens):
+        return 4
+    return 5
+
+
+def _coverage(data: dict[str, Any], text_hit: set[str], tokens: list[str]) -> int:
+    toks = data["toks"]
+    return sum(1 for t in tokens if t in text_hit or any(w.startswith(t) for w in toks))
+
+
+def _url(kind: str, data: dict[str, Any], version: dict[str, Any]) -> str:
+    v = quote(version["name"], safe="")
+    if kind == "flag":
+        return f"/v/{v}/flags/{quote(data['name'], safe='')}"
+    if kind == "choice" and data["flag"]:
+        return f"/v/{v}/backends/{quote(data['flag'], safe='')}/{quote(data['name'], safe='')}"
+    if kind in ("enum", "member"):
+        return f"/v/{v}/enums#{quote(data['name'].split('.')[0], safe='')}"
+    loc = data["locs"].get(version["id"]) or next(iter(data["locs"].values()), None)
+    if loc:
+        path, line, end = loc
+        return f"/v/{v}/source/{quote(path)}#L{line}-L{end}"
+    return f"/v/{v}/constraints"
+
+
+def _ranges(ids: list[int], op: _Open) -> list[dict[str, str]]:
+    """Consecutive runs of versions, as [{"from", "to"}] names (oldest first)."""
+    held = set(ids)
+    out: list[dict[str, str]] = []
+    run: list[str] = []
+    for v in op.versions:
+        if v["id"] in held:
+            run.append(v["name"])
+        elif run:
+            out.append({"from": run[0], "to": run[-1]})
+            run = []
+    if run:
+        out.append({"from": run[0], "to": run[-1]})
+    return out
+
+
+def _search(op: _Open, q: str, version: str | None, limit: int) -> dict[str, Any]:
+    q = (q or "")[:MAX_QUERY]
+    scope_all = version == "all"
+    if not op.versions:
+        return {"query": q, "version": None, "results": [], "message": "No versions ingested."}
+    if scope_all:
+        scope = None
+    elif version:
+        if version not in op.by_name:
+            raise UnknownVersion(version, [v["name"] for v in op.versions])
+        scope = op.by_name[version]
+    else:
+        scope = op.versions[-1]
+    out: dict[str, Any] = {
+        "query": q,
+        "version": "all" if scope is None else scope["name"],
+        "results": [],
+        "message": None,
+    }
+    norm = normalize(q)
+    tokens = list(dict.fromkeys(words(q)))[:MAX_TOKENS]
+    if not tokens:
+        out["message"] = (
+            "Type part of a flag name, a value or words from its help."
+            if not q.strip()
+            else "Nothing to search for in that query: use letters or digits."
+        )
+        return out
+
+    fuzzy = {t: _fuzzy(t, op.vocab) for t in tokens}
+    word_q: list[Query] = []
+    for t in tokens:
+        alts: list[Query] = [Term("tok", t)] + [Term("tok", w) for w in fuzzy[t]]
+        if len(t) >= 2:
+            alts.append(Prefix("tok", t))
+        word_q.append(Or(alts))
+    names: list[Query] = [Term("key", norm), Term("alias", norm), And(word_q)]
+    if len(norm) >= 2:
+        names += [Prefix("key", norm), Prefix("alias", norm)]
+    text_terms = list(
+        dict.fromkeys(tok.text for tok in op.analyzer(" ".join(tokens), mode="query"))
+    )
+    loose: list[Query] = [Term("text", t) for t in text_terms] + word_q
+
+    flt = None if scope is None else Term("versions", str(scope["id"]))
+    # Which query word each index term stands for, to count how many words a hit covers.
+    owner: dict[tuple[str, str], str] = {}
+    for t in tokens:
+        for a in op.analyzer(t, mode="query"):
+            owner[("text", a.text)] = t
+    hits: dict[int, tuple[dict[str, Any], float, set[str]]] = {}
+    for query, n in ((Or(names), 300), (Or(loose), 100)):
+        for hit in op.searcher.search(query, filter=flt, limit=n, terms=True):
+            matched = {
+                owner[(f, b.decode() if isinstance(b, bytes) else b)]
+                for f, b in hit.matched_terms()
+                if (f, b.decode() if isinstance(b, bytes) else b) in owner
+            }
+            prev = hits.get(hit.docnum)
+            if prev:
+                matched |= prev[2]
+            score = max(hit.score, prev[1]) if prev else hit.score
+            hits[hit.docnum] = (hit["data"], score, matched)
+
+    ranked = []
+    for data, score, text_words in hits.values():
+        tier = _tier(data, norm, tokens, fuzzy)
+        toks = data["toks"]
+        cover = sum(
+            1
+            for t in tokens
+            if t in text_words or any(w.startswith(t) or w in fuzzy[t] for w in toks)
+        )
+        extra = max(0, len(words(data["name"])) - len(tokens))
+        order = (tier, -cover, KIND_ORDER[data["kind"]], extra, -score, data["name"])
+        ranked.append((order, data, tier))
+    ranked.sort(key=lambda r: r[0])
+
+    results: list[dict[str, Any]] = []
+    grouped: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+    for _order, data, tier in ranked:
+        if scope is None:
+            key = (data["kind"], data["name"], data["flag"])
+            if key in grouped:  # another fact of the same flag: merge its versions
+                grouped[key]["_ids"].update(data["versions"])
+                continue
+            if len(results) >= limit:
+                continue
+            result: dict[str, Any] = {"_ids": set(data["versions"]), "_data": data}
+            grouped[key] = result
+        elif len(results) >= limit:
+            break
+        else:
+            result = {"_data": data}
+        result.update(
+            kind=data["kind"],
+            name=data["name"],
+            version=None,
+            url=None,
+            snippet=data["snippet"],
+            flag=data["flag"],
+            match=TIER_LABELS[tier],
+        )
+        results.append(result)
+    for r in results:
+        data = r.pop("_data")
+        if scope is None:
+            ids = r.pop("_ids")
+            r["versions"] = _ranges(sorted(ids), op)
+            ver = op.by_id[max(ids, key=lambda i: op.by_id[i]["position"])]
+        else:
+            ver = scope
+        r["version"] = ver["name"]
+        r["url"] = _url(data["kind"], data, ver)
+    out["results"] = results
+    out["terms"] = tokens + sorted({w for ws in fuzzy.values() for w in ws})
+    if not results:
+        out["message"] = f"No match for {q.strip()!r}."
+    return out

@@ -1,0 +1,94 @@
+"""Small knowledge bases written by hand through the schema models, for the search and diff
+tests (names and texts are synthetic)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from app.schema import ConstraintSite, Enum, Flag, Version, create_schema, dumps, make_engine
+
+
+def flag(name: str, **kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": name,
+        "dest": name.lstrip("-").replace("-", "_"),
+        "help": "Synthetic help text.",
+        "path": "pkg/server_args.py",
+        "line": 10,
+        "end_line": 12,
+    }
+    base.update(kw)
+    for key in ("aliases", "choices", "default"):  # JSON columns take Python values here
+        if base.get(key) is not None:
+            base[key] = dumps(base[key])
+    return base
+
+
+def build_kb(path: Path, versions: list[tuple[str, dict[str, Any]]]) -> str:
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    create_schema(engine)
+    with Session(engine) as session:
+        for position, (name, spec) in enumerate(versions):
+            version = Version(
+                name=name,
+                commit=f"{position:040x}",
+                date=datetime(2025, 1, 1 + position, tzinfo=UTC),
+                ingested_at=datetime(2025, 2, 1, tzinfo=UTC),
+                sort_key=name,
+                position=position,
+                era=2,
+                extractor_version=1,
+                web_url="https://example.invalid/repo",
+            )
+            session.add(version)
+            session.flush()
+            assert version.id is not None
+            for f in spec["flags"]:
+                session.add(Flag(version_id=version.id, **f))
+            for key, kind, function, message, line, *extra in spec["constraints"]:
+                site: dict[str, Any] = {
+                    "condition": "server_args.beta > 1",
+                    "flags": ["--beta"],
+                    **(extra[0] if extra else {}),
+                }
+                site["flags"] = dumps(site["flags"])
+                site["affects"] = dumps(site.get("affects", []))
+                session.add(
+                    ConstraintSite(
+                        version_id=version.id,
+                        kind=kind,
+                        function=function,
+                        message=message,
+                        key=key,
+                        path="pkg/server_args.py",
+                        line=line,
+                        end_line=line + 1,
+                        **site,
+                    )
+                )
+            for enum_name, members in spec["enums"].items():
+                linked = spec.get("enum_flags", {}).get(enum_name, [])
+                session.add(
+                    Enum(
+                        version_id=version.id,
+                        name=enum_name,
+                        path="pkg/enums.py",
+                        line=1,
+                        end_line=5,
+                        flags=dumps(linked),
+                        members=dumps(
+                            [
+                                {"name": m, "value": v, "line": i + 2}
+                                for i, (m, v) in enumerate(members)
+                            ]
+                        ),
+                    )
+                )
+        session.commit()
+    engine.dispose()
+    return url

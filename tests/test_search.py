@@ -1,0 +1,208 @@
+"""Search index and ranking on a small hand-written knowledge base (synthetic texts)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from planted_kb import build_kb, flag
+from sqlmodel import Session
+
+from app.schema import Flag, make_engine
+from app.search import SearchIndex, UnknownVersion, build_index, highlight, normalize
+
+RUNNER = ["triton", "flashinfer_cutlass"]
+OLD = {
+    "flags": [
+        flag("--enable-nccl-nvls", action="store_true", help="Turn on the multicast collective."),
+        flag("--moe-runner-backend", choices=RUNNER, help="Kernel family for expert layers."),
+        flag("--moe-a2a-backend", choices=["none", "deepep"], help="Expert all-to-all."),
+        flag("--enable-two-batch-overlap", action="store_true", help="Split a batch in two."),
+        flag("--enable-single-batch-overlap", action="store_true", help="Overlap in one batch."),
+        flag("--fp4-gemm-backend", choices=["auto", "cutlass"], help="Kernel for fp4 matmul."),
+        flag("--tp-size", aliases=["--tp"], type="int", help="Tensor parallel degree."),
+        flag("--legacy-knob", help="Something only the old version had."),
+        flag("--chunked-prefill-size", type="int", help="Tokens per prefill chunk."),
+    ],
+    "constraints": [
+        (
+            "k-tbo",
+            "raise",
+            "ServerArgs.check",
+            "the overlap of two batches needs an all-to-all backend",
+            40,
+            {
+                "condition": "self.enable_two_batch_overlap and self.moe_a2a_backend == 'none'",
+                "flags": ["--enable-two-batch-overlap", "--moe-a2a-backend"],
+            },
+        )
+    ],
+    "enums": {"MoeRunnerBackend": [("TRITON", "triton"), ("FLASHINFER_CUTLASS", RUNNER[1])]},
+    "enum_flags": {"MoeRunnerBackend": ["--moe-runner-backend"]},
+}
+NEW = {
+    **OLD,
+    "flags": [f for f in OLD["flags"] if f["name"] != "--legacy-knob"]
+    + [flag("--moe-runner-backend", choices=[*RUNNER, "flashinfer_trtllm"], line=99)],
+}
+NEW["flags"] = [f for f in NEW["flags"] if f["name"] != "--moe-runner-backend" or f["line"] == 99]
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("search") / "kb.db"
+    url = build_kb(path, [("s1", OLD), ("s2", NEW)])
+    build_index(url)
+    return url
+
+
+@pytest.fixture(scope="module")
+def index(kb: str) -> SearchIndex:
+    return SearchIndex(Path(kb.removeprefix("sqlite:///") + ".search"), kb)
+
+
+def top(index: SearchIndex, q: str, **kw: Any) -> dict[str, Any]:
+    results = index.search(q, **kw)["results"]
+    assert results, f"no result for {q!r}"
+    return results[0]
+
+
+@pytest.mark.parametrize(
+    "q", ["--enable-nccl-nvls", "enable_nccl_nvls", "ENABLE-NCCL-NVLS", " enable nccl nvls "]
+)
+def test_exact_name_in_any_spelling(index: SearchIndex, q: str) -> None:
+    hit = top(index, q)
+    assert (hit["name"], hit["match"], hit["kind"]) == ("--enable-nccl-nvls", "exact", "flag")
+    assert hit["url"] == "/v/s2/flags/--enable-nccl-nvls"
+
+
+@pytest.mark.parametrize(
+    ("q", "name", "match"),
+    [
+        ("nvls", "--enable-nccl-nvls", "words"),
+        ("two batch overlap", "--enable-two-batch-overlap", "words"),
+        ("moe runnr backend", "--moe-runner-backend", "fuzzy"),  # a typo
+        ("fp4 gemm", "--fp4-gemm-backend", "prefix"),
+        ("--tp", "--tp-size", "alias"),
+        ("chunked", "--chunked-prefill-size", "prefix"),
+        ("multicast collective", "--enable-nccl-nvls", "text"),
+    ],
+)
+def test_people_queries(index: SearchIndex, q: str, name: str, match: str) -> None:
+    hit = top(index, q)
+    assert (hit["name"], hit["match"]) == (name, match)
+
+
+def test_ranking_tiers(index: SearchIndex) -> None:
+    # Exact dest, before flags that only start with it.
+    names = [r["name"] for r in index.search("tp_size")["results"]]
+    assert names[0] == "--tp-size"
+    # Prefix matches come before text matches: "moe" starts two flag names.
+    results = index.search("moe")["results"]
+    assert {r["name"] for r in results[:2]} == {"--moe-runner-backend", "--moe-a2a-backend"}
+    assert [r["match"] for r in results[:2]] == ["prefix", "prefix"]
+    # The single-batch flag shares two words but not "two": it ranks after.
+    names = [r["name"] for r in index.search("two batch overlap")["results"]]
+    assert names.index("--enable-two-batch-overlap") < names.index("--enable-single-batch-overlap")
+
+
+def test_choice_values_and_enum_members(index: SearchIndex) -> None:
+    results = index.search("flashinfer_cutlass")["results"]
+    hit = results[0]
+    assert (hit["kind"], hit["name"], hit["flag"]) == (
+        "choice",
+        "flashinfer_cutlass",
+        "--moe-runner-backend",
+    )
+    assert hit["url"] == "/v/s2/backends/--moe-runner-backend/flashinfer_cutlass"
+    kinds = {r["kind"]: r for r in results}
+    assert kinds["member"]["name"] == "MoeRunnerBackend.FLASHINFER_CUTLASS"
+    assert kinds["member"]["url"] == "/v/s2/enums#MoeRunnerBackend"
+
+
+def test_constraint_messages_are_searchable(index: SearchIndex) -> None:
+    results = index.search("all-to-all backend needs")["results"]
+    hit = next(r for r in results if r["kind"] == "constraint")
+    assert hit["flag"] == "--enable-two-batch-overlap"
+    assert hit["url"] == "/v/s2/source/pkg/server_args.py#L40-L41"
+
+
+def test_version_scope(index: SearchIndex) -> None:
+    assert not any(r["name"] == "--legacy-knob" for r in index.search("legacy")["results"])
+    hit = top(index, "legacy", version="s1")
+    assert (hit["name"], hit["version"], hit["url"]) == (
+        "--legacy-knob",
+        "s1",
+        "/v/s1/flags/--legacy-knob",
+    )
+    assert top(index, "flashinfer_trtllm")["version"] == "s2"
+    old = index.search("flashinfer_trtllm", version="s1")["results"]
+    assert "flashinfer_trtllm" not in {r["name"] for r in old}
+    with pytest.raises(UnknownVersion):
+        index.search("nvls", version="s9")
+
+
+def test_all_versions_groups_hits_by_flag(index: SearchIndex) -> None:
+    out = index.search("moe runner backend", version="all")
+    runner = [r for r in out["results"] if r["name"] == "--moe-runner-backend"]
+    # Two distinct facts (the choices changed) come back as one hit spanning both versions.
+    assert len(runner) == 1
+    assert runner[0]["versions"] == [{"from": "s1", "to": "s2"}]
+    assert runner[0]["version"] == "s2"
+    legacy = top(index, "legacy knob", version="all")
+    assert (legacy["version"], legacy["versions"]) == ("s1", [{"from": "s1", "to": "s1"}])
+
+
+@pytest.mark.parametrize(
+    "q",
+    ['"(*:', "", "   ", "*", "?", "AND OR NOT", "name:value", "a" * 10_000, "--", "ü€𝔘\x00"],
+)
+def test_junk_never_fails(index: SearchIndex, q: str) -> None:
+    out = index.search(q)
+    assert isinstance(out["results"], list)
+    if not out["results"]:
+        assert out["message"]
+
+
+def test_empty_query_says_what_to_type(index: SearchIndex) -> None:
+    out = index.search("")
+    assert out["results"] == [] and "Type" in out["message"]
+
+
+def test_rebuild_swaps_and_running_index_sees_it(kb: str, tmp_path: Path) -> None:
+    url = build_kb(tmp_path / "kb.db", [("s1", OLD)])
+    link = tmp_path / "idx"
+    build_index(url, link)
+    idx = SearchIndex(link)
+    assert not idx.search("brand new")["results"]
+    first = os.path.realpath(link)
+    engine = make_engine(url)
+    with Session(engine) as session:
+        session.add(Flag(version_id=1, **flag("--brand-new-flag")))
+        session.commit()
+    engine.dispose()
+    info = build_index(url, link)
+    assert info["docs"] > 0 and link.is_symlink()
+    assert os.path.realpath(link) != first
+    assert top(idx, "brand new")["name"] == "--brand-new-flag"  # same object, new index
+    # The previous build stays for searchers still reading it; older ones go.
+    build_index(url, link)
+    assert len(list((tmp_path / "idx.d").iterdir())) == 2
+
+
+def test_missing_index_is_built_on_first_use(tmp_path: Path) -> None:
+    url = build_kb(tmp_path / "kb.db", [("s1", OLD)])
+    idx = SearchIndex(tmp_path / "kb.db.search", url)
+    assert top(idx, "nvls")["name"] == "--enable-nccl-nvls"
+
+
+def test_normalize_and_highlight() -> None:
+    assert normalize("--Enable-NCCL nvls") == normalize("enable_nccl_nvls") == "enable_nccl_nvls"
+    assert highlight("Use NVLS for prefill", ["nvls"]) == [
+        ("Use ", False),
+        ("NVLS", True),
+        (" for prefill", False),
+    ]
+    assert highlight("<b>", ["x"]) == [("<b>", False)]
