@@ -292,7 +292,7 @@ def build_index(db_url: str, index_dir: Path | None = None) -> dict[str, Any]:
 
     builds = link.parent / (link.name + ".d")
     builds.mkdir(parents=True, exist_ok=True)
-    target = builds / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.time_ns() % 10**6}"
+    target = builds / f"{time.time_ns():020d}-{os.getpid()}"  # sorts by build time
     target.mkdir()
     ix = windex.create_in(str(target), _schema())
     writer = ix.writer(limitmb=256)
