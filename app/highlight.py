@@ -1,0 +1,123 @@
+"""Source text of cited files, highlighted with pygments, cached per blob sha.
+
+A blob sha names immutable content, so the decompressed text and its highlighted lines can be
+cached forever (bounded by an LRU). Pygments' HTML formatter closes its spans at each line end,
+so the output splits into self-contained lines that can be shown one by one as excerpts.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from threading import Lock
+from typing import Any
+
+from markupsafe import Markup
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer, TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
+from sqlmodel import Session
+
+from app.queries import version_file_sha
+from app.schema import Blob, Version, unpack_text
+
+# Files this big are shown as plain text: highlighting them would stall the page.
+MAX_HIGHLIGHT = 2_000_000
+
+
+class _LRU:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[str, list[Any]] = OrderedDict()
+        self.lock = Lock()
+
+    def get(self, key: str) -> list[Any] | None:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: list[Any]) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+_text_cache = _LRU(128)
+_html_cache = _LRU(64)
+
+
+def _lexer(path: str) -> Any:
+    if path.endswith(".py"):
+        return PythonLexer(stripnl=False, ensurenl=False)
+    try:
+        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+def blob_lines(session: Session, sha: str) -> list[str] | None:
+    """The blob's text as lines (index 0 = line 1), or None when the blob is missing."""
+    cached = _text_cache.get(sha)
+    if cached is not None:
+        return cached
+    blob = session.get(Blob, sha)
+    if blob is None:
+        return None
+    lines = unpack_text(blob.text).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    _text_cache.put(sha, lines)
+    return lines
+
+
+def highlighted_lines(session: Session, sha: str, path: str) -> list[Markup] | None:
+    """The blob's lines as safe HTML (pygments output escapes the source text)."""
+    key = f"{sha}:{path.rsplit('.', 1)[-1]}"
+    cached = _html_cache.get(key)
+    if cached is not None:
+        return cached
+    lines = blob_lines(session, sha)
+    if lines is None:
+        return None
+    text = "\n".join(lines)
+    if len(text) > MAX_HIGHLIGHT:
+        out = [Markup.escape(line) for line in lines]
+    else:
+        html = highlight(text + "\n", _lexer(path), HtmlFormatter(nowrap=True))
+        out = [Markup(line) for line in html.split("\n")[: len(lines)]]
+        out += [Markup("")] * (len(lines) - len(out))
+    _html_cache.put(key, out)
+    return out
+
+
+def file_lines(session: Session, version: Version, path: str) -> list[Markup] | None:
+    sha = version_file_sha(session, version, path)
+    return None if sha is None else highlighted_lines(session, sha, path)
+
+
+def excerpt(
+    session: Session, version: Version, path: str, line: int, end_line: int, context: int = 2
+) -> list[dict[str, Any]]:
+    """Lines around a citation: [{"line", "html", "hit"}]; empty when the file is not stored."""
+    lines = file_lines(session, version, path)
+    if not lines:
+        return []
+    end = max(line, end_line)
+    first = max(1, line - context)
+    last = min(len(lines), end + context)
+    return [
+        {"line": n, "html": lines[n - 1], "hit": line <= n <= end} for n in range(first, last + 1)
+    ]
+
+
+def cited_text(session: Session, version: Version, path: str, line: int, end_line: int) -> str:
+    """The cited lines as plain text (for the JSON API); empty when the file is not stored."""
+    sha = version_file_sha(session, version, path)
+    lines = blob_lines(session, sha) if sha else None
+    if not lines:
+        return ""
+    return "\n".join(lines[max(0, line - 1) : max(line, end_line)])

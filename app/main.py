@@ -1,0 +1,140 @@
+"""The web app: `create_app()` wires the read-only engine, static files, security headers,
+error pages and the routers of the view modules (one module per page kind)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.queries import MAX_NAME, NotFound
+from app.schema import database_url, make_engine
+from app.templating import STATIC, render
+from app.views import backends, constraints, enums, flags, home, source
+
+log = logging.getLogger("flagatlas")
+
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+        b"frame-ancestors 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+class SecurityHeaders:
+    """Plain ASGI middleware (cheaper than BaseHTTPMiddleware): adds headers to every reply."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or request.url.path == "/api"
+
+
+def suggestion_url(path: str, kind: str, name: str) -> str | None:
+    """The same URL with the wrong segment (version, flag, value or file path) replaced."""
+    segments = path.split("/")
+    try:
+        i = segments.index("v")
+    except ValueError:
+        return f"/v/{quote(name, safe='')}/flags" if kind == "version" else None
+    slot = {"version": i + 1, "flag": i + 3, "value": i + 4, "path": i + 3}.get(kind)
+    if slot is None or slot >= len(segments):
+        return None
+    if kind == "path":
+        segments = segments[:slot] + name.split("/")
+    else:
+        segments[slot] = name
+    return "/".join(quote(segment, safe="") for segment in segments)
+
+
+def error_response(
+    request: Request,
+    status: int,
+    detail: str,
+    suggestions: list[dict[str, str]] | None = None,
+    elsewhere: list[dict[str, str]] | None = None,
+    kind: str = "page",
+    name: str = "",
+) -> Response:
+    body: dict[str, Any] = {
+        "detail": detail,
+        "kind": kind,
+        "name": name,
+        "suggestions": suggestions or [],
+        "elsewhere": elsewhere or [],
+    }
+    if wants_json(request):
+        return JSONResponse(body, status_code=status)
+    return render(request, "error.html", {"status": status, **body}, status_code=status)
+
+
+def create_app(db_url: str | None = None) -> FastAPI:
+    app = FastAPI(
+        title="Flag Atlas", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json"
+    )
+    app.state.engine = make_engine(db_url or database_url(), readonly=True)
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> Response:
+        links = []
+        for name in exc.suggestions:
+            url = suggestion_url(request.url.path, exc.kind, name)
+            links.append({"name": name, "url": url or ""})
+        return error_response(
+            request, 404, exc.detail, links, exc.elsewhere, kind=exc.kind, name=exc.name
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404:
+            detail = f"Nothing here: {request.url.path[:MAX_NAME]}"
+            links = [{"name": "Home", "url": "/"}, {"name": "Latest flags", "url": "/latest/flags"}]
+            return error_response(request, 404, detail, links)
+        return error_response(request, exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(request, 400, "Bad request: some parameter is not valid.")
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s", request.url.path)
+        return error_response(request, 500, "Internal error.")
+
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.include_router(home.router)
+    app.include_router(flags.router)
+    app.include_router(backends.router)
+    app.include_router(constraints.router)
+    app.include_router(enums.router)
+    app.include_router(source.router)
+    # Other view modules (search, diff, explain) add one include_router line each below.
+    app.add_middleware(SecurityHeaders)
+    return app

@@ -1,0 +1,479 @@
+"""Shared read queries over the knowledge base, and the JSON shapes of the API contract.
+
+Every function here takes a Session and returns plain dicts or schema rows; views turn them
+into HTML or JSON. Lookups go through the indexed columns (version name, (version_id, name),
+(version_id, dest), (version_id, value)) so one page costs a handful of index probes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from rapidfuzz import fuzz, process
+from sqlalchemy import func
+from sqlmodel import Session, col, or_, select
+
+from app.schema import (
+    ChoiceSite,
+    ConstraintSite,
+    Enum,
+    Flag,
+    UsageSite,
+    Version,
+    VersionFile,
+    loads,
+    option_to_dest,
+)
+
+# Inputs longer than this are never names; cut them before fuzzy matching.
+MAX_NAME = 200
+
+
+class NotFound(Exception):
+    """An unknown version, flag, value or path: rendered as a 404 with suggestions.
+
+    `kind` says which URL segment was wrong ("version", "flag", "value", "path", "page");
+    the error handler turns `suggestions` (names) into links by replacing that segment.
+    `elsewhere` lists versions where the thing exists: [{"version", "url"}].
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        detail: str,
+        suggestions: Sequence[str] = (),
+        elsewhere: Sequence[dict[str, str]] = (),
+    ) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.name = name[:MAX_NAME]
+        self.detail = detail
+        self.suggestions = list(suggestions)
+        self.elsewhere = list(elsewhere)
+
+
+def did_you_mean(name: str, choices: Iterable[str], limit: int = 5) -> list[str]:
+    """Closest names by fuzzy ratio, best first; empty when nothing is close."""
+    query = name[:MAX_NAME].lower()
+    pool = list(dict.fromkeys(choices))
+    if not query or not pool:
+        return []
+    found = process.extract(
+        query, pool, scorer=fuzz.WRatio, processor=str.lower, limit=limit, score_cutoff=60
+    )
+    return [match for match, _score, _idx in found]
+
+
+# --- versions ---------------------------------------------------------------------------
+
+
+def ordered_versions(session: Session) -> list[Version]:
+    """All versions, newest first."""
+    return list(session.exec(select(Version).order_by(col(Version.position).desc())))
+
+
+def version_names(session: Session) -> list[str]:
+    """Version names, newest first (cheap: for switchers and suggestions)."""
+    return list(session.exec(select(Version.name).order_by(col(Version.position).desc())))
+
+
+def newest_version(session: Session) -> Version | None:
+    return session.exec(select(Version).order_by(col(Version.position).desc()).limit(1)).first()
+
+
+def get_version(session: Session, name: str) -> Version:
+    version = session.exec(select(Version).where(Version.name == name)).first()
+    if version is None:
+        names = version_names(session)
+        raise NotFound(
+            "version",
+            name,
+            f"No version named {name[:MAX_NAME]!r} has been ingested.",
+            did_you_mean(name, names) or names[:3],
+        )
+    return version
+
+
+def flag_counts(session: Session) -> dict[int, int]:
+    rows = session.exec(select(Flag.version_id, func.count()).group_by(col(Flag.version_id)))
+    return {version_id: count for version_id, count in rows}
+
+
+def version_dict(version: Version, flags: int) -> dict[str, Any]:
+    return {
+        "name": version.name,
+        "commit": version.commit,
+        "date": version.date.isoformat(),
+        "flags": flags,
+        "position": version.position,
+        "era": version.era,
+        "url": f"/v/{quote(version.name, safe='')}/flags",
+    }
+
+
+# --- citations ----------------------------------------------------------------------------
+
+
+def source_url(version: Version, path: str, line: int | None = None, end: int | None = None) -> str:
+    """The in-app source view of a file, with an optional line anchor."""
+    url = f"/v/{quote(version.name, safe='')}/source/{quote(path)}"
+    if line is not None:
+        url += f"#L{line}" if end is None or end == line else f"#L{line}-L{end}"
+    return url
+
+
+def citation(version: Version, path: str, line: int, end_line: int | None = None) -> dict[str, Any]:
+    end = end_line if end_line is not None and end_line >= line else line
+    return {
+        "path": path,
+        "line": line,
+        "end_line": end,
+        "url": f"{version.web_url}/blob/{version.commit}/{quote(path)}#L{line}-L{end}",
+        "permalink": source_url(version, path, line, end),
+    }
+
+
+# --- flags --------------------------------------------------------------------------------
+
+
+def flag_url(version: Version, name: str) -> str:
+    return f"/v/{quote(version.name, safe='')}/flags/{quote(name, safe='')}"
+
+
+def backend_url(version: Version, flag: str, value: str) -> str:
+    return (
+        f"/v/{quote(version.name, safe='')}/backends/{quote(flag, safe='')}/{quote(value, safe='')}"
+    )
+
+
+def default_value(flag: Flag) -> Any:
+    """The literal default, else the default's source text (e.g. "ServerArgs.port")."""
+    return loads(flag.default) if flag.default is not None else flag.default_expr
+
+
+def flag_dict(version: Version, flag: Flag) -> dict[str, Any]:
+    return {
+        "name": flag.name,
+        "dest": flag.dest,
+        "aliases": loads(flag.aliases) or [],
+        "type": flag.type,
+        "default": loads(flag.default),
+        "default_expr": flag.default_expr,
+        "choices": loads(flag.choices),
+        "choices_const": flag.choices_const,
+        "choices_extensible": flag.choices_extensible,
+        "choices_dynamic": flag.choices_dynamic,
+        "help": flag.help,
+        "hidden": flag.hidden,
+        "action": flag.action,
+        "nargs": flag.nargs,
+        "required": flag.required,
+        "deprecated": flag.deprecated,
+        "deprecated_message": flag.deprecated_message,
+        "replacement": flag.replacement,
+        "section": flag.section,
+        "url": flag_url(version, flag.name),
+        "source": citation(version, flag.path, flag.line, flag.end_line),
+    }
+
+
+def flag_name_candidates(raw: str) -> list[str]:
+    """Option spellings a user may mean: "pp_size", "PP-SIZE", "--pp_size" -> "--pp-size"."""
+    raw = raw.strip()[:MAX_NAME]
+    bare = raw.lstrip("-")
+    out = [raw, "--" + bare.replace("_", "-").lower(), "--" + bare, "-" + bare]
+    return [name for name in dict.fromkeys(out) if name.strip("-")]
+
+
+def find_flag(session: Session, version: Version, raw: str) -> Flag | None:
+    """Resolve an option, alias or dest (any dashes, underscores or case) in a version."""
+    names = flag_name_candidates(raw)
+    if not names:
+        return None
+    rows = session.exec(
+        select(Flag).where(Flag.version_id == version.id, col(Flag.name).in_(names))
+    ).all()
+    if rows:
+        return min(rows, key=lambda row: names.index(row.name))
+    dest = option_to_dest(raw.strip()[:MAX_NAME])
+    row = session.exec(
+        select(Flag).where(
+            Flag.version_id == version.id,
+            or_(Flag.dest == dest, func.lower(Flag.dest) == dest.lower()),
+        )
+    ).first()
+    if row is not None:
+        return row
+    # Aliases are a JSON list; only a few flags have any, so filter in Python.
+    wanted = {name.lower() for name in names}
+    for flag in session.exec(
+        select(Flag).where(Flag.version_id == version.id, Flag.aliases != "[]")
+    ):
+        if wanted & {alias.lower() for alias in loads(flag.aliases) or []}:
+            return flag
+    return None
+
+
+def flag_names(session: Session, version: Version) -> list[str]:
+    return list(session.exec(select(Flag.name).where(Flag.version_id == version.id)))
+
+
+def versions_with_flag(session: Session, names: Sequence[str]) -> list[Version]:
+    """Versions (newest first) that define one of `names`, via the (version_id, name) index."""
+    versions = ordered_versions(session)
+    ids = [v.id for v in versions]
+    present = set(
+        session.exec(
+            select(Flag.version_id).where(col(Flag.version_id).in_(ids), col(Flag.name).in_(names))
+        )
+    )
+    return [v for v in versions if v.id in present]
+
+
+def nearest_versions(
+    session: Session, version: Version, names: Sequence[str]
+) -> list[dict[str, str]]:
+    """The closest older and newer versions that define the flag: [{"version", "url"}]."""
+    having = versions_with_flag(session, names)
+    older = [v for v in having if v.position < version.position][:1]
+    newer = [v for v in reversed(having) if v.position > version.position][:1]
+    name_by_version: dict[int | None, str] = {}
+    if older or newer:
+        for flag in session.exec(
+            select(Flag).where(
+                col(Flag.version_id).in_([v.id for v in older + newer]),
+                col(Flag.name).in_(list(names)),
+            )
+        ):
+            name_by_version[flag.version_id] = flag.name
+    return [
+        {"version": v.name, "url": flag_url(v, name_by_version.get(v.id, names[0]))}
+        for v in newer + older
+    ]
+
+
+def get_flag(session: Session, version: Version, raw: str) -> Flag:
+    flag = find_flag(session, version, raw)
+    if flag is not None:
+        return flag
+    names = flag_name_candidates(raw)
+    raise NotFound(
+        "flag",
+        raw,
+        f"{raw[:MAX_NAME]!r} is not a flag of {version.name}.",
+        did_you_mean(raw, flag_names(session, version)),
+        nearest_versions(session, version, names) if names else [],
+    )
+
+
+def all_flags(session: Session, version: Version) -> list[Flag]:
+    """The flags of a version in source order."""
+    return list(
+        session.exec(
+            select(Flag)
+            .where(Flag.version_id == version.id)
+            .order_by(col(Flag.path), col(Flag.line))
+        )
+    )
+
+
+# --- constraints, enums, sites ------------------------------------------------------------
+
+
+def constraint_dict(version: Version, site: ConstraintSite) -> dict[str, Any]:
+    return {
+        "kind": site.kind,
+        "function": site.function,
+        "condition": site.condition,
+        "conditions": loads(site.conditions) or [],
+        "message": site.message,
+        "flags": loads(site.flags) or [],
+        "affects": loads(site.affects) or [],
+        "writes": loads(site.writes) or {},
+        "key": site.key,
+        "source": citation(version, site.path, site.line, site.end_line),
+    }
+
+
+def all_constraints(session: Session, version: Version) -> list[ConstraintSite]:
+    return list(
+        session.exec(
+            select(ConstraintSite)
+            .where(ConstraintSite.version_id == version.id)
+            .order_by(col(ConstraintSite.path), col(ConstraintSite.line))
+        )
+    )
+
+
+def flag_constraints(session: Session, version: Version, name: str) -> list[ConstraintSite]:
+    """Constraint sites that read or affect the flag (matched inside the JSON lists)."""
+    needle = f'"{name}"'
+    rows = session.exec(
+        select(ConstraintSite)
+        .where(
+            ConstraintSite.version_id == version.id,
+            or_(
+                col(ConstraintSite.flags).contains(needle, autoescape=True),
+                col(ConstraintSite.affects).contains(needle, autoescape=True),
+            ),
+        )
+        .order_by(col(ConstraintSite.path), col(ConstraintSite.line))
+    )
+    # The LIKE pre-filter is textual; confirm on the decoded lists.
+    return [
+        row
+        for row in rows
+        if name in (loads(row.flags) or []) or name in (loads(row.affects) or [])
+    ]
+
+
+def enum_dict(version: Version, enum: Enum) -> dict[str, Any]:
+    members = loads(enum.members) or []
+    return {
+        "name": enum.name,
+        "values": [m.get("value", m.get("name")) for m in members],
+        "members": members,
+        "flags": loads(enum.flags) or [],
+        "source": citation(version, enum.path, enum.line, enum.end_line),
+    }
+
+
+def all_enums(session: Session, version: Version) -> list[Enum]:
+    return list(
+        session.exec(select(Enum).where(Enum.version_id == version.id).order_by(col(Enum.name)))
+    )
+
+
+def flag_enum(session: Session, version: Version, name: str) -> Enum | None:
+    needle = f'"{name}"'
+    for enum in session.exec(
+        select(Enum).where(
+            Enum.version_id == version.id, col(Enum.flags).contains(needle, autoescape=True)
+        )
+    ):
+        if name in (loads(enum.flags) or []):
+            return enum
+    return None
+
+
+def usage_site_dict(version: Version, site: UsageSite) -> dict[str, Any]:
+    return {
+        **citation(version, site.path, site.line),
+        "text": site.text,
+        "access": site.access,
+    }
+
+
+def flag_usages(session: Session, version: Version, dest: str) -> list[UsageSite]:
+    return list(
+        session.exec(
+            select(UsageSite)
+            .where(UsageSite.version_id == version.id, UsageSite.dest == dest)
+            .order_by(col(UsageSite.path), col(UsageSite.line))
+        )
+    )
+
+
+def choice_site_dict(version: Version, site: ChoiceSite) -> dict[str, Any]:
+    return {
+        **citation(version, site.path, site.line),
+        "text": site.text,
+        "value": site.value,
+        "flag": site.flag,
+        "attributed": site.flag is not None,
+        "candidates": loads(site.candidates) or [],
+        "how": site.how,
+    }
+
+
+def choice_sites(
+    session: Session, version: Version, flag: str, values: Sequence[str]
+) -> dict[str, list[ChoiceSite]]:
+    """Sites handling each value of the flag: attributed to it, or ambiguous among candidates
+    that include it. One indexed query for all values."""
+    out: dict[str, list[ChoiceSite]] = {str(value): [] for value in values}
+    if not out:
+        return out
+    rows = session.exec(
+        select(ChoiceSite)
+        .where(ChoiceSite.version_id == version.id, col(ChoiceSite.value).in_(list(out)))
+        .order_by(col(ChoiceSite.path), col(ChoiceSite.line))
+    )
+    for site in rows:
+        if site.flag == flag or (site.flag is None and flag in (loads(site.candidates) or [])):
+            out[site.value].append(site)
+    return out
+
+
+def version_file_sha(session: Session, version: Version, path: str) -> str | None:
+    row = session.get(VersionFile, (version.id, path))
+    return row.sha if row is not None else None
+
+
+def version_paths(session: Session, version: Version) -> list[str]:
+    return list(session.exec(select(VersionFile.path).where(VersionFile.version_id == version.id)))
+
+
+# --- history ------------------------------------------------------------------------------
+
+# Fields whose changes make a flag's history, in the order they are reported.
+HISTORY_FIELDS = ("type", "default", "choices", "help", "deprecated")
+
+
+def _history_values(flag: Flag) -> dict[str, Any]:
+    return {
+        "type": flag.type,
+        "default": default_value(flag),
+        "choices": loads(flag.choices),
+        "help": " ".join(flag.help.split()),
+        "deprecated": flag.deprecated,
+    }
+
+
+def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
+    """The flag across every version, oldest first, as Change dicts
+    {"version", "field", "from", "to"}: "added", each changed field, "removed".
+
+    app/diff.py may replace this body with its richer comparison; the shape stays.
+    """
+    versions = list(session.exec(select(Version).order_by(col(Version.position))))
+    ids = [v.id for v in versions]
+    # IN on version_id lets SQLite probe the (version_id, name) index once per version.
+    rows = {
+        flag.version_id: flag
+        for flag in session.exec(
+            select(Flag).where(col(Flag.version_id).in_(ids), Flag.name == flag_name)
+        )
+    }
+    changes: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
+    for version in versions:
+        row = rows.get(version.id or 0)
+        if row is None:
+            if previous is not None:
+                changes.append(
+                    {"version": version.name, "field": "removed", "from": flag_name, "to": None}
+                )
+            previous = None
+            continue
+        values = _history_values(row)
+        if previous is None:
+            changes.append(
+                {"version": version.name, "field": "added", "from": None, "to": flag_name}
+            )
+        else:
+            for field in HISTORY_FIELDS:
+                if values[field] != previous[field]:
+                    changes.append(
+                        {
+                            "version": version.name,
+                            "field": field,
+                            "from": previous[field],
+                            "to": values[field],
+                        }
+                    )
+        previous = values
+    return changes

@@ -1,0 +1,133 @@
+"""The one Jinja2 environment of the app (autoescaped), its filters and a render helper.
+
+Views call `render(request, "page.html", {...})`; an htmx request for a page that names a
+fragment block gets just that block (jinja2-fragments), so filters swap in without a reload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import Request
+from fastapi.responses import Response
+from jinja2_fragments.fastapi import Jinja2Blocks
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
+STATIC = ROOT / "static"
+
+templates = Jinja2Blocks(directory=str(TEMPLATES))
+env = templates.env
+env.autoescape = True  # extracted text comes from an untrusted repository
+env.trim_blocks = True
+env.lstrip_blocks = True
+
+
+def show_value(value: Any) -> str:
+    """A literal value (default, choice, history value) as JSON: "auto", 1, true, null."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def md_cite(cite: dict[str, Any]) -> str:
+    """A Markdown link to a citation on GitHub: [server_args.py#L5045](url)."""
+    name = cite["path"].rsplit("/", 1)[-1]
+    lines = f"L{cite['line']}" + (
+        f"-L{cite['end_line']}" if cite["end_line"] != cite["line"] else ""
+    )
+    return f"[{name}#{lines}]({cite['url']})"
+
+
+def md_constraint(site: dict[str, Any], flag: str) -> str:
+    """One sentence about a constraint site, e.g. "`--x` raises when `cond` — [file#L1](url)"."""
+    cond = f"`{site['condition']}`" if site["condition"] else "unconditionally"
+    if site["kind"] == "override" and site["writes"]:
+        sets = ", ".join(f"`{k} = {v}`" for k, v in site["writes"].items())
+        what = f"when {cond}, {sets}" if site["condition"] else f"sets {sets}"
+    elif site["kind"] == "assert":
+        what = f"asserts {cond}"
+    else:
+        verb = {"raise": "raises", "warning": "warns", "override": "is overridden"}.get(
+            site["kind"], site["kind"]
+        )
+        what = f"{verb} when {cond}" if site["condition"] else f"{verb} {cond}"
+    return f"`{flag}` {what} — {md_cite(site['source'])}"
+
+
+def synopsis(flag: dict[str, Any]) -> str:
+    """`--name TYPE (default X)` from a Flag dict."""
+    parts = [flag["name"]]
+    action = flag.get("action") or ""
+    if not action.startswith("store_") and action not in ("count", "help", "version"):
+        parts.append((flag.get("type") or "value").upper() if flag.get("type") else "VALUE")
+    if flag.get("nargs") in ("*", "+"):
+        parts[-1] += " ..."
+    if flag.get("default") is not None:
+        parts.append(f"(default {show_value(flag['default'])})")
+    elif flag.get("default_expr"):
+        parts.append(f"(default {flag['default_expr']})")
+    return " ".join(parts)
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    """The first sentence of a help text, cut to `limit` characters."""
+    text = " ".join((text or "").split())
+    for end in (". ", "; "):
+        if end in text[:limit]:
+            return text[: text.index(end) + 1]
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _static_version(name: str) -> str:
+    path = STATIC / name
+    try:
+        return hashlib.sha1(path.read_bytes()).hexdigest()[:10]
+    except OSError:
+        return "0"
+
+
+_static_hashes: dict[str, str] = {}
+
+
+def static_url(name: str) -> str:
+    """/static/NAME?v=HASH so browsers may cache assets and still see new ones."""
+    if name not in _static_hashes:
+        _static_hashes[name] = _static_version(name)
+    return f"/static/{name}?v={_static_hashes[name]}"
+
+
+env.filters["show"] = show_value
+env.filters["synopsis"] = synopsis
+env.filters["md_cite"] = md_cite
+env.filters["md_constraint"] = md_constraint
+env.filters["first_line"] = first_line
+env.filters["q"] = lambda value: quote(str(value), safe="")
+env.globals["static_url"] = static_url
+
+
+def is_fragment_request(request: Request) -> bool:
+    """An htmx swap (not a history restore, which needs the whole page)."""
+    return bool(
+        request.headers.get("HX-Request") and not request.headers.get("HX-History-Restore-Request")
+    )
+
+
+def render(
+    request: Request,
+    name: str,
+    context: dict[str, Any],
+    status_code: int = 200,
+    block: str | None = None,
+) -> Response:
+    """Render a page, or only `block` of it when htmx asks for a fragment."""
+    if block and is_fragment_request(request):
+        response = templates.TemplateResponse(
+            request, name, context, status_code=status_code, block_name=block
+        )
+    else:
+        response = templates.TemplateResponse(request, name, context, status_code=status_code)
+    response.headers["Vary"] = "HX-Request"
+    return response

@@ -1,0 +1,135 @@
+"""Backends: flags whose choices name backends (or map to an enum), and the page of one
+backend value listing every site that handles it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlmodel import Session, select
+
+from app.deps import SessionDep
+from app.highlight import excerpt
+from app.queries import (
+    NotFound,
+    all_enums,
+    all_flags,
+    backend_url,
+    choice_site_dict,
+    choice_sites,
+    did_you_mean,
+    flag_enum,
+    flag_url,
+    get_flag,
+    get_version,
+)
+from app.schema import ChoiceSite, Version, loads
+from app.templating import render
+from app.views.common import page_context
+
+router = APIRouter()
+
+
+def backend_flags(session: Session, version: Version) -> list[dict[str, Any]]:
+    """Flags with choices whose name says backend, or that an enum is linked to."""
+    enum_of: dict[str, str] = {}
+    for enum in all_enums(session, version):
+        for name in loads(enum.flags) or []:
+            enum_of.setdefault(name, enum.name)
+    counts: Counter[tuple[str, str]] = Counter()
+    rows = session.exec(
+        select(ChoiceSite.value, ChoiceSite.flag, ChoiceSite.candidates).where(
+            ChoiceSite.version_id == version.id
+        )
+    )
+    for value, owner, candidates in rows:
+        for name in [owner] if owner else loads(candidates) or []:
+            counts[(name, value)] += 1
+    out = []
+    for flag in all_flags(session, version):
+        choices = loads(flag.choices)
+        if not choices or ("backend" not in flag.name and flag.name not in enum_of):
+            continue
+        values = [
+            {
+                "value": str(value),
+                "sites": counts.get((flag.name, str(value)), 0),
+                "url": backend_url(version, flag.name, str(value)),
+            }
+            for value in choices
+        ]
+        out.append(
+            {
+                "flag": flag.name,
+                "url": flag_url(version, flag.name),
+                "help": flag.help,
+                "enum": enum_of.get(flag.name),
+                "choices_const": flag.choices_const,
+                "values": values,
+            }
+        )
+    return out
+
+
+@router.get("/v/{version}/backends", include_in_schema=False)
+def backends_page(request: Request, session: SessionDep, version: str) -> Response:
+    found = get_version(session, version)
+    context = {
+        **page_context(session, found, "backends"),
+        "backends": backend_flags(session, found),
+    }
+    return render(request, "backends.html", context)
+
+
+@router.get("/api/v/{version}/backends")
+def api_backends(session: SessionDep, version: str) -> dict[str, Any]:
+    found = get_version(session, version)
+    return {"version": found.name, "backends": backend_flags(session, found)}
+
+
+def backend_value(session: Session, version: Version, flag: str, value: str) -> dict[str, Any]:
+    row = get_flag(session, version, flag)
+    choices = [str(c) for c in loads(row.choices) or []]
+    if value not in choices:
+        folded = {c.lower(): c for c in choices}
+        value = folded.get(value.strip().lower(), value)
+    sites = choice_sites(session, version, row.name, [value])[value]
+    if value not in choices and not sites:
+        raise NotFound(
+            "value",
+            value,
+            f"{value[:200]!r} is not a value of {row.name} in {version.name}.",
+            did_you_mean(value, choices) or choices[:5],
+        )
+    enum = flag_enum(session, version, row.name)
+    return {
+        "flag": row.name,
+        "value": value,
+        "choices": choices,
+        "enum": enum.name if enum is not None else None,
+        "sites": [choice_site_dict(version, site) for site in sites],
+    }
+
+
+@router.get("/v/{version}/backends/{flag}/{value}", include_in_schema=False)
+def backend_value_page(
+    request: Request, session: SessionDep, version: str, flag: str, value: str
+) -> Response:
+    found = get_version(session, version)
+    data = backend_value(session, found, flag, value)
+    for site in data["sites"]:
+        site["excerpt"] = excerpt(session, found, site["path"], site["line"], site["end_line"])
+    context = {
+        **page_context(session, found, f"backends/{data['flag']}/{data['value']}"),
+        "data": data,
+        "flag_url": flag_url(found, data["flag"]),
+    }
+    return render(request, "backend_value.html", context)
+
+
+@router.get("/api/v/{version}/backends/{flag}/{value}")
+def api_backend_value(session: SessionDep, version: str, flag: str, value: str) -> dict[str, Any]:
+    found = get_version(session, version)
+    return backend_value(session, found, flag, value)

@@ -1,0 +1,93 @@
+// Flag Atlas: the little behaviour htmx does not cover. No inline scripts (CSP).
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  // Source view: highlight #L12 or #L12-L20 and scroll it into view.
+  function highlightHash() {
+    var match = /^#L(\d+)(?:-L?(\d+))?$/.exec(window.location.hash);
+    document.querySelectorAll("tr.hl").forEach(function (row) { row.classList.remove("hl"); });
+    if (!match) return;
+    var first = parseInt(match[1], 10);
+    var last = match[2] ? parseInt(match[2], 10) : first;
+    if (last < first) { var t = first; first = last; last = t; }
+    var firstRow = null;
+    for (var n = first; n <= last && n - first < 5000; n++) {
+      var row = document.getElementById("L" + n);
+      if (!row) break;
+      row.classList.add("hl");
+      if (!firstRow) firstRow = row;
+    }
+    if (firstRow) firstRow.scrollIntoView({ block: last - first > 10 ? "start" : "center" });
+  }
+
+  // Shift-click on a line number extends the selection into a range.
+  function lineClick(event) {
+    var link = event.target.closest("td.ln a[href^='#L']");
+    if (!link || !event.shiftKey) return;
+    var match = /^#L(\d+)/.exec(window.location.hash);
+    if (!match) return;
+    event.preventDefault();
+    var a = parseInt(match[1], 10);
+    var b = parseInt(link.getAttribute("href").slice(2), 10);
+    var range = "#L" + Math.min(a, b) + "-L" + Math.max(a, b);
+    history.replaceState(null, "", range);
+    highlightHash();
+  }
+
+  function copyText(text, button) {
+    function done() {
+      var label = button.textContent;
+      button.classList.add("done");
+      button.textContent = "Copied";
+      setTimeout(function () { button.textContent = label; button.classList.remove("done"); }, 1200);
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
+    } else {
+      fallbackCopy(text);
+      done();
+    }
+  }
+
+  function fallbackCopy(text) {
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "offscreen";
+    document.body.appendChild(area);
+    area.select();
+    try { document.execCommand("copy"); } catch (e) { /* nothing more to try */ }
+    document.body.removeChild(area);
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("button[data-copy], button[data-copy-location]");
+    if (button) {
+      var text;
+      if (button.hasAttribute("data-copy-location")) {
+        text = window.location.href;
+      } else {
+        text = button.getAttribute("data-copy");
+        if (button.hasAttribute("data-absolute")) text = window.location.origin + text;
+      }
+      button.setAttribute("data-copied", text);
+      copyText(text, button);
+      return;
+    }
+    lineClick(event);
+  });
+
+  // The version switcher goes as soon as a version is picked.
+  document.addEventListener("change", function (event) {
+    var select = event.target.closest("select[data-autosubmit]");
+    if (select && select.form) select.form.submit();
+  });
+
+  window.addEventListener("hashchange", highlightHash);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", highlightHash);
+  } else {
+    highlightHash();
+  }
+})();
