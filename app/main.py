@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.queries import MAX_NAME, NotFound
 from app.schema import database_url, make_engine
 from app.templating import STATIC, render
-from app.views import backends, constraints, enums, flags, home, source
+from app.views import backends, constraints, diff, enums, flags, home, search, source
 
 log = logging.getLogger("flagatlas")
 
@@ -136,5 +136,7 @@ def create_app(db_url: str | None = None) -> FastAPI:
     app.include_router(enums.router)
     app.include_router(source.router)
     # Other view modules (search, diff, explain) add one include_router line each below.
+    app.include_router(search.router)
+    app.include_router(diff.router)
     app.add_middleware(SecurityHeaders)
     return app

@@ -456,7 +456,7 @@ def _url(kind: str, data: dict[str, Any], version: dict[str, Any]) -> str:
     if kind == "choice" and data["flag"]:
         return f"/v/{v}/backends/{quote(data['flag'], safe='')}/{quote(data['name'], safe='')}"
     if kind in ("enum", "member"):
-        return f"/v/{v}/enums#{quote(data['name'].split('.')[0], safe='')}"
+        return f"/v/{v}/enums#enum-{quote(data['name'].split('.')[0], safe='')}"
     loc = data["locs"].get(version["id"]) or next(iter(data["locs"].values()), None)
     if loc:
         path, line, end = loc

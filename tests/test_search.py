@@ -119,7 +119,7 @@ def test_choice_values_and_enum_members(index: SearchIndex) -> None:
     assert hit["url"] == "/v/s2/backends/--moe-runner-backend/flashinfer_cutlass"
     kinds = {r["kind"]: r for r in results}
     assert kinds["member"]["name"] == "MoeRunnerBackend.FLASHINFER_CUTLASS"
-    assert kinds["member"]["url"] == "/v/s2/enums#MoeRunnerBackend"
+    assert kinds["member"]["url"] == "/v/s2/enums#enum-MoeRunnerBackend"
 
 
 def test_constraint_messages_are_searchable(index: SearchIndex) -> None:

@@ -1,0 +1,132 @@
+"""Search: the shareable /search page, the as-you-type dropdown fragment, /api/search."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from app.deps import SessionDep
+from app.queries import NotFound, did_you_mean, get_version, version_names
+from app.search import SearchError, UnknownVersion, get_index, highlight
+from app.templating import render, templates
+
+router = APIRouter()
+
+GROUPS = {
+    "flag": "Flags",
+    "choice": "Values",
+    "member": "Enum members",
+    "enum": "Enums",
+    "constraint": "Constraints",
+}
+DROPDOWN_LIMIT = 8
+
+
+def db_url_of(app: FastAPI) -> str:
+    """The database URL behind the app's read-only engine (where the index lives beside)."""
+    explicit = getattr(app.state, "db_url", None)
+    if explicit:
+        return str(explicit)
+    url = app.state.engine.url
+    database = url.database or ""
+    if url.drivername.startswith("sqlite") and database.startswith("file:"):
+        return "sqlite:///" + database.removeprefix("file:")  # the read-only URI form
+    return str(url.render_as_string(hide_password=False))
+
+
+def run_search(
+    request: Request, session: SessionDep, q: str, version: str | None, limit: int
+) -> dict[str, Any]:
+    """Search, raising NotFound (with suggestions) for an unknown version."""
+    if version and version != "all":
+        get_version(session, version[:200])
+    index = get_index(db_url_of(request.app))
+    try:
+        return index.search(q, version or None, max(1, min(limit, 100)))
+    except UnknownVersion as exc:  # in the database but not yet in the index
+        raise NotFound(
+            "version",
+            exc.name,
+            f"{exc.name!r} is not in the search index yet: run `flagatlas reindex`.",
+            did_you_mean(exc.name, exc.known),
+        ) from exc
+
+
+def _grouped(out: dict[str, Any]) -> list[dict[str, Any]]:
+    """Results grouped by kind, groups in the order of their best hit (so the first link on
+    the page is the top hit), with highlight parts for the template."""
+    terms = out.get("terms", [])
+    groups: dict[str, dict[str, Any]] = {}
+    for rank, r in enumerate(out["results"]):
+        r = dict(r, rank=rank)
+        r["name_parts"] = highlight(r["name"], terms)
+        r["snippet_parts"] = highlight(r["snippet"], terms)
+        group = groups.setdefault(r["kind"], {"kind": r["kind"], "label": GROUPS[r["kind"]]})
+        group.setdefault("results", []).append(r)
+    return list(groups.values())
+
+
+def _unknown_version(request: Request, exc: NotFound, q: str) -> Response:
+    from app.main import error_response  # app.main imports this module
+
+    links = [
+        {"name": name, "url": "/search?" + urlencode({"q": q, "version": name})}
+        for name in exc.suggestions
+    ] + [{"name": "all versions", "url": "/search?" + urlencode({"q": q, "version": "all"})}]
+    return error_response(request, 404, exc.detail, links, kind="version", name=exc.name)
+
+
+@router.get("/api/search")
+def api_search(
+    request: Request, session: SessionDep, q: str = "", version: str = "", limit: int = 20
+) -> Response:
+    """{"query", "version", "results": [{"kind", "name", "version", "url", "snippet", "flag",
+    "match", "versions"?}], "message"}; version= a name, "all", or empty for the newest."""
+    try:
+        out = run_search(request, session, q, version, limit)
+    except NotFound as exc:
+        return _unknown_version(request, exc, q)
+    except SearchError as exc:
+        return JSONResponse({"detail": str(exc), "results": []}, status_code=503)
+    out.pop("terms", None)
+    return JSONResponse(out)
+
+
+@router.get("/search", include_in_schema=False)
+def search_page(
+    request: Request, session: SessionDep, q: str = "", version: str = "", limit: int = 50
+) -> Response:
+    dropdown = request.headers.get("HX-Request") and request.headers.get("HX-Target") == (
+        "search-results"
+    )
+    try:
+        out = run_search(request, session, q, version, DROPDOWN_LIMIT if dropdown else limit)
+    except NotFound as exc:
+        if dropdown:
+            out = {"query": q, "version": version, "results": [], "message": exc.detail}
+        else:
+            return _unknown_version(request, exc, q)
+    except SearchError as exc:
+        out = {"query": q, "version": version, "results": [], "message": str(exc)}
+    context: dict[str, Any] = {
+        "q": q[:200],
+        "out": out,
+        "groups": _grouped(out),
+        "scope": version,
+        "all_url": "/search?"
+        + urlencode({"q": q[:200], **({"version": version} if version else {})}),
+    }
+    if dropdown:
+        response = templates.TemplateResponse(request, "search_dropdown.html", context)
+        response.headers["Vary"] = "HX-Request, HX-Target"
+        return response
+    context.update(
+        search_q=q[:200],
+        version=None,
+        version_list=version_names(session),
+        page="search",
+    )
+    return render(request, "search.html", context)
