@@ -29,6 +29,30 @@ def serve(
     uvicorn.run(create_app(url), host=host, port=port, log_level="info")
 
 
+@cli.command()
+def reindex(
+    db: str | None = typer.Option(None, "--db", help="Knowledge base (SQLite path or URL)."),
+    index: str | None = typer.Option(
+        None, "--index", help="Index directory (default: beside the database, DB.search)."
+    ),
+) -> None:
+    """Rebuild the search index and swap it in (a running server picks it up)."""
+    from pathlib import Path
+
+    from app.schema import database_url
+    from app.search import build_index
+
+    url = database_url(db)
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        typer.echo(f"No knowledge base at {url.removeprefix('sqlite:///')}.")
+        raise typer.Exit(1)
+    info = build_index(url, Path(index) if index else None)
+    typer.echo(
+        f"Indexed {info['docs']} distinct facts of {info['versions']} versions "
+        f"in {info['seconds']:.2f}s: {info['path']}"
+    )
+
+
 def main() -> None:
     cli()
 
