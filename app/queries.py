@@ -435,45 +435,10 @@ def _history_values(flag: Flag) -> dict[str, Any]:
 
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """The flag across every version, oldest first, as Change dicts
-    {"version", "field", "from", "to"}: "added", each changed field, "removed".
+    {"version", "field", "from", "to"}: "added", "renamed", each changed field, "removed".
 
-    app/diff.py may replace this body with its richer comparison; the shape stays.
+    Delegates to app/diff.py so the history and the version diff compare fields the same way.
     """
-    versions = list(session.exec(select(Version).order_by(col(Version.position))))
-    ids = [v.id for v in versions]
-    # IN on version_id lets SQLite probe the (version_id, name) index once per version.
-    rows = {
-        flag.version_id: flag
-        for flag in session.exec(
-            select(Flag).where(col(Flag.version_id).in_(ids), Flag.name == flag_name)
-        )
-    }
-    changes: list[dict[str, Any]] = []
-    previous: dict[str, Any] | None = None
-    for version in versions:
-        row = rows.get(version.id or 0)
-        if row is None:
-            if previous is not None:
-                changes.append(
-                    {"version": version.name, "field": "removed", "from": flag_name, "to": None}
-                )
-            previous = None
-            continue
-        values = _history_values(row)
-        if previous is None:
-            changes.append(
-                {"version": version.name, "field": "added", "from": None, "to": flag_name}
-            )
-        else:
-            for field in HISTORY_FIELDS:
-                if values[field] != previous[field]:
-                    changes.append(
-                        {
-                            "version": version.name,
-                            "field": field,
-                            "from": previous[field],
-                            "to": values[field],
-                        }
-                    )
-        previous = values
-    return changes
+    from app.diff import flag_history as history  # diff.py owns the field comparison
+
+    return history(session, flag_name)
