@@ -595,7 +595,9 @@ def _search(op: _Open, q: str, version: str | None, limit: int) -> dict[str, Any
         r["version"] = ver["name"]
         r["url"] = _url(data["kind"], data, ver)
     out["results"] = results
-    out["terms"] = tokens + sorted({w for ws in fuzzy.values() for w in ws})
+    # Whole-query spellings first (longest wins), then words and the typos' corrections.
+    whole = [q.strip(), norm, norm.replace("_", "-")]
+    out["terms"] = whole + tokens + sorted({w for ws in fuzzy.values() for w in ws})
     if not results:
         out["message"] = f"No match for {q.strip()!r}."
     return out

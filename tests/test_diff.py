@@ -181,3 +181,68 @@ def test_word_diff() -> None:
         ["=", "path"],
     ]
     assert word_diff("", "new text") == [["+", "new text"]]
+
+
+# --- pages and API --------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def client(planted: str) -> Any:
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    return TestClient(create_app(planted))
+
+
+def test_api_diff_contract(client: Any) -> None:
+    body = client.get("/api/diff/v1/v2").json()
+    assert (body["from"], body["to"]) == ("v1", "v2")
+    assert body["added"] == ["--fresh"] and body["removed"] == ["--gone"]
+    change = next(c for c in body["changed"] if c["name"] == "--beta")
+    assert {"name", "field", "from", "to"} <= set(change)
+    (added,) = body["constraints_added"]
+    assert added["message"] == "fresh conflicts with beta"
+    assert added["source"]["line"] == 40 and added["source"]["permalink"].startswith("/v/v2/")
+    assert body["constraints_removed"][0]["source"]["permalink"].startswith("/v/v1/")
+    assert body["enums_changed"][0]["name"] == "Backend"
+
+
+def test_diff_page_links_both_versions(client: Any) -> None:
+    html = client.get("/diff/v1...v2").text
+    assert "1 added" in html and "1 removed" in html and "3 renamed" in html
+    assert 'href="/v/v2/flags/--fresh"' in html and 'href="/v/v1/flags/--gone"' in html
+    # A changed flag links to its page at both ends; a renamed one under each name.
+    assert 'href="/v/v1/flags/--alpha"' in html and 'href="/v/v2/flags/--alpha"' in html
+    assert 'href="/v/v1/flags/--old-name"' in html and 'href="/v/v2/flags/--new-name"' in html
+    assert "<ins>now</ins>" in html  # help as a word diff
+    assert 'href="/diff/v2...v1"' in html  # swap
+
+
+def test_diff_any_order_and_pickers(client: Any) -> None:
+    back = client.get("/diff/v3...v1")
+    assert back.status_code == 200 and "Going back in time" in back.text
+    r = client.get("/diff", params={"from": "v1", "to": "v3"}, follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, "/diff/v1...v3")
+    r = client.get("/diff", follow_redirects=False)
+    assert r.headers["location"] == "/diff/v2...v3"  # the two newest
+
+
+def test_unknown_versions_are_404_with_suggestions(client: Any) -> None:
+    r = client.get("/api/diff/v1/v22")
+    assert r.status_code == 404
+    assert {"name": "v2", "url": "/api/diff/v1/v2"} in r.json()["suggestions"]
+    page = client.get("/diff/vv1...v2")
+    assert page.status_code == 404 and 'href="/diff/v1...v2"' in page.text
+    assert client.get("/diff/just-one-version").status_code == 404
+    assert client.get("/diff/" + "x" * 5000 + "...v1").status_code == 404
+
+
+def test_flag_page_history_uses_the_diff_comparison(client: Any) -> None:
+    history = client.get("/api/v/v2/flags/--new-name").json()["history"]
+    assert {
+        "version": "v2",
+        "field": "renamed",
+        "from": "--old-name",
+        "to": "--new-name",
+    } in history

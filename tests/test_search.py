@@ -206,3 +206,63 @@ def test_normalize_and_highlight() -> None:
         (" for prefill", False),
     ]
     assert highlight("<b>", ["x"]) == [("<b>", False)]
+
+
+# --- pages and API --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client(kb: str) -> Any:
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    return TestClient(create_app(kb))
+
+
+def test_api_search_contract(client: Any) -> None:
+    body = client.get("/api/search", params={"q": "moe runnr backend"}).json()
+    assert body["version"] == "s2"
+    first = body["results"][0]
+    assert {"kind", "name", "version", "url", "snippet"} <= set(first)
+    assert (first["name"], first["url"]) == (
+        "--moe-runner-backend",
+        "/v/s2/flags/--moe-runner-backend",
+    )
+    everywhere = client.get("/api/search", params={"q": "legacy", "version": "all"}).json()
+    assert everywhere["results"][0]["versions"] == [{"from": "s1", "to": "s1"}]
+
+
+@pytest.mark.parametrize("q", ['"(*:', "", "x" * 5000, "%%%", "<script>alert(1)</script>"])
+def test_junk_through_http(client: Any, q: str) -> None:
+    api = client.get("/api/search", params={"q": q})
+    assert api.status_code == 200 and isinstance(api.json()["results"], list)
+    page = client.get("/search", params={"q": q})
+    assert page.status_code == 200
+    assert "<script>alert" not in page.text  # autoescaped
+
+
+def test_unknown_version_is_a_404_with_suggestions(client: Any) -> None:
+    r = client.get("/api/search", params={"q": "nvls", "version": "s3"})
+    assert r.status_code == 404
+    assert [s["name"] for s in r.json()["suggestions"]][:2] == ["s2", "s1"]
+    assert client.get("/search", params={"q": "nvls", "version": "s3"}).status_code == 404
+
+
+def test_page_groups_by_kind_and_marks_matches(client: Any) -> None:
+    html = client.get("/search", params={"q": "flashinfer_cutlass"}).text
+    assert html.index(">Values<") < html.index(">Enum members<")
+    assert "<mark>flashinfer_cutlass</mark>" in html
+    assert html.count("data-top-hit") == 1
+
+
+def test_dropdown_fragment_for_the_header_box(client: Any) -> None:
+    headers = {"HX-Request": "true", "HX-Target": "search-results"}
+    r = client.get("/search", params={"q": "nvls", "version": "s1"}, headers=headers)
+    assert r.status_code == 200
+    assert "<html" not in r.text and 'data-q="nvls"' in r.text
+    assert 'href="/v/s1/flags/--enable-nccl-nvls" data-top-hit' in r.text
+    assert "/search?q=nvls&amp;version=s1" in r.text  # the "all results" link keeps the scope
+    # An htmx request from elsewhere (not the dropdown) still gets the whole page.
+    full = client.get("/search", params={"q": "nvls"}, headers={"HX-Request": "true"})
+    assert "<html" in full.text
