@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from app import explain_cli
+
 cli = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
@@ -51,6 +53,10 @@ def reindex(
         f"Indexed {info['docs']} distinct facts of {info['versions']} versions "
         f"in {info['seconds']:.2f}s: {info['path']}"
     )
+
+
+# `flagatlas explain`: words after `--` (or after the first non-option word) are the command.
+cli.command("explain", context_settings={"allow_interspersed_args": False})(explain_cli.explain)
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.queries import MAX_NAME, NotFound
 from app.schema import database_url, make_engine
 from app.templating import STATIC, render
-from app.views import backends, constraints, diff, enums, flags, home, search, source
+from app.views import backends, constraints, diff, enums, explain, flags, home, search, source
 
 log = logging.getLogger("flagatlas")
 
@@ -138,5 +138,6 @@ def create_app(db_url: str | None = None) -> FastAPI:
     # Other view modules (search, diff, explain) add one include_router line each below.
     app.include_router(search.router)
     app.include_router(diff.router)
+    app.include_router(explain.router)
     app.add_middleware(SecurityHeaders)
     return app

@@ -1,0 +1,157 @@
+"""`flagatlas explain --version V -- <command...>`: the explain analysis in a terminal.
+
+Exit status: 0 when the command has no errors, 1 when it has (at --version, or at the
+--compare version), 2 when the input is unusable (unknown version, nothing to explain).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def command_text(words: list[str]) -> str:
+    """One word is the command as pasted (quoted whole); several are argv words to re-join."""
+    if len(words) == 1:
+        return words[0]
+    return shlex.join(words)
+
+
+def explain(
+    words: list[str] = typer.Argument(
+        None, help="The launch command (after --), or nothing to read it from stdin."
+    ),
+    version: str | None = typer.Option(
+        None, "--version", "-v", help="Version to check against (default: the newest)."
+    ),
+    compare_to: str | None = typer.Option(
+        None, "--compare", help="Also check the command at this version (upgrade check)."
+    ),
+    db: str | None = typer.Option(None, "--db", help="Knowledge base (SQLite path or URL)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the API's JSON answer."),
+    verbose: bool = typer.Option(
+        False, "--all", help="Also list undecidable sites and info findings."
+    ),
+) -> None:
+    """Explain a launch command: each flag, the problems found, and the constraints it trips."""
+    from pathlib import Path
+
+    from sqlmodel import Session
+
+    from app.explain_kb import explain as run
+    from app.queries import NotFound
+    from app.schema import database_url, make_engine
+
+    text = command_text(list(words or [])) if words else sys.stdin.read()
+    err = Console(stderr=True)
+    if not text.strip():
+        err.print("Nothing to explain: pass the command after --, or pipe it on stdin.")
+        raise typer.Exit(2)
+    url = database_url(db)
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        err.print(f"No knowledge base at {url.removeprefix('sqlite:///')}.", markup=False)
+        raise typer.Exit(2)
+    engine = make_engine(url, readonly=True)
+    try:
+        with Session(engine) as session:
+            result = run(session, version, text, compare_to)
+    except NotFound as exc:
+        hint = f" Did you mean {', '.join(exc.suggestions)}?" if exc.suggestions else ""
+        err.print(exc.detail + hint, markup=False)
+        raise typer.Exit(2) from None
+    except ValueError as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        report(Console(highlight=False), result, verbose)
+    compared = result["compare"]["errors"] if result["compare"] else 0
+    raise typer.Exit(1 if result["errors"] or compared else 0)
+
+
+def _finding_lines(console: Console, finding: dict[str, Any], indent: str = "  ") -> None:
+    line = Text(indent)
+    line.append(f"{finding['severity'].upper():8}", style=STYLES.get(finding["severity"], ""))
+    line.append(finding["message"])
+    console.print(line)
+    if finding.get("source"):
+        src = finding["source"]
+        console.print(Text(f"{indent}{'':8}{src['path']}:{src['line']}  {src['url']}", "dim"))
+
+
+def report(console: Console, result: dict[str, Any], verbose: bool = False) -> None:
+    head = Text("Explained at ", style="bold")
+    head.append(result["version"], style="bold green")
+    if result["launcher"]:
+        head.append(f"   (launcher ignored: {result['launcher']})", style="dim")
+    console.print(head)
+
+    console.print(Text("\nFlags", style="bold"))
+    for row in result["flags"]:
+        line = Text(f"  {row['option']}")
+        if row["name"] and row["name"] != row["option"]:
+            line.append(f" → {row['name']}", style="dim")
+        value = row["value"]
+        if value is not None:
+            shown = value if isinstance(value, str) else " ".join(value)
+            line.append(f" = {shown}", style="green")
+        if row["help"]:
+            line.append(f"   {row['help']}", style="dim")
+        console.print(line)
+    if not result["flags"]:
+        console.print(Text("  (none)", style="dim"))
+
+    findings = [
+        f
+        for f in result["findings"]
+        if verbose or (f["severity"] != "info" and f["kind"] != "undecidable")
+    ]
+    hidden = len(result["findings"]) - len(findings)
+    console.print(Text("\nFindings", style="bold"))
+    for finding in findings:
+        _finding_lines(console, finding)
+    if not findings:
+        console.print(Text("  no errors or warnings", style="green"))
+    if hidden:
+        console.print(Text(f"  ({hidden} info/undecidable findings: --all shows them)", "dim"))
+
+    console.print(Text("\nCompatibility range", style="bold"))
+    for r in result["valid_in"]:
+        line = Text(f"  valid in {r['from']} … {r['to']} ({r['versions']} versions)")
+        if r["limited_from"]:
+            line.append(f"; before: {', '.join(r['limited_from'])} missing in {r['before']}")
+        if r["limited_to"]:
+            line.append(f"; after: {', '.join(r['limited_to'])} missing in {r['after']}")
+        console.print(line)
+    if not result["valid_in"]:
+        console.print(Text("  no ingested version has every flag of this command", "yellow"))
+
+    compare = result["compare"]
+    if compare:
+        console.print(Text(f"\nUpgrade check {compare['from']} → {compare['to']}", style="bold"))
+        for item in compare["removed"]:
+            console.print(Text(f"  REMOVED  {item['message']}", style="red"))
+        for item in compare["changed_meaning"]:
+            console.print(Text(f"  CHANGED  {item['message']}", style="yellow"))
+        for finding in compare["constraints_started"]:
+            console.print(Text(f"  STARTS   {finding['message']}", style="yellow"))
+        for finding in compare["constraints_stopped"]:
+            console.print(Text(f"  STOPS    {finding['message']}", style="dim"))
+        for finding in compare["findings_new"]:
+            console.print(Text(f"  NEW      {finding['message']}", style="yellow"))
+        for item in compare["defaults_changed"]:
+            console.print(
+                Text(f"  DEFAULT  {item['flag']}: {item['from']} → {item['to']}", style="dim")
+            )
+        console.print(f"  {compare['errors']} error(s) at {compare['to']}", markup=False)

@@ -1,0 +1,512 @@
+"""Explain a launch command: parsing like argparse, findings, constraints, ranges, API, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import explain_kb
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+from typer.testing import CliRunner
+
+from app.cli import cli
+from app.explain import (
+    FlagSpec,
+    OptionTable,
+    VersionFacts,
+    VersionOptions,
+    analyze,
+    parse,
+    tokenize,
+    valid_in,
+)
+from app.explain_kb import explain, load_facts
+from app.main import create_app
+from app.queries import NotFound, get_version
+from app.schema import make_engine
+
+SERVE = "python -m sglang.launch_server"
+
+
+@pytest.fixture(scope="module")
+def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return explain_kb.build(tmp_path_factory.mktemp("explain") / "kb.db")
+
+
+@pytest.fixture(scope="module")
+def session(db_url: str):
+    engine = make_engine(db_url, readonly=True)
+    with Session(engine) as s:
+        yield s
+    engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def client(db_url: str) -> TestClient:
+    return TestClient(create_app(db_url))
+
+
+def run(session: Session, command: str, version: str = "v0.2.0", **kw: Any) -> dict[str, Any]:
+    return explain(session, version, command, **kw)
+
+
+def kinds(result: dict[str, Any], severity: str | None = None) -> list[str]:
+    return [f["kind"] for f in result["findings"] if severity in (None, f["severity"])]
+
+
+def find(result: dict[str, Any], kind: str) -> dict[str, Any]:
+    found = [f for f in result["findings"] if f["kind"] == kind]
+    assert found, f"no {kind} finding in {result['findings']}"
+    return found[0]
+
+
+def facts(session: Session, version: str = "v0.2.0") -> VersionFacts:
+    return load_facts(session, get_version(session, version))
+
+
+# --- tokenizing -----------------------------------------------------------------------------
+
+
+def test_launcher_env_assignments_and_continuations_are_stripped() -> None:
+    text = (
+        "CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=INFO python3 -m sglang.launch_server \\\n"
+        "    --model-path /models/x \\   \n"  # trailing blanks after the backslash
+        "    --tp 2  # two GPUs\n"
+    )
+    tokens = tokenize(text)
+    assert (
+        tokens.launcher
+        == "CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=INFO python3 -m sglang.launch_server"
+    )
+    assert tokens.argv == ["--model-path", "/models/x", "--tp", "2"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sglang serve --model-path m --tp 2",
+        "docker run --gpus all -p 30000:30000 img python3 -m sglang.launch_server"
+        " --model-path m --tp 2",
+        "bash -c 'python -m sglang.launch_server --model-path m --tp 2'",
+        "python -m sglang.launch_server --model-path m --tp 2 2>&1 | tee server.log &",
+        "pip install sglang && python -m sglang.launch_server --model-path m --tp 2 > log.txt",
+        "command:\n  - python3\n  - -m\n  - sglang.launch_server\n  - --model-path\n  - m\n"
+        '  - --tp\n  - "2"\n',
+        'args: ["--model-path", "m", "--tp", "2"]',
+        "--model-path m --tp 2",
+    ],
+)
+def test_pasted_forms_yield_the_same_argv(text: str) -> None:
+    assert tokenize(text).argv == ["--model-path", "m", "--tp", "2"]
+
+
+def test_quoted_json_values_stay_one_word() -> None:
+    argv = tokenize(
+        f"""{SERVE} --json-model-override-args '{{"rope_scaling": {{"factor": 4}}}}' """
+        """--model-path "/my models/x" """
+    ).argv
+    assert argv == [
+        "--json-model-override-args",
+        '{"rope_scaling": {"factor": 4}}',
+        "--model-path",
+        "/my models/x",
+    ]
+
+
+def test_unbalanced_quote_is_an_error_but_the_rest_is_explained(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --tp 2 --chat-template 'oops")
+    assert find(result, "parse")["severity"] == "error"
+    assert [f["name"] for f in result["flags"]][:2] == ["--model-path", "--tp-size"]
+
+
+# --- parsing like argparse --------------------------------------------------------------------
+
+
+def table_v2(session: Session) -> OptionTable:
+    return OptionTable(facts(session).flags)
+
+
+def test_equals_syntax_alias_and_store_true(session: Session) -> None:
+    uses, leftovers = parse(
+        ["--model=m", "--tensor-parallel-size=4", "--enable-mixed-chunk", "--pp-size", "2"],
+        table_v2(session),
+    )
+    assert leftovers == []
+    got = [(u.match.kind, u.flag.name if u.flag else None, u.values) for u in uses]
+    assert got == [
+        ("alias", "--model-path", ["m"]),
+        ("alias", "--tp-size", ["4"]),
+        ("exact", "--enable-mixed-chunk", []),
+        ("exact", "--pp-size", ["2"]),
+    ]
+
+
+def test_abbreviation_is_accepted_with_a_warning(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --mem-frac=0.8 --speculative-algo EAGLE")
+    abbreviations = [f for f in result["findings"] if f["kind"] == "abbreviation"]
+    assert {f["flag"] for f in abbreviations} == {
+        "--mem-fraction-static",
+        "--speculative-algorithm",
+    }
+    assert all(f["severity"] == "warning" for f in abbreviations)
+    assert result["errors"] == 0
+
+
+def test_ambiguous_abbreviation_is_an_error(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --enable 1")
+    finding = find(result, "ambiguous")
+    assert finding["severity"] == "error"
+    assert "--enable-mixed-chunk" in finding["candidates"]
+    assert "--enable-two-batch-overlap" in finding["candidates"]
+    # The word after it belongs to it: it is not reported a second time as unplaced.
+    assert "unplaced" not in kinds(result)
+
+
+def test_alias_prefixes_of_one_flag_are_not_ambiguous(session: Session) -> None:
+    # --tensor-parallel-size and --tp-size both start with "--t": one flag, so argparse-wise
+    # only distinct flags count. "--te" matches the alias alone.
+    uses, _ = parse(["--te", "2"], table_v2(session))
+    assert uses[0].match.kind == "abbreviation" and uses[0].flag is not None
+    assert uses[0].flag.name == "--tp-size"
+
+
+def test_nargs_star_takes_the_following_words(session: Session) -> None:
+    uses, leftovers = parse(["--lora-paths", "a", "b", "c", "--tp-size", "2"], table_v2(session))
+    assert uses[0].values == ["a", "b", "c"] and leftovers == []
+    result = run(session, f"{SERVE} --model-path m --lora-paths a b --tp-size 2")
+    assert result["flags"][1]["value"] == ["a", "b"]
+    assert result["errors"] == 0
+
+
+def test_missing_argument_and_value_given_to_a_switch(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path --tp-size 2 --enable-mixed-chunk=yes")
+    messages = [f["message"] for f in result["findings"] if f["kind"] == "arguments"]
+    assert any("--model-path expects one argument" in m for m in messages)
+    assert any("takes no argument" in m for m in messages)
+
+
+def test_negative_numbers_are_values_and_double_dash_ends_options(session: Session) -> None:
+    uses, leftovers = parse(["--chunked-prefill-size", "-1", "--", "--tp-size"], table_v2(session))
+    assert uses[0].values == ["-1"]
+    assert leftovers == ["--tp-size"]
+
+
+def test_junk_input_gives_findings_not_crashes(session: Session) -> None:
+    for junk in [
+        "",
+        "   \n\\\n",
+        "hello world",
+        "'''",
+        "-",
+        "--",
+        "$(rm -rf /)",
+        "\x00\x01",
+        "=" * 50,
+    ]:
+        result = run(session, junk)
+        assert isinstance(result["findings"], list)
+    result = run(session, f"{SERVE} --model-path m stray words")
+    unplaced = [f for f in result["findings"] if f["kind"] == "unplaced"]
+    assert [f["severity"] for f in unplaced] == ["error", "error"]
+    assert "`stray`" in unplaced[0]["message"]
+
+
+# --- findings -----------------------------------------------------------------------------------
+
+
+def test_unknown_flag_with_did_you_mean(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --enable-two-batch-overlaps")
+    finding = find(result, "unknown_flag")
+    assert finding["severity"] == "error"
+    assert finding["suggestions"][0] == "--enable-two-batch-overlap"
+    assert "did you mean --enable-two-batch-overlap" in finding["message"]
+
+
+def test_invalid_choice_lists_valid_ones_and_suggests(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --moe-runner-backend flashinfer_cutlas")
+    finding = find(result, "invalid_choice")
+    assert finding["severity"] == "error"
+    assert finding["choices"] == ["auto", "triton", "flashinfer_cutlass"]
+    assert finding["suggestions"] == ["flashinfer_cutlass"]
+    assert finding["source"]["path"] == explain_kb.ARGS
+
+
+def test_wrong_type_is_an_error(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --tp-size two --mem-fraction-static 0.8x")
+    wrong = [f for f in result["findings"] if f["kind"] == "wrong_type"]
+    assert [f["flag"] for f in wrong] == ["--tp-size", "--mem-fraction-static"]
+    assert "expects an integer, got 'two'" in wrong[0]["message"]
+
+
+def test_missing_required_flag(session: Session) -> None:
+    result = run(session, f"{SERVE} --tp-size 2")
+    finding = find(result, "missing_required")
+    assert finding["severity"] == "error" and finding["flag"] == "--model-path"
+
+
+def test_deprecated_flag_names_its_replacement(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --enable-deepep-moe")
+    finding = find(result, "deprecated")
+    assert finding["severity"] == "warning"
+    assert finding["replacement"] == "--moe-a2a-backend"
+    assert "use --moe-a2a-backend instead" in finding["message"]
+
+
+def test_default_value_given_is_info(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --tp-size 1 --moe-runner-backend auto")
+    defaults = [f for f in result["findings"] if f["kind"] == "default_value"]
+    assert {f["flag"] for f in defaults} == {"--tp-size", "--moe-runner-backend"}
+    assert all(f["severity"] == "info" for f in defaults)
+    # At v0.3.0 the runner default changed, so giving `auto` is no longer a default.
+    newer = run(session, f"{SERVE} --model-path m --moe-runner-backend auto", version="v0.3.0")
+    assert "default_value" not in kinds(newer)
+
+
+def test_shell_variables_are_not_checked(session: Session) -> None:
+    result = run(session, f'{SERVE} --model-path "$MODEL" --tp-size ${{TP}} $EXTRA_ARGS')
+    assert result["errors"] == 0
+    assert find(result, "shell")["severity"] in ("info", "warning")
+
+
+def test_every_flag_has_a_help_line_linking_to_its_page(session: Session) -> None:
+    result = run(session, f"{SERVE} --model m --tp 2")
+    rows = {row["name"]: row for row in result["flags"]}
+    assert rows["--model-path"]["help"] == "Where the weights live."
+    assert rows["--model-path"]["url"] == "/v/v0.2.0/flags/--model-path"
+    assert rows["--tp-size"]["via"] == "abbreviation"
+
+
+# --- constraint sites -------------------------------------------------------------------------
+
+
+def test_raise_fires_and_is_cited(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --enable-two-batch-overlap")
+    finding = find(result, "constraint")
+    assert finding["severity"] == "error"
+    assert finding["message"].startswith("raises at server_args.py:")
+    assert "all-to-all" in finding["message"]
+    assert finding["source"]["url"].startswith(explain_kb.WEB_URL + "/blob/")
+    # Given the backend the raise wants, it stops firing.
+    fixed = run(
+        session, f"{SERVE} --model-path m --enable-two-batch-overlap --moe-a2a-backend deepep"
+    )
+    assert "constraint" not in kinds(fixed)
+
+
+def test_override_is_reported_and_applied_before_the_assert(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --pp-size 2")
+    finding = find(result, "constraint")
+    assert finding["message"].startswith("overrides --disable-overlap-schedule to True at ")
+    assert finding["severity"] == "warning"
+    # The assert after it holds because the override already disabled the overlap schedule.
+    assert not any("assertion fails" in f["message"] for f in result["findings"])
+
+
+def test_assertion_fails(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --pp-size 2 --speculative-algorithm EAGLE")
+    assert any(
+        f["message"].startswith("assertion fails at server_args.py:") and f["severity"] == "error"
+        for f in result["findings"]
+    )
+
+
+def test_value_computed_at_run_time_makes_the_site_undecidable(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --enable-mixed-chunk")
+    finding = find(result, "undecidable")
+    assert finding["severity"] == "info"
+    assert "cannot be decided here" in finding["message"]
+    assert "--mem-fraction-static is computed at run time" in finding["message"]
+    # Given the value, the same site is decided both ways.
+    fires = run(session, f"{SERVE} --model-path m --enable-mixed-chunk --mem-fraction-static 0.95")
+    assert "raises at" in find(fires, "constraint")["message"]
+    holds = run(session, f"{SERVE} --model-path m --enable-mixed-chunk --mem-fraction-static 0.5")
+    assert "constraint" not in kinds(holds) and "undecidable" not in kinds(holds)
+
+
+def test_condition_calling_a_function_is_undecidable(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --enable-torch-compile")
+    finding = find(result, "undecidable")
+    assert "depends on the model/hardware/environment" in finding["message"]
+    assert "calls is_hip()" in finding["message"]
+
+
+def test_override_of_a_value_you_gave_says_so(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --chunked-prefill-size -5")
+    finding = find(result, "constraint")
+    assert "overrides --chunked-prefill-size to -1" in finding["message"]
+    assert "you gave -5" in finding["message"]
+
+
+# --- across versions --------------------------------------------------------------------------
+
+
+def test_valid_in_ranges_and_what_limits_them(session: Session) -> None:
+    result = run(session, f"{SERVE} --model-path m --tp 2 --enable-two-batch-overlap")
+    assert result["valid_in"] == [
+        {
+            "from": "v0.2.0",
+            "to": "v0.2.0",
+            "versions": 1,
+            "limited_from": ["--enable-two-batch-overlap"],
+            "before": "v0.1.0",
+            "limited_to": ["--tp"],  # ambiguous with --tp-offload in v0.3.0
+            "after": "v0.3.0",
+        }
+    ]
+    assert result["presence"]["--tp"] == [{"from": "v0.1.0", "to": "v0.2.0"}]
+
+
+def test_valid_in_pure_function_with_gaps() -> None:
+    versions = [
+        VersionOptions.build("a", {"--x": "--x"}),
+        VersionOptions.build("b", {"--x": "--x", "--y": "--y"}),
+        VersionOptions.build("c", {"--y": "--y"}),
+        VersionOptions.build("d", {"--x": "--x", "--y": "--y", "--yy": "--yy"}),
+    ]
+    got = valid_in(["--x", "--y"], versions)
+    assert [(r["from"], r["to"]) for r in got] == [("b", "b"), ("d", "d")]
+    assert got[0]["limited_from"] == ["--y"] and got[0]["limited_to"] == ["--x"]
+    assert got[1]["after"] is None and got[1]["limited_to"] == []
+    assert valid_in(["--nope"], versions) == []
+
+
+def test_upgrade_check_lists_removed_flags_defaults_and_constraints(session: Session) -> None:
+    command = f"{SERVE} --model-path m --enable-deepep-moe --moe-runner-backend auto --pp-size 2"
+    result = run(session, command, version="v0.1.0", compare_to="v0.3.0")
+    compare = result["compare"]
+    assert [r["flag"] for r in compare["removed"]] == ["--enable-deepep-moe"]
+    assert {"pp-overlap"} <= {f["key"] for f in compare["constraints_started"]}
+    defaults = {d["flag"] for d in compare["defaults_changed"]}
+    assert "--moe-runner-backend" not in defaults  # given in the command: not "under you"
+    assert compare["errors"] >= 1 and any(
+        f["kind"] == "unknown_flag" for f in compare["findings_new"]
+    )
+
+
+def test_unknown_version_suggests_names(session: Session) -> None:
+    with pytest.raises(NotFound) as info:
+        run(session, f"{SERVE} --model-path m", version="v0.2")
+    assert "v0.2.0" in info.value.suggestions
+
+
+def test_abbreviation_finding_is_pure() -> None:
+    flags = [FlagSpec("--alpha-beta", "alpha_beta", type="int", default=0)]
+    analysis = analyze(VersionFacts("x", flags), "--alpha 3")
+    assert [f["kind"] for f in analysis.findings] == ["abbreviation"]
+    assert analysis.env["alpha_beta"] == 3
+
+
+# --- API and page -----------------------------------------------------------------------------
+
+
+def test_api_explain_follows_the_contract(client: TestClient) -> None:
+    response = client.post(
+        "/api/explain",
+        json={
+            "version": "v0.2.0",
+            "command": f"{SERVE} --model-path m --pp-size 2",
+            "compare": "v0.3.0",
+        },
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert {"flags", "findings", "valid_in", "compare"} <= set(body)
+    for finding in body["findings"]:
+        assert {"severity", "flag", "message", "source"} <= set(finding)
+        if finding["source"]:
+            assert {"path", "line", "end_line", "url", "permalink"} <= set(finding["source"])
+    assert body["compare"]["to"] == "v0.3.0"
+
+
+def test_api_errors_are_json(client: TestClient) -> None:
+    missing = client.post("/api/explain", json={"version": "v9", "command": "--tp 1"})
+    assert missing.status_code == 404
+    assert missing.json()["suggestions"]
+    too_long = client.post("/api/explain", json={"command": "x" * 30_000})
+    assert too_long.status_code == 400
+    assert client.post("/api/explain", json={"version": "v0.2.0"}).status_code == 400
+
+
+def test_page_is_a_permalink_and_escapes_input(client: TestClient) -> None:
+    command = f"{SERVE} --model-path m --enable-two-batch-overlap --x '<script>alert(1)</script>'"
+    page = client.get("/explain", params={"version": "v0.2.0", "command": command})
+    assert page.status_code == 200
+    html = page.text
+    assert "raises at server_args.py:" in html
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;" in html
+    assert 'href="/v/v0.2.0/source/' in html  # the in-app citation
+    assert 'option value="v0.2.0" selected' in html
+
+
+def test_htmx_request_gets_only_the_results(client: TestClient) -> None:
+    params = {"version": "v0.2.0", "command": "--model-path m --pp-size 2"}
+    fragment = client.get("/explain", params=params, headers={"HX-Request": "true"})
+    assert fragment.status_code == 200
+    assert fragment.text.lstrip().startswith('<section id="explain-results"')
+    assert "overrides --disable-overlap-schedule" in fragment.text
+
+
+def test_page_with_unknown_version_keeps_the_command(client: TestClient) -> None:
+    page = client.get("/explain", params={"version": "v0.2", "command": "--pp-size 2"})
+    assert page.status_code == 404
+    assert "/explain?version=v0.2.0&amp;command=--pp-size+2" in page.text
+
+
+# --- CLI ------------------------------------------------------------------------------------------
+
+
+def test_cli_exit_status_follows_errors(db_url: str) -> None:
+    db = db_url.removeprefix("sqlite:///")
+    runner = CliRunner()
+    bad = runner.invoke(
+        cli,
+        [
+            "explain",
+            "--db",
+            db,
+            "--version",
+            "v0.2.0",
+            "--",
+            *SERVE.split(),
+            "--model-path",
+            "m",
+            "--enable-two-batch-overlap",
+        ],
+    )
+    assert bad.exit_code == 1, bad.output
+    assert "raises at server_args.py:" in bad.output
+    good = runner.invoke(
+        cli, ["explain", "--db", db, "--version", "v0.2.0", "--", "--model-path", "m", "--tp", "2"]
+    )
+    assert good.exit_code == 0, good.output
+    assert "abbreviation of --tp-size" in good.output
+    as_json = runner.invoke(cli, ["explain", "--db", db, "--json", "--", "--model-path m --tp 2"])
+    assert json.loads(as_json.output)["version"] == "v0.3.0"  # newest by default
+    unknown = runner.invoke(cli, ["explain", "--db", db, "--version", "v9", "--", "--tp", "1"])
+    assert unknown.exit_code == 2
+
+
+def test_cli_reads_stdin(db_url: str) -> None:
+    db = db_url.removeprefix("sqlite:///")
+    result = CliRunner().invoke(
+        cli,
+        ["explain", "--db", db, "--version", "v0.2.0"],
+        input=f"{SERVE} \\\n  --model-path m \\\n  --pp-size 2\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "overrides --disable-overlap-schedule to True" in result.output
+
+
+def test_fixture_citations_point_at_the_cited_line(session: Session) -> None:
+    from app.schema import Blob, VersionFile, unpack_text
+
+    version = get_version(session, "v0.2.0")
+    site = next(s for s in facts(session).sites if s.key == "tbo-a2a")
+    sha = session.get(VersionFile, (version.id, explain_kb.ARGS)).sha  # type: ignore[union-attr]
+    text = unpack_text(session.get(Blob, sha).text)  # type: ignore[union-attr]
+    assert "raise" in text.splitlines()[site.line - 1]
+    assert Path(explain_kb.ARGS).name == "server_args.py"
