@@ -11,13 +11,15 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlmodel import Session, select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.queries import MAX_NAME, NotFound
-from app.schema import database_url, make_engine
+from app.schema import Version, database_url, make_engine
 from app.templating import STATIC, render
 from app.views import backends, constraints, diff, enums, explain, flags, home, search, source
+from app.views.common import page_context
 
 log = logging.getLogger("flagatlas")
 
@@ -82,6 +84,7 @@ def error_response(
     elsewhere: list[dict[str, str]] | None = None,
     kind: str = "page",
     name: str = "",
+    context: dict[str, Any] | None = None,
 ) -> Response:
     body: dict[str, Any] = {
         "detail": detail,
@@ -92,7 +95,18 @@ def error_response(
     }
     if wants_json(request):
         return JSONResponse(body, status_code=status)
-    return render(request, "error.html", {"status": status, **body}, status_code=status)
+    page = {"status": status, **body, **(context or {})}
+    return render(request, "error.html", page, status_code=status)
+
+
+def pinned_context(request: Request, version_name: str) -> dict[str, Any]:
+    """The version switcher for an error inside an existing version: it keeps the page, so
+    a flag missing here is one click from a version that has it."""
+    segments = request.url.path.split("/")
+    tail = "/".join(segments[3:]) if segments[1:2] == ["v"] else "flags"
+    with Session(request.app.state.engine) as session:
+        version = session.exec(select(Version).where(Version.name == version_name)).first()
+        return page_context(session, version, tail) if version is not None else {}
 
 
 def create_app(db_url: str | None = None) -> FastAPI:
@@ -107,8 +121,9 @@ def create_app(db_url: str | None = None) -> FastAPI:
         for name in exc.suggestions:
             url = suggestion_url(request.url.path, exc.kind, name)
             links.append({"name": name, "url": url or ""})
+        context = pinned_context(request, exc.version) if exc.version else {}
         return error_response(
-            request, 404, exc.detail, links, exc.elsewhere, kind=exc.kind, name=exc.name
+            request, 404, exc.detail, links, exc.elsewhere, exc.kind, exc.name, context
         )
 
     @app.exception_handler(StarletteHTTPException)

@@ -36,7 +36,8 @@ class NotFound(Exception):
 
     `kind` says which URL segment was wrong ("version", "flag", "value", "path", "page");
     the error handler turns `suggestions` (names) into links by replacing that segment.
-    `elsewhere` lists versions where the thing exists: [{"version", "url"}].
+    `elsewhere` lists versions where the thing exists: [{"version", "url"}]; `version` names
+    the (existing) version the page is pinned to, so the error page keeps its switcher.
     """
 
     def __init__(
@@ -46,6 +47,7 @@ class NotFound(Exception):
         detail: str,
         suggestions: Sequence[str] = (),
         elsewhere: Sequence[dict[str, str]] = (),
+        version: str | None = None,
     ) -> None:
         super().__init__(detail)
         self.kind = kind
@@ -53,6 +55,7 @@ class NotFound(Exception):
         self.detail = detail
         self.suggestions = list(suggestions)
         self.elsewhere = list(elsewhere)
+        self.version = version  # set when the version exists and only the thing in it is missing
 
 
 def did_you_mean(name: str, choices: Iterable[str], limit: int = 5) -> list[str]:
@@ -263,9 +266,10 @@ def get_flag(session: Session, version: Version, raw: str) -> Flag:
     raise NotFound(
         "flag",
         raw,
-        f"{raw[:MAX_NAME]!r} is not a flag of {version.name}.",
+        f"{raw[:MAX_NAME]} does not exist in {version.name}.",
         did_you_mean(raw, flag_names(session, version)),
         nearest_versions(session, version, names) if names else [],
+        version=version.name,
     )
 
 

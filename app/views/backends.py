@@ -102,6 +102,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             value,
             f"{value[:200]!r} is not a value of {row.name} in {version.name}.",
             did_you_mean(value, choices) or choices[:5],
+            version=version.name,
         )
     enum = flag_enum(session, version, row.name)
     return {

@@ -135,7 +135,7 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
         src = constraint["source"]
         constraint["excerpt"] = excerpt(session, found, src["path"], src["line"], src["end_line"])
     src = data["source"]
-    definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=0)
+    definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
     present = {change["version"] for change in data["history"]}
     absent = _absent_versions(session, data["history"])
     usages_by_file = [

@@ -42,6 +42,7 @@ def check_path(session: Session, version: Version, path: str) -> str:
             path,
             f"{path[:200]!r} is not a stored file of {version.name}.",
             did_you_mean(path, version_paths(session, version)),
+            version=version.name,
         )
     return sha
 

@@ -1,0 +1,146 @@
+"""The HTML pages: what an engineer sees, links between pages, escaping, htmx fragments."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from dashboard_kb import ARGS, RUNNER, XSS_HELP, build_kb
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    db = build_kb(tmp_path_factory.mktemp("kb") / "kb.db")
+    return TestClient(create_app(f"sqlite:///{db}"), follow_redirects=False)
+
+
+def page(client: TestClient, url: str, status: int = 200) -> str:
+    response = client.get(url)
+    assert response.status_code == status, (url, response.text[:300])
+    assert response.headers["content-type"].startswith("text/html")
+    return response.text
+
+
+def test_home_lists_versions_newest_first(client: TestClient) -> None:
+    html = page(client, "/")
+    assert html.index("v0.3.0") < html.index("v0.2.0") < html.index("v0.1.0")
+    assert 'id="search"' in html and 'name="q"' in html
+    assert 'href="/v/v0.3.0/backends"' in html
+
+
+def test_untrusted_help_is_escaped(client: TestClient) -> None:
+    for url in ["/v/v0.3.0/flags", "/v/v0.3.0/flags/--show-banner", f"/v/v0.3.0/source/{ARGS}"]:
+        html = page(client, url)
+        assert "<script>alert" not in html, url
+        assert "&lt;script&gt;" in html or "&lt;</span>script" in html, url
+    escaped = "Shows &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; friends."
+    assert escaped in page(client, "/v/v0.3.0/flags/--show-banner")
+    # The JSON twin carries the text as data, unchanged.
+    assert client.get("/api/v/v0.3.0/flags/--show-banner").json()["help"] == XSS_HELP
+
+
+def test_flag_list_groups_and_badges(client: TestClient) -> None:
+    html = page(client, "/v/v0.2.0/flags")
+    assert html.index("<h2>Parallelism</h2>") < html.index("<h2>MoE</h2>")
+    assert "--pp-size INT (default 1)" in html
+    assert "--enable-two-batch-overlap (default false)" in html
+    assert "--show-banner STR (default ServerArgs.banner)" in html
+    assert ">deprecated<" in html  # --old-cache in v0.2.0
+    assert 'href="/v/v0.2.0/flags/--pp-size"' in html
+
+
+def test_flag_filter_fragment_for_htmx(client: TestClient) -> None:
+    html = page(client, "/v/v0.3.0/flags?q=overlap")
+    assert "--enable-two-batch-overlap" in html and "--tp-size" not in html
+    fragment = client.get("/v/v0.3.0/flags?q=overlap", headers={"HX-Request": "true"}).text
+    assert fragment.lstrip().startswith('<div id="flag-list">')
+    assert "<html" not in fragment and "--disable-overlap-schedule" in fragment
+    # A history restore needs the whole page.
+    restore = client.get(
+        "/v/v0.3.0/flags?q=overlap",
+        headers={"HX-Request": "true", "HX-History-Restore-Request": "true"},
+    ).text
+    assert "<html" in restore
+
+
+def test_flag_page_answers_the_questions(client: TestClient) -> None:
+    html = page(client, "/v/v0.3.0/flags/--moe-runner-backend")
+    # Every choice links to its backend page; the enum and defining citation are there.
+    for value in ("auto", "triton", "flashinfer_cutlass", "flashinfer_trtllm"):
+        assert f'href="/v/v0.3.0/backends/--moe-runner-backend/{value}"' in html
+    assert "MoeRunnerBackend" in html
+    assert f'href="/v/v0.3.0/source/{ARGS}#L' in html
+    assert "https://github.com/example/sglang-like/blob/" in html
+    assert 'data-copy="/v/v0.3.0/source/' in html and "Copy as Markdown" in html
+    # Usage grouped by file, history, version switcher on the same page.
+    assert f"<code>{RUNNER}</code>" in html
+    assert 'name="page" value="flags/--moe-runner-backend"' in html
+    assert "<script>" not in re.sub(r"<script src=[^>]*></script>", "", html)
+
+
+def test_constraints_on_flag_page_with_markdown_and_related(client: TestClient) -> None:
+    html = page(client, "/v/v0.3.0/flags/--enable-two-batch-overlap")
+    assert 'class="badge kind">raise<' in html
+    assert "two-batch overlap needs an all-to-all backend" in html
+    # Related flag is linked; the excerpt marks the cited line.
+    assert 'href="/v/v0.3.0/flags/--moe-a2a-backend"' in html
+    assert '<tr class="hit">' in html
+    md = re.search(r'data-copy="(`--enable-two-batch-overlap` raises when[^"]*)"', html)
+    assert md, "constraint citation has a Markdown sentence"
+    assert "server_args.py#L11](https://github.com/example/sglang-like/blob/" in md.group(1)
+
+
+def test_switcher_marks_versions_without_the_flag(client: TestClient) -> None:
+    html = page(client, "/v/v0.3.0/flags/--fp4-gemm-backend")
+    assert ">v0.1.0 (absent)<" in html and ">v0.2.0 (absent)<" in html
+    assert ">v0.3.0<" in html
+
+
+def test_missing_flag_page_links_nearest_versions(client: TestClient) -> None:
+    html = page(client, "/v/v0.3.0/flags/--old-cache", 404)
+    assert "does not exist in v0.3.0" in html
+    assert 'href="/v/v0.2.0/flags/--old-cache"' in html
+    # It keeps the switcher so another version is one click away.
+    assert 'name="page" value="flags/--old-cache"' in html
+
+
+def test_backend_value_page(client: TestClient) -> None:
+    html = page(client, "/v/v0.3.0/backends/--moe-runner-backend/auto")
+    assert ">ambiguous<" in html and 'href="/v/v0.3.0/flags/--fp4-gemm-backend"' in html
+    html = page(client, "/v/v0.3.0/backends/--moe-runner-backend/triton")
+    assert f'href="/v/v0.3.0/source/{RUNNER}#L' in html and '<tr class="hit">' in html
+    assert 'href="/v/v0.3.0/backends/--moe-runner-backend/flashinfer_cutlass"' in html
+    html = page(client, "/v/v0.3.0/backends")
+    assert 'href="/v/v0.3.0/backends/--fp4-gemm-backend/cutlass"' in html
+
+
+def test_constraints_and_enums_pages(client: TestClient) -> None:
+    html = page(client, "/v/v0.3.0/constraints?kind=override")
+    assert "disable_overlap_schedule = True" in html
+    assert 'class="badge kind">raise<' not in html
+    fragment = client.get("/v/v0.3.0/constraints?flag=tp", headers={"HX-Request": "1"}).text
+    assert (
+        fragment.lstrip().startswith('<div id="constraint-rows">') and 'kind">assert<' in fragment
+    )
+    html = page(client, "/v/v0.3.0/enums")
+    assert "FLASHINFER_CUTLASS" in html and 'href="/v/v0.3.0/flags/--moe-runner-backend"' in html
+
+
+def test_source_view(client: TestClient) -> None:
+    html = page(client, f"/v/v0.3.0/source/{RUNNER}")
+    assert '<tr id="L5"' in html and 'href="#L5"' in html
+    assert 'class="cited"' in html and "handles &#39;triton&#39; of --moe-runner-backend" in html
+    assert '<span class="k">if</span>' in html  # pygments highlighting
+    page(client, f"/v/v0.3.0/source/{RUNNER}x", 404)
+    page(client, "/v/v0.3.0/source/python/../etc/passwd", 404)
+
+
+def test_unknown_pages_are_friendly_404s(client: TestClient) -> None:
+    html = page(client, "/v/v9.9.9/flags", 404)
+    assert "Did you mean" in html and 'href="/v/v0.3.0/flags"' in html
+    html = page(client, "/v/v0.3.0/flags/--pp-sise", 404)
+    assert 'href="/v/v0.3.0/flags/--pp-size"' in html
+    page(client, "/no/such/page", 404)
