@@ -16,6 +16,9 @@ the name, then all query words starting name words, then fuzzy name words (typos
 
 from __future__ import annotations
 
+import bisect
+import gc
+import heapq
 import json
 import os
 import re
@@ -34,7 +37,7 @@ from sqlmodel import Session, col, select
 from whoosh import index as windex
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
-from whoosh.query import And, Or, Prefix, Query, Term
+from whoosh.query import Or, Term
 
 from app.diff import constraint_fingerprint  # diff owns what "the same site" means
 from app.schema import ConstraintSite, Enum, Flag, Version, loads, make_engine
@@ -344,6 +347,55 @@ def build_index(db_url: str, index_dir: Path | None = None) -> dict[str, Any]:
 # --- querying -----------------------------------------------------------------------------
 
 
+class _Names:
+    """In-memory name lookups over the index's stored facts, built once per opened index:
+    set operations in C instead of Whoosh's per-document Python matchers, so a keystroke
+    costs a few set intersections whatever the query."""
+
+    def __init__(self, docs: dict[int, dict[str, Any]]) -> None:
+        self.exact: dict[str, set[int]] = {}
+        self.alias: dict[str, set[int]] = {}
+        self.words: dict[str, set[int]] = {}
+        self.order: dict[int, tuple[int, int, str]] = {}
+        keys: set[tuple[str, int]] = set()
+        for n, d in docs.items():
+            for k in d["keys"]:
+                self.exact.setdefault(k, set()).add(n)
+                keys.add((k, n))
+            for a in d["aliases"]:
+                self.alias.setdefault(a, set()).add(n)
+                keys.add((a, n))
+            for w in d["toks"]:
+                self.words.setdefault(w, set()).add(n)
+            self.order[n] = (KIND_ORDER[d["kind"]], len(words(d["name"])), d["name"])
+        self.keys = sorted(keys)
+        self.vocab = sorted(self.words)
+
+    def _prefixed(self, items: list[Any], prefix: str) -> list[Any]:
+        lo = bisect.bisect_left(items, (prefix,) if isinstance(items[0], tuple) else prefix)
+        out = []
+        for item in items[lo:]:
+            text = item[0] if isinstance(item, tuple) else item
+            if not text.startswith(prefix):
+                break
+            out.append(item)
+        return out
+
+    def key_prefix(self, prefix: str) -> set[int]:
+        return {n for _k, n in self._prefixed(self.keys, prefix)} if self.keys else set()
+
+    def word_docs(self, token: str, fuzzy: set[str]) -> tuple[set[int], set[int]]:
+        """(docs with a name word starting with token, docs with one within typo distance)."""
+        exact: set[int] = set()
+        if self.vocab:
+            for w in self._prefixed(self.vocab, token):
+                exact |= self.words[w]
+        typo: set[int] = set()
+        for w in fuzzy:
+            typo |= self.words.get(w, set())
+        return exact, typo
+
+
 @dataclass
 class _Open:
     path: str
@@ -352,8 +404,17 @@ class _Open:
     versions: list[dict[str, Any]]
     by_name: dict[str, dict[str, Any]]
     by_id: dict[int, dict[str, Any]]
-    vocab: list[str]
     analyzer: Any
+    docs: dict[int, dict[str, Any]]  # docnum -> stored data, loaded once per opened index
+    names: _Names
+    allowed: dict[int, set[int]] = field(default_factory=dict)  # version id -> docnums
+
+    def in_version(self, vid: int) -> set[int]:
+        """Docnums of the facts that hold at a version (cached: the filter of every query)."""
+        if vid not in self.allowed:
+            query = Term("versions", str(vid))
+            self.allowed[vid] = set(self.searcher.docs_for_query(query))
+        return self.allowed[vid]
 
 
 class SearchIndex:
@@ -383,8 +444,12 @@ class SearchIndex:
         ix = windex.open_dir(real)
         searcher = ix.searcher()
         versions = meta["versions"]
+        docs = {n: fields["data"] for n, fields in searcher.reader().iter_docs()}
         if self._open is not None:
             self._open.searcher.close()
+        # The facts live as long as the index: keep the collector from rescanning them.
+        gc.collect()
+        gc.freeze()
         self._open = _Open(
             path=real,
             ix=ix,
@@ -392,8 +457,9 @@ class SearchIndex:
             versions=versions,
             by_name={v["name"]: v for v in versions},
             by_id={v["id"]: v for v in versions},
-            vocab=[t.decode() if isinstance(t, bytes) else t for t in searcher.lexicon("tok")],
             analyzer=ix.schema["text"].analyzer,
+            docs=docs,
+            names=_Names(docs),
         )
         return self._open
 
@@ -422,31 +488,12 @@ def get_index(db_url: str, index_dir: Path | None = None) -> SearchIndex:
 
 
 def _fuzzy(token: str, vocab: list[str]) -> set[str]:
+    """Name words within typo distance (1, or 2 for long words); none for short tokens."""
     if len(token) < 4:
         return set()
     maxd = 1 if len(token) < 7 else 2
     hits = process.extract(token, vocab, scorer=Levenshtein.distance, score_cutoff=maxd, limit=30)
     return {h[0] for h in hits}
-
-
-def _tier(data: dict[str, Any], norm: str, tokens: list[str], fuzzy: dict[str, set[str]]) -> int:
-    keys, aliases, toks = data["keys"], data["aliases"], data["toks"]
-    if norm in keys:
-        return 0
-    if norm in aliases:
-        return 1
-    if any(k.startswith(norm) for k in keys + aliases):
-        return 2
-    if toks and all(any(w.startswith(t) for w in toks) for t in tokens):
-        return 3
-    if toks and all(any(w.startswith(t) or w in fuzzy[t] for w in toks) for t in tokens):
-        return 4
-    return 5
-
-
-def _coverage(data: dict[str, Any], text_hit: set[str], tokens: list[str]) -> int:
-    toks = data["toks"]
-    return sum(1 for t in tokens if t in text_hit or any(w.startswith(t) for w in toks))
 
 
 def _url(kind: str, data: dict[str, Any], version: dict[str, Any]) -> str:
@@ -480,12 +527,74 @@ def _ranges(ids: list[int], op: _Open) -> list[dict[str, str]]:
     return out
 
 
+def _ranked(
+    op: _Open, norm: str, tokens: list[str], allowed: set[int] | None, need: int
+) -> list[tuple[int, int]]:
+    """[(docnum, tier)] best first, at least `need` long when there are that many matches.
+
+    Tiers: 0 exact option/dest/value, 1 alias, 2 prefix of a name, 3 every query word starts
+    a name word, 4 the same allowing typos, 5 some words in the name or the text (BM25)."""
+    names = op.names
+
+    def scoped(docs: set[int]) -> set[int]:
+        return docs if allowed is None else docs & allowed
+
+    fuzzy = {t: _fuzzy(t, names.vocab) for t in tokens}
+    per_token = {t: names.word_docs(t, fuzzy[t]) for t in tokens}
+    exact_words = set.intersection(*(scoped(per_token[t][0]) for t in tokens))
+    typo_words = set.intersection(*(scoped(per_token[t][0] | per_token[t][1]) for t in tokens))
+    tiers = [
+        scoped(names.exact.get(norm, set())),
+        scoped(names.alias.get(norm, set())),
+        scoped(names.key_prefix(norm)) if len(norm) >= 2 else set(),
+        exact_words,
+        typo_words,
+    ]
+    out: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    for tier, docs in enumerate(tiers):
+        docs = docs - seen
+        seen |= docs
+        # Flags before values before enums, then the shortest name.
+        for n in sorted(docs, key=names.order.__getitem__):
+            out.append((n, tier))
+        if len(out) >= need:
+            return out
+
+    # Tier 5: partial name matches and text, by how many query words they cover.
+    cover: dict[int, set[str]] = {}
+    for t in tokens:
+        for n in scoped(per_token[t][0] | per_token[t][1]) - seen:
+            cover.setdefault(n, set()).add(t)
+    owner: dict[str, str] = {}
+    for t in tokens:
+        for a in op.analyzer(t, mode="query"):
+            owner.setdefault(a.text, t)
+    score: dict[int, float] = {}
+    if owner:
+        query = Or([Term("text", term) for term in owner])
+        for hit in op.searcher.search(query, filter=allowed, limit=max(need, 50), terms=True):
+            if hit.docnum in seen:
+                continue
+            score[hit.docnum] = hit.score
+            for _field, term in hit.matched_terms():
+                text = term.decode() if isinstance(term, bytes) else term
+                if text in owner:
+                    cover.setdefault(hit.docnum, set()).add(owner[text])
+    rest = heapq.nsmallest(
+        max(need - len(out), 0),
+        cover,
+        key=lambda n: (-len(cover[n]), -score.get(n, 0.0), names.order[n]),
+    )
+    return out + [(n, 5) for n in rest]
+
+
 def _search(op: _Open, q: str, version: str | None, limit: int) -> dict[str, Any]:
     q = (q or "")[:MAX_QUERY]
-    scope_all = version == "all"
     if not op.versions:
         return {"query": q, "version": None, "results": [], "message": "No versions ingested."}
-    if scope_all:
+    scope: dict[str, Any] | None
+    if version == "all":
         scope = None
     elif version:
         if version not in op.by_name:
@@ -509,58 +618,15 @@ def _search(op: _Open, q: str, version: str | None, limit: int) -> dict[str, Any
         )
         return out
 
-    fuzzy = {t: _fuzzy(t, op.vocab) for t in tokens}
-    word_q: list[Query] = []
-    for t in tokens:
-        alts: list[Query] = [Term("tok", t)] + [Term("tok", w) for w in fuzzy[t]]
-        if len(t) >= 2:
-            alts.append(Prefix("tok", t))
-        word_q.append(Or(alts))
-    names: list[Query] = [Term("key", norm), Term("alias", norm), And(word_q)]
-    if len(norm) >= 2:
-        names += [Prefix("key", norm), Prefix("alias", norm)]
-    text_terms = list(
-        dict.fromkeys(tok.text for tok in op.analyzer(" ".join(tokens), mode="query"))
-    )
-    loose: list[Query] = [Term("text", t) for t in text_terms] + word_q
-
-    flt = None if scope is None else Term("versions", str(scope["id"]))
-    # Which query word each index term stands for, to count how many words a hit covers.
-    owner: dict[tuple[str, str], str] = {}
-    for t in tokens:
-        for a in op.analyzer(t, mode="query"):
-            owner[("text", a.text)] = t
-    hits: dict[int, tuple[dict[str, Any], float, set[str]]] = {}
-    for query, n in ((Or(names), 300), (Or(loose), 100)):
-        for hit in op.searcher.search(query, filter=flt, limit=n, terms=True):
-            matched = {
-                owner[(f, b.decode() if isinstance(b, bytes) else b)]
-                for f, b in hit.matched_terms()
-                if (f, b.decode() if isinstance(b, bytes) else b) in owner
-            }
-            prev = hits.get(hit.docnum)
-            if prev:
-                matched |= prev[2]
-            score = max(hit.score, prev[1]) if prev else hit.score
-            hits[hit.docnum] = (hit["data"], score, matched)
-
-    ranked = []
-    for data, score, text_words in hits.values():
-        tier = _tier(data, norm, tokens, fuzzy)
-        toks = data["toks"]
-        cover = sum(
-            1
-            for t in tokens
-            if t in text_words or any(w.startswith(t) or w in fuzzy[t] for w in toks)
-        )
-        extra = max(0, len(words(data["name"])) - len(tokens))
-        order = (tier, -cover, KIND_ORDER[data["kind"]], extra, -score, data["name"])
-        ranked.append((order, data, tier))
-    ranked.sort(key=lambda r: r[0])
+    allowed = None if scope is None else op.in_version(scope["id"])
+    # Across all versions one flag is many facts (one per variant): rank more, then group.
+    need = limit if scope is not None else limit * 20
+    ranked = _ranked(op, norm, tokens, allowed, need)
 
     results: list[dict[str, Any]] = []
     grouped: dict[tuple[str, str, str | None], dict[str, Any]] = {}
-    for _order, data, tier in ranked:
+    for docnum, tier in ranked:
+        data = op.docs[docnum]
         if scope is None:
             key = (data["kind"], data["name"], data["flag"])
             if key in grouped:  # another fact of the same flag: merge its versions
@@ -596,8 +662,8 @@ def _search(op: _Open, q: str, version: str | None, limit: int) -> dict[str, Any
         r["url"] = _url(data["kind"], data, ver)
     out["results"] = results
     # Whole-query spellings first (longest wins), then words and the typos' corrections.
-    whole = [q.strip(), norm, norm.replace("_", "-")]
-    out["terms"] = whole + tokens + sorted({w for ws in fuzzy.values() for w in ws})
+    fixes = {w for t in tokens for w in _fuzzy(t, op.names.vocab)}
+    out["terms"] = [q.strip(), norm, norm.replace("_", "-"), *tokens, *sorted(fixes)]
     if not results:
         out["message"] = f"No match for {q.strip()!r}."
     return out

@@ -1,0 +1,82 @@
+"""A real uvicorn server on a free port for the bench scripts, and timing helpers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_db() -> str:
+    for candidate in (os.environ.get("FLAGATLAS_DB"), "/work/data/real.db", "data/flagatlas.db"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    sys.exit("no knowledge base: pass --db PATH (or set FLAGATLAS_DB)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(db: str) -> Iterator[httpx.Client]:
+    """`uvicorn app.main:create_app --factory` on the knowledge base; yields a keep-alive
+    client. One worker, like `flagatlas serve`."""
+    port = _free_port()
+    env = {**os.environ, "FLAGATLAS_DB": db}
+    env.pop("DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
+        + ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        cwd=ROOT,
+        env=env,
+    )
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    try:
+        for _ in range(200):
+            try:
+                client.get("/static/search.css")
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            sys.exit("the server did not start")
+        yield client
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def timed(client: httpx.Client, url: str, headers: dict[str, str] | None = None) -> float:
+    """Milliseconds for one request, body read; the response must be 200."""
+    start = time.perf_counter()
+    response = client.get(url, headers=headers)
+    elapsed = (time.perf_counter() - start) * 1000
+    if response.status_code != 200:
+        sys.exit(f"{url}: HTTP {response.status_code}")
+    return elapsed
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def describe(name: str, values: list[float]) -> str:
+    return (
+        f"{name:<28} n={len(values):<5} median {statistics.median(values):7.2f} ms"
+        f"   p99 {percentile(values, 99):7.2f} ms   max {max(values):7.2f} ms"
+    )
