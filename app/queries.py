@@ -8,6 +8,7 @@ into HTML or JSON. Lookups go through the indexed columns (version name, (versio
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from threading import Lock
 from typing import Any
 from urllib.parse import quote
 
@@ -403,7 +404,15 @@ def choice_sites(
         return out
     rows = session.exec(
         select(ChoiceSite)
-        .where(ChoiceSite.version_id == version.id, col(ChoiceSite.value).in_(list(out)))
+        .where(
+            ChoiceSite.version_id == version.id,
+            col(ChoiceSite.value).in_(list(out)),
+            or_(
+                ChoiceSite.flag == flag,
+                col(ChoiceSite.flag).is_(None)
+                & col(ChoiceSite.candidates).contains(f'"{flag}"', autoescape=True),
+            ),
+        )
         .order_by(col(ChoiceSite.path), col(ChoiceSite.line))
     )
     for site in rows:
@@ -445,4 +454,26 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """
     from app.diff import flag_history as history  # diff.py owns the field comparison
 
-    return history(session, flag_name)
+    # History walks every version (a scan of the flag table), yet only changes when a
+    # version is ingested: cache it per state of the version table.
+    key = (kb_stamp(session), flag_name)
+    cached = _history_cache.get(key)
+    if cached is None:
+        cached = history(session, flag_name)
+        with _history_lock:
+            _history_cache[key] = cached
+            while len(_history_cache) > 2048:
+                _history_cache.pop(next(iter(_history_cache)))
+    return list(cached)  # shared change dicts: callers read them, never mutate
+
+
+_history_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+_history_lock = Lock()
+
+
+def kb_stamp(session: Session) -> str:
+    """Changes whenever a version is added, re-ingested or removed (one tiny query)."""
+    count, last_id, last_ingest = session.exec(
+        select(func.count(), func.max(Version.id), func.max(Version.ingested_at))
+    ).one()
+    return f"{count}:{last_id}:{last_ingest}"

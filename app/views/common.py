@@ -15,12 +15,13 @@ def page_context(
     version: Version,
     page: str,
     absent: set[str] | None = None,
+    names: list[str] | None = None,
 ) -> dict[str, Any]:
     """`page` is the URL tail after /v/{version}/ that the version switcher keeps;
     `absent` names versions where that page does not exist (marked in the switcher)."""
     return {
         "version": version,
-        "versions": version_names(session),
+        "versions": names if names is not None else version_names(session),
         "page": page,
         "absent": absent or set(),
     }

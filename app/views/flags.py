@@ -136,29 +136,28 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
         constraint["excerpt"] = excerpt(session, found, src["path"], src["line"], src["end_line"])
     src = data["source"]
     definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
-    present = {change["version"] for change in data["history"]}
-    absent = _absent_versions(session, data["history"])
+    names = version_names(session)
+    absent = _absent_versions(names, data["history"])
     usages_by_file = [
         (path, list(group)) for path, group in groupby(data["usages"], key=lambda u: u["path"])
     ]
     context = {
-        **page_context(session, found, f"flags/{row.name}", absent),
+        **page_context(session, found, f"flags/{row.name}", absent, names),
         "flag": data,
         "definition": definition,
         "related": related_flags(session, found, data),
         "usages_by_file": usages_by_file,
-        "present": present,
     }
     return render(request, "flag.html", context)
 
 
-def _absent_versions(session: Session, history: list[dict[str, Any]]) -> set[str]:
-    """Versions where the flag does not exist, replayed from its added/removed history."""
-    names = list(reversed(version_names(session)))  # oldest first
+def _absent_versions(names: list[str], history: list[dict[str, Any]]) -> set[str]:
+    """Versions (`names` newest first) where the flag does not exist, replayed from its
+    added/removed history."""
     events = {c["version"]: c["field"] for c in history if c["field"] in ("added", "removed")}
     absent: set[str] = set()
     exists = False
-    for name in names:
+    for name in reversed(names):
         if events.get(name) == "added":
             exists = True
         elif events.get(name) == "removed":

@@ -1,0 +1,70 @@
+"""Flag page latency over HTTP on a full knowledge base, against a static file served by the
+same server in the same run. Target: a flag page under 20 ms at the median.
+
+    .venv/bin/python bench/bench_pages.py [--db /work/data/real.db] [--version NAME] [--rounds 50]
+
+Requests alternate between the pages and the static file so both see the same machine state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.httpbench import default_db, describe, server, timed  # noqa: E402
+
+FLAGS = ["--moe-runner-backend", "--enable-two-batch-overlap", "--pp-size", "--fp4-gemm-backend"]
+STATIC = "/static/style.css"
+TARGET_MS = 20.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", default=None)
+    parser.add_argument("--version", default="snapshot-2026-02-01")
+    parser.add_argument("--rounds", type=int, default=50)
+    args = parser.parse_args()
+    db = args.db or default_db()
+    with server(db) as client:
+        names = [v["name"] for v in client.get("/api/versions").json()["versions"]]
+        version = args.version if args.version in names else names[0]
+        urls = []
+        first: list[float] = []  # first view: history and highlighted files not cached yet
+        for flag in FLAGS:
+            url = f"/v/{version}/flags/{flag}"
+            start = time.perf_counter()
+            if client.get(url).status_code == 200:
+                first.append((time.perf_counter() - start) * 1000)
+                urls.append(url)
+        if not urls:
+            sys.exit(f"none of {FLAGS} exists in {version}")
+        print(f"{db}: {len(names)} versions; flag pages at {version}: {len(urls)}")
+        pages: list[float] = []
+        api: list[float] = []
+        static: list[float] = []
+        for _ in range(args.rounds):
+            for url in urls:
+                pages.append(timed(client, url))
+                static.append(timed(client, STATIC))
+                api.append(timed(client, url.replace("/v/", "/api/v/", 1)))
+                static.append(timed(client, STATIC))
+        print(describe("static file (baseline)", static))
+        print(describe("flag page (HTML)", pages))
+        print(describe("flag page (JSON twin)", api))
+        print("first view of each page (cold caches): " + ", ".join(f"{t:.1f} ms" for t in first))
+        page_median = statistics.median(pages)
+        ratio = page_median / statistics.median(static)
+        verdict = "OK" if page_median < TARGET_MS else "OVER TARGET"
+        print(
+            f"flag page median {page_median:.2f} ms = {ratio:.1f}x the static file "
+            f"(target < {TARGET_MS:.0f} ms): {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()
