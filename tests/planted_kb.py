@@ -92,3 +92,43 @@ def build_kb(path: Path, versions: list[tuple[str, dict[str, Any]]]) -> str:
         session.commit()
     engine.dispose()
     return url
+
+
+# For the search tests: names people type, synthetic help texts.
+RUNNER = ["triton", "flashinfer_cutlass"]
+SEARCH_OLD = {
+    "flags": [
+        flag("--enable-nccl-nvls", action="store_true", help="Turn on the multicast collective."),
+        flag("--moe-runner-backend", choices=RUNNER, help="Kernel family for expert layers."),
+        flag("--moe-a2a-backend", choices=["none", "deepep"], help="Expert all-to-all."),
+        flag("--enable-two-batch-overlap", action="store_true", help="Split a batch in two."),
+        flag("--enable-single-batch-overlap", action="store_true", help="Overlap in one batch."),
+        flag("--fp4-gemm-backend", choices=["auto", "cutlass"], help="Kernel for fp4 matmul."),
+        flag("--tp-size", aliases=["--tp"], type="int", help="Tensor parallel degree."),
+        flag("--legacy-knob", help="Something only the old version had."),
+        flag("--chunked-prefill-size", type="int", help="Tokens per prefill chunk."),
+    ],
+    "constraints": [
+        (
+            "k-tbo",
+            "raise",
+            "ServerArgs.check",
+            "the overlap of two batches needs an all-to-all backend",
+            40,
+            {
+                "condition": "self.enable_two_batch_overlap and self.moe_a2a_backend == 'none'",
+                "flags": ["--enable-two-batch-overlap", "--moe-a2a-backend"],
+            },
+        )
+    ],
+    "enums": {"MoeRunnerBackend": [("TRITON", "triton"), ("FLASHINFER_CUTLASS", RUNNER[1])]},
+    "enum_flags": {"MoeRunnerBackend": ["--moe-runner-backend"]},
+}
+SEARCH_NEW = {
+    **SEARCH_OLD,
+    "flags": [f for f in SEARCH_OLD["flags"] if f["name"] != "--legacy-knob"]
+    + [flag("--moe-runner-backend", choices=[*RUNNER, "flashinfer_trtllm"], line=99)],
+}
+SEARCH_NEW["flags"] = [
+    f for f in SEARCH_NEW["flags"] if f["name"] != "--moe-runner-backend" or f["line"] == 99
+]

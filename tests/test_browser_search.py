@@ -1,0 +1,110 @@
+"""The header search box in a real browser (Debian's chromium through Playwright): `/`
+focuses it, results appear as you type, Enter opens the top hit, and the diff page renders.
+Screenshots land in test-output/browser/ for a human to look at."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from planted_kb import SEARCH_NEW, SEARCH_OLD, build_kb
+
+from app.main import create_app
+from app.search import build_index
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = Path(__file__).resolve().parent.parent / "test-output" / "browser"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin"),
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = build_kb(
+        tmp_path_factory.mktemp("kb") / "kb.db", [("s1", SEARCH_OLD), ("s2", SEARCH_NEW)]
+    )
+    build_index(url)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    srv = uvicorn.Server(uvicorn.Config(create_app(url), port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def page(server: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=server)
+        pg = context.new_page()
+        errors: list[str] = []
+        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.errors = errors
+        yield pg
+        browser.close()
+
+
+def shot(pg: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_slash_focuses_typing_shows_results_enter_opens_top_hit(page: Any) -> None:
+    page.goto("/v/s2/flags")
+    page.locator("body").click(position={"x": 5, "y": 400})
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "search"
+    page.keyboard.type("moe runnr", delay=30)  # a typo, typed like a person
+    top = page.locator("#search-results a[data-top-hit]")
+    top.wait_for()
+    assert "--moe-runner-backend" in top.inner_text()
+    assert page.locator("#search-results mark").count() > 0
+    shot(page, "search-dropdown")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/v/s2/flags/--moe-runner-backend")
+    assert not page.errors, page.errors
+
+
+def test_enter_before_results_arrive_still_opens_top_hit(page: Any) -> None:
+    page.goto("/v/s1/flags")
+    page.locator("#search").fill("nvls")  # no debounced request yet: search.js asks the API
+    page.locator("#search").press("Enter")
+    page.wait_for_url("**/v/s1/flags/--enable-nccl-nvls")
+    assert not page.errors, page.errors
+
+
+def test_search_page_and_diff_page_render(page: Any) -> None:
+    page.goto("/search?q=flashinfer_cutlass")
+    assert page.locator("mark", has_text="flashinfer_cutlass").count() >= 1
+    shot(page, "search-page")
+    page.goto("/diff/s1...s2")
+    assert "1 removed" in page.locator("p.summary").inner_text()
+    shot(page, "diff-page")
+    page.select_option("select[name=from]", "s2")
+    page.select_option("select[name=to]", "s1")
+    page.get_by_role("button", name="Compare").click()
+    page.wait_for_url("**/diff/s2...s1")
+    assert "1 added" in page.locator("p.summary").inner_text()
+    assert not page.errors, page.errors
