@@ -279,3 +279,51 @@ def test_kb_db_fixture_routes(request: pytest.FixtureRequest) -> None:
             assert client.get(c["source"]["permalink"].split("#")[0]).status_code == 200
         get(client, f"/api/v/{name}/enums")
         assert client.get(f"/v/{name}/backends").status_code == 200
+
+
+def test_history_follows_a_new_ingest(tmp_path: Path) -> None:
+    """History is cached per state of the version table: a new version shows up at once."""
+    from datetime import UTC, datetime
+
+    from sqlmodel import Session
+
+    from app.schema import Flag, Version, make_engine
+
+    db = build_kb(tmp_path / "kb.db")
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    before = get(client, "/api/v/v0.3.0/flags/--pp-size")["history"]
+    assert before[-1]["version"] == "v0.2.0"
+    engine = make_engine(f"sqlite:///{db}")
+    with Session(engine) as session:
+        version = Version(
+            name="v0.4.0",
+            commit="f" * 40,
+            date=datetime(2027, 1, 1, tzinfo=UTC),
+            sort_key="v0.4.0",
+            position=3,
+            era=3,
+            extractor_version=1,
+            web_url=WEB_URL,
+            ingested_at=datetime(2027, 1, 1, tzinfo=UTC),
+        )
+        session.add(version)
+        session.flush()
+        assert version.id is not None
+        session.add(
+            Flag(
+                version_id=version.id,
+                name="--pp-size",
+                dest="pp_size",
+                type="int",
+                default="2",
+                help="Pipeline parallel degree.",
+                path=ARGS,
+                line=1,
+                end_line=1,
+            )
+        )
+        session.commit()
+    engine.dispose()
+    after = get(client, "/api/v/v0.3.0/flags/--pp-size")["history"]
+    assert after[-1]["version"] == "v0.4.0" and after[-1]["field"] in ("default", "help")
+    assert any(h["field"] == "default" and h["to"] == 2 for h in after)
