@@ -61,13 +61,15 @@ class UnknownVersion(SearchError):
 
 
 def _schema() -> Schema:
+    # scorable=True on the keyword fields only gives them a lengths column: without it Whoosh
+    # 2.7 checks for the missing column file once per posting, tripling the build time.
     return Schema(
         kind=ID(stored=True),
-        key=KEYWORD(lowercase=True),  # normalized canonical names (option, dest, value)
-        alias=KEYWORD(lowercase=True),  # normalized aliases
-        tok=KEYWORD(lowercase=True),  # words of the names
+        key=KEYWORD(lowercase=True, scorable=True),  # normalized option, dest, value names
+        alias=KEYWORD(lowercase=True, scorable=True),  # normalized aliases
+        tok=KEYWORD(lowercase=True, scorable=True),  # words of the names
         text=TEXT(analyzer=StemmingAnalyzer()),  # help, messages, conditions, choices
-        versions=KEYWORD,  # version ids the fact holds for
+        versions=KEYWORD(scorable=True),  # ids of the versions the fact holds for
         data=STORED,
     )
 
