@@ -205,7 +205,8 @@ def tokenize(text: str) -> Tokens:
         if " " in word.strip() and ("launch_server" in word or "sglang serve" in word):
             inner = tokenize(word)
             findings.extend(inner.findings)
-            expanded.extend(["python", "-m", "sglang.launch_server", *inner.argv])
+            launcher = shlex.split(inner.launcher) or ["python", "-m", "sglang.launch_server"]
+            expanded.extend([*launcher, *inner.argv])
         else:
             expanded.append(word)
     # Split into shell commands and keep the one that launches the server.
@@ -297,7 +298,7 @@ class Match:
     option: str  # the option part as typed (without `=value`)
     flag: FlagSpec | None = None
     explicit: str | None = None  # the value after `=`
-    candidates: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()  # option strings it could mean (ambiguous/abbreviation)
 
 
 class OptionTable:
@@ -346,7 +347,7 @@ class OptionTable:
         if len(distinct) == 1:
             (flag,) = distinct.values()
             kind = "abbreviation" if option not in flag.options else "exact"
-            return Match(kind, option, flag, explicit_arg)
+            return Match(kind, option, flag, explicit_arg, tuple(candidates))
         if NEGATIVE_NUMBER.match(arg) or " " in arg:
             return Match("positional", arg)
         return Match("unknown", option, explicit=explicit if eq else None)
@@ -562,7 +563,7 @@ class Analysis:
     uses: list[Use]
     flags: list[dict[str, Any]]
     findings: list[Finding]
-    env: dict[str, Any]
+    env: FlagEnv
     fired: dict[str, Finding]  # constraint key -> finding, for the upgrade check
 
     @property
@@ -588,9 +589,43 @@ def analyze(facts: VersionFacts, command: str) -> Analysis:
     for use in uses:
         check.use(use)
     check.after_all()
-    fired = _evaluate_sites(facts, check.env, check.given, check.given_names, check.findings)
+    fired = _evaluate_sites(facts, check.env, check.given, check.given_options, check.findings)
     findings = sorted(check.findings, key=lambda f: SEVERITY_RANK.get(f["severity"], 3))
     return Analysis(facts.name, tokens.launcher, uses, check.rows, findings, check.env, fired)
+
+
+class FlagEnv(dict[str, Any]):
+    """Flag values by dest, where alias spellings resolve too: SGLang reads
+    `self.tp_size` although argparse stores `--tensor-parallel-size` (alias `--tp-size`) as
+    `tensor_parallel_size`, and renames it in `from_cli_args`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aliases: dict[str, str] = {}
+
+    def canon(self, name: str) -> str:
+        return name if dict.__contains__(self, name) else self.aliases.get(name, name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and dict.__contains__(self, self.canon(name))
+
+    def __getitem__(self, name: str) -> Any:
+        return dict.__getitem__(self, self.canon(name))
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        dict.__setitem__(self, self.canon(name), value)
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return dict.get(self, self.canon(name), default)
+
+
+def _dest_of(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
+
+
+def _as_option(name: str) -> str:
+    """Sites list options; tolerate a bare dest (`pp_size`) from the ingest too."""
+    return name if name.startswith("-") else "--" + name.replace("_", "-")
 
 
 class _Checker:
@@ -598,12 +633,17 @@ class _Checker:
 
     def __init__(self, facts: VersionFacts, table: OptionTable, findings: list[Finding]):
         self.facts, self.table, self.findings = facts, table, findings
-        self.env: dict[str, Any] = {}
+        self.env = FlagEnv()
         for spec in facts.flags:  # argparse: the first action of a dest sets its default
-            self.env.setdefault(spec.dest, _default_of(spec))
+            if spec.dest not in self.env:
+                self.env[spec.dest] = _default_of(spec)
+        for spec in facts.flags:
+            for alias in spec.aliases:
+                self.env.aliases.setdefault(_dest_of(alias), spec.dest)
         self.given: dict[str, Any] = {}  # dest -> value from the command
         self.given_flag: dict[str, FlagSpec] = {}
         self.given_names: set[str] = set()
+        self.given_options: dict[str, str] = {}  # every spelling of a given flag -> its name
         self.counts: dict[str, int] = {}
         self.rows: list[dict[str, Any]] = []
 
@@ -639,10 +679,14 @@ class _Checker:
             self.unresolved(m)
             return
         self.given_names.add(flag.name)
+        for option in (*flag.options, "--" + flag.dest.replace("_", "-")):
+            self.given_options[option] = flag.name
         self.counts[flag.name] = self.counts.get(flag.name, 0) + 1
         if m.kind == "abbreviation":
+            spelled = m.candidates[0] if len(m.candidates) == 1 else flag.name
+            full = spelled if spelled == flag.name else f"{spelled} (alias of {flag.name})"
             text = (
-                f"{m.option} is an abbreviation of {flag.name}: argparse accepts it today, "
+                f"{m.option} is an abbreviation of {full}: argparse accepts it today, "
                 "but it breaks as soon as another flag starts with the same letters"
             )
             self.add("warning", flag, text, "abbreviation")
@@ -822,16 +866,16 @@ def _site_outcome(site: SiteSpec, env: dict[str, Any]) -> tuple[bool | Undecidab
 
 def _option_for(facts: VersionFacts, dest: str) -> str:
     for flag in facts.flags:
-        if flag.dest == dest:
+        if flag.dest == dest or dest in (_dest_of(a) for a in flag.aliases):
             return flag.name
     return dest
 
 
 def _evaluate_sites(
     facts: VersionFacts,
-    env: dict[str, Any],
+    env: FlagEnv,
     given: dict[str, Any],
-    given_names: set[str],
+    given_options: dict[str, str],
     findings: list[Finding],
 ) -> dict[str, Finding]:
     """Apply overrides to a fixed point, then check raises/asserts/warnings on the result."""
@@ -850,13 +894,14 @@ def _evaluate_sites(
                 continue
             outcome, _read = _site_outcome(site, env)
             if isinstance(outcome, Undecidable):
-                for dest, _src in site.writes:
-                    maybe_written.setdefault(dest, site)
+                for name, _src in site.writes:
+                    maybe_written.setdefault(env.canon(name), site)
             if outcome is not True:
                 continue
             done.add(idx)
             written: dict[str, Any] = {}
-            for dest, src in site.writes:
+            for name, src in site.writes:
+                dest = env.canon(name)
                 value = Evaluator(env).value(src)
                 if isinstance(value, Undecidable):
                     value = Undecidable(
@@ -872,11 +917,17 @@ def _evaluate_sites(
         if not changed:
             break
     for site, written, effective in applied:
-        reads_given = bool(set(site.flags) & given_names)
-        overridden = [d for d in written if d in given and not _same(given[d], written[d])]
+        reads_given = _reads_given(site, given_options)
+        overridden = [
+            d
+            for d in written
+            if d in given
+            and not isinstance(given[d], Undecidable)
+            and not _same(given[d], written[d])
+        ]
         if not reads_given and not overridden:
             continue
-        sources = dict(site.writes)
+        sources = {env.canon(name): src for name, src in site.writes}
         parts = [
             f"{_option_for(facts, d)} to {_display_written(v, sources[d])}"
             + (f" (you gave {_display(given[d])})" if d in overridden else "")
@@ -889,7 +940,7 @@ def _evaluate_sites(
             text += f": {_clip(site.message, 300)}"
         finding = _finding(
             "warning" if effective else "info",
-            _first_given(site, given_names),
+            _first_given(site, given_options),
             text,
             "constraint",
             site.source,
@@ -899,18 +950,23 @@ def _evaluate_sites(
         fired[site.key or f"{site.kind}:{site.message}"] = finding
 
     for site in facts.sites:
-        if site.kind == "override" or not set(site.flags) & given_names:
+        if site.kind == "override" or not _reads_given(site, given_options):
             continue
         outcome, read = _site_outcome(site, env)
         if outcome is False:
             continue
-        flag = _first_given(site, given_names)
+        flag = _first_given(site, given_options)
         if isinstance(outcome, Undecidable):
             verb = {"raise": "a raise", "assert": "an assertion", "warning": "a warning"}.get(
                 site.kind, site.kind
             )
+            cause = (
+                "a value from the shell"
+                if "comes from the shell" in outcome.reason
+                else "the model/hardware/environment"
+            )
             text = (
-                f"{verb} at {site.location} depends on the model/hardware/environment: "
+                f"{verb} at {site.location} depends on {cause}: "
                 f"cannot be decided here ({outcome.reason})"
             )
             if site.message:
@@ -924,6 +980,7 @@ def _evaluate_sites(
         else:
             text, severity = f"logs a warning at {site.location}", "warning"
         text += f": {_clip(site.message, 300)}" if site.message else ""
+        read = {env.canon(d) for d in read}
         caveats = sorted(d for d in read if d in maybe_written and d not in given_dests)
         if caveats:
             text += (
@@ -951,11 +1008,15 @@ def _display_written(value: Any, source: str) -> str:
     return _display(value) if not isinstance(value, Undecidable) else _clip(source, 60)
 
 
-def _first_given(site: SiteSpec, given_names: set[str]) -> str | None:
+def _reads_given(site: SiteSpec, given_options: dict[str, str]) -> bool:
+    return any(_as_option(o) in given_options for o in site.flags)
+
+
+def _first_given(site: SiteSpec, given_options: dict[str, str]) -> str | None:
     for option in (*site.flags, *site.affects):
-        if option in given_names:
-            return option
-    return site.flags[0] if site.flags else None
+        if _as_option(option) in given_options:
+            return given_options[_as_option(option)]
+    return _as_option(site.flags[0]) if site.flags else None
 
 
 # --------------------------------------------------------------------------------------
@@ -976,8 +1037,12 @@ class VersionOptions:
         return cls(name, options, tuple(sorted(options)))
 
     def resolves(self, option: str) -> bool:
+        return self.status(option) == "ok"
+
+    def status(self, option: str) -> str:
+        """ "ok" (exact or unambiguous abbreviation), "ambiguous" or "missing"."""
         if option in self.options:
-            return True
+            return "ok"
         start = bisect.bisect_left(self.sorted, option)
         names = set()
         for candidate in self.sorted[start:]:
@@ -985,8 +1050,8 @@ class VersionOptions:
                 break
             names.add(self.options[candidate])
             if len(names) > 1:
-                return False
-        return len(names) == 1
+                return "ambiguous"
+        return "ok" if names else "missing"
 
 
 def used_options(analysis: Analysis) -> list[str]:
@@ -1024,27 +1089,31 @@ def presence(options: Sequence[str], versions: Sequence[VersionOptions]) -> dict
 def valid_in(options: Sequence[str], versions: Sequence[VersionOptions]) -> list[dict[str, Any]]:
     """Ranges of versions (oldest first) where every option resolves, and what limits each end.
 
-    `limited_from` names the options missing in the version just before the range,
-    `limited_to` those missing just after it; empty at the ends of the ingested history.
+    `limited_from` lists the options that fail in the version just before the range,
+    `limited_to` those failing just after it, each as {"flag", "problem": missing|ambiguous};
+    both are empty at the ends of the ingested history.
     """
-    table = [[v.resolves(o) for o in options] for v in versions]
+    table = [[v.status(o) for o in options] for v in versions]
+
+    def failing(i: int) -> list[dict[str, str]]:
+        return [
+            {"flag": o, "problem": status}
+            for o, status in zip(options, table[i], strict=True)
+            if status != "ok"
+        ]
+
     out = []
-    for a, b in _ranges([all(row) for row in table]):
-        before = [o for o, ok in zip(options, table[a - 1], strict=True) if not ok] if a else []
-        after = (
-            [o for o, ok in zip(options, table[b + 1], strict=True) if not ok]
-            if b + 1 < len(versions)
-            else []
-        )
+    for a, b in _ranges([all(s == "ok" for s in row) for row in table]):
+        after = b + 1 < len(versions)
         out.append(
             {
                 "from": versions[a].name,
                 "to": versions[b].name,
                 "versions": b - a + 1,
-                "limited_from": before,
+                "limited_from": failing(a - 1) if a else [],
                 "before": versions[a - 1].name if a else None,
-                "limited_to": after,
-                "after": versions[b + 1].name if b + 1 < len(versions) else None,
+                "limited_to": failing(b + 1) if after else [],
+                "after": versions[b + 1].name if after else None,
             }
         )
     return out

@@ -90,6 +90,10 @@ def _finding_lines(console: Console, finding: dict[str, Any], indent: str = "  "
         console.print(Text(f"{indent}{'':8}{src['path']}:{src['line']}  {src['url']}", "dim"))
 
 
+def _problems(items: list[dict[str, str]]) -> str:
+    return ", ".join(f"{i['flag']} {i['problem']}" for i in items)
+
+
 def report(console: Console, result: dict[str, Any], verbose: bool = False) -> None:
     head = Text("Explained at ", style="bold")
     head.append(result["version"], style="bold green")
@@ -130,9 +134,9 @@ def report(console: Console, result: dict[str, Any], verbose: bool = False) -> N
     for r in result["valid_in"]:
         line = Text(f"  valid in {r['from']} … {r['to']} ({r['versions']} versions)")
         if r["limited_from"]:
-            line.append(f"; before: {', '.join(r['limited_from'])} missing in {r['before']}")
+            line.append(f"; in {r['before']}: {_problems(r['limited_from'])}")
         if r["limited_to"]:
-            line.append(f"; after: {', '.join(r['limited_to'])} missing in {r['after']}")
+            line.append(f"; in {r['after']}: {_problems(r['limited_to'])}")
         console.print(line)
     if not result["valid_in"]:
         console.print(Text("  no ingested version has every flag of this command", "yellow"))

@@ -16,6 +16,7 @@ from app.cli import cli
 from app.explain import (
     FlagSpec,
     OptionTable,
+    SiteSpec,
     VersionFacts,
     VersionOptions,
     analyze,
@@ -350,9 +351,10 @@ def test_valid_in_ranges_and_what_limits_them(session: Session) -> None:
             "from": "v0.2.0",
             "to": "v0.2.0",
             "versions": 1,
-            "limited_from": ["--enable-two-batch-overlap"],
+            "limited_from": [{"flag": "--enable-two-batch-overlap", "problem": "missing"}],
             "before": "v0.1.0",
-            "limited_to": ["--tp"],  # ambiguous with --tp-offload in v0.3.0
+            # --tp becomes ambiguous with --tp-offload in v0.3.0
+            "limited_to": [{"flag": "--tp", "problem": "ambiguous"}],
             "after": "v0.3.0",
         }
     ]
@@ -368,7 +370,8 @@ def test_valid_in_pure_function_with_gaps() -> None:
     ]
     got = valid_in(["--x", "--y"], versions)
     assert [(r["from"], r["to"]) for r in got] == [("b", "b"), ("d", "d")]
-    assert got[0]["limited_from"] == ["--y"] and got[0]["limited_to"] == ["--x"]
+    assert got[0]["limited_from"] == [{"flag": "--y", "problem": "missing"}]
+    assert got[0]["limited_to"] == [{"flag": "--x", "problem": "missing"}]
     assert got[1]["after"] is None and got[1]["limited_to"] == []
     assert valid_in(["--nope"], versions) == []
 
@@ -510,3 +513,30 @@ def test_fixture_citations_point_at_the_cited_line(session: Session) -> None:
     text = unpack_text(session.get(Blob, sha).text)  # type: ignore[union-attr]
     assert "raise" in text.splitlines()[site.line - 1]
     assert Path(explain_kb.ARGS).name == "server_args.py"
+
+
+def test_alias_spelling_of_a_dest_reaches_the_conditions() -> None:
+    # argparse stores --tensor-parallel-size as tensor_parallel_size, SGLang's code reads
+    # self.tp_size: a site naming tp_size must still see the value given as --tp.
+    flags = [
+        FlagSpec("--tensor-parallel-size", "tensor_parallel_size", ("--tp-size",), "int", 1),
+        FlagSpec("--nnodes", "nnodes", (), "int", 1),
+    ]
+    site = SiteSpec(
+        "assert",
+        "check",
+        ("not (self.tp_size % self.nnodes == 0)",),
+        "tp must divide by nodes",
+        ("tp_size", "--nnodes"),
+        path="srv/server_args.py",
+        line=7,
+    )
+    fails = analyze(VersionFacts("x", flags, [site]), "--tp 3 --nnodes 2")
+    assert any(
+        f["message"].startswith("assertion fails at server_args.py:7") for f in fails.findings
+    )
+    holds = analyze(VersionFacts("x", flags, [site]), "--tp 4 --nnodes 2")
+    assert not any(f["kind"] == "constraint" for f in holds.findings)
+    shell = analyze(VersionFacts("x", flags, [site]), "--tp $TP --nnodes 2")
+    undecided = [f for f in shell.findings if f["kind"] == "undecidable"]
+    assert "depends on a value from the shell" in undecided[0]["message"]
