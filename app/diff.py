@@ -241,16 +241,26 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     dest = option_to_dest(name)
     option = "--" + dest.replace("_", "-") if not name.startswith("-") else name
 
-    def rows(*conds: Any) -> list[Flag]:
-        return list(session.exec(select(Flag).where(or_(*conds))).all())
+    versions = session.exec(select(Version).order_by(col(Version.position))).all()
+    ids = [v.id for v in versions]
 
-    found = rows(Flag.name == option, Flag.dest == dest, col(Flag.aliases).contains(f'"{option}"'))
+    def rows(version_ids: list[int | None], *conds: Any) -> list[Flag]:
+        # version_id IN (...) lets SQLite probe the (version_id, name) index per version.
+        stmt = select(Flag).where(col(Flag.version_id).in_(version_ids), *conds)
+        return list(session.exec(stmt).all())
+
+    found = rows(ids, Flag.name == option)
     # Names the flag had before a rename: its own aliases (e.g. a deprecated old spelling).
     former = {a for f in found if f.name == option for a in loads(f.aliases) or []}
     former.discard(option)
     if former:
-        known = {f.id for f in found}
-        found += [f for f in rows(col(Flag.name).in_(former)) if f.id not in known]
+        found += rows(ids, col(Flag.name).in_(former))
+    # Where neither name exists, the option may be another flag's alias, or its dest may
+    # belong to an option under another name (scans only those versions' flags).
+    present = {f.version_id for f in found}
+    missing = [i for i in ids if i not in present]
+    if missing:
+        found += rows(missing, or_(Flag.dest == dest, col(Flag.aliases).contains(f'"{option}"')))
     per_version: dict[int, list[Flag]] = {}
     for flag in found:
         per_version.setdefault(flag.version_id, []).append(flag)
@@ -270,7 +280,6 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
                     return f
         return None
 
-    versions = session.exec(select(Version).order_by(col(Version.position))).all()
     events: list[dict[str, Any]] = []
     prev: Flag | None = None
     for version in versions:
