@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from rapidfuzz import fuzz, process
 
-from app.safe_eval import Evaluator, Undecidable
+from app.safe_eval import Evaluator, Undecidable, flag_names
 
 Finding = dict[str, Any]
 Citation = dict[str, Any]
@@ -917,7 +917,7 @@ def _evaluate_sites(
         if not changed:
             break
     for site, written, effective in applied:
-        reads_given = _reads_given(site, given_options)
+        reads_given = _reads_given(site, given_options, env)
         overridden = [
             d
             for d in written
@@ -950,7 +950,7 @@ def _evaluate_sites(
         fired[site.key or f"{site.kind}:{site.message}"] = finding
 
     for site in facts.sites:
-        if site.kind == "override" or not _reads_given(site, given_options):
+        if site.kind == "override" or not _reads_given(site, given_options, env):
             continue
         outcome, read = _site_outcome(site, env)
         if outcome is False:
@@ -1008,8 +1008,16 @@ def _display_written(value: Any, source: str) -> str:
     return _display(value) if not isinstance(value, Undecidable) else _clip(source, 60)
 
 
-def _reads_given(site: SiteSpec, given_options: dict[str, str]) -> bool:
-    return any(_as_option(o) in given_options for o in site.flags)
+def _reads_given(site: SiteSpec, given_options: dict[str, str], env: FlagEnv) -> bool:
+    """The site's conditions read a flag of the command: by the ingest's list, or by the
+    attributes the condition texts read (which also catches renamed dests like tp_size)."""
+    if any(_as_option(o) in given_options for o in site.flags):
+        return True
+    return any(
+        _as_option(env.canon(name)) in given_options
+        for text in site.conditions
+        for name in flag_names(text)
+    )
 
 
 def _first_given(site: SiteSpec, given_options: dict[str, str]) -> str | None:

@@ -332,6 +332,33 @@ def _flag_attr(node: ast.Attribute) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8192)
+def flag_names(text: str) -> frozenset[str]:
+    """Attributes read through a server-args receiver (`self.x`, `server_args.x`,
+    `getattr(self, "x")`): which flags a condition depends on, whatever it evaluates to."""
+    node = _parse(text)
+    if isinstance(node, Undecidable):
+        return frozenset()
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute):
+            attr = _flag_attr(sub)
+            if attr is not None:
+                names.add(attr)
+        elif (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id in ("getattr", "hasattr")
+            and len(sub.args) >= 2
+            and isinstance(sub.args[0], ast.Name)
+            and sub.args[0].id in RECEIVERS
+            and isinstance(sub.args[1], ast.Constant)
+            and isinstance(sub.args[1].value, str)
+        ):
+            names.add(sub.args[1].value)
+    return frozenset(names)
+
+
 def truth(text: str, env: Mapping[str, Any]) -> bool | Undecidable:
     return Evaluator(env).truth(text)
 

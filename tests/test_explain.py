@@ -540,3 +540,25 @@ def test_alias_spelling_of_a_dest_reaches_the_conditions() -> None:
     shell = analyze(VersionFacts("x", flags, [site]), "--tp $TP --nnodes 2")
     undecided = [f for f in shell.findings if f["kind"] == "undecidable"]
     assert "depends on a value from the shell" in undecided[0]["message"]
+
+
+def test_site_relevance_does_not_depend_on_the_ingest_listing_the_flag() -> None:
+    # The ingest may not map a renamed dest (pp_size for --pipeline-parallel-size) to an
+    # option; the condition text still says which flag it reads.
+    flags = [
+        FlagSpec("--pipeline-parallel-size", "pipeline_parallel_size", ("--pp-size",), "int", 1),
+        FlagSpec("--disable-overlap-schedule", "disable_overlap_schedule", action="store_true"),
+    ]
+    site = SiteSpec(
+        "override",
+        "handle",
+        ("self.pp_size > 1",),
+        affects=("--disable-overlap-schedule",),
+        writes=(("disable_overlap_schedule", "True"),),
+        path="srv/server_args.py",
+        line=9,
+    )
+    result = analyze(VersionFacts("x", flags, [site]), "--pp-size 2")
+    assert [f["message"] for f in result.findings if f["kind"] == "constraint"] == [
+        "overrides --disable-overlap-schedule to True at server_args.py:9"
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.safe_eval import Evaluator, Undecidable, evaluate, truth
+from app.safe_eval import Evaluator, Undecidable, evaluate, flag_names, truth
 
 ENV = {
     "pp_size": 2,
@@ -120,3 +120,9 @@ def test_pathological_inputs_stay_undecidable() -> None:
     assert isinstance(truth("(" * 500 + "1" + ")" * 500, ENV), Undecidable)
     assert isinstance(truth("not " * 5000 + "True", ENV), Undecidable)
     assert isinstance(truth("x" * 10_000, ENV), Undecidable)
+
+
+def test_flag_names_lists_receiver_attributes_only() -> None:
+    text = 'self.pp_size > 1 and server_args.tp_size and getattr(self, "dp_size", 1) and x.y and z'
+    assert flag_names(text) == {"pp_size", "tp_size", "dp_size"}
+    assert flag_names("not valid (") == frozenset()
