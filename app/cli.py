@@ -10,6 +10,92 @@ cli = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
 @cli.command()
+def ingest(
+    repo: str = typer.Option(
+        None, "--repo", envvar="SGLANG_REPO", show_default="https://github.com/sgl-project/sglang.git",
+        help="SGLang git URL (cloned once into the data directory) or local path (read in place).",
+    ),
+    tags: str | None = typer.Option(
+        None, "--tags", help="Glob of tags to ingest, e.g. '*' (default: release tags vX.Y.Z…)."
+    ),
+    ref: list[str] = typer.Option(
+        [], "--ref", help="REF[=LABEL]: also ingest a branch, commit or tag under a label."
+    ),
+    since: str | None = typer.Option(None, "--since", help="Only versions from this one on."),
+    latest: int | None = typer.Option(None, "--latest", help="Only the newest N versions."),
+    db: str | None = typer.Option(
+        None, "--db", envvar="FLAGATLAS_DB", help="SQLite path (default data/flagatlas.db); "
+        "DATABASE_URL takes any SQLAlchemy URL."
+    ),
+    web_url: str | None = typer.Option(
+        None, "--web-url", help="Where citations link (default: the repo if on GitHub, else "
+        "https://github.com/sgl-project/sglang)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Re-extract versions already ingested."),
+    jobs: int = typer.Option(0, "--jobs", help="Worker processes (default: all cores)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+) -> None:
+    """Extract flags, enums, constraint and usage sites from SGLang's history into the KB."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from app.schema import database_url
+    from ingest.git_source import DEFAULT_REPO, RepoUnavailable, web_url_for
+    from ingest.runner import IngestOptions, run, summary_json
+
+    repo = repo or DEFAULT_REPO
+    url = database_url(db)
+    data_dir = Path(url.removeprefix("sqlite:///")).parent if url.startswith("sqlite:///") else Path("data")
+    refs = [(r.split("=", 1)[0], r.split("=", 1)[1] if "=" in r else None) for r in ref]
+    opts = IngestOptions(
+        repo=repo, db_url=url, web_url=web_url or web_url_for(repo), cache_dir=data_dir / "repos",
+        tags=tags, refs=refs, since=since, latest=latest, force=force,
+        jobs=jobs or os.cpu_count() or 1,
+    )
+    console = Console(stderr=as_json)
+    progress = Progress(
+        TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, disable=as_json or not console.is_terminal,
+    )
+    task = progress.add_task("versions", total=None)
+
+    def on_version(s) -> None:  # type: ignore[no-untyped-def]
+        progress.advance(task)
+        if not as_json:
+            progress.console.print(
+                f"{s.version:<22} era {s.era}  {s.flags:4d} flags  {s.enums:3d} enums  "
+                f"{s.constraints:4d} constraint sites  {s.usages:5d} usage sites  "
+                f"{s.choice_sites:5d} choice sites  {s.warnings:3d} warnings  {s.seconds:5.2f}s",
+                highlight=False,
+            )
+
+    try:
+        with progress:
+            summary = run(opts, lambda total: progress.update(task, total=total), on_version)
+    except (RepoUnavailable, ValueError) as exc:
+        print(f"flagatlas ingest: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        print("flagatlas ingest: interrupted; finished versions are kept, re-run to continue",
+              file=sys.stderr)
+        raise typer.Exit(130) from None
+    if as_json:
+        print(json.dumps(summary_json(summary), indent=2))
+    else:
+        console.print(
+            f"{len(summary.versions)} versions ingested, {len(summary.skipped)} already up to date; "
+            f"{summary.blobs_analyzed} blobs analyzed, {summary.blobs_cached} from cache; "
+            f"{summary.seconds:.1f}s -> {url}",
+            highlight=False,
+        )
+
+
+@cli.command()
 def serve(
     db: str | None = typer.Option(None, "--db", help="Knowledge base (SQLite path or URL)."),
     host: str = typer.Option("127.0.0.1", "--host"),

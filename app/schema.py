@@ -140,7 +140,7 @@ class Blob(SQLModel, table=True):
 class BlobFacts(SQLModel, table=True):
     """Ingest cache: what the analyzer found in one blob, reused across versions and runs."""
 
-    sha: str = Field(primary_key=True)
+    key: str = Field(primary_key=True)  # "{blob sha}:{analyzer kind}"
     analyzer_version: int
     facts: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zlib JSON
 

@@ -1,0 +1,102 @@
+"""Analyze one blob: version-independent facts, cached by (blob sha, analyzer kind).
+
+The kind depends on the path: server_args.py gets the flag and constraint extractors, hook
+modules the constraint extractor, every file the fast site scan. A blob is analyzed once in
+the whole history and its facts are reused by every version that contains it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+from ingest.constraints import extract_constraints
+from ingest.flags import extract_flags
+from ingest.git_source import BlobReader
+from ingest.pyast import args_attr
+from ingest.sites import scan
+
+ANALYZER_VERSION = 1
+SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
+HOOK_DIR = "python/sglang/srt/arg_groups/"
+
+
+def kind_of(path: str) -> str:
+    if path == SERVER_ARGS_PATH:
+        return "server_args"
+    if path.startswith(HOOK_DIR):
+        return "hook"
+    return "plain"
+
+
+def facts_key(sha: str, kind: str) -> str:
+    return f"{sha}:{kind}"
+
+
+def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
+    facts = scan(data)
+    facts["warnings"] = []
+    if kind == "plain":
+        return facts
+    text = data.decode("utf-8", "replace")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        facts["warnings"].append({"path": path, "line": exc.lineno or 0, "what": f"syntax error: {exc.msg}"})
+        return facts
+    facts["constraints"] = extract_constraints(tree, path)
+    if kind == "server_args":
+        extraction = extract_flags(tree, text, path)
+        facts["flags"] = extraction.flags
+        facts["era"] = extraction.era
+        facts["warnings"].extend(extraction.warnings)
+        facts["reads"].extend(_self_reads(tree, text, facts["lines"]))
+    return facts
+
+
+def _self_reads(tree: ast.Module, text: str, line_texts: dict[str, str]) -> list[list[Any]]:
+    """`self.x` inside ServerArgs methods: how server_args.py itself reads each flag."""
+    lines = text.splitlines()
+    out = []
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name == "ServerArgs"):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute) and args_attr(sub) and isinstance(sub.value, ast.Name):
+                access = "write" if isinstance(sub.ctx, ast.Store) else "read"
+                out.append([sub.attr, sub.lineno, access])
+                if sub.lineno <= len(lines):
+                    line_texts.setdefault(str(sub.lineno), lines[sub.lineno - 1].strip()[:240])
+    return out
+
+
+def has_sites(facts: dict[str, Any]) -> bool:
+    return bool(facts["reads"] or facts["choices"] or facts["enum_refs"] or facts["enums"])
+
+
+_reader: BlobReader | None = None
+
+
+def _worker_init(gitdir: str) -> None:
+    global _reader
+    _reader = BlobReader(Path(gitdir))
+
+
+def analyze_batch(items: list[tuple[str, str, str]]) -> list[tuple[str, bytes, bytes | None]]:
+    """Worker entry: [(sha, kind, path)] -> [(facts key, zlib JSON facts, zlib text or None)].
+
+    The text is kept only for blobs that can be cited, so the parent can store it without
+    reading the blob again.
+    """
+    assert _reader is not None
+    out = []
+    for sha, kind, path in items:
+        data = _reader.read(sha)
+        facts = analyze(data, kind, path)
+        packed = zlib.compress(json.dumps(facts, separators=(",", ":")).encode(), 1)
+        text = zlib.compress(data, 1) if kind != "plain" or has_sites(facts) else None
+        out.append((facts_key(sha, kind), packed, text))
+    return out

@@ -1,0 +1,244 @@
+"""Turn the cached facts of one version's files into that version's knowledge-base rows.
+
+Blob facts are version-independent (every `server_args.<name>` read, every string
+comparison, ...); here they are filtered by the version's own flags and choices, enums are
+linked to the flags whose choices they spell, and choice sites are attributed to a flag only
+where the code says which (the compared attribute, the `get_<dest>()` receiver, a linked
+enum); the rest is marked ambiguous with its candidate flags rather than guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
+from ingest.constraints import site_key
+
+# Values too common to say anything on their own: only attributed sites are kept for them.
+GENERIC_VALUES = {
+    "auto", "none", "default", "true", "false", "null", "", "disabled", "enabled", "on",
+    "off", "all", "0", "1", "2", "yes", "no", "normal", "other", "unknown", "cpu", "cuda",
+}  # fmt: skip
+
+
+@dataclass
+class VersionRows:
+    era: int = 1
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    enums: list[dict[str, Any]] = field(default_factory=list)
+    constraints: list[dict[str, Any]] = field(default_factory=list)
+    usages: list[dict[str, Any]] = field(default_factory=list)
+    choice_sites: list[dict[str, Any]] = field(default_factory=list)
+    cited: dict[str, str] = field(default_factory=dict)  # path -> sha
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "flags": len(self.flags),
+            "enums": len(self.enums),
+            "constraints": len(self.constraints),
+            "usages": len(self.usages),
+            "choice_sites": len(self.choice_sites),
+            "ambiguous_choice_sites": sum(1 for c in self.choice_sites if c["flag"] is None),
+            "warnings": len(self.warnings),
+        }
+
+
+def _camel_to_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _link_enums(
+    enums: list[tuple[str, dict[str, Any]]], flags: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Link each enum to the flags whose choices it spells; keep only linked enums.
+
+    An enum links to a flag when most of its values are among the flag's choices (Jaccard
+    >= 0.5), or at least two are and its name spells the flag's dest (MoeRunnerBackend ->
+    moe_runner_backend). Each flag keeps only its best-matching enums.
+    """
+    scored: list[tuple[float, int, str]] = []  # (score, enum index, option)
+    for i, (_path, enum) in enumerate(enums):
+        values = {str(m["value"]).lower() for m in enum["members"]}
+        snake = _camel_to_snake(enum["name"])
+        for flag in flags:
+            if not flag["choices"] or flag["deprecated"]:
+                continue
+            choices = {str(c).lower() for c in flag["choices"]}
+            common = len(values & choices)
+            if common < 2:
+                continue
+            jaccard = common / len(values | choices)
+            named = snake == flag["dest"] or snake.replace("runner_", "") == flag["dest"]
+            if jaccard >= 0.5 or (named and common >= 2):
+                scored.append((jaccard + (1.0 if named else 0.0), i, flag["name"]))
+    best: dict[str, float] = defaultdict(float)
+    for score, _i, option in scored:
+        best[option] = max(best[option], score)
+    linked: dict[int, list[str]] = defaultdict(list)
+    for score, i, option in scored:
+        if score >= best[option] - 1e-9:
+            linked[i].append(option)
+    out = []
+    for i, options in sorted(linked.items()):
+        path, enum = enums[i]
+        out.append({**enum, "path": path, "flags": sorted(set(options))})
+    return out
+
+
+def assemble(files: dict[str, str], facts: dict[str, dict[str, Any]]) -> VersionRows:
+    """`files`: path -> sha of the version; `facts`: facts key -> facts of every file."""
+    from ingest.analyze import facts_key
+
+    rows = VersionRows()
+
+    def facts_of(path: str) -> dict[str, Any]:
+        return facts[facts_key(files[path], kind_of(path))]
+
+    if SERVER_ARGS_PATH not in files:
+        rows.warnings.append({"path": SERVER_ARGS_PATH, "line": 0, "what": "file not found"})
+        return rows
+    main = facts_of(SERVER_ARGS_PATH)
+    rows.era = main.get("era", 1)
+    rows.flags = [dict(f) for f in main.get("flags", [])]
+    rows.cited[SERVER_ARGS_PATH] = files[SERVER_ARGS_PATH]
+    for path in files:
+        rows.warnings.extend(facts_of(path).get("warnings", []))
+
+    # dest -> option; a deprecated alias sharing a dest never wins over the live flag.
+    option_of: dict[str, str] = {}
+    for flag in sorted(rows.flags, key=lambda f: f["deprecated"], reverse=True):
+        option_of[flag["dest"]] = flag["name"]
+    by_option = {f["name"]: f for f in rows.flags}
+
+    _constraints(rows, files, facts_of, option_of)
+    _usages(rows, files, facts_of, option_of)
+
+    enums = [
+        (path, e)
+        for path in files
+        if path.startswith("python/sglang/")
+        for e in facts_of(path)["enums"]
+    ]
+    rows.enums = _link_enums(enums, rows.flags)
+    for enum in rows.enums:
+        rows.cited[enum["path"]] = files[enum["path"]]
+    _choice_sites(rows, files, facts_of, option_of, by_option)
+    return rows
+
+
+def _constraints(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> None:
+    for path in files:
+        if path != SERVER_ARGS_PATH and not path.startswith(HOOK_DIR):
+            continue
+        for site in facts_of(path).get("constraints", []):
+            flags = [option_of[d] for d in site["flags"] if d in option_of]
+            affects = [option_of[d] for d in site["affects"] if d in option_of]
+            writes = {d: v for d, v in site["writes"].items() if d in option_of}
+            if site["kind"] == "override" and not writes:
+                continue  # assigns an internal attribute, not a flag
+            if not flags and not affects:
+                continue
+            rows.constraints.append(
+                {
+                    **site,
+                    "flags": list(dict.fromkeys(flags)),
+                    "affects": list(dict.fromkeys(affects)),
+                    "writes": writes,
+                    "key": site_key(site),
+                }
+            )
+            rows.cited[path] = files[path]
+
+
+def _usages(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> None:
+    for path, sha in files.items():
+        f = facts_of(path)
+        seen = set()
+        lines = f["lines"]
+        for name, line, access in f["reads"]:
+            if name not in option_of or (name, line) in seen:
+                continue
+            seen.add((name, line))
+            rows.usages.append(
+                {"dest": name, "access": access, "path": path, "line": line,
+                 "text": lines.get(str(line), "")}
+            )
+            rows.cited[path] = sha
+
+
+def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> None:
+    accepting: dict[str, list[str]] = defaultdict(list)  # value -> options
+    for flag in rows.flags:
+        if flag["deprecated"]:
+            continue
+        for value in flag["choices"] or []:
+            if isinstance(value, str):
+                accepting[value].append(flag["name"])
+    enum_by_name: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    is_method: dict[str, list[tuple[dict[str, Any], str]]] = defaultdict(list)
+    for enum in rows.enums:
+        enum_by_name[enum["name"]].append(enum)
+        members = {m["name"]: m for m in enum["members"]}
+        methods = dict(enum.get("is_methods", {}))
+        for m in enum["members"]:
+            methods.setdefault(m["name"].lower(), m["name"])
+        for method, member in methods.items():
+            if member in members:
+                is_method[method].append((enum, member))
+
+    for path, sha in files.items():
+        f = facts_of(path)
+        lines = f["lines"]
+        seen = set()
+
+        def add(value: Any, line: int, how: str, flag: str | None, candidates: list[str]) -> None:
+            key = (line, str(value), flag)
+            if key in seen:
+                return
+            seen.add(key)
+            rows.choice_sites.append(
+                {"value": str(value), "flag": flag, "candidates": candidates if flag is None else [],
+                 "how": how, "path": path, "line": line, "text": lines.get(str(line), "")}
+            )
+            rows.cited[path] = sha
+
+        for value, line, tail, how in f["choices"]:
+            if how == "is_call":
+                targets = is_method.get(value)
+                if not targets:
+                    continue
+                owner = option_of.get(tail)
+                options = sorted({o for enum, _m in targets for o in enum["flags"]})
+                member_value = next(
+                    (m["value"] for m in targets[0][0]["members"] if m["name"] == targets[0][1]),
+                    value,
+                )
+                if owner in options:
+                    add(member_value, line, how, owner, [])
+                elif len(options) == 1:
+                    add(member_value, line, how, options[0], [])
+                else:
+                    add(member_value, line, how, None, options)
+                continue
+            candidates = accepting.get(value)
+            if not candidates:
+                continue
+            owner = option_of.get(tail)
+            if owner is not None:
+                if owner in candidates or by_option[owner]["choices_dynamic"]:
+                    add(value, line, how, owner, [])
+                continue  # compared against another flag's value: not this choice
+            if value.lower() in GENERIC_VALUES:
+                continue
+            add(value, line, how, None, sorted(candidates))
+        for cls, member, line in f["enum_refs"]:
+            for enum in enum_by_name.get(cls, []):
+                m = next((m for m in enum["members"] if m["name"] == member), None)
+                if m is None:
+                    continue
+                options = enum["flags"]
+                add(m["value"], line, "enum", options[0] if len(options) == 1 else None, options)

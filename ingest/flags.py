@@ -1,0 +1,552 @@
+"""Extract the server flags defined in one server_args.py blob, for all three eras.
+
+Era 1/2: `parser.add_argument("--x", type=..., default=ServerArgs.x, choices=..., help=...)`,
+with module-level `*_CHOICES` constants that `add_*_choices()` hooks may extend.
+Era 3: dataclass fields `x: A[T, Arg(help=..., choices=..., cli_name=..., aliases=[...])]`
+or `x: A[T, "help"]`, registered by `add_cli_args_from_dataclass`, plus the remaining manual
+`add_argument` calls. The rules for era-3 fields mirror SGLang's own arg_utils (Literal ->
+choices, bool -> store_true, List[X] -> nargs "+", no default -> required).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest.pyast import NOT_LITERAL, call_name, kwarg, literal, render_text, source
+
+ANNOTATED_NAMES = {"A", "Annotated", "typing.Annotated"}
+ARG_META_KEYS = {
+    "help",
+    "choices",
+    "aliases",
+    "cli_name",
+    "type_parser",
+    "nargs",
+    "required",
+    "action",
+    "action_kwargs",
+    "const",
+    "no_cli",
+}
+REPLACEMENT_RE = re.compile(
+    r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)\s+[`'\"]?(--[A-Za-z0-9][\w-]*)"
+)
+SEPARATOR_RE = re.compile(r"^[\s#=\-*_~]*$")
+
+
+@dataclass
+class ModuleInfo:
+    """What the module defines at top level, used to resolve choices, defaults and help."""
+
+    lists: dict[str, ast.expr] = field(default_factory=dict)  # NAME -> value expression
+    strings: dict[str, str] = field(default_factory=dict)
+    extended: set[str] = field(default_factory=set)  # constants that hooks extend
+    field_defaults: dict[str, ast.expr | None] = field(default_factory=dict)  # ServerArgs fields
+    imports: dict[str, str] = field(default_factory=dict)  # name -> module it came from
+
+
+def module_info(tree: ast.Module, class_name: str = "ServerArgs") -> ModuleInfo:
+    info = ModuleInfo()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                info.lists[target.id] = node.value
+                text = render_text(node.value)
+                if isinstance(node.value, ast.Constant) and text is not None:
+                    info.strings[target.id] = text
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            info.lists[node.target.id] = node.value
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                info.imports[alias.asname or alias.name] = node.module
+        elif isinstance(node, ast.ClassDef) and node.name == class_name:
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    info.field_defaults[stmt.target.id] = _field_default(stmt.value)
+    # `X.extend(...)`, `X.append(...)`, `X += ...` anywhere (typically in add_*_choices hooks).
+    for sub in ast.walk(tree):
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in ("extend", "append", "add", "update")
+            and isinstance(sub.func.value, ast.Name)
+            and sub.func.value.id in info.lists
+        ):
+            info.extended.add(sub.func.value.id)
+        elif (
+            isinstance(sub, ast.AugAssign)
+            and isinstance(sub.target, ast.Name)
+            and sub.target.id in info.lists
+        ):
+            info.extended.add(sub.target.id)
+    return info
+
+
+def _field_default(value: ast.expr | None) -> ast.expr | None:
+    """The default of a dataclass field; `field(default=...)`/`default_factory=list` unwrapped."""
+    if isinstance(value, ast.Call) and call_name(value).split(".")[-1] == "field":
+        if (d := kwarg(value, "default")) is not None:
+            return d
+        factory = kwarg(value, "default_factory")
+        if isinstance(factory, ast.Name) and factory.id in ("list", "dict", "set"):
+            return {"list": ast.List(elts=[]), "dict": ast.Dict(keys=[], values=[])}.get(
+                factory.id, ast.List(elts=[])
+            )
+        if isinstance(factory, ast.Lambda):
+            return factory.body
+        return None
+    return value
+
+
+@dataclass
+class Choices:
+    values: list[Any] | None = None
+    const: str | None = None
+    extensible: bool = False
+    dynamic: bool = False
+
+
+def resolve_choices(
+    node: ast.expr | None, info: ModuleInfo, local: dict[str, ast.expr], depth: int = 0
+) -> Choices:
+    """Resolve a choices expression to values as far as static reading allows."""
+    if node is None or depth > 8:
+        return Choices(dynamic=node is not None)
+    value = literal(node)
+    if value is not NOT_LITERAL and isinstance(value, (list, tuple, set, frozenset)):
+        values = list(value)
+        return Choices(sorted(values, key=str) if isinstance(value, (set, frozenset)) else values)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        out: list[Any] = []
+        dynamic = False
+        for elt in node.elts:
+            v = literal(elt)
+            if v is NOT_LITERAL and isinstance(elt, ast.Name) and elt.id in info.strings:
+                v = info.strings[elt.id]
+            if v is NOT_LITERAL:
+                if isinstance(elt, ast.Starred):
+                    sub = resolve_choices(elt.value, info, local, depth + 1)
+                    out.extend(sub.values or [])
+                    dynamic = dynamic or sub.dynamic
+                    continue
+                dynamic = True
+            else:
+                out.append(v)
+        return Choices(out, dynamic=dynamic)
+    if isinstance(node, ast.Name):
+        target = local.get(node.id) if node.id in local else info.lists.get(node.id)
+        if target is None:
+            return Choices(const=node.id, dynamic=True)
+        sub = resolve_choices(target, info, local if node.id in local else {}, depth + 1)
+        extensible = node.id in info.extended or sub.extensible
+        if node.id in local:  # a local variable is not a named constant worth showing
+            return Choices(sub.values, sub.const, extensible, sub.dynamic)
+        return Choices(sub.values, sub.const or node.id, extensible, sub.dynamic)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = resolve_choices(node.left, info, local, depth + 1)
+        right = resolve_choices(node.right, info, local, depth + 1)
+        return Choices(
+            (left.values or []) + (right.values or []),
+            left.const or right.const,
+            left.extensible or right.extensible,
+            left.dynamic or right.dynamic,
+        )
+    if isinstance(node, ast.Call) and call_name(node) in ("list", "sorted", "tuple", "set"):
+        if node.args:
+            inner = node.args[0]
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                if inner.func.attr == "keys" and isinstance(inner.func.value, ast.Name):
+                    d = info.lists.get(inner.func.value.id)
+                    if isinstance(d, ast.Dict):
+                        keys = [literal(k) for k in d.keys if k is not None]
+                        if all(k is not NOT_LITERAL for k in keys):
+                            return Choices(keys, const=inner.func.value.id)
+            return resolve_choices(inner, info, local, depth + 1)
+    return Choices(dynamic=True)
+
+
+@dataclass
+class Extraction:
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    era: int = 1
+
+
+def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
+    info = module_info(tree)
+    lines = text.splitlines()
+    out = Extraction()
+    server_args = next(
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None
+    )
+    if server_args is not None:
+        for stmt in server_args.body:
+            if isinstance(stmt, ast.AnnAssign) and _is_annotated(stmt.annotation):
+                flag = _field_flag(stmt, info, out, path)
+                if flag:
+                    out.flags.append(flag)
+        if out.flags:
+            out.era = 3
+            _assign_sections(out.flags, lines, server_args)
+    manual: list[dict[str, Any]] = []
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        local = _local_assignments(func)
+        for sub in ast.walk(func):
+            if (
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr == "add_argument"
+            ):
+                flag = _argparse_flag(sub, info, local, out, path)
+                if flag:
+                    flag["_func"] = func
+                    manual.append(flag)
+    for func in {id(f["_func"]): f["_func"] for f in manual}.values():
+        _assign_sections([f for f in manual if f["_func"] is func], lines, func)
+    for flag in manual:
+        del flag["_func"]
+    manual.sort(key=lambda f: f["line"])
+    out.flags.extend(manual)
+    if out.era == 1 and (
+        info.extended or any(n.endswith("_CHOICES") for n in info.lists) or _has_deprecated(manual)
+    ):
+        out.era = 2
+    _dedupe(out)
+    return out
+
+
+def _has_deprecated(flags: list[dict[str, Any]]) -> bool:
+    return any(f["deprecated"] for f in flags)
+
+
+def _dedupe(out: Extraction) -> None:
+    """argparse rejects duplicate options at run time; keep the first and say so."""
+    seen: dict[str, dict[str, Any]] = {}
+    kept = []
+    for flag in out.flags:
+        if flag["name"] in seen:
+            out.warnings.append(
+                {
+                    "path": flag["path"],
+                    "line": flag["line"],
+                    "what": f"{flag['name']} is defined twice (first at line "
+                    f"{seen[flag['name']]['line']}); kept the first",
+                }
+            )
+            continue
+        seen[flag["name"]] = flag
+        kept.append(flag)
+    out.flags = kept
+
+
+def _local_assignments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    local: dict[str, ast.expr] = {}
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+            if isinstance(sub.targets[0], ast.Name):
+                local[sub.targets[0].id] = sub.value
+    return local
+
+
+def _is_annotated(annotation: ast.expr) -> bool:
+    return isinstance(annotation, ast.Subscript) and source(annotation.value) in ANNOTATED_NAMES
+
+
+def _new_flag(path: str, node: ast.AST) -> dict[str, Any]:
+    return {
+        "name": "",
+        "aliases": [],
+        "dest": "",
+        "type": None,
+        "default": None,
+        "default_expr": None,
+        "choices": None,
+        "choices_const": None,
+        "choices_extensible": False,
+        "choices_dynamic": False,
+        "help": "",
+        "hidden": False,
+        "action": None,
+        "nargs": None,
+        "required": False,
+        "const": None,
+        "deprecated": False,
+        "deprecated_message": None,
+        "replacement": None,
+        "section": None,
+        "path": path,
+        "line": node.lineno,  # type: ignore[attr-defined]
+        "end_line": node.end_lineno,  # type: ignore[attr-defined]
+    }
+
+
+def _set_default(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo) -> None:
+    """Literal defaults are kept as values; `ServerArgs.x` is resolved to the field default."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("ServerArgs", "cls")
+        and node.attr in info.field_defaults
+    ):
+        node = info.field_defaults[node.attr]
+        if node is None:
+            flag["default"] = None
+            return
+    value = literal(node)
+    if value is NOT_LITERAL:
+        flag["default_expr"] = source(node) if node is not None else None
+    else:
+        flag["default"] = list(value) if isinstance(value, (tuple, set)) else value
+
+
+def _set_help(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo, out: Extraction):
+    if node is None:
+        return
+    if source(node) == "argparse.SUPPRESS":
+        flag["hidden"] = True
+        return
+    text = render_text(node, info.strings)
+    if text is None:
+        text = source(node)
+        out.warnings.append(
+            {"path": flag["path"], "line": node.lineno, "what": f"help is not text: {text[:80]}"}
+        )
+    flag["help"] = text
+
+
+def _finish_deprecation(flag: dict[str, Any], new_flag: ast.expr | None) -> None:
+    action = flag["action"] or ""
+    help_text = flag["help"] or ""
+    if "Deprecated" in action or re.match(r"^\W*(deprecated|note:.*deprecated)", help_text, re.I):
+        flag["deprecated"] = True
+    elif re.search(r"\bdeprecated\b", help_text, re.I) and flag["name"] in help_text:
+        flag["deprecated"] = True
+    if not flag["deprecated"]:
+        return
+    flag["deprecated_message"] = help_text or None
+    replacement = literal(new_flag)
+    if isinstance(replacement, str):
+        flag["replacement"] = replacement
+    elif m := REPLACEMENT_RE.search(help_text):
+        if m.group(1) != flag["name"]:
+            flag["replacement"] = m.group(1)
+
+
+def _argparse_flag(
+    call: ast.Call,
+    info: ModuleInfo,
+    local: dict[str, ast.expr],
+    out: Extraction,
+    path: str,
+) -> dict[str, Any] | None:
+    options = [literal(a) for a in call.args]
+    if not options or not all(isinstance(o, str) for o in options):
+        out.warnings.append(
+            {"path": path, "line": call.lineno, "what": f"add_argument names not literal: "
+             f"{source(call)[:80]}"}
+        )
+        return None
+    if not options[0].startswith("-"):
+        return None  # positional arguments are not server flags
+    flag = _new_flag(path, call)
+    longs = [o for o in options if o.startswith("--")] or options
+    flag["name"] = longs[0]
+    flag["aliases"] = [o for o in options if o != flag["name"]]
+    dest = literal(kwarg(call, "dest"))
+    flag["dest"] = dest if isinstance(dest, str) else flag["name"].lstrip("-").replace("-", "_")
+    action = kwarg(call, "action")
+    flag["action"] = (literal(action) if isinstance(action, ast.Constant) else source(action)) \
+        if action is not None else None
+    type_node = kwarg(call, "type")
+    flag["type"] = source(type_node) if type_node is not None else None
+    if flag["action"] in ("store_true", "store_false", "BooleanOptionalAction") or (
+        flag["action"] and "StoreTrue" in flag["action"]
+    ):
+        flag["type"] = "bool"
+    default = kwarg(call, "default")
+    if default is None and flag["action"] in ("store_true", "store_false"):
+        flag["default"] = flag["action"] == "store_false"
+    else:
+        _set_default(flag, default, info)
+    choices = resolve_choices(kwarg(call, "choices"), info, local)
+    _apply_choices(flag, choices, call, out)
+    _set_help(flag, kwarg(call, "help"), info, out)
+    nargs = literal(kwarg(call, "nargs"))
+    flag["nargs"] = None if nargs is NOT_LITERAL or nargs is None else str(nargs)
+    flag["required"] = literal(kwarg(call, "required")) is True
+    const = kwarg(call, "const") or kwarg(call, "const_value")
+    if const is not None:
+        value = literal(const)
+        flag["const"] = source(const) if value is NOT_LITERAL else value
+    _finish_deprecation(flag, kwarg(call, "new_flag"))
+    return flag
+
+
+def _apply_choices(flag: dict[str, Any], choices: Choices, node: ast.AST, out: Extraction) -> None:
+    if choices.values is None and not choices.dynamic and choices.const is None:
+        return
+    flag["choices"] = choices.values if (choices.values or not choices.dynamic) else None
+    flag["choices_const"] = choices.const
+    flag["choices_extensible"] = choices.extensible
+    flag["choices_dynamic"] = choices.dynamic
+    if choices.dynamic and not choices.values:
+        out.warnings.append(
+            {
+                "path": flag["path"],
+                "line": node.lineno,  # type: ignore[attr-defined]
+                "what": f"choices of {flag['name']} are computed at run time"
+                + (f" ({choices.const})" if choices.const else ""),
+            }
+        )
+
+
+def _unwrap_optional(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.Subscript) and source(node.value) in ("Optional", "typing.Optional"):
+        return node.slice
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(b, ast.Constant) and b.value is None:
+                return a
+    if isinstance(node, ast.Subscript) and source(node.value) in ("Union", "typing.Union"):
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        rest = [e for e in elts if not (isinstance(e, ast.Constant) and e.value is None)]
+        if len(rest) == 1:
+            return rest[0]
+    return node
+
+
+def _field_flag(
+    stmt: ast.AnnAssign, info: ModuleInfo, out: Extraction, path: str
+) -> dict[str, Any] | None:
+    assert isinstance(stmt.annotation, ast.Subscript) and isinstance(stmt.target, ast.Name)
+    parts = stmt.annotation.slice.elts if isinstance(stmt.annotation.slice, ast.Tuple) else []
+    if len(parts) < 2:
+        return None
+    raw_type, meta_nodes = parts[0], parts[1:]
+    meta: dict[str, ast.expr] = {}
+    for m in meta_nodes:
+        if isinstance(m, ast.Call) and call_name(m) in ("Arg", "arg_utils.Arg"):
+            for kw in m.keywords:
+                if kw.arg is None:
+                    out.warnings.append(
+                        {"path": path, "line": m.lineno, "what": "Arg(**...) not understood"}
+                    )
+                elif kw.arg not in ARG_META_KEYS:
+                    out.warnings.append(
+                        {"path": path, "line": kw.value.lineno,
+                         "what": f"unknown Arg keyword {kw.arg}"}
+                    )
+                meta[kw.arg or "**"] = kw.value
+            break
+        text = render_text(m, info.strings)
+        if text is not None:
+            meta["help"] = m
+            break
+    else:
+        return None  # Annotated without Arg metadata: not registered on the CLI
+    if literal(meta.get("no_cli")) is True:
+        return None
+    name = stmt.target.id
+    flag = _new_flag(path, stmt)
+    cli_name = literal(meta.get("cli_name"))
+    flag["name"] = cli_name if isinstance(cli_name, str) else "--" + name.replace("_", "-")
+    aliases = literal(meta.get("aliases"))
+    flag["aliases"] = list(aliases) if isinstance(aliases, (list, tuple)) else []
+    flag["dest"] = name
+    _set_help(flag, meta.get("help"), info, out)
+    default_node = _field_default(stmt.value)
+    has_default = stmt.value is not None
+    if has_default:
+        _set_default(flag, default_node, info)
+    inner = _unwrap_optional(raw_type)
+    type_parser = meta.get("type_parser")
+    inner_src = source(inner)
+    if "action" in meta:
+        action = meta["action"]
+        flag["action"] = source(action)
+        flag["type"] = "bool" if inner_src == "bool" else inner_src
+        for kw_node in [meta.get("action_kwargs")]:
+            if isinstance(kw_node, ast.Dict):
+                for k, v in zip(kw_node.keys, kw_node.values, strict=False):
+                    if literal(k) == "new_flag":
+                        flag["replacement"] = literal(v) if isinstance(literal(v), str) else None
+    elif isinstance(inner, ast.Subscript) and source(inner.value) in ("Literal", "typing.Literal"):
+        elts = inner.slice.elts if isinstance(inner.slice, ast.Tuple) else [inner.slice]
+        values = [literal(e) for e in elts]
+        if "choices" in meta:
+            _apply_choices(flag, resolve_choices(meta["choices"], info, {}), stmt, out)
+        else:
+            flag["choices"] = [v for v in values if v is not NOT_LITERAL]
+        first = flag["choices"][0] if flag["choices"] else ""
+        flag["type"] = source(type_parser) if type_parser else type(first).__name__
+    elif (
+        isinstance(inner, ast.Subscript)
+        and source(inner.value) in ("List", "list", "typing.List")
+        and type_parser is None
+    ):
+        flag["type"] = source(inner.slice)
+        nargs = literal(meta.get("nargs"))
+        flag["nargs"] = nargs if isinstance(nargs, str) else "+"
+    elif inner_src == "bool":
+        flag["action"] = "store_true"
+        flag["type"] = "bool"
+    else:
+        flag["type"] = source(type_parser) if type_parser else (
+            inner_src if inner_src in ("str", "int", "float") else "str"
+        )
+        nargs = literal(meta.get("nargs"))
+        if nargs is not NOT_LITERAL and nargs is not None:
+            flag["nargs"] = str(nargs)
+        required = literal(meta.get("required"))
+        flag["required"] = required is True or (required is NOT_LITERAL and not has_default)
+    if "choices" in meta and flag["choices"] is None:
+        _apply_choices(flag, resolve_choices(meta["choices"], info, {}), stmt, out)
+    if "const" in meta:
+        value = literal(meta["const"])
+        flag["const"] = source(meta["const"]) if value is NOT_LITERAL else value
+    _finish_deprecation(flag, None)
+    return flag
+
+
+def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.AST) -> None:
+    """Section = the nearest short comment header above a flag, at the flags' indentation.
+
+    Headers stand after a blank line (or a separator rule, or the start of the body); other
+    comments above a flag explain that flag and are not sections.
+    """
+    if not flags:
+        return
+    start = scope.body[0].lineno if isinstance(scope, (ast.ClassDef, ast.FunctionDef)) else 1
+    first_flag_line = lines[flags[0]["line"] - 1] if flags[0]["line"] <= len(lines) else ""
+    indent = len(first_flag_line) - len(first_flag_line.lstrip())
+    end = scope.end_lineno or len(lines)  # type: ignore[attr-defined]
+    headers: list[tuple[int, str]] = []
+    prev_blank = True
+    for no in range(max(start - 2, 0), min(end, len(lines))):
+        line = lines[no]
+        stripped = line.strip()
+        if not stripped:
+            prev_blank = True
+            continue
+        is_comment = stripped.startswith("#") and len(line) - len(line.lstrip()) == indent
+        if is_comment and SEPARATOR_RE.match(stripped):
+            prev_blank = True
+            continue
+        if is_comment and prev_blank:
+            text = stripped.lstrip("#").strip().rstrip(":")
+            if 1 <= len(text.split()) <= 8 and re.search(r"[A-Za-z]{2}", text):
+                headers.append((no + 1, text))
+        prev_blank = False
+    i = 0
+    current = None
+    for flag in sorted(flags, key=lambda f: f["line"]):
+        while i < len(headers) and headers[i][0] < flag["line"]:
+            current = headers[i][1]
+            i += 1
+        flag["section"] = current

@@ -1,0 +1,125 @@
+"""Small helpers over Python's `ast` shared by the extractors. Nothing here executes code."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+NOT_LITERAL = object()
+
+# Receivers through which server args are read: `self.x` inside ServerArgs,
+# `server_args.x` / `self.server_args.x` / `args.x` in hooks and helpers.
+ARGS_RECEIVERS = {"self", "server_args", "args", "_server_args", "global_server_args"}
+
+
+def literal(node: ast.AST | None) -> Any:
+    """The value of a literal expression (including -1, tuples, lists), else NOT_LITERAL."""
+    if node is None:
+        return NOT_LITERAL
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NOT_LITERAL
+
+
+def source(node: ast.AST) -> str:
+    return ast.unparse(node)
+
+
+def render_text(node: ast.AST | None, strings: dict[str, str] | None = None) -> str | None:
+    """Render a help text or message as the user reads it.
+
+    Implicit concatenation is already one constant; `+` is joined; f-strings keep their
+    `{expr}` placeholders; names of module-level string constants are resolved. Returns None
+    when the expression is not text-like.
+    """
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue):
+                parts.append("{" + source(value.value) + "}")
+        return "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = render_text(node.left, strings), render_text(node.right, strings)
+        if left is not None and right is not None:
+            return left + right
+        return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return render_text(node.left, strings)  # "... %s" % x: keep the template
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "format":
+            return render_text(node.func.value, strings)
+    if isinstance(node, ast.Name) and strings and node.id in strings:
+        return strings[node.id]
+    return None
+
+
+def args_attr(node: ast.AST) -> str | None:
+    """`x` for `self.x`, `server_args.x`, `self.server_args.x`, `get_global_server_args().x`."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    base = node.value
+    if isinstance(base, ast.Name) and base.id in ARGS_RECEIVERS:
+        return node.attr
+    if isinstance(base, ast.Attribute) and base.attr in ("server_args", "_server_args"):
+        return node.attr
+    if (
+        isinstance(base, ast.Call)
+        and isinstance(base.func, ast.Name)
+        and base.func.id in ("get_global_server_args", "get_server_args")
+    ):
+        return node.attr
+    return None
+
+
+def getattr_name(node: ast.AST) -> str | None:
+    """`x` for getattr(self|server_args, "x"[, default])."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id in ARGS_RECEIVERS
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
+
+
+def names_read(node: ast.AST | None) -> list[str]:
+    """Server-args attributes read anywhere in an expression, in order, without repeats."""
+    if node is None:
+        return []
+    seen: dict[str, None] = {}
+    for sub in ast.walk(node):
+        name = args_attr(sub) or getattr_name(sub)
+        if name:
+            seen[name] = None
+    return list(seen)
+
+
+def call_name(node: ast.AST) -> str:
+    """Dotted name of a call's function: `logger.warning`, `warnings.warn`, `ValueError`."""
+    func = node.func if isinstance(node, ast.Call) else node
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+    return ".".join(reversed(parts))
+
+
+def kwarg(call: ast.Call, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None

@@ -1,0 +1,168 @@
+"""The ingest job: git -> blob facts (parallel, cached) -> per-version rows -> database.
+
+1. Pick the refs to ingest and list each one's Python files (ls-tree, no checkout).
+2. Analyze every blob not yet in the facts cache, in worker processes (one long-lived
+   `git cat-file --batch` each); a blob shared by 100 versions is analyzed once.
+3. For each version, oldest first, assemble its rows from the facts and write them in one
+   transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zlib
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from app.schema import EXTRACTOR_VERSION, create_schema, make_engine
+from ingest.analyze import _worker_init, analyze_batch, facts_key, kind_of
+from ingest.assemble import assemble
+from ingest.git_source import BlobReader, Ref, list_python_files, list_tags, open_repo, resolve_ref
+from ingest.store import existing_versions, load_facts, save_facts, write_version
+from ingest.versions import select
+
+BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
+
+
+@dataclass
+class IngestOptions:
+    repo: str
+    db_url: str
+    web_url: str
+    cache_dir: Path
+    tags: str | None = None
+    refs: list[tuple[str, str | None]] = field(default_factory=list)
+    since: str | None = None
+    latest: int | None = None
+    force: bool = False
+    jobs: int = os.cpu_count() or 1
+
+
+@dataclass
+class VersionSummary:
+    version: str
+    era: int
+    flags: int
+    enums: int
+    constraints: int
+    usages: int
+    choice_sites: int
+    warnings: int
+    seconds: float
+
+
+@dataclass
+class IngestSummary:
+    versions: list[VersionSummary] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    blobs_analyzed: int = 0
+    blobs_cached: int = 0
+    seconds: float = 0.0
+
+
+def run(
+    opts: IngestOptions,
+    on_start: Callable[[int], None] = lambda total: None,
+    on_version: Callable[[VersionSummary], None] = lambda s: None,
+) -> IngestSummary:
+    started = time.perf_counter()
+    gitdir = open_repo(opts.repo, opts.cache_dir)
+    extra = [resolve_ref(gitdir, ref, label) for ref, label in opts.refs]
+    refs = select(list_tags(gitdir), opts.tags, extra, opts.since, opts.latest)
+    engine = make_engine(opts.db_url)
+    create_schema(engine)
+    done = existing_versions(engine)
+    summary = IngestSummary()
+    todo: list[Ref] = []
+    for ref in refs:
+        if not opts.force and done.get(ref.label) == EXTRACTOR_VERSION:
+            summary.skipped.append(ref.label)
+        else:
+            todo.append(ref)
+    on_start(len(todo))
+    if not todo:
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    trees = {ref.label: list_python_files(gitdir, ref.commit) for ref in todo}
+    wanted: dict[str, tuple[str, str, str]] = {}  # facts key -> (sha, kind, path)
+    for files in trees.values():
+        for path, sha in files.items():
+            kind = kind_of(path)
+            wanted.setdefault(facts_key(sha, kind), (sha, kind, path))
+    packed = load_facts(engine, list(wanted))
+    summary.blobs_cached = len(packed)
+    texts: dict[str, bytes] = {}  # sha -> zlib text, for blobs analyzed in this run
+    missing = [item for key, item in wanted.items() if key not in packed]
+    summary.blobs_analyzed = len(missing)
+    for batch in _analyze(gitdir, missing, opts.jobs):
+        save_facts(engine, [(key, facts) for key, facts, _text in batch])
+        for key, facts, text in batch:
+            packed[key] = facts
+            if text is not None:
+                texts[key.split(":", 1)[0]] = text
+    facts = {key: json.loads(zlib.decompress(data)) for key, data in packed.items()}
+    del packed
+
+    reader: BlobReader | None = None
+
+    def blob_text(sha: str) -> bytes:
+        nonlocal reader
+        if sha in texts:
+            return texts[sha]
+        reader = reader or BlobReader(gitdir)
+        return zlib.compress(reader.read(sha), 1)
+
+    try:
+        for ref in todo:
+            t0 = time.perf_counter()
+            rows = assemble(trees[ref.label], facts)
+            write_version(engine, ref, rows, opts.web_url, time.perf_counter() - t0, blob_text)
+            c = rows.counts()
+            s = VersionSummary(
+                ref.label, rows.era, c["flags"], c["enums"], c["constraints"], c["usages"],
+                c["choice_sites"], c["warnings"], time.perf_counter() - t0,
+            )
+            summary.versions.append(s)
+            on_version(s)
+    finally:
+        if reader is not None:
+            reader.close()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
+    """Yield analyzed batches; in worker processes when there is enough work to share."""
+    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+    if not batches:
+        return
+    if jobs <= 1 or len(batches) == 1:
+        _worker_init(str(gitdir))
+        for batch in batches:
+            yield analyze_batch(batch)
+        return
+    # fork: workers start instantly and inherit the imported modules.
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=get_context("fork"),
+        initializer=_worker_init,
+        initargs=(str(gitdir),),
+    ) as pool:
+        yield from pool.map(analyze_batch, batches)
+
+
+def summary_json(summary: IngestSummary) -> dict[str, Any]:
+    return {
+        "versions": [vars(v) for v in summary.versions],
+        "skipped": summary.skipped,
+        "blobs_analyzed": summary.blobs_analyzed,
+        "blobs_cached": summary.blobs_cached,
+        "seconds": round(summary.seconds, 3),
+    }

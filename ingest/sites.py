@@ -1,0 +1,196 @@
+"""Candidate usage and choice sites of one source file, found by fast literal-led scans.
+
+This runs over every Python file under python/ at every version, so it must cost about what
+`git grep` costs: each pattern starts with a literal that the regex engine can skip to, and a
+file is only searched when a cheap byte test says it can match. The results are independent
+of any version's flags (all `server_args.<name>` reads, all string comparisons, ...), so a
+blob is scanned once and its facts are filtered per version by the assembler.
+
+Enum classes are parsed with `ast` from their class block alone (not the whole file).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from typing import Any
+
+from ingest.pyast import NOT_LITERAL, literal
+
+READ_RES = [
+    re.compile(rb"server_args(?:\(\))?\.([a-z_][a-z0-9_]*)"),
+    re.compile(rb"server_args_dict\[\s*[\"']([a-z_][a-z0-9_]*)[\"']\s*\]"),
+    re.compile(rb"getattr\(\s*(?:self\.)?server_args\s*,\s*[\"']([a-z_][a-z0-9_]*)[\"']"),
+]
+WRITE_AFTER = re.compile(rb"\s*(?:[+\-*/|&]?=)(?!=)")
+VALUE = rb"[A-Za-z0-9_][\w.\-/:+]{0,63}"
+COMPARE_RE = re.compile(rb"[=!]=\s*\(?\s*([\"'])(" + VALUE + rb")\1")
+CONTAINS_RE = re.compile(rb" in\s*[\(\[\{]")
+STRING_ITEM_RE = re.compile(rb"\s*([\"'])(" + VALUE + rb")\1\s*\Z")
+CLOSING = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
+IS_CALL_RE = re.compile(rb"\.is_([a-z0-9_]+)\(\)")
+ENUM_REF_RE = re.compile(rb"\.([A-Z][A-Z0-9_]*[A-Z0-9])\b")
+ENUM_CLASS_RE = re.compile(rb"\nclass (\w+)\(([^)]*)\):")
+# The expression just before an operator: dotted names, calls without arguments, ["key"].
+SUBJECT_RE = re.compile(
+    r"((?:[A-Za-z_]\w*(?:\(\))?(?:\[[\"']\w+[\"']\])?\.)*[A-Za-z_]\w*(?:\(\))?(?:\[[\"']\w+[\"']\])?)"
+    r"\s*(?:not)?\s*$"
+)
+CLASS_TAIL_RE = re.compile(r"([A-Z][A-Za-z0-9_]*)$")
+MAX_LINE = 240
+
+
+class _Lines:
+    """Line numbers and texts of byte offsets. Offsets mostly arrive in increasing order
+    (one regex pass at a time), so newlines are counted incrementally with bytes.count."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._offset = 0
+        self._line = 1
+        self.texts: dict[int, str] = {}
+        self._line_starts: dict[int, int] = {}
+
+    def number(self, offset: int) -> int:
+        if offset < self._offset:
+            self._offset, self._line = 0, 1
+        self._line += self.data.count(b"\n", self._offset, offset)
+        self._offset = offset
+        return self._line
+
+    def prefix(self, offset: int) -> str:
+        """The text of the line from its start up to `offset`."""
+        start = self.data.rfind(b"\n", 0, offset) + 1
+        return self.data[start:offset].decode("utf-8", "replace")
+
+    def record(self, no: int, offset: int) -> int:
+        if no not in self.texts:
+            start = self.data.rfind(b"\n", 0, offset) + 1
+            end = self.data.find(b"\n", offset)
+            text = self.data[start : end if end >= 0 else len(self.data)]
+            self.texts[no] = text.decode("utf-8", "replace").strip()[:MAX_LINE]
+        return no
+
+    def at(self, offset: int) -> int:
+        """Line number of `offset`, with that line's text recorded."""
+        return self.record(self.number(offset), offset)
+
+
+def subject_tail(prefix: str) -> str:
+    """The name a comparison is about: `self.moe_runner_backend` -> moe_runner_backend,
+    `get_moe_runner_backend()` -> moe_runner_backend, `d["attention_backend"]` -> same."""
+    m = SUBJECT_RE.search(prefix.rstrip())
+    if not m:
+        return ""
+    expr = m.group(1)
+    if expr.endswith("]"):
+        return re.findall(r"[\"'](\w+)[\"']\]$", expr)[0]
+    last = expr.split(".")[-1]
+    if last.endswith("()"):
+        last = last[:-2]
+        last = re.sub(r"^get_", "", last)
+    return last
+
+
+def scan(data: bytes) -> dict[str, Any]:
+    lines = _Lines(data)
+    reads: list[list[Any]] = []
+    if b"server_args" in data:
+        for rx in READ_RES:
+            for m in rx.finditer(data):
+                name = m.group(1).decode()
+                write = bool(WRITE_AFTER.match(data, m.end())) and rx is READ_RES[0]
+                reads.append([name, lines.at(m.start()), "write" if write else "read"])
+    choices: list[list[Any]] = []
+    for m in COMPARE_RE.finditer(data):
+        tail = subject_tail(lines.prefix(m.start()))
+        choices.append([m.group(2).decode(), lines.at(m.start()), tail, "compare"])
+    for m in CONTAINS_RE.finditer(data):
+        values = _string_items(data, m.end() - 1)
+        if not values:
+            continue
+        tail = subject_tail(lines.prefix(m.start()).removesuffix(" not"))
+        for value in values:
+            choices.append([value, lines.at(m.start()), tail, "contains"])
+    for m in IS_CALL_RE.finditer(data):
+        choices.append([m.group(1).decode(), lines.at(m.start()), subject_tail(lines.prefix(m.start())), "is_call"])
+    enum_refs: list[list[Any]] = []
+    if b"." in data:
+        for m in ENUM_REF_RE.finditer(data):
+            cls = CLASS_TAIL_RE.search(lines.prefix(m.start()))
+            if cls and not cls.group(1).isupper():
+                enum_refs.append([cls.group(1), m.group(1).decode(), lines.at(m.start())])
+    return {
+        "reads": reads,
+        "choices": choices,
+        "enum_refs": enum_refs,
+        "enums": scan_enums(data) if b"Enum" in data else [],
+        "lines": {str(k): v for k, v in lines.texts.items()},
+    }
+
+
+def _string_items(data: bytes, open_at: int) -> list[str]:
+    """The strings of a literal `("a", "b")` / `["a"]` / `{"a"}` at `open_at`, else []."""
+    close = data.find(bytes([CLOSING[data[open_at]]]), open_at, open_at + 800)
+    if close < 0:
+        return []
+    body = re.sub(rb"#[^\n]*", b"", data[open_at + 1 : close])
+    items = [item for item in body.split(b",") if item.strip()]
+    values = []
+    for item in items:
+        m = STRING_ITEM_RE.match(item)
+        if not m:
+            return []
+        values.append(m.group(2).decode())
+    return values
+
+
+def scan_enums(data: bytes) -> list[dict[str, Any]]:
+    """Enum classes (string or int valued) with members and `is_x()` helper methods."""
+    enums = []
+    padded = b"\n" + data
+    for m in ENUM_CLASS_RE.finditer(padded):
+        if b"Enum" not in m.group(2):
+            continue
+        start_line = padded.count(b"\n", 0, m.start() + 1)  # 1-based line of `class`
+        end = re.compile(rb"\n(?=[^\s#])").search(padded, m.end())
+        block = padded[m.start() + 1 : end.start() if end else len(padded)]
+        try:
+            tree = ast.parse(block.decode("utf-8", "replace"))
+        except SyntaxError:
+            continue
+        cls = tree.body[0]
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        members = []
+        methods: dict[str, str] = {}
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name) and not target.id.startswith("_"):
+                    value = literal(stmt.value)
+                    if value is NOT_LITERAL:
+                        src = ast.unparse(stmt.value)
+                        value = target.id.lower() if src in ("auto()", "enum.auto()") else src
+                    members.append(
+                        {"name": target.id, "value": value, "line": start_line + stmt.lineno - 1}
+                    )
+            elif isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("is_"):
+                # `def is_x(self): return self == Cls.MEMBER` names the member it tests.
+                for sub in ast.walk(stmt):
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
+                        if sub.value.id == cls.name:
+                            methods[stmt.name[3:]] = sub.attr
+                            break
+        if members:
+            enums.append(
+                {
+                    "name": cls.name,
+                    "line": start_line,
+                    "end_line": start_line + (cls.end_lineno or 1) - 1,
+                    "members": members,
+                    "is_methods": methods,
+                }
+            )
+    return enums

@@ -1,0 +1,190 @@
+"""Write one version into the knowledge base in a single transaction.
+
+A version appears complete or not at all: if the process is interrupted (Ctrl-C, kill -9)
+the transaction never commits and SQLite's journal restores the previous state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete, insert, select, update
+
+from app.schema import (
+    EXTRACTOR_VERSION,
+    Blob,
+    BlobFacts,
+    ChoiceSite,
+    ConstraintSite,
+    Enum,
+    Flag,
+    UsageSite,
+    Version,
+    VersionFile,
+    dumps,
+)
+from ingest.assemble import VersionRows
+from ingest.git_source import Ref
+from ingest.versions import order, sort_key
+
+PER_VERSION_TABLES = [Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, VersionFile]
+
+
+def existing_versions(engine: Engine) -> dict[str, int]:
+    """label -> extractor version of what is already ingested."""
+    with engine.connect() as conn:
+        rows = conn.execute(select(Version.name, Version.extractor_version))  # type: ignore[call-overload]
+        return {name: ev for name, ev in rows}
+
+
+def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
+    from ingest.analyze import ANALYZER_VERSION
+
+    out: dict[str, bytes] = {}
+    table = BlobFacts.__table__  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        for i in range(0, len(keys), 900):
+            chunk = keys[i : i + 900]
+            rows = conn.execute(
+                select(table.c.key, table.c.facts).where(
+                    table.c.key.in_(chunk), table.c.analyzer_version == ANALYZER_VERSION
+                )
+            )
+            out.update({k: f for k, f in rows})
+    return out
+
+
+def save_facts(engine: Engine, batch: list[tuple[str, bytes]]) -> None:
+    from ingest.analyze import ANALYZER_VERSION
+
+    table = BlobFacts.__table__  # type: ignore[attr-defined]
+    with engine.begin() as conn:
+        conn.execute(
+            insert(table).prefix_with("OR REPLACE"),
+            [{"key": k, "analyzer_version": ANALYZER_VERSION, "facts": f} for k, f in batch],
+        )
+
+
+def stored_blobs(conn: Connection, shas: list[str]) -> set[str]:
+    table = Blob.__table__  # type: ignore[attr-defined]
+    found: set[str] = set()
+    for i in range(0, len(shas), 900):
+        found.update(r[0] for r in conn.execute(select(table.c.sha).where(table.c.sha.in_(shas[i : i + 900]))))
+    return found
+
+
+def write_version(
+    engine: Engine,
+    ref: Ref,
+    rows: VersionRows,
+    web_url: str,
+    seconds: float,
+    blob_text: Callable[[str], bytes],
+) -> None:
+    """Replace (or add) `ref`'s rows in one transaction, then re-rank every version."""
+    t = {m: m.__table__ for m in [Version, Blob, *PER_VERSION_TABLES]}  # type: ignore[attr-defined]
+    report = {"counts": rows.counts(), "warnings": rows.warnings, "seconds": round(seconds, 3)}
+    with engine.begin() as conn:
+        old = conn.execute(select(t[Version].c.id).where(t[Version].c.name == ref.label)).scalar()
+        if old is not None:
+            for model in PER_VERSION_TABLES:
+                conn.execute(delete(t[model]).where(t[model].c.version_id == old))
+            conn.execute(delete(t[Version]).where(t[Version].c.id == old))
+        vid = conn.execute(
+            insert(t[Version]).values(
+                name=ref.label,
+                commit=ref.commit,
+                date=ref.date,
+                sort_key=sort_key(ref.label, ref.date),
+                position=0,
+                era=rows.era,
+                extractor_version=EXTRACTOR_VERSION,
+                web_url=web_url,
+                report=dumps(report),
+                ingested_at=datetime.now(UTC),
+            )
+        ).inserted_primary_key[0]
+        _insert(conn, t[Flag], [_flag_row(vid, f) for f in rows.flags])
+        _insert(
+            conn,
+            t[Enum],
+            [
+                {"version_id": vid, "name": e["name"], "path": e["path"], "line": e["line"],
+                 "end_line": e["end_line"], "members": dumps(e["members"]), "flags": dumps(e["flags"])}
+                for e in rows.enums
+            ],
+        )
+        _insert(
+            conn,
+            t[ConstraintSite],
+            [
+                {"version_id": vid, "kind": c["kind"], "function": c["function"],
+                 "condition": " and ".join(c["conditions"]), "conditions": dumps(c["conditions"]),
+                 "message": c["message"], "flags": dumps(c["flags"]), "affects": dumps(c["affects"]),
+                 "writes": dumps(c["writes"]), "key": c["key"], "path": c["path"],
+                 "line": c["line"], "end_line": c["end_line"]}
+                for c in rows.constraints
+            ],
+        )
+        _insert(conn, t[UsageSite], [{"version_id": vid, **u} for u in rows.usages])
+        _insert(
+            conn,
+            t[ChoiceSite],
+            [{"version_id": vid, **c, "candidates": dumps(c["candidates"])} for c in rows.choice_sites],
+        )
+        _insert(
+            conn, t[VersionFile], [{"version_id": vid, "path": p, "sha": s} for p, s in rows.cited.items()]
+        )
+        shas = sorted(set(rows.cited.values()))
+        have = stored_blobs(conn, shas)
+        _insert(conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have])
+        _rerank(conn)
+
+
+def _insert(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        conn.execute(insert(table), rows)
+
+
+def _flag_row(vid: int, f: dict[str, Any]) -> dict[str, Any]:
+    def as_json(value: Any) -> str | None:
+        return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+    return {
+        "version_id": vid,
+        "name": f["name"],
+        "dest": f["dest"],
+        "aliases": dumps(f["aliases"]),
+        "type": f["type"],
+        "default": None if f["default_expr"] is not None else as_json(f["default"]),
+        "default_expr": f["default_expr"],
+        "choices": as_json(f["choices"]),
+        "choices_const": f["choices_const"],
+        "choices_extensible": f["choices_extensible"],
+        "choices_dynamic": f["choices_dynamic"],
+        "help": f["help"] or "",
+        "hidden": f["hidden"],
+        "action": f["action"],
+        "nargs": f["nargs"],
+        "required": f["required"],
+        "const": as_json(f["const"]),
+        "deprecated": f["deprecated"],
+        "deprecated_message": f["deprecated_message"],
+        "replacement": f["replacement"],
+        "section": f["section"],
+        "path": f["path"],
+        "line": f["line"],
+        "end_line": f["end_line"],
+    }
+
+
+def _rerank(conn: Connection) -> None:
+    table = Version.__table__  # type: ignore[attr-defined]
+    rows = conn.execute(select(table.c.id, table.c.name, table.c.date)).all()
+    labels = order((name, date) for _id, name, date in rows)
+    ids = {name: vid for vid, name, _date in rows}
+    for position, label in enumerate(labels):
+        conn.execute(update(table).where(table.c.id == ids[label]).values(position=position))
