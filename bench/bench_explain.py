@@ -1,0 +1,90 @@
+"""Explain latency over HTTP on a full knowledge base, against a static file served by the
+same server in the same run. Target: a realistic command explained (with its compatibility
+range over every ingested version) under 100 ms at the median, the upgrade check under 200 ms.
+
+    .venv/bin/python bench/bench_explain.py [--db /work/data/real.db] [--version NAME] [--rounds 30]
+
+Requests alternate between explain and the static file so both see the same machine state.
+The first request of each kind is reported apart: it loads the version's facts and the
+option table of every version into the per-process caches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.httpbench import default_db, describe, server, timed  # noqa: E402
+
+STATIC = "/static/style.css"
+TARGET_MS = 100.0
+COMMAND = (
+    "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 python3 -m sglang.launch_server \\\n"
+    "  --model-path deepseek-ai/DeepSeek-V3 --trust-remote-code \\\n"
+    "  --tp 8 --dp 8 --enable-dp-attention --mem-fraction-static 0.85 \\\n"
+    "  --moe-runner-backend flashinfer_cutlass --chunked-prefill-size 16384 \\\n"
+    "  --speculative-algorithm EAGLE --speculative-num-steps 3 \\\n"
+    "  --host 0.0.0.0 --port 30000"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", default=None)
+    parser.add_argument("--version", default="snapshot-2026-02-01")
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    db = args.db or default_db()
+    with server(db) as client:
+        names = [v["name"] for v in client.get("/api/versions").json()["versions"]]
+        version = args.version if args.version in names else names[0]
+        oldest = names[-1]
+        plain = "/api/explain?" + urlencode({"version": version, "command": COMMAND})
+        upgrade = "/api/explain?" + urlencode(
+            {"version": oldest, "command": COMMAND, "compare": version}
+        )
+        page = "/explain?" + urlencode({"version": version, "command": COMMAND})
+        first = {name: timed(client, url) for name, url in [("api", plain), ("upgrade", upgrade)]}
+        start = time.perf_counter()
+        posted = client.post("/api/explain", json={"version": version, "command": COMMAND})
+        post_ms = (time.perf_counter() - start) * 1000
+        if posted.status_code != 200:
+            sys.exit(f"POST /api/explain: HTTP {posted.status_code}")
+        body = posted.json()
+        print(
+            f"{db}: {len(names)} versions; explaining at {version}: {len(body['flags'])} flags, "
+            f"{len(body['findings'])} findings, valid_in {len(body['valid_in'])} range(s)"
+        )
+        static, api, fragment, compare = [], [], [], []
+        htmx = {"HX-Request": "true"}
+        for _ in range(args.rounds):
+            api.append(timed(client, plain))
+            static.append(timed(client, STATIC))
+            fragment.append(timed(client, page, headers=htmx))
+            static.append(timed(client, STATIC))
+            compare.append(timed(client, upgrade))
+            static.append(timed(client, STATIC))
+        print(describe("static file (baseline)", static))
+        print(describe("explain (JSON)", api))
+        print(describe("explain (htmx fragment)", fragment))
+        print(describe(f"upgrade {oldest}→{version}", compare))
+        print(
+            f"first requests (cold caches): explain {first['api']:.1f} ms, "
+            f"upgrade {first['upgrade']:.1f} ms; one POST {post_ms:.1f} ms"
+        )
+        base = statistics.median(static)
+        median = statistics.median(api)
+        print(
+            f"explain / static = {median / base:.1f}x; median {median:.1f} ms "
+            f"(target < {TARGET_MS:.0f} ms: {'ok' if median < TARGET_MS else 'MISSED'})"
+        )
+
+
+if __name__ == "__main__":
+    main()
