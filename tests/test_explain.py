@@ -21,10 +21,10 @@ from app.explain import (
     VersionOptions,
     analyze,
     parse,
-    tokenize,
     valid_in,
 )
 from app.explain_kb import explain, load_facts
+from app.explain_shell import tokenize
 from app.main import create_app
 from app.queries import NotFound, get_version
 from app.schema import make_engine
@@ -410,7 +410,7 @@ def test_api_explain_follows_the_contract(client: TestClient) -> None:
         "/api/explain",
         json={
             "version": "v0.2.0",
-            "command": f"{SERVE} --model-path m --pp-size 2",
+            "command": f"{SERVE} --model-path m --pp-size 2 --tp x 2>&1 | tee log",
             "compare": "v0.3.0",
         },
     )
@@ -421,6 +421,7 @@ def test_api_explain_follows_the_contract(client: TestClient) -> None:
         assert {"severity", "flag", "message", "source"} <= set(finding)
         if finding["source"]:
             assert {"path", "line", "end_line", "url", "permalink"} <= set(finding["source"])
+    assert {"parse", "wrong_type", "constraint"} <= {f["kind"] for f in body["findings"]}
     assert body["compare"]["to"] == "v0.3.0"
 
 
