@@ -75,7 +75,7 @@ def explain(
     if as_json:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        report(Console(highlight=False), result, verbose)
+        report(Console(highlight=False, soft_wrap=True), result, verbose)
     compared = result["compare"]["errors"] if result["compare"] else 0
     raise typer.Exit(1 if result["errors"] or compared else 0)
 
@@ -132,7 +132,9 @@ def report(console: Console, result: dict[str, Any], verbose: bool = False) -> N
 
     console.print(Text("\nCompatibility range", style="bold"))
     for r in result["valid_in"]:
-        line = Text(f"  valid in {r['from']} … {r['to']} ({r['versions']} versions)")
+        span = r["from"] if r["from"] == r["to"] else f"{r['from']} … {r['to']}"
+        count = f"{r['versions']} version{'s' if r['versions'] != 1 else ''}"
+        line = Text(f"  valid in {span} ({count})")
         if r["limited_from"]:
             line.append(f"; in {r['before']}: {_problems(r['limited_from'])}")
         if r["limited_to"]:
