@@ -185,7 +185,12 @@ def server_args(v: int, specs: list[dict[str, Any]]) -> SourceFile:
 def runner_file(v: int) -> SourceFile:
     src = SourceFile()
     src.add("# Synthetic MoE runner (test fixture).", "", "def pick_runner(server_args):")
-    src.add("    backend = server_args.moe_runner_backend", mark="use-backend")
+    # A long line: narrow screens must scroll code sideways, never the page.
+    src.add(
+        "    backend = server_args.moe_runner_backend  # "
+        + "chosen_at_start_up_and_never_changed_while_the_server_runs_" * 2,
+        mark="use-backend",
+    )
     src.add("    if backend == 'triton':", "        return 'triton-kernel'", mark="triton")
     src.add(
         "    if backend == 'flashinfer_cutlass':", "        return 'cutlass-kernel'", mark="cutlass"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import uvicorn
-from dashboard_kb import ARGS, build_kb
+from dashboard_kb import ARGS, RUNNER, build_kb
 
 from app.main import create_app
 
@@ -187,8 +187,9 @@ def test_phone_and_dark_screenshots(browser: Any, server: str, scheme: str) -> N
     )
     pg = context.new_page()
     for name, url in [
-        ("flag", "/v/v0.3.0/flags/--pp-size"),
+        ("flag", "/v/v0.3.0/flags/--moe-runner-backend"),
         ("constraints", "/v/v0.3.0/constraints"),
+        ("source", f"/v/v0.3.0/source/{RUNNER}#L4"),
     ]:
         pg.goto(url)
         # Nothing wider than the phone: no sideways scrolling of the page itself.
