@@ -422,8 +422,21 @@ def choice_sites(
 
 
 def version_file_sha(session: Session, version: Version, path: str) -> str | None:
-    row = session.get(VersionFile, (version.id, path))
-    return row.sha if row is not None else None
+    # A commit's tree never changes, so (commit, path) -> blob sha can be cached for good.
+    key = (version.commit, path)
+    sha = _sha_cache.get(key)
+    if sha is None:
+        row = session.get(VersionFile, (version.id, path))
+        if row is None:
+            return None
+        sha = row.sha
+        if len(_sha_cache) > 50_000:
+            _sha_cache.clear()
+        _sha_cache[key] = sha
+    return sha
+
+
+_sha_cache: dict[tuple[str, str], str] = {}
 
 
 def version_paths(session: Session, version: Version) -> list[str]:

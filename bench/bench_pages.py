@@ -44,16 +44,20 @@ def main() -> None:
         if not urls:
             sys.exit(f"none of {FLAGS} exists in {version}")
         print(f"{db}: {len(names)} versions; flag pages at {version}: {len(urls)}")
+        per_url: dict[str, list[float]] = {url: [] for url in urls}
         pages: list[float] = []
         api: list[float] = []
         static: list[float] = []
         for _ in range(args.rounds):
             for url in urls:
                 pages.append(timed(client, url))
+                per_url[url].append(pages[-1])
                 static.append(timed(client, STATIC))
                 api.append(timed(client, url.replace("/v/", "/api/v/", 1)))
                 static.append(timed(client, STATIC))
         print(describe("static file (baseline)", static))
+        for url, values in per_url.items():
+            print(describe("  " + url.rsplit("/", 1)[1], values))
         print(describe("flag page (HTML)", pages))
         print(describe("flag page (JSON twin)", api))
         print("first view of each page (cold caches): " + ", ".join(f"{t:.1f} ms" for t in first))

@@ -95,7 +95,9 @@ def api_flags(session: SessionDep, version: str, q: str = "") -> dict[str, Any]:
     return {"version": found.name, "flags": list_flags(session, found, q)}
 
 
-def flag_data(session: Session, version: Version, flag: Flag) -> dict[str, Any]:
+def flag_data(
+    session: Session, version: Version, flag: Flag, site_details: bool = True
+) -> dict[str, Any]:
     """The flag page's facts: the API twin's body (Flag + constraints, usages, ...)."""
     data = flag_dict(version, flag)
     choices = [str(c) for c in data["choices"] or []]
@@ -105,9 +107,11 @@ def flag_data(session: Session, version: Version, flag: Flag) -> dict[str, Any]:
         constraint_dict(version, c) for c in flag_constraints(session, version, flag.name)
     ]
     data["usages"] = [usage_site_dict(version, u) for u in flag_usages(session, version, flag.dest)]
-    data["choice_sites"] = {
-        value: [choice_site_dict(version, s) for s in found] for value, found in sites.items()
-    }
+    data["choice_counts"] = {value: len(found) for value, found in sites.items()}
+    if site_details:  # the HTML page shows counts only and links to the value pages
+        data["choice_sites"] = {
+            value: [choice_site_dict(version, s) for s in found] for value, found in sites.items()
+        }
     data["enum"] = enum_dict(version, enum) if enum is not None else None
     data["history"] = flag_history(session, flag.name)
     return data
@@ -130,7 +134,7 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
 def flag_page(request: Request, session: SessionDep, version: str, flag: str) -> Response:
     found = get_version(session, version)
     row = get_flag(session, found, flag)
-    data = flag_data(session, found, row)
+    data = flag_data(session, found, row, site_details=False)
     for constraint in data["constraints"]:
         src = constraint["source"]
         constraint["excerpt"] = excerpt(session, found, src["path"], src["line"], src["end_line"])
