@@ -358,7 +358,7 @@ class _Names:
         self.exact: dict[str, set[int]] = {}
         self.alias: dict[str, set[int]] = {}
         self.words: dict[str, set[int]] = {}
-        self.order: dict[int, tuple[int, int, str]] = {}
+        self.order: dict[int, tuple[int, int, str, str]] = {}
         keys: set[tuple[str, int]] = set()
         for n, d in docs.items():
             for k in d["keys"]:
@@ -369,7 +369,12 @@ class _Names:
                 keys.add((a, n))
             for w in d["toks"]:
                 self.words.setdefault(w, set()).add(n)
-            self.order[n] = (KIND_ORDER[d["kind"]], len(words(d["name"])), d["name"])
+            self.order[n] = (
+                KIND_ORDER[d["kind"]],
+                len(words(d["name"])),
+                d["name"],
+                d["flag"] or "",
+            )
         self.keys = sorted(keys)
         self.vocab = sorted(self.words)
 
