@@ -12,7 +12,10 @@ cli = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 @cli.command()
 def ingest(
     repo: str = typer.Option(
-        None, "--repo", envvar="SGLANG_REPO", show_default="https://github.com/sgl-project/sglang.git",
+        None,
+        "--repo",
+        envvar="SGLANG_REPO",
+        show_default="https://github.com/sgl-project/sglang.git",
         help="SGLang git URL (cloned once into the data directory) or local path (read in place).",
     ),
     tags: str | None = typer.Option(
@@ -24,12 +27,16 @@ def ingest(
     since: str | None = typer.Option(None, "--since", help="Only versions from this one on."),
     latest: int | None = typer.Option(None, "--latest", help="Only the newest N versions."),
     db: str | None = typer.Option(
-        None, "--db", envvar="FLAGATLAS_DB", help="SQLite path (default data/flagatlas.db); "
-        "DATABASE_URL takes any SQLAlchemy URL."
+        None,
+        "--db",
+        envvar="FLAGATLAS_DB",
+        help="SQLite path (default data/flagatlas.db); DATABASE_URL takes any SQLAlchemy URL.",
     ),
     web_url: str | None = typer.Option(
-        None, "--web-url", help="Where citations link (default: the repo if on GitHub, else "
-        "https://github.com/sgl-project/sglang)."
+        None,
+        "--web-url",
+        help="Where citations link (default: the repo if on GitHub, else "
+        "https://github.com/sgl-project/sglang).",
     ),
     force: bool = typer.Option(False, "--force", help="Re-extract versions already ingested."),
     jobs: int = typer.Option(0, "--jobs", help="Worker processes (default: all cores)."),
@@ -50,17 +57,32 @@ def ingest(
 
     repo = repo or DEFAULT_REPO
     url = database_url(db)
-    data_dir = Path(url.removeprefix("sqlite:///")).parent if url.startswith("sqlite:///") else Path("data")
+    data_dir = (
+        Path(url.removeprefix("sqlite:///")).parent
+        if url.startswith("sqlite:///")
+        else Path("data")
+    )
     refs = [(r.split("=", 1)[0], r.split("=", 1)[1] if "=" in r else None) for r in ref]
     opts = IngestOptions(
-        repo=repo, db_url=url, web_url=web_url or web_url_for(repo), cache_dir=data_dir / "repos",
-        tags=tags, refs=refs, since=since, latest=latest, force=force,
+        repo=repo,
+        db_url=url,
+        web_url=web_url or web_url_for(repo),
+        cache_dir=data_dir / "repos",
+        tags=tags,
+        refs=refs,
+        since=since,
+        latest=latest,
+        force=force,
         jobs=jobs or os.cpu_count() or 1,
     )
     console = Console(stderr=as_json)
     progress = Progress(
-        TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, disable=as_json or not console.is_terminal,
+        TextColumn("ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=as_json or not console.is_terminal,
     )
     task = progress.add_task("versions", total=None)
 
@@ -81,8 +103,10 @@ def ingest(
         print(f"flagatlas ingest: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        print("flagatlas ingest: interrupted; finished versions are kept, re-run to continue",
-              file=sys.stderr)
+        print(
+            "flagatlas ingest: interrupted; finished versions are kept, re-run to continue",
+            file=sys.stderr,
+        )
         raise typer.Exit(130) from None
     if as_json:
         print(json.dumps(summary_json(summary), indent=2))

@@ -164,7 +164,9 @@ def make_engine(url: str, readonly: bool = False) -> Engine:
             connect_args={"check_same_thread": False},
         )
     else:
-        engine = create_engine(url, connect_args={"check_same_thread": False} if url.startswith("sqlite") else {})
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False} if url.startswith("sqlite") else {}
+        )
     if url.startswith("sqlite"):
 
         @event.listens_for(engine, "connect")

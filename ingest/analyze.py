@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ from typing import Any
 from ingest.constraints import extract_constraints
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
-from ingest.pyast import args_attr
 from ingest.sites import scan
 
 ANALYZER_VERSION = 1
@@ -45,7 +45,9 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
-        facts["warnings"].append({"path": path, "line": exc.lineno or 0, "what": f"syntax error: {exc.msg}"})
+        facts["warnings"].append(
+            {"path": path, "line": exc.lineno or 0, "what": f"syntax error: {exc.msg}"}
+        )
         return facts
     facts["constraints"] = extract_constraints(tree, path)
     if kind == "server_args":
@@ -57,19 +59,30 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     return facts
 
 
+SELF_ATTR_RE = re.compile(r"\bself\.([a-z_][a-z0-9_]*)\b(\s*(?:[+\-*/|&]?=)(?!=))?")
+
+
 def _self_reads(tree: ast.Module, text: str, line_texts: dict[str, str]) -> list[list[Any]]:
-    """`self.x` inside ServerArgs methods: how server_args.py itself reads each flag."""
+    """`self.x` inside ServerArgs methods: how server_args.py itself reads each flag.
+
+    A text scan over the class's line span (an AST walk of this 7,000-line class costs
+    several times more); method calls are filtered out by the assembler, which keeps only
+    names that are flag dests.
+    """
+    cls = next(
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None
+    )
+    if cls is None:
+        return []
     lines = text.splitlines()
-    out = []
-    for node in tree.body:
-        if not (isinstance(node, ast.ClassDef) and node.name == "ServerArgs"):
+    out: list[list[Any]] = []
+    for no in range(cls.lineno, min(cls.end_lineno or cls.lineno, len(lines)) + 1):
+        line = lines[no - 1]
+        if "self." not in line or line.lstrip().startswith("#"):
             continue
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Attribute) and args_attr(sub) and isinstance(sub.value, ast.Name):
-                access = "write" if isinstance(sub.ctx, ast.Store) else "read"
-                out.append([sub.attr, sub.lineno, access])
-                if sub.lineno <= len(lines):
-                    line_texts.setdefault(str(sub.lineno), lines[sub.lineno - 1].strip()[:240])
+        for m in SELF_ATTR_RE.finditer(line):
+            out.append([m.group(1), no, "write" if m.group(2) else "read"])
+            line_texts.setdefault(str(no), line.strip()[:240])
     return out
 
 

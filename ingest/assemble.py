@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.constraints import site_key
+from ingest.flags import module_path_candidates, resolve_external
 
 # Values too common to say anything on their own: only attributed sites are kept for them.
 GENERIC_VALUES = {
@@ -51,6 +53,12 @@ def _camel_to_snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
+def _names_flag(snake: str, dest: str) -> bool:
+    """MoeRunnerBackend ~ moe_runner_backend, Fp4GemmRunnerBackend ~ fp4_gemm_runner_backend,
+    TransferBackend ~ disaggregation_transfer_backend."""
+    return dest == snake or dest.endswith("_" + snake) or dest == snake.replace("_runner", "")
+
+
 def _link_enums(
     enums: list[tuple[str, dict[str, Any]]], flags: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -62,19 +70,20 @@ def _link_enums(
     """
     scored: list[tuple[float, int, str]] = []  # (score, enum index, option)
     for i, (_path, enum) in enumerate(enums):
-        values = {str(m["value"]).lower() for m in enum["members"]}
+        values = {m["value"].lower() for m in enum["members"] if isinstance(m["value"], str)}
         snake = _camel_to_snake(enum["name"])
         for flag in flags:
             if not flag["choices"] or flag["deprecated"]:
                 continue
-            choices = {str(c).lower() for c in flag["choices"]}
+            choices = {c.lower() for c in flag["choices"] if isinstance(c, str)}
             common = len(values & choices)
             if common < 2:
                 continue
             jaccard = common / len(values | choices)
-            named = snake == flag["dest"] or snake.replace("runner_", "") == flag["dest"]
-            if jaccard >= 0.5 or (named and common >= 2):
+            named = _names_flag(snake, flag["dest"])
+            if (jaccard >= 0.5 and common >= 3) or named:
                 scored.append((jaccard + (1.0 if named else 0.0), i, flag["name"]))
+    dest_of = {f["name"]: f["dest"] for f in flags}
     best: dict[str, float] = defaultdict(float)
     for score, _i, option in scored:
         best[option] = max(best[option], score)
@@ -85,12 +94,23 @@ def _link_enums(
     out = []
     for i, options in sorted(linked.items()):
         path, enum = enums[i]
-        out.append({**enum, "path": path, "flags": sorted(set(options))})
+        snake = _camel_to_snake(enum["name"])
+        exact = [o for o in set(options) if dest_of[o] in (snake, snake.replace("_runner", ""))]
+        named = exact or sorted(o for o in set(options) if _names_flag(snake, dest_of[o]))
+        # References to the enum are attributed to the one flag it is named after, or to its
+        # only linked flag; otherwise they stay ambiguous between the linked flags.
+        primary = named[0] if len(named) == 1 else (options[0] if len(set(options)) == 1 else None)
+        out.append({**enum, "path": path, "flags": sorted(set(options)), "primary": primary})
     return out
 
 
-def assemble(files: dict[str, str], facts: dict[str, dict[str, Any]]) -> VersionRows:
-    """`files`: path -> sha of the version; `facts`: facts key -> facts of every file."""
+def assemble(
+    files: dict[str, str],
+    facts: dict[str, dict[str, Any]],
+    read_text: Callable[[str], str] | None = None,
+) -> VersionRows:
+    """`files`: path -> sha of the version; `facts`: facts key -> facts of every file;
+    `read_text(sha)`: a blob's text, to resolve choices imported from other modules."""
     from ingest.analyze import facts_key
 
     rows = VersionRows()
@@ -105,6 +125,9 @@ def assemble(files: dict[str, str], facts: dict[str, dict[str, Any]]) -> Version
     rows.era = main.get("era", 1)
     rows.flags = [dict(f) for f in main.get("flags", [])]
     rows.cited[SERVER_ARGS_PATH] = files[SERVER_ARGS_PATH]
+    for flag in rows.flags:
+        if flag.get("choices_external"):
+            _resolve_external_choices(flag, files, read_text, rows)
     for path in files:
         rows.warnings.extend(facts_of(path).get("warnings", []))
 
@@ -128,6 +151,32 @@ def assemble(files: dict[str, str], facts: dict[str, dict[str, Any]]) -> Version
         rows.cited[enum["path"]] = files[enum["path"]]
     _choice_sites(rows, files, facts_of, option_of, by_option)
     return rows
+
+
+def _resolve_external_choices(
+    flag: dict[str, Any], files: dict[str, str], read_text, rows: VersionRows
+) -> None:
+    unresolved = []
+    values = list(flag["choices"] or [])
+    for expr, module in flag["choices_external"]:
+        path = next((p for p in module_path_candidates(module) if p in files), None)
+        found = resolve_external(expr, read_text(files[path])) if path and read_text else None
+        if found is None:
+            unresolved.append(expr)
+        else:
+            values.extend(v for v in found if v not in values)
+            assert path is not None
+            rows.cited[path] = files[path]
+    flag["choices"] = values or None
+    flag["choices_dynamic"] = bool(unresolved)
+    if unresolved and not values:
+        rows.warnings.append(
+            {
+                "path": flag["path"],
+                "line": flag["line"],
+                "what": f"choices of {flag['name']} are computed at run time ({', '.join(unresolved)})",
+            }
+        )
 
 
 def _constraints(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> None:
@@ -164,8 +213,13 @@ def _usages(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> No
                 continue
             seen.add((name, line))
             rows.usages.append(
-                {"dest": name, "access": access, "path": path, "line": line,
-                 "text": lines.get(str(line), "")}
+                {
+                    "dest": name,
+                    "access": access,
+                    "path": path,
+                    "line": line,
+                    "text": lines.get(str(line), ""),
+                }
             )
             rows.cited[path] = sha
 
@@ -201,8 +255,15 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
                 return
             seen.add(key)
             rows.choice_sites.append(
-                {"value": str(value), "flag": flag, "candidates": candidates if flag is None else [],
-                 "how": how, "path": path, "line": line, "text": lines.get(str(line), "")}
+                {
+                    "value": str(value),
+                    "flag": flag,
+                    "candidates": candidates if flag is None else [],
+                    "how": how,
+                    "path": path,
+                    "line": line,
+                    "text": lines.get(str(line), ""),
+                }
             )
             rows.cited[path] = sha
 
@@ -217,10 +278,11 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
                     (m["value"] for m in targets[0][0]["members"] if m["name"] == targets[0][1]),
                     value,
                 )
+                enums_hit = {id(enum): enum for enum, _m in targets}
                 if owner in options:
                     add(member_value, line, how, owner, [])
-                elif len(options) == 1:
-                    add(member_value, line, how, options[0], [])
+                elif len(enums_hit) == 1 and targets[0][0]["primary"]:
+                    add(member_value, line, how, targets[0][0]["primary"], [])
                 else:
                     add(member_value, line, how, None, options)
                 continue
@@ -240,5 +302,4 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
                 m = next((m for m in enum["members"] if m["name"] == member), None)
                 if m is None:
                     continue
-                options = enum["flags"]
-                add(m["value"], line, "enum", options[0] if len(options) == 1 else None, options)
+                add(m["value"], line, "enum", enum["primary"], enum["flags"])

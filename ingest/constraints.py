@@ -29,9 +29,7 @@ def scan_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.As
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     if stmt.name not in SKIP_METHODS:
                         found.append((f"ServerArgs.{stmt.name}", stmt))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _takes_server_args(
-            node
-        ):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _takes_server_args(node):
             found.append((node.name, node))
     return found
 
@@ -39,7 +37,9 @@ def scan_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.As
 def _takes_server_args(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     for arg in func.args.args + func.args.kwonlyargs:
         annotation = source(arg.annotation) if arg.annotation else ""
-        if arg.arg in ("server_args", "args") and (arg.arg == "server_args" or "ServerArgs" in annotation):
+        if arg.arg in ("server_args", "args") and (
+            arg.arg == "server_args" or "ServerArgs" in annotation
+        ):
             return True
         if "ServerArgs" in annotation:
             return True
@@ -54,18 +54,22 @@ def extract_constraints(tree: ast.Module, path: str) -> list[dict[str, Any]]:
 
 
 def _walk(
-    body: list[ast.stmt], conds: list[str], func: str, path: str, out: list[dict[str, Any]],
-    cond_nodes: list[ast.expr] | None = None,
+    body: list[ast.stmt],
+    conds: list[str],
+    func: str,
+    path: str,
+    out: list[dict[str, Any]],
+    cond_nodes: list[list[str]] | None = None,
 ) -> None:
+    # cond_nodes: the server-args names each enclosing condition reads (computed once per if).
     cond_nodes = cond_nodes or []
     for stmt in body:
         if isinstance(stmt, ast.If):
             text = source(stmt.test)
-            _walk(stmt.body, [*conds, text], func, path, out, [*cond_nodes, stmt.test])
+            reads = [*cond_nodes, names_read(stmt.test)]
+            _walk(stmt.body, [*conds, text], func, path, out, reads)
             if stmt.orelse:
-                neg = f"not ({text})"
-                neg_node = ast.UnaryOp(op=ast.Not(), operand=stmt.test)
-                _walk(stmt.orelse, [*conds, neg], func, path, out, [*cond_nodes, neg_node])
+                _walk(stmt.orelse, [*conds, f"not ({text})"], func, path, out, reads)
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
             _walk(stmt.body, conds, func, path, out, cond_nodes)
             _walk(getattr(stmt, "orelse", []), conds, func, path, out, cond_nodes)
@@ -84,14 +88,23 @@ def _walk(
             test = source(stmt.test)
             fail = f"not ({test})"
             site = _site(
-                "assert", stmt, [*conds, fail], [*cond_nodes, stmt.test], func, path,
+                "assert",
+                stmt,
+                [*conds, fail],
+                [*cond_nodes, names_read(stmt.test)],
+                func,
+                path,
                 _text(stmt.msg),
             )
             site["affects"] = _merge(site["affects"], names_read(stmt.test))
             out.append(site)
         elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and conds:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            written = {t.attr: source(stmt.value) for t in targets if (args_attr(t) and isinstance(t, ast.Attribute))}
+            written = {
+                t.attr: source(stmt.value)
+                for t in targets
+                if (args_attr(t) and isinstance(t, ast.Attribute))
+            }
             if written and stmt.value is not None:
                 if isinstance(stmt, ast.AugAssign):
                     op = source(ast.BinOp(left=ast.Name("x"), op=stmt.op, right=stmt.value))
@@ -103,7 +116,11 @@ def _walk(
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
             name = call_name(call)
-            if WARNING_CALLS.search(name) and not name.startswith("self.") or name == "warnings.warn":
+            if (
+                WARNING_CALLS.search(name)
+                and not name.startswith("self.")
+                or name == "warnings.warn"
+            ):
                 message = _text(call.args[0]) if call.args else ""
                 out.append(_site("warning", stmt, conds, cond_nodes, func, path, message))
             elif name == "setattr" and conds and len(call.args) == 3:
@@ -145,14 +162,14 @@ def _site(
     kind: str,
     stmt: ast.stmt,
     conds: list[str],
-    cond_nodes: list[ast.expr],
+    cond_nodes: list[list[str]],
     func: str,
     path: str,
     message: str,
 ) -> dict[str, Any]:
     read: list[str] = []
-    for node in cond_nodes:
-        read = _merge(read, names_read(node))
+    for names in cond_nodes:
+        read = _merge(read, names)
     mentioned = [m.replace("-", "_") for m in OPTION_RE.findall(message)]
     if kind in ("raise", "warning"):
         exprs = [stmt.exc] if isinstance(stmt, ast.Raise) and stmt.exc else []

@@ -35,6 +35,10 @@ REPLACEMENT_RE = re.compile(
     r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)\s+[`'\"]?(--[A-Za-z0-9][\w-]*)"
 )
 SEPARATOR_RE = re.compile(r"^[\s#=\-*_~]*$")
+EXTEND_RE = re.compile(
+    r"\b([A-Z_][A-Z0-9_]*)\.(?:extend|append|add|update)\(|\b([A-Z_][A-Z0-9_]*)\s*\+="
+)
+ADD_ARGUMENT_RE = re.compile(r"\.add_argument\(")
 
 
 @dataclass
@@ -48,16 +52,16 @@ class ModuleInfo:
     imports: dict[str, str] = field(default_factory=dict)  # name -> module it came from
 
 
-def module_info(tree: ast.Module, class_name: str = "ServerArgs") -> ModuleInfo:
+def module_info(tree: ast.Module, text: str, class_name: str = "ServerArgs") -> ModuleInfo:
     info = ModuleInfo()
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
                 info.lists[target.id] = node.value
-                text = render_text(node.value)
-                if isinstance(node.value, ast.Constant) and text is not None:
-                    info.strings[target.id] = text
+                rendered = render_text(node.value)
+                if isinstance(node.value, ast.Constant) and rendered is not None:
+                    info.strings[target.id] = rendered
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
             info.lists[node.target.id] = node.value
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -68,21 +72,11 @@ def module_info(tree: ast.Module, class_name: str = "ServerArgs") -> ModuleInfo:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                     info.field_defaults[stmt.target.id] = _field_default(stmt.value)
     # `X.extend(...)`, `X.append(...)`, `X += ...` anywhere (typically in add_*_choices hooks).
-    for sub in ast.walk(tree):
-        if (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Attribute)
-            and sub.func.attr in ("extend", "append", "add", "update")
-            and isinstance(sub.func.value, ast.Name)
-            and sub.func.value.id in info.lists
-        ):
-            info.extended.add(sub.func.value.id)
-        elif (
-            isinstance(sub, ast.AugAssign)
-            and isinstance(sub.target, ast.Name)
-            and sub.target.id in info.lists
-        ):
-            info.extended.add(sub.target.id)
+    # A text scan: walking the whole tree for this would cost more than the rest together.
+    for m in EXTEND_RE.finditer(text):
+        name = m.group(1) or m.group(2)
+        if name in info.lists:
+            info.extended.add(name)
     return info
 
 
@@ -108,6 +102,9 @@ class Choices:
     const: str | None = None
     extensible: bool = False
     dynamic: bool = False
+    # Sub-expressions rooted at an imported name, resolved later against that module:
+    # [(source text, module)], e.g. ("list(ReasoningParser.DetectorMap.keys())", "sglang...").
+    external: list[tuple[str, str]] = field(default_factory=list)
 
 
 def resolve_choices(
@@ -140,12 +137,15 @@ def resolve_choices(
     if isinstance(node, ast.Name):
         target = local.get(node.id) if node.id in local else info.lists.get(node.id)
         if target is None:
-            return Choices(const=node.id, dynamic=True)
+            module = info.imports.get(node.id)
+            return Choices(
+                const=node.id, dynamic=True, external=[(node.id, module)] if module else []
+            )
         sub = resolve_choices(target, info, local if node.id in local else {}, depth + 1)
         extensible = node.id in info.extended or sub.extensible
         if node.id in local:  # a local variable is not a named constant worth showing
-            return Choices(sub.values, sub.const, extensible, sub.dynamic)
-        return Choices(sub.values, sub.const or node.id, extensible, sub.dynamic)
+            return Choices(sub.values, sub.const, extensible, sub.dynamic, sub.external)
+        return Choices(sub.values, sub.const or node.id, extensible, sub.dynamic, sub.external)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left = resolve_choices(node.left, info, local, depth + 1)
         right = resolve_choices(node.right, info, local, depth + 1)
@@ -154,6 +154,7 @@ def resolve_choices(
             left.const or right.const,
             left.extensible or right.extensible,
             left.dynamic or right.dynamic,
+            left.external + right.external,
         )
     if isinstance(node, ast.Call) and call_name(node) in ("list", "sorted", "tuple", "set"):
         if node.args:
@@ -166,6 +167,11 @@ def resolve_choices(
                         if all(k is not NOT_LITERAL for k in keys):
                             return Choices(keys, const=inner.func.value.id)
             return resolve_choices(inner, info, local, depth + 1)
+    root = node
+    while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    if isinstance(root, ast.Name) and root.id in info.imports:
+        return Choices(dynamic=True, external=[(source(node), info.imports[root.id])])
     return Choices(dynamic=True)
 
 
@@ -177,7 +183,7 @@ class Extraction:
 
 
 def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
-    info = module_info(tree)
+    info = module_info(tree, text)
     lines = text.splitlines()
     out = Extraction()
     server_args = next(
@@ -193,8 +199,11 @@ def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
             out.era = 3
             _assign_sections(out.flags, lines, server_args)
     manual: list[dict[str, Any]] = []
-    for func in ast.walk(tree):
-        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    call_lines = [text.count("\n", 0, m.start()) + 1 for m in ADD_ARGUMENT_RE.finditer(text)]
+    for func in _functions(tree):
+        # Only functions that contain an add_argument call are walked (text pre-check).
+        lo, hi = func.lineno, func.end_lineno or func.lineno
+        if not any(lo <= n <= hi for n in call_lines):
             continue
         local = _local_assignments(func)
         for sub in ast.walk(func):
@@ -214,15 +223,49 @@ def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
     manual.sort(key=lambda f: f["line"])
     out.flags.extend(manual)
     if out.era == 1 and (
-        info.extended or any(n.endswith("_CHOICES") for n in info.lists) or _has_deprecated(manual)
+        info.extended
+        or any(n.endswith("_CHOICES") for n in info.lists)
+        or any("Deprecated" in (f["action"] or "") for f in manual)
     ):
         out.era = 2
+    _apply_cli_remaps(tree, out.flags)
     _dedupe(out)
     return out
 
 
-def _has_deprecated(flags: list[dict[str, Any]]) -> bool:
-    return any(f["deprecated"] for f in flags)
+def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Module-level functions and methods of top-level classes."""
+    out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(node)
+        elif isinstance(node, ast.ClassDef):
+            out.extend(
+                n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
+    return out
+
+
+def _apply_cli_remaps(tree: ast.Module, flags: list[dict[str, Any]]) -> None:
+    """`from_cli_args` copies some argparse dests onto dataclass fields
+    (`args.tp_size = args.tensor_parallel_size`): the field is the flag's real dest."""
+    remap: dict[str, str] = {}
+    for func in _functions(tree):
+        if func.name != "from_cli_args":
+            continue
+        for stmt in ast.walk(func):
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Attribute)
+                and isinstance(stmt.value, ast.Attribute)
+                and isinstance(stmt.targets[0].value, ast.Name)
+                and isinstance(stmt.value.value, ast.Name)
+                and stmt.targets[0].value.id == stmt.value.value.id == "args"
+            ):
+                remap[stmt.value.attr] = stmt.targets[0].attr
+    for flag in flags:
+        flag["dest"] = remap.get(flag["dest"], flag["dest"])
 
 
 def _dedupe(out: Extraction) -> None:
@@ -270,6 +313,7 @@ def _new_flag(path: str, node: ast.AST) -> dict[str, Any]:
         "choices_const": None,
         "choices_extensible": False,
         "choices_dynamic": False,
+        "choices_external": [],
         "help": "",
         "hidden": False,
         "action": None,
@@ -348,8 +392,11 @@ def _argparse_flag(
     options = [literal(a) for a in call.args]
     if not options or not all(isinstance(o, str) for o in options):
         out.warnings.append(
-            {"path": path, "line": call.lineno, "what": f"add_argument names not literal: "
-             f"{source(call)[:80]}"}
+            {
+                "path": path,
+                "line": call.lineno,
+                "what": f"add_argument names not literal: {source(call)[:80]}",
+            }
         )
         return None
     if not options[0].startswith("-"):
@@ -361,8 +408,11 @@ def _argparse_flag(
     dest = literal(kwarg(call, "dest"))
     flag["dest"] = dest if isinstance(dest, str) else flag["name"].lstrip("-").replace("-", "_")
     action = kwarg(call, "action")
-    flag["action"] = (literal(action) if isinstance(action, ast.Constant) else source(action)) \
-        if action is not None else None
+    flag["action"] = (
+        (literal(action) if isinstance(action, ast.Constant) else source(action))
+        if action is not None
+        else None
+    )
     type_node = kwarg(call, "type")
     flag["type"] = source(type_node) if type_node is not None else None
     if flag["action"] in ("store_true", "store_false", "BooleanOptionalAction") or (
@@ -395,7 +445,8 @@ def _apply_choices(flag: dict[str, Any], choices: Choices, node: ast.AST, out: E
     flag["choices_const"] = choices.const
     flag["choices_extensible"] = choices.extensible
     flag["choices_dynamic"] = choices.dynamic
-    if choices.dynamic and not choices.values:
+    flag["choices_external"] = [list(e) for e in choices.external]
+    if choices.dynamic and not choices.values and not choices.external:
         out.warnings.append(
             {
                 "path": flag["path"],
@@ -439,8 +490,11 @@ def _field_flag(
                     )
                 elif kw.arg not in ARG_META_KEYS:
                     out.warnings.append(
-                        {"path": path, "line": kw.value.lineno,
-                         "what": f"unknown Arg keyword {kw.arg}"}
+                        {
+                            "path": path,
+                            "line": kw.value.lineno,
+                            "what": f"unknown Arg keyword {kw.arg}",
+                        }
                     )
                 meta[kw.arg or "**"] = kw.value
             break
@@ -497,8 +551,10 @@ def _field_flag(
         flag["action"] = "store_true"
         flag["type"] = "bool"
     else:
-        flag["type"] = source(type_parser) if type_parser else (
-            inner_src if inner_src in ("str", "int", "float") else "str"
+        flag["type"] = (
+            source(type_parser)
+            if type_parser
+            else (inner_src if inner_src in ("str", "int", "float") else "str")
         )
         nargs = literal(meta.get("nargs"))
         if nargs is not NOT_LITERAL and nargs is not None:
@@ -550,3 +606,49 @@ def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.A
             current = headers[i][1]
             i += 1
         flag["section"] = current
+
+
+def module_path_candidates(module: str) -> list[str]:
+    base = "python/" + module.replace(".", "/")
+    return [base + ".py", base + "/__init__.py"]
+
+
+def resolve_external(expr_src: str, module_text: str) -> list[Any] | None:
+    """Resolve a choices sub-expression against the module it was imported from.
+
+    Handles a module-level constant (`SUPPORTED_LORA_TARGET_MODULES`) and a class attribute
+    mapping (`list(ReasoningParser.DetectorMap.keys())`). None when it stays unknown.
+    """
+    try:
+        expr = ast.parse(expr_src, mode="eval").body
+        tree = ast.parse(module_text)
+    except SyntaxError:
+        return None
+    info = module_info(tree, module_text)
+    if isinstance(expr, ast.Call) and call_name(expr) in ("list", "sorted", "tuple") and expr.args:
+        expr = expr.args[0]
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr == "keys":
+            expr = expr.func.value
+    if isinstance(expr, ast.Name):
+        choices = resolve_choices(expr, info, {})
+        return choices.values if choices.values and not choices.dynamic else None
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        cls = next(
+            (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == expr.value.id),
+            None,
+        )
+        for stmt in cls.body if cls else []:
+            targets = (
+                stmt.targets
+                if isinstance(stmt, ast.Assign)
+                else ([stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value else [])
+            )
+            if any(isinstance(t, ast.Name) and t.id == expr.attr for t in targets):
+                assert isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
+                if isinstance(stmt.value, ast.Dict):
+                    keys = [literal(k) for k in stmt.value.keys if k is not None]
+                    return None if any(k is NOT_LITERAL for k in keys) else keys
+                choices = resolve_choices(stmt.value, info, {})
+                return choices.values if choices.values and not choices.dynamic else None
+    return None

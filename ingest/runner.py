@@ -119,15 +119,29 @@ def run(
         reader = reader or BlobReader(gitdir)
         return zlib.compress(reader.read(sha), 1)
 
+    module_texts: dict[str, str] = {}
+
+    def read_text(sha: str) -> str:
+        if sha not in module_texts:
+            module_texts[sha] = zlib.decompress(blob_text(sha)).decode("utf-8", "replace")
+        return module_texts[sha]
+
     try:
         for ref in todo:
             t0 = time.perf_counter()
-            rows = assemble(trees[ref.label], facts)
+            rows = assemble(trees[ref.label], facts, read_text)
             write_version(engine, ref, rows, opts.web_url, time.perf_counter() - t0, blob_text)
             c = rows.counts()
             s = VersionSummary(
-                ref.label, rows.era, c["flags"], c["enums"], c["constraints"], c["usages"],
-                c["choice_sites"], c["warnings"], time.perf_counter() - t0,
+                ref.label,
+                rows.era,
+                c["flags"],
+                c["enums"],
+                c["constraints"],
+                c["usages"],
+                c["choice_sites"],
+                c["warnings"],
+                time.perf_counter() - t0,
             )
             summary.versions.append(s)
             on_version(s)

@@ -114,7 +114,14 @@ def scan(data: bytes) -> dict[str, Any]:
         for value in values:
             choices.append([value, lines.at(m.start()), tail, "contains"])
     for m in IS_CALL_RE.finditer(data):
-        choices.append([m.group(1).decode(), lines.at(m.start()), subject_tail(lines.prefix(m.start())), "is_call"])
+        choices.append(
+            [
+                m.group(1).decode(),
+                lines.at(m.start()),
+                subject_tail(lines.prefix(m.start())),
+                "is_call",
+            ]
+        )
     enum_refs: list[list[Any]] = []
     if b"." in data:
         for m in ENUM_REF_RE.finditer(data):

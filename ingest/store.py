@@ -72,7 +72,10 @@ def stored_blobs(conn: Connection, shas: list[str]) -> set[str]:
     table = Blob.__table__  # type: ignore[attr-defined]
     found: set[str] = set()
     for i in range(0, len(shas), 900):
-        found.update(r[0] for r in conn.execute(select(table.c.sha).where(table.c.sha.in_(shas[i : i + 900]))))
+        found.update(
+            r[0]
+            for r in conn.execute(select(table.c.sha).where(table.c.sha.in_(shas[i : i + 900])))
+        )
     return found
 
 
@@ -112,8 +115,15 @@ def write_version(
             conn,
             t[Enum],
             [
-                {"version_id": vid, "name": e["name"], "path": e["path"], "line": e["line"],
-                 "end_line": e["end_line"], "members": dumps(e["members"]), "flags": dumps(e["flags"])}
+                {
+                    "version_id": vid,
+                    "name": e["name"],
+                    "path": e["path"],
+                    "line": e["line"],
+                    "end_line": e["end_line"],
+                    "members": dumps(e["members"]),
+                    "flags": dumps(e["flags"]),
+                }
                 for e in rows.enums
             ],
         )
@@ -121,11 +131,21 @@ def write_version(
             conn,
             t[ConstraintSite],
             [
-                {"version_id": vid, "kind": c["kind"], "function": c["function"],
-                 "condition": " and ".join(c["conditions"]), "conditions": dumps(c["conditions"]),
-                 "message": c["message"], "flags": dumps(c["flags"]), "affects": dumps(c["affects"]),
-                 "writes": dumps(c["writes"]), "key": c["key"], "path": c["path"],
-                 "line": c["line"], "end_line": c["end_line"]}
+                {
+                    "version_id": vid,
+                    "kind": c["kind"],
+                    "function": c["function"],
+                    "condition": " and ".join(c["conditions"]),
+                    "conditions": dumps(c["conditions"]),
+                    "message": c["message"],
+                    "flags": dumps(c["flags"]),
+                    "affects": dumps(c["affects"]),
+                    "writes": dumps(c["writes"]),
+                    "key": c["key"],
+                    "path": c["path"],
+                    "line": c["line"],
+                    "end_line": c["end_line"],
+                }
                 for c in rows.constraints
             ],
         )
@@ -133,10 +153,15 @@ def write_version(
         _insert(
             conn,
             t[ChoiceSite],
-            [{"version_id": vid, **c, "candidates": dumps(c["candidates"])} for c in rows.choice_sites],
+            [
+                {"version_id": vid, **c, "candidates": dumps(c["candidates"])}
+                for c in rows.choice_sites
+            ],
         )
         _insert(
-            conn, t[VersionFile], [{"version_id": vid, "path": p, "sha": s} for p, s in rows.cited.items()]
+            conn,
+            t[VersionFile],
+            [{"version_id": vid, "path": p, "sha": s} for p, s in rows.cited.items()],
         )
         shas = sorted(set(rows.cited.values()))
         have = stored_blobs(conn, shas)

@@ -78,12 +78,14 @@ def select(
             raise ValueError(f"--since {since!r} is neither a version nor an ingested label")
         if floor is not None:
             ordered = [
-                r for r in ordered
-                if (v := parse_version(r.label)) is None and _after_release(r, ordered, floor)
+                r
+                for r in ordered
+                if (v := parse_version(r.label)) is None
+                and _after_release(r, ordered, floor)
                 or (v is not None and v >= floor)
             ]
         else:
-            ordered = ordered[labels.index(since):]
+            ordered = ordered[labels.index(since) :]
     if latest is not None:
         ordered = ordered[-latest:] if latest > 0 else []
     return ordered
