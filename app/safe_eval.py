@@ -2,10 +2,10 @@
 
 Condition texts come from an untrusted repository, so they are parsed with `ast` and only a
 whitelisted subset is interpreted: names of flags (`self.x`, `server_args.x`, bare `x`),
-constants, comparisons, `in`, `is None`, boolean operators, `not`, arithmetic and
-conditional expressions. Everything else (calls, subscripts, other attributes...) yields an
-`Undecidable` carrying the reason, and three-valued logic lets `False and <anything>` still
-decide.
+constants, comparisons, `in`, `is None`, boolean operators, `not`, arithmetic, conditional
+expressions and `:=` (its value). Everything else (calls, subscripts, other attributes...)
+yields an `Undecidable` carrying the reason, and three-valued logic lets
+`False and <anything>` still decide.
 """
 
 from __future__ import annotations
@@ -187,6 +187,8 @@ class Evaluator:
             return self._binop(node)
         if isinstance(node, ast.Compare):
             return self._compare(node)
+        if isinstance(node, ast.NamedExpr):  # `(x := self.y) is not None`: the value is y's
+            return self._value(node.value)
         if isinstance(node, ast.IfExp):
             test = self._truth(node.test)
             if isinstance(test, Undecidable):

@@ -43,6 +43,7 @@ ENV = {
         ('getattr(self, "pp_size", 1) > 1', True),
         ('hasattr(server_args, "tp_size")', True),
         ("self.disable_overlap_schedule\n    and self.speculative_algorithm is None", False),
+        ("not ((x := self.speculative_algorithm) is not None)", True),
         ("True", True),
         ("0", False),
     ],
