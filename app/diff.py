@@ -97,6 +97,37 @@ def _multiset_minus(
     return out
 
 
+def _same_check(site: ConstraintSite) -> tuple[str, ...]:
+    """What a site does, without its condition: kind, function, and message (or, for a
+    silent override, what it writes)."""
+    return (site.kind, site.function, site.message, "" if site.message else site.writes)
+
+
+def pair_constraints(
+    removed: list[ConstraintSite], added: list[ConstraintSite]
+) -> dict[str, list[Any]]:
+    """Pair a removed and an added site that do the same thing under a changed condition,
+    so the diff shows one "condition changed" entry instead of an unrelated add and remove.
+    Returns {"constraints_added", "constraints_removed", "constraints_changed": [(old, new)]}."""
+    waiting: dict[tuple[str, ...], list[ConstraintSite]] = {}
+    for site in added:
+        waiting.setdefault(_same_check(site), []).append(site)
+    changed: list[tuple[ConstraintSite, ConstraintSite]] = []
+    gone: list[ConstraintSite] = []
+    for site in removed:
+        match = waiting.get(_same_check(site))
+        if match:
+            changed.append((site, match.pop(0)))
+        else:
+            gone.append(site)
+    paired = {id(new) for _old, new in changed}
+    return {
+        "constraints_added": [s for s in added if id(s) not in paired],
+        "constraints_removed": gone,
+        "constraints_changed": changed,
+    }
+
+
 def _members(enum: Enum) -> dict[str, Any]:
     return {m["name"]: m.get("value") for m in loads(enum.members) or []}
 
@@ -211,8 +242,7 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "removed": removed,
         "renamed": renamed,
         "changed": changed,
-        "constraints_added": _multiset_minus(cb, ca),
-        "constraints_removed": _multiset_minus(ca, cb),
+        **pair_constraints(_multiset_minus(ca, cb), _multiset_minus(cb, ca)),
         "enums_added": enums["added"],
         "enums_removed": enums["removed"],
         "enums_changed": enums["changed"],
@@ -227,6 +257,7 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "changes": len(changed),
         "constraints_added": len(result["constraints_added"]),
         "constraints_removed": len(result["constraints_removed"]),
+        "constraints_changed": len(result["constraints_changed"]),
         "enums_changed": len(enums["added"]) + len(enums["removed"]) + len(enums["changed"]),
     }
     return result

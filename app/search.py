@@ -573,6 +573,7 @@ def _ranked(
     for t in tokens:
         for n in scoped(per_token[t][0] | per_token[t][1]) - seen:
             cover.setdefault(n, set()).add(t)
+    in_name = {n: len(ts) for n, ts in cover.items()}  # words matched in the name itself
     owner: dict[str, str] = {}
     for t in tokens:
         for a in op.analyzer(t, mode="query"):
@@ -591,7 +592,7 @@ def _ranked(
     rest = heapq.nsmallest(
         max(need - len(out), 0),
         cover,
-        key=lambda n: (-len(cover[n]), -score.get(n, 0.0), names.order[n]),
+        key=lambda n: (-len(cover[n]), -in_name.get(n, 0), -score.get(n, 0.0), names.order[n]),
     )
     return out + [(n, 5) for n in rest]
 

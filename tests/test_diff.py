@@ -28,6 +28,7 @@ V1 = {
         ("k-moved", "raise", "check", "alpha needs beta", 10),
         ("k-removed", "assert", "check", "gone must be set", 20),
         ("", "override", "post_init", "", 30),  # no key: matched by kind+function+condition
+        ("k-cond-1", "raise", "check", "beta too big", 60, {"condition": "beta > 1"}),
     ],
     "enums": {
         "Backend": [("A", "a"), ("B", "b")],
@@ -52,6 +53,7 @@ V2 = {
         ("k-moved", "raise", "check", "alpha needs beta", 90),  # same site, moved lines
         ("k-added", "raise", "check", "fresh conflicts with beta", 40),
         ("", "override", "post_init", "", 70),
+        ("k-cond-2", "raise", "check", "beta too big", 65, {"condition": "beta > 2 and gamma"}),
     ],
     "enums": {
         "Backend": [("A", "a"), ("C", "c")],
@@ -122,6 +124,14 @@ def test_constraints_matched_by_what_they_check_not_by_line(planted: str) -> Non
     d = _diff(planted, "v1", "v2")
     assert [c.message for c in d["constraints_added"]] == ["fresh conflicts with beta"]
     assert [c.message for c in d["constraints_removed"]] == ["gone must be set"]
+
+
+def test_constraint_with_a_new_condition_is_one_change(planted: str) -> None:
+    d = _diff(planted, "v1", "v2")
+    ((old, new),) = d["constraints_changed"]
+    assert (old.condition, new.condition) == ("beta > 1", "beta > 2 and gamma")
+    assert d["summary"]["constraints_changed"] == 1
+    assert "beta too big" not in {c.message for c in d["constraints_added"]}
 
 
 def test_enums(planted: str) -> None:
@@ -206,6 +216,9 @@ def test_api_diff_contract(client: Any) -> None:
     assert added["source"]["line"] == 40 and added["source"]["permalink"].startswith("/v/v2/")
     assert body["constraints_removed"][0]["source"]["permalink"].startswith("/v/v1/")
     assert body["enums_changed"][0]["name"] == "Backend"
+    (changed,) = body["constraints_changed"]
+    assert changed["from"]["source"]["line"] == 60 and changed["to"]["source"]["line"] == 65
+    assert ["+", "2 and gamma"] in changed["condition"]
 
 
 def test_diff_page_links_both_versions(client: Any) -> None:

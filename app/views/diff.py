@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.deps import SessionDep
-from app.diff import diff_versions
+from app.diff import diff_versions, word_diff
 from app.queries import (
     NotFound,
     citation,
@@ -44,6 +44,7 @@ def diff_json(d: dict[str, Any]) -> dict[str, Any]:
         "changed": d["changed"],
         "constraints_added": [constraint_dict(b, c) for c in d["constraints_added"]],
         "constraints_removed": [constraint_dict(a, c) for c in d["constraints_removed"]],
+        "constraints_changed": changed_constraints(d),
         "enums_added": [enum_dict(b, e) for e in d["enums_added"]],
         "enums_removed": [enum_dict(a, e) for e in d["enums_removed"]],
         "enums_changed": [
@@ -57,6 +58,18 @@ def diff_json(d: dict[str, Any]) -> dict[str, Any]:
             for e in d["enums_changed"]
         ],
     }
+
+
+def changed_constraints(d: dict[str, Any]) -> list[dict[str, Any]]:
+    """Sites that do the same thing under a new condition: both ends and a word diff."""
+    return [
+        {
+            "from": constraint_dict(d["from"], old),
+            "to": constraint_dict(d["to"], new),
+            "condition": word_diff(old.condition, new.condition),
+        }
+        for old, new in d["constraints_changed"]
+    ]
 
 
 def _versions(request: Request, session: SessionDep, a: str, b: str) -> tuple[Version, Version]:
@@ -150,6 +163,7 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
         "changed_groups": _changed_groups(d),
         "constraints_added": [constraint_dict(vb, c) for c in d["constraints_added"]],
         "constraints_removed": [constraint_dict(va, c) for c in d["constraints_removed"]],
+        "constraints_changed": changed_constraints(d),
         "flag_url": flag_url,
         "swap_url": diff_url(vb.name, va.name),
         "api_url": f"/api/diff/{quote(va.name, safe='')}/{quote(vb.name, safe='')}",
