@@ -61,6 +61,13 @@ def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
             a, b = getattr(old, field), getattr(new, field)
         if a == b:
             continue
+        if (
+            field in ("choices", "aliases")
+            and a
+            and b
+            and sorted(map(str, a)) == sorted(map(str, b))
+        ):
+            continue  # the same values listed in another order
         change: dict[str, Any] = {"field": field, "from": a, "to": b}
         if field in ("choices", "aliases"):
             before, after = a or [], b or []

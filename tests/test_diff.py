@@ -23,6 +23,7 @@ V1 = {
         flag("--gone"),
         flag("--gamma", action="store_true", default=False),
         flag("--delta", choices=["p", "q"]),
+        flag("--order", choices=["a", "b", "c"]),
     ],
     "constraints": [
         ("k-moved", "raise", "check", "alpha needs beta", 10),
@@ -48,6 +49,7 @@ V2 = {
         flag("--gamma", action="store_true", default=False, deprecated=True),
         flag("--delta", choices=["p", "q"], deprecated=True, replacement="--delta2"),
         flag("--delta2", choices=["p", "q"]),
+        flag("--order", choices=["c", "a", "b"]),  # reordered only: not a change
     ],
     "constraints": [
         ("k-moved", "raise", "check", "alpha needs beta", 90),  # same site, moved lines
@@ -116,7 +118,9 @@ def test_field_changes(planted: str) -> None:
     gamma = _changes(d, "--gamma")
     assert gamma["deprecated"]["from"] is False and gamma["deprecated"]["to"] is True
     assert set(_changes(d, "--delta")) == {"deprecated"}
-    # Unchanged flags are not reported, and a rename alone is not a field change.
+    # Unchanged flags are not reported (nor reordered choices), and a rename alone is not a
+    # field change.
+    assert not _changes(d, "--order")
     assert not _changes(d, "--new-name") and not _changes(d, "--tensor-parallel-size")
 
 
