@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 
 FLAG_FIELDS = {"name", "dest", "aliases", "type", "default", "choices", "help", "deprecated"}
+SGLANG = "https://github.com/sgl-project/sglang"  # web_url of the kb_db fixture
 CITATION_FIELDS = {"path", "line", "end_line", "url", "permalink"}
 CONSTRAINT_FIELDS = {"kind", "function", "condition", "message", "flags", "affects", "source"}
 
@@ -29,10 +30,12 @@ def get(client: TestClient, url: str, status: int = 200) -> Any:
     return response.json()
 
 
-def check_citation(cite: dict[str, Any], version: str, commit: str | None = None) -> None:
+def check_citation(
+    cite: dict[str, Any], version: str, commit: str | None = None, web_url: str = WEB_URL
+) -> None:
     assert set(cite) >= CITATION_FIELDS
     assert cite["line"] <= cite["end_line"]
-    assert cite["url"].startswith(f"{WEB_URL}/blob/")
+    assert cite["url"].startswith(f"{web_url}/blob/")
     assert cite["url"].endswith(f"/{cite['path']}#L{cite['line']}-L{cite['end_line']}")
     if commit:
         assert f"/blob/{commit}/" in cite["url"]
@@ -269,13 +272,13 @@ def test_kb_db_fixture_routes(request: pytest.FixtureRequest) -> None:
         for flag in flags:
             page = get(client, flag["url"].replace("/v/", "/api/v/", 1))
             assert page["name"] == flag["name"]
-            check_citation(page["source"], name)
+            check_citation(page["source"], name, version["commit"], SGLANG)
             assert client.get(flag["url"]).status_code == 200
             for value in (page["choices"] or [])[:3]:
                 url = f"/api/v/{name}/backends/{flag['name']}/{value}"
                 assert get(client, url)["value"] == str(value)
         for c in get(client, f"/api/v/{name}/constraints")["constraints"]:
-            check_citation(c["source"], name)
+            check_citation(c["source"], name, version["commit"], SGLANG)
             assert client.get(c["source"]["permalink"].split("#")[0]).status_code == 200
         get(client, f"/api/v/{name}/enums")
         assert client.get(f"/v/{name}/backends").status_code == 200
@@ -327,3 +330,27 @@ def test_history_follows_a_new_ingest(tmp_path: Path) -> None:
     after = get(client, "/api/v/v0.3.0/flags/--pp-size")["history"]
     assert after[-1]["version"] == "v0.4.0" and after[-1]["field"] in ("default", "help")
     assert any(h["field"] == "default" and h["to"] == 2 for h in after)
+
+
+def test_kb_db_answers(request: pytest.FixtureRequest) -> None:
+    """The dashboard's answers on the ingested three-era fixture: a raise site, an override,
+    a choice handled by name, across eras."""
+    try:
+        db = request.getfixturevalue("kb_db")
+    except pytest.FixtureLookupError:
+        pytest.skip("tests/conftest.py has no kb_db fixture yet")
+    client = TestClient(create_app(f"sqlite:///{Path(db)}"), follow_redirects=False)
+    tbo = get(client, "/api/v/v0.2.0/flags/enable_two_batch_overlap")
+    raises = [c for c in tbo["constraints"] if c["kind"] == "raise"]
+    assert raises and "--moe-a2a-backend" in raises[0]["flags"]
+    source = get(client, raises[0]["source"]["permalink"].split("#")[0].replace("/v/", "/api/v/"))
+    assert "raise ValueError" in source["text"].split("\n")[raises[0]["source"]["line"] - 1]
+    pp = get(client, "/api/v/v0.2.0/flags/--pp-size")
+    assert any(
+        c["kind"] == "override" and "--disable-overlap-schedule" in c["affects"]
+        for c in pp["constraints"]
+    )
+    value = get(client, "/api/v/v0.2.0/backends/--moe-runner-backend/flashinfer_cutlass")
+    assert value["sites"] and all(s["text"] for s in value["sites"])
+    assert client.get("/latest/flags").headers["location"].startswith("/v/")
+    assert get(client, "/api/v/v0.2/flags", 404)["suggestions"][0]["name"] == "v0.2.0"
