@@ -181,8 +181,12 @@ def find_renames(old: dict[str, Flag], new: dict[str, Flag]) -> list[dict[str, s
             dest_owner.setdefault(f.dest, f.name)
     taken: set[str] = set()
     for name in removed:
+        # The old option is now an alias of another, or one of its aliases became the option.
+        promoted = [a for a in loads(old[name].aliases) or [] if a in added and a not in taken]
         if name in alias_owner:
             renames.append({"from": name, "to": alias_owner[name], "via": "alias"})
+        elif promoted:
+            renames.append({"from": name, "to": promoted[0], "via": "alias"})
         elif old[name].dest in dest_owner and dest_owner[old[name].dest] not in taken:
             renames.append({"from": name, "to": dest_owner[old[name].dest], "via": "dest"})
         else:

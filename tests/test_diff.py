@@ -24,6 +24,7 @@ V1 = {
         flag("--gamma", action="store_true", default=False),
         flag("--delta", choices=["p", "q"]),
         flag("--order", choices=["a", "b", "c"]),
+        flag("--long-option", aliases=["--lo"]),
     ],
     "constraints": [
         ("k-moved", "raise", "check", "alpha needs beta", 10),
@@ -50,6 +51,7 @@ V2 = {
         flag("--delta", choices=["p", "q"], deprecated=True, replacement="--delta2"),
         flag("--delta2", choices=["p", "q"]),
         flag("--order", choices=["c", "a", "b"]),  # reordered only: not a change
+        flag("--lo"),  # the alias became the option
     ],
     "constraints": [
         ("k-moved", "raise", "check", "alpha needs beta", 90),  # same site, moved lines
@@ -99,8 +101,9 @@ def test_added_removed_and_renamed(planted: str) -> None:
         ("--old-name", "--new-name", "alias"),
         ("--tp", "--tensor-parallel-size", "dest"),
         ("--delta", "--delta2", "deprecated"),
+        ("--long-option", "--lo", "alias"),
     }
-    assert d["summary"]["added"] == 1 and d["summary"]["renamed"] == 3
+    assert d["summary"]["added"] == 1 and d["summary"]["renamed"] == 4
 
 
 def test_field_changes(planted: str) -> None:
@@ -227,7 +230,7 @@ def test_api_diff_contract(client: Any) -> None:
 
 def test_diff_page_links_both_versions(client: Any) -> None:
     html = client.get("/diff/v1...v2").text
-    assert "1 added" in html and "1 removed" in html and "3 renamed" in html
+    assert "1 added" in html and "1 removed" in html and "4 renamed" in html
     assert 'href="/v/v2/flags/--fresh"' in html and 'href="/v/v1/flags/--gone"' in html
     # A changed flag links to its page at both ends; a renamed one under each name.
     assert 'href="/v/v1/flags/--alpha"' in html and 'href="/v/v2/flags/--alpha"' in html
