@@ -81,11 +81,6 @@ def test_moe_runner_backend_choice_sites(client: TestClient) -> None:
             assert value in statement.lower()
 
 
-@pytest.mark.xfail(
-    reason="ingest: --pipeline-parallel-size (alias --pp-size) has dest pipeline_parallel_size, "
-    "but ServerArgs reads pp_size, so its constraint and usage sites are not linked",
-    strict=False,
-)
 def test_pp_size_turns_off_overlap_schedule(client: TestClient) -> None:
     data = flag(client, "--pp-size")
     overrides = [
