@@ -112,7 +112,8 @@ def ingest(
         print(json.dumps(summary_json(summary), indent=2))
     else:
         console.print(
-            f"{len(summary.versions)} versions ingested, {len(summary.skipped)} already up to date; "
+            f"{len(summary.versions)} versions ingested, "
+            f"{len(summary.skipped)} already up to date; "
             f"{summary.blobs_analyzed} blobs analyzed, {summary.blobs_cached} from cache; "
             f"{summary.seconds:.1f}s -> {url}",
             highlight=False,

@@ -80,9 +80,9 @@ def _link_enums(
             if common < 2:
                 continue
             jaccard = common / len(values | choices)
-            named = _names_flag(snake, flag["dest"])
-            if (jaccard >= 0.5 and common >= 3) or named:
-                scored.append((jaccard + (1.0 if named else 0.0), i, flag["name"]))
+            is_named = _names_flag(snake, flag["dest"])
+            if (jaccard >= 0.5 and common >= 3) or is_named:
+                scored.append((jaccard + (1.0 if is_named else 0.0), i, flag["name"]))
     dest_of = {f["name"]: f["dest"] for f in flags}
     best: dict[str, float] = defaultdict(float)
     for score, _i, option in scored:
@@ -99,7 +99,11 @@ def _link_enums(
         named = exact or sorted(o for o in set(options) if _names_flag(snake, dest_of[o]))
         # References to the enum are attributed to the one flag it is named after, or to its
         # only linked flag; otherwise they stay ambiguous between the linked flags.
-        primary = named[0] if len(named) == 1 else (options[0] if len(set(options)) == 1 else None)
+        primary: str | None = None
+        if len(named) == 1:
+            primary = named[0]
+        elif len(set(options)) == 1:
+            primary = options[0]
         out.append({**enum, "path": path, "flags": sorted(set(options)), "primary": primary})
     return out
 
@@ -174,7 +178,8 @@ def _resolve_external_choices(
             {
                 "path": flag["path"],
                 "line": flag["line"],
-                "what": f"choices of {flag['name']} are computed at run time ({', '.join(unresolved)})",
+                "what": f"choices of {flag['name']} are computed at run time "
+                f"({', '.join(unresolved)})",
             }
         )
 
@@ -224,6 +229,32 @@ def _usages(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> No
             rows.cited[path] = sha
 
 
+class _SiteCollector:
+    """Adds one file's choice sites to `rows`, once per (line, value, flag)."""
+
+    def __init__(self, rows: VersionRows, path: str, sha: str, lines: dict[str, str]) -> None:
+        self.rows, self.path, self.sha, self.lines = rows, path, sha, lines
+        self.seen: set[tuple[int, str, str | None]] = set()
+
+    def add(self, value: Any, line: int, how: str, flag: str | None, candidates: list[str]) -> None:
+        key = (line, str(value), flag)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.rows.choice_sites.append(
+            {
+                "value": str(value),
+                "flag": flag,
+                "candidates": candidates if flag is None else [],
+                "how": how,
+                "path": self.path,
+                "line": line,
+                "text": self.lines.get(str(line), ""),
+            }
+        )
+        self.rows.cited[self.path] = self.sha
+
+
 def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> None:
     accepting: dict[str, list[str]] = defaultdict(list)  # value -> options
     for flag in rows.flags:
@@ -246,27 +277,7 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
 
     for path, sha in files.items():
         f = facts_of(path)
-        lines = f["lines"]
-        seen = set()
-
-        def add(value: Any, line: int, how: str, flag: str | None, candidates: list[str]) -> None:
-            key = (line, str(value), flag)
-            if key in seen:
-                return
-            seen.add(key)
-            rows.choice_sites.append(
-                {
-                    "value": str(value),
-                    "flag": flag,
-                    "candidates": candidates if flag is None else [],
-                    "how": how,
-                    "path": path,
-                    "line": line,
-                    "text": lines.get(str(line), ""),
-                }
-            )
-            rows.cited[path] = sha
-
+        add = _SiteCollector(rows, path, sha, f["lines"]).add
         for value, line, tail, how in f["choices"]:
             if how == "is_call":
                 targets = is_method.get(value)

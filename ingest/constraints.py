@@ -70,6 +70,10 @@ def _walk(
             _walk(stmt.body, [*conds, text], func, path, out, reads)
             if stmt.orelse:
                 _walk(stmt.orelse, [*conds, f"not ({text})"], func, path, out, reads)
+            elif _leaves(stmt.body):
+                # `if G: return` guards everything after it in this block: it runs under not G.
+                conds = [*conds, f"not ({text})"]
+                cond_nodes = reads
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
             _walk(stmt.body, conds, func, path, out, cond_nodes)
             _walk(getattr(stmt, "orelse", []), conds, func, path, out, cond_nodes)
@@ -100,8 +104,9 @@ def _walk(
             out.append(site)
         elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and conds:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            value = stmt.value
             written = {
-                t.attr: source(stmt.value)
+                t.attr: source(value) if value is not None else ""
                 for t in targets
                 if (args_attr(t) and isinstance(t, ast.Attribute))
             }
@@ -136,6 +141,11 @@ def _walk(
                     site["writes"] = {attr.value: source(call.args[2])}
                     site["affects"] = _merge([attr.value], site["affects"])
                     out.append(site)
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    """Whether a block always leaves the enclosing block (return/raise/continue/break)."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
 def _merge(a: list[str], b: list[str]) -> list[str]:

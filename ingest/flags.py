@@ -32,7 +32,8 @@ ARG_META_KEYS = {
     "no_cli",
 }
 REPLACEMENT_RE = re.compile(
-    r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)\s+[`'\"]?(--[A-Za-z0-9][\w-]*)"
+    r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)"
+    r"\s+[`'\"]?(--[A-Za-z0-9][\w-]*)"
 )
 SEPARATOR_RE = re.compile(r"^[\s#=\-*_~]*$")
 EXTEND_RE = re.compile(
@@ -367,9 +368,11 @@ def _set_help(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo, out
 def _finish_deprecation(flag: dict[str, Any], new_flag: ast.expr | None) -> None:
     action = flag["action"] or ""
     help_text = flag["help"] or ""
-    if "Deprecated" in action or re.match(r"^\W*(deprecated|note:.*deprecated)", help_text, re.I):
-        flag["deprecated"] = True
-    elif re.search(r"\bdeprecated\b", help_text, re.I) and flag["name"] in help_text:
+    if (
+        "Deprecated" in action
+        or re.match(r"^\W*(deprecated|note:.*deprecated)", help_text, re.I)
+        or (re.search(r"\bdeprecated\b", help_text, re.I) and flag["name"] in help_text)
+    ):
         flag["deprecated"] = True
     if not flag["deprecated"]:
         return
@@ -578,13 +581,13 @@ def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.A
     """
     if not flags:
         return
-    start = scope.body[0].lineno if isinstance(scope, (ast.ClassDef, ast.FunctionDef)) else 1
+    start = scope.lineno + 1 if isinstance(scope, (ast.ClassDef, ast.FunctionDef)) else 1
     first_flag_line = lines[flags[0]["line"] - 1] if flags[0]["line"] <= len(lines) else ""
     indent = len(first_flag_line) - len(first_flag_line.lstrip())
     end = scope.end_lineno or len(lines)  # type: ignore[attr-defined]
     headers: list[tuple[int, str]] = []
     prev_blank = True
-    for no in range(max(start - 2, 0), min(end, len(lines))):
+    for no in range(max(start - 1, 0), min(end, len(lines))):
         line = lines[no]
         stripped = line.strip()
         if not stripped:
@@ -595,7 +598,7 @@ def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.A
             prev_blank = True
             continue
         if is_comment and prev_blank:
-            text = stripped.lstrip("#").strip().rstrip(":")
+            text = stripped.lstrip("#").strip(" -=*:")
             if 1 <= len(text.split()) <= 8 and re.search(r"[A-Za-z]{2}", text):
                 headers.append((no + 1, text))
         prev_blank = False

@@ -12,7 +12,6 @@ Enum classes are parsed with `ast` from their class block alone (not the whole f
 from __future__ import annotations
 
 import ast
-import bisect
 import re
 from typing import Any
 

@@ -7,6 +7,8 @@ the transaction never commits and SQLite's journal restores the previous state.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -96,7 +98,7 @@ def write_version(
             for model in PER_VERSION_TABLES:
                 conn.execute(delete(t[model]).where(t[model].c.version_id == old))
             conn.execute(delete(t[Version]).where(t[Version].c.id == old))
-        vid = conn.execute(
+        result = conn.execute(
             insert(t[Version]).values(
                 name=ref.label,
                 commit=ref.commit,
@@ -109,7 +111,8 @@ def write_version(
                 report=dumps(report),
                 ingested_at=datetime.now(UTC),
             )
-        ).inserted_primary_key[0]
+        )
+        vid = result.inserted_primary_key[0]  # type: ignore[index]
         _insert(conn, t[Flag], [_flag_row(vid, f) for f in rows.flags])
         _insert(
             conn,
@@ -167,6 +170,9 @@ def write_version(
         have = stored_blobs(conn, shas)
         _insert(conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have])
         _rerank(conn)
+        if os.environ.get("FLAGATLAS_TEST_STALL_IN") == ref.label:
+            # Test seam: hold the open transaction so a test can kill -9 the process here.
+            time.sleep(3600)
 
 
 def _insert(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:

@@ -72,7 +72,7 @@ def select(
     by_label.update({r.label: r for r in extra})
     ordered = [by_label[label] for label in order((r.label, r.date) for r in by_label.values())]
     if since:
-        floor = parse_version(since)
+        floor = parse_version(since if since.startswith("v") else f"v{since}")
         labels = [r.label for r in ordered]
         if floor is None and since not in labels:
             raise ValueError(f"--since {since!r} is neither a version nor an ingested label")

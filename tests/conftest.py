@@ -1,0 +1,35 @@
+"""Shared fixtures: a knowledge base ingested from the synthetic three-era repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.runner import IngestOptions, IngestSummary, run
+from tests.fixture_repos import build_three_era_repo
+
+
+def ingest_into(repo: Path, db: Path, **kwargs) -> IngestSummary:  # type: ignore[no-untyped-def]
+    opts = IngestOptions(
+        repo=str(repo),
+        db_url=f"sqlite:///{db}",
+        web_url="https://github.com/sgl-project/sglang",
+        cache_dir=db.parent / "repos",
+        **kwargs,
+    )
+    return run(opts)
+
+
+@pytest.fixture(scope="session")
+def three_era_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_three_era_repo(tmp_path_factory.mktemp("repo"))
+
+
+@pytest.fixture(scope="session")
+def kb_db(three_era_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Path of a SQLite KB with v0.1.0 (era 1), v0.2.0 (era 2), v0.3.0 (era 3) and the
+    `dev` branch ingested as label `dev` (era 3 plus a hostile module)."""
+    db = tmp_path_factory.mktemp("kb") / "flagatlas.db"
+    ingest_into(three_era_repo, db, refs=[("dev", "dev")], jobs=1)
+    return db
