@@ -42,7 +42,7 @@ from whoosh.query import Or, Term
 from app.diff import constraint_fingerprint  # diff owns what "the same site" means
 from app.schema import ConstraintSite, Enum, Flag, Version, loads, make_engine
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
 KIND_ORDER = {"flag": 0, "choice": 1, "member": 2, "enum": 3, "constraint": 4}
@@ -136,6 +136,7 @@ class _Doc:
     toks: list[str]
     text: str
     snippet: str
+    deprecated: bool = False
     versions: set[int] = field(default_factory=set)
     locs: dict[int, list[Any]] = field(default_factory=dict)
 
@@ -197,6 +198,7 @@ def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
                 toks=sorted({w for n in [name, dest, *aliases] for w in words(n)}),
                 text=" ".join([help_, section or "", " ".join(map(str, choices))]),
                 snippet=snippet,
+                deprecated=deprecated,
             )
 
         add(key, vid, make_flag)
@@ -317,6 +319,7 @@ def build_index(db_url: str, index_dir: Path | None = None) -> dict[str, Any]:
                 "aliases": d.aliases,
                 "toks": d.toks,
                 "snippet": d.snippet,
+                "deprecated": d.deprecated,
                 "versions": sorted(d.versions),
                 "locs": d.locs,
             },
@@ -358,7 +361,8 @@ class _Names:
         self.exact: dict[str, set[int]] = {}
         self.alias: dict[str, set[int]] = {}
         self.words: dict[str, set[int]] = {}
-        self.order: dict[int, tuple[int, int, str, str]] = {}
+        self.order: dict[int, tuple[int, bool, int, str, str]] = {}
+        self.name_words: dict[int, list[str]] = {}
         keys: set[tuple[str, int]] = set()
         for n, d in docs.items():
             for k in d["keys"]:
@@ -369,12 +373,15 @@ class _Names:
                 keys.add((a, n))
             for w in d["toks"]:
                 self.words.setdefault(w, set()).add(n)
+            # Flags before values before enums, deprecated last, then the shortest name.
             self.order[n] = (
                 KIND_ORDER[d["kind"]],
+                bool(d.get("deprecated")),
                 len(words(d["name"])),
                 d["name"],
                 d["flag"] or "",
             )
+            self.name_words[n] = words(d["name"])
         self.keys = sorted(keys)
         self.vocab = sorted(self.words)
 
@@ -424,6 +431,14 @@ class _Open:
         return self.allowed[vid]
 
 
+def _current_format(path: str) -> bool:
+    """An index is there and was written by this code's INDEX_FORMAT."""
+    try:
+        return bool(json.loads(Path(path, "meta.json").read_text())["format"] == INDEX_FORMAT)
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 class SearchIndex:
     """One index directory, reopened when the symlink is swapped. Thread-safe."""
 
@@ -437,7 +452,7 @@ class SearchIndex:
         real = os.path.realpath(self.link)
         if self._open is not None and self._open.path == real:
             return self._open
-        if not os.path.exists(os.path.join(real, "meta.json")):
+        if not _current_format(real):
             if self.db_url is None:
                 raise SearchError("the search index is not built: run `flagatlas reindex`")
             try:
@@ -557,13 +572,18 @@ def _ranked(
         exact_words,
         typo_words,
     ]
+
+    def in_own_name(n: int) -> int:
+        """Query words matched by the option itself (not only by its dest or aliases)."""
+        own = names.name_words[n]
+        return sum(1 for t in tokens if any(w.startswith(t) or w in fuzzy[t] for w in own))
+
     out: list[tuple[int, int]] = []
     seen: set[int] = set()
     for tier, docs in enumerate(tiers):
         docs = docs - seen
         seen |= docs
-        # Flags before values before enums, then the shortest name.
-        for n in sorted(docs, key=names.order.__getitem__):
+        for n in sorted(docs, key=lambda n: (names.order[n][0], -in_own_name(n), names.order[n])):
             out.append((n, tier))
         if len(out) >= need:
             return out

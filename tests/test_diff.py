@@ -266,3 +266,30 @@ def test_flag_page_history_uses_the_diff_comparison(client: Any) -> None:
         "from": "--old-name",
         "to": "--new-name",
     } in history
+
+
+def test_ingested_three_era_kb(request: pytest.FixtureRequest) -> None:
+    """Diffs over the KB ingested from the synthetic three-era repository."""
+    try:
+        db = request.getfixturevalue("kb_db")
+    except pytest.FixtureLookupError:
+        pytest.skip("tests/conftest.py has no kb_db fixture")
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    d = client.get("/api/diff/v0.1.0/v0.2.0").json()
+    # Era 1's --tensor-parallel-size had --tp-size as an alias, which era 2 made the option.
+    assert {"from": "--tensor-parallel-size", "to": "--tp-size", "via": "alias"} in d["renamed"]
+    assert "--moe-runner-backend" in d["added"] and "--port" in d["removed"]
+    assert any(
+        c["kind"] == "raise" and "--moe-a2a-backend" in c["flags"] for c in d["constraints_added"]
+    )
+    d = client.get("/api/diff/v0.2.0/v0.3.0").json()
+    tp = next(c for c in d["changed"] if c["name"] == "--tp-size" and c["field"] == "aliases")
+    assert tp["added"] == ["--tp"]
+    assert any("Speculative" in c["message"] for c in d["constraints_added"])
+    assert "Fp4GemmRunnerBackend" in {e["name"] for e in d["enums_removed"]}
+    back = client.get("/api/diff/v0.3.0/v0.1.0").json()
+    assert back["summary"]["added"] >= 1 and back["from"] == "v0.3.0"

@@ -232,3 +232,34 @@ def test_dropdown_fragment_for_the_header_box(client: Any) -> None:
     # An htmx request from elsewhere (not the dropdown) still gets the whole page.
     full = client.get("/search", params={"q": "nvls"}, headers={"HX-Request": "true"})
     assert "<html" in full.text
+
+
+# --- the knowledge base ingested from the synthetic three-era repository -----------------
+
+
+@pytest.fixture(scope="module")
+def ingested(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    try:
+        db = request.getfixturevalue("kb_db")
+    except pytest.FixtureLookupError:
+        pytest.skip("tests/conftest.py has no kb_db fixture")
+    url = f"sqlite:///{db}"
+    link = tmp_path_factory.mktemp("ingested") / "index"
+    build_index(url, link)
+    return SearchIndex(link)
+
+
+def test_ingested_kb_answers_people_queries(ingested: SearchIndex) -> None:
+    # A typo; the deprecated --moe-backend (same dest) must not come first.
+    hit = top(ingested, "moe runnr backend")
+    assert (hit["name"], hit["match"]) == ("--moe-runner-backend", "fuzzy")
+    assert top(ingested, "--tp", version="v0.3.0")["name"] == "--tp-size"
+    assert top(ingested, "two batch overlap", version="v0.2.0")["name"] == (
+        "--enable-two-batch-overlap"
+    )
+    assert top(ingested, "fp4 gemm", version="v0.2.0")["name"] == "--fp4-gemm-backend"
+    hit = top(ingested, "flashinfer_cutlass", version="v0.2.0")
+    assert (hit["kind"], hit["match"]) == ("choice", "exact")
+    # Era 1 spelled it --tensor-parallel-size; across all versions both are found.
+    names = {r["name"] for r in ingested.search("tensor parallel", version="all")["results"]}
+    assert {"--tensor-parallel-size", "--tp-size"} <= names
