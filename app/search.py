@@ -142,17 +142,23 @@ class _Doc:
 
 
 def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
+    """Every distinct fact of the knowledge base, with the ids of the versions it holds for."""
     versions = [
         {"id": v.id, "name": v.name, "position": v.position}
         for v in session.exec(select(Version).order_by(col(Version.position))).all()
     ]
     docs: dict[tuple[Any, ...], _Doc] = {}
 
-    def add(key: tuple[Any, ...], vid: int, make: Any) -> _Doc:
+    def known(key: tuple[Any, ...], vid: int) -> _Doc | None:
+        """The fact if another version already had it (now held for `vid` too)."""
         doc = docs.get(key)
-        if doc is None:
-            doc = docs[key] = make()
+        if doc is not None:
+            doc.versions.add(vid)
+        return doc
+
+    def new(key: tuple[Any, ...], vid: int, doc: _Doc) -> _Doc:
         doc.versions.add(vid)
+        docs[key] = doc
         return doc
 
     flag_cols: list[Any] = [
@@ -165,48 +171,31 @@ def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
         Flag.choices,
         Flag.deprecated,
     ]
-    for (
-        vid,
-        name,
-        dest,
-        aliases_j,
-        help_,
-        section,
-        choices_j,
-        deprecated,
-    ) in session.connection().execute(sa_select(*flag_cols)):
-        aliases = loads(aliases_j) or []
-        choices = loads(choices_j) or []
-        key = ("flag", name, dest, aliases_j, help_, section, choices_j, deprecated)
-
-        def make_flag(
-            name: str = name,
-            dest: str = dest,
-            aliases: list[str] = aliases,
-            help_: str = help_,
-            section: str | None = section,
-            choices: list[Any] = choices,
-            deprecated: bool = deprecated,
-        ) -> _Doc:
-            snippet = ("(deprecated) " if deprecated else "") + _shorten(help_)
-            return _Doc(
-                kind="flag",
-                name=name,
-                flag=name,
-                keys=[normalize(name), normalize(dest)],
-                aliases=[normalize(a) for a in aliases],
-                toks=sorted({w for n in [name, dest, *aliases] for w in words(n)}),
-                text=" ".join([help_, section or "", " ".join(map(str, choices))]),
-                snippet=snippet,
-                deprecated=deprecated,
+    # Plain rows, not ORM objects: every flag of every version passes here.
+    for row in session.connection().execute(sa_select(*flag_cols)):
+        vid, name, dest, aliases_j, help_, section, choices_j, deprecated = row
+        choices = [str(c) for c in loads(choices_j) or []]
+        key = ("flag", *row[1:])
+        if not known(key, vid):
+            aliases = loads(aliases_j) or []
+            new(
+                key,
+                vid,
+                _Doc(
+                    kind="flag",
+                    name=name,
+                    flag=name,
+                    keys=[normalize(name), normalize(dest)],
+                    aliases=[normalize(a) for a in aliases],
+                    toks=sorted({w for n in [name, dest, *aliases] for w in words(n)}),
+                    text=" ".join([help_, section or "", *choices]),
+                    snippet=("(deprecated) " if deprecated else "") + _shorten(help_),
+                    deprecated=deprecated,
+                ),
             )
-
-        add(key, vid, make_flag)
         for value in choices:
-            value = str(value)
-
-            def make_choice(value: str = value, name: str = name) -> _Doc:
-                return _Doc(
+            if not known(("choice", name, value), vid):
+                doc = _Doc(
                     kind="choice",
                     name=value,
                     flag=name,
@@ -216,69 +205,67 @@ def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
                     text=value,
                     snippet=f"a value of {name}",
                 )
-
-            add(("choice", name, value), vid, make_choice)
+                new(("choice", name, value), vid, doc)
 
     for enum in session.exec(select(Enum)).all():
+        vid = enum.version_id
         members = loads(enum.members) or []
         linked = loads(enum.flags) or []
-
-        def make_enum(enum: Enum = enum, members: list[Any] = members, linked: list[str] = linked):
-            names = ", ".join(m["name"] for m in members[:12])
-            more = "…" if len(members) > 12 else ""
-            return _Doc(
+        flag = linked[0] if linked else None
+        key = ("enum", enum.name, enum.path, enum.members)
+        if not known(key, vid):
+            names = ", ".join(m["name"] for m in members[:12]) + ("…" if len(members) > 12 else "")
+            doc = _Doc(
                 kind="enum",
                 name=enum.name,
-                flag=linked[0] if linked else None,
+                flag=flag,
                 keys=[normalize(enum.name)],
                 aliases=[],
                 toks=words(enum.name),
                 text=" ".join(str(m.get("value", "")) for m in members),
-                snippet=f"enum in {enum.path}: {names}{more}",
+                snippet=f"enum in {enum.path}: {names}",
             )
-
-        add(("enum", enum.name, enum.path, enum.members), enum.version_id, make_enum)
+            new(key, vid, doc)
         for m in members:
-
-            def make_member(enum: Enum = enum, m: dict[str, Any] = m, linked: list[str] = linked):
-                value = m.get("value")
-                return _Doc(
+            value = m.get("value")
+            key = ("member", enum.name, m["name"], repr(value))
+            if not known(key, vid):
+                doc = _Doc(
                     kind="member",
                     name=f"{enum.name}.{m['name']}",
-                    flag=linked[0] if linked else None,
+                    flag=flag,
                     keys=[normalize(m["name"])]
-                    + ([normalize(str(value))] if isinstance(value, str) else []),
+                    + ([normalize(value)] if isinstance(value, str) else []),
                     aliases=[],
                     toks=words(m["name"]),
                     text=str(value or ""),
                     snippet=f"{enum.name}.{m['name']} = {value!r}",
                 )
-
-            add(
-                ("member", enum.name, m["name"], repr(m.get("value"))), enum.version_id, make_member
-            )
+                new(key, vid, doc)
 
     for site in session.exec(select(ConstraintSite)).all():
-        flags = loads(site.flags) or []
-        affects = loads(site.affects) or []
-
-        def make_site(
-            site: ConstraintSite = site, flags: list[str] = flags, affects: list[str] = affects
-        ) -> _Doc:
-            what = site.message or site.condition or site.function
-            return _Doc(
-                kind="constraint",
-                name=_shorten(what, 120),
-                flag=flags[0] if flags else None,
-                keys=[],
-                aliases=[],
-                toks=[],
-                text=" ".join([site.message, site.condition, site.function, *flags, *affects]),
-                snippet=_shorten(f"{site.kind} in {site.function}: if {site.condition}"),
+        vid = site.version_id
+        key = ("constraint", constraint_fingerprint(site))
+        fact = known(key, vid)
+        if fact is None:
+            flags = loads(site.flags) or []
+            affects = loads(site.affects) or []
+            fact = new(
+                key,
+                vid,
+                _Doc(
+                    kind="constraint",
+                    name=_shorten(site.message or site.condition or site.function, 120),
+                    flag=flags[0] if flags else None,
+                    keys=[],
+                    aliases=[],
+                    toks=[],
+                    text=" ".join([site.message, site.condition, site.function, *flags, *affects]),
+                    snippet=_shorten(f"{site.kind} in {site.function}: if {site.condition}"),
+                ),
             )
-
-        doc = add(("constraint", constraint_fingerprint(site)), site.version_id, make_site)
-        doc.locs.setdefault(site.version_id, [site.path, site.line, site.end_line])
+        # The line moves between versions; results link to the line at the version asked.
+        fact.locs.setdefault(vid, [site.path, site.line, site.end_line])
     return versions, list(docs.values())
 
 
