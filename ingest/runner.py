@@ -63,6 +63,7 @@ class IngestSummary:
     skipped: list[str] = field(default_factory=list)
     blobs_analyzed: int = 0
     blobs_cached: int = 0
+    index: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -148,6 +149,11 @@ def run(
     finally:
         if reader is not None:
             reader.close()
+    # The search index is rebuilt from the database and swapped in atomically, so a running
+    # server keeps answering meanwhile and then sees the new versions.
+    from app.search import build_index
+
+    summary.index = build_index(opts.db_url)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -178,5 +184,6 @@ def summary_json(summary: IngestSummary) -> dict[str, Any]:
         "skipped": summary.skipped,
         "blobs_analyzed": summary.blobs_analyzed,
         "blobs_cached": summary.blobs_cached,
+        "search_index": {k: str(v) for k, v in summary.index.items()},
         "seconds": round(summary.seconds, 3),
     }

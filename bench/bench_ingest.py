@@ -1,0 +1,151 @@
+"""Ingest speed against `git grep` over the same clone, measured in one run.
+
+    .venv/bin/python bench/bench_ingest.py --repo /path/to/tagged/sglang.git
+
+1. Baseline: `git grep -n -E 'server_args\\.[a-z_]+' $(git tag) -- 'python/sglang/*.py'`,
+   run before and after the ingest (the machine is noisy; the mean of both is the baseline).
+2. Full ingest of every tag into an empty database (`flagatlas ingest --tags '*'`), with the
+   peak resident memory of the whole process tree (workers included), sampled every 20 ms.
+3. Incremental: the newest version is deleted together with the cached facts of the blobs
+   only it has, then ingested again: the cost of one more tag on a full database.
+
+Targets (issue 2): full <= 3x baseline (aim 2x), one more tag < 2 s, peak < 1 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FLAGATLAS = [sys.executable, "-m", "app.cli"]
+
+
+def git_grep(repo: Path) -> float:
+    tags = subprocess.run(
+        ["git", "-C", str(repo), "tag"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    start = time.perf_counter()
+    subprocess.run(
+        ["git", "-C", str(repo), "grep", "-n", "-E", r"server_args\.[a-z_]+", *tags, "--",
+         "python/sglang/*.py"],
+        stdout=subprocess.DEVNULL, check=True,
+    )
+    return time.perf_counter() - start
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                rss[int(entry)] = int(line.split()[1]) * 1024
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(children.get(p, []))
+    return total
+
+
+def run_ingest(args: list[str]) -> tuple[float, int, dict]:
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [*FLAGATLAS, "ingest", *args, "--json"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    peak = 0
+
+    def sample() -> None:
+        nonlocal peak
+        while proc.poll() is None:
+            peak = max(peak, tree_rss(proc.pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    out, err = proc.communicate()
+    seconds = time.perf_counter() - start
+    sampler.join()
+    if proc.returncode != 0:
+        sys.exit(f"ingest failed: {err}")
+    return seconds, peak, json.loads(out)
+
+
+def forget_newest(db: Path, repo: Path) -> str:
+    """Delete the newest version and the facts of blobs that no other version has."""
+    conn = sqlite3.connect(db)
+    name, vid, commit = conn.execute(
+        "select name, id, \"commit\" from version order by position desc limit 1"
+    ).fetchone()
+    others = [r[0] for r in conn.execute("select \"commit\" from version where id != ?", (vid,))]
+
+    def blobs(commit: str) -> set[str]:
+        out = subprocess.run(
+            ["git", "-C", str(repo), "ls-tree", "-r", commit, "--", "python"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        return {line.split()[2] for line in out.splitlines()}
+
+    seen: set[str] = set()
+    for c in others:
+        seen |= blobs(c)
+    only_newest = blobs(commit) - seen
+    with conn:
+        for table in ["flag", "enum", "constraintsite", "usagesite", "choicesite", "versionfile"]:
+            conn.execute(f"delete from {table} where version_id = ?", (vid,))
+        conn.execute("delete from version where id = ?", (vid,))
+        for sha in only_newest:
+            conn.execute("delete from blobfacts where key like ?", (sha + ":%",))
+    conn.close()
+    return f"{name} ({len(only_newest)} new blobs)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", default=os.environ.get("SGLANG_REPO"), required=False)
+    opts = parser.parse_args()
+    if not opts.repo:
+        sys.exit("--repo (or SGLANG_REPO): a local SGLang clone with release tags")
+    repo = Path(opts.repo)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "kb.db"
+        base_before = git_grep(repo)
+        full, peak, summary = run_ingest(["--repo", str(repo), "--tags", "*", "--db", str(db)])
+        base_after = git_grep(repo)
+        baseline = (base_before + base_after) / 2
+        label = forget_newest(db, repo)
+        one, one_peak, one_summary = run_ingest(
+            ["--repo", str(repo), "--tags", "*", "--db", str(db)]
+        )
+    versions = len(summary["versions"])
+    print(f"git grep baseline     {baseline:7.2f} s  (before {base_before:.2f}, after {base_after:.2f})")
+    print(f"full ingest           {full:7.2f} s  {versions} versions, "
+          f"{summary['blobs_analyzed']} blobs analyzed   ratio {full / baseline:.2f}x (target <= 3x)")
+    print(f"one more tag          {one:7.2f} s  {label}, "
+          f"{one_summary['blobs_analyzed']} blobs analyzed   (target < 2 s)")
+    print(f"peak memory (tree)    {peak / 2**20:7.0f} MiB full, {one_peak / 2**20:.0f} MiB one tag "
+          "(target < 1024)")
+
+
+if __name__ == "__main__":
+    main()
