@@ -111,8 +111,9 @@ def pinned_context(request: Request, version_name: str) -> dict[str, Any]:
 
 
 def create_app(db_url: str | None = None) -> FastAPI:
+    # No Swagger UI: it loads from a CDN with inline scripts; the schema itself is served.
     app = FastAPI(
-        title="Flag Atlas", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json"
+        title="Flag Atlas", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json"
     )
     app.state.engine = make_engine(db_url or database_url(), readonly=True)
 
