@@ -380,3 +380,25 @@ def test_cli_json_summary(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert [v["version"] for v in data["versions"]] == ["v1.0.0", "v1.0.1"]
     assert data["versions"][1]["flags"] == data["versions"][0]["flags"] + 1
+
+
+def test_url_is_cloned_once_then_fetched(tmp_path: Path) -> None:
+    repo = build_many_versions_repo(tmp_path, 1)
+    db = tmp_path / "kb.db"
+    url = f"file://{repo}"
+    from ingest.runner import IngestOptions, run
+
+    def ingest() -> list[str]:
+        opts = IngestOptions(
+            repo=url, db_url=f"sqlite:///{db}", web_url="https://github.com/sgl-project/sglang",
+            cache_dir=tmp_path / "cache",
+        )
+        return [v.version for v in run(opts).versions]
+
+    assert ingest() == ["v1.0.0"]
+    clones = list((tmp_path / "cache").iterdir())
+    assert len(clones) == 1 and (clones[0] / "HEAD").exists()  # a bare clone in the cache
+    write(repo, SERVER_ARGS, (repo / SERVER_ARGS).read_text() + "\n# next\n")
+    commit(repo, "next", "2025-03-01T12:00:00Z", "v1.0.1")
+    assert ingest() == ["v1.0.1"]  # the new tag arrived through a fetch of the cached clone
+    assert list((tmp_path / "cache").iterdir()) == clones
