@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ class Version(SQLModel, table=True):
     extractor_version: int
     web_url: str  # where citations link, e.g. https://github.com/sgl-project/sglang
     report: str = "{}"  # JSON: {"counts": {...}, "warnings": [{"path","line","what"}], "seconds"}
-    ingested_at: datetime = Field(default_factory=datetime.utcnow)
+    ingested_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
 class Flag(SQLModel, table=True):

@@ -35,9 +35,20 @@ def git_grep(repo: Path) -> float:
     ).stdout.split()
     start = time.perf_counter()
     subprocess.run(
-        ["git", "-C", str(repo), "grep", "-n", "-E", r"server_args\.[a-z_]+", *tags, "--",
-         "python/sglang/*.py"],
-        stdout=subprocess.DEVNULL, check=True,
+        [
+            "git",
+            "-C",
+            str(repo),
+            "grep",
+            "-n",
+            "-E",
+            r"server_args\.[a-z_]+",
+            *tags,
+            "--",
+            "python/sglang/*.py",
+        ],
+        stdout=subprocess.DEVNULL,
+        check=True,
     )
     return time.perf_counter() - start
 
@@ -70,8 +81,11 @@ def tree_rss(pid: int) -> int:
 def run_ingest(args: list[str]) -> tuple[float, int, dict]:
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [*FLAGATLAS, "ingest", *args, "--json"], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        [*FLAGATLAS, "ingest", *args, "--json"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     peak = 0
 
@@ -95,14 +109,16 @@ def forget_newest(db: Path, repo: Path) -> str:
     """Delete the newest version and the facts of blobs that no other version has."""
     conn = sqlite3.connect(db)
     name, vid, commit = conn.execute(
-        "select name, id, \"commit\" from version order by position desc limit 1"
+        'select name, id, "commit" from version order by position desc limit 1'
     ).fetchone()
-    others = [r[0] for r in conn.execute("select \"commit\" from version where id != ?", (vid,))]
+    others = [r[0] for r in conn.execute('select "commit" from version where id != ?', (vid,))]
 
     def blobs(commit: str) -> set[str]:
         out = subprocess.run(
             ["git", "-C", str(repo), "ls-tree", "-r", commit, "--", "python"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         return {line.split()[2] for line in out.splitlines()}
 
@@ -138,13 +154,22 @@ def main() -> None:
             ["--repo", str(repo), "--tags", "*", "--db", str(db)]
         )
     versions = len(summary["versions"])
-    print(f"git grep baseline     {baseline:7.2f} s  (before {base_before:.2f}, after {base_after:.2f})")
-    print(f"full ingest           {full:7.2f} s  {versions} versions, "
-          f"{summary['blobs_analyzed']} blobs analyzed   ratio {full / baseline:.2f}x (target <= 3x)")
-    print(f"one more tag          {one:7.2f} s  {label}, "
-          f"{one_summary['blobs_analyzed']} blobs analyzed   (target < 2 s)")
-    print(f"peak memory (tree)    {peak / 2**20:7.0f} MiB full, {one_peak / 2**20:.0f} MiB one tag "
-          "(target < 1024)")
+    print(
+        f"git grep baseline     {baseline:7.2f} s  "
+        f"(before {base_before:.2f}, after {base_after:.2f})"
+    )
+    print(
+        f"full ingest           {full:7.2f} s  {versions} versions, "
+        f"{summary['blobs_analyzed']} blobs analyzed   ratio {full / baseline:.2f}x (target <= 3x)"
+    )
+    print(
+        f"one more tag          {one:7.2f} s  {label}, "
+        f"{one_summary['blobs_analyzed']} blobs analyzed   (target < 2 s)"
+    )
+    print(
+        f"peak memory (tree)    {peak / 2**20:7.0f} MiB full, {one_peak / 2**20:.0f} MiB one tag "
+        "(target < 1024)"
+    )
 
 
 if __name__ == "__main__":
