@@ -390,7 +390,9 @@ def test_url_is_cloned_once_then_fetched(tmp_path: Path) -> None:
 
     def ingest() -> list[str]:
         opts = IngestOptions(
-            repo=url, db_url=f"sqlite:///{db}", web_url="https://github.com/sgl-project/sglang",
+            repo=url,
+            db_url=f"sqlite:///{db}",
+            web_url="https://github.com/sgl-project/sglang",
             cache_dir=tmp_path / "cache",
         )
         return [v.version for v in run(opts).versions]
