@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import hashlib
 import heapq
 import json
 import os
@@ -42,7 +43,7 @@ from whoosh.query import Or, Term
 from app.diff import constraint_fingerprint  # diff owns what "the same site" means
 from app.schema import ConstraintSite, Enum, Flag, Version, loads, make_engine
 
-INDEX_FORMAT = 2  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 3  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
 KIND_ORDER = {"flag": 0, "choice": 1, "member": 2, "enum": 3, "constraint": 4}
@@ -69,7 +70,7 @@ def _schema() -> Schema:
         alias=KEYWORD(lowercase=True, scorable=True),  # normalized aliases
         tok=KEYWORD(lowercase=True, scorable=True),  # words of the names
         text=TEXT(analyzer=StemmingAnalyzer()),  # help, messages, conditions, choices
-        versions=KEYWORD(scorable=True),  # ids of the versions the fact holds for
+        fid=ID(stored=True, unique=True),  # fact id: versions and locations live in facts.json
         data=STORED,
     )
 
@@ -137,16 +138,21 @@ class _Doc:
     text: str
     snippet: str
     deprecated: bool = False
+    key: tuple[Any, ...] = ()
     versions: set[int] = field(default_factory=set)
     locs: dict[int, list[Any]] = field(default_factory=dict)
 
 
-def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
-    """Every distinct fact of the knowledge base, with the ids of the versions it holds for."""
-    versions = [
-        {"id": v.id, "name": v.name, "position": v.position}
+def _versions(session: Session) -> list[dict[str, Any]]:
+    return [
+        {"id": v.id, "name": v.name, "position": v.position, "stamp": v.ingested_at.isoformat()}
         for v in session.exec(select(Version).order_by(col(Version.position))).all()
     ]
+
+
+def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
+    """Every distinct fact of the knowledge base (or of the versions `only`), with the ids of
+    the versions it holds for."""
     docs: dict[tuple[Any, ...], _Doc] = {}
 
     def known(key: tuple[Any, ...], vid: int) -> _Doc | None:
@@ -157,6 +163,7 @@ def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
         return doc
 
     def new(key: tuple[Any, ...], vid: int, doc: _Doc) -> _Doc:
+        doc.key = key
         doc.versions.add(vid)
         docs[key] = doc
         return doc
@@ -172,7 +179,10 @@ def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
         Flag.deprecated,
     ]
     # Plain rows, not ORM objects: every flag of every version passes here.
-    for row in session.connection().execute(sa_select(*flag_cols)):
+    flag_query = sa_select(*flag_cols)
+    if only is not None:
+        flag_query = flag_query.where(col(Flag.version_id).in_(only))
+    for row in session.connection().execute(flag_query):
         vid, name, dest, aliases_j, help_, section, choices_j, deprecated = row
         choices = [str(c) for c in loads(choices_j) or []]
         key = ("flag", *row[1:])
@@ -207,7 +217,8 @@ def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
                 )
                 new(("choice", name, value), vid, doc)
 
-    for enum in session.exec(select(Enum)).all():
+    enums = select(Enum) if only is None else select(Enum).where(col(Enum.version_id).in_(only))
+    for enum in session.exec(enums).all():
         vid = enum.version_id
         members = loads(enum.members) or []
         linked = loads(enum.flags) or []
@@ -243,7 +254,10 @@ def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
                 )
                 new(key, vid, doc)
 
-    for site in session.exec(select(ConstraintSite)).all():
+    sites = select(ConstraintSite)
+    if only is not None:
+        sites = sites.where(col(ConstraintSite.version_id).in_(only))
+    for site in session.exec(sites).all():
         vid = site.version_id
         key = ("constraint", constraint_fingerprint(site))
         fact = known(key, vid)
@@ -266,10 +280,37 @@ def _collect(session: Session) -> tuple[list[dict[str, Any]], list[_Doc]]:
             )
         # The line moves between versions; results link to the line at the version asked.
         fact.locs.setdefault(vid, [site.path, site.line, site.end_line])
-    return versions, list(docs.values())
+    return list(docs.values())
 
 
-def build_index(db_url: str, index_dir: Path | None = None) -> dict[str, Any]:
+def fact_id(key: tuple[Any, ...]) -> str:
+    return hashlib.sha1(json.dumps(key, default=str).encode()).hexdigest()[:20]
+
+
+def _previous_build(link: Path, versions: list[dict[str, Any]]) -> tuple[Path, dict] | None:
+    """The current build and its facts, when the database only gained versions since it.
+
+    Then only the new versions' facts need indexing: existing facts gain version ids in
+    facts.json and new facts are appended to a copy of the Whoosh index. Anything else (a
+    version re-ingested or removed, another index format) rebuilds from scratch.
+    """
+    real = Path(os.path.realpath(link))
+    if not link.is_symlink() or not _current_format(str(real)):
+        return None
+    try:
+        meta = json.loads((real / "meta.json").read_text())
+        facts = json.loads((real / "facts.json").read_text())
+    except (OSError, ValueError):
+        return None
+    now = {v["id"]: v.get("stamp") for v in versions}
+    if any(now.get(v["id"]) != v.get("stamp") for v in meta["versions"]):
+        return None
+    return real, facts
+
+
+def build_index(
+    db_url: str, index_dir: Path | None = None, incremental: bool = False
+) -> dict[str, Any]:
     """(Re)build the search index of the database at `db_url` and swap it in atomically.
 
     Called at the end of an ingest and by `flagatlas reindex`. Returns
@@ -280,25 +321,55 @@ def build_index(db_url: str, index_dir: Path | None = None) -> dict[str, Any]:
     engine = make_engine(db_url, readonly=True)
     try:
         with Session(engine) as session:
-            versions, docs = _collect(session)
+            versions = _versions(session)
+            # After an ingest that only added versions, index just those (the ingest wrote
+            # them); `flagatlas reindex` and anything unexpected rebuild from scratch.
+            previous = _previous_build(link, versions) if incremental else None
+            if previous is not None:
+                known = {
+                    v["id"] for v in json.loads((previous[0] / "meta.json").read_text())["versions"]
+                }
+                docs = _collect(session, {v["id"] for v in versions} - known)
+            else:
+                docs = _collect(session)
     finally:
         engine.dispose()
 
     builds = link.parent / (link.name + ".d")
     builds.mkdir(parents=True, exist_ok=True)
     target = builds / f"{time.time_ns():020d}-{os.getpid()}"  # sorts by build time
-    target.mkdir()
-    ix = windex.create_in(str(target), _schema())
+    facts: dict[str, dict[str, Any]] = {}
+    if previous is not None:
+        # Whoosh never rewrites a segment in place, so a copy of the files is a safe base.
+        shutil.copytree(previous[0], target)
+        ix = windex.open_dir(str(target))
+        facts = previous[1]
+    else:
+        target.mkdir()
+        ix = windex.create_in(str(target), _schema())
     writer = ix.writer(limitmb=256)
+    added = 0
     for d in docs:
+        fid = fact_id(d.key)
+        fact = facts.get(fid)
+        if fact is not None:  # already indexed: it now also holds for the new versions
+            fact["versions"] = sorted(set(fact["versions"]) | d.versions)
+            fact["locs"].update({str(k): v for k, v in d.locs.items()})
+            continue
+        facts[fid] = {
+            "versions": sorted(d.versions),
+            "locs": {str(k): v for k, v in d.locs.items()},
+        }
+        added += 1
         writer.add_document(
             kind=d.kind,
             key=" ".join(d.keys),
             alias=" ".join(d.aliases),
             tok=" ".join(d.toks),
             text=d.text,
-            versions=" ".join(str(v) for v in sorted(d.versions)),
+            fid=fid,
             data={
+                "fid": fid,
                 "kind": d.kind,
                 "name": d.name,
                 "flag": d.flag,
@@ -307,13 +378,12 @@ def build_index(db_url: str, index_dir: Path | None = None) -> dict[str, Any]:
                 "toks": d.toks,
                 "snippet": d.snippet,
                 "deprecated": d.deprecated,
-                "versions": sorted(d.versions),
-                "locs": d.locs,
             },
         )
-    writer.commit()
+    writer.commit(merge=False)  # appending a segment keeps an update proportional to it
     ix.close()
-    meta = {"format": INDEX_FORMAT, "versions": versions, "docs": len(docs)}
+    (target / "facts.json").write_text(json.dumps(facts, separators=(",", ":")))
+    meta = {"format": INDEX_FORMAT, "versions": versions, "docs": len(facts)}
     (target / "meta.json").write_text(json.dumps(meta))
 
     # Atomic swap: a new symlink renamed over the old one.
@@ -330,7 +400,9 @@ def build_index(db_url: str, index_dir: Path | None = None) -> dict[str, Any]:
             shutil.rmtree(old, ignore_errors=True)
     return {
         "path": str(link),
-        "docs": len(docs),
+        "docs": len(facts),
+        "added": added,
+        "incremental": previous is not None,
         "versions": len(versions),
         "seconds": round(time.perf_counter() - started, 3),
     }
@@ -413,8 +485,7 @@ class _Open:
     def in_version(self, vid: int) -> set[int]:
         """Docnums of the facts that hold at a version (cached: the filter of every query)."""
         if vid not in self.allowed:
-            query = Term("versions", str(vid))
-            self.allowed[vid] = set(self.searcher.docs_for_query(query))
+            self.allowed[vid] = {n for n, d in self.docs.items() if vid in d["versions"]}
         return self.allowed[vid]
 
 
@@ -453,7 +524,14 @@ class SearchIndex:
         ix = windex.open_dir(real)
         searcher = ix.searcher()
         versions = meta["versions"]
-        docs = {n: fields["data"] for n, fields in searcher.reader().iter_docs()}
+        facts = json.loads(Path(real, "facts.json").read_text())
+        docs = {}
+        for n, fields in searcher.reader().iter_docs():
+            data = fields["data"]
+            fact = facts[data["fid"]]
+            data["versions"] = fact["versions"]
+            data["locs"] = {int(k): v for k, v in fact["locs"].items()}
+            docs[n] = data
         if self._open is not None:
             self._open.searcher.close()
         # The facts live as long as the index: keep the collector from rescanning them.

@@ -153,7 +153,7 @@ def run(
     # server keeps answering meanwhile and then sees the new versions.
     from app.search import build_index
 
-    summary.index = build_index(opts.db_url)
+    summary.index = build_index(opts.db_url, incremental=True)
     summary.seconds = time.perf_counter() - started
     return summary
 

@@ -404,3 +404,24 @@ def test_url_is_cloned_once_then_fetched(tmp_path: Path) -> None:
     commit(repo, "next", "2025-03-01T12:00:00Z", "v1.0.1")
     assert ingest() == ["v1.0.1"]  # the new tag arrived through a fetch of the cached clone
     assert list((tmp_path / "cache").iterdir()) == clones
+
+
+def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
+    from app.search import SearchIndex
+
+    repo = build_many_versions_repo(tmp_path, 2)
+    db = tmp_path / "kb.db"
+    assert ingest_into(repo, db).index["incremental"] is False  # first build: from scratch
+    text = (repo / SERVER_ARGS).read_text()
+    text += '        parser.add_argument("--brand-new-knob", type=int, help="A new knob.")\n'
+    write(repo, SERVER_ARGS, text)
+    commit(repo, "next", "2025-02-01T12:00:00Z", "v1.1.0")
+    summary = ingest_into(repo, db)
+    assert summary.index["incremental"] is True
+    assert 1 <= summary.index["added"] < summary.index["docs"]
+    index = SearchIndex(Path(f"{db}.search"))
+    top = index.search("brand new knob", version="v1.1.0")["results"][0]
+    assert top["name"] == "--brand-new-knob"
+    # a fact indexed for the old versions now also holds for the new one
+    assert index.search("--extra-0", version="v1.1.0")["results"][0]["name"] == "--extra-0"
+    assert not index.search("brand new knob", version="v1.0.1")["results"]
