@@ -86,8 +86,13 @@ def _self_reads(tree: ast.Module, text: str, line_texts: dict[str, str]) -> list
     return out
 
 
-def has_sites(facts: dict[str, Any]) -> bool:
-    return bool(facts["reads"] or facts["choices"] or facts["enum_refs"] or facts["enums"])
+def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
+    """Whether the blob will probably be cited, so its text is compressed in the worker.
+
+    Reads of server args, enum classes and references are cited whatever the version; a
+    file with only string comparisons rarely is, and the parent reads those few itself.
+    """
+    return kind != "plain" or bool(facts["reads"] or facts["enum_refs"] or facts["enums"])
 
 
 _reader: BlobReader | None = None
@@ -98,10 +103,13 @@ def _worker_init(gitdir: str) -> None:
     _reader = BlobReader(Path(gitdir))
 
 
-def analyze_batch(items: list[tuple[str, str, str]]) -> list[tuple[str, bytes, bytes | None]]:
-    """Worker entry: [(sha, kind, path)] -> [(facts key, zlib JSON facts, zlib text or None)].
+def analyze_batch(
+    items: list[tuple[str, str, str]],
+) -> list[tuple[str, bytes, dict[str, Any], bytes | None]]:
+    """Worker entry: [(sha, kind, path)] -> [(facts key, zlib JSON facts for the cache, the
+    facts themselves, zlib text or None)].
 
-    The text is kept only for blobs that can be cited, so the parent can store it without
+    The text is kept for blobs likely to be cited, so the parent can store it without
     reading the blob again.
     """
     assert _reader is not None
@@ -110,6 +118,6 @@ def analyze_batch(items: list[tuple[str, str, str]]) -> list[tuple[str, bytes, b
         data = _reader.read(sha)
         facts = analyze(data, kind, path)
         packed = zlib.compress(json.dumps(facts, separators=(",", ":")).encode(), 1)
-        text = zlib.compress(data, 1) if kind != "plain" or has_sites(facts) else None
-        out.append((facts_key(sha, kind), packed, text))
+        text = zlib.compress(data, 1) if likely_cited(kind, facts) else None
+        out.append((facts_key(sha, kind), packed, facts, text))
     return out

@@ -69,13 +69,15 @@ def _link_enums(
     moe_runner_backend). Each flag keeps only its best-matching enums.
     """
     scored: list[tuple[float, int, str]] = []  # (score, enum index, option)
+    choice_sets = [
+        (flag, {c.lower() for c in flag["choices"] if isinstance(c, str)})
+        for flag in flags
+        if flag["choices"] and not flag["deprecated"]
+    ]
     for i, (_path, enum) in enumerate(enums):
         values = {m["value"].lower() for m in enum["members"] if isinstance(m["value"], str)}
         snake = _camel_to_snake(enum["name"])
-        for flag in flags:
-            if not flag["choices"] or flag["deprecated"]:
-                continue
-            choices = {c.lower() for c in flag["choices"] if isinstance(c, str)}
+        for flag, choices in choice_sets:
             common = len(values & choices)
             if common < 2:
                 continue

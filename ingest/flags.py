@@ -11,6 +11,7 @@ choices, bool -> store_true, List[X] -> nargs "+", no default -> required).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,9 +37,8 @@ REPLACEMENT_RE = re.compile(
     r"\s+[`'\"]?(--[A-Za-z0-9][\w-]*)"
 )
 SEPARATOR_RE = re.compile(r"^[\s#=\-*_~]*$")
-EXTEND_RE = re.compile(
-    r"\b([A-Z_][A-Z0-9_]*)\.(?:extend|append|add|update)\(|\b([A-Z_][A-Z0-9_]*)\s*\+="
-)
+EXTEND_RE = re.compile(r"\.(?:extend|append|add|update)\(|\+=")  # literal-led: fast
+NAME_BEFORE_RE = re.compile(r"\b([A-Z_][A-Z0-9_]*)\s*$")
 ADD_ARGUMENT_RE = re.compile(r"\.add_argument\(")
 
 
@@ -75,9 +75,9 @@ def module_info(tree: ast.Module, text: str, class_name: str = "ServerArgs") -> 
     # `X.extend(...)`, `X.append(...)`, `X += ...` anywhere (typically in add_*_choices hooks).
     # A text scan: walking the whole tree for this would cost more than the rest together.
     for m in EXTEND_RE.finditer(text):
-        name = m.group(1) or m.group(2)
-        if name in info.lists:
-            info.extended.add(name)
+        name = NAME_BEFORE_RE.search(text, max(0, m.start() - 80), m.start())
+        if name and name.group(1) in info.lists:
+            info.extended.add(name.group(1))
     return info
 
 
@@ -200,20 +200,28 @@ def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
             out.era = 3
             _assign_sections(out.flags, lines, server_args)
     manual: list[dict[str, Any]] = []
-    call_lines = [text.count("\n", 0, m.start()) + 1 for m in ADD_ARGUMENT_RE.finditer(text)]
+    call_lines = _line_numbers(text, ADD_ARGUMENT_RE)
     for func in _functions(tree):
-        # Only functions that contain an add_argument call are walked (text pre-check).
+        # Only functions that contain an add_argument call are read (text pre-check).
         lo, hi = func.lineno, func.end_lineno or func.lineno
         if not any(lo <= n <= hi for n in call_lines):
             continue
-        local = _local_assignments(func)
-        for sub in ast.walk(func):
+        statements = list(_statements(func.body))
+        local = {
+            stmt.targets[0].id: stmt.value
+            for stmt in statements
+            if isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        }
+        for stmt in statements:
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
             if (
-                isinstance(sub, ast.Call)
-                and isinstance(sub.func, ast.Attribute)
-                and sub.func.attr == "add_argument"
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "add_argument"
             ):
-                flag = _argparse_flag(sub, info, local, out, path)
+                flag = _argparse_flag(call, info, local, out, path)
                 if flag:
                     flag["_func"] = func
                     manual.append(flag)
@@ -289,13 +297,25 @@ def _dedupe(out: Extraction) -> None:
     out.flags = kept
 
 
-def _local_assignments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
-    local: dict[str, ast.expr] = {}
-    for sub in ast.walk(func):
-        if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
-            if isinstance(sub.targets[0], ast.Name):
-                local[sub.targets[0].id] = sub.value
-    return local
+def _statements(body: list[ast.stmt]):  # type: ignore[no-untyped-def]
+    """Every statement in a body, into if/for/with/try blocks but not into expressions
+    (walking every expression node of a 2,000-line add_cli_args is what costs)."""
+    for stmt in body:
+        yield stmt
+        for name in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(stmt, name, []) or [])
+        for handler in getattr(stmt, "handlers", []) or []:
+            yield from _statements(handler.body)
+
+
+def _line_numbers(text: str, pattern: re.Pattern[str]) -> list[int]:
+    """1-based line numbers of the matches of `pattern`, counting newlines once."""
+    numbers, line, pos = [], 1, 0
+    for m in pattern.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        numbers.append(line)
+    return numbers
 
 
 def _is_annotated(annotation: ast.expr) -> bool:
@@ -616,15 +636,39 @@ def module_path_candidates(module: str) -> list[str]:
     return [base + ".py", base + "/__init__.py"]
 
 
-def resolve_external(expr_src: str, module_text: str) -> list[Any] | None:
+CONSTANT_OR_CLASS_RE = re.compile(r"^(?:[A-Z_][A-Z0-9_]*\s*[:=]|class\s+(\w+))")
+
+
+def _top_level_blocks(text: str, class_name: str) -> str:
+    """The module-level UPPER_CASE assignments and `class <class_name>`, as parseable source
+    (a statement runs until the next line that starts at column 0 and is not a closer)."""
+    out: list[str] = []
+    keep = False
+    for line in text.splitlines():
+        if line and not line[0].isspace() and line[0] not in ")]}#":
+            m = CONSTANT_OR_CLASS_RE.match(line)
+            keep = m is not None and (m.group(1) is None or m.group(1) == class_name)
+        if keep:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@functools.lru_cache(maxsize=512)
+def resolve_external(expr_src: str, module_text: str) -> tuple[Any, ...] | None:
     """Resolve a choices sub-expression against the module it was imported from.
 
     Handles a module-level constant (`SUPPORTED_LORA_TARGET_MODULES`) and a class attribute
-    mapping (`list(ReasoningParser.DetectorMap.keys())`). None when it stays unknown.
+    mapping (`list(ReasoningParser.DetectorMap.keys())`). None when it stays unknown. Cached:
+    the same module blob serves many versions.
     """
     try:
         expr = ast.parse(expr_src, mode="eval").body
-        tree = ast.parse(module_text)
+        root = expr
+        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        # Parse only the module's constants and the class named, not the whole module.
+        name = root.id if isinstance(root, ast.Name) else ""
+        tree = ast.parse(_top_level_blocks(module_text, name))
     except SyntaxError:
         return None
     info = module_info(tree, module_text)
@@ -635,7 +679,7 @@ def resolve_external(expr_src: str, module_text: str) -> list[Any] | None:
             expr = expr.func.value
     if isinstance(expr, ast.Name):
         choices = resolve_choices(expr, info, {})
-        return choices.values if choices.values and not choices.dynamic else None
+        return tuple(choices.values) if choices.values and not choices.dynamic else None
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
         cls = next(
             (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == expr.value.id),
@@ -651,7 +695,7 @@ def resolve_external(expr_src: str, module_text: str) -> list[Any] | None:
                 assert isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
                 if isinstance(stmt.value, ast.Dict):
                     keys = [literal(k) for k in stmt.value.keys if k is not None]
-                    return None if any(k is NOT_LITERAL for k in keys) else keys
+                    return None if any(k is NOT_LITERAL for k in keys) else tuple(keys)
                 choices = resolve_choices(stmt.value, info, {})
-                return choices.values if choices.values and not choices.dynamic else None
+                return tuple(choices.values) if choices.values and not choices.dynamic else None
     return None

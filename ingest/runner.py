@@ -93,23 +93,31 @@ def run(
 
     trees = {ref.label: list_python_files(gitdir, ref.commit) for ref in todo}
     wanted: dict[str, tuple[str, str, str]] = {}  # facts key -> (sha, kind, path)
-    for files in trees.values():
-        for path, sha in files.items():
+    first_needed: dict[str, int] = {}  # facts key -> index of the first version that has it
+    last_needed: dict[int, list[str]] = {}  # version index -> keys no later version has
+    last_seen: dict[str, int] = {}
+    for index, ref in enumerate(todo):
+        for path, sha in trees[ref.label].items():
             kind = kind_of(path)
-            wanted.setdefault(facts_key(sha, kind), (sha, kind, path))
+            key = facts_key(sha, kind)
+            last_seen[key] = index
+            if key not in wanted:
+                wanted[key] = (sha, kind, path)
+                first_needed[key] = index
+    for key, index in last_seen.items():
+        last_needed.setdefault(index, []).append(key)
     packed = load_facts(engine, list(wanted))
     summary.blobs_cached = len(packed)
-    texts: dict[str, bytes] = {}  # sha -> zlib text, for blobs analyzed in this run
-    missing = [item for key, item in wanted.items() if key not in packed]
-    summary.blobs_analyzed = len(missing)
-    for batch in _analyze(gitdir, missing, opts.jobs):
-        save_facts(engine, [(key, facts) for key, facts, _text in batch])
-        for key, facts, text in batch:
-            packed[key] = facts
-            if text is not None:
-                texts[key.split(":", 1)[0]] = text
     facts = {key: json.loads(zlib.decompress(data)) for key, data in packed.items()}
     del packed
+    texts: dict[str, bytes] = {}  # sha -> zlib text, for blobs analyzed in this run
+    # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
+    # while the workers go on with the next ones.
+    missing = sorted(
+        (item for key, item in wanted.items() if key not in facts),
+        key=lambda item: first_needed[facts_key(item[0], item[1])],
+    )
+    summary.blobs_analyzed = len(missing)
 
     reader: BlobReader | None = None
 
@@ -127,25 +135,39 @@ def run(
             module_texts[sha] = zlib.decompress(blob_text(sha)).decode("utf-8", "replace")
         return module_texts[sha]
 
+    def write(index: int) -> None:
+        ref = todo[index]
+        t0 = time.perf_counter()
+        rows = assemble(trees[ref.label], facts, read_text)
+        write_version(engine, ref, rows, opts.web_url, time.perf_counter() - t0, blob_text)
+        c = rows.counts()
+        s = VersionSummary(
+            ref.label, rows.era, c["flags"], c["enums"], c["constraints"], c["usages"],
+            c["choice_sites"], c["warnings"], time.perf_counter() - t0,
+        )  # fmt: skip
+        summary.versions.append(s)
+        on_version(s)
+        # Facts and texts no later version needs are dropped: memory stays at the working set.
+        for key in last_needed.pop(index, []):
+            facts.pop(key, None)
+            texts.pop(key.split(":", 1)[0], None)
+
+    written = 0
     try:
-        for ref in todo:
-            t0 = time.perf_counter()
-            rows = assemble(trees[ref.label], facts, read_text)
-            write_version(engine, ref, rows, opts.web_url, time.perf_counter() - t0, blob_text)
-            c = rows.counts()
-            s = VersionSummary(
-                ref.label,
-                rows.era,
-                c["flags"],
-                c["enums"],
-                c["constraints"],
-                c["usages"],
-                c["choice_sites"],
-                c["warnings"],
-                time.perf_counter() - t0,
-            )
-            summary.versions.append(s)
-            on_version(s)
+        for batch in _analyze(gitdir, missing, opts.jobs):
+            save_facts(engine, [(key, packed_facts) for key, packed_facts, _f, _t in batch])
+            for key, _packed, blob_facts, text in batch:
+                facts[key] = blob_facts
+                if text is not None:
+                    texts[key.split(":", 1)[0]] = text
+            # Every blob first needed before the last one of this batch is analyzed.
+            ready = first_needed[batch[-1][0]]
+            while written < ready:
+                write(written)
+                written += 1
+        while written < len(todo):
+            write(written)
+            written += 1
     finally:
         if reader is not None:
             reader.close()
