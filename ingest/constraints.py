@@ -144,8 +144,12 @@ def _walk(
 
 
 def _leaves(body: list[ast.stmt]) -> bool:
-    """Whether a block always leaves the enclosing block (return/raise/continue/break)."""
-    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+    """Whether a block ends in return/continue/break: an early-exit guard for what follows.
+
+    A block ending in `raise` is a constraint site of its own, not a guard: treating it as
+    one would make every later check in a validator "read" the flags of every earlier one.
+    """
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Continue, ast.Break))
 
 
 def _merge(a: list[str], b: list[str]) -> list[str]:

@@ -186,6 +186,8 @@ class ServerArgs:
             self.enable_fast_path = True
 
     def check_server_args(self):
+        if self.chunk_size < 0:
+            raise ValueError("--chunk-size must not be negative")
         if self.enable_two_batch_overlap and self.moe_a2a_backend == "none":
             raise ValueError(
                 "Two batch overlap needs an all-to-all backend: "

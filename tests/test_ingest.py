@@ -131,11 +131,14 @@ def test_era3_annotated_fields(kb_db: Path) -> None:
 
 def test_constraint_sites(kb_db: Path) -> None:
     raises = sites(kb_db, "constraintsite", "v0.2.0", "kind = 'raise'")
-    (tbo,) = raises
+    (tbo,) = [r for r in raises if "two_batch" in r["condition"]]
     assert json.loads(tbo["flags"]) == ["--enable-two-batch-overlap", "--moe-a2a-backend"]
     assert tbo["condition"] == "self.enable_two_batch_overlap and self.moe_a2a_backend == 'none'"
     assert "{self.moe_a2a_backend}" in tbo["message"]
     assert tbo["function"] == "ServerArgs.check_server_args"
+    # the raise before it in the same validator is a site of its own, not a guard of this one
+    (chunk,) = [r for r in raises if r is not tbo]
+    assert chunk["condition"] == "self.chunk_size < 0"
     (pp,) = sites(
         kb_db, "constraintsite", "v0.2.0", "kind = 'override' and function like '%pipeline%'"
     )
