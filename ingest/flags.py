@@ -231,11 +231,9 @@ def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
         del flag["_func"]
     manual.sort(key=lambda f: f["line"])
     out.flags.extend(manual)
-    if out.era == 1 and (
-        info.extended
-        or any(n.endswith("_CHOICES") for n in info.lists)
-        or any("Deprecated" in (f["action"] or "") for f in manual)
-    ):
+    # Era 2 is marked by module-level *_CHOICES constants (extended by add_*_choices hooks);
+    # DeprecatedAction alone came and went during 2024 and says nothing about the shape.
+    if out.era == 1 and (info.extended or any(n.endswith("_CHOICES") for n in info.lists)):
         out.era = 2
     _apply_cli_remaps(tree, out.flags)
     _dedupe(out)
