@@ -19,7 +19,7 @@ from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
 from ingest.sites import scan
 
-ANALYZER_VERSION = 4
+ANALYZER_VERSION = 5
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -76,6 +76,12 @@ class _Lines:
         return self.record(self.number(offset), offset)
 
 
+def _in_comment(prefix: str) -> bool:
+    """Whether a match sits after a `#` on its line (a mention in a comment, not code).
+    A `#` inside a string before the match is rare enough in these lines to accept."""
+    return "#" in prefix
+
+
 def subject_tail(prefix: str) -> str:
     """The name a comparison is about: `self.moe_runner_backend` -> moe_runner_backend,
     `get_moe_runner_backend()` -> moe_runner_backend, `d["attention_backend"]` -> same."""
@@ -98,12 +104,17 @@ def scan(data: bytes) -> dict[str, Any]:
     if b"server_args" in data:
         for rx in READ_RES:
             for m in rx.finditer(data):
+                if _in_comment(lines.prefix(m.start())):
+                    continue
                 name = m.group(1).decode()
                 write = bool(WRITE_AFTER.match(data, m.end())) and rx is READ_RES[0]
                 reads.append([name, lines.at(m.start()), "write" if write else "read"])
     choices: list[list[Any]] = []
     for m in COMPARE_RE.finditer(data):
-        tail = subject_tail(lines.prefix(m.start()))
+        prefix = lines.prefix(m.start())
+        if _in_comment(prefix):
+            continue
+        tail = subject_tail(prefix)
         choices.append([m.group(2).decode(), lines.at(m.start()), tail, "compare"])
     for m in CONTAINS_RE.finditer(data):
         values = _string_items(data, m.end() - 1)

@@ -107,6 +107,7 @@ class ModelRunner:
         self.server_args = server_args
         if not self.server_args.disable_cuda_graph:
             self.capture()
+        # TODO: read server_args.port here (a mention in a comment, not a read)
         if global_server_args_dict["dtype"] == "half":
             self.half = True
         if server_args.schedule_policy in ("fcfs", "random"):

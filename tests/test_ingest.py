@@ -186,8 +186,9 @@ def test_usage_sites(kb_db: Path) -> None:
         for u in sites(kb_db, "usagesite", "v0.1.0", "path not like '%server_args.py'")
     }
     assert ("disable_cuda_graph", "model_runner.py", 7) in found  # self.server_args.x
-    assert ("dtype", "model_runner.py", 9) in found  # global_server_args_dict["x"]
-    assert ("schedule_policy", "model_runner.py", 11) in found  # server_args.x
+    assert ("dtype", "model_runner.py", 10) in found  # global_server_args_dict["x"]
+    assert ("schedule_policy", "model_runner.py", 12) in found  # server_args.x
+    assert not any(dest == "port" for dest, _file, _line in found)  # only in a comment
     write_site = sites(kb_db, "usagesite", "v0.3.0", "access = 'write' and path like '%hook%'")
     assert write_site[0]["text"] == "server_args.speculative_num_steps = 3"
 
@@ -212,6 +213,7 @@ def test_enums_linked_and_choice_sites_attributed(kb_db: Path) -> None:
     assert (10, "flashinfer_cudnn", "--fp4-gemm-backend", "enum") in layer
     assert (12, "flashinfer_trtllm", "--moe-runner-backend", "compare") in layer
     contains = sites(kb_db, "choicesite", "v0.1.0", "how = 'contains'")
+    assert all(c["line"] == 12 for c in contains)
     assert {(c["value"], c["flag"]) for c in contains} == {
         ("fcfs", "--schedule-policy"),
         ("random", "--schedule-policy"),
