@@ -347,7 +347,10 @@ def build_index(
     else:
         target.mkdir()
         ix = windex.create_in(str(target), _schema())
-    writer = ix.writer(limitmb=256)
+    # A full build of thousands of facts uses both cores (the ingest's workers are done by
+    # then); an incremental one adds a few hundred documents in-process.
+    parallel = {"procs": 2, "multisegment": True} if previous is None and len(docs) > 1000 else {}
+    writer = ix.writer(limitmb=256, **parallel)
     added = 0
     for d in docs:
         fid = fact_id(d.key)
