@@ -64,8 +64,11 @@ def save_facts(engine: Engine, batch: list[tuple[str, bytes]]) -> None:
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
     with engine.begin() as conn:
-        conn.execute(
-            insert(table).prefix_with("OR REPLACE"),
+        # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
+        conn.execute(delete(table).where(table.c.key.in_([k for k, _f in batch])))
+        _insert(
+            conn,
+            table,
             [{"key": k, "analyzer_version": ANALYZER_VERSION, "facts": f} for k, f in batch],
         )
 
