@@ -4,79 +4,32 @@ Screenshots land in test-output/browser/ for a human to look at."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
+from browser_support import MARKS, chromium, live_server, new_page, shot
 from dashboard_kb import ARGS, RUNNER, build_kb
 
-from app.main import create_app
-
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parent.parent / "test-output" / "browser"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin"),
-]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    db = build_kb(tmp_path_factory.mktemp("kb") / "kb.db")
-    port = free_port()
-    config = uvicorn.Config(create_app(f"sqlite:///{db}"), port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=5)
+    with live_server(f"sqlite:///{build_kb(tmp_path_factory.mktemp('kb') / 'kb.db')}") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any, server: str) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=server)
-    pg = context.new_page()
-    errors: list[str] = []
-    # CSP violations and script errors surface as console errors.
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.errors = errors
-    yield pg
-    context.close()
-
-
-def shot(pg: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / f"{name}.png"))
+    with new_page(browser, server) as pg:
+        yield pg
 
 
 def in_view(pg: Any, selector: str) -> bool:

@@ -4,27 +4,17 @@ Screenshots land in test-output/browser/ for a human to look at."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
+from browser_support import MARKS, chromium, live_server, new_page
+from browser_support import shot as full_shot
 from planted_kb import SEARCH_NEW, SEARCH_OLD, build_kb
 
-from app.main import create_app
 from app.search import build_index
 
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parent.parent / "test-output" / "browser"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin"),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
@@ -33,42 +23,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         tmp_path_factory.mktemp("kb") / "kb.db", [("s1", SEARCH_OLD), ("s2", SEARCH_NEW)]
     )
     build_index(url)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    srv = uvicorn.Server(uvicorn.Config(create_app(url), port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=5)
+    with live_server(url) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
 def page(server: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=server)
-        pg = context.new_page()
-        errors: list[str] = []
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.errors = errors
+    with chromium() as browser, new_page(browser, server) as pg:
         yield pg
-        browser.close()
 
 
 def shot(pg: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    full_shot(pg, name, full_page=True)
 
 
 def test_slash_focuses_typing_shows_results_enter_opens_top_hit(page: Any) -> None:
