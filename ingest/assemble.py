@@ -19,6 +19,10 @@ from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.constraints import site_key
 from ingest.flags import module_path_candidates, resolve_external
 
+# Packages with a ServerArgs class of their own (the diffusion server): their
+# `server_args.x` reads and backend checks are about that program's flags, not these.
+OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
+
 # Values too common to say anything on their own: only attributed sites are kept for them.
 GENERIC_VALUES = {
     "auto", "none", "default", "true", "false", "null", "", "disabled", "enabled", "on",
@@ -149,7 +153,7 @@ def assemble(
     enums = [
         (path, e)
         for path in files
-        if path.startswith("python/sglang/")
+        if path.startswith("python/sglang/") and not path.startswith(OTHER_PROGRAMS)
         for e in facts_of(path)["enums"]
     ]
     rows.enums = _link_enums(enums, rows.flags)
@@ -212,6 +216,8 @@ def _constraints(rows: VersionRows, files, facts_of, option_of: dict[str, str]) 
 
 def _usages(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> None:
     for path, sha in files.items():
+        if path.startswith(OTHER_PROGRAMS):
+            continue
         f = facts_of(path)
         seen = set()
         lines = f["lines"]
@@ -278,6 +284,8 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
                 is_method[method].append((enum, member))
 
     for path, sha in files.items():
+        if path.startswith(OTHER_PROGRAMS):
+            continue
         f = facts_of(path)
         add = _SiteCollector(rows, path, sha, f["lines"]).add
         for value, line, tail, how in f["choices"]:

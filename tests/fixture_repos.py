@@ -483,6 +483,8 @@ def build_three_era_repo(root: Path) -> Path:
     write(repo, "python/sglang/srt/layers/moe/utils.py", ERA2_MOE_UTILS)
     write(repo, "python/sglang/srt/layers/quantization/fp4_utils.py", ERA2_FP4_UTILS)
     write(repo, "python/sglang/srt/layers/moe/layer.py", ERA2_LAYER)
+    # Another program with a ServerArgs of its own: its reads are not of these flags.
+    write(repo, "python/sglang/multimodal_gen/runtime/pipeline.py", ERA2_LAYER)
     commit(repo, "era 2", "2025-06-01T12:00:00Z", "v0.2.0")
     git(repo, "tag", "gateway-v1.0.0")
     git(repo, "tag", "sgl-kernel-v0.2.0")

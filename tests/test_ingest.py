@@ -193,6 +193,12 @@ def test_usage_sites(kb_db: Path) -> None:
     assert write_site[0]["text"] == "server_args.speculative_num_steps = 3"
 
 
+def test_other_programs_server_args_are_not_these_flags(kb_db: Path) -> None:
+    for table in ("usagesite", "choicesite"):
+        assert not sites(kb_db, table, "v0.2.0", "path like '%multimodal_gen%'")
+    assert sites(kb_db, "usagesite", "v0.2.0", "path like '%srt/layers/moe/layer.py'")
+
+
 def test_enums_linked_and_choice_sites_attributed(kb_db: Path) -> None:
     enums = {e["name"]: json.loads(e["flags"]) for e in sites(kb_db, "enum", "v0.2.0")}
     assert enums == {
