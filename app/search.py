@@ -423,7 +423,7 @@ class _Names:
         self.exact: dict[str, set[int]] = {}
         self.alias: dict[str, set[int]] = {}
         self.words: dict[str, set[int]] = {}
-        self.order: dict[int, tuple[int, bool, int, str, str]] = {}
+        self.order: dict[int, tuple[int, bool, int, str, int, str]] = {}
         self.name_words: dict[int, list[str]] = {}
         keys: set[tuple[str, int]] = set()
         for n, d in docs.items():
@@ -441,6 +441,9 @@ class _Names:
                 bool(d.get("deprecated")),
                 len(words(d["name"])),
                 d["name"],
+                # The same value of several flags: the one that has held it longest first
+                # (`flashinfer_cutlass` is the MoE runner's before it is the FP4 GEMM's).
+                -len(d.get("versions", ())),
                 d["flag"] or "",
             )
             self.name_words[n] = words(d["name"])
