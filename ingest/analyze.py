@@ -17,9 +17,10 @@ from typing import Any
 from ingest.constraints import extract_constraints
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
+from ingest.pyast import PARSE_FAILURES
 from ingest.sites import scan
 
-ANALYZER_VERSION = 5
+ANALYZER_VERSION = 6
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
@@ -44,18 +45,19 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     text = data.decode("utf-8", "replace")
     try:
         tree = ast.parse(text)
+        facts["constraints"] = extract_constraints(tree, path)
+        if kind == "server_args":
+            extraction = extract_flags(tree, text, path)
+            facts["flags"] = extraction.flags
+            facts["era"] = extraction.era
+            facts["warnings"].extend(extraction.warnings)
+            facts["reads"].extend(_self_reads(tree, text, facts["lines"]))
     except SyntaxError as exc:
         facts["warnings"].append(
             {"path": path, "line": exc.lineno or 0, "what": f"syntax error: {exc.msg}"}
         )
-        return facts
-    facts["constraints"] = extract_constraints(tree, path)
-    if kind == "server_args":
-        extraction = extract_flags(tree, text, path)
-        facts["flags"] = extraction.flags
-        facts["era"] = extraction.era
-        facts["warnings"].extend(extraction.warnings)
-        facts["reads"].extend(_self_reads(tree, text, facts["lines"]))
+    except PARSE_FAILURES as exc:  # too deeply nested for the parser: skip, don't abort
+        facts["warnings"].append({"path": path, "line": 0, "what": f"not parsed: {exc!r}"[:200]})
     return facts
 
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.pyast import NOT_LITERAL, call_name, kwarg, literal, render_text, source
+from ingest.pyast import NOT_LITERAL, PARSE_FAILURES, call_name, kwarg, literal, render_text, source
 
 ANNOTATED_NAMES = {"A", "Annotated", "typing.Annotated"}
 ARG_META_KEYS = {
@@ -191,11 +191,21 @@ def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
         (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None
     )
     if server_args is not None:
+        fields: dict[str, dict[str, Any]] = {}
         for stmt in server_args.body:
             if isinstance(stmt, ast.AnnAssign) and _is_annotated(stmt.annotation):
                 flag = _field_flag(stmt, info, out, path)
+                if flag and flag["dest"] in fields:
+                    # A dataclass keeps the last annotation of a repeated field name.
+                    out.warnings.append(
+                        {"path": path, "line": flag["line"],
+                         "what": f"field {flag['dest']} is declared again (first at line "
+                         f"{fields[flag['dest']]['line']}); the last declaration wins"}
+                    )  # fmt: skip
+                    del fields[flag["dest"]]
                 if flag:
-                    out.flags.append(flag)
+                    fields[flag["dest"]] = flag
+        out.flags.extend(fields.values())
         if out.flags:
             out.era = 3
             _assign_sections(out.flags, lines, server_args)
@@ -276,7 +286,8 @@ def _apply_cli_remaps(tree: ast.Module, flags: list[dict[str, Any]]) -> None:
 
 
 def _dedupe(out: Extraction) -> None:
-    """argparse rejects duplicate options at run time; keep the first and say so."""
+    """Two add_argument calls with one option: argparse raises at start-up; keep the first
+    and say so in the report."""
     seen: dict[str, dict[str, Any]] = {}
     kept = []
     for flag in out.flags:
@@ -554,10 +565,13 @@ def _field_flag(
     elif isinstance(inner, ast.Subscript) and source(inner.value) in ("Literal", "typing.Literal"):
         elts = inner.slice.elts if isinstance(inner.slice, ast.Tuple) else [inner.slice]
         values = [literal(e) for e in elts]
-        if "choices" in meta:
-            _apply_choices(flag, resolve_choices(meta["choices"], info, {}), stmt, out)
-        else:
-            flag["choices"] = [v for v in values if v is not NOT_LITERAL]
+        literal_values = [v for v in values if v is not NOT_LITERAL]
+        resolved = resolve_choices(meta["choices"], info, {}) if "choices" in meta else None
+        if resolved is not None and resolved.values:
+            _apply_choices(flag, resolved, stmt, out)
+        else:  # no choices=, or one computed at run time: the Literal spells the values
+            flag["choices"] = literal_values
+            flag["choices_const"] = resolved.const if resolved else None
         first = flag["choices"][0] if flag["choices"] else ""
         flag["type"] = source(type_parser) if type_parser else type(first).__name__
     elif (
@@ -605,6 +619,7 @@ def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.A
     end = scope.end_lineno or len(lines)  # type: ignore[attr-defined]
     headers: list[tuple[int, str]] = []
     prev_blank = True
+    prev_line = ""
     for no in range(max(start - 1, 0), min(end, len(lines))):
         line = lines[no]
         stripped = line.strip()
@@ -615,11 +630,19 @@ def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.A
         if is_comment and SEPARATOR_RE.match(stripped):
             prev_blank = True
             continue
-        if is_comment and prev_blank:
+        if is_comment:
             text = stripped.lstrip("#").strip(" -=*:")
-            if 1 <= len(text.split()) <= 8 and re.search(r"[A-Za-z]{2}", text):
+            # Right after the previous call's ")", only a short capitalized phrase that is
+            # not a sentence reads as a header ("# Memory and scheduling").
+            after_call = prev_line == ")" and re.match(r"^[A-Z][\w/ ()+-]*$", text) is not None
+            if (
+                (prev_blank or after_call)
+                and 1 <= len(text.split()) <= 8
+                and re.search(r"[A-Za-z]{2}", text)
+            ):
                 headers.append((no + 1, text))
         prev_blank = False
+        prev_line = stripped
     i = 0
     current = None
     for flag in sorted(flags, key=lambda f: f["line"]):
@@ -667,7 +690,7 @@ def resolve_external(expr_src: str, module_text: str) -> tuple[Any, ...] | None:
         # Parse only the module's constants and the class named, not the whole module.
         name = root.id if isinstance(root, ast.Name) else ""
         tree = ast.parse(_top_level_blocks(module_text, name))
-    except SyntaxError:
+    except (SyntaxError, *PARSE_FAILURES):
         return None
     info = module_info(tree, module_text)
     if isinstance(expr, ast.Call) and call_name(expr) in ("list", "sorted", "tuple") and expr.args:

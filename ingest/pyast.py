@@ -7,6 +7,10 @@ from typing import Any
 
 NOT_LITERAL = object()
 
+# What ast.parse raises besides SyntaxError on pathological input (a 100,000-term expression):
+# one such file must cost a warning, never the whole ingest.
+PARSE_FAILURES = (ValueError, RecursionError, MemoryError)
+
 # Receivers through which server args are read: `self.x` inside ServerArgs,
 # `server_args.x` / `self.server_args.x` / `args.x` in hooks and helpers.
 ARGS_RECEIVERS = {"self", "server_args", "args", "_server_args", "global_server_args"}

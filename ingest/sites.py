@@ -15,7 +15,7 @@ import ast
 import re
 from typing import Any
 
-from ingest.pyast import NOT_LITERAL, literal
+from ingest.pyast import NOT_LITERAL, PARSE_FAILURES, literal
 
 READ_RES = [
     re.compile(rb"server_args(?:\(\))?\.([a-z_][a-z0-9_]*)"),
@@ -175,7 +175,7 @@ def scan_enums(data: bytes) -> list[dict[str, Any]]:
         block = padded[m.start() + 1 : end.start() if end else len(padded)]
         try:
             tree = ast.parse(block.decode("utf-8", "replace"))
-        except SyntaxError:
+        except (SyntaxError, *PARSE_FAILURES):
             continue
         cls = tree.body[0]
         if not isinstance(cls, ast.ClassDef):

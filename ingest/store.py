@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
@@ -174,7 +175,8 @@ def write_version(
         _insert(conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have])
         _rerank(conn)
         if os.environ.get("FLAGATLAS_TEST_STALL_IN") == ref.label:
-            # Test seam: hold the open transaction so a test can kill -9 the process here.
+            # Test seam: hold the open transaction (and say so) so a test can kill -9 here.
+            Path(os.environ["FLAGATLAS_TEST_STALL_MARKER"]).touch()
             time.sleep(3600)
 
 

@@ -71,6 +71,7 @@ class ServerArgs:
             default=ServerArgs.tp_size,
             help="Tensor parallel degree.",
         )
+        # Note: the port must be free.
         parser.add_argument("--port", type=int, default=ServerArgs.port, help="HTTP port.")
         parser.add_argument(
             "--mem-fraction-static",
@@ -83,6 +84,7 @@ class ServerArgs:
             action="store_true",
             help="Turn graph capture off.",
         )
+        # Scheduling
         parser.add_argument(
             "--schedule-policy",
             type=str,
@@ -380,6 +382,10 @@ class ServerArgs:
     ] = "auto"
     speculative_algorithm: A[Optional[str], "Speculative decoding algorithm."] = None
     speculative_num_steps: A[Optional[int], "Draft steps."] = None
+    graph_backend: A[
+        Optional[Literal["full", "disabled"]], Arg(help="Graph backend.", choices=Backend.ALL)
+    ] = "full"
+    load_mode: A[Literal["eager", "lazy"], "How weights are loaded (again)."] = "lazy"
     internal_cache: A[dict, Arg(help="Not a flag.", no_cli=True)] = dataclasses.field(
         default_factory=dict
     )

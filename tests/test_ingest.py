@@ -83,8 +83,11 @@ def test_era1_argparse_flags(kb_db: Path) -> None:
     assert model["required"] and model["default"] is None
     graph = flag(kb_db, "v0.1.0", "--disable-cuda-graph")
     assert graph["action"] == "store_true" and json.loads(graph["default"]) is False
-    assert (graph["path"], graph["line"]) == (SERVER_ARGS, 61)
-    assert graph["end_line"] == 65
+    assert (graph["path"], graph["line"]) == (SERVER_ARGS, 62)
+    assert graph["end_line"] == 66
+    # a short phrase right after the previous call is a header; a sentence is not
+    assert flag(kb_db, "v0.1.0", "--schedule-policy")["section"] == "Scheduling"
+    assert flag(kb_db, "v0.1.0", "--port")["section"] == "Parallelism"
 
 
 def test_era2_constants_hooks_fstrings_deprecation(kb_db: Path) -> None:
@@ -117,6 +120,13 @@ def test_era3_annotated_fields(kb_db: Path) -> None:
     assert model["section"] == "Model and tokenizer"
     mode = flag(kb_db, "v0.3.0", "--load-mode")
     assert json.loads(mode["choices"]) == ["eager", "lazy"]  # Literal[...]
+    # declared twice: like the dataclass, the last declaration wins, and the report says so
+    assert json.loads(mode["default"]) == "lazy" and mode["help"].endswith("(again).")
+    (report,) = rows(kb_db, "select report from version where name = 'v0.3.0'")
+    assert any("load_mode" in w["what"] for w in json.loads(report["report"])["warnings"])
+    # choices= computed at run time, but the Literal spells the values
+    graph = flag(kb_db, "v0.3.0", "--graph-backend")
+    assert json.loads(graph["choices"]) == ["full", "disabled"]
     bs = flag(kb_db, "v0.3.0", "--cuda-graph-bs")
     assert bs["nargs"] == "+" and bs["type"] == "int"  # Optional[List[int]]
     overlap = flag(kb_db, "v0.3.0", "--disable-overlap-schedule")
@@ -268,7 +278,7 @@ def test_nothing_is_executed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     repo = build_three_era_repo(tmp_path / "src")
     summary = ingest_into(repo, tmp_path / "kb.db", tags="nothing", refs=[("dev", "dev")])
     assert [v.version for v in summary.versions] == ["dev"]
-    assert summary.versions[0].flags == 10
+    assert summary.versions[0].flags == 11
     assert not marker.exists()
     # The ingested repository is read in place and never modified (no checkout, no writes).
     status = subprocess.run(
@@ -312,7 +322,12 @@ def _ingest_cmd(repo: Path, db: Path) -> list[str]:
 def test_kill_9_mid_version_leaves_no_partial_version(tmp_path: Path) -> None:
     repo = build_many_versions_repo(tmp_path, 4)
     db = tmp_path / "kb.db"
-    env = {**os.environ, "FLAGATLAS_TEST_STALL_IN": "v1.0.2"}
+    marker = tmp_path / "stalled"
+    env = {
+        **os.environ,
+        "FLAGATLAS_TEST_STALL_IN": "v1.0.2",
+        "FLAGATLAS_TEST_STALL_MARKER": str(marker),
+    }
     proc = subprocess.Popen(
         _ingest_cmd(repo, db),
         env=env,
@@ -322,11 +337,9 @@ def test_kill_9_mid_version_leaves_no_partial_version(tmp_path: Path) -> None:
     )
     try:
         deadline = time.time() + 60
-        while time.time() < deadline:  # wait until v1.0.1 committed and v1.0.2 is in flight
-            if db.exists() and _committed(db) == ["v1.0.0", "v1.0.1"]:
-                time.sleep(0.5)
-                break
-            time.sleep(0.1)
+        while not marker.exists() and time.time() < deadline:  # v1.0.2's rows are written
+            time.sleep(0.05)
+        assert marker.exists(), "the ingest never reached v1.0.2's transaction"
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(10)
@@ -436,3 +449,40 @@ def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
     # a fact indexed for the old versions now also holds for the new one
     assert index.search("--extra-0", version="v1.1.0")["results"][0]["name"] == "--extra-0"
     assert not index.search("brand new knob", version="v1.0.1")["results"]
+
+
+def test_pathological_sources_cost_a_warning_not_the_ingest(tmp_path: Path) -> None:
+    repo = build_many_versions_repo(tmp_path, 1)
+    deep = "X = " + "+".join(["1"] * 100_000) + "\n"  # too deep for the parser
+    write(repo, "python/sglang/srt/arg_groups/deep_hook.py", deep)
+    write(repo, "python/sglang/srt/broken.py", "def f(:\n")
+    write(repo, "python/sglang/srt/latin1.py", "")
+    (repo / "python/sglang/srt/latin1.py").write_bytes(b"# caf\xe9\nx = server_args.chunk_size\n")
+    commit(repo, "odd files", "2025-03-01T12:00:00Z", "v1.1.0")
+    summary = ingest_into(repo, tmp_path / "kb.db")
+    assert [v.version for v in summary.versions] == ["v1.0.0", "v1.1.0"]
+    assert summary.versions[1].flags == summary.versions[0].flags
+    (report,) = rows(tmp_path / "kb.db", "select report from version where name = 'v1.1.0'")
+    warnings = json.loads(report["report"])["warnings"]
+    assert any("deep_hook.py" in w["path"] and "not parsed" in w["what"] for w in warnings)
+    latin = sites(tmp_path / "kb.db", "usagesite", "v1.1.0", "path like '%latin1.py'")
+    assert latin[0]["dest"] == "chunk_size"
+
+
+def test_worker_processes_give_the_same_knowledge_base(
+    three_era_repo: Path, kb_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ingest.runner
+
+    monkeypatch.setattr(ingest.runner, "BATCH", 2)  # many batches, so the pool is used
+    db = tmp_path / "parallel.db"
+    summary = ingest_into(three_era_repo, db, refs=[("dev", "dev")], jobs=2)
+    assert summary.blobs_analyzed > 2 * 2
+    query = (
+        "select v.name, f.name, f.dest, f.choices, f.help, f.line from flag f "
+        "join version v on v.id = f.version_id order by 1, 2"
+    )
+    assert rows(db, query) == rows(kb_db, query)
+    for table in ("constraintsite", "usagesite", "choicesite"):
+        count = f"select count(*) n from {table}"
+        assert rows(db, count) == rows(kb_db, count)
