@@ -50,6 +50,7 @@ def ingest(
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from sqlalchemy.exc import ArgumentError
 
     from app.schema import database_url
     from ingest.git_source import DEFAULT_REPO, RepoUnavailable, web_url_for
@@ -101,6 +102,9 @@ def ingest(
             summary = run(opts, lambda total: progress.update(task, total=total), on_version)
     except (RepoUnavailable, ValueError) as exc:
         print(f"flagatlas ingest: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    except (ModuleNotFoundError, ArgumentError) as exc:  # a DATABASE_URL without its driver
+        print(f"flagatlas ingest: cannot open the database {url}: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         print(
