@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ingest.pyast import ARGS_RECEIVERS, args_attr, names_read
+
 # Receivers through which server args are read (the same set the ingest recognises).
-RECEIVERS = frozenset({"self", "server_args", "args", "_server_args", "global_server_args"})
-GLOBAL_GETTERS = frozenset({"get_global_server_args", "get_server_args"})
+RECEIVERS = frozenset(ARGS_RECEIVERS)
 
 MAX_EXPR_CHARS = 4000
 MAX_SEQUENCE = 1000  # elements of a literal list/tuple/set
@@ -160,7 +161,7 @@ class Evaluator:
                 return self._lookup(node.id, node.id)
             return Undecidable(f"reads {node.id}")
         if isinstance(node, ast.Attribute):
-            attr = _flag_attr(node)
+            attr = args_attr(node)
             if attr is not None:
                 return self._lookup(attr, _source(node))
             return Undecidable(f"reads {_source(node)}")
@@ -317,23 +318,6 @@ def _identical(left: Any, right: Any) -> bool | Undecidable:
     return Undecidable("identity of values is not static")
 
 
-def _flag_attr(node: ast.Attribute) -> str | None:
-    """`x` for self.x, server_args.x, self.server_args.x, get_global_server_args().x."""
-    base = node.value
-    if isinstance(base, ast.Name) and base.id in RECEIVERS:
-        return node.attr
-    if isinstance(base, ast.Attribute) and base.attr in ("server_args", "_server_args"):
-        return node.attr
-    if (
-        isinstance(base, ast.Call)
-        and isinstance(base.func, ast.Name)
-        and base.func.id in GLOBAL_GETTERS
-        and not base.args
-    ):
-        return node.attr
-    return None
-
-
 @lru_cache(maxsize=8192)
 def flag_names(text: str) -> frozenset[str]:
     """Attributes read through a server-args receiver (`self.x`, `server_args.x`,
@@ -341,24 +325,8 @@ def flag_names(text: str) -> frozenset[str]:
     node = _parse(text)
     if isinstance(node, Undecidable):
         return frozenset()
-    names = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute):
-            attr = _flag_attr(sub)
-            if attr is not None:
-                names.add(attr)
-        elif (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Name)
-            and sub.func.id in ("getattr", "hasattr")
-            and len(sub.args) >= 2
-            and isinstance(sub.args[0], ast.Name)
-            and sub.args[0].id in RECEIVERS
-            and isinstance(sub.args[1], ast.Constant)
-            and isinstance(sub.args[1].value, str)
-        ):
-            names.add(sub.args[1].value)
-    return frozenset(names)
+    # The same recognition of server-args reads as the ingest uses.
+    return frozenset(names_read(node))
 
 
 def truth(text: str, env: Mapping[str, Any]) -> bool | Undecidable:
