@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.httpbench import default_db, describe, percentile, server, timed  # noqa: E402
+from bench.httpbench import default_db, describe, server, timed, verdict_p99  # noqa: E402
 
 TARGET_MS = 300.0
 
@@ -43,13 +43,7 @@ def main() -> None:
     print(describe("baseline: static file", base_ms))
     print(describe("diff page (HTML)", page_ms))
     print(describe("diff JSON", api_ms))
-    worst = percentile(page_ms, 99)
-    ratio = worst / percentile(base_ms, 99)
-    verdict = "PASS" if worst < TARGET_MS else "FAIL"
-    print(
-        f"diff page p99 {worst:.1f} ms = {ratio:.0f}x the static file's p99;"
-        f" target < {TARGET_MS:.0f} ms: {verdict}"
-    )
+    print(verdict_p99("diff page", page_ms, base_ms, TARGET_MS))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.schema import database_url  # noqa: E402
 from app.search import build_index  # noqa: E402
-from bench.httpbench import default_db, describe, percentile, server, timed  # noqa: E402
+from bench.httpbench import default_db, describe, server, timed, verdict_p99  # noqa: E402
 
 TYPED = [
     "nvls",
@@ -81,13 +81,7 @@ def main() -> None:
     print(describe("baseline: static file", base_ms))
     print(describe("dropdown /search (htmx)", search_ms))
     print(describe("/api/search", api_ms))
-    p99 = percentile(search_ms, 99)
-    ratio = p99 / percentile(base_ms, 99)
-    verdict = "PASS" if p99 < TARGET_MS else "FAIL"
-    print(
-        f"dropdown p99 {p99:.2f} ms = {ratio:.1f}x the static file's p99;"
-        f" target < {TARGET_MS:.0f} ms: {verdict}"
-    )
+    print(verdict_p99("dropdown", search_ms, base_ms, TARGET_MS))
 
 
 if __name__ == "__main__":

@@ -80,3 +80,14 @@ def describe(name: str, values: list[float]) -> str:
         f"{name:<28} n={len(values):<5} median {statistics.median(values):7.2f} ms"
         f"   p99 {percentile(values, 99):7.2f} ms   max {max(values):7.2f} ms"
     )
+
+
+def verdict_p99(label: str, values: list[float], baseline: list[float], target_ms: float) -> str:
+    """The closing line of a latency bench: p99, its ratio to the baseline's p99, pass/fail."""
+    p99 = percentile(values, 99)
+    ratio = p99 / percentile(baseline, 99)
+    verdict = "PASS" if p99 < target_ms else "FAIL"
+    return (
+        f"{label} p99 {p99:.2f} ms = {ratio:.1f}x the static file's p99;"
+        f" target < {target_ms:.0f} ms: {verdict}"
+    )
