@@ -18,8 +18,8 @@ from pygments.lexers import PythonLexer, TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 from sqlmodel import Session
 
-from app.queries import version_file_sha
-from app.schema import Blob, Version, unpack_text
+from kb.queries import version_file_sha
+from kb.schema import Blob, Version, unpack_text
 
 # Files this big are shown as plain text: highlighting them would stall the page.
 MAX_HIGHLIGHT = 2_000_000

@@ -4,23 +4,20 @@ error pages and the routers of the view modules (one module per page kind)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
-from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.gzip import GZipMiddleware
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
-from sqlmodel import Session, select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.queries import MAX_NAME, NotFound
-from app.schema import Version, database_url, make_engine
-from app.templating import STATIC, render
+from app.templating import STATIC
 from app.views import backends, constraints, diff, enums, explain, flags, home, search, source
-from app.views.common import page_context
+from app.views.common import error_response, pinned_context, suggestion_url
+from kb.queries import MAX_NAME, NotFound
+from kb.schema import database_url, make_engine
 
 log = logging.getLogger("flagatlas")
 
@@ -54,60 +51,6 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-
-def wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/") or request.url.path == "/api"
-
-
-def suggestion_url(path: str, kind: str, name: str) -> str | None:
-    """The same URL with the wrong segment (version, flag, value or file path) replaced."""
-    segments = path.split("/")
-    try:
-        i = segments.index("v")
-    except ValueError:
-        return f"/v/{quote(name, safe='')}/flags" if kind == "version" else None
-    slot = {"version": i + 1, "flag": i + 3, "value": i + 4, "path": i + 3}.get(kind)
-    if slot is None or slot >= len(segments):
-        return None
-    if kind == "path":
-        segments = segments[:slot] + name.split("/")
-    else:
-        segments[slot] = name
-    return "/".join(quote(segment, safe="") for segment in segments)
-
-
-def error_response(
-    request: Request,
-    status: int,
-    detail: str,
-    suggestions: list[dict[str, str]] | None = None,
-    elsewhere: list[dict[str, str]] | None = None,
-    kind: str = "page",
-    name: str = "",
-    context: dict[str, Any] | None = None,
-) -> Response:
-    body: dict[str, Any] = {
-        "detail": detail,
-        "kind": kind,
-        "name": name,
-        "suggestions": suggestions or [],
-        "elsewhere": elsewhere or [],
-    }
-    if wants_json(request):
-        return JSONResponse(body, status_code=status)
-    page = {"status": status, **body, **(context or {})}
-    return render(request, "error.html", page, status_code=status)
-
-
-def pinned_context(request: Request, version_name: str) -> dict[str, Any]:
-    """The version switcher for an error inside an existing version: it keeps the page, so
-    a flag missing here is one click from a version that has it."""
-    segments = request.url.path.split("/")
-    tail = "/".join(segments[3:]) if segments[1:2] == ["v"] else "flags"
-    with Session(request.app.state.engine) as session:
-        version = session.exec(select(Version).where(Version.name == version_name)).first()
-        return page_context(session, version, tail) if version is not None else {}
 
 
 def create_app(db_url: str | None = None) -> FastAPI:

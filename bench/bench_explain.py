@@ -2,7 +2,7 @@
 same server in the same run. Target: a realistic command explained (with its compatibility
 range over every ingested version) under 100 ms at the median, the upgrade check under 200 ms.
 
-    .venv/bin/python bench/bench_explain.py [--db /work/data/real.db] [--version NAME] [--rounds 30]
+    .venv/bin/python bench/bench_explain.py [--db PATH] [--version NAME] [--rounds 30]
 
 Requests alternate between explain and the static file so both see the same machine state.
 The first request of each kind is reported apart: it loads the version's facts and the

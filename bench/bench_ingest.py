@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FLAGATLAS = [sys.executable, "-m", "app.cli"]
+FLAGATLAS = [sys.executable, "-m", "cli"]
 
 
 def git_grep(repo: Path) -> float:

@@ -1,7 +1,7 @@
 """Flag page latency over HTTP on a full knowledge base, against a static file served by the
 same server in the same run. Target: a flag page under 20 ms at the median.
 
-    .venv/bin/python bench/bench_pages.py [--db /work/data/real.db] [--version NAME] [--rounds 50]
+    .venv/bin/python bench/bench_pages.py [--db PATH] [--version NAME] [--rounds 50]
 
 Requests alternate between the pages and the static file so both see the same machine state.
 """

@@ -15,9 +15,9 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.schema import database_url  # noqa: E402
-from app.search import build_index  # noqa: E402
 from bench.httpbench import default_db, describe, server, timed, verdict_p99  # noqa: E402
+from kb.schema import database_url  # noqa: E402
+from kb.search import build_index  # noqa: E402
 
 TYPED = [
     "nvls",

@@ -18,10 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def default_db() -> str:
-    for candidate in (os.environ.get("FLAGATLAS_DB"), "/work/data/real.db", "data/flagatlas.db"):
+    for candidate in (
+        os.environ.get("FLAGATLAS_REAL_DB"),
+        os.environ.get("FLAGATLAS_DB"),
+        "data/flagatlas.db",
+    ):
         if candidate and Path(candidate).exists():
             return candidate
-    sys.exit("no knowledge base: pass --db PATH (or set FLAGATLAS_DB)")
+    sys.exit("no knowledge base: pass --db PATH (or set FLAGATLAS_REAL_DB)")
 
 
 def _free_port() -> int:

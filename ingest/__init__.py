@@ -1,1 +1,1 @@
-"""Flag Atlas ingest job: SGLang git history -> knowledge base (see app.schema)."""
+"""Flag Atlas ingest job: SGLang git history -> knowledge base (see kb.schema)."""

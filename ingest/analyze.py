@@ -17,8 +17,8 @@ from typing import Any
 from ingest.constraints import extract_constraints
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
-from ingest.pyast import PARSE_FAILURES
 from ingest.sites import scan
+from kb.pyast import PARSE_FAILURES
 
 ANALYZER_VERSION = 6
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"

@@ -13,7 +13,7 @@ import hashlib
 import re
 from typing import Any
 
-from ingest.pyast import args_attr, call_name, names_read, render_text, source
+from kb.pyast import args_attr, call_name, names_read, render_text, source
 
 WARNING_CALLS = re.compile(r"(^|\.)(warning|warn|warning_once|print_warning|warn_once)$")
 OPTION_RE = re.compile(r"(?<![\w-])--([a-z0-9][a-z0-9-]*[a-z0-9])")

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.pyast import NOT_LITERAL, PARSE_FAILURES, call_name, kwarg, literal, render_text, source
+from kb.pyast import NOT_LITERAL, PARSE_FAILURES, call_name, kwarg, literal, render_text, source
 
 ANNOTATED_NAMES = {"A", "Annotated", "typing.Annotated"}
 ARG_META_KEYS = {

@@ -20,12 +20,12 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from app.schema import EXTRACTOR_VERSION, create_schema, make_engine
 from ingest.analyze import _worker_init, analyze_batch, facts_key, kind_of
 from ingest.assemble import assemble
 from ingest.git_source import BlobReader, Ref, list_python_files, list_tags, open_repo, resolve_ref
 from ingest.store import existing_versions, load_facts, save_facts, write_version
 from ingest.versions import select
+from kb.schema import EXTRACTOR_VERSION, create_schema, make_engine
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
 
@@ -42,6 +42,8 @@ class IngestOptions:
     latest: int | None = None
     force: bool = False
     jobs: int = os.cpu_count() or 1
+    # Called inside each version's open transaction, before it commits (a test seam).
+    before_commit: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -139,7 +141,15 @@ def run(
         ref = todo[index]
         t0 = time.perf_counter()
         rows = assemble(trees[ref.label], facts, read_text)
-        write_version(engine, ref, rows, opts.web_url, time.perf_counter() - t0, blob_text)
+        write_version(
+            engine,
+            ref,
+            rows,
+            opts.web_url,
+            time.perf_counter() - t0,
+            blob_text,
+            opts.before_commit,
+        )
         c = rows.counts()
         s = VersionSummary(
             ref.label, rows.era, c["flags"], c["enums"], c["constraints"], c["usages"],
@@ -173,7 +183,7 @@ def run(
             reader.close()
     # The search index is rebuilt from the database and swapped in atomically, so a running
     # server keeps answering meanwhile and then sees the new versions.
-    from app.search import build_index
+    from kb.search import build_index
 
     summary.index = build_index(opts.db_url, incremental=True)
     summary.seconds = time.perf_counter() - started

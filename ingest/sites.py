@@ -15,7 +15,7 @@ import ast
 import re
 from typing import Any
 
-from ingest.pyast import NOT_LITERAL, PARSE_FAILURES, literal
+from kb.pyast import NOT_LITERAL, PARSE_FAILURES, literal
 
 READ_RES = [
     re.compile(rb"server_args(?:\(\))?\.([a-z_][a-z0-9_]*)"),

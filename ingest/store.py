@@ -7,16 +7,16 @@ the transaction never commits and SQLite's journal restores the previous state.
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 
-from app.schema import (
+from ingest.assemble import VersionRows
+from ingest.git_source import Ref
+from ingest.versions import order, sort_key
+from kb.schema import (
     EXTRACTOR_VERSION,
     Blob,
     BlobFacts,
@@ -29,9 +29,6 @@ from app.schema import (
     VersionFile,
     dumps,
 )
-from ingest.assemble import VersionRows
-from ingest.git_source import Ref
-from ingest.versions import order, sort_key
 
 PER_VERSION_TABLES = [Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, VersionFile]
 
@@ -92,8 +89,12 @@ def write_version(
     web_url: str,
     seconds: float,
     blob_text: Callable[[str], bytes],
+    before_commit: Callable[[str], None] | None = None,
 ) -> None:
-    """Replace (or add) `ref`'s rows in one transaction, then re-rank every version."""
+    """Replace (or add) `ref`'s rows in one transaction, then re-rank every version.
+
+    `before_commit(label)` runs inside the open transaction (tests use it to kill -9 there).
+    """
     t = {m: m.__table__ for m in [Version, Blob, *PER_VERSION_TABLES]}  # type: ignore[attr-defined]
     report = {"counts": rows.counts(), "warnings": rows.warnings, "seconds": round(seconds, 3)}
     with engine.begin() as conn:
@@ -174,10 +175,8 @@ def write_version(
         have = stored_blobs(conn, shas)
         _insert(conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have])
         _rerank(conn)
-        if os.environ.get("FLAGATLAS_TEST_STALL_IN") == ref.label:
-            # Test seam: hold the open transaction (and say so) so a test can kill -9 here.
-            Path(os.environ["FLAGATLAS_TEST_STALL_MARKER"]).touch()
-            time.sleep(3600)
+        if before_commit is not None:
+            before_commit(ref.label)
 
 
 def _insert(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:

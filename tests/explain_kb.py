@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app.schema import (
+from kb.schema import (
     Blob,
     ConstraintSite,
     Flag,

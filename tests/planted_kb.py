@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app.schema import ConstraintSite, Enum, Flag, Version, create_schema, dumps, make_engine
+from kb.schema import ConstraintSite, Enum, Flag, Version, create_schema, dumps, make_engine
 
 
 def flag(name: str, **kw: Any) -> dict[str, Any]:

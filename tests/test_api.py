@@ -1,4 +1,4 @@
-"""The JSON API contract of the dashboard (DESIGN.md), over a small synthetic knowledge base:
+"""The JSON API contract of the dashboard (docs/DESIGN.md), over a small synthetic knowledge base:
 every route, its field names, 404s with suggestions, /latest redirects and odd input."""
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ def test_history_follows_a_new_ingest(tmp_path: Path) -> None:
 
     from sqlmodel import Session
 
-    from app.schema import Flag, Version, make_engine
+    from kb.schema import Flag, Version, make_engine
 
     db = build_kb(tmp_path / "kb.db")
     client = TestClient(create_app(f"sqlite:///{db}"))

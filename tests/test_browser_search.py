@@ -12,7 +12,7 @@ from browser_support import MARKS, chromium, live_server, new_page
 from browser_support import shot as full_shot
 from planted_kb import SEARCH_NEW, SEARCH_OLD, build_kb
 
-from app.search import build_index
+from kb.search import build_index
 
 pytestmark = MARKS
 

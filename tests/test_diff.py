@@ -10,8 +10,8 @@ import pytest
 from planted_kb import build_kb, flag
 from sqlmodel import Session, select
 
-from app.diff import diff_versions, flag_history, word_diff
-from app.schema import Version, make_engine
+from kb.diff import diff_versions, flag_history, word_diff
+from kb.schema import Version, make_engine
 
 # Per version: flags, constraints (key, kind, function, message, line), enums.
 V1 = {

@@ -12,8 +12,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app.cli import cli
-from app.explain import (
+from app.main import create_app
+from cli import cli
+from kb.explain.core import (
     FlagSpec,
     OptionTable,
     SiteSpec,
@@ -23,11 +24,10 @@ from app.explain import (
     parse,
     valid_in,
 )
-from app.explain_kb import explain, load_facts
-from app.explain_shell import tokenize
-from app.main import create_app
-from app.queries import NotFound, get_version
-from app.schema import make_engine
+from kb.explain.kb_facts import explain, load_facts
+from kb.explain.shell import tokenize
+from kb.queries import NotFound, get_version
+from kb.schema import make_engine
 
 SERVE = "python -m sglang.launch_server"
 
@@ -506,7 +506,7 @@ def test_cli_reads_stdin(db_url: str) -> None:
 
 
 def test_fixture_citations_point_at_the_cited_line(session: Session) -> None:
-    from app.schema import Blob, VersionFile, unpack_text
+    from kb.schema import Blob, VersionFile, unpack_text
 
     version = get_version(session, "v0.2.0")
     site = next(s for s in facts(session).sites if s.key == "tbo-a2a")

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlmodel import Session
 
-from app.explain_kb import explain
-from app.schema import make_engine
+from kb.explain.kb_facts import explain
+from kb.schema import make_engine
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -316,21 +315,35 @@ def test_new_tag_only_ingests_the_new_version(tmp_path: Path) -> None:
 
 
 def _ingest_cmd(repo: Path, db: Path) -> list[str]:
-    return [sys.executable, "-m", "app.cli", "ingest", "--repo", str(repo), "--db", str(db)]
+    return [sys.executable, "-m", "cli", "ingest", "--repo", str(repo), "--db", str(db)]
+
+
+STALLING_INGEST = """
+import sys, time
+from pathlib import Path
+from ingest.runner import IngestOptions, run
+
+repo, db, marker = sys.argv[1:4]
+
+
+def stall(label):
+    if label == "v1.0.2":  # v1.0.2's rows are written, its transaction is open
+        Path(marker).touch()
+        time.sleep(3600)
+
+
+opts = IngestOptions(repo=repo, db_url=f"sqlite:///{db}", web_url="https://example.invalid",
+                     cache_dir=Path(db).parent / "cache", jobs=1, before_commit=stall)
+run(opts)
+"""
 
 
 def test_kill_9_mid_version_leaves_no_partial_version(tmp_path: Path) -> None:
     repo = build_many_versions_repo(tmp_path, 4)
     db = tmp_path / "kb.db"
     marker = tmp_path / "stalled"
-    env = {
-        **os.environ,
-        "FLAGATLAS_TEST_STALL_IN": "v1.0.2",
-        "FLAGATLAS_TEST_STALL_MARKER": str(marker),
-    }
     proc = subprocess.Popen(
-        _ingest_cmd(repo, db),
-        env=env,
+        [sys.executable, "-c", STALLING_INGEST, str(repo), str(db), str(marker)],
         cwd=Path(__file__).parent.parent,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -374,7 +387,7 @@ def test_cli_reports_unreachable_repo(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "app.cli",
+            "cli",
             "ingest",
             "--repo",
             "https://127.0.0.1:9/sglang.git",
@@ -431,7 +444,7 @@ def test_url_is_cloned_once_then_fetched(tmp_path: Path) -> None:
 
 
 def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
-    from app.search import SearchIndex
+    from kb.search import SearchIndex
 
     repo = build_many_versions_repo(tmp_path, 2)
     db = tmp_path / "kb.db"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.safe_eval import Evaluator, Undecidable, evaluate, flag_names, truth
+from kb.explain.safe_eval import Evaluator, Undecidable, evaluate, flag_names, truth
 
 ENV = {
     "pp_size": 2,

@@ -12,8 +12,8 @@ from planted_kb import SEARCH_OLD as OLD
 from planted_kb import build_kb, flag
 from sqlmodel import Session
 
-from app.schema import Flag, make_engine
-from app.search import SearchIndex, UnknownVersion, build_index, highlight, normalize
+from kb.schema import Flag, make_engine
+from kb.search import SearchIndex, UnknownVersion, build_index, highlight, normalize
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,9 @@ from sqlmodel import Session, select
 
 from app.deps import SessionDep
 from app.highlight import excerpt
-from app.queries import (
+from app.templating import render
+from app.views.common import page_context
+from kb.queries import (
     NotFound,
     all_enums,
     all_flags,
@@ -25,9 +27,7 @@ from app.queries import (
     get_flag,
     get_version,
 )
-from app.schema import ChoiceSite, Version, loads
-from app.templating import render
-from app.views.common import page_context
+from kb.schema import ChoiceSite, Version, loads
 
 router = APIRouter()
 

@@ -1,13 +1,18 @@
-"""Context shared by the version-pinned pages: the version, the switcher's list, the page."""
+"""Shared by the view modules: the context of version-pinned pages (the version, the
+switcher's list, the page) and the error replies (one body shape for HTML and JSON)."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
-from sqlmodel import Session
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response
+from sqlmodel import Session, select
 
-from app.queries import version_names
-from app.schema import Version
+from app.templating import render
+from kb.queries import version_names
+from kb.schema import Version
 
 
 def page_context(
@@ -25,3 +30,57 @@ def page_context(
         "page": page,
         "absent": absent or set(),
     }
+
+
+def wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or request.url.path == "/api"
+
+
+def suggestion_url(path: str, kind: str, name: str) -> str | None:
+    """The same URL with the wrong segment (version, flag, value or file path) replaced."""
+    segments = path.split("/")
+    try:
+        i = segments.index("v")
+    except ValueError:
+        return f"/v/{quote(name, safe='')}/flags" if kind == "version" else None
+    slot = {"version": i + 1, "flag": i + 3, "value": i + 4, "path": i + 3}.get(kind)
+    if slot is None or slot >= len(segments):
+        return None
+    if kind == "path":
+        segments = segments[:slot] + name.split("/")
+    else:
+        segments[slot] = name
+    return "/".join(quote(segment, safe="") for segment in segments)
+
+
+def error_response(
+    request: Request,
+    status: int,
+    detail: str,
+    suggestions: list[dict[str, str]] | None = None,
+    elsewhere: list[dict[str, str]] | None = None,
+    kind: str = "page",
+    name: str = "",
+    context: dict[str, Any] | None = None,
+) -> Response:
+    body: dict[str, Any] = {
+        "detail": detail,
+        "kind": kind,
+        "name": name,
+        "suggestions": suggestions or [],
+        "elsewhere": elsewhere or [],
+    }
+    if wants_json(request):
+        return JSONResponse(body, status_code=status)
+    page = {"status": status, **body, **(context or {})}
+    return render(request, "error.html", page, status_code=status)
+
+
+def pinned_context(request: Request, version_name: str) -> dict[str, Any]:
+    """The version switcher for an error inside an existing version: it keeps the page, so
+    a flag missing here is one click from a version that has it."""
+    segments = request.url.path.split("/")
+    tail = "/".join(segments[3:]) if segments[1:2] == ["v"] else "flags"
+    with Session(request.app.state.engine) as session:
+        version = session.exec(select(Version).where(Version.name == version_name)).first()
+        return page_context(session, version, tail) if version is not None else {}

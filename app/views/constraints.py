@@ -9,10 +9,10 @@ from fastapi.responses import Response
 from sqlmodel import Session
 
 from app.deps import SessionDep
-from app.queries import MAX_NAME, all_constraints, constraint_dict, get_version
-from app.schema import Version
 from app.templating import render
 from app.views.common import page_context
+from kb.queries import MAX_NAME, all_constraints, constraint_dict, get_version
+from kb.schema import Version
 
 router = APIRouter()
 

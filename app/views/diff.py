@@ -9,8 +9,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.deps import SessionDep
-from app.diff import diff_versions, word_diff
-from app.queries import (
+from app.templating import render
+from app.views.common import error_response
+from kb.diff import diff_versions, word_diff
+from kb.queries import (
     NotFound,
     citation,
     constraint_dict,
@@ -20,8 +22,7 @@ from app.queries import (
     ordered_versions,
     version_names,
 )
-from app.schema import Version
-from app.templating import render
+from kb.schema import Version
 
 router = APIRouter()
 
@@ -74,7 +75,6 @@ def changed_constraints(d: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _versions(request: Request, session: SessionDep, a: str, b: str) -> tuple[Version, Version]:
     """Both versions, or a 404 whose suggestions keep the other side of the diff."""
-    from app.main import error_response  # app.main imports this module
 
     found: list[Version] = []
     for name, other, side in ((a, b, 0), (b, a, 1)):

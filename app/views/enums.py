@@ -8,9 +8,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.deps import SessionDep
-from app.queries import all_enums, enum_dict, get_version
 from app.templating import render
 from app.views.common import page_context
+from kb.queries import all_enums, enum_dict, get_version
 
 router = APIRouter()
 

@@ -15,9 +15,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.deps import SessionDep
-from app.explain_kb import MAX_COMMAND, explain
-from app.queries import NotFound, version_names
 from app.templating import render
+from kb.explain.kb_facts import MAX_COMMAND, explain
+from kb.queries import NotFound, version_names
 
 router = APIRouter()
 

@@ -12,7 +12,9 @@ from sqlmodel import Session, col, select
 
 from app.deps import SessionDep
 from app.highlight import excerpt
-from app.queries import (
+from app.templating import render
+from app.views.common import page_context
+from kb.queries import (
     MAX_NAME,
     choice_site_dict,
     choice_sites,
@@ -29,9 +31,7 @@ from app.queries import (
     usage_site_dict,
     version_names,
 )
-from app.schema import ConstraintSite, Flag, Version, loads
-from app.templating import render
-from app.views.common import page_context
+from kb.schema import ConstraintSite, Flag, Version, loads
 
 router = APIRouter()
 

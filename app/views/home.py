@@ -9,7 +9,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from app.deps import SessionDep
-from app.queries import (
+from app.templating import render
+from kb.queries import (
     NotFound,
     flag_counts,
     get_version,
@@ -17,7 +18,6 @@ from app.queries import (
     ordered_versions,
     version_dict,
 )
-from app.templating import render
 
 router = APIRouter()
 

@@ -9,9 +9,10 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.deps import SessionDep
-from app.queries import NotFound, did_you_mean, get_version, version_names
-from app.search import SearchError, UnknownVersion, get_index, highlight
 from app.templating import render, templates
+from app.views.common import error_response
+from kb.queries import NotFound, did_you_mean, get_version, version_names
+from kb.search import SearchError, UnknownVersion, get_index, highlight
 
 router = APIRouter()
 
@@ -70,7 +71,6 @@ def _grouped(out: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _unknown_version(request: Request, exc: NotFound, q: str) -> Response:
-    from app.main import error_response  # app.main imports this module
 
     links = [
         {"name": name, "url": "/search?" + urlencode({"q": q, "version": name})}

@@ -12,7 +12,9 @@ from sqlmodel import Session, select
 
 from app.deps import SessionDep
 from app.highlight import blob_lines, highlighted_lines
-from app.queries import (
+from app.templating import render
+from app.views.common import page_context
+from kb.queries import (
     NotFound,
     backend_url,
     did_you_mean,
@@ -21,9 +23,7 @@ from app.queries import (
     version_file_sha,
     version_paths,
 )
-from app.schema import ChoiceSite, ConstraintSite, Flag, UsageSite, Version
-from app.templating import render
-from app.views.common import page_context
+from kb.schema import ChoiceSite, ConstraintSite, Flag, UsageSite, Version
 
 router = APIRouter()
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from app.explain import (
+from kb.explain.core import (
     FlagSpec,
     SiteSpec,
     VersionFacts,
@@ -24,8 +24,8 @@ from app.explain import (
     used_options,
     valid_in,
 )
-from app.queries import citation, get_version, newest_version
-from app.schema import ConstraintSite, Flag, Version, loads
+from kb.queries import citation, get_version, newest_version
+from kb.schema import ConstraintSite, Flag, Version, loads
 
 MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 

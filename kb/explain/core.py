@@ -1,9 +1,9 @@
 """Explain a launch command: parse it the way SGLang's argparse parser would at a version,
 then report findings (unknown flags, bad values, deprecations, constraint sites it trips).
 
-Shell text becomes argv in `app.explain_shell`. The core here (`parse`, `analyze`,
+Shell text becomes argv in `kb.explain.shell`. The core here (`parse`, `analyze`,
 `valid_in`, `compare`) is pure: it works on `VersionFacts` built from the knowledge base by
-`app.explain_kb.load_facts`, so it is tested without a web server and reused by the API,
+`kb.explain.kb_facts.load_facts`, so it is tested without a web server and reused by the API,
 the page and the CLI.
 """
 
@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 from rapidfuzz import fuzz, process
 
-from app.explain_shell import tokenize
-from app.safe_eval import Evaluator, Undecidable, flag_names
+from kb.explain.safe_eval import Evaluator, Undecidable, flag_names
+from kb.explain.shell import tokenize
 
 Finding = dict[str, Any]
 Citation = dict[str, Any]

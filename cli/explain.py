@@ -46,9 +46,9 @@ def explain(
 
     from sqlmodel import Session
 
-    from app.explain_kb import explain as run
-    from app.queries import NotFound
-    from app.schema import database_url, make_engine
+    from kb.explain.kb_facts import explain as run
+    from kb.queries import NotFound
+    from kb.schema import database_url, make_engine
 
     text = command_text(list(words or [])) if words else sys.stdin.read()
     err = Console(stderr=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlmodel import Session, col, or_, select
 
-from app.schema import ConstraintSite, Enum, Flag, Version, loads, option_to_dest
+from kb.schema import ConstraintSite, Enum, Flag, Version, loads, option_to_dest
 
 # Fields compared between two rows of the same flag, in the order they are reported.
 FIELDS = ("dest", "type", "default", "choices", "aliases", "action", "nargs", "help", "deprecated")

@@ -40,8 +40,8 @@ from whoosh.analysis import StemmingAnalyzer
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.query import Or, Term
 
-from app.diff import constraint_fingerprint  # diff owns what "the same site" means
-from app.schema import ConstraintSite, Enum, Flag, Version, loads, make_engine
+from kb.diff import constraint_fingerprint  # diff owns what "the same site" means
+from kb.schema import ConstraintSite, Enum, Flag, Version, loads, make_engine
 
 INDEX_FORMAT = 3  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query

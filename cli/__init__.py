@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from app import explain_cli
+from cli import explain as explain_cli
 
 cli = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -52,9 +52,9 @@ def ingest(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from sqlalchemy.exc import ArgumentError
 
-    from app.schema import database_url
     from ingest.git_source import DEFAULT_REPO, RepoUnavailable, web_url_for
     from ingest.runner import IngestOptions, run, summary_json
+    from kb.schema import database_url
 
     repo = repo or DEFAULT_REPO
     url = database_url(db)
@@ -136,7 +136,7 @@ def serve(
     import uvicorn
 
     from app.main import create_app
-    from app.schema import database_url
+    from kb.schema import database_url
 
     url = database_url(db)
     path = url.removeprefix("sqlite:///")
@@ -156,8 +156,8 @@ def reindex(
     """Rebuild the search index and swap it in (a running server picks it up)."""
     from pathlib import Path
 
-    from app.schema import database_url
-    from app.search import build_index
+    from kb.schema import database_url
+    from kb.search import build_index
 
     url = database_url(db)
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():

@@ -16,7 +16,7 @@ from rapidfuzz import fuzz, process
 from sqlalchemy import func
 from sqlmodel import Session, col, or_, select
 
-from app.schema import (
+from kb.schema import (
     ChoiceSite,
     ConstraintSite,
     Enum,
@@ -465,7 +465,7 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
 
     Delegates to app/diff.py so the history and the version diff compare fields the same way.
     """
-    from app.diff import flag_history as history  # diff.py owns the field comparison
+    from kb.diff import flag_history as history  # diff.py owns the field comparison
 
     # History walks every version (a scan of the flag table), yet only changes when a
     # version is ingested: cache it per state of the version table.

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ingest.pyast import ARGS_RECEIVERS, args_attr, names_read
+from kb.pyast import ARGS_RECEIVERS, args_attr, names_read
 
 # Receivers through which server args are read (the same set the ingest recognises).
 RECEIVERS = frozenset(ARGS_RECEIVERS)
