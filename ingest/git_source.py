@@ -1,12 +1,18 @@
 """Read an SGLang git repository without checking it out: refs, trees and blobs.
 
-Blobs come from a long-lived `git cat-file --batch` (GitPython's persistent command), so
-reading thousands of files costs one process, not thousands. A local path is read in place
-and never modified; a URL is cloned once (without large blobs) into the data directory.
+GitPython opens, clones and fetches the repository and lists its tags. The two hot paths stay
+on plain git plumbing, measured on SGLang's 124 tagged versions: `ls-tree -r` lists a
+version's files 14x faster than GitPython's tree traversal (0.019 s vs 0.27 s a version,
+33 s over the history), and one long-lived `git cat-file --batch` reads blobs 2.5x faster
+than GitPython's object database (0.36 s vs 0.90 s for 1,500 blobs). A local path is read in
+place and never modified; a URL is cloned once (without large blobs) into the data directory.
+Every git process inherits the caller's environment (HOME, proxies, SSH agent), with
+terminal prompts off so a missing credential fails instead of waiting on stdin.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -43,6 +49,10 @@ def web_url_for(repo: str) -> str:
     return f"https://github.com/{m.group(1)}" if m else DEFAULT_WEB_URL
 
 
+def git_env() -> dict[str, str]:
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+
+
 def open_repo(repo: str, cache_dir: Path) -> Path:
     """Return a local git directory for `repo`, cloning or fetching a URL into `cache_dir`."""
     if not is_url(repo):
@@ -57,29 +67,31 @@ def open_repo(repo: str, cache_dir: Path) -> Path:
     hint = f"set SGLANG_REPO (or --repo) to a local SGLang clone to ingest without {repo}"
     try:
         if dest.exists():
-            _git(dest, "fetch", "--quiet", "--tags", "--force", "--prune", "origin")
+            origin = git.Repo(dest).remote("origin")
+            with origin.repo.git.custom_environment(**git_env()):
+                # A bare clone has no fetch refspec: name the branches; --tags brings the tags.
+                origin.fetch(
+                    "+refs/heads/*:refs/heads/*",
+                    tags=True,
+                    force=True,
+                    prune=True,
+                    kill_after_timeout=3600,
+                )
         else:
             cache_dir.mkdir(parents=True, exist_ok=True)
-            subprocess.run(
-                ["git", "clone", "--quiet", "--bare", f"--filter={CLONE_BLOB_LIMIT}", repo, dest],
-                check=True,
-                capture_output=True,
-                text=True,
-                timeout=3600,
-                env={"GIT_TERMINAL_PROMPT": "0", "PATH": _path_env()},
+            git.Repo.clone_from(
+                repo,
+                dest,
+                env=git_env(),
+                multi_options=["--quiet", "--bare", f"--filter={CLONE_BLOB_LIMIT}"],
+                kill_after_timeout=3600,
             )
-    except subprocess.CalledProcessError as exc:
-        reason = (exc.stderr or "").strip().splitlines()[-1:] or ["git failed"]
-        raise RepoUnavailable(f"cannot reach {repo} ({reason[0]}); {hint}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise RepoUnavailable(f"timed out reaching {repo}; {hint}") from exc
+    except git.GitCommandError as exc:
+        # GitPython quotes stderr as "stderr: '...'"; keep git's own last line.
+        lines = str(exc.stderr or "").strip().rstrip("'").splitlines() or ["git failed"]
+        reason = lines[-1].split("stderr: '", 1)[-1].strip()
+        raise RepoUnavailable(f"cannot reach {repo} ({reason}); {hint}") from exc
     return dest
-
-
-def _path_env() -> str:
-    import os
-
-    return os.environ.get("PATH", "/usr/bin:/bin")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -89,35 +101,30 @@ def _git(repo: Path, *args: str) -> str:
         capture_output=True,
         text=True,
         timeout=3600,
-        env={"GIT_TERMINAL_PROMPT": "0", "PATH": _path_env()},
+        env=git_env(),
     ).stdout
 
 
 def list_tags(repo: Path) -> list[Ref]:
     """Every tag with the commit it points to (annotated tags peeled) and its commit date."""
-    out = _git(
-        repo,
-        "for-each-ref",
-        "--format=%(refname:short)%00%(*objectname)%00%(objectname)%00"
-        "%(*committerdate:unix)%00%(committerdate:unix)",
-        "refs/tags",
-    )
     refs = []
-    for line in out.splitlines():
-        label, peeled, obj, peeled_date, date = line.split("\0")
-        commit, stamp = (peeled, peeled_date) if peeled else (obj, date)
-        if not stamp:  # a tag of a tree or blob: not a release point
+    for tag in git.Repo(repo).tags:
+        try:
+            commit = tag.commit
+        except ValueError:  # a tag of a tree or blob: not a release point
             continue
-        refs.append(Ref(label, commit, datetime.fromtimestamp(int(stamp), UTC)))
+        refs.append(
+            Ref(tag.name, commit.hexsha, datetime.fromtimestamp(commit.committed_date, UTC))
+        )
     return refs
 
 
 def resolve_ref(repo: Path, ref: str, label: str | None = None) -> Ref:
     try:
-        commit, stamp = _git(repo, "log", "-1", "--format=%H %ct", ref, "--").split()
-    except subprocess.CalledProcessError as exc:
+        commit = git.Repo(repo).commit(ref)
+    except (git.BadName, ValueError) as exc:
         raise RepoUnavailable(f"unknown ref {ref!r} in {repo}") from exc
-    return Ref(label or ref, commit, datetime.fromtimestamp(int(stamp), UTC))
+    return Ref(label or ref, commit.hexsha, datetime.fromtimestamp(commit.committed_date, UTC))
 
 
 def list_python_files(repo: Path, commit: str) -> dict[str, str]:
@@ -135,8 +142,8 @@ def list_python_files(repo: Path, commit: str) -> dict[str, str]:
 class BlobReader:
     """Reads blob contents through one long-lived `git cat-file --batch` process.
 
-    Plain pipes rather than GitPython's wrapper: this is the ingest's hottest loop (14,000
-    blobs for SGLang's history) and the thin protocol below reads them twice as fast.
+    Plain pipes rather than GitPython's object database: this is the ingest's hottest loop
+    (14,000 blobs for SGLang's history) and the thin protocol below reads them 2.5x as fast.
     """
 
     def __init__(self, repo: Path) -> None:
@@ -144,7 +151,7 @@ class BlobReader:
             ["git", "-C", str(repo), "cat-file", "--batch"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={"GIT_TERMINAL_PROMPT": "0", "PATH": _path_env()},
+            env=git_env(),
         )
 
     def read(self, sha: str) -> bytes:

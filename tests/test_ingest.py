@@ -443,6 +443,24 @@ def test_url_is_cloned_once_then_fetched(tmp_path: Path) -> None:
     assert list((tmp_path / "cache").iterdir()) == clones
 
 
+def test_git_inherits_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proxies, HOME and SSH agents reach git: here a url.insteadOf given only through the
+    environment maps an unreachable URL onto the fixture, so the clone works only if git
+    sees the caller's environment."""
+    from ingest.git_source import _git, list_tags, open_repo
+
+    repo = build_many_versions_repo(tmp_path, 1)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "2")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.file://{repo}.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://mirror.invalid/sglang.git")
+    monkeypatch.setenv("GIT_CONFIG_KEY_1", "flagatlas.probe")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_1", "seen")
+    gitdir = open_repo("https://mirror.invalid/sglang.git", tmp_path / "cache")
+    assert [ref.label for ref in list_tags(gitdir)] == ["v1.0.0"]
+    # the plumbing run without GitPython (ls-tree, cat-file) gets the same environment
+    assert _git(gitdir, "config", "--get", "flagatlas.probe").strip() == "seen"
+
+
 def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
     from kb.search import SearchIndex
 
