@@ -46,7 +46,7 @@ def explain(
 
     from sqlmodel import Session
 
-    from kb.explain.kb_facts import explain as run
+    from kb.explain import explain as run
     from kb.queries import NotFound
     from kb.schema import database_url, make_engine
 

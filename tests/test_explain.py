@@ -14,17 +14,12 @@ from typer.testing import CliRunner
 
 from app.main import create_app
 from cli import cli
-from kb.explain.core import (
-    FlagSpec,
-    OptionTable,
-    SiteSpec,
-    VersionFacts,
-    VersionOptions,
-    analyze,
-    parse,
-    valid_in,
-)
-from kb.explain.kb_facts import explain, load_facts
+from kb.explain import explain
+from kb.explain.analysis import analyze
+from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
+from kb.explain.load import load_facts
+from kb.explain.parsing import OptionTable, parse
+from kb.explain.ranges import VersionOptions, valid_in
 from kb.explain.shell import tokenize
 from kb.queries import NotFound, get_version
 from kb.schema import make_engine

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlmodel import Session
 
-from kb.explain.kb_facts import explain
+from kb.explain import explain
 from kb.schema import make_engine
 
 

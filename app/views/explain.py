@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from app.deps import SessionDep
 from app.templating import render
-from kb.explain.kb_facts import MAX_COMMAND, explain
+from kb.explain import MAX_COMMAND, explain
 from kb.queries import NotFound, version_names
 
 router = APIRouter()

@@ -1,5 +1,5 @@
-"""Feed the explain analysis from the knowledge base: one version's flags and constraint
-sites, and the option strings of every version (for the compatibility range).
+"""Facts from the knowledge base: one version's flags and constraint sites, and the option
+strings of every version (for the compatibility range).
 
 Both are cached per database and version: the facts of an ingested version never change
 unless it is re-ingested, which changes its `ingested_at`.
@@ -13,21 +13,10 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from kb.explain.core import (
-    FlagSpec,
-    SiteSpec,
-    VersionFacts,
-    VersionOptions,
-    analyze,
-    compare,
-    presence,
-    used_options,
-    valid_in,
-)
-from kb.queries import citation, get_version, newest_version
+from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
+from kb.explain.ranges import VersionOptions
+from kb.queries import citation
 from kb.schema import ConstraintSite, Flag, Version, loads
-
-MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 
 _facts_cache: OrderedDict[tuple[str, int | None, str], VersionFacts] = OrderedDict()
 _options_cache: dict[str, tuple[tuple[Any, ...], list[VersionOptions]]] = {}
@@ -120,39 +109,4 @@ def load_options(session: Session) -> list[VersionOptions]:
             table.setdefault(option, name)
     result = [VersionOptions.build(v.name, options[v.id]) for v in versions]
     _options_cache[_db_key(session)] = (signature, result)
-    return result
-
-
-def resolve_version(session: Session, name: str | None) -> Version:
-    """The named version (NotFound with suggestions), or the newest when none is named."""
-    if name:
-        return get_version(session, name)
-    newest = newest_version(session)
-    if newest is None:
-        return get_version(session, "")  # raises NotFound: nothing ingested
-    return newest
-
-
-def explain(
-    session: Session, version_name: str | None, command: str, compare_to: str | None = None
-) -> dict[str, Any]:
-    """The API's answer: {"version", "flags", "findings", "valid_in", "compare", ...}."""
-    if len(command) > MAX_COMMAND:
-        raise ValueError(f"the command is longer than {MAX_COMMAND} characters")
-    version = resolve_version(session, version_name)
-    facts = load_facts(session, version)
-    analysis = analyze(facts, command)
-    versions = load_options(session)
-    options = used_options(analysis)
-    result: dict[str, Any] = {
-        **analysis.to_json(),
-        "errors": analysis.errors,
-        "valid_in": valid_in(options, versions) if options else [],
-        "presence": presence(options, versions),
-        "compare": None,
-    }
-    if compare_to:
-        other = get_version(session, compare_to)
-        other_facts = load_facts(session, other)
-        result["compare"] = compare(analysis, analyze(other_facts, command), facts, other_facts)
     return result

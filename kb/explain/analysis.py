@@ -1,0 +1,51 @@
+"""One command at one version: shell words -> parse -> per-use checks -> constraint sites."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kb.explain.checks import UseChecker
+from kb.explain.facts import VersionFacts
+from kb.explain.parsing import OptionTable, Use, parse
+from kb.explain.report import SEVERITY_RANK, Finding
+from kb.explain.shell import tokenize
+from kb.explain.sites import FlagEnv, evaluate_sites
+
+
+@dataclass
+class Analysis:
+    version: str
+    launcher: str
+    uses: list[Use]
+    flags: list[dict[str, Any]]
+    findings: list[Finding]
+    env: FlagEnv
+    fired: dict[str, Finding]  # constraint key -> finding, for the upgrade check
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f["severity"] == "error")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "launcher": self.launcher,
+            "flags": self.flags,
+            "findings": self.findings,
+        }
+
+
+def analyze(facts: VersionFacts, command: str) -> Analysis:
+    tokens = tokenize(command)
+    table = OptionTable(facts.flags)
+    uses, leftovers = parse(tokens.argv, table)
+    check = UseChecker(facts, table, list(tokens.findings))
+    for word in leftovers:
+        check.leftover(word)
+    for use in uses:
+        check.use(use)
+    check.after_all()
+    fired = evaluate_sites(facts, check.env, check.given, check.given_options, check.findings)
+    findings = sorted(check.findings, key=lambda f: SEVERITY_RANK.get(f["severity"], 3))
+    return Analysis(facts.name, tokens.launcher, uses, check.rows, findings, check.env, fired)

@@ -1,0 +1,129 @@
+"""Per-use checks: what each flag of the command is, and what is wrong with its use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb.explain.facts import FlagSpec, VersionFacts
+from kb.explain.parsing import Match, OptionTable, Use
+from kb.explain.report import Finding, clip, display, finding, one_line, suggest
+from kb.explain.sites import FlagEnv, dest_of
+from kb.explain.values import default_of, equal, is_shell, use_value
+
+
+class UseChecker:
+    """Walks the parsed uses, collecting per-flag findings and the resulting values."""
+
+    def __init__(self, facts: VersionFacts, table: OptionTable, findings: list[Finding]):
+        self.facts, self.table, self.findings = facts, table, findings
+        self.env = FlagEnv()
+        for spec in facts.flags:  # argparse: the first action of a dest sets its default
+            if spec.dest not in self.env:
+                self.env[spec.dest] = default_of(spec)
+        for spec in facts.flags:
+            for alias in spec.aliases:
+                self.env.aliases.setdefault(dest_of(alias), spec.dest)
+        self.given: dict[str, Any] = {}  # dest -> value from the command
+        self.given_flag: dict[str, FlagSpec] = {}
+        self.given_names: set[str] = set()
+        self.given_options: dict[str, str] = {}  # every spelling of a given flag -> its name
+        self.counts: dict[str, int] = {}
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, severity: str, flag: FlagSpec | str | None, text: str, kind: str, **kw: Any):
+        if isinstance(flag, FlagSpec):
+            kw.setdefault("source", flag.source)
+            flag = flag.name
+        self.findings.append(finding(severity, flag, text, kind, **kw))
+
+    def leftover(self, word: str) -> None:
+        if is_shell(word):
+            text = f"`{word}` comes from the shell and may expand to more flags: not checked"
+            self.add("warning", None, text, "shell")
+        else:
+            text = f"cannot place `{word}`: argparse would stop with 'unrecognized arguments'"
+            self.add("error", None, text, "unplaced")
+
+    def use(self, use: Use) -> None:
+        m, flag = use.match, use.flag
+        self.rows.append(
+            {
+                "option": m.option,
+                "name": flag.name if flag else None,
+                "dest": flag.dest if flag else None,
+                "value": (use.values or None) if len(use.values) != 1 else use.values[0],
+                "via": m.kind,
+                "help": one_line(flag.help) if flag else "",
+                "url": self.facts.flag_url(flag) if flag and not flag.builtin else None,
+                "source": flag.source if flag else None,
+            }
+        )
+        if flag is None:
+            self.unresolved(m)
+            return
+        self.given_names.add(flag.name)
+        for option in (*flag.options, "--" + flag.dest.replace("_", "-")):
+            self.given_options[option] = flag.name
+        self.counts[flag.name] = self.counts.get(flag.name, 0) + 1
+        if m.kind == "abbreviation":
+            spelled = m.candidates[0] if len(m.candidates) == 1 else flag.name
+            full = spelled if spelled == flag.name else f"{spelled} (alias of {flag.name})"
+            text = (
+                f"{m.option} is an abbreviation of {full}: argparse accepts it today, "
+                "but it breaks as soon as another flag starts with the same letters"
+            )
+            self.add("warning", flag, text, "abbreviation")
+        if flag.builtin:
+            self.add("info", flag, "prints the help and exits", "help")
+            return
+        if use.problem:
+            self.add("error", flag, f"{m.option} {use.problem}", "arguments")
+            return
+        if flag.deprecated:
+            text = f"{flag.name} is deprecated"
+            if flag.replacement:
+                text += f"; use {flag.replacement} instead"
+            if flag.deprecated_message:
+                text += f" ({clip(flag.deprecated_message, 200)})"
+            self.add("warning", flag, text, "deprecated", replacement=flag.replacement)
+        value = use_value(flag, use, self.findings, self.env.get(flag.dest))
+        if "Deprecated" in flag.action_name:
+            return  # SGLang's DeprecatedAction only prints a warning: nothing is stored
+        self.given[flag.dest] = value
+        self.given_flag[flag.dest] = flag
+        self.env[flag.dest] = value
+
+    def unresolved(self, m: Match) -> None:
+        if m.kind == "ambiguous":
+            shown = ", ".join(m.candidates[:6]) + (" …" if len(m.candidates) > 6 else "")
+            text = f"ambiguous abbreviation {m.option}: could match {shown}"
+            self.add("error", m.option, text, "ambiguous", candidates=list(m.candidates))
+            return
+        hint = suggest(m.option, [o for o in self.table.sorted if o.startswith("--")])
+        text = f"unknown flag {m.option} in {self.facts.name}"
+        if hint:
+            text += "; did you mean " + " or ".join(hint) + "?"
+        self.add("error", m.option, text, "unknown_flag", suggestions=hint)
+
+    def after_all(self) -> None:
+        for name, count in self.counts.items():
+            flag = self.table.by_option[name]
+            if count > 1 and flag.action_name not in ("append", "append_const", "count"):
+                self.add(
+                    "warning",
+                    flag,
+                    f"{name} is given {count} times: the last value wins",
+                    "repeated",
+                )
+        has_config = "--config" in self.given_names
+        for flag in self.facts.flags:
+            if flag.required and flag.dest not in self.given:
+                text = f"missing required flag {flag.name}"
+                if has_config:
+                    text += " (unless the --config file sets it)"
+                self.add("warning" if has_config else "error", flag, text, "missing_required")
+        for dest, value in self.given.items():
+            flag = self.given_flag[dest]
+            if equal(value, default_of(flag)):
+                text = f"{flag.name} {display(value)} is already the default in {self.facts.name}"
+                self.add("info", flag, text, "default_value")

@@ -1,0 +1,81 @@
+"""The facts of one version as explain needs them: flags, constraint sites, argparse's -h."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+Citation = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    name: str  # canonical option, "--tp-size"
+    dest: str
+    aliases: tuple[str, ...] = ()
+    type: str | None = None
+    default: Any = None  # decoded literal; see default_expr
+    default_expr: str | None = None  # source text when the default is not a literal
+    choices: tuple[Any, ...] | None = None
+    choices_dynamic: bool = False
+    choices_extensible: bool = False
+    action: str | None = None
+    nargs: str | None = None
+    const: Any = None
+    required: bool = False
+    deprecated: bool = False
+    deprecated_message: str | None = None
+    replacement: str | None = None
+    help: str = ""
+    hidden: bool = False
+    source: Citation | None = None
+    builtin: bool = False  # argparse's own -h/--help
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    @property
+    def action_name(self) -> str:
+        return (self.action or "store").rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    kind: str  # raise | assert | override | warning
+    function: str
+    conditions: tuple[str, ...]  # outermost first; an assert's last one is `not (test)`
+    message: str = ""
+    flags: tuple[str, ...] = ()  # options read by the conditions
+    affects: tuple[str, ...] = ()  # options written or checked
+    writes: tuple[tuple[str, str], ...] = ()  # (dest, value source) for overrides
+    key: str = ""
+    path: str = ""
+    line: int = 0
+    source: Citation | None = None
+
+    @property
+    def location(self) -> str:
+        return f"{posixpath.basename(self.path)}:{self.line}"
+
+
+@dataclass
+class VersionFacts:
+    name: str
+    flags: list[FlagSpec]
+    sites: list[SiteSpec] = field(default_factory=list)
+
+    def flag_url(self, flag: FlagSpec) -> str:
+        return f"/v/{quote(self.name, safe='')}/flags/{quote(flag.name, safe='')}"
+
+
+HELP_FLAG = FlagSpec(
+    name="--help",
+    dest="help",
+    aliases=("-h",),
+    action="help",
+    help="argparse's own help: prints the usage and exits",
+    builtin=True,
+)
