@@ -4,6 +4,7 @@ error pages and the routers of the view modules (one module per page kind)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -20,6 +21,13 @@ from kb.queries import MAX_NAME, NotFound
 from kb.schema import database_url, make_engine
 
 log = logging.getLogger("flagatlas")
+
+# The version of the JSON contract (kb/contract.py): fields may be added, never renamed.
+API_VERSION = "1.0"
+API_DESCRIPTION = (
+    "The JSON twins of Flag Atlas's pages: SGLang's server flags at every ingested version, "
+    "with citations. Every error is an ErrorBody. Human-readable: docs/API.md."
+)
 
 SECURITY_HEADERS = [
     (
@@ -53,11 +61,77 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class HeadAsGet:
+    """GET routes answer HEAD: the GET reply's status and headers, without its body (FastAPI
+    routes declared with GET alone would answer 405)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_headers_only)
+
+
+def without_phantom_422(app: FastAPI) -> None:
+    """FastAPI documents a 422 `HTTPValidationError` on every route with parameters; this
+    app answers bad parameters with 400 and bad bodies with 422, both as ErrorBody, and each
+    route lists the statuses it really answers (`responses=errors(...)`)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    reply = operation.get("responses", {}).get("422", {})
+                    ref = reply.get("content", {}).get("application/json", {}).get("schema", {})
+                    if ref.get("$ref", "").endswith("/HTTPValidationError"):
+                        del operation["responses"]["422"]
+            schemas = schema.get("components", {}).get("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def validation_error(exc: RequestValidationError) -> tuple[int, str, str, str]:
+    """(status, kind, name, detail): a JSON body that parses but does not fit the request
+    model is 422; a bad query or path parameter, or a body that is not JSON, is 400."""
+    first = exc.errors()[0] if exc.errors() else {}
+    loc = [str(part) for part in first.get("loc", ())]
+    where = loc[0] if loc else "parameter"
+    name = ".".join(loc[1:])[:MAX_NAME]
+    message = str(first.get("msg", "not valid"))[:MAX_NAME]
+    if where == "body" and first.get("type") != "json_invalid":
+        return 422, "body", name, f"Request body: {name or 'body'}: {message}."
+    if where == "body":
+        return 400, "body", name, f"The request body is not valid JSON: {message}."
+    return 400, "parameter", name, f"Bad request: {where} parameter {name!r}: {message}."
+
+
 def create_app(db_url: str | None = None) -> FastAPI:
     # No Swagger UI: it loads from a CDN with inline scripts; the schema itself is served.
     app = FastAPI(
-        title="Flag Atlas", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json"
+        title="Flag Atlas",
+        version=API_VERSION,
+        description=API_DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
     )
+    without_phantom_422(app)
     app.state.engine = make_engine(db_url or database_url(), readonly=True)
 
     @app.exception_handler(NotFound)
@@ -77,11 +151,13 @@ def create_app(db_url: str | None = None) -> FastAPI:
             detail = f"Nothing here: {request.url.path[:MAX_NAME]}"
             links = [{"name": "Home", "url": "/"}, {"name": "Latest flags", "url": "/latest/flags"}]
             return error_response(request, 404, detail, links)
-        return error_response(request, exc.status_code, str(exc.detail))
+        # 405 carries `Allow` (set by the router), which the reply must keep.
+        return error_response(request, exc.status_code, str(exc.detail), headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(request, 400, "Bad request: some parameter is not valid.")
+        status, kind, name, detail = validation_error(exc)
+        return error_response(request, status, detail, kind=kind, name=name)
 
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> Response:
@@ -102,4 +178,5 @@ def create_app(db_url: str | None = None) -> FastAPI:
     # The source view of a big file is ~1.5 MB of HTML; compressed it is a tenth of that.
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=5)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(HeadAsGet)
     return app

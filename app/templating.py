@@ -32,7 +32,7 @@ def show_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def md_cite(cite: dict[str, Any]) -> str:
+def md_cite(cite: Any) -> str:
     """A Markdown link to a citation on GitHub: [server_args.py#L5045](url)."""
     name = cite["path"].rsplit("/", 1)[-1]
     lines = f"L{cite['line']}" + (
@@ -41,7 +41,7 @@ def md_cite(cite: dict[str, Any]) -> str:
     return f"[{name}#{lines}]({cite['url']})"
 
 
-def md_constraint(site: dict[str, Any], flag: str) -> str:
+def md_constraint(site: Any, flag: str) -> str:
     """One sentence about a constraint site, e.g. "`--x` raises when `cond` — [file#L1](url)"."""
     cond = f"`{site['condition']}`" if site["condition"] else "unconditionally"
     if site["kind"] == "override" and site["writes"]:
@@ -57,17 +57,17 @@ def md_constraint(site: dict[str, Any], flag: str) -> str:
     return f"`{flag}` {what} — {md_cite(site['source'])}"
 
 
-def synopsis(flag: dict[str, Any]) -> str:
-    """`--name TYPE (default X)` from a Flag dict."""
+def synopsis(flag: Any) -> str:
+    """`--name TYPE (default X)` from a Flag (a kb.contract model or its dict)."""
     parts = [flag["name"]]
-    action = flag.get("action") or ""
+    action = flag["action"] or ""
     if not action.startswith("store_") and action not in ("count", "help", "version"):
-        parts.append((flag.get("type") or "value").upper() if flag.get("type") else "VALUE")
-    if flag.get("nargs") in ("*", "+"):
+        parts.append(flag["type"].upper() if flag["type"] else "VALUE")
+    if flag["nargs"] in ("*", "+"):
         parts[-1] += " ..."
-    if flag.get("default") is not None:
+    if flag["default"] is not None:
         parts.append(f"(default {show_value(flag['default'])})")
-    elif flag.get("default_expr"):
+    elif flag["default_expr"]:
         parts.append(f"(default {flag['default_expr']})")
     return " ".join(parts)
 

@@ -281,7 +281,13 @@ def test_ingested_three_era_kb(request: pytest.FixtureRequest) -> None:
     client = TestClient(create_app(f"sqlite:///{db}"))
     d = client.get("/api/diff/v0.1.0/v0.2.0").json()
     # Era 1's --tensor-parallel-size had --tp-size as an alias, which era 2 made the option.
-    assert {"from": "--tensor-parallel-size", "to": "--tp-size", "via": "alias"} in d["renamed"]
+    rename = {
+        "from": "--tensor-parallel-size",
+        "to": "--tp-size",
+        "via": "alias",
+        "dest": "tp_size",
+    }
+    assert rename in d["renamed"]
     assert "--moe-runner-backend" in d["added"] and "--port" in d["removed"]
     assert any(
         c["kind"] == "raise" and "--moe-a2a-backend" in c["flags"] for c in d["constraints_added"]

@@ -424,9 +424,20 @@ def test_api_errors_are_json(client: TestClient) -> None:
     missing = client.post("/api/explain", json={"version": "v9", "command": "--tp 1"})
     assert missing.status_code == 404
     assert missing.json()["suggestions"]
+    # Statuses as documented in docs/API.md: too long 413, a body missing a field 422,
+    # a body that is not JSON or a bad query parameter 400; all of them an ErrorBody.
     too_long = client.post("/api/explain", json={"command": "x" * 30_000})
-    assert too_long.status_code == 400
-    assert client.post("/api/explain", json={"version": "v0.2.0"}).status_code == 400
+    assert (too_long.status_code, too_long.json()["kind"]) == (413, "command")
+    assert client.get("/api/explain", params={"command": "x" * 30_000}).status_code == 413
+    no_command = client.post("/api/explain", json={"version": "v0.2.0"})
+    assert (no_command.status_code, no_command.json()["kind"]) == (422, "body")
+    assert no_command.json()["name"] == "command"
+    not_json = client.post(
+        "/api/explain", content=b"{", headers={"content-type": "application/json"}
+    )
+    assert not_json.status_code == 400
+    no_query = client.get("/api/explain", params={"version": "v0.2.0"})
+    assert (no_query.status_code, no_query.json()["kind"]) == (400, "parameter")
 
 
 def test_page_is_a_permalink_and_escapes_input(client: TestClient) -> None:

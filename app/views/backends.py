@@ -4,7 +4,6 @@ backend value listing every site that handles it."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -13,7 +12,8 @@ from sqlmodel import Session, select
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
-from app.views.common import page_context
+from app.views.common import errors, page_context
+from kb.contract import BackendList, BackendValue
 from kb.queries import (
     NotFound,
     all_enums,
@@ -32,7 +32,7 @@ from kb.schema import ChoiceSite, Version, loads
 router = APIRouter()
 
 
-def backend_flags(session: Session, version: Version) -> list[dict[str, Any]]:
+def backend_list(session: Session, version: Version) -> BackendList:
     """Flags with choices whose name says backend, or that an enum is linked to."""
     enum_of: dict[str, str] = {}
     for enum in all_enums(session, version):
@@ -70,26 +70,24 @@ def backend_flags(session: Session, version: Version) -> list[dict[str, Any]]:
                 "values": values,
             }
         )
-    return out
+    return BackendList.model_validate({"version": version.name, "backends": out})
 
 
 @router.get("/v/{version}/backends", include_in_schema=False)
 def backends_page(request: Request, session: SessionDep, version: str) -> Response:
     found = get_version(session, version)
-    context = {
-        **page_context(session, found, "backends"),
-        "backends": backend_flags(session, found),
-    }
+    context = {**page_context(session, found, "backends"), "data": backend_list(session, found)}
     return render(request, "backends.html", context)
 
 
-@router.get("/api/v/{version}/backends")
-def api_backends(session: SessionDep, version: str) -> dict[str, Any]:
-    found = get_version(session, version)
-    return {"version": found.name, "backends": backend_flags(session, found)}
+@router.get("/api/v/{version}/backends", responses=errors(404))
+def api_backends(session: SessionDep, version: str) -> BackendList:
+    """Flags whose choices name backends (or map to an enum), with each value's site count."""
+    return backend_list(session, get_version(session, version))
 
 
-def backend_value(session: Session, version: Version, flag: str, value: str) -> dict[str, Any]:
+def backend_value(session: Session, version: Version, flag: str, value: str) -> BackendValue:
+    """Every site handling one value of a flag (a case-insensitive match of a choice)."""
     row = get_flag(session, version, flag)
     choices = [str(c) for c in loads(row.choices) or []]
     if value not in choices:
@@ -105,13 +103,17 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             version=version.name,
         )
     enum = flag_enum(session, version, row.name)
-    return {
-        "flag": row.name,
-        "value": value,
-        "choices": choices,
-        "enum": enum.name if enum is not None else None,
-        "sites": [choice_site_dict(version, site) for site in sites],
-    }
+    return BackendValue.model_validate(
+        {
+            "version": version.name,
+            "flag": row.name,
+            "flag_url": flag_url(version, row.name),
+            "value": value,
+            "choices": choices,
+            "enum": enum.name if enum is not None else None,
+            "sites": [choice_site_dict(version, site) for site in sites],
+        }
+    )
 
 
 @router.get("/v/{version}/backends/{flag}/{value}", include_in_schema=False)
@@ -120,17 +122,16 @@ def backend_value_page(
 ) -> Response:
     found = get_version(session, version)
     data = backend_value(session, found, flag, value)
-    for site in data["sites"]:
-        site["excerpt"] = excerpt(session, found, site["path"], site["line"], site["end_line"])
     context = {
-        **page_context(session, found, f"backends/{data['flag']}/{data['value']}"),
+        **page_context(session, found, f"backends/{data.flag}/{data.value}"),
         "data": data,
-        "flag_url": flag_url(found, data["flag"]),
+        "excerpts": [excerpt(session, found, s.path, s.line, s.end_line) for s in data.sites],
     }
     return render(request, "backend_value.html", context)
 
 
-@router.get("/api/v/{version}/backends/{flag}/{value}")
-def api_backend_value(session: SessionDep, version: str, flag: str, value: str) -> dict[str, Any]:
+@router.get("/api/v/{version}/backends/{flag}/{value}", responses=errors(404))
+def api_backend_value(session: SessionDep, version: str, flag: str, value: str) -> BackendValue:
+    """Every code site that handles one value of a flag, attributed or ambiguous."""
     found = get_version(session, version)
     return backend_value(session, found, flag, value)

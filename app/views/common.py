@@ -3,6 +3,7 @@ switcher's list, the page) and the error replies (one body shape for HTML and JS
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -11,8 +12,23 @@ from fastapi.responses import JSONResponse, Response
 from sqlmodel import Session, select
 
 from app.templating import render
+from kb.contract import ErrorBody
 from kb.queries import version_names
 from kb.schema import Version
+
+# What each error status means in this API (the OpenAPI `responses` of the routes).
+ERROR_STATUSES = {
+    400: "A query or path parameter is not valid.",
+    404: "Unknown version, flag, value or path; `suggestions` lists the nearest names.",
+    413: "The launch command is longer than the server accepts.",
+    422: "The JSON body does not match the request model.",
+    503: "The search index is not built yet.",
+}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a JSON route: the error statuses it can answer, all ErrorBody."""
+    return {s: {"model": ErrorBody, "description": ERROR_STATUSES[s]} for s in statuses}
 
 
 def page_context(
@@ -62,18 +78,25 @@ def error_response(
     kind: str = "page",
     name: str = "",
     context: dict[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Response:
-    body: dict[str, Any] = {
-        "detail": detail,
-        "kind": kind,
-        "name": name,
-        "suggestions": suggestions or [],
-        "elsewhere": elsewhere or [],
-    }
+    error = ErrorBody.model_validate(
+        {
+            "detail": detail,
+            "kind": kind,
+            "name": name,
+            "suggestions": suggestions or [],
+            "elsewhere": elsewhere or [],
+        }
+    )
+    response: Response
     if wants_json(request):
-        return JSONResponse(body, status_code=status)
-    page = {"status": status, **body, **(context or {})}
-    return render(request, "error.html", page, status_code=status)
+        response = JSONResponse(error.model_dump(mode="json"), status_code=status)
+    else:
+        page = {"status": status, **dict(error), **(context or {})}
+        response = render(request, "error.html", page, status_code=status)
+    response.headers.update(headers or {})
+    return response
 
 
 def pinned_context(request: Request, version_name: str) -> dict[str, Any]:

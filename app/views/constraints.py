@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.templating import render
-from app.views.common import page_context
+from app.views.common import errors, page_context
+from kb.contract import ConstraintList
 from kb.queries import MAX_NAME, all_constraints, constraint_dict, get_version
 from kb.schema import Version
 
@@ -19,10 +18,11 @@ router = APIRouter()
 KINDS = ("raise", "assert", "override", "warning")
 
 
-def list_constraints(
+def constraint_list(
     session: Session, version: Version, flag: str = "", kind: str = ""
-) -> list[dict[str, Any]]:
-    """Constraints whose flags or affects contain `flag` (substring, - and _ alike)."""
+) -> ConstraintList:
+    """Constraints whose flags or affects contain `flag` (substring, - and _ alike), of one
+    `kind` when it is one of KINDS (another kind matches nothing)."""
     needle = flag.strip().lower().replace("_", "-").lstrip("-")[:MAX_NAME]
     out = []
     for site in all_constraints(session, version):
@@ -32,7 +32,14 @@ def list_constraints(
         if needle and not any(needle in n.lower() for n in data["flags"] + data["affects"]):
             continue
         out.append(data)
-    return out
+    return ConstraintList.model_validate(
+        {
+            "version": version.name,
+            "flag": flag[:MAX_NAME],
+            "kind": kind if kind in KINDS else "",
+            "constraints": out,
+        }
+    )
 
 
 @router.get("/v/{version}/constraints", include_in_schema=False)
@@ -40,20 +47,18 @@ def constraints_page(
     request: Request, session: SessionDep, version: str, flag: str = "", kind: str = ""
 ) -> Response:
     found = get_version(session, version)
-    rows = list_constraints(session, found, flag, kind)
     context = {
         **page_context(session, found, "constraints"),
-        "constraints": rows,
-        "flag": flag[:MAX_NAME],
-        "kind": kind if kind in KINDS else "",
+        "data": constraint_list(session, found, flag, kind),
         "kinds": KINDS,
     }
     return render(request, "constraints.html", context, block="constraint_rows")
 
 
-@router.get("/api/v/{version}/constraints")
+@router.get("/api/v/{version}/constraints", responses=errors(404))
 def api_constraints(
     session: SessionDep, version: str, flag: str = "", kind: str = ""
-) -> dict[str, Any]:
-    found = get_version(session, version)
-    return {"version": found.name, "constraints": list_constraints(session, found, flag, kind)}
+) -> ConstraintList:
+    """Every constraint site of a version (raise, assert, override, warning), filtered by a
+    flag name (substring) and a kind."""
+    return constraint_list(session, get_version(session, version), flag, kind)

@@ -6,11 +6,13 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import RedirectResponse, Response
+from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.templating import render
-from app.views.common import error_response
+from app.views.common import error_response, errors
+from kb.contract import Diff
 from kb.diff import diff_versions, word_diff
 from kb.queries import (
     NotFound,
@@ -31,34 +33,44 @@ def diff_url(a: str, b: str) -> str:
     return f"/diff/{quote(a, safe='')}...{quote(b, safe='')}"
 
 
-def diff_json(d: dict[str, Any]) -> dict[str, Any]:
-    """The API contract's shape (plus renamed, enums and a summary)."""
-    a: Version = d["from"]
-    b: Version = d["to"]
-    return {
-        "from": a.name,
-        "to": b.name,
-        "summary": d["summary"],
-        "added": d["added"],
-        "removed": d["removed"],
-        "renamed": d["renamed"],
-        "changed": d["changed"],
-        "constraints_added": [constraint_dict(b, c) for c in d["constraints_added"]],
-        "constraints_removed": [constraint_dict(a, c) for c in d["constraints_removed"]],
-        "constraints_changed": changed_constraints(d),
-        "enums_added": [enum_dict(b, e) for e in d["enums_added"]],
-        "enums_removed": [enum_dict(a, e) for e in d["enums_removed"]],
-        "enums_changed": [
-            {
-                "name": e["name"],
-                "added": e["added"],
-                "removed": e["removed"],
-                "changed": e["changed"],
-                "source": citation(b, e["enum"].path, e["enum"].line, e["enum"].end_line),
-            }
-            for e in d["enums_changed"]
-        ],
-    }
+def diff_model(session: Session, a: Version, b: Version) -> Diff:
+    """The API contract's shape (plus renamed, enums, a summary, and the help of the flags
+    added and removed)."""
+    d = diff_versions(session, a, b)
+
+    def brief(v: Version, flags: dict[str, Any], name: str) -> dict[str, Any]:
+        flag = flags[name]
+        return {"name": name, "dest": flag.dest, "help": flag.help, "url": flag_url(v, name)}
+
+    return Diff.model_validate(
+        {
+            "from": a.name,
+            "to": b.name,
+            "backwards": a.position > b.position,
+            "summary": d["summary"],
+            "added": d["added"],
+            "removed": d["removed"],
+            "added_flags": [brief(b, d["flags_to"], n) for n in d["added"]],
+            "removed_flags": [brief(a, d["flags_from"], n) for n in d["removed"]],
+            "renamed": [{**r, "dest": d["flags_to"][r["to"]].dest} for r in d["renamed"]],
+            "changed": d["changed"],
+            "constraints_added": [constraint_dict(b, c) for c in d["constraints_added"]],
+            "constraints_removed": [constraint_dict(a, c) for c in d["constraints_removed"]],
+            "constraints_changed": changed_constraints(d),
+            "enums_added": [enum_dict(b, e) for e in d["enums_added"]],
+            "enums_removed": [enum_dict(a, e) for e in d["enums_removed"]],
+            "enums_changed": [
+                {
+                    "name": e["name"],
+                    "added": e["added"],
+                    "removed": e["removed"],
+                    "changed": e["changed"],
+                    "source": citation(b, e["enum"].path, e["enum"].line, e["enum"].end_line),
+                }
+                for e in d["enums_changed"]
+            ],
+        }
+    )
 
 
 def changed_constraints(d: dict[str, Any]) -> list[dict[str, Any]]:
@@ -98,15 +110,15 @@ class _Reply(Exception):
         self.response = response
 
 
-@router.get("/api/diff/{a}/{b}")
-def api_diff(request: Request, session: SessionDep, a: str, b: str) -> Response:
+@router.get("/api/diff/{a}/{b}", response_model=Diff, responses=errors(404))
+def api_diff(request: Request, session: SessionDep, a: str, b: str) -> Diff | Response:
     """Flags added, removed, renamed and changed, constraint sites added and removed, enums
     changed, going from version `a` to version `b` (either order)."""
     try:
         va, vb = _versions(request, session, a, b)
     except _Reply as reply:
         return reply.response
-    return JSONResponse(diff_json(diff_versions(session, va, vb)))
+    return diff_model(session, va, vb)
 
 
 @router.get("/diff", include_in_schema=False)
@@ -126,13 +138,13 @@ def diff_home(
     return RedirectResponse(diff_url(a or names[1], to or names[0]), status_code=302)
 
 
-def _changed_groups(d: dict[str, Any]) -> list[dict[str, Any]]:
+def _changed_groups(d: Diff) -> list[dict[str, Any]]:
     """Field changes grouped by flag, with the flag's name at each side of the diff."""
-    old_name = {r["to"]: r["from"] for r in d["renamed"] if r["via"] != "deprecated"}
+    old_name = {r.to: r.from_ for r in d.renamed if r.via != "deprecated"}
     groups: dict[str, dict[str, Any]] = {}
-    for c in d["changed"]:
+    for c in d.changed:
         group = groups.setdefault(
-            c["name"], {"name": c["name"], "from_name": old_name.get(c["name"], c["name"])}
+            c.name, {"name": c.name, "from_name": old_name.get(c.name, c.name)}
         )
         group.setdefault("changes", []).append(c)
     return list(groups.values())
@@ -154,16 +166,13 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
         va, vb = _versions(request, session, a, b)
     except _Reply as reply:
         return reply.response
-    d = diff_versions(session, va, vb)
+    d = diff_model(session, va, vb)
     context = {
         "d": d,
         "a": va,
         "b": vb,
         "names": version_names(session),
         "changed_groups": _changed_groups(d),
-        "constraints_added": [constraint_dict(vb, c) for c in d["constraints_added"]],
-        "constraints_removed": [constraint_dict(va, c) for c in d["constraints_removed"]],
-        "constraints_changed": changed_constraints(d),
         "flag_url": flag_url,
         "swap_url": diff_url(vb.name, va.name),
         "api_url": f"/api/diff/{quote(va.name, safe='')}/{quote(vb.name, safe='')}",

@@ -7,15 +7,17 @@ contract, and `GET /api/explain` answers the same query string as the page.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.templating import render
+from app.views.common import error_response, errors
+from kb.contract import ExplainRequest, ExplainResult
 from kb.explain import MAX_COMMAND, explain
 from kb.queries import NotFound, version_names
 
@@ -29,10 +31,22 @@ EXAMPLE = (
 )
 
 
-class ExplainRequest(BaseModel):
-    version: str | None = Field(None, max_length=200)
-    command: str = Field(max_length=MAX_COMMAND)
-    compare: str | None = Field(None, max_length=200)
+class CommandTooLong(Exception):
+    """A command over MAX_COMMAND characters: answered with 413."""
+
+
+def explain_result(
+    session: Session, version: str | None, command: str, compare: str | None
+) -> ExplainResult:
+    """The analysis of `command` at `version` (default: the newest), with the upgrade check
+    against `compare`; NotFound for an unknown version."""
+    if len(command) > MAX_COMMAND:
+        raise CommandTooLong(f"The command is longer than {MAX_COMMAND} characters.")
+    return ExplainResult.model_validate(explain(session, version, command, compare))
+
+
+def _too_long(request: Request, exc: CommandTooLong) -> Response:
+    return error_response(request, 413, str(exc), kind="command")
 
 
 def explain_url(version: str, command: str, compare: str = "") -> str:
@@ -42,17 +56,32 @@ def explain_url(version: str, command: str, compare: str = "") -> str:
     return "/explain?" + urlencode(query)
 
 
-@router.post("/api/explain")
-def api_explain(body: ExplainRequest, session: SessionDep) -> dict[str, Any]:
-    return explain(session, body.version, body.command, body.compare)
+@router.post("/api/explain", response_model=ExplainResult, responses=errors(400, 404, 413, 422))
+def api_explain(
+    request: Request, body: ExplainRequest, session: SessionDep
+) -> ExplainResult | Response:
+    """Parse a launch command the way SGLang's argparse would at `version` (default: the
+    newest) and report its flags, findings, compatibility range and, with `compare`, what
+    an upgrade changes. Commands over 20,000 characters are refused with 413."""
+    try:
+        return explain_result(session, body.version, body.command, body.compare)
+    except CommandTooLong as exc:
+        return _too_long(request, exc)
 
 
-@router.get("/api/explain")
+@router.get("/api/explain", response_model=ExplainResult, responses=errors(400, 404, 413))
 def api_explain_get(
-    session: SessionDep, command: str, version: str = "", compare: str = ""
-) -> dict[str, Any]:
-    body = ExplainRequest(version=version or None, command=command, compare=compare or None)
-    return explain(session, body.version, body.command, body.compare)
+    request: Request,
+    session: SessionDep,
+    command: str,
+    version: Annotated[str, Query(max_length=200)] = "",
+    compare: Annotated[str, Query(max_length=200)] = "",
+) -> ExplainResult | Response:
+    """The same as POST, from the query string of the /explain page (a permalink)."""
+    try:
+        return explain_result(session, version or None, command, compare or None)
+    except CommandTooLong as exc:
+        return _too_long(request, exc)
 
 
 @router.get("/explain", include_in_schema=False)
@@ -76,7 +105,7 @@ def explain_page(
     status = 200
     if command.strip():
         try:
-            context["result"] = explain(session, version or None, command, compare or None)
+            context["result"] = explain_result(session, version or None, command, compare or None)
         except NotFound as exc:
             status = 404
             context["error"] = exc.detail
@@ -89,7 +118,7 @@ def explain_page(
                 context["suggestions"].append(
                     {"name": name, "url": explain_url(fixed[0], command, fixed[1])}
                 )
-        except ValueError as exc:
-            status = 400
+        except CommandTooLong as exc:
+            status = 413
             context["error"] = str(exc)
     return render(request, "explain.html", context, status_code=status, block="results")

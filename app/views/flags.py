@@ -13,7 +13,8 @@ from sqlmodel import Session, col, select
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
-from app.views.common import page_context
+from app.views.common import errors, page_context
+from kb.contract import FlagList, FlagPage
 from kb.queries import (
     MAX_NAME,
     choice_site_dict,
@@ -61,60 +62,58 @@ def matches(flag: dict[str, Any], query: str) -> bool:
     return q in (flag["help"] or "").lower()
 
 
-def list_flags(session: Session, version: Version, query: str) -> list[dict[str, Any]]:
+def flag_list(session: Session, version: Version, query: str) -> FlagList:
+    """The flags of a version in source order, filtered by `query`, with their badges."""
     rows = session.exec(
         select(Flag).where(Flag.version_id == version.id).order_by(col(Flag.path), col(Flag.line))
     )
-    flags = [flag_dict(version, row) for row in rows]
-    return [f for f in flags if matches(f, query[:MAX_NAME])]
+    counts = constraint_counts(session, version)
+    flags = []
+    for row in rows:
+        flag = flag_dict(version, row)
+        if matches(flag, query[:MAX_NAME]):
+            flag["constraint_count"] = counts.get(flag["name"], 0)
+            flags.append(flag)
+    return FlagList.model_validate({"version": version.name, "q": query[:MAX_NAME], "flags": flags})
 
 
 @router.get("/v/{version}/flags", include_in_schema=False)
 def flags_page(request: Request, session: SessionDep, version: str, q: str = "") -> Response:
     found = get_version(session, version)
-    flags = list_flags(session, found, q)
-    counts = constraint_counts(session, found)
-    for flag in flags:
-        flag["constraint_count"] = counts.get(flag["name"], 0)
+    data = flag_list(session, found, q)
     sections = [
         (section or "Other", list(group))
-        for section, group in groupby(flags, key=lambda f: f["section"])
+        for section, group in groupby(data.flags, key=lambda f: f.section)
     ]
-    context = {
-        **page_context(session, found, "flags"),
-        "sections": sections,
-        "count": len(flags),
-        "q": q[:MAX_NAME],
-    }
+    context = {**page_context(session, found, "flags"), "data": data, "sections": sections}
     return render(request, "flags.html", context, block="flag_list")
 
 
-@router.get("/api/v/{version}/flags")
-def api_flags(session: SessionDep, version: str, q: str = "") -> dict[str, Any]:
-    found = get_version(session, version)
-    return {"version": found.name, "flags": list_flags(session, found, q)}
+@router.get("/api/v/{version}/flags", responses=errors(404))
+def api_flags(session: SessionDep, version: str, q: str = "") -> FlagList:
+    """The flags of a version in source order; `q` filters by name, alias, dest or help."""
+    return flag_list(session, get_version(session, version), q)
 
 
-def flag_data(
-    session: Session, version: Version, flag: Flag, site_details: bool = True
-) -> dict[str, Any]:
-    """The flag page's facts: the API twin's body (Flag + constraints, usages, ...)."""
+def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
+    """The flag page: Flag + constraints, usages, choice sites, enum, history, related."""
     data = flag_dict(version, flag)
     choices = [str(c) for c in data["choices"] or []]
     sites = choice_sites(session, version, flag.name, choices)
     enum = flag_enum(session, version, flag.name)
+    data["version"] = version.name
     data["constraints"] = [
         constraint_dict(version, c) for c in flag_constraints(session, version, flag.name)
     ]
     data["usages"] = [usage_site_dict(version, u) for u in flag_usages(session, version, flag.dest)]
     data["choice_counts"] = {value: len(found) for value, found in sites.items()}
-    if site_details:  # the HTML page shows counts only and links to the value pages
-        data["choice_sites"] = {
-            value: [choice_site_dict(version, s) for s in found] for value, found in sites.items()
-        }
+    data["choice_sites"] = {
+        value: [choice_site_dict(version, s) for s in found] for value, found in sites.items()
+    }
     data["enum"] = enum_dict(version, enum) if enum is not None else None
     data["history"] = flag_history(session, flag.name)
-    return data
+    data["related"] = related_flags(session, version, data)
+    return FlagPage.model_validate(data)
 
 
 def related_flags(session: Session, version: Version, data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -133,32 +132,30 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
 @router.get("/v/{version}/flags/{flag}", include_in_schema=False)
 def flag_page(request: Request, session: SessionDep, version: str, flag: str) -> Response:
     found = get_version(session, version)
-    row = get_flag(session, found, flag)
-    data = flag_data(session, found, row, site_details=False)
-    for constraint in data["constraints"]:
-        src = constraint["source"]
-        constraint["excerpt"] = excerpt(session, found, src["path"], src["line"], src["end_line"])
-    src = data["source"]
-    definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
+    data = flag_page_data(session, found, get_flag(session, found, flag))
+    src = data.source
+    definition = excerpt(session, found, src.path, src.line, src.end_line, context=1)
     names = version_names(session)
-    absent = _absent_versions(names, data["history"])
-    usages_by_file = [
-        (path, list(group)) for path, group in groupby(data["usages"], key=lambda u: u["path"])
-    ]
     context = {
-        **page_context(session, found, f"flags/{row.name}", absent, names),
+        **page_context(session, found, f"flags/{data.name}", _absent(names, data), names),
         "flag": data,
         "definition": definition,
-        "related": related_flags(session, found, data),
-        "usages_by_file": usages_by_file,
+        # Highlighted source of each constraint site (presentation only: not in the JSON).
+        "excerpts": [
+            excerpt(session, found, c.source.path, c.source.line, c.source.end_line)
+            for c in data.constraints
+        ],
+        "usages_by_file": [
+            (path, list(group)) for path, group in groupby(data.usages, key=lambda u: u.path)
+        ],
     }
     return render(request, "flag.html", context)
 
 
-def _absent_versions(names: list[str], history: list[dict[str, Any]]) -> set[str]:
+def _absent(names: list[str], data: FlagPage) -> set[str]:
     """Versions (`names` newest first) where the flag does not exist, replayed from its
     added/removed history."""
-    events = {c["version"]: c["field"] for c in history if c["field"] in ("added", "removed")}
+    events = {c.version: c.field for c in data.history if c.field in ("added", "removed")}
     absent: set[str] = set()
     exists = False
     for name in reversed(names):
@@ -171,7 +168,8 @@ def _absent_versions(names: list[str], history: list[dict[str, Any]]) -> set[str
     return absent
 
 
-@router.get("/api/v/{version}/flags/{flag}")
-def api_flag(session: SessionDep, version: str, flag: str) -> dict[str, Any]:
+@router.get("/api/v/{version}/flags/{flag}", responses=errors(404))
+def api_flag(session: SessionDep, version: str, flag: str) -> FlagPage:
+    """One flag (by option, alias or dest, any dashes or case) with everything about it."""
     found = get_version(session, version)
-    return flag_data(session, found, get_flag(session, found, flag))
+    return flag_page_data(session, found, get_flag(session, found, flag))

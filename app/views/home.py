@@ -1,15 +1,20 @@
-"""Home (versions), /latest redirects, the version switcher's redirect, /api/versions."""
+"""Home (versions), /latest redirects, the version switcher's redirect, /api/versions.
+
+The pattern of every page kind: one builder (`version_list`) makes the typed model of
+kb/contract.py; the JSON twin returns it, the HTML page renders the same object."""
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
+from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.templating import render
+from app.views.common import errors
+from kb.contract import VersionInfo, VersionList
 from kb.queries import (
     NotFound,
     flag_counts,
@@ -22,20 +27,22 @@ from kb.queries import (
 router = APIRouter()
 
 
-def _versions(session: SessionDep) -> list[dict[str, Any]]:
+def version_list(session: Session) -> VersionList:
     counts = flag_counts(session)
-    return [version_dict(v, counts.get(v.id or 0, 0)) for v in ordered_versions(session)]
+    versions = [version_dict(v, counts.get(v.id or 0, 0)) for v in ordered_versions(session)]
+    return VersionList.model_validate({"versions": versions})
 
 
 @router.get("/", include_in_schema=False)
 def home(request: Request, session: SessionDep) -> Response:
-    versions = _versions(session)
-    return render(request, "home.html", {"versions": versions, "newest": versions[:1]})
+    data = version_list(session)
+    return render(request, "home.html", {"data": data, "newest": data.versions[:1]})
 
 
 @router.get("/api/versions")
-def api_versions(session: SessionDep) -> dict[str, Any]:
-    return {"versions": _versions(session)}
+def api_versions(session: SessionDep) -> VersionList:
+    """Every ingested version, newest first, with its commit, date and flag count."""
+    return version_list(session)
 
 
 def _latest(session: SessionDep, prefix: str, rest: str, query: str) -> Response:
@@ -72,8 +79,9 @@ def version_home(session: SessionDep, version: str) -> Response:
     return RedirectResponse(f"/v/{quote(found.name, safe='')}/flags", status_code=302)
 
 
-@router.get("/api/v/{version}")
-def api_version(session: SessionDep, version: str) -> dict[str, Any]:
+@router.get("/api/v/{version}", responses=errors(404))
+def api_version(session: SessionDep, version: str) -> VersionInfo:
+    """One version."""
     found = get_version(session, version)
     counts = flag_counts(session)
-    return version_dict(found, counts.get(found.id or 0, 0))
+    return VersionInfo.model_validate(version_dict(found, counts.get(found.id or 0, 0)))

@@ -6,11 +6,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from app.deps import SessionDep
 from app.templating import render, templates
-from app.views.common import error_response
+from app.views.common import error_response, errors
+from kb.contract import SearchPage
 from kb.queries import NotFound, did_you_mean, get_version, version_names
 from kb.search import SearchError, UnknownVersion, get_index, highlight
 
@@ -40,13 +41,14 @@ def db_url_of(app: FastAPI) -> str:
 
 def run_search(
     request: Request, session: SessionDep, q: str, version: str | None, limit: int
-) -> dict[str, Any]:
-    """Search, raising NotFound (with suggestions) for an unknown version."""
+) -> SearchPage:
+    """Search, raising NotFound (with suggestions) for an unknown version and SearchError
+    when the index cannot be opened."""
     if version and version != "all":
         get_version(session, version[:200])
     index = get_index(db_url_of(request.app))
     try:
-        return index.search(q, version or None, max(1, min(limit, 100)))
+        return SearchPage.model_validate(index.search(q, version or None, max(1, min(limit, 100))))
     except UnknownVersion as exc:  # in the database but not yet in the index
         raise NotFound(
             "version",
@@ -56,16 +58,18 @@ def run_search(
         ) from exc
 
 
-def _grouped(out: dict[str, Any]) -> list[dict[str, Any]]:
+def _grouped(out: SearchPage) -> list[dict[str, Any]]:
     """Results grouped by kind, groups in the order of their best hit (so the first link on
     the page is the top hit), with highlight parts for the template."""
-    terms = out.get("terms", [])
     groups: dict[str, dict[str, Any]] = {}
-    for rank, r in enumerate(out["results"]):
-        r = dict(r, rank=rank)
-        r["name_parts"] = highlight(r["name"], terms)
-        r["snippet_parts"] = highlight(r["snippet"], terms)
-        group = groups.setdefault(r["kind"], {"kind": r["kind"], "label": GROUPS[r["kind"]]})
+    for rank, hit in enumerate(out.results):
+        r = {
+            "hit": hit,
+            "rank": rank,
+            "name_parts": highlight(hit.name, out.terms),
+            "snippet_parts": highlight(hit.snippet, out.terms),
+        }
+        group = groups.setdefault(hit.kind, {"kind": hit.kind, "label": GROUPS[hit.kind]})
         group.setdefault("results", []).append(r)
     return list(groups.values())
 
@@ -79,20 +83,19 @@ def _unknown_version(request: Request, exc: NotFound, q: str) -> Response:
     return error_response(request, 404, exc.detail, links, kind="version", name=exc.name)
 
 
-@router.get("/api/search")
+@router.get("/api/search", response_model=SearchPage, responses=errors(400, 404, 503))
 def api_search(
     request: Request, session: SessionDep, q: str = "", version: str = "", limit: int = 20
-) -> Response:
-    """{"query", "version", "results": [{"kind", "name", "version", "url", "snippet", "flag",
-    "match", "versions"?}], "message"}; version= a name, "all", or empty for the newest."""
+) -> SearchPage | Response:
+    """Flags, values, enums, members and constraint messages matching `q`, best first.
+    `version`: a name, "all" (hits grouped across versions), or empty for the newest;
+    `limit` is clamped to 1..100."""
     try:
-        out = run_search(request, session, q, version, limit)
+        return run_search(request, session, q, version, limit)
     except NotFound as exc:
         return _unknown_version(request, exc, q)
     except SearchError as exc:
-        return JSONResponse({"detail": str(exc), "results": []}, status_code=503)
-    out.pop("terms", None)
-    return JSONResponse(out)
+        return error_response(request, 503, str(exc), kind="search_index")
 
 
 @router.get("/search", include_in_schema=False)
@@ -106,11 +109,11 @@ def search_page(
         out = run_search(request, session, q, version, DROPDOWN_LIMIT if dropdown else limit)
     except NotFound as exc:
         if dropdown:
-            out = {"query": q, "version": version, "results": [], "message": exc.detail}
+            out = SearchPage(query=q, version=version, results=[], message=exc.detail)
         else:
             return _unknown_version(request, exc, q)
     except SearchError as exc:
-        out = {"query": q, "version": version, "results": [], "message": str(exc)}
+        out = SearchPage(query=q, version=version, results=[], message=str(exc))
     context: dict[str, Any] = {
         "q": q[:200],
         "out": out,

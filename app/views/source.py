@@ -13,7 +13,8 @@ from sqlmodel import Session, select
 from app.deps import SessionDep
 from app.highlight import blob_lines, highlighted_lines
 from app.templating import render
-from app.views.common import page_context
+from app.views.common import errors, page_context
+from kb.contract import Mark, SourceFile
 from kb.queries import (
     NotFound,
     backend_url,
@@ -111,36 +112,40 @@ def file_marks(session: Session, version: Version, path: str) -> list[dict[str, 
     return sorted(marks, key=lambda m: (m["line"], m["what"]))
 
 
+def source_file(session: Session, version: Version, path: str) -> SourceFile:
+    sha = check_path(session, version, path)
+    return SourceFile.model_validate(
+        {
+            "version": version.name,
+            "path": path,
+            "sha": sha,
+            "url": f"{version.web_url}/blob/{version.commit}/{path}",
+            "text": "\n".join(blob_lines(session, sha) or []),
+            "marks": file_marks(session, version, path),
+        }
+    )
+
+
 @router.get("/v/{version}/source/{path:path}", include_in_schema=False)
 def source_page(request: Request, session: SessionDep, version: str, path: str) -> Response:
     found = get_version(session, version)
-    sha = check_path(session, found, path)
-    lines = highlighted_lines(session, sha, path) or []
-    marks_by_line: dict[int, list[dict[str, Any]]] = {}
-    for mark in file_marks(session, found, path):
-        for n in range(mark["line"], max(mark["line"], mark["end_line"]) + 1):
+    data = source_file(session, found, path)
+    marks_by_line: dict[int, list[Mark]] = {}
+    for mark in data.marks:
+        for n in range(mark.line, max(mark.line, mark.end_line) + 1):
             marks_by_line.setdefault(n, []).append(mark)
     context = {
         **page_context(session, found, f"source/{path}"),
-        "path": path,
-        "sha": sha,
-        "lines": lines,
+        "data": data,
+        # The highlighted lines of `data.text` (cached per blob: presentation only).
+        "lines": highlighted_lines(session, data.sha, path) or [],
         "marks": marks_by_line,
-        "github": f"{found.web_url}/blob/{found.commit}/{path}",
     }
     return render(request, "source.html", context)
 
 
-@router.get("/api/v/{version}/source/{path:path}")
-def api_source(session: SessionDep, version: str, path: str) -> dict[str, Any]:
-    found = get_version(session, version)
-    sha = check_path(session, found, path)
-    lines = blob_lines(session, sha) or []
-    return {
-        "version": found.name,
-        "path": path,
-        "sha": sha,
-        "url": f"{found.web_url}/blob/{found.commit}/{path}",
-        "text": "\n".join(lines),
-        "marks": file_marks(session, found, path),
-    }
+@router.get("/api/v/{version}/source/{path:path}", responses=errors(404))
+def api_source(session: SessionDep, version: str, path: str) -> SourceFile:
+    """A stored file of a version (only files the knowledge base cites), with what it cites
+    on each line."""
+    return source_file(session, get_version(session, version), path)

@@ -1,0 +1,496 @@
+"""The JSON contract of Flag Atlas: one Pydantic model per answer of the API.
+
+docs/DESIGN.md lists the fields (they may be added, never renamed); docs/API.md shows each
+route with its model. The app's JSON twins return these models (so /api/openapi.json
+describes every body), its HTML pages render the same objects, and `flagatlas explain --json`
+prints `ExplainResult`.
+
+Conventions: a field whose default is None is an optional key, left out of the JSON when it
+is None (e.g. a help change's `words`); every other field is always present. Fields named
+after Python keywords (`from`) are declared as `from_` with the alias the JSON uses; models
+also answer `model["from"]`, so templates and filters read them like the dicts they replace.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+# A literal value from the source (default, choice, enum member value): any JSON value.
+Value = Any
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    def __getitem__(self, key: str) -> Any:
+        """`model["from"]` as in a dict (templates index rows by their JSON names)."""
+        name = _ALIASES.get(key, key)
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            raise KeyError(key) from None
+
+
+_ALIASES = {"from": "from_"}
+
+
+def From(**kw: Any) -> Any:
+    return Field(alias="from", **kw)
+
+
+class Sparse(Model):
+    """A model with optional keys (default None): they are left out of the JSON when None.
+    Only these models pay for the Python hook; the others serialize in pydantic-core alone."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_options(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        for name, key in _optional_keys(type(self)):
+            if getattr(self, name) is None:
+                data.pop(key, None)
+        return data
+
+
+_optional: dict[type, list[tuple[str, str]]] = {}
+
+
+def _optional_keys(cls: type[BaseModel]) -> list[tuple[str, str]]:
+    if cls not in _optional:
+        _optional[cls] = [
+            (name, field.alias or name)
+            for name, field in cls.model_fields.items()
+            if not field.is_required() and field.default is None
+        ]
+    return _optional[cls]
+
+
+# --- shared shapes ---------------------------------------------------------------------------
+
+
+class Citation(Model):
+    """A line span of a file at a version: GitHub `url` at the commit, in-app `permalink`."""
+
+    path: str
+    line: int
+    end_line: int
+    url: str
+    permalink: str
+
+
+class Site(Citation):
+    """A citation plus the cited line(s) as text."""
+
+    text: str
+
+
+class UsageSite(Site):
+    access: str  # read | write | ...
+
+
+class ChoiceSite(Site):
+    """Code handling one choice value: attributed to `flag`, or ambiguous among `candidates`."""
+
+    value: str
+    flag: str | None
+    attributed: bool
+    candidates: list[str]
+    how: str
+
+
+class Link(Model):
+    name: str
+    url: str
+
+
+class VersionLink(Model):
+    version: str
+    url: str
+
+
+class Span(Model):
+    """A run of consecutive versions, oldest first."""
+
+    from_: str = From()
+    to: str
+
+
+class ErrorBody(Model):
+    """Every error reply (400, 404, 405, 413, 422, 503): what went wrong, which URL segment
+    (`kind`: version, flag, value, path, page, parameter, body, ...) and `name`, did-you-mean
+    links, and the nearest versions where a missing flag exists."""
+
+    detail: str
+    kind: str
+    name: str
+    suggestions: list[Link]
+    elsewhere: list[VersionLink]
+
+
+# --- versions ------------------------------------------------------------------------------
+
+
+class VersionInfo(Model):
+    name: str
+    commit: str
+    date: str  # ISO 8601 commit date
+    flags: int
+    position: int  # 0 = oldest
+    era: int
+    url: str
+
+
+class VersionList(Model):
+    versions: list[VersionInfo]  # newest first
+
+
+# --- flags ---------------------------------------------------------------------------------
+
+
+class Flag(Model):
+    name: str
+    dest: str
+    aliases: list[str]
+    type: str | None
+    default: Value
+    default_expr: str | None  # the default's source text when it is not a literal
+    choices: list[Value] | None
+    choices_const: str | None
+    choices_extensible: bool
+    choices_dynamic: bool
+    help: str
+    hidden: bool
+    action: str | None
+    nargs: str | None
+    required: bool
+    deprecated: bool
+    deprecated_message: str | None
+    replacement: str | None
+    section: str | None
+    url: str
+    source: Citation
+
+
+class FlagListItem(Flag):
+    constraint_count: int  # constraint sites that read or affect the flag
+
+
+class FlagList(Model):
+    version: str
+    q: str
+    flags: list[FlagListItem]
+
+
+class Constraint(Model):
+    kind: str  # raise | assert | override | warning
+    function: str
+    condition: str
+    conditions: list[str]
+    message: str
+    flags: list[str]  # read by the condition
+    affects: list[str]  # written or checked
+    writes: dict[str, str]  # dest -> value source, for overrides
+    key: str
+    source: Citation
+
+
+class EnumMember(Sparse):
+    name: str
+    value: Value
+    line: int | None = None
+
+
+class Enum(Model):
+    name: str
+    values: list[Value]
+    members: list[EnumMember]
+    flags: list[str]
+    source: Citation
+
+
+class FieldChange(Sparse):
+    """A flag's field from one version to the next (`field`: type, default, choices, help, ...)."""
+
+    field: str
+    from_: Value = From()
+    to: Value
+    added: list[Value] | None = None  # choices/aliases changes
+    removed: list[Value] | None = None
+    words: list[list[str]] | None = None  # help changes: [[op, text]], op in = - +
+    message: str | None = None  # deprecation changes
+    replacement: str | None = None
+
+
+class Change(FieldChange):
+    """One step of a flag's history: `field` is added | removed | renamed | a changed field."""
+
+    version: str
+
+
+class RelatedFlag(Model):
+    name: str
+    url: str
+    known: bool  # a flag of this version
+
+
+class FlagPage(Flag):
+    version: str
+    constraints: list[Constraint]
+    usages: list[UsageSite]
+    choice_counts: dict[str, int]
+    choice_sites: dict[str, list[ChoiceSite]]
+    enum: Enum | None
+    history: list[Change]  # oldest first
+    related: list[RelatedFlag]  # other flags named by its constraint sites
+
+
+# --- enums, constraints, backends, source --------------------------------------------------
+
+
+class EnumList(Model):
+    version: str
+    enums: list[Enum]
+
+
+ConstraintKind = Literal["raise", "assert", "override", "warning"]
+
+
+class ConstraintList(Model):
+    version: str
+    flag: str  # the filter as given
+    kind: str  # the kind filter, "" when none or unknown
+    constraints: list[Constraint]
+
+
+class BackendValueRef(Model):
+    value: str
+    sites: int
+    url: str
+
+
+class BackendFlag(Model):
+    flag: str
+    url: str
+    help: str
+    enum: str | None
+    choices_const: str | None
+    values: list[BackendValueRef]
+
+
+class BackendList(Model):
+    version: str
+    backends: list[BackendFlag]
+
+
+class BackendValue(Model):
+    version: str
+    flag: str
+    flag_url: str
+    value: str
+    choices: list[str]
+    enum: str | None
+    sites: list[ChoiceSite]
+
+
+class Mark(Model):
+    line: int
+    end_line: int
+    what: str  # flag | constraint | usage | choice
+    label: str
+    url: str
+
+
+class SourceFile(Model):
+    version: str
+    path: str
+    sha: str
+    url: str
+    text: str
+    marks: list[Mark]
+
+
+# --- diff ----------------------------------------------------------------------------------
+
+
+class DiffSummary(Model):
+    added: int
+    removed: int
+    renamed: int
+    changed: int  # flags
+    changes: int  # field changes
+    constraints_added: int
+    constraints_removed: int
+    constraints_changed: int
+    enums_changed: int
+
+
+class Rename(Model):
+    from_: str = From()
+    to: str
+    via: str  # alias | dest | deprecated
+    dest: str  # of the new flag
+
+
+class FlagBrief(Model):
+    name: str
+    dest: str
+    help: str
+    url: str
+
+
+class FlagChange(FieldChange):
+    name: str  # the flag's name at `to`
+
+
+class ConstraintChange(Model):
+    from_: Constraint = From()
+    to: Constraint
+    condition: list[list[str]]  # word diff [[op, text]]
+
+
+class MemberChange(Model):
+    name: str
+    from_: Value = From()
+    to: Value
+
+
+class EnumChange(Model):
+    name: str
+    added: list[str]
+    removed: list[str]
+    changed: list[MemberChange]
+    source: Citation
+
+
+class Diff(Model):
+    from_: str = From()
+    to: str
+    backwards: bool  # `from` is newer than `to`
+    summary: DiffSummary
+    added: list[str]
+    removed: list[str]
+    added_flags: list[FlagBrief]
+    removed_flags: list[FlagBrief]
+    renamed: list[Rename]
+    changed: list[FlagChange]
+    constraints_added: list[Constraint]
+    constraints_removed: list[Constraint]
+    constraints_changed: list[ConstraintChange]
+    enums_added: list[Enum]
+    enums_removed: list[Enum]
+    enums_changed: list[EnumChange]
+
+
+# --- search --------------------------------------------------------------------------------
+
+
+class SearchHit(Sparse):
+    kind: Literal["flag", "choice", "member", "enum", "constraint"]
+    name: str
+    version: str
+    url: str
+    snippet: str
+    flag: str | None
+    match: str  # the rank tier: exact, alias, prefix, name words, fuzzy, text
+    versions: list[Span] | None = None  # with version=all: where the hit holds
+
+
+class SearchPage(Model):
+    query: str
+    version: str | None  # the scope searched: a name or "all"
+    results: list[SearchHit]  # best first
+    message: str | None  # why there is nothing, or a hint
+    terms: list[str] = []  # the spellings that matched, for highlighting
+
+
+# --- explain -------------------------------------------------------------------------------
+
+
+class ExplainRequest(Model):
+    version: str | None = Field(None, max_length=200)
+    command: str
+    compare: str | None = Field(None, max_length=200)
+
+
+class Finding(Sparse):
+    severity: Literal["error", "warning", "info"]
+    flag: str | None
+    message: str
+    source: Citation | None
+    kind: str  # unknown_flag, invalid_choice, constraint, undecidable, deprecated, ...
+    key: str | None = None  # the constraint site's key
+    replacement: str | None = None
+    candidates: list[str] | None = None
+    suggestions: list[str] | None = None
+    choices: list[str] | None = None
+
+
+class ExplainFlag(Model):
+    option: str  # as written
+    name: str | None
+    dest: str | None
+    value: Value
+    via: str  # exact | alias | abbreviation | ambiguous | unknown | ...
+    help: str
+    url: str | None
+    source: Citation | None
+
+
+class Limit(Model):
+    flag: str
+    problem: Literal["missing", "ambiguous"]
+
+
+class ValidRange(Model):
+    from_: str = From()
+    to: str
+    versions: int
+    limited_from: list[Limit]
+    before: str | None
+    limited_to: list[Limit]
+    after: str | None
+
+
+class RemovedFlag(Model):
+    flag: str
+    name: str
+    replacement: str | None
+    message: str
+
+
+class MeaningChange(Model):
+    flag: str
+    from_: str = From()
+    to: str
+    message: str
+
+
+class DefaultChange(Model):
+    flag: str
+    from_: str = From()
+    to: str
+
+
+class Upgrade(Model):
+    from_: str = From()
+    to: str
+    removed: list[RemovedFlag]
+    changed_meaning: list[MeaningChange]
+    defaults_changed: list[DefaultChange]
+    constraints_started: list[Finding]
+    constraints_stopped: list[Finding]
+    findings_new: list[Finding]
+    findings_gone: list[Finding]
+    errors: int
+
+
+class ExplainResult(Model):
+    version: str
+    launcher: str
+    flags: list[ExplainFlag]
+    findings: list[Finding]
+    errors: int
+    valid_in: list[ValidRange]
+    presence: dict[str, list[Span]]
+    compare: Upgrade | None
