@@ -6,7 +6,7 @@ SGLANG_REPO ?= https://github.com/sgl-project/sglang.git
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run ingest serve test lint format bench clean
+.PHONY: install run ingest serve test lint format openapi bench clean
 
 install: $(VENV)/.installed static/vendor/htmx.min.js
 
@@ -40,6 +40,10 @@ format: install
 
 test: lint
 	$(BIN)/pytest
+
+# The committed API description; tests/test_contract.py fails when it differs from the app's.
+openapi: install
+	$(BIN)/flagatlas openapi > docs/openapi.json
 
 clean:
 	rm -rf $(VENV) node_modules static/vendor

@@ -12,6 +12,7 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.templating import STATIC
@@ -106,6 +107,20 @@ def without_phantom_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def allowed_methods(request: Request, router_allow: str) -> str:
+    """The methods of every route on the path: the router's `Allow` names only the first
+    route it met (e.g. POST for /api/explain, which answers GET too)."""
+    methods = {m.strip() for m in router_allow.split(",") if m.strip()}
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        scope = {**request.scope, "method": method}
+        routes = [r for r in request.app.router.routes if not isinstance(r, Mount)]
+        if any(route.matches(scope)[0] == Match.FULL for route in routes):
+            methods.add(method)
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
 def validation_error(exc: RequestValidationError) -> tuple[int, str, str, str]:
     """(status, kind, name, detail): a JSON body that parses but does not fit the request
     model is 422; a bad query or path parameter, or a body that is not JSON, is 400."""
@@ -151,8 +166,10 @@ def create_app(db_url: str | None = None) -> FastAPI:
             detail = f"Nothing here: {request.url.path[:MAX_NAME]}"
             links = [{"name": "Home", "url": "/"}, {"name": "Latest flags", "url": "/latest/flags"}]
             return error_response(request, 404, detail, links)
-        # 405 carries `Allow` (set by the router), which the reply must keep.
-        return error_response(request, exc.status_code, str(exc.detail), headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request, headers.get("Allow", ""))
+        return error_response(request, exc.status_code, str(exc.detail), headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> Response:

@@ -170,6 +170,18 @@ def reindex(
     )
 
 
+@cli.command()
+def openapi() -> None:
+    """Print the OpenAPI description of the JSON API (docs/openapi.json is this output)."""
+    import json
+
+    from app.main import create_app
+
+    # The description does not depend on the data: an empty in-memory database will do.
+    spec = create_app("sqlite://").openapi()
+    typer.echo(json.dumps(spec, indent=2, ensure_ascii=False))
+
+
 # `flagatlas explain`: words after `--` (or after the first non-option word) are the command.
 cli.command("explain", context_settings={"allow_interspersed_args": False})(explain_cli.explain)
 
