@@ -6,7 +6,6 @@ Exit status: 0 when the command has no errors, 1 when it has (at --version, or a
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from typing import Any
@@ -72,8 +71,10 @@ def explain(
         raise typer.Exit(2) from None
     finally:
         engine.dispose()
-    if as_json:
-        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    if as_json:  # the API model (kb/contract.py): what POST /api/explain answers
+        from kb.contract import ExplainResult
+
+        typer.echo(ExplainResult.model_validate(result).model_dump_json(indent=2))
     else:
         report(Console(highlight=False, soft_wrap=True), result, verbose)
     compared = result["compare"]["errors"] if result["compare"] else 0

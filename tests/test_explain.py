@@ -495,7 +495,12 @@ def test_cli_exit_status_follows_errors(db_url: str) -> None:
     assert good.exit_code == 0, good.output
     assert "abbreviation of --tp-size" in good.output
     as_json = runner.invoke(cli, ["explain", "--db", db, "--json", "--", "--model-path m --tp 2"])
-    assert json.loads(as_json.output)["version"] == "v0.3.0"  # newest by default
+    printed = json.loads(as_json.output)
+    assert printed["version"] == "v0.3.0"  # newest by default
+    api = TestClient(create_app(db_url)).post(
+        "/api/explain", json={"command": "--model-path m --tp 2"}
+    )
+    assert printed == api.json()  # the CLI prints the API's model
     unknown = runner.invoke(cli, ["explain", "--db", db, "--version", "v9", "--", "--tp", "1"])
     assert unknown.exit_code == 2
 
