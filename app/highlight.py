@@ -7,8 +7,6 @@ so the output splits into self-contained lines that can be shown one by one as e
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from threading import Lock
 from typing import Any
 
 from markupsafe import Markup
@@ -18,6 +16,7 @@ from pygments.lexers import PythonLexer, TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 from sqlmodel import Session
 
+from kb.cache import Cache
 from kb.queries import version_file_sha
 from kb.schema import Blob, Version, unpack_text
 
@@ -25,29 +24,8 @@ from kb.schema import Blob, Version, unpack_text
 MAX_HIGHLIGHT = 2_000_000
 
 
-class _LRU:
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.items: OrderedDict[str, list[Any]] = OrderedDict()
-        self.lock = Lock()
-
-    def get(self, key: str) -> list[Any] | None:
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: list[Any]) -> None:
-        with self.lock:
-            self.items[key] = value
-            self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-
-
-_text_cache = _LRU(128)
-_html_cache = _LRU(64)
+_text_cache: Cache[list[str]] = Cache(128)  # blob sha -> lines
+_html_cache: Cache[list[Markup]] = Cache(64)  # blob sha + file kind -> highlighted lines
 
 
 def _lexer(path: str) -> Any:

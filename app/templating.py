@@ -16,6 +16,8 @@ from fastapi import Request
 from fastapi.responses import Response
 from jinja2_fragments.fastapi import Jinja2Blocks
 
+from kb.cache import Cache
+
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
 STATIC = ROOT / "static"
@@ -89,14 +91,12 @@ def _static_version(name: str) -> str:
         return "0"
 
 
-_static_hashes: dict[str, str] = {}
+_static_hashes: Cache[str] = Cache(256)
 
 
 def static_url(name: str) -> str:
     """/static/NAME?v=HASH so browsers may cache assets and still see new ones."""
-    if name not in _static_hashes:
-        _static_hashes[name] = _static_version(name)
-    return f"/static/{name}?v={_static_hashes[name]}"
+    return f"/static/{name}?v={_static_hashes.get_or_make(name, lambda: _static_version(name))}"
 
 
 env.filters["show"] = show_value

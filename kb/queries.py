@@ -8,7 +8,6 @@ into HTML or JSON. Lookups go through the indexed columns (version name, (versio
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from threading import Lock
 from typing import Any
 from urllib.parse import quote
 
@@ -16,6 +15,7 @@ from rapidfuzz import fuzz, process
 from sqlalchemy import func
 from sqlmodel import Session, col, or_, select
 
+from kb.cache import Cache, Stamp
 from kb.schema import (
     ChoiceSite,
     ConstraintSite,
@@ -422,7 +422,7 @@ def choice_sites(
 
 
 def version_file_sha(session: Session, version: Version, path: str) -> str | None:
-    # A commit's tree never changes, so (commit, path) -> blob sha can be cached for good.
+    # A commit's tree never changes, so (commit, path) -> blob sha holds in every database.
     key = (version.commit, path)
     sha = _sha_cache.get(key)
     if sha is None:
@@ -430,13 +430,11 @@ def version_file_sha(session: Session, version: Version, path: str) -> str | Non
         if row is None:
             return None
         sha = row.sha
-        if len(_sha_cache) > 50_000:
-            _sha_cache.clear()
-        _sha_cache[key] = sha
+        _sha_cache.put(key, sha)
     return sha
 
 
-_sha_cache: dict[tuple[str, str], str] = {}
+_sha_cache: Cache[str] = Cache(50_000)
 
 
 def version_paths(session: Session, version: Version) -> list[str]:
@@ -469,19 +467,13 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
 
     # History walks every version (a scan of the flag table), yet only changes when a
     # version is ingested: cache it per state of the version table.
-    key = (kb_stamp(session), flag_name)
-    cached = _history_cache.get(key)
-    if cached is None:
-        cached = history(session, flag_name)
-        with _history_lock:
-            _history_cache[key] = cached
-            while len(_history_cache) > 2048:
-                _history_cache.pop(next(iter(_history_cache)))
+    cached = _history_cache.get_or_make(
+        flag_name, lambda: history(session, flag_name), session_stamp(session)
+    )
     return list(cached)  # shared change dicts: callers read them, never mutate
 
 
-_history_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
-_history_lock = Lock()
+_history_cache: Cache[list[dict[str, Any]]] = Cache(2048)
 
 
 def kb_stamp(session: Session) -> str:
@@ -490,3 +482,8 @@ def kb_stamp(session: Session) -> str:
         select(func.count(), func.max(Version.id), func.max(Version.ingested_at))
     ).one()
     return f"{count}:{last_id}:{last_ingest}"
+
+
+def session_stamp(session: Session) -> Stamp:
+    """The cache stamp of the session's database: which database, and its `kb_stamp`."""
+    return Stamp(str(session.get_bind().engine.url), kb_stamp(session))

@@ -1,29 +1,25 @@
 """Facts from the knowledge base: one version's flags and constraint sites, and the option
 strings of every version (for the compatibility range).
 
-Both are cached per database and version: the facts of an ingested version never change
-unless it is re-ingested, which changes its `ingested_at`.
+Both are cached under the knowledge base's stamp (`kb.cache`): an ingest that adds, redoes or
+removes a version changes the stamp, which drops them.
 """
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from typing import Any
 
 from sqlmodel import Session, col, select
 
+from kb.cache import Cache, Stamp
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.ranges import VersionOptions
-from kb.queries import citation
+from kb.queries import citation, session_stamp
 from kb.schema import ConstraintSite, Flag, Version, loads
 
-_facts_cache: OrderedDict[tuple[str, int | None, str], VersionFacts] = OrderedDict()
-_options_cache: dict[str, tuple[tuple[Any, ...], list[VersionOptions]]] = {}
-
-
-def _db_key(session: Session) -> str:
-    return str(session.get_bind().engine.url)
+_facts_cache: Cache[VersionFacts] = Cache(8)  # version id -> its facts
+_options_cache: Cache[list[VersionOptions]] = Cache(4)  # one entry per database
 
 
 def _json_or_none(text: str | None) -> Any:
@@ -35,11 +31,13 @@ def _json_or_none(text: str | None) -> Any:
         return None  # source text (e.g. a const that is an expression)
 
 
-def load_facts(session: Session, version: Version) -> VersionFacts:
-    key = (_db_key(session), version.id, f"{version.commit}@{version.ingested_at}")
-    if key in _facts_cache:
-        _facts_cache.move_to_end(key)
-        return _facts_cache[key]
+def load_facts(session: Session, version: Version, stamp: Stamp | None = None) -> VersionFacts:
+    return _facts_cache.get_or_make(
+        version.id, lambda: _read_facts(session, version), stamp or session_stamp(session)
+    )
+
+
+def _read_facts(session: Session, version: Version) -> VersionFacts:
     flags = [
         FlagSpec(
             name=row.name,
@@ -88,25 +86,21 @@ def load_facts(session: Session, version: Version) -> VersionFacts:
             .order_by(col(ConstraintSite.path), col(ConstraintSite.line))
         )
     ]
-    facts = VersionFacts(version.name, flags, sites)
-    _facts_cache[key] = facts
-    while len(_facts_cache) > 8:
-        _facts_cache.popitem(last=False)
-    return facts
+    return VersionFacts(version.name, flags, sites)
 
 
-def load_options(session: Session) -> list[VersionOptions]:
+def load_options(session: Session, stamp: Stamp | None = None) -> list[VersionOptions]:
     """Every version, oldest first, with its option strings -> canonical names."""
+    return _options_cache.get_or_make(
+        "options", lambda: _read_options(session), stamp or session_stamp(session)
+    )
+
+
+def _read_options(session: Session) -> list[VersionOptions]:
     versions = list(session.exec(select(Version).order_by(col(Version.position))))
-    signature = tuple((v.id, v.name, v.commit, str(v.ingested_at)) for v in versions)
-    cached = _options_cache.get(_db_key(session))
-    if cached and cached[0] == signature:
-        return cached[1]
     options: dict[int | None, dict[str, str]] = {v.id: {} for v in versions}
     for version_id, name, aliases in session.exec(select(Flag.version_id, Flag.name, Flag.aliases)):
         table = options.setdefault(version_id, {})
         for option in (name, *(loads(aliases) or ())):
             table.setdefault(option, name)
-    result = [VersionOptions.build(v.name, options[v.id]) for v in versions]
-    _options_cache[_db_key(session)] = (signature, result)
-    return result
+    return [VersionOptions.build(v.name, options[v.id]) for v in versions]

@@ -11,7 +11,7 @@ from kb.explain.analysis import analyze
 from kb.explain.compare import compare
 from kb.explain.load import load_facts, load_options
 from kb.explain.ranges import presence, used_options, valid_in
-from kb.queries import get_version, newest_version
+from kb.queries import get_version, newest_version, session_stamp
 from kb.schema import Version
 
 MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
@@ -33,10 +33,11 @@ def explain(
     """The API's answer: {"version", "flags", "findings", "valid_in", "compare", ...}."""
     if len(command) > MAX_COMMAND:
         raise ValueError(f"the command is longer than {MAX_COMMAND} characters")
+    stamp = session_stamp(session)  # one state of the knowledge base for the whole answer
     version = resolve_version(session, version_name)
-    facts = load_facts(session, version)
+    facts = load_facts(session, version, stamp)
     analysis = analyze(facts, command)
-    versions = load_options(session)
+    versions = load_options(session, stamp)
     options = used_options(analysis)
     result: dict[str, Any] = {
         **analysis.to_json(),
@@ -47,6 +48,6 @@ def explain(
     }
     if compare_to:
         other = get_version(session, compare_to)
-        other_facts = load_facts(session, other)
+        other_facts = load_facts(session, other, stamp)
         result["compare"] = compare(analysis, analyze(other_facts, command), facts, other_facts)
     return result
