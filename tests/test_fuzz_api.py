@@ -4,8 +4,9 @@ type, never a 5xx), over the knowledge base ingested from the synthetic three-er
 
 Generated names are mixed with names that exist in that knowledge base (versions, flags by
 any spelling, values, stored paths, launch commands), so most cases reach the 200 bodies
-rather than only the 404s. Bounded: about 100 examples per operation, at least 1,000 cases
-in all; the count and the time land in test-output/schemathesis.txt.
+rather than only the 404s; the routes with parameters that can be malformed also get
+invalid input (their 400/422 must be documented). Bounded: about 100 examples per operation,
+at least 1,000 cases in all; the count and the time land in test-output/schemathesis.txt.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -89,14 +91,15 @@ def fuzz_stats() -> Iterator[dict[str, Any]]:
         "start": time.monotonic(),
         "operations": set(),
         "statuses": Counter(),
+        "negative": 0,
     }
     yield stats
     seconds = time.monotonic() - stats["start"]
     statuses = ", ".join(f"{n} x {code}" for code, n in sorted(stats["statuses"].items()))
     OUTPUT.parent.mkdir(exist_ok=True)
     OUTPUT.write_text(
-        f"schemathesis: {stats['cases']} cases over {len(stats['operations'])} operations "
-        f"in {seconds:.1f} s ({statuses})\n"
+        f"schemathesis: {stats['cases']} cases ({stats['negative']} with invalid input) over "
+        f"{len(stats['operations'])} operations in {seconds:.1f} s ({statuses})\n"
     )
     if len(stats["operations"]) == len(OPERATIONS):  # not when -k picked a few
         assert stats["cases"] >= MIN_CASES, f"only {stats['cases']} cases were generated"
@@ -161,15 +164,25 @@ OPERATIONS = [
 ]
 
 
-@pytest.mark.parametrize(("method", "path"), OPERATIONS)
+# Operations with inputs that can be malformed (an integer, a required parameter, a body):
+# also fed invalid ones, whose 400/422 answers must be documented ErrorBody replies.
+NEGATIVE = [op for op in OPERATIONS if op[1] in ("/api/search", "/api/explain")]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "mode"),
+    [(*op, GenerationMode.POSITIVE) for op in OPERATIONS]
+    + [(*op, GenerationMode.NEGATIVE) for op in NEGATIVE],
+)
 def test_api_conforms_to_its_openapi(
-    api_schema: Any, fuzz_stats: dict[str, Any], method: str, path: str
+    api_schema: Any, fuzz_stats: dict[str, Any], method: str, path: str, mode: GenerationMode
 ) -> None:
     operation = api_schema[path][method]
+    examples = EXAMPLES_PER_OPERATION if mode == GenerationMode.POSITIVE else 50
 
-    @given(case=operation.as_strategy(hooks=api_schema.hooks))
+    @given(case=operation.as_strategy(mode, hooks=api_schema.hooks))
     @settings(
-        max_examples=EXAMPLES_PER_OPERATION,
+        max_examples=examples,
         deadline=None,
         derandomize=True,  # the same cases on every run: CI stays reproducible
         database=None,
@@ -178,6 +191,7 @@ def test_api_conforms_to_its_openapi(
     def conforms(case: Any) -> None:
         fuzz_stats["cases"] += 1
         fuzz_stats["operations"].add(f"{method} {path}")
+        fuzz_stats["negative"] += mode == GenerationMode.NEGATIVE
         response = case.call_and_validate(checks=CHECKS)
         fuzz_stats["statuses"][response.status_code] += 1
 
