@@ -253,9 +253,6 @@ class EnumList(Model):
     enums: list[Enum]
 
 
-ConstraintKind = Literal["raise", "assert", "override", "warning"]
-
-
 class ConstraintList(Model):
     version: str
     flag: str  # the filter as given
