@@ -114,6 +114,19 @@ def _link_enums(
     return out
 
 
+# Files the explain simulation parses (kb/explain/simulate.py): the predicates' definitions,
+# environment variables' defaults, the model config's attention kinds; hooks are in HOOK_DIR.
+SIMULATION_FILES = frozenset(
+    {
+        "python/sglang/srt/utils/common.py",
+        "python/sglang/srt/utils.py",
+        "python/sglang/srt/environ.py",
+        "python/sglang/srt/configs/model_config.py",
+        "python/sglang/srt/utils/hf_transformers_utils.py",
+    }
+)
+
+
 def assemble(
     files: dict[str, str],
     facts: dict[str, dict[str, Any]],
@@ -135,6 +148,9 @@ def assemble(
     rows.era = main.get("era", 1)
     rows.flags = [dict(f) for f in main.get("flags", [])]
     rows.cited[SERVER_ARGS_PATH] = files[SERVER_ARGS_PATH]
+    for path, sha in files.items():  # what explain's simulation reads besides server_args
+        if path in SIMULATION_FILES or (path.startswith(HOOK_DIR) and path.endswith(".py")):
+            rows.cited[path] = sha
     for flag in rows.flags:
         if flag.get("choices_external"):
             _resolve_external_choices(flag, files, read_text, rows)

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, Index, LargeBinary, event
 from sqlmodel import Column, Field, SQLModel, create_engine
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 7
+EXTRACTOR_VERSION = 8
 
 DEFAULT_DB = "data/flagatlas.db"
 
