@@ -6,8 +6,10 @@ Exit status: 0 when the command has no errors, 1 when it has (at --version, or a
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -39,13 +41,40 @@ def explain(
     verbose: bool = typer.Option(
         False, "--all", help="Also list undecidable sites and info findings."
     ),
+    arch: str | None = typer.Option(
+        None, "--arch", help="Profile: the model architecture, e.g. Glm4MoeForCausalLM."
+    ),
+    quant: str | None = typer.Option(
+        None, "--quant", help="Profile: quantization_config.quant_method of the model."
+    ),
+    platform: str | None = typer.Option(
+        None, "--platform", help="Profile: cuda, rocm, npu, xpu, hpu or cpu."
+    ),
+    sm: str | None = typer.Option(None, "--sm", help="Profile: CUDA SM, e.g. 90, 100, 120."),
+    gpus: int | None = typer.Option(None, "--gpus", help="Profile: GPU count."),
+    nodes: int | None = typer.Option(None, "--nodes", help="Profile: node count."),
+    packages: str = typer.Option(
+        "assume-ok", "--packages", help="Profile: package versions assume-ok or unknown."
+    ),
+    env: str = typer.Option(
+        "assume-unset", "--env", help="Profile: environment variables assume-unset or unknown."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="Profile: the model's config.json (a file)."
+    ),
+    profile_json: str | None = typer.Option(
+        None, "--profile", help='Profile as JSON: {"arch", "quant", "platform", "sm", ...}.'
+    ),
 ) -> None:
-    """Explain a launch command: each flag, the problems found, and the constraints it trips."""
-    from pathlib import Path
+    """Explain a launch command: each flag, the problems found, and the constraints it trips.
 
+    With a deployment profile (--arch, --sm, --gpus, ... or --profile JSON), SGLang's own
+    argument handling is replayed for that model and hardware: the effective configuration,
+    and a verified fix for each error."""
     from sqlmodel import Session
 
     from kb.explain import explain as run
+    from kb.explain.predicates import Profile, ProfileError
     from kb.queries import NotFound
     from kb.schema import database_url, make_engine
 
@@ -58,10 +87,24 @@ def explain(
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         err.print(f"No knowledge base at {url.removeprefix('sqlite:///')}.", markup=False)
         raise typer.Exit(2)
+    try:
+        data = json.loads(profile_json) if profile_json else {}
+        if not isinstance(data, dict):
+            raise ProfileError("--profile must be a JSON object")
+        given = dict(arch=arch, quant=quant, platform=platform, sm=sm, gpus=gpus, nodes=nodes)
+        data.update({k: v for k, v in given.items() if v is not None})
+        data.setdefault("packages", packages)
+        data.setdefault("env", env)
+        if config is not None:
+            data["config"] = config.read_text()
+        profile = Profile.parse(data)
+    except (ValueError, OSError) as exc:
+        err.print(f"Unusable profile: {exc}", markup=False)
+        raise typer.Exit(2) from None
     engine = make_engine(url, readonly=True)
     try:
         with Session(engine) as session:
-            result = run(session, version, text, compare_to)
+            result = run(session, version, text, compare_to, profile)
     except NotFound as exc:
         hint = f" Did you mean {', '.join(exc.suggestions)}?" if exc.suggestions else ""
         err.print(exc.detail + hint, markup=False)
@@ -86,6 +129,12 @@ def _finding_lines(console: Console, finding: dict[str, Any], indent: str = "  "
     line.append(f"{finding['severity'].upper():8}", style=STYLES.get(finding["severity"], ""))
     line.append(finding["message"])
     console.print(line)
+    fix = finding.get("fix")
+    if fix:
+        what = (
+            "add " + " ".join(fix["add"]) if "add" in fix else "remove " + " ".join(fix["remove"])
+        )
+        console.print(Text(f"{indent}{'':8}fix (verified): {what}", "green"))
     if finding.get("source"):
         src = finding["source"]
         console.print(Text(f"{indent}{'':8}{src['path']}:{src['line']}  {src['url']}", "dim"))
@@ -131,6 +180,9 @@ def report(console: Console, result: dict[str, Any], verbose: bool = False) -> N
     if hidden:
         console.print(Text(f"  ({hidden} info/undecidable findings: --all shows them)", "dim"))
 
+    if result.get("simulated"):
+        _effective(console, result)
+
     console.print(Text("\nCompatibility range", style="bold"))
     for r in result["valid_in"]:
         span = r["from"] if r["from"] == r["to"] else f"{r['from']} … {r['to']}"
@@ -162,3 +214,29 @@ def report(console: Console, result: dict[str, Any], verbose: bool = False) -> N
                 Text(f"  DEFAULT  {item['flag']}: {item['from']} → {item['to']}", style="dim")
             )
         console.print(f"  {compare['errors']} error(s) at {compare['to']}", markup=False)
+
+
+def _effective(console: Console, result: dict[str, Any]) -> None:
+    title = "\nEffective configuration"
+    if result.get("profile_text"):
+        title += f" for {result['profile_text']}"
+    console.print(Text(title, style="bold"))
+    sure = [e for e in result["effective"] if e["certain"]]
+    for e in sure:
+        line = Text(f"  {e['flag'] or e['field']}: {e['from_text']} → ")
+        line.append(e["to_text"], style="green")
+        src = e["source"]
+        line.append(f"   {src['path'].rsplit('/', 1)[-1]}:{src['line']}", style="dim")
+        console.print(line)
+        if e["condition"]:
+            console.print(Text(f"      when {e['condition']}", style="dim"))
+    if not sure:
+        console.print(Text("  no setting changes", style="dim"))
+    maybe = [e for e in result["effective"] if not e["certain"]]
+    if maybe:
+        console.print(Text(f"  {len(maybe)} more depend on facts not given:", style="dim"))
+        for e in maybe:
+            needs = ", ".join(e["needs"])
+            console.print(Text(f"    {e['flag'] or e['field']} (needs: {needs})", style="dim"))
+    for a in result.get("assumptions", []):
+        console.print(Text(f"  assumed: {a}", style="dim"))

@@ -404,10 +404,35 @@ class SearchPage(Model):
 # --- explain -------------------------------------------------------------------------------
 
 
+class DeployProfile(Sparse):
+    """A deployment profile: the model (architecture, or a pasted config.json), the
+    hardware, and what to assume about package versions and environment variables."""
+
+    arch: str | None = Field(None, max_length=200)
+    quant: str | None = Field(None, max_length=100)
+    platform: str | None = Field(None, max_length=20)  # cuda | rocm | npu | xpu | hpu | cpu
+    sm: int | None = Field(None, ge=0, le=1000)
+    gpus: int | None = Field(None, ge=0, le=100_000)
+    nodes: int | None = Field(None, ge=0, le=100_000)
+    packages: str = Field("assume-ok", max_length=20)  # assume-ok | unknown
+    env: str = Field("assume-unset", max_length=20)  # assume-unset | unknown
+    config: dict[str, Any] | str | None = None  # the model's config.json
+
+
 class ExplainRequest(Model):
     version: str | None = Field(None, max_length=200)
     command: str
     compare: str | None = Field(None, max_length=200)
+    profile: DeployProfile | None = None
+
+
+class Fix(Sparse):
+    """A change that makes an error pass, verified by simulating the fixed command."""
+
+    add: list[str] | None = None  # e.g. ["--moe-a2a-backend deepep"]
+    remove: list[str] | None = None  # switches to drop
+    command: str
+    verified: bool = True
 
 
 class Finding(Sparse):
@@ -421,6 +446,10 @@ class Finding(Sparse):
     candidates: list[str] | None = None
     suggestions: list[str] | None = None
     choices: list[str] | None = None
+    condition: str | None = None  # the simulation's path to the site, in words
+    needs: list[str] | None = None  # undecidable: the facts that would decide it
+    reads: list[str] | None = None  # fields the failing condition read
+    fix: Fix | None = None
 
 
 class ExplainFlag(Model):
@@ -479,7 +508,62 @@ class Upgrade(Model):
     constraints_stopped: list[Finding]
     findings_new: list[Finding]
     findings_gone: list[Finding]
+    persisting: list[Finding] = []  # problems at both versions, listed once
     errors: int
+
+
+class EffectiveSetting(Model):
+    """A setting whose final value differs from the command or the default."""
+
+    field: str
+    dest: str
+    flag: str | None
+    from_: Value = From()
+    to: Value  # null when not certain
+    from_text: str
+    to_text: str
+    certain: bool  # false: it depends on facts the profile does not give
+    needs: list[str]
+    given: bool  # the command set it
+    condition: str
+    source: Citation
+
+
+class PassedCheck(Model):
+    kind: str
+    condition: str
+    message: str
+    flags: list[str]
+    source: Citation
+
+
+class PredicateAnswer(Model):
+    name: str  # "is_sm100_supported"
+    meaning: str
+    value: Value
+    needs: list[str]
+    source: Citation | None  # its definition in the version's files
+
+
+class Token(Sparse):
+    text: str
+    flag: str | None
+    help: str
+    role: str  # launcher | flag | value | word
+    via: str | None = None  # exact | alias | abbreviation | ...
+    url: str | None = None
+    value_of: str | None = None
+
+
+class SmName(Model):
+    sm: int
+    name: str
+
+
+class ProfileOptions(Model):
+    archs: list[str]
+    platforms: list[str]
+    sms: list[SmName]
 
 
 class ExplainResult(Model):
@@ -491,3 +575,12 @@ class ExplainResult(Model):
     valid_in: list[ValidRange]
     presence: dict[str, list[Span]]
     compare: Upgrade | None
+    profile: DeployProfile | None = None
+    profile_text: str | None = None
+    simulated: bool = False  # SGLang's argument handling was replayed
+    effective: list[EffectiveSetting] = []
+    passed: list[PassedCheck] = []
+    predicates: list[PredicateAnswer] = []
+    assumptions: list[str] = []
+    tokens: list[Token] = []
+    profile_options: ProfileOptions | None = None

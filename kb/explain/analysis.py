@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kb.explain.checks import UseChecker
@@ -22,6 +22,13 @@ class Analysis:
     findings: list[Finding]
     env: FlagEnv
     fired: dict[str, Finding]  # constraint key -> finding, for the upgrade check
+    given: dict[str, Any] = field(default_factory=dict)  # dest -> value from the command
+
+    def given_value(self, dest: str) -> Any:
+        for name, value in self.given.items():
+            if self.env.canon(name) == dest:
+                return value
+        return None
 
     @property
     def errors(self) -> int:
@@ -36,7 +43,8 @@ class Analysis:
         }
 
 
-def analyze(facts: VersionFacts, command: str) -> Analysis:
+def analyze(facts: VersionFacts, command: str, evaluate: bool = True) -> Analysis:
+    """`evaluate=False` when the simulation (kb.explain.deploy) judges the sites instead."""
     tokens = tokenize(command)
     table = OptionTable(facts.flags)
     uses, leftovers = parse(tokens.argv, table)
@@ -46,6 +54,12 @@ def analyze(facts: VersionFacts, command: str) -> Analysis:
     for use in uses:
         check.use(use)
     check.after_all()
-    fired = evaluate_sites(facts, check.env, check.given, check.given_options, check.findings)
+    fired = (
+        evaluate_sites(facts, check.env, check.given, check.given_options, check.findings)
+        if evaluate
+        else {}
+    )
     findings = sorted(check.findings, key=lambda f: SEVERITY_RANK.get(f["severity"], 3))
-    return Analysis(facts.name, tokens.launcher, uses, check.rows, findings, check.env, fired)
+    return Analysis(
+        facts.name, tokens.launcher, uses, check.rows, findings, check.env, fired, check.given
+    )

@@ -8,6 +8,7 @@ from typing import Any
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, VersionFacts
 from kb.explain.report import Finding
+from kb.explain.sites import dest_of
 
 
 def _default_text(flag: FlagSpec) -> str:
@@ -35,7 +36,7 @@ def compare(
                     + (f"; use {hint}" if hint else ""),
                 }
             )
-        elif ub.flag.name != ua.flag.name:
+        elif ub.flag.name != ua.flag.name and not _fields(ua.flag) & _fields(ub.flag):
             meaning.append(
                 {
                     "flag": ua.match.option,
@@ -57,12 +58,21 @@ def compare(
                 {"flag": flag.name, "from": _default_text(before), "to": _default_text(flag)}
             )
 
-    def key(f: Finding) -> tuple[str, str | None]:
-        return (f["kind"], f["flag"])
+    fields_a = {f.name: _fields(f) for f in facts_a.flags}
+    fields_b = {f.name: _fields(f) for f in facts_b.flags}
 
-    plain_a = {key(f): f for f in a.findings if f["kind"] not in ("constraint", "undecidable")}
-    plain_b = {key(f): f for f in b.findings if f["kind"] not in ("constraint", "undecidable")}
+    def key(f: Finding, fields: dict[str, frozenset[str]]) -> tuple[str, Any]:
+        # by the field a flag sets: a flag renamed to its own alias is the same problem
+        flag = f["flag"]
+        return (f["kind"], min(fields[flag]) if flag in fields else flag)
+
+    skip = ("constraint", "undecidable")
+    plain_a = {key(f, fields_a): f for f in a.findings if f["kind"] not in skip}
+    plain_b = {key(f, fields_b): f for f in b.findings if f["kind"] not in skip}
     serious = ("error", "warning")
+    # a problem at both versions is listed once, as persisting, not as both new and gone
+    persisting = [f for k, f in b.fired.items() if k in a.fired and f["severity"] in serious]
+    persisting += [f for k, f in plain_b.items() if k in plain_a and f["severity"] in serious]
     return {
         "from": a.version,
         "to": b.version,
@@ -77,5 +87,12 @@ def compare(
         "findings_gone": [
             f for k, f in plain_a.items() if k not in plain_b and f["severity"] in serious
         ],
+        "persisting": persisting,
         "errors": b.errors,
     }
+
+
+def _fields(flag: FlagSpec) -> frozenset[str]:
+    """The fields a flag's spellings can name: its dest and the dests of its aliases
+    (SGLang reads `self.tp_size` although argparse stores `tensor_parallel_size`)."""
+    return frozenset({flag.dest, *(dest_of(o) for o in flag.options)})

@@ -8,18 +8,22 @@ removes a version changes the stamp, which drops them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from sqlmodel import Session, col, select
 
 from kb.cache import Cache, Stamp
+from kb.explain.deploy import cached_module
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.ranges import VersionOptions
+from kb.explain.simulate import Module
 from kb.queries import citation, session_stamp
-from kb.schema import ConstraintSite, Flag, Version, loads
+from kb.schema import Blob, ConstraintSite, Flag, Version, VersionFile, loads, unpack_text
 
 _facts_cache: Cache[VersionFacts] = Cache(8)  # version id -> its facts
 _options_cache: Cache[list[VersionOptions]] = Cache(4)  # one entry per database
+_files_cache: Cache[dict[str, str]] = Cache(16)  # version id -> cited path -> blob sha
 
 
 def _json_or_none(text: str | None) -> Any:
@@ -104,3 +108,30 @@ def _read_options(session: Session) -> list[VersionOptions]:
         for option in (name, *(loads(aliases) or ())):
             table.setdefault(option, name)
     return [VersionOptions.build(v.name, options[v.id]) for v in versions]
+
+
+def version_modules(session: Session, version: Version) -> Callable[[str], Module | None]:
+    """path -> the parsed module of that file at the version, from the stored blobs (parsed
+    once per blob sha); None for files the knowledge base does not hold."""
+    files = _files_cache.get_or_make(
+        version.id, lambda: _read_files(session, version), session_stamp(session)
+    )
+
+    def text_of(sha: str) -> str | None:
+        blob = session.get(Blob, sha)
+        return unpack_text(blob.text) if blob is not None else None
+
+    def load(path: str) -> Module | None:
+        sha = files.get(path)
+        if sha is None:
+            return None
+        return cached_module(sha, path, lambda: text_of(sha))
+
+    return load
+
+
+def _read_files(session: Session, version: Version) -> dict[str, str]:
+    rows = session.exec(
+        select(VersionFile.path, VersionFile.sha).where(VersionFile.version_id == version.id)
+    )
+    return {path: sha for path, sha in rows}

@@ -5,14 +5,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
-from kb.explain.analysis import analyze
+from kb.explain.analysis import Analysis, analyze
 from kb.explain.compare import compare
-from kb.explain.load import load_facts, load_options
+from kb.explain.deploy import (
+    Simulation,
+    annotate,
+    fix_candidates,
+    fixed_command,
+    profile_options,
+    simulatable,
+    simulate,
+)
+from kb.explain.facts import VersionFacts
+from kb.explain.load import load_facts, load_options, version_modules
+from kb.explain.predicates import Profile
 from kb.explain.ranges import presence, used_options, valid_in
-from kb.queries import get_version, newest_version, session_stamp
-from kb.schema import Version
+from kb.explain.report import SEVERITY_RANK
+from kb.queries import NotFound, citation, get_version, newest_version, session_stamp
+from kb.schema import Version, loads
 
 MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 
@@ -27,16 +39,109 @@ def resolve_version(session: Session, name: str | None) -> Version:
     return newest
 
 
+def profile_choices(session: Session, version_name: str | None) -> dict[str, Any]:
+    """What the profile form offers at a version (architectures its code names, platforms,
+    SMs with GPU names); empty lists for an unknown version."""
+    try:
+        version = resolve_version(session, version_name)
+    except NotFound:
+        return {"archs": [], "platforms": [], "sms": []}
+    return _choices(session, version)
+
+
+def _choices(session: Session, version: Version) -> dict[str, Any]:
+    options = profile_options(version_modules(session, version))
+    return {**options, "archs": sorted({*options["archs"], *_entry_classes(session, version)})}
+
+
+def _entry_classes(session: Session, version: Version) -> list[str]:
+    """The EntryClass names of the version's model files, when the knowledge base records
+    them (a `ModelFile` table in kb.schema); nothing otherwise."""
+    from kb import schema
+
+    model_file = getattr(schema, "ModelFile", None)
+    if model_file is None:
+        return []
+    rows = session.exec(select(model_file.architectures).where(model_file.version_id == version.id))
+    return [name for text in rows for name in (loads(text) or []) if isinstance(name, str)]
+
+
+def run(
+    session: Session, version: Version, facts: VersionFacts, command: str, profile: Profile | None
+) -> tuple[Analysis, Simulation | None]:
+    """Parse and check the command, then replay SGLang's argument handling on it (with the
+    profile, if any). The simulation's findings replace the site-by-site evaluation, which
+    remains for knowledge bases without the source of ServerArgs."""
+    modules = version_modules(session, version)
+    analysis = analyze(facts, command, evaluate=not simulatable(modules))
+
+    def cite(path: str, line: int, end: int) -> dict[str, Any]:
+        return citation(version, path, line, end)
+
+    sim = simulate(facts, analysis, modules, profile, cite)
+    if sim is not None:
+        kept = [f for f in analysis.findings if f["kind"] not in ("constraint", "undecidable")]
+        analysis.findings = sorted(
+            kept + sim.findings, key=lambda f: SEVERITY_RANK.get(f["severity"], 3)
+        )
+        analysis.fired = sim.fired
+    return analysis, sim
+
+
+def add_fixes(
+    session: Session,
+    version: Version,
+    facts: VersionFacts,
+    command: str,
+    profile: Profile | None,
+    analysis: Analysis,
+    sim: Simulation,
+) -> None:
+    """For each error of the simulation, the first value of a flag in its condition that
+    makes it pass, verified by simulating the fixed command: no new error may appear."""
+    plain_errors = {
+        (f["kind"], f["flag"])
+        for f in analysis.findings
+        if f["severity"] == "error" and f["kind"] != "constraint"
+    }
+    for finding in sim.findings:
+        if finding["severity"] != "error":
+            continue
+        for fix in fix_candidates(finding, facts, analysis):
+            fixed = fixed_command(command, analysis, fix)
+            other, other_sim = run(session, version, facts, fixed, profile)
+            if other_sim is None or finding["key"] in other_sim.errors:
+                continue
+            if not other_sim.errors <= sim.errors:
+                continue
+            if any(
+                f["severity"] == "error"
+                and f["kind"] != "constraint"
+                and (f["kind"], f["flag"]) not in plain_errors
+                for f in other.findings
+            ):
+                continue
+            finding["fix"] = {**fix, "command": fixed, "verified": True}
+            break
+
+
 def explain(
-    session: Session, version_name: str | None, command: str, compare_to: str | None = None
+    session: Session,
+    version_name: str | None,
+    command: str,
+    compare_to: str | None = None,
+    profile: Profile | None = None,
 ) -> dict[str, Any]:
-    """The API's answer: {"version", "flags", "findings", "valid_in", "compare", ...}."""
+    """The API's answer: {"version", "flags", "findings", "valid_in", "compare", ...} and,
+    from the simulation, {"effective", "passed", "tokens", "predicates", ...}."""
     if len(command) > MAX_COMMAND:
         raise ValueError(f"the command is longer than {MAX_COMMAND} characters")
     stamp = session_stamp(session)  # one state of the knowledge base for the whole answer
     version = resolve_version(session, version_name)
     facts = load_facts(session, version, stamp)
-    analysis = analyze(facts, command)
+    analysis, sim = run(session, version, facts, command, profile)
+    if sim is not None:
+        add_fixes(session, version, facts, command, profile, analysis, sim)
     versions = load_options(session, stamp)
     options = used_options(analysis)
     result: dict[str, Any] = {
@@ -45,9 +150,19 @@ def explain(
         "valid_in": valid_in(options, versions) if options else [],
         "presence": presence(options, versions),
         "compare": None,
+        "profile": profile.to_json() if profile is not None else None,
+        "profile_text": profile.describe() if profile is not None else None,
+        "simulated": sim is not None,
+        "effective": sim.effective if sim else [],
+        "passed": sim.passed if sim else [],
+        "predicates": sim.predicates if sim else [],
+        "assumptions": sim.assumptions if sim else [],
+        "tokens": annotate(command, analysis, facts),
+        "profile_options": _choices(session, version),
     }
     if compare_to:
         other = get_version(session, compare_to)
         other_facts = load_facts(session, other, stamp)
-        result["compare"] = compare(analysis, analyze(other_facts, command), facts, other_facts)
+        other_analysis, _ = run(session, other, other_facts, command, profile)
+        result["compare"] = compare(analysis, other_analysis, facts, other_facts)
     return result

@@ -1,0 +1,514 @@
+"""Explain with a deployment profile: run the simulation (kb.explain.simulate) over the
+version's own source, read from the knowledge base's blobs, and turn what it found into
+findings, the effective configuration, the checks that passed and verified fixes.
+
+The source is parsed at explain time rather than reduced to facts at ingest: the simulator
+needs whole method bodies in order (a fact table would be the AST again), the blobs are
+already stored for citations, and a parse is cached per blob sha, so it is paid once per
+distinct file for the life of the process (~60 ms for server_args.py).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.explain.analysis import Analysis
+from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
+from kb.explain.predicates import PLATFORMS, SM_NAMES, Profile, Unknown
+from kb.explain.report import display as _display
+from kb.explain.report import one_line
+from kb.explain.safe_eval import Undecidable
+from kb.explain.shell import tokenize
+from kb.explain.simulate import Check, Module, Result, Simulator, parse_module
+from kb.explain.values import default_of as _default_of
+
+Finding = dict[str, Any]
+Cite = Callable[[str, int, int], dict[str, Any]]
+SERVER_ARGS = "python/sglang/srt/server_args.py"
+MAX_FIX_TRIES = 12
+
+_modules: OrderedDict[str, Module | None] = OrderedDict()  # blob sha -> parsed module
+
+
+def cached_module(sha: str, path: str, text: Callable[[], str | None]) -> Module | None:
+    if sha in _modules:
+        _modules.move_to_end(sha)
+        return _modules[sha]
+    source = text()
+    mod = parse_module(path, source) if source is not None else None
+    _modules[sha] = mod
+    while len(_modules) > 48:
+        _modules.popitem(last=False)
+    return mod
+
+
+@dataclass
+class Simulation:
+    result: Result
+    findings: list[Finding]
+    fired: dict[str, Finding]
+    effective: list[dict[str, Any]]
+    passed: list[dict[str, Any]]
+    predicates: list[dict[str, Any]]
+    assumptions: list[str]
+    errors: set[str] = field(default_factory=set)  # keys of the errors
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, Unknown):
+        return None
+    if isinstance(value, set | frozenset):
+        return sorted(map(str, value))
+    if isinstance(value, str | int | float | bool | list | dict) or value is None:
+        return value
+    return str(value)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Unknown):
+        if value.options:
+            return " or ".join(_display(o) for o in value.options) + " (unknown which)"
+        return "(unknown)"
+    return _display(value)
+
+
+class _Index:
+    """The version's flags by dest, and its constraint sites by line."""
+
+    def __init__(self, facts: VersionFacts, canon: Callable[[str], str]) -> None:
+        self.by_dest: dict[str, FlagSpec] = {}
+        for flag in facts.flags:
+            self.by_dest.setdefault(canon(flag.dest), flag)
+        self.sites: dict[tuple[str, int], SiteSpec] = {(s.path, s.line): s for s in facts.sites}
+
+    def option(self, dest: str) -> str | None:
+        flag = self.by_dest.get(dest)
+        return flag.name if flag else None
+
+    def key(self, kind: str, path: str, line: int, message: str) -> str:
+        site = self.sites.get((path, line))
+        return site.key if site and site.key else f"{kind}:{posixpath.basename(path)}:{message}"
+
+
+def initial_fields(facts: VersionFacts, analysis: Analysis) -> dict[str, Any]:
+    env = analysis.env
+    fields: dict[str, Any] = {}
+    for flag in facts.flags:
+        dest = env.canon(flag.dest)
+        if dest not in fields:
+            fields[dest] = _default_of(flag)
+    for dest, value in analysis.given.items():
+        fields[env.canon(dest)] = value
+    return {k: Unknown((v.reason,)) if isinstance(v, Undecidable) else v for k, v in fields.items()}
+
+
+def simulatable(modules: Callable[[str], Module | None]) -> bool:
+    """The version's ServerArgs source is stored and has the __post_init__ to replay."""
+    entry = modules(SERVER_ARGS)
+    cls = entry.classes.get("ServerArgs") if entry is not None else None
+    return cls is not None and any(
+        getattr(node, "name", None) == "__post_init__" for node in cls.body
+    )
+
+
+def simulate(
+    facts: VersionFacts,
+    analysis: Analysis,
+    modules: Callable[[str], Module | None],
+    profile: Profile | None,
+    cite: Cite,
+) -> Simulation | None:
+    entry = modules(SERVER_ARGS)
+    if entry is None or not simulatable(modules):
+        return None
+    canon = analysis.env.canon
+    given = {canon(d) for d in analysis.given}
+    sim = Simulator(
+        modules, entry, initial_fields(facts, analysis), profile, canon=canon, given=given
+    )
+    result = sim.run()
+    return _report(facts, analysis, result, given, profile, cite)
+
+
+def _report(
+    facts: VersionFacts,
+    analysis: Analysis,
+    result: Result,
+    given: set[str],
+    profile: Profile | None,
+    cite: Cite,
+) -> Simulation:
+    index = _Index(facts, analysis.env.canon)
+    relevant = set(given) | ({"<profile>"} if profile is not None else set())
+    findings: list[Finding] = []
+    fired: dict[str, Finding] = {}
+    errors: set[str] = set()
+
+    def first_flag(reads: frozenset[str]) -> str | None:
+        for dest in sorted(reads & given):
+            if (name := index.option(dest)) is not None:
+                return name
+        return None
+
+    def loc(path: str, line: int) -> str:
+        return f"{posixpath.basename(path)}:{line}"
+
+    def when(conds: Sequence[str]) -> str:
+        return " and ".join(conds)
+
+    seen: set[tuple[str, int, str]] = set()
+    for check in result.checks:
+        mark = (check.path, check.line, check.outcome)
+        if mark in seen:
+            continue
+        seen.add(mark)
+        key = index.key(check.kind, check.path, check.line, check.message)
+        text_msg = f": {check.message}" if check.message else ""
+        if check.outcome == "likely":
+            if not check.reads & given:
+                continue
+            text_msg += (
+                " (assuming SGLang keeps the values you gave; whether the model or hardware "
+                f"changes them first needs: {', '.join(check.needs)})"
+            )
+        source = cite(check.path, check.line, check.end_line)
+        if check.kind == "opaque":
+            if check.reads & given:
+                callee = check.message.split(" to ")[-1].split(",")[0]
+                findings.append(
+                    _finding(
+                        "info",
+                        first_flag(check.reads),
+                        f"at {loc(check.path, check.line)} SGLang {check.message}: what it "
+                        "checks or changes there is not simulated",
+                        "undecidable",
+                        source,
+                        key=key,
+                        needs=[f"the code behind {callee}"],
+                        condition=when(check.conditions),
+                    )
+                )
+            continue
+        if check.outcome in ("fired", "likely"):
+            if check.kind == "warning":
+                if not (check.reads & relevant):
+                    continue
+                finding = _finding(
+                    "warning",
+                    first_flag(check.reads),
+                    f"logs a warning at {loc(check.path, check.line)}{text_msg}",
+                    "constraint",
+                    source,
+                    key=key,
+                    condition=when(check.conditions),
+                )
+            else:
+                verb = "raises" if check.kind == "raise" else "assertion fails"
+                finding = _finding(
+                    "error",
+                    first_flag(check.reads),
+                    f"{verb} at {loc(check.path, check.line)}{text_msg}",
+                    "constraint",
+                    source,
+                    key=key,
+                    condition=when(check.conditions),
+                    reads=sorted(r for r in check.reads if r != "<profile>"),
+                )
+                errors.add(key)
+            findings.append(finding)
+            fired[key] = finding
+        elif check.outcome == "unknown" and check.kind != "warning" and check.reads & given:
+            verb = {"raise": "a raise", "assert": "an assertion"}[check.kind]
+            needs = ", ".join(check.needs)
+            findings.append(
+                _finding(
+                    "info",
+                    first_flag(check.reads),
+                    f"{verb} at {loc(check.path, check.line)} cannot be decided here "
+                    f"(needs: {needs}){text_msg}",
+                    "undecidable",
+                    source,
+                    key=key,
+                    needs=list(check.needs),
+                    condition=when(check.conditions),
+                )
+            )
+
+    effective = _effective(result, analysis, index, given, cite)
+    for row in effective:
+        change = row["_change"]
+        if not change.certain or not (change.reads & given or row["dest"] in given):
+            continue
+        key = index.key("override", change.path, change.line, row["field"])
+        you_gave = (
+            f" (you gave {_display(analysis.given_value(row['dest']))})"
+            if row["dest"] in given
+            else ""
+        )
+        finding = _finding(
+            "warning",
+            row["flag"] or first_flag(change.reads),
+            f"overrides {row['flag'] or row['field']} to {row['to_text']}{you_gave} at "
+            f"{loc(change.path, change.line)} (when {row['condition'] or 'always'})",
+            "constraint",
+            row["source"],
+            key=key,
+        )
+        findings.append(finding)
+        fired[key] = finding
+    for row in effective:
+        row.pop("_change")
+
+    findings.extend(_gpu_count(result, profile, index))
+    passed = [
+        {
+            "kind": c.kind,
+            "condition": when(c.conditions),
+            "message": c.message,
+            "flags": sorted({n for d in c.reads if (n := index.option(d))}),
+            "source": cite(c.path, c.line, c.end_line),
+        }
+        for c in _unique(result.checks)
+        if c.outcome == "passed" and c.kind != "warning" and c.reads & relevant
+    ]
+    predicates = [
+        {
+            "name": p.name,
+            "meaning": p.meaning,
+            "value": _value(p.value),
+            "needs": list(p.value.needs) if isinstance(p.value, Unknown) else [],
+            "source": cite(p.path, p.line, p.line) if p.path and p.line else None,
+        }
+        for p in result.predicates.values()
+    ]
+    return Simulation(
+        result,
+        findings,
+        fired,
+        effective,
+        passed,
+        predicates,
+        sorted(result.assumptions.values()),
+        errors,
+    )
+
+
+def _gpu_count(result: Result, profile: Profile | None, index: _Index) -> list[Finding]:
+    """The GPUs the parallel sizes ask for against the profile's GPUs per node × nodes."""
+    if profile is None or not profile.gpus:
+        return []
+    sizes = {name: result.fields.get(name) for name in ("tp_size", "pp_size")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes.values()):
+        return []
+    need = int(sizes["tp_size"] or 1) * int(sizes["pp_size"] or 1)
+    have = profile.gpus * (profile.nodes or 1)
+    if need <= have:
+        return []
+    return [
+        _finding(
+            "warning",
+            index.option("tp_size"),
+            f"tp_size × pp_size = {need} GPUs, but the profile has {have} "
+            f"({profile.gpus} per node × {profile.nodes or 1} node(s))",
+            "profile",
+            None,
+        )
+    ]
+
+
+def _unique(checks: list[Check]) -> list[Check]:
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for c in checks:
+        if (c.path, c.line) not in seen:
+            seen.add((c.path, c.line))
+            out.append(c)
+    return out
+
+
+def _effective(
+    result: Result, analysis: Analysis, index: _Index, given: set[str], cite: Cite
+) -> list[dict[str, Any]]:
+    """Per field, its value from the command/default and its final value, with the last
+    site that changed it; fields whose final value depends on a missing fact are listed
+    with `certain: false` and what is needed."""
+    first: dict[str, Any] = {}
+    last: dict[str, Any] = {}
+    for change in result.changes:
+        first.setdefault(change.field, change.before)
+        last[change.field] = change
+    rows = []
+    for name, change in last.items():
+        before, after = first[name], result.fields.get(name)
+        if not isinstance(after, Unknown) and _same(before, after):
+            continue
+        if name == "model_config" or name.startswith("_"):
+            continue
+        certain = not isinstance(after, Unknown)
+        rows.append(
+            {
+                "field": name,
+                "dest": name,
+                "flag": index.option(name),
+                "from": _value(before),
+                "to": _value(after),
+                "from_text": _shown(before),
+                "to_text": _shown(after),
+                "certain": certain,
+                "needs": list(after.needs) if isinstance(after, Unknown) else [],
+                "given": name in given,
+                "condition": " and ".join(change.conditions),
+                "source": cite(change.path, change.line, change.end_line),
+                "_change": change,
+            }
+        )
+    rows.sort(key=lambda r: (not r["certain"], r["source"]["line"]))
+    return rows
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _finding(
+    severity: str, flag: str | None, message: str, kind: str, source: Any, **extra: Any
+) -> Finding:
+    return {
+        "severity": severity,
+        "flag": flag,
+        "message": message,
+        "source": source,
+        "kind": kind,
+        **extra,
+    }
+
+
+# --- fixes ------------------------------------------------------------------------------
+
+
+def fix_candidates(
+    finding: Finding, facts: VersionFacts, analysis: Analysis
+) -> list[dict[str, list[str]]]:
+    """Values of the flags an error's condition reads that may make it pass: flags not in the
+    command from their choices (or switched on), then given switches switched off."""
+    canon = analysis.env.canon
+    index = _Index(facts, canon)
+    given = {canon(d) for d in analysis.given}
+    adds: list[dict[str, list[str]]] = []
+    removes: list[dict[str, list[str]]] = []
+    for dest in finding.get("reads", []):
+        flag = index.by_dest.get(dest)
+        if flag is None or flag.deprecated or flag.hidden:
+            continue
+        if dest in given:
+            if flag.action_name == "store_true":
+                removes.append({"remove": [flag.name]})
+            continue
+        if flag.action_name == "store_true":
+            adds.append({"add": [flag.name]})
+        elif flag.choices:
+            current = _default_of(flag)
+            for choice in flag.choices:
+                if not _same(choice, current) and choice is not None:
+                    adds.append({"add": [f"{flag.name} {choice}"]})
+    return (adds + removes)[:MAX_FIX_TRIES]
+
+
+def fixed_command(command: str, analysis: Analysis, fix: dict[str, list[str]]) -> str:
+    if "add" in fix:
+        return command.rstrip() + " " + " ".join(fix["add"])
+    tokens = tokenize(command)
+    drop = set(fix.get("remove", []))
+    argv = [
+        word
+        for use in analysis.uses
+        if not (use.flag and use.flag.name in drop)
+        for word in [tokens.argv[use.index], *use.values]
+        if use.match.explicit is None or word == tokens.argv[use.index]
+    ]
+    prefix = tokens.launcher or "python -m sglang.launch_server"
+    return prefix + " " + shlex.join(argv)
+
+
+# --- the annotated command -------------------------------------------------------------
+
+
+def annotate(command: str, analysis: Analysis, facts: VersionFacts) -> list[dict[str, Any]]:
+    """Each word of the command with the flag it sets and its one-line help, explainshell
+    style; abbreviations and aliases say so."""
+    tokens = tokenize(command)
+    out: list[dict[str, Any]] = []
+    if tokens.launcher:
+        out.append(
+            {"text": tokens.launcher, "flag": None, "help": "the launcher", "role": "launcher"}
+        )
+    by_index = {use.index: use for use in analysis.uses}
+    value_of: dict[int, str] = {}
+    for use in analysis.uses:
+        for k in range(len(use.values)):
+            if use.match.explicit is None:
+                value_of[use.index + 1 + k] = use.flag.name if use.flag else use.match.option
+    for i, word in enumerate(tokens.argv):
+        at = by_index.get(i)
+        if at is not None:
+            flag = at.flag
+            out.append(
+                {
+                    "text": word,
+                    "flag": flag.name if flag else None,
+                    "help": one_line(flag.help) if flag else "not a flag of this version",
+                    "role": "flag",
+                    "via": at.match.kind,
+                    "url": facts.flag_url(flag) if flag and not flag.builtin else None,
+                }
+            )
+        else:
+            out.append(
+                {
+                    "text": word,
+                    "flag": None,
+                    "help": f"value of {value_of[i]}" if i in value_of else "",
+                    "role": "value" if i in value_of else "word",
+                    "value_of": value_of.get(i),
+                }
+            )
+    return out
+
+
+_options_cache: dict[tuple[int, ...], dict[str, Any]] = {}
+
+
+def profile_options(modules: Callable[[str], Module | None]) -> dict[str, Any]:
+    """What the profile form offers at a version: the architectures its server_args and
+    model config name, platforms and SMs with the GPUs people know them by."""
+    import ast as _ast
+    import re
+
+    mods = [modules(p) for p in (SERVER_ARGS, "python/sglang/srt/configs/model_config.py")]
+    key = tuple(id(m) for m in mods)
+    if key in _options_cache:
+        return _options_cache[key]
+    pattern = re.compile(r"^[A-Z][A-Za-z0-9]+(ForCausalLM|ForConditionalGeneration|Model)\w*$")
+    archs: set[str] = set()
+    for mod in mods:
+        if mod is None:
+            continue
+        for node in [*mod.classes.values(), *mod.functions.values()]:
+            for c in _ast.walk(node):
+                if isinstance(c, _ast.Constant) and isinstance(c.value, str):
+                    if pattern.match(c.value):
+                        archs.add(c.value)
+    out = {
+        "archs": sorted(archs),
+        "platforms": list(PLATFORMS),
+        "sms": [{"sm": k, "name": v} for k, v in SM_NAMES.items()],
+    }
+    if len(_options_cache) > 32:
+        _options_cache.clear()
+    _options_cache[key] = out
+    return out

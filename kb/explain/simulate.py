@@ -1,0 +1,1301 @@
+"""Replay `ServerArgs.__post_init__` over a command's values and a deployment profile.
+
+A small abstract interpreter over the AST of SGLang's own argument handling: statements run
+in the order SGLang runs them; values are known (literals, flags, profile answers) or
+`Unknown` (with the facts that would decide them); an `if` on a known value takes one
+branch, on an unknown one runs both "tainted", so what they assign becomes unknown (or one of
+a few known options) and what they raise is undecidable, naming the missing facts. Calls to
+methods of the class, module functions and era 3's hook functions (`handle_x(self)` in
+`arg_groups/*_hook.py`) are followed with the caller's conditions. Assignments to
+`self.x` / `server_args.x` change the state, so later code sees the new value.
+
+Nothing is eval'ed or imported: only the node types below are interpreted, every call goes
+to a function whose AST we hold, the predicate table, or a small whitelist of pure builtins;
+anything else is Unknown. Loops, call depth and total steps are bounded, so a hostile file
+costs at most a bounded amount of work.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from kb.explain.predicates import (
+    MISSING,
+    NO_LIKELY,
+    PREDICATES,
+    Profile,
+    Unknown,
+    missing,
+    unknown,
+)
+from kb.pyast import NOT_LITERAL, literal, render_text
+
+MAX_STEPS = 60_000  # statements per run
+MAX_DEPTH = 14  # nested calls
+MAX_LOOP = 64  # iterations of one loop over a known sequence
+MAX_OPTIONS = 4  # possible values kept for a tainted assignment
+MAX_TEXT = 160
+
+# --------------------------------------------------------------------------------------
+# Modules: one parsed file, with what its names refer to
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Module:
+    path: str
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    classes: dict[str, ast.ClassDef]
+    imports: dict[str, tuple[str, str | None]]  # local name -> (module, attribute)
+    assigns: dict[str, ast.expr]  # module-level NAME = expr
+    lines: dict[str, int]  # where each module-level name is defined
+
+
+def module_path(dotted: str) -> list[str]:
+    base = "python/" + dotted.replace(".", "/")
+    return [base + ".py", base + "/__init__.py"]
+
+
+def _import_names(
+    node: ast.Import | ast.ImportFrom,
+) -> Iterable[tuple[str, tuple[str, str | None]]]:
+    if isinstance(node, ast.ImportFrom):
+        if node.level or not node.module:
+            return
+        for alias in node.names:
+            yield alias.asname or alias.name, (node.module, alias.name)
+    else:
+        for alias in node.names:
+            yield (alias.asname or alias.name.split(".")[0]), (alias.name, None)
+
+
+def parse_module(path: str, text: str) -> Module | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    mod = Module(path, {}, {}, {}, {}, {})
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                mod.functions[node.name] = node
+                mod.lines[node.name] = node.lineno
+            elif isinstance(node, ast.ClassDef):
+                mod.classes[node.name] = node
+                mod.lines[node.name] = node.lineno
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                for name, imported in _import_names(node):
+                    mod.imports.setdefault(name, imported)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for name in _target_names(target):
+                        mod.assigns[name] = node.value
+                        mod.lines[name] = node.lineno
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if node.value is not None:
+                    mod.assigns[node.target.id] = node.value
+                    mod.lines[node.target.id] = node.lineno
+            elif isinstance(node, ast.If | ast.Try):  # `if TYPE_CHECKING:` / try-imports
+                visit(node.body)
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+                visit(node.orelse)
+
+    visit(tree.body)
+    return mod
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for elt in target.elts for n in _target_names(elt)]
+    return []
+
+
+# --------------------------------------------------------------------------------------
+# Values the interpreter handles besides plain Python constants
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A name we do not interpret (an enum member, a module attribute): compared by name."""
+
+    dotted: str
+
+
+@dataclass(frozen=True)
+class Func:
+    module: Module = field(compare=False)
+    node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False)
+    bound: Any = None  # the Self for methods
+
+
+@dataclass(frozen=True)
+class Named:
+    """An imported name whose definition we do not hold (or do not follow)."""
+
+    name: str
+    module: str
+
+
+@dataclass(frozen=True)
+class Obj:
+    """The model's hf_config or ModelConfig: attributes come from the profile."""
+
+    kind: str  # "hf_config" | "model_config"
+
+
+class Self:
+    """The ServerArgs instance: its fields are the simulated state."""
+
+
+SELF = Self()
+
+
+@dataclass(frozen=True)
+class Method:
+    """A bound method of a known value: `"x".lower`, `{}.get`."""
+
+    target: Any
+    name: str
+
+
+# --------------------------------------------------------------------------------------
+# What a run records
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    field: str
+    before: Any
+    after: Any
+    path: str
+    line: int
+    end_line: int
+    conditions: tuple[str, ...]
+    needs: tuple[str, ...] = ()  # non-empty: it happens only if these facts say so
+    reads: frozenset[str] = frozenset()  # fields its conditions read
+
+    @property
+    def certain(self) -> bool:
+        return not self.needs
+
+
+@dataclass
+class Check:
+    kind: str  # raise | assert | warning | opaque (server args handed to code we do not hold)
+    path: str
+    line: int
+    end_line: int
+    message: str
+    conditions: tuple[str, ...]
+    outcome: str  # fired | passed | unknown
+    needs: tuple[str, ...] = ()
+    reads: frozenset[str] = frozenset()
+
+
+@dataclass
+class PredicateUse:
+    name: str
+    value: Any
+    path: str | None
+    line: int | None
+    meaning: str
+
+
+@dataclass
+class Result:
+    fields: dict[str, Any]
+    changes: list[Change]
+    checks: list[Check]
+    predicates: dict[str, PredicateUse]
+    assumptions: dict[str, str] = field(default_factory=dict)  # key -> in words
+    steps: int = 0
+    truncated: str | None = None  # why the run stopped early, if it did
+    calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # order followed
+
+    @property
+    def errors(self) -> list[Check]:
+        return [c for c in self.checks if c.outcome == "fired" and c.kind in ("raise", "assert")]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    conds: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    reads: frozenset[str] = frozenset()
+    likely: bool = True  # every unknown condition so far has a `likely` value choosing this path
+
+    def under(
+        self, text: str, needs: tuple[str, ...], reads: frozenset[str], likely: bool = True
+    ) -> Ctx:
+        return Ctx(
+            (*self.conds, text),
+            tuple(dict.fromkeys((*self.needs, *needs))) if needs else self.needs,
+            self.reads | reads if reads else self.reads,
+            self.likely and likely,
+        )
+
+
+@dataclass
+class Frame:
+    module: Module
+    name: str
+    locals: dict[str, Any]
+    maybe_returned: tuple[str, ...] = ()  # needs of a return that may have happened
+    returns: list[Any] = field(default_factory=list)
+    # the state at each return that may have happened: merged into the state at the end
+    return_states: list[tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=list)
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Budget(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------------------
+# Helpers over values
+# --------------------------------------------------------------------------------------
+
+_CMP: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: lambda a, b: a is b if a is None or b is None or isinstance(a, bool) else a == b,
+    ast.IsNot: lambda a, b: a is not b if a is None or b is None or isinstance(a, bool) else a != b,
+}
+_BIN: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+}
+_SCALAR = (str, int, float, bool, type(None))
+_PURE_BUILTINS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "any": any,
+    "all": all,
+    "sorted": sorted,
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "round": round,
+}
+_STR_METHODS = {
+    "lower",
+    "upper",
+    "startswith",
+    "endswith",
+    "strip",
+    "split",
+    "replace",
+    "isdigit",
+    "lstrip",
+    "rstrip",
+}
+_CONTAINER_METHODS = {"get", "keys", "values", "items", "count", "index"}
+_LOG_METHODS = {"warning", "warn", "info", "debug", "error", "critical", "warning_once"}
+
+
+def is_unknown(value: Any) -> bool:
+    return isinstance(value, Unknown)
+
+
+def _known(value: Any) -> bool:
+    """A value we can compute with: scalars and containers of them."""
+    if isinstance(value, (*_SCALAR, Symbol)):
+        return True
+    if isinstance(value, list | tuple | set | frozenset):
+        return len(value) <= 10_000 and all(_known(v) for v in value)
+    if isinstance(value, dict):
+        return len(value) <= 10_000 and all(_known(k) and _known(v) for k, v in value.items())
+    return False
+
+
+def _merge_needs(*values: Any) -> tuple[str, ...]:
+    needs: dict[str, None] = {}
+    for v in values:
+        if isinstance(v, Unknown):
+            needs.update(dict.fromkeys(v.needs))
+    return tuple(needs)
+
+
+def _lift(fn: Callable[..., Any], *args: Any) -> Any:
+    """Apply `fn` to values some of which may be Unknown with a few known options: the
+    result is known when every combination agrees."""
+    if not any(isinstance(a, Unknown) for a in args):
+        try:
+            return fn(*args)
+        except Exception:  # noqa: BLE001 - a type error in SGLang's code under our values
+            return unknown("a value this analysis cannot compute")
+    combos: list[list[Any]] = [[]]
+    for a in args:
+        if isinstance(a, Unknown):
+            if a.options is None:
+                return Unknown(_merge_needs(*args), None, _likely(fn, args))
+            combos = [c + [o] for c in combos for o in a.options]
+        else:
+            combos = [c + [a] for c in combos]
+        if len(combos) > 16:
+            return Unknown(_merge_needs(*args), None, _likely(fn, args))
+    results = []
+    for combo in combos:
+        try:
+            results.append(fn(*combo))
+        except Exception:  # noqa: BLE001
+            return Unknown(_merge_needs(*args), None, _likely(fn, args))
+    first = results[0]
+    if all(_same(r, first) for r in results):
+        return first
+    return Unknown(_merge_needs(*args), _options(results), _likely(fn, args))
+
+
+def _likely_of(value: Any) -> Any:
+    return value.likely if isinstance(value, Unknown) else value
+
+
+def _likely(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+    values = [a.likely if isinstance(a, Unknown) else a for a in args]
+    if any(v is NO_LIKELY for v in values):
+        return NO_LIKELY
+    try:
+        return fn(*values)
+    except Exception:  # noqa: BLE001
+        return NO_LIKELY
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _options(values: Iterable[Any]) -> tuple[Any, ...] | None:
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, Unknown):
+            if v.options is None:
+                return None
+            candidates: Iterable[Any] = v.options
+        else:
+            if not _known(v):
+                return None
+            candidates = [v]
+        for c in candidates:
+            if not any(_same(c, o) for o in out):
+                out.append(c)
+    return tuple(out) if len(out) <= MAX_OPTIONS else None
+
+
+def truth(value: Any) -> bool | Unknown:
+    if isinstance(value, Unknown):
+        return _lift(bool, value)  # type: ignore[no-any-return]
+    if isinstance(value, Obj | Func | Named | Self | Method | Symbol):
+        return True
+    try:
+        return bool(value)
+    except Exception:  # noqa: BLE001
+        return unknown("a value this analysis cannot compute")
+
+
+@lru_cache(maxsize=50_000)
+def source_of(node: ast.AST) -> str:
+    return plain(ast.unparse(node))
+
+
+def plain(text: str) -> str:
+    """A condition as a reader wants it: `self.` and `server_args.` dropped, one line."""
+    text = " ".join(text.replace("self.", "").replace("server_args.", "").split())
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+# --------------------------------------------------------------------------------------
+# The interpreter
+# --------------------------------------------------------------------------------------
+
+
+class Simulator:
+    def __init__(
+        self,
+        modules: Callable[[str], Module | None],
+        entry: Module,
+        fields: dict[str, Any],
+        profile: Profile | None = None,
+        canon: Callable[[str], str] = lambda name: name,
+        class_name: str = "ServerArgs",
+        given: Iterable[str] = (),
+    ) -> None:
+        given = set(given)
+        self.modules = modules
+        self.entry = entry
+        self.fields = dict(fields)
+        self.profile = profile or Profile()
+        self.canon = canon
+        self.given = given
+        self.cls = entry.classes.get(class_name)
+        self.methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        if self.cls is not None:
+            for node in self.cls.body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    self.methods[node.name] = node
+            # A flag whose argparse default is computed (`default=ServerArgs.x`) starts
+            # from the dataclass field's own literal default, as ServerArgs does.
+            for raw, value in class_defaults(self.cls).items():
+                name = canon(raw)
+                if name not in self.fields or (
+                    isinstance(self.fields[name], Unknown) and name not in given
+                ):
+                    self.fields[name] = copy.copy(value)  # the cache keeps the original
+        self.result = Result(self.fields, [], [], {})
+        self.steps = 0
+        self.stack: list[str] = []
+        self.reads: set[str] = set()  # field reads of the expression being evaluated
+        self.modules_seen: dict[str, Module | None] = {}
+
+    # --- entry ------------------------------------------------------------------------
+
+    def run(self, methods: Iterable[str] = ("__post_init__", "check_server_args")) -> Result:
+        """Run the methods SGLang runs on a new ServerArgs: the dataclass's __post_init__,
+        then the launcher's `server_args.check_server_args()`."""
+        found = [self.methods[m] for m in methods if m in self.methods]
+        if not found:
+            self.result.truncated = "no __post_init__ in the ServerArgs class"
+            return self.result
+        try:
+            for node in found:
+                self.call_function(Func(self.entry, node, SELF), [], {}, Ctx())
+        except _Budget:
+            self.result.truncated = f"stopped after {MAX_STEPS} steps"
+        except RecursionError:
+            self.result.truncated = "the code nests too deeply to follow"
+        self.result.steps = self.steps
+        self.result.fields = self.fields
+        return self.result
+
+    # --- modules and names ------------------------------------------------------------
+
+    def module(self, dotted: str) -> Module | None:
+        if dotted not in self.modules_seen:
+            found = None
+            for path in module_path(dotted):
+                found = self.modules(path)
+                if found is not None:
+                    break
+            self.modules_seen[dotted] = found
+        return self.modules_seen[dotted]
+
+    def resolve_import(self, name: str, target: tuple[str, str | None]) -> Any:
+        dotted, attr = target
+        if attr is None:
+            return Symbol(name)
+        mod = self.module(dotted)
+        if mod is not None and attr in mod.functions:
+            return Func(mod, mod.functions[attr])
+        return Named(attr, dotted)
+
+    def lookup(self, name: str, frame: Frame) -> Any:
+        if name in frame.locals:
+            return frame.locals[name]
+        mod = frame.module
+        if name in mod.functions:
+            return Func(mod, mod.functions[name])
+        if name in mod.imports:
+            return self.resolve_import(name, mod.imports[name])
+        if name in mod.assigns:
+            value = mod.assigns[name]
+            if isinstance(value, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.Dict):
+                return self.eval(value, Frame(mod, "<module>", {}), Ctx())
+            return Symbol(name)
+        if name in _PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance"):
+            return Named(name, "builtins")
+        if name == "True":
+            return True
+        return Symbol(name)
+
+    # --- statements -------------------------------------------------------------------
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _Budget
+
+    def block(self, body: list[ast.stmt], frame: Frame, ctx: Ctx) -> None:
+        for stmt in body:
+            if frame.maybe_returned:
+                ctx = Ctx(
+                    ctx.conds, tuple(dict.fromkeys((*ctx.needs, *frame.maybe_returned))), ctx.reads
+                )
+            self.stmt(stmt, frame, ctx)
+
+    def stmt(self, node: ast.stmt, frame: Frame, ctx: Ctx) -> None:
+        self.tick()
+        if isinstance(node, ast.Expr):
+            self.eval(node.value, frame, ctx)
+        elif isinstance(node, ast.Assign):
+            value = self.eval(node.value, frame, ctx)
+            for target in node.targets:
+                self.assign(target, value, frame, ctx, node)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self.assign(node.target, self.eval(node.value, frame, ctx), frame, ctx, node)
+        elif isinstance(node, ast.AugAssign):
+            current = self.eval(_as_load(node.target), frame, ctx)
+            op = _BIN.get(type(node.op))
+            rhs = self.eval(node.value, frame, ctx)
+            value = (
+                _lift(op, current, rhs) if op else unknown("a value this analysis cannot compute")
+            )
+            self.assign(node.target, value, frame, ctx, node)
+        elif isinstance(node, ast.If):
+            self.if_(node, frame, ctx)
+        elif isinstance(node, ast.Return):
+            value = self.eval(node.value, frame, ctx) if node.value is not None else None
+            if ctx.needs:
+                frame.returns.append(Unknown(ctx.needs, _options([value])))
+                frame.maybe_returned = tuple(dict.fromkeys((*frame.maybe_returned, *ctx.needs)))
+                frame.return_states.append((dict(self.fields), ctx.needs))
+            else:
+                raise _Return(value)
+        elif isinstance(node, ast.Raise):
+            self.check("raise", node, _raise_message(node), ctx, fired=True)
+        elif isinstance(node, ast.Assert):
+            outcome, reads = self.test(node.test, frame, ctx)
+            message = render_text(node.msg) or "" if node.msg is not None else ""
+            text = f"not ({source_of(node.test)})"
+            fails_likely = isinstance(outcome, Unknown) and outcome.likely is False
+            inner = ctx.under(text, _merge_needs(outcome), reads, fails_likely)
+            if outcome is True:
+                self.check("assert", node, message, inner, fired=False)
+            else:
+                self.check("assert", node, message, inner, fired=True)
+        elif isinstance(node, ast.For | ast.AsyncFor):
+            self.for_(node, frame, ctx)
+        elif isinstance(node, ast.While):
+            test = truth(self.eval(node.test, frame, ctx))
+            if test is not False:
+                loop_ctx = ctx.under(source_of(node.test), ("how often a loop runs",), frozenset())
+                self.fork(frame, loop_ctx.needs, None, (node.body, loop_ctx), ([], ctx))
+            self.block(node.orelse, frame, ctx)
+        elif isinstance(node, ast.Try):
+            try:
+                self.block(node.body, frame, ctx)
+            finally:
+                self.block(node.finalbody, frame, ctx)
+            self.block(node.orelse, frame, ctx)
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            self.block(node.body, frame, ctx)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for name, imported in _import_names(node):
+                frame.locals[name] = self.resolve_import(name, imported)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            frame.locals[node.name] = Func(frame.module, node)
+        elif isinstance(node, ast.Break):
+            raise _Break
+        elif isinstance(node, ast.Continue):
+            raise _Continue
+        # pass, global, delete, class definitions, match: nothing to track
+
+    def test(self, node: ast.expr, frame: Frame, ctx: Ctx) -> tuple[Any, frozenset[str]]:
+        """The truth of a condition and the fields (and "<profile>") it read."""
+        outer, self.reads = self.reads, set()
+        try:
+            outcome = truth(self.eval(node, frame, ctx))
+            reads = frozenset(self.reads)
+        finally:
+            self.reads = outer | self.reads
+        return outcome, reads
+
+    def if_(self, node: ast.If, frame: Frame, ctx: Ctx) -> None:
+        outcome, reads = self.test(node.test, frame, ctx)
+        text = source_of(node.test)
+        if outcome is True:
+            self.block(node.body, frame, ctx.under(text, (), reads))
+            self.passed(node.orelse, ctx.under(f"not ({text})", (), reads))
+        elif outcome is False:
+            elif_chain = len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+            # an `elif` says its own condition; the failed ones before it are noise to a reader
+            inner = Ctx(ctx.conds, ctx.needs, ctx.reads | reads, ctx.likely)
+            if not elif_chain:
+                inner = ctx.under(f"not ({text})", (), reads)
+            self.block(node.orelse, frame, inner)
+            self.passed(node.body, ctx.under(text, (), reads))
+        else:
+            needs = outcome.needs or ("a value this analysis cannot compute",)
+            likely = outcome.likely
+            self.fork(
+                frame,
+                tuple(dict.fromkeys((*ctx.needs, *needs))),
+                None if likely is NO_LIKELY else bool(likely),
+                (node.body, ctx.under(text, needs, reads, likely is True)),
+                (node.orelse, ctx.under(f"not ({text})", needs, reads, likely is False)),
+            )
+
+    def fork(
+        self,
+        frame: Frame,
+        needs: tuple[str, ...],
+        likely: bool | None,
+        first: tuple[list[ast.stmt], Ctx],
+        second: tuple[list[ast.stmt], Ctx],
+    ) -> None:
+        """Run two branches of an undecided choice from the same state, then merge: a value
+        the branches agree on stays known, others become Unknown with both as options. The
+        first branch is the one taken when the condition holds (`likely` True)."""
+        fields, local = dict(self.fields), dict(frame.locals)
+        states = []
+        for body, ctx in (first, second):
+            self.fields, frame.locals = dict(fields), dict(local)
+            with contextlib.suppress(_Break, _Continue):
+                self.block(body, frame, ctx)
+            states.append((self.fields, frame.locals))
+        pick = None if likely is None else (0 if likely else 1)
+        (fa, la), (fb, lb) = states
+        self.fields = self.merge(fa, fb, fields, needs, pick, given=True)
+        frame.locals = self.merge(la, lb, local, needs, pick, given=False)
+
+    def merge(
+        self,
+        a: dict[str, Any],
+        b: dict[str, Any],
+        before: dict[str, Any],
+        needs: tuple[str, ...],
+        pick: int | None,
+        given: bool,
+    ) -> dict[str, Any]:
+        out = dict(a)
+        for key in a.keys() | b.keys():
+            va, vb = a.get(key, _ABSENT), b.get(key, _ABSENT)
+            if va is vb or _same(va, vb):
+                continue
+            if va is _ABSENT or vb is _ABSENT:
+                out[key] = Unknown(needs)  # a local bound on one path only
+                continue
+            # the likely value: the branch the condition likely takes, else (for a flag
+            # the command gave) the branch that left the command's value alone
+            likely: Any = NO_LIKELY
+            if pick is not None:
+                likely = _likely_of((va, vb)[pick])
+            elif given and key in self.given and key in before:
+                for v in (va, vb):
+                    if _same(v, before[key]) or v is before[key]:
+                        likely = _likely_of(v)
+            out[key] = Unknown(
+                tuple(dict.fromkeys((*needs, *_merge_needs(va, vb)))), _options([va, vb]), likely
+            )
+        return out
+
+    def passed(self, body: list[ast.stmt], ctx: Ctx) -> None:
+        """A branch not taken: the raises directly in it are checks that passed."""
+        for stmt in body:
+            if isinstance(stmt, ast.Raise):
+                self.check("raise", stmt, _raise_message(stmt), ctx, fired=False)
+
+    def for_(self, node: ast.For | ast.AsyncFor, frame: Frame, ctx: Ctx) -> None:
+        items = self.eval(node.iter, frame, ctx)
+        if isinstance(items, dict):
+            items = list(items)
+        if isinstance(items, list | tuple | str | set | frozenset) and len(items) <= MAX_LOOP:
+            try:
+                for item in list(items):
+                    self.assign(node.target, item, frame, ctx, node)
+                    try:
+                        self.block(node.body, frame, ctx)
+                    except _Continue:
+                        continue
+            except _Break:
+                return
+            self.block(node.orelse, frame, ctx)
+            return
+        needs = _merge_needs(items) or ("the items of a loop",)
+        self.assign(node.target, Unknown(needs), frame, ctx, node)
+        body_ctx = ctx.under(source_of(node.iter), needs, frozenset())
+        self.fork(frame, body_ctx.needs, None, (node.body, body_ctx), ([], ctx))
+
+    def loop_body(self, body: list[ast.stmt], frame: Frame, ctx: Ctx) -> None:
+        with contextlib.suppress(_Break, _Continue):
+            self.block(body, frame, ctx)
+
+    def assign(self, target: ast.expr, value: Any, frame: Frame, ctx: Ctx, node: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            frame.locals[target.id] = value
+        elif isinstance(target, ast.Attribute):
+            owner = self.eval(target.value, frame, ctx)
+            if owner is SELF:
+                self.set_field(target.attr, value, ctx, node)
+        elif isinstance(target, ast.Tuple | ast.List):
+            if isinstance(value, list | tuple) and len(value) == len(target.elts):
+                for elt, v in zip(target.elts, value, strict=True):
+                    self.assign(elt, v, frame, ctx, node)
+            else:
+                for elt in target.elts:
+                    self.assign(
+                        elt,
+                        Unknown(_merge_needs(value) or ("an unpacked value",)),
+                        frame,
+                        ctx,
+                        node,
+                    )
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, Unknown(("an unpacked value",)), frame, ctx, node)
+
+    def set_field(self, name: str, value: Any, ctx: Ctx, node: ast.AST) -> None:
+        name = self.canon(name)
+        before = self.fields.get(name, _ABSENT)
+        # inside an undecided branch the value holds on that path; `fork` merges the paths
+        self.fields[name] = value
+        if before is _ABSENT and name in ("model_config",):
+            return
+        if not ctx.needs and _same(before, value):
+            return
+        shown = value if not isinstance(value, Func | Method | Obj | Self) else unknown("an object")
+        self.result.changes.append(
+            Change(
+                name,
+                None if before is _ABSENT else before,
+                shown,
+                self.path_of(node),
+                getattr(node, "lineno", 0),
+                getattr(node, "end_lineno", 0) or getattr(node, "lineno", 0),
+                ctx.conds,
+                ctx.needs,
+                ctx.reads,
+            )
+        )
+
+    def check(self, kind: str, node: ast.AST, message: str, ctx: Ctx, fired: bool) -> None:
+        outcome = (
+            ("fired" if not ctx.needs else "likely" if ctx.likely else "unknown")
+            if fired
+            else "passed"
+        )
+        self.result.checks.append(
+            Check(
+                kind,
+                self.current_path,
+                int(getattr(node, "lineno", 0) or 0),
+                int(getattr(node, "end_lineno", 0) or getattr(node, "lineno", 0) or 0),
+                message,
+                ctx.conds,
+                outcome,
+                ctx.needs,
+                ctx.reads,
+            )
+        )
+
+    current_path = ""
+
+    def path_of(self, _node: ast.AST) -> str:
+        return self.current_path
+
+    # --- calls ------------------------------------------------------------------------
+
+    def call_function(self, fn: Func, args: list[Any], kwargs: dict[str, Any], ctx: Ctx) -> Any:
+        key = f"{fn.module.path}:{fn.node.name}"
+        if key in self.stack or len(self.stack) >= MAX_DEPTH:
+            return unknown(f"what {fn.node.name}() returns (recursion)")
+        frame = Frame(fn.module, fn.node.name, {})
+        params = fn.node.args
+        positional = [*params.posonlyargs, *params.args]
+        values = ([fn.bound] if fn.bound is not None else []) + list(args)
+        defaults = params.defaults
+        first_default = len(positional) - len(defaults)
+        for i, param in enumerate(positional):
+            if i < len(values):
+                frame.locals[param.arg] = values[i]
+            elif param.arg in kwargs:
+                frame.locals[param.arg] = kwargs.pop(param.arg)
+            elif i >= first_default:
+                frame.locals[param.arg] = self.eval(defaults[i - first_default], frame, Ctx())
+            else:
+                frame.locals[param.arg] = unknown(f"argument {param.arg} of {fn.node.name}()")
+        for param, default in zip(params.kwonlyargs, params.kw_defaults, strict=True):
+            if param.arg in kwargs:
+                frame.locals[param.arg] = kwargs.pop(param.arg)
+            elif default is not None:
+                frame.locals[param.arg] = self.eval(default, frame, Ctx())
+        if params.kwarg is not None:
+            frame.locals[params.kwarg.arg] = dict(kwargs)
+        if params.vararg is not None:
+            frame.locals[params.vararg.arg] = tuple(values[len(positional) :])
+        self.stack.append(key)
+        saved = self.current_path
+        self.current_path = fn.module.path
+        self.result.calls.append((fn.node.name, ctx.conds))
+        try:
+            self.block(fn.node.body, frame, ctx)
+            value: Any = None
+            certain = True
+        except _Return as ret:
+            value, certain = ret.value, True
+        except (_Break, _Continue):
+            value, certain = None, True
+        finally:
+            self.stack.pop()
+            self.current_path = saved
+        for state, needs in frame.return_states:  # the end is reached only if no return was
+            self.fields = self.merge(self.fields, state, state, needs, None, given=False)
+        if frame.returns:
+            merged = [*frame.returns, value] if certain else frame.returns
+            return Unknown(_merge_needs(*merged), _options(merged))
+        return value
+
+    def call(self, node: ast.Call, frame: Frame, ctx: Ctx) -> Any:
+        func = node.func
+        # logger.warning(...) and friends: a warning site, nothing else
+        if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS:
+            base = func.value
+            if isinstance(base, ast.Name) and base.id in ("logger", "logging", "log"):
+                if func.attr in ("warning", "warn", "warning_once", "error", "critical"):
+                    message = render_text(node.args[0]) if node.args else ""
+                    self.check("warning", node, message or "", ctx, fired=True)
+                return None
+        callee = self.eval(func, frame, ctx)
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                spread = self.eval(a.value, frame, ctx)
+                if isinstance(spread, list | tuple):
+                    args.extend(spread)
+                else:
+                    return Unknown(_merge_needs(spread) or ("call arguments",))
+            else:
+                args.append(self.eval(a, frame, ctx))
+        kwargs = {k.arg: self.eval(k.value, frame, ctx) for k in node.keywords if k.arg}
+        return self.apply(callee, args, kwargs, ctx, func)
+
+    def apply(
+        self, callee: Any, args: list[Any], kwargs: dict[str, Any], ctx: Ctx, func: ast.expr
+    ) -> Any:
+        name = callee.node.name if isinstance(callee, Func) else getattr(callee, "name", None)
+        if name in PREDICATES and (
+            isinstance(callee, Named) or (isinstance(callee, Func) and callee.bound is None)
+        ):
+            return self.predicate(str(name), callee, args)
+        if isinstance(callee, Func):
+            if callee.bound is SELF and callee.node.name == "get_model_config":
+                return Obj("model_config")
+            return self.call_function(callee, args, kwargs, ctx)
+        if any(a is SELF for a in (*args, *kwargs.values())):
+            if not (isinstance(callee, Named) and callee.module == "builtins"):
+                # SGLang hands the server args to code we do not hold: it may change them
+                text = f"passes the server args to {plain(ast.unparse(func))}(), not followed"
+                self.check("opaque", func, text, ctx, fired=True)
+                return unknown(f"what {plain(ast.unparse(func))}() does with the server args")
+        if isinstance(callee, Named):
+            return self.builtin(callee, args, kwargs)
+        if isinstance(callee, Method):
+            return self.method(callee, args)
+        if isinstance(callee, Unknown):
+            return Unknown(callee.needs)
+        if isinstance(callee, Symbol):
+            return self.symbol_call(callee.dotted, args)
+        return unknown(f"what {plain(ast.unparse(func))}() returns")
+
+    # --- environment variables: unset by default (an assumption shown to the reader) ----
+
+    def env(self, name: Any, default: Any) -> Any:
+        if not isinstance(name, str):
+            return unknown("an environment variable")
+        if self.profile.env != "assume-unset":
+            return unknown(f"environment variable {name}")
+        self.result.assumptions[f"env:{name}"] = f"environment variable {name} is not set"
+        return default
+
+    def symbol_call(self, dotted: str, args: list[Any]) -> Any:
+        if dotted in TORCH_PREDICATES:
+            name = TORCH_PREDICATES[dotted]
+            return self.predicate(name, Named(name, "torch"), args)
+        if dotted in ("os.getenv", "os.environ.get"):
+            return self.env(args[0] if args else None, args[1] if len(args) > 1 else None)
+        parts = dotted.split(".")
+        if len(parts) == 3 and parts[0] == "envs" and parts[2] in ("get", "is_set", "value"):
+            if parts[2] == "is_set":
+                return self.env(parts[1], False)
+            return self.env(parts[1], self.env_default(parts[1]))
+        return unknown(f"what {dotted}() returns")
+
+    def env_default(self, name: str) -> Any:
+        mod = self.module("sglang.srt.environ")
+        node = env_fields(mod).get(name) if mod is not None else None
+        if isinstance(node, ast.Call):
+            arg = (
+                node.args[0]
+                if node.args
+                else next((k.value for k in node.keywords if k.arg == "default"), None)
+            )
+            value = literal(arg) if arg is not None else None
+            if value is not NOT_LITERAL:
+                return value
+        return unknown(f"the default of environment variable {name}")
+
+    def predicate(self, name: str, callee: Func | Named, args: list[Any]) -> Any:
+        fn, meaning = PREDICATES[name]
+        if name in ENV_READERS:
+            default = args[1] if len(args) > 1 else ENV_READERS[name]
+            value = self.env(args[0] if args else None, default)
+            if name == "get_bool_env_var" and isinstance(value, str):
+                value = value.lower() in ("true", "1")
+            return value
+        value = fn(self.profile, args)
+        if name in ("check_pkg_version_at_least", "is_flashinfer_available") and value is True:
+            what = f"{args[0]} >= {args[1]}" if len(args) > 1 else "flashinfer"
+            self.result.assumptions[f"pkg:{what}"] = f"{what} is installed"
+        if name not in self.result.predicates:
+            path: str | None
+            line: int | None
+            if isinstance(callee, Func):
+                path, line = callee.module.path, callee.node.lineno
+            else:
+                mod = self.module(callee.module)
+                path = mod.path if mod else None
+                line = mod.lines.get(name) if mod else None
+            self.result.predicates[name] = PredicateUse(name, value, path, line, meaning)
+        if not isinstance(value, Unknown):
+            self.reads.add("<profile>")
+        return value
+
+    def builtin(self, callee: Named, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        name = callee.name
+        if callee.module == "builtins":
+            if name in ("getattr", "hasattr") and len(args) >= 2:
+                obj, attr = args[0], args[1]
+                if not isinstance(attr, str):
+                    return unknown("an attribute name")
+                value = self.attribute(obj, attr, allow_missing=True)
+                if name == "hasattr":
+                    return not missing(value) if not isinstance(value, Unknown) else value
+                if missing(value):
+                    return args[2] if len(args) > 2 else unknown(f"attribute {attr}")
+                return value
+            if name == "isinstance":
+                return _lift(lambda v: isinstance(v, _SCALAR), args[0]) if args else False
+            fn = _PURE_BUILTINS.get(name)
+            if fn is not None and not kwargs:
+                if any(isinstance(a, Unknown) for a in args):
+                    return _lift(fn, *args)
+                if all(_known(a) for a in args):
+                    try:
+                        return fn(*args)
+                    except Exception:  # noqa: BLE001
+                        return unknown("a value this analysis cannot compute")
+        return unknown(f"what {name}() returns")
+
+    def method(self, m: Method, args: list[Any]) -> Any:
+        target = m.target
+        if isinstance(target, str) and m.name in _STR_METHODS and all(_known(a) for a in args):
+            try:
+                return getattr(target, m.name)(*args)
+            except Exception:  # noqa: BLE001
+                return unknown("a value this analysis cannot compute")
+        if isinstance(target, dict | list | tuple) and m.name in _CONTAINER_METHODS:
+            if all(_known(a) for a in args):
+                try:
+                    result = getattr(target, m.name)(*args)
+                    return list(result) if m.name in ("keys", "values", "items") else result
+                except Exception:  # noqa: BLE001
+                    return unknown("a value this analysis cannot compute")
+        if isinstance(target, Symbol) and target.dotted.startswith("envs."):
+            var = target.dotted.split(".")[1]
+            return unknown(f"environment variable {var}")
+        return unknown(f"what .{m.name}() returns")
+
+    # --- expressions ------------------------------------------------------------------
+
+    def eval(self, node: ast.expr | None, frame: Frame, ctx: Ctx) -> Any:
+        if node is None:
+            return None
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id, frame)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(self.eval(node.value, frame, ctx), node.attr)
+        if isinstance(node, ast.Call):
+            return self.call(node, frame, ctx)
+        if isinstance(node, ast.BoolOp):
+            return self.boolop(node, frame, ctx)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.eval(node.operand, frame, ctx)
+            if isinstance(node.op, ast.Not):
+                t = truth(operand)
+                return _lift(operator.not_, t)
+            if isinstance(node.op, ast.USub):
+                return _lift(operator.neg, operand)
+            return operand
+        if isinstance(node, ast.Compare):
+            left = self.eval(node.left, frame, ctx)
+            result: Any = True
+            for op, comparator in zip(node.ops, node.comparators, strict=True):
+                right = self.eval(comparator, frame, ctx)
+                fn = _CMP.get(type(op))
+                step = _lift(fn, left, right) if fn else unknown("a comparison")
+                result = _lift(lambda a, b: a and b, result, truth(step))
+                if result is False:
+                    return False
+                left = right
+            return result
+        if isinstance(node, ast.BinOp):
+            fn = _BIN.get(type(node.op))
+            lhs, rhs = self.eval(node.left, frame, ctx), self.eval(node.right, frame, ctx)
+            if fn is None:
+                return Unknown(_merge_needs(lhs, rhs) or ("arithmetic",))
+            if isinstance(lhs, str) and isinstance(node.op, ast.Mod):
+                return unknown("a formatted string")
+            return _lift(fn, lhs, rhs)
+        if isinstance(node, ast.IfExp):
+            t = truth(self.eval(node.test, frame, ctx))
+            if t is True:
+                return self.eval(node.body, frame, ctx)
+            if t is False:
+                return self.eval(node.orelse, frame, ctx)
+            a, b = self.eval(node.body, frame, ctx), self.eval(node.orelse, frame, ctx)
+            if _same(a, b):
+                return a
+            return Unknown(tuple(dict.fromkeys((*t.needs, *_merge_needs(a, b)))), _options([a, b]))
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            items = [self.eval(e, frame, ctx) for e in node.elts if not isinstance(e, ast.Starred)]
+            if len(items) != len(node.elts):
+                return unknown("a starred list")
+            if isinstance(node, ast.Tuple):
+                return tuple(items)
+            if isinstance(node, ast.Set):
+                try:
+                    return set(items)
+                except TypeError:
+                    return unknown("a set of unhashable values")
+            return items
+        if isinstance(node, ast.Dict):
+            out: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values, strict=True):
+                key = self.eval(k, frame, ctx) if k is not None else None
+                if k is None or not _known(key) or isinstance(key, list | dict | set):
+                    return unknown("a dict")
+                out[key] = self.eval(v, frame, ctx)
+            return out
+        if isinstance(node, ast.Subscript):
+            base = self.eval(node.value, frame, ctx)
+            index = (
+                self.eval(node.slice, frame, ctx) if not isinstance(node.slice, ast.Slice) else None
+            )
+            if index is None and isinstance(node.slice, ast.Slice):
+                return unknown("a slice")
+            return _lift(lambda b, i: b[i], base, index)
+        if isinstance(node, ast.JoinedStr):
+            return unknown("a formatted string")
+        if isinstance(node, ast.NamedExpr):
+            value = self.eval(node.value, frame, ctx)
+            frame.locals[node.target.id] = value
+            return value
+        kind = EXPRESSION_NAMES.get(type(node).__name__, type(node).__name__)
+        return unknown(f"{kind} (not interpreted)")
+
+    def boolop(self, node: ast.BoolOp, frame: Frame, ctx: Ctx) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        pending: list[Any] = []
+        last: Any = None
+        for value_node in node.values:
+            value = self.eval(value_node, frame, ctx)
+            t = truth(value)
+            if t is (not is_and):  # False for `and`, True for `or`: decides
+                return value
+            if isinstance(t, Unknown):
+                pending.append(t)
+            last = value
+        if pending:
+            likelies = [p.likely for p in pending]
+            likely = NO_LIKELY
+            if all(v is not NO_LIKELY for v in likelies):
+                likely = all(likelies) if is_and else any(likelies)
+            return Unknown(_merge_needs(*pending), None, likely)
+        return last
+
+    def attribute(self, obj: Any, attr: str, allow_missing: bool = False) -> Any:
+        if obj is SELF:
+            name = self.canon(attr)
+            self.reads.add(name)
+            if name in self.fields:
+                return self.fields[name]
+            if attr in self.methods:
+                return Func(self.entry, self.methods[attr], SELF)
+            if attr == "model_config":
+                return Obj("model_config")
+            return MISSING if allow_missing else unknown(f"ServerArgs.{attr}")
+        if isinstance(obj, Obj):
+            return self.model_attr(obj, attr, allow_missing)
+        if isinstance(obj, Symbol):
+            return Symbol(f"{obj.dotted}.{attr}")
+        if isinstance(obj, Named):
+            return Symbol(f"{obj.name}.{attr}")
+        if isinstance(obj, Unknown):
+            return Unknown(obj.needs)
+        if isinstance(obj, str | dict | list | tuple):
+            return Method(obj, attr)
+        return unknown(f"attribute {attr}")
+
+    def model_attr(self, obj: Obj, attr: str, allow_missing: bool) -> Any:
+        if obj.kind == "model_config":
+            if attr in ("hf_config", "hf_text_config"):
+                return Obj("hf_config")
+            if attr == "attention_arch":
+                return self.attention_arch()
+            return unknown(f"the model's {attr}")
+        value = self.profile.hf_attr(attr)
+        if missing(value):
+            return MISSING if allow_missing else unknown(f"the model's config.json ({attr})")
+        self.reads.add("<profile>")
+        return value
+
+    def attention_arch(self) -> Any:
+        """MLA when the version's model_config.py lists the architecture in the test of an
+        `if` that sets `attention_arch = AttentionArch.MLA`, else MHA."""
+        arch = self.profile.arch
+        if arch is None:
+            return unknown("the model architecture")
+        mod = self.module("sglang.srt.configs.model_config")
+        if mod is None:
+            return unknown("the model's attention architecture (MLA or MHA)")
+        return Symbol("AttentionArch.MLA" if arch in mla_archs(mod) else "AttentionArch.MHA")
+
+
+_ABSENT = object()
+EXPRESSION_NAMES = {
+    "ListComp": "a list comprehension",
+    "SetComp": "a set comprehension",
+    "DictComp": "a dict comprehension",
+    "GeneratorExp": "a generator expression",
+    "Lambda": "a lambda",
+    "Await": "an await",
+    "Yield": "a yield",
+}
+# torch calls SGLang makes directly, answered like the helpers that wrap them
+TORCH_PREDICATES = {
+    "torch.cuda.get_device_capability": "get_device_capability",
+    "torch.cuda.is_available": "is_cuda",
+    "torch.cuda.device_count": "get_device_count",
+}
+ENV_READERS = {"get_bool_env_var": "false", "get_int_env_var": 0, "get_str_env_var": None}
+
+
+@lru_cache(maxsize=64)
+def class_defaults(cls: ast.ClassDef) -> dict[str, Any]:
+    """Cached per class node (parsed modules are cached per blob sha); callers copy.
+    Literal defaults of a dataclass's fields: `x: int = 1`, `field(default=...)`,
+    `field(default_factory=list)`, era 3's `x: A[int, Arg(...)] = 1`."""
+    out: dict[str, Any] = {}
+    for node in cls.body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        value = node.value
+        if value is None:
+            continue
+        if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
+            kw = {k.arg: k.value for k in value.keywords if k.arg}
+            if "default" in kw:
+                value = kw["default"]
+            elif "default_factory" in kw:
+                factory = ast.unparse(kw["default_factory"])
+                if factory in ("list", "dict", "set"):
+                    out[node.target.id] = {"list": [], "dict": {}, "set": set()}[factory]
+                continue
+        lit = literal(value)
+        if lit is not NOT_LITERAL:
+            out[node.target.id] = lit
+    return out
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    return target
+
+
+def _raise_message(node: ast.Raise) -> str:
+    exc = node.exc
+    if isinstance(exc, ast.Call):
+        name = ast.unparse(exc.func)
+        text = render_text(exc.args[0]) if exc.args else ""
+        return f"{name}: {text}" if text else name
+    return ast.unparse(exc) if exc is not None else "re-raise"
+
+
+_env_cache: dict[int, dict[str, ast.expr]] = {}
+
+
+def env_fields(mod: Module) -> dict[str, ast.expr]:
+    """`NAME = EnvBool(default)` in the classes of sglang.srt.environ, by name."""
+    key = id(mod)
+    if key not in _env_cache:
+        found: dict[str, ast.expr] = {}
+        for cls in mod.classes.values():
+            for stmt in cls.body:
+                if isinstance(stmt, ast.Assign):
+                    for t in stmt.targets:
+                        if isinstance(t, ast.Name):
+                            found[t.id] = stmt.value
+        if len(_env_cache) > 32:
+            _env_cache.clear()
+        _env_cache[key] = found
+    return _env_cache[key]
+
+
+_mla_cache: dict[int, frozenset[str]] = {}
+
+
+def mla_archs(mod: Module) -> frozenset[str]:
+    key = id(mod)
+    if key in _mla_cache:
+        return _mla_cache[key]
+    names: set[str] = set()
+    for cls in mod.classes.values():
+        for node in ast.walk(cls):
+            if isinstance(node, ast.If) and any(_sets_mla(s) for s in node.body):
+                names.update(
+                    c.value
+                    for c in ast.walk(node.test)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
+    _mla_cache[key] = frozenset(names)
+    return _mla_cache[key]
+
+
+def _sets_mla(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Assign)
+        and any(isinstance(t, ast.Attribute) and t.attr == "attention_arch" for t in stmt.targets)
+        and ast.unparse(stmt.value).endswith("MLA")
+    )

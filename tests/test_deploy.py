@@ -1,0 +1,255 @@
+"""Explain with a deployment profile on a knowledge base the real ingest builds from a
+synthetic repository (tests/sim_repos.py): the effective configuration, verified fixes, the
+annotated command, and the upgrade check with the profile on both sides."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from app.main import create_app
+from kb.explain import explain
+from kb.explain.predicates import Profile
+from kb.schema import make_engine
+from tests.conftest import ingest_into
+from tests.sim_repos import build_sim_repo
+
+GLM_FP4_B200 = Profile.parse(
+    {"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "sm": 100, "gpus": 8}
+)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sim")
+    path = root / "kb.db"
+    ingest_into(build_sim_repo(root), path, jobs=1)
+    return path
+
+
+@pytest.fixture(scope="module")
+def session(db: Path) -> Iterator[Session]:
+    engine = make_engine(f"sqlite:///{db}", readonly=True)
+    with Session(engine) as s:
+        yield s
+    engine.dispose()
+
+
+def effective(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["field"]: row for row in result["effective"] if row["certain"]}
+
+
+def test_effective_configuration_with_a_profile(session: Session) -> None:
+    result = explain(session, "v0.2.0", "--model-path m --tp-size 8", profile=GLM_FP4_B200)
+    assert result["simulated"] and result["profile"]["arch"] == "GlmMoeForCausalLM"
+    rows = effective(result)
+    quant = rows["quantization"]
+    assert (quant["from"], quant["to"], quant["flag"]) == (None, "modelopt_fp4", "--quantization")
+    moe = rows["moe_runner_backend"]
+    assert (moe["from"], moe["to"]) == ("auto", "flashinfer_trtllm")
+    assert "is_sm100_supported()" in moe["condition"]
+    assert moe["source"]["permalink"].startswith(
+        "/v/v0.2.0/source/python/sglang/srt/server_args.py#L"
+    )
+    assert rows["disable_shared_experts_fusion"]["to"] is True
+    assert rows["attention_backend"]["to"] == "trtllm_mha"
+    # what the profile could not decide is listed with the fact it needs
+    memory = next(r for r in result["effective"] if r["field"] == "mem_fraction_static")
+    assert not memory["certain"] and memory["needs"] == ["GPU memory"]
+    # and the check on GPU memory is undecidable, naming it
+    (undecidable,) = [f for f in result["findings"] if f["kind"] == "undecidable"]
+    assert undecidable["needs"] == ["GPU memory"] and "40 GB" in undecidable["message"]
+    sm100 = next(p for p in result["predicates"] if p["name"] == "is_sm100_supported")
+    assert sm100["value"] is True and sm100["source"]["path"].endswith("utils/common.py")
+    assert "flashinfer-python >= 0.6.2 is installed" in result["assumptions"]
+
+
+def test_more_gpus_than_the_profile_has(session: Session) -> None:
+    few = Profile.parse({"arch": "GlmMoeForCausalLM", "sm": 100, "gpus": 4})
+    result = explain(session, "v0.2.0", "--model-path m --tp-size 8", profile=few)
+    (warning,) = [f for f in result["findings"] if f["kind"] == "profile"]
+    assert warning["message"].startswith("tp_size × pp_size = 8 GPUs, but the profile has 4")
+    fits = explain(session, "v0.2.0", "--model-path m --tp-size 4", profile=few)
+    assert not [f for f in fits["findings"] if f["kind"] == "profile"]
+
+
+def test_hopper_takes_none_of_the_blackwell_branch(session: Session) -> None:
+    hopper = Profile.parse({"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "sm": 90})
+    rows = effective(explain(session, "v0.2.0", "--model-path m", profile=hopper))
+    assert "moe_runner_backend" not in rows and "quantization" not in rows
+    assert rows["attention_backend"]["to"] == "fa3"
+
+
+def test_error_with_a_verified_fix(session: Session) -> None:
+    command = "--model-path m --enable-two-batch-overlap"
+    result = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
+    error = next(f for f in result["findings"] if f["severity"] == "error")
+    assert error["message"].startswith("raises at server_args.py:")
+    # mooncake comes first in the choices but raises elsewhere: not offered
+    assert error["fix"]["add"] == ["--moe-a2a-backend deepep"]
+    assert error["fix"]["command"] == command + " --moe-a2a-backend deepep"
+    fixed = explain(session, "v0.2.0", error["fix"]["command"], profile=GLM_FP4_B200)
+    assert fixed["errors"] == 0
+
+
+def test_pipeline_assert_after_its_override_and_its_fix(session: Session) -> None:
+    alone = explain(session, "v0.2.0", "--model-path m --pp-size 2")
+    assert alone["errors"] == 0
+    assert any(
+        f["message"].startswith("overrides --disable-overlap-schedule to True")
+        for f in alone["findings"]
+    )
+    mixed = explain(session, "v0.2.0", "--model-path m --pp-size 2 --enable-mixed-chunk")
+    error = next(f for f in mixed["findings"] if f["severity"] == "error")
+    assert error["message"].startswith("assertion fails at server_args.py:")
+    assert error["fix"]["remove"] == ["--enable-mixed-chunk"]
+
+
+def test_tokens_mark_abbreviations_and_aliases(session: Session) -> None:
+    result = explain(
+        session,
+        "v0.2.0",
+        "python -m sglang.launch_server --model-path m --tensor-parallel 2 "
+        "--tensor-parallel-size 4",
+    )
+    tokens = result["tokens"]
+    assert tokens[0]["role"] == "launcher"
+    flags = [t for t in tokens if t["role"] == "flag"]
+    assert [(t["text"], t["flag"], t["via"]) for t in flags] == [
+        ("--model-path", "--model-path", "exact"),
+        ("--tensor-parallel", "--tp-size", "abbreviation"),
+        ("--tensor-parallel-size", "--tp-size", "alias"),
+    ]
+    assert flags[0]["help"] == "Model weights."
+    values = [t for t in tokens if t["role"] == "value"]
+    assert [(t["text"], t["value_of"]) for t in values] == [
+        ("m", "--model-path"),
+        ("2", "--tp-size"),
+        ("4", "--tp-size"),
+    ]
+
+
+def test_upgrade_check_with_the_profile_on_both_sides(session: Session) -> None:
+    result = explain(
+        session, "v0.2.0", "--model-path m --pp-size 2 --enable-mixed-chunk", compare_to="v0.3.0"
+    )
+    cmp = result["compare"]
+    assert cmp["errors"] == 0
+    assert [f["message"].split(":")[0] for f in cmp["constraints_stopped"]][:1] == [
+        "assertion fails at server_args.py"
+    ]
+    assert cmp["changed_meaning"] == []
+    # the pipeline override exists on both sides: listed once, as persisting
+    assert any("overrides --disable-overlap-schedule" in f["message"] for f in cmp["persisting"])
+    assert not any("overrides" in f["message"] for f in cmp["constraints_started"])
+
+
+def test_hook_sites_carry_the_dispatchers_condition(session: Session) -> None:
+    plain = explain(session, "v0.3.0", "--model-path m --pp-size 2")
+    assert plain["errors"] == 0
+    dflash = explain(session, "v0.3.0", "--model-path m --pp-size 2 --speculative-algorithm DFLASH")
+    error = next(f for f in dflash["findings"] if f["severity"] == "error")
+    assert error["message"].startswith("raises at speculative_hook.py:")
+    assert "speculative_algorithm == 'DFLASH'" in error["condition"]
+
+
+def test_json_api_takes_the_profile_in_the_body_or_the_query(db: Path) -> None:
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    body = {
+        "version": "v0.2.0",
+        "command": "--model-path m --enable-two-batch-overlap",
+        "profile": {"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "sm": 100},
+    }
+    posted = client.post("/api/explain", json=body).json()
+    query = "version=v0.2.0&command=--model-path+m+--enable-two-batch-overlap"
+    got = client.get(f"/api/explain?{query}&arch=GlmMoeForCausalLM&quant=modelopt_fp4&sm=100")
+    assert got.status_code == 200
+    for answer in (posted, got.json()):
+        assert answer["profile"]["platform"] == "cuda"
+        rows = {e["field"]: e for e in answer["effective"]}
+        assert set(rows["moe_runner_backend"]) >= {
+            "field",
+            "flag",
+            "from",
+            "to",
+            "condition",
+            "source",
+        }
+        assert rows["moe_runner_backend"]["to"] == "flashinfer_trtllm"
+        error = next(f for f in answer["findings"] if f["severity"] == "error")
+        assert error["fix"]["add"] == ["--moe-a2a-backend deepep"]
+        assert {"text", "flag", "help"} <= set(answer["tokens"][0])
+        assert isinstance(answer["passed"], list)
+    bad = client.get(f"/api/explain?{query}&platform=tpu")
+    assert bad.status_code == 400 and "unknown platform" in bad.json()["detail"]
+    page = client.get(f"/explain?{query}&arch=GlmMoeForCausalLM&sm=100")
+    assert page.status_code == 200 and "Effective configuration" in page.text
+    assert "arch=GlmMoeForCausalLM" in page.text  # the fix link keeps the profile
+
+
+def test_cli_takes_a_profile(db: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli import cli
+
+    args = ["explain", "--db", str(db), "--version", "v0.2.0"]
+    command = ["--", "--model-path", "m", "--enable-two-batch-overlap"]
+    flags = ["--arch", "GlmMoeForCausalLM", "--quant", "modelopt_fp4", "--sm", "100"]
+    result = CliRunner().invoke(cli, [*args, *flags, *command])
+    assert result.exit_code == 1, result.output
+    assert "fix (verified): add --moe-a2a-backend deepep" in result.output
+    assert "--moe-runner-backend: auto → flashinfer_trtllm" in result.output
+    profile = '{"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "sm": 90}'
+    hopper = CliRunner().invoke(cli, [*args, "--profile", profile, "--json", *command])
+    answer = json.loads(hopper.stdout)
+    assert answer["profile"]["sm"] == 90
+    assert "moe_runner_backend" not in {e["field"] for e in answer["effective"]}
+    bad = CliRunner().invoke(cli, [*args, "--platform", "tpu", *command])
+    assert bad.exit_code == 2 and "Unusable profile" in bad.output
+
+
+def test_era_1_inline_adjustments(session: Session) -> None:
+    rocm = Profile.parse({"platform": "rocm"})
+    rows = effective(explain(session, "v0.1.0", "--model-path m", profile=rocm))
+    assert rows["attention_backend"]["to"] == "triton"
+    command = "--model-path m --tp-size 4 --enable-torch-compile --disable-cuda-graph"
+    result = explain(session, "v0.1.0", command, profile=GLM_FP4_B200)
+    error = next(f for f in result["findings"] if f["severity"] == "error")
+    assert error["message"].startswith("assertion fails at server_args.py:")
+    # switching the compile off is verified; it would not be if it exposed a new error
+    assert error["fix"]["remove"] in (["--disable-cuda-graph"], ["--enable-torch-compile"])
+    (undecidable,) = [f for f in result["findings"] if f["kind"] == "undecidable"]
+    assert undecidable["needs"] == ["GPU memory"]
+
+
+def test_era_3_hook_reached_through_the_model_handler(session: Session) -> None:
+    big = Profile.parse({"arch": "BigMoeForCausalLM", "sm": 100})
+    result = explain(session, "v0.3.0", "--model-path m", profile=big)
+    moe = effective(result)["moe_runner_backend"]
+    assert moe["to"] == "flashinfer_trtllm"
+    assert moe["source"]["path"].endswith("arg_groups/big_moe_hook.py")
+    assert "model_arch in ['BigMoeForCausalLM']" in moe["condition"]
+    # the local model_arch comes from the profile: another model takes no branch
+    other = explain(session, "v0.3.0", "--model-path m", profile=Profile.parse({"sm": 100}))
+    assert isinstance(other["effective"], list)
+    assert "moe_runner_backend" not in effective(
+        explain(
+            session, "v0.3.0", "--model-path m", profile=Profile.parse({"arch": "Llama", "sm": 100})
+        )
+    )
+    # pipeline parallelism trips the backend the hook chose; the fix picks another value
+    piped = explain(session, "v0.3.0", "--model-path m --pp-size 2", profile=big)
+    error = next(f for f in piped["findings"] if f["severity"] == "error")
+    assert "flashinfer_trtllm MoE does not support" in error["message"]
+    assert error["fix"]["add"] == ["--moe-runner-backend triton"]
+    # deepep needs GPU memory the profile does not give: undecidable, saying so
+    deep = explain(session, "v0.3.0", "--model-path m --moe-a2a-backend deepep", profile=big)
+    (undecidable,) = [f for f in deep["findings"] if f["kind"] == "undecidable"]
+    assert undecidable["needs"] == ["GPU memory"]
+    assert undecidable["source"]["path"].endswith("big_moe_hook.py")

@@ -1,0 +1,204 @@
+"""The simulator on synthetic SGLang-like modules held in memory: call order, caller
+conditions, locals from the profile, undecidable predicates naming their missing fact,
+and the bounds that keep hostile code harmless."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+
+from kb.explain.predicates import Profile, ProfileError, Unknown
+from kb.explain.simulate import Module, Result, Simulator, parse_module
+from tests import sim_repos
+
+ARGS = "python/sglang/srt/server_args.py"
+
+
+def modules(files: dict[str, str]) -> dict[str, Module]:
+    out = {}
+    for path, text in files.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None
+        out[path] = mod
+    return out
+
+
+ERA2_FILES = {
+    ARGS: sim_repos.ERA2,
+    sim_repos.UTILS: sim_repos.UTILS_TEXT,
+    sim_repos.MODEL_CONFIG: sim_repos.MODEL_CONFIG_TEXT,
+    sim_repos.ENVIRON: sim_repos.ENVIRON_TEXT,
+}
+ERA2_FIELDS: dict[str, Any] = {
+    "model_path": "m",
+    "tp_size": 1,
+    "pp_size": 1,
+    "quantization": None,
+    "attention_backend": None,
+    "moe_runner_backend": "auto",
+    "moe_a2a_backend": "none",
+    "enable_two_batch_overlap": False,
+    "enable_mixed_chunk": False,
+    "disable_overlap_schedule": False,
+    "mem_fraction_static": None,
+}
+
+
+def run(files: dict[str, str], fields: dict[str, Any], profile: dict | None = None) -> Result:
+    mods = modules(files)
+    sim = Simulator(mods.get, mods[ARGS], fields, Profile.parse(profile), given={"model_path"})
+    return sim.run()
+
+
+def changes(result: Result) -> dict[str, Any]:
+    return {c.field: c.after for c in result.changes if c.certain}
+
+
+GLM_FP4_B200 = {"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "sm": 100, "gpus": 8}
+
+
+def test_handlers_run_in_order_and_later_ones_see_earlier_changes() -> None:
+    result = run(ERA2_FILES, ERA2_FIELDS, GLM_FP4_B200)
+    called = [name for name, _ in result.calls]
+    assert called[:5] == [
+        "__post_init__",
+        "_handle_gpu_memory",
+        "_handle_model_specific_adjustments",
+        "_handle_attention_backend",
+        "_handle_moe",
+    ]
+    got = changes(result)
+    # the model handler sets the quantization from the config, then the backend;
+    # the MoE handler, later, reads that backend and disables the fusion
+    assert got["quantization"] == "modelopt_fp4"
+    assert got["moe_runner_backend"] == "flashinfer_trtllm"
+    assert got["disable_shared_experts_fusion"] is True
+    assert got["attention_backend"] == "trtllm_mha"
+    trtllm = next(c for c in result.changes if c.field == "moe_runner_backend")
+    assert trtllm.path == ARGS
+    source = textwrap.dedent(sim_repos.ERA2).splitlines()
+    assert 'self.moe_runner_backend = "flashinfer_trtllm"' in source[trtllm.line - 1]
+    assert any("is_sm100_supported()" in c for c in trtllm.conditions)
+    # predicates are cited to their definitions in the version's own files
+    sm100 = result.predicates["is_sm100_supported"]
+    assert (sm100.path, sm100.value) == (sim_repos.UTILS, True)
+    assert sm100.line is not None and sm100.line > 1
+
+
+def test_other_hardware_takes_other_branches() -> None:
+    hopper = changes(run(ERA2_FILES, ERA2_FIELDS, {**GLM_FP4_B200, "sm": 90}))
+    assert "moe_runner_backend" not in hopper and "quantization" not in hopper
+    assert hopper["attention_backend"] == "fa3"
+    rocm = changes(run(ERA2_FILES, ERA2_FIELDS, {"arch": "LlamaForCausalLM", "platform": "rocm"}))
+    assert rocm["attention_backend"] == "aiter"
+
+
+def test_without_a_profile_model_branches_are_unknown_and_say_why() -> None:
+    result = run(ERA2_FILES, ERA2_FIELDS)
+    backend = result.fields["attention_backend"]
+    assert isinstance(backend, Unknown)
+    assert any("platform" in n for n in backend.needs)
+    assert "moe_runner_backend" not in changes(result)
+
+
+def test_an_undecidable_predicate_names_its_missing_fact() -> None:
+    result = run(ERA2_FILES, {**ERA2_FIELDS, "tp_size": 8}, GLM_FP4_B200)
+    check = next(c for c in result.checks if "40 GB" in c.message)
+    assert check.outcome == "unknown"
+    assert check.needs == ("GPU memory",)
+    memory = result.fields["mem_fraction_static"]
+    assert isinstance(memory, Unknown) and memory.needs == ("GPU memory",)
+    assert set(memory.options or ()) == {0.85, 0.8}
+
+
+def test_environment_variables_are_assumed_unset_and_reported() -> None:
+    result = run(ERA2_FILES, ERA2_FIELDS, GLM_FP4_B200)
+    assert "environment variable FIXTURE_FORCE_TRITON is not set" in result.assumptions.values()
+    unknown_env = run(ERA2_FILES, ERA2_FIELDS, {**GLM_FP4_B200, "env": "unknown"})
+    assert isinstance(unknown_env.fields["attention_backend"], Unknown)
+
+
+def test_check_server_args_runs_after_post_init() -> None:
+    result = run(ERA2_FILES, {**ERA2_FIELDS, "enable_two_batch_overlap": True}, GLM_FP4_B200)
+    (error,) = result.errors
+    assert error.kind == "raise" and "all-to-all" in error.message
+    assert [name for name, _ in result.calls][-1] == "check_server_args"
+
+
+def test_a_hook_site_carries_the_dispatchers_condition() -> None:
+    files = {ARGS: sim_repos.ERA3, sim_repos.HOOK: sim_repos.HOOK_TEXT}
+    fields = {"model_path": "m", "pp_size": 2, "speculative_algorithm": None}
+    assert run(files, fields).errors == []
+    eagle = run(files, {**fields, "speculative_algorithm": "EAGLE"})
+    assert eagle.errors == [] and changes(eagle)["speculative_num_steps"] == 3
+    dflash = run(files, {**fields, "speculative_algorithm": "DFLASH"})
+    (error,) = dflash.errors
+    assert error.path == sim_repos.HOOK
+    assert "speculative_algorithm == 'DFLASH'" in error.conditions
+    assert ("_handle_dflash", error.conditions[:-1]) in dflash.calls
+
+
+def test_hostile_code_is_never_run_and_loops_are_bounded(tmp_path: Any) -> None:
+    marker = tmp_path / "pwned"
+    hostile = f"""
+    import os
+    os.system("touch {marker}")
+
+
+    class ServerArgs:
+        def __post_init__(self):
+            os.system("touch {marker}")
+            open("{marker}", "w").write("x")
+            while True:
+                self.x = self.x + 1
+            self.__post_init__()
+            for i in range(10**12):
+                self.y = i
+    """
+    result = run({ARGS: hostile}, {"x": 1})
+    assert not marker.exists()
+    assert result.truncated is None
+    assert isinstance(result.fields["x"], Unknown)
+
+
+def test_profile_parsing() -> None:
+    config = {
+        "architectures": ["GlmMoeForCausalLM"],
+        "quantization_config": {"quant_method": "modelopt_fp4"},
+        "model_type": "glm4_moe",
+    }
+    profile = Profile.parse({"config": config, "sm": "sm100", "gpus": "8"})
+    assert profile is not None
+    assert (profile.arch, profile.quant, profile.platform, profile.sm, profile.gpus) == (
+        "GlmMoeForCausalLM",
+        "modelopt_fp4",
+        "cuda",
+        100,
+        8,
+    )
+    assert profile.hf_attr("model_type") == "glm4_moe"
+    assert Profile.parse({}) is None
+    assert Profile.parse({"packages": "assume-ok"}) is None
+    with pytest.raises(ProfileError):
+        Profile.parse({"platform": "tpu"})
+    with pytest.raises(ProfileError):
+        Profile.parse({"config": "{not json"})
+
+
+def test_handing_the_server_args_to_code_we_do_not_hold_is_reported() -> None:
+    source = """
+    from sglang.srt.speculative.registry import lookup
+
+
+    class ServerArgs:
+        def __post_init__(self):
+            if self.speculative_algorithm is not None:
+                algo = lookup(self.speculative_algorithm)
+                algo.validate(self)
+    """
+    result = run({ARGS: source}, {"speculative_algorithm": "DFLASH"})
+    (opaque,) = [c for c in result.checks if c.kind == "opaque"]
+    assert "algo.validate()" in opaque.message and "speculative_algorithm" in opaque.reads
+    assert result.errors == []
