@@ -56,6 +56,7 @@ class Module:
     imports: dict[str, tuple[str, str | None]]  # local name -> (module, attribute)
     assigns: dict[str, ast.expr]  # module-level NAME = expr
     lines: dict[str, int]  # where each module-level name is defined
+    constants: dict[str, Any] = field(default_factory=dict)  # literal assigns, evaluated once
 
 
 def module_path(dotted: str) -> list[str]:
@@ -487,6 +488,7 @@ class Simulator:
         self.steps = 0
         self.stack: list[str] = []
         self.reads: set[str] = set()  # field reads of the expression being evaluated
+        self.written: set[str] = set()  # fields assigned since the innermost fork began
         self.modules_seen: dict[str, Module | None] = {}
 
     # --- entry ------------------------------------------------------------------------
@@ -539,10 +541,14 @@ class Simulator:
         if name in mod.imports:
             return self.resolve_import(name, mod.imports[name])
         if name in mod.assigns:
-            value = mod.assigns[name]
-            if isinstance(value, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.Dict):
-                return self.eval(value, Frame(mod, "<module>", {}), Ctx())
-            return Symbol(name)
+            if name not in mod.constants:
+                value = mod.assigns[name]
+                mod.constants[name] = (
+                    self.eval(value, Frame(mod, "<module>", {}), Ctx())
+                    if isinstance(value, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.Dict)
+                    else Symbol(name)
+                )
+            return copy.copy(mod.constants[name])  # callers must not share a mutable list
         if name in _PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance"):
             return Named(name, "builtins")
         if name == "True":
@@ -679,15 +685,20 @@ class Simulator:
         the branches agree on stays known, others become Unknown with both as options. The
         first branch is the one taken when the condition holds (`likely` True)."""
         fields, local = dict(self.fields), dict(frame.locals)
+        outer_written = self.written
         states = []
+        touched: set[str] = set()
         for body, ctx in (first, second):
             self.fields, frame.locals = dict(fields), dict(local)
+            self.written = set()
             with contextlib.suppress(_Break, _Continue):
                 self.block(body, frame, ctx)
             states.append((self.fields, frame.locals))
+            touched |= self.written
+        self.written = outer_written | touched
         pick = None if likely is None else (0 if likely else 1)
         (fa, la), (fb, lb) = states
-        self.fields = self.merge(fa, fb, fields, needs, pick, given=True)
+        self.fields = self.merge(fa, fb, fields, needs, pick, given=True, keys=touched)
         frame.locals = self.merge(la, lb, local, needs, pick, given=False)
 
     def merge(
@@ -698,9 +709,10 @@ class Simulator:
         needs: tuple[str, ...],
         pick: int | None,
         given: bool,
+        keys: set[str] | None = None,  # the only keys that may differ, when known
     ) -> dict[str, Any]:
         out = dict(a)
-        for key in a.keys() | b.keys():
+        for key in keys if keys is not None else a.keys() | b.keys():
             va, vb = a.get(key, _ABSENT), b.get(key, _ABSENT)
             if va is vb or _same(va, vb):
                 continue
@@ -780,6 +792,7 @@ class Simulator:
         before = self.fields.get(name, _ABSENT)
         # inside an undecided branch the value holds on that path; `fork` merges the paths
         self.fields[name] = value
+        self.written.add(name)
         if before is _ABSENT and name in ("model_config",):
             return
         if not ctx.needs and _same(before, value):
