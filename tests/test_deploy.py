@@ -253,3 +253,10 @@ def test_era_3_hook_reached_through_the_model_handler(session: Session) -> None:
     (undecidable,) = [f for f in deep["findings"] if f["kind"] == "undecidable"]
     assert undecidable["needs"] == ["GPU memory"]
     assert undecidable["source"]["path"].endswith("big_moe_hook.py")
+
+
+def test_environment_assignments_in_the_command_feed_the_simulation(session: Session) -> None:
+    command = "FIXTURE_FORCE_TRITON=1 python -m sglang.launch_server --model-path m"
+    result = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
+    assert effective(result)["attention_backend"]["to"] == "triton"
+    assert "environment variable FIXTURE_FORCE_TRITON=1" in result["assumptions"]

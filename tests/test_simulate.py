@@ -202,3 +202,17 @@ def test_handing_the_server_args_to_code_we_do_not_hold_is_reported() -> None:
     (opaque,) = [c for c in result.checks if c.kind == "opaque"]
     assert "algo.validate()" in opaque.message and "speculative_algorithm" in opaque.reads
     assert result.errors == []
+
+
+def test_environment_variables_the_command_sets_are_used() -> None:
+    mods = modules(ERA2_FILES)
+    sim = Simulator(
+        mods.get,
+        mods[ARGS],
+        ERA2_FIELDS,
+        Profile.parse(GLM_FP4_B200),
+        environ={"FIXTURE_FORCE_TRITON": "1"},
+    )
+    result = sim.run()
+    assert changes(result)["attention_backend"] == "triton"
+    assert "environment variable FIXTURE_FORCE_TRITON=1" in result.assumptions.values()

@@ -11,6 +11,7 @@ distinct file for the life of the process (~60 ms for server_args.py).
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -107,6 +108,28 @@ def initial_fields(facts: VersionFacts, analysis: Analysis) -> dict[str, Any]:
     return {k: Unknown((v.reason,)) if isinstance(v, Undecidable) else v for k, v in fields.items()}
 
 
+ENV_WORD = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+def command_environ(command: str) -> dict[str, str]:
+    """Environment variables the command sets: `X=1 python -m ...`, `env X=1 ...`,
+    `docker run -e X=1 ...`. Words after the first `--flag` are flag values, not these."""
+    try:
+        words = shlex.split(command.replace("\\\n", " "), posix=True)
+    except ValueError:
+        return {}
+    out: dict[str, str] = {}
+    flags_started = False
+    after_e = False
+    for word in words:
+        flags_started = flags_started or word.startswith("--") and word not in ("--env",)
+        match = ENV_WORD.match(word)
+        if match and (after_e or not flags_started):
+            out[match.group(1)] = match.group(2)
+        after_e = word in ("-e", "--env")
+    return out
+
+
 def simulatable(modules: Callable[[str], Module | None]) -> bool:
     """The version's ServerArgs source is stored and has the __post_init__ to replay."""
     entry = modules(SERVER_ARGS)
@@ -122,6 +145,7 @@ def simulate(
     modules: Callable[[str], Module | None],
     profile: Profile | None,
     cite: Cite,
+    environ: dict[str, str] | None = None,
 ) -> Simulation | None:
     entry = modules(SERVER_ARGS)
     if entry is None or not simulatable(modules):
@@ -129,7 +153,13 @@ def simulate(
     canon = analysis.env.canon
     given = {canon(d) for d in analysis.given}
     sim = Simulator(
-        modules, entry, initial_fields(facts, analysis), profile, canon=canon, given=given
+        modules,
+        entry,
+        initial_fields(facts, analysis),
+        profile,
+        canon=canon,
+        given=given,
+        environ=environ,
     )
     result = sim.run()
     return _report(facts, analysis, result, given, profile, cite)

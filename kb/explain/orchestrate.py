@@ -12,6 +12,7 @@ from kb.explain.compare import compare
 from kb.explain.deploy import (
     Simulation,
     annotate,
+    command_environ,
     fix_candidates,
     fixed_command,
     profile_options,
@@ -78,7 +79,7 @@ def run(
     def cite(path: str, line: int, end: int) -> dict[str, Any]:
         return citation(version, path, line, end)
 
-    sim = simulate(facts, analysis, modules, profile, cite)
+    sim = simulate(facts, analysis, modules, profile, cite, command_environ(command))
     if sim is not None:
         kept = [f for f in analysis.findings if f["kind"] not in ("constraint", "undecidable")]
         analysis.findings = sorted(

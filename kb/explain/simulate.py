@@ -462,8 +462,10 @@ class Simulator:
         canon: Callable[[str], str] = lambda name: name,
         class_name: str = "ServerArgs",
         given: Iterable[str] = (),
+        environ: dict[str, str] | None = None,
     ) -> None:
         given = set(given)
+        self.environ = dict(environ or {})  # variables the command sets (`X=1 python -m ...`)
         self.modules = modules
         self.entry = entry
         self.fields = dict(fields)
@@ -946,6 +948,17 @@ class Simulator:
     def env(self, name: Any, default: Any) -> Any:
         if not isinstance(name, str):
             return unknown("an environment variable")
+        if name in self.environ:
+            raw = self.environ[name]
+            self.result.assumptions[f"env:{name}"] = f"environment variable {name}={raw}"
+            if isinstance(default, bool):
+                return raw.strip().lower() in ("1", "true", "yes", "on")
+            if isinstance(default, int):
+                try:
+                    return int(raw)
+                except ValueError:
+                    return unknown(f"environment variable {name} as a number")
+            return raw
         if self.profile.env != "assume-unset":
             return unknown(f"environment variable {name}")
         self.result.assumptions[f"env:{name}"] = f"environment variable {name} is not set"
