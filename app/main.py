@@ -16,7 +16,19 @@ from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.templating import STATIC
-from app.views import backends, constraints, diff, enums, explain, flags, home, search, source
+from app.views import (
+    backends,
+    constraints,
+    diff,
+    docsdrift,
+    enums,
+    env,
+    explain,
+    flags,
+    home,
+    search,
+    source,
+)
 from app.views.common import error_response, pinned_context, suggestion_url
 from kb.queries import MAX_NAME, NotFound
 from kb.schema import database_url, make_engine
@@ -192,6 +204,8 @@ def create_app(db_url: str | None = None) -> FastAPI:
     app.include_router(search.router)
     app.include_router(diff.router)
     app.include_router(explain.router)
+    app.include_router(env.router)
+    app.include_router(docsdrift.router)
     # The source view of a big file is ~1.5 MB of HTML; compressed it is a tenth of that.
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=5)
     app.add_middleware(SecurityHeaders)

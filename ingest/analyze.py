@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ingest.constraints import extract_constraints
+from ingest.docs import doc_kind, parse_docs
+from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
 from ingest.sites import scan
 from kb.pyast import PARSE_FAILURES
 
-ANALYZER_VERSION = 6
+ANALYZER_VERSION = 7
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
@@ -30,7 +32,17 @@ def kind_of(path: str) -> str:
         return "server_args"
     if path.startswith(HOOK_DIR):
         return "hook"
+    if path == ENVIRON_PATH:
+        return "environ"
+    docs = doc_kind(path)
+    if docs is not None:
+        return "docs_" + docs
     return "plain"
+
+
+def empty_facts() -> dict[str, Any]:
+    """The facts of a file with nothing in it (the shape every kind shares)."""
+    return {"reads": [], "choices": [], "enum_refs": [], "enums": [], "lines": {}, "env": []}
 
 
 def facts_key(sha: str, kind: str) -> str:
@@ -38,13 +50,25 @@ def facts_key(sha: str, kind: str) -> str:
 
 
 def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
+    if kind.startswith("docs_"):
+        facts = empty_facts()
+        facts["warnings"] = []
+        facts["docs"] = parse_docs(data.decode("utf-8", "replace"), kind.removeprefix("docs_"))
+        return facts
     facts = scan(data)
     facts["warnings"] = []
+    env_sites, env_lines = scan_env(data, kind == "server_args")
+    facts["env"] = env_sites
+    for no, line in env_lines.items():
+        facts["lines"].setdefault(no, line)
     if kind == "plain":
         return facts
     text = data.decode("utf-8", "replace")
     try:
         tree = ast.parse(text)
+        if kind == "environ":
+            facts["env_decl"] = extract_declarations(tree, text, path)
+            return facts
         facts["constraints"] = extract_constraints(tree, path)
         if kind == "server_args":
             extraction = extract_flags(tree, text, path)
@@ -94,7 +118,9 @@ def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
     Reads of server args, enum classes and references are cited whatever the version; a
     file with only string comparisons rarely is, and the parent reads those few itself.
     """
-    return kind != "plain" or bool(facts["reads"] or facts["enum_refs"] or facts["enums"])
+    return kind != "plain" or bool(
+        facts["reads"] or facts["enum_refs"] or facts["enums"] or facts["env"]
+    )
 
 
 _reader: BlobReader | None = None

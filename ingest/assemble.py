@@ -17,6 +17,7 @@ from typing import Any
 
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.constraints import site_key
+from ingest.env_rows import docs_rows, env_rows
 from ingest.flags import module_path_candidates, resolve_external
 
 # Packages with a ServerArgs class of their own (the diffusion server): their
@@ -38,6 +39,10 @@ class VersionRows:
     constraints: list[dict[str, Any]] = field(default_factory=list)
     usages: list[dict[str, Any]] = field(default_factory=list)
     choice_sites: list[dict[str, Any]] = field(default_factory=list)
+    env_vars: list[dict[str, Any]] = field(default_factory=list)
+    env_sites: list[dict[str, Any]] = field(default_factory=list)
+    env_prefix_aliases: list[dict[str, Any]] = field(default_factory=list)
+    docs: list[dict[str, Any]] = field(default_factory=list)
     cited: dict[str, str] = field(default_factory=dict)  # path -> sha
     warnings: list[dict[str, Any]] = field(default_factory=list)
 
@@ -49,6 +54,9 @@ class VersionRows:
             "usages": len(self.usages),
             "choice_sites": len(self.choice_sites),
             "ambiguous_choice_sites": sum(1 for c in self.choice_sites if c["flag"] is None),
+            "env_vars": len(self.env_vars),
+            "env_sites": len(self.env_sites),
+            "docs_entries": len(self.docs),
             "warnings": len(self.warnings),
         }
 
@@ -165,6 +173,10 @@ def assemble(
 
     _constraints(rows, files, facts_of, option_of)
     _usages(rows, files, facts_of, option_of)
+    rows.env_vars, rows.env_sites, rows.env_prefix_aliases = env_rows(
+        files, facts_of, option_of, rows.cited
+    )
+    rows.docs = docs_rows(files, facts_of, rows.cited)
 
     enums = [
         (path, e)

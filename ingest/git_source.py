@@ -139,6 +139,24 @@ def list_python_files(repo: Path, commit: str) -> dict[str, str]:
     return files
 
 
+def list_files(repo: Path, commit: str) -> dict[str, str]:
+    """path -> blob sha of every .py file under python/ and of the docs pages that list
+    flags or environment variables (server_arguments.md, environment_variables.md, wherever
+    they moved under docs/), from one ls-tree."""
+    from ingest.docs import doc_kind
+
+    out = _git(repo, "ls-tree", "-r", "--full-tree", commit, "--", "python", "docs")
+    files = {}
+    for line in out.splitlines():
+        meta, path = line.split("\t", 1)
+        mode, kind, sha = meta.split()
+        if kind != "blob" or mode == "120000":
+            continue
+        if (path.startswith("python/") and path.endswith(".py")) or doc_kind(path):
+            files[path] = sha
+    return files
+
+
 class BlobReader:
     """Reads blob contents through one long-lived `git cat-file --batch` process.
 

@@ -22,7 +22,14 @@ from typing import Any
 
 from ingest.analyze import _worker_init, analyze_batch, facts_key, kind_of
 from ingest.assemble import assemble
-from ingest.git_source import BlobReader, Ref, list_python_files, list_tags, open_repo, resolve_ref
+from ingest.git_source import (
+    BlobReader,
+    Ref,
+    list_files,
+    list_tags,
+    open_repo,
+    resolve_ref,
+)
 from ingest.store import existing_versions, load_facts, save_facts, write_version
 from ingest.versions import select
 from kb.schema import EXTRACTOR_VERSION, create_schema, make_engine
@@ -93,7 +100,7 @@ def run(
         summary.seconds = time.perf_counter() - started
         return summary
 
-    trees = {ref.label: list_python_files(gitdir, ref.commit) for ref in todo}
+    trees = {ref.label: list_files(gitdir, ref.commit) for ref in todo}
     wanted: dict[str, tuple[str, str, str]] = {}  # facts key -> (sha, kind, path)
     first_needed: dict[str, int] = {}  # facts key -> index of the first version that has it
     last_needed: dict[int, list[str]] = {}  # version index -> keys no later version has

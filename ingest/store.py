@@ -22,7 +22,10 @@ from kb.schema import (
     BlobFacts,
     ChoiceSite,
     ConstraintSite,
+    DocEntry,
     Enum,
+    EnvSite,
+    EnvVar,
     Flag,
     UsageSite,
     Version,
@@ -30,7 +33,9 @@ from kb.schema import (
     dumps,
 )
 
-PER_VERSION_TABLES = [Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, VersionFile]
+PER_VERSION_TABLES = [
+    Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, EnvVar, EnvSite, DocEntry, VersionFile,
+]  # fmt: skip
 
 
 def existing_versions(engine: Engine) -> dict[str, int]:
@@ -96,7 +101,12 @@ def write_version(
     `before_commit(label)` runs inside the open transaction (tests use it to kill -9 there).
     """
     t = {m: m.__table__ for m in [Version, Blob, *PER_VERSION_TABLES]}  # type: ignore[attr-defined]
-    report = {"counts": rows.counts(), "warnings": rows.warnings, "seconds": round(seconds, 3)}
+    report = {
+        "counts": rows.counts(),
+        "warnings": rows.warnings,
+        "seconds": round(seconds, 3),
+        "env_prefix_aliases": rows.env_prefix_aliases,
+    }
     with engine.begin() as conn:
         old = conn.execute(select(t[Version].c.id).where(t[Version].c.name == ref.label)).scalar()
         if old is not None:
@@ -166,6 +176,7 @@ def write_version(
                 for c in rows.choice_sites
             ],
         )
+        _insert_env(conn, t, vid, rows)
         _insert(
             conn,
             t[VersionFile],
@@ -177,6 +188,68 @@ def write_version(
         _rerank(conn)
         if before_commit is not None:
             before_commit(ref.label)
+
+
+def _insert_env(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows) -> None:
+    """Environment variables, their sites and the docs entries of one version."""
+
+    def as_json(value: Any) -> str | None:
+        return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+    _insert(
+        conn,
+        t[EnvVar],
+        [
+            {
+                "version_id": vid,
+                **{k: v[k] for k in ENV_VAR_COLUMNS},
+                "default": as_json(v["default"]),
+                "deprecated_names": dumps(v["deprecated_names"]),
+                "flags": dumps(v["flags"]),
+            }
+            for v in rows.env_vars
+        ],
+    )
+    _insert(
+        conn,
+        t[EnvSite],
+        [
+            {
+                "version_id": vid,
+                **{k: s[k] for k in ENV_SITE_COLUMNS},
+                "default": as_json(s["default"]),
+                "flags": dumps(s["flags"]),
+            }
+            for s in rows.env_sites
+        ],
+    )
+    _insert(
+        conn,
+        t[DocEntry],
+        [
+            {
+                "version_id": vid,
+                "kind": d["kind"],
+                "name": d["names"][0],
+                "names": dumps(d["names"]),
+                "form": d["form"],
+                "description": d["description"],
+                "default": d["default"],
+                "choices": as_json(d["choices"]),
+                "type": d["type"],
+                "path": d["path"],
+                "line": d["line"],
+            }
+            for d in rows.docs
+        ],
+    )
+
+
+ENV_VAR_COLUMNS = [
+    "name", "declared", "type", "default_expr", "replacement", "comment", "section", "reads",
+    "writes", "path", "line", "end_line",
+]  # fmt: skip
+ENV_SITE_COLUMNS = ["name", "access", "how", "function", "path", "line", "end_line", "text"]
 
 
 def _insert(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:

@@ -320,6 +320,9 @@ class DiffSummary(Model):
     constraints_removed: int
     constraints_changed: int
     enums_changed: int
+    env_added: int = 0
+    env_removed: int = 0
+    env_changed: int = 0  # variables with a changed field
 
 
 class Rename(Model):
@@ -360,6 +363,10 @@ class EnumChange(Model):
     source: Citation
 
 
+class EnvChange(FieldChange):
+    name: str  # the environment variable
+
+
 class Diff(Model):
     from_: str = From()
     to: str
@@ -377,6 +384,9 @@ class Diff(Model):
     enums_added: list[Enum]
     enums_removed: list[Enum]
     enums_changed: list[EnumChange]
+    env_added: list[str] = []
+    env_removed: list[str] = []
+    env_changed: list[EnvChange] = []
 
 
 # --- search --------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlmodel import Session, col, or_, select
 
-from kb.schema import ConstraintSite, Enum, Flag, Version, loads, option_to_dest
+from kb.schema import ConstraintSite, Enum, EnvVar, Flag, Version, loads, option_to_dest
 
 # Fields compared between two rows of the same flag, in the order they are reported.
 FIELDS = ("dest", "type", "default", "choices", "aliases", "action", "nargs", "help", "deprecated")
@@ -259,6 +259,7 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "enums_changed": enums["changed"],
         "flags_from": a,
         "flags_to": b,
+        **diff_env(session, old, new),
     }
     result["summary"] = {
         "added": len(added),
@@ -270,6 +271,9 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "constraints_removed": len(result["constraints_removed"]),
         "constraints_changed": len(result["constraints_changed"]),
         "enums_changed": len(enums["added"]) + len(enums["removed"]) + len(enums["changed"]),
+        "env_added": len(result["env_added"]),
+        "env_removed": len(result["env_removed"]),
+        "env_changed": len({c["name"] for c in result["env_changed"]}),
     }
     return result
 
@@ -342,3 +346,44 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
                 events.append({"version": version.name, **change})
         prev = row
     return events
+
+
+# --- environment variables ------------------------------------------------------------------
+
+# Fields compared between two rows of one variable (history and diff), in report order.
+ENV_FIELDS = ("type", "default", "deprecated_names", "declared")
+
+
+def _values(var: EnvVar) -> dict[str, Any]:
+    return {
+        "type": var.type,
+        "default": loads(var.default) if var.default is not None else var.default_expr,
+        "deprecated_names": loads(var.deprecated_names) or [],
+        "declared": var.declared,
+    }
+
+
+def compare_env(old: EnvVar, new: EnvVar) -> list[dict[str, Any]]:
+    a, b = _values(old), _values(new)
+    return [{"field": f, "from": a[f], "to": b[f]} for f in ENV_FIELDS if a[f] != b[f]]
+
+
+def _env(session: Session, version: Version) -> list[EnvVar]:
+    return list(session.exec(select(EnvVar).where(EnvVar.version_id == version.id)))
+
+
+def diff_env(session: Session, old: Version, new: Version) -> dict[str, Any]:
+    """{"env_added": [name], "env_removed": [name], "env_changed": [{"name", "field", "from",
+    "to"}]} going from `old` to `new`."""
+    a = {v.name: v for v in _env(session, old)}
+    b = {v.name: v for v in _env(session, new)}
+    changed = [
+        {"name": name, **change}
+        for name in sorted(a.keys() & b.keys())
+        for change in compare_env(a[name], b[name])
+    ]
+    return {
+        "env_added": sorted(b.keys() - a.keys()),
+        "env_removed": sorted(a.keys() - b.keys()),
+        "env_changed": changed,
+    }

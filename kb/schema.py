@@ -124,6 +124,66 @@ class ChoiceSite(SQLModel, table=True):
     __table_args__ = (Index("ix_choice_version_value", "version_id", "value"),)
 
 
+class EnvVar(SQLModel, table=True):
+    """An environment variable of a version: declared in environ.py, or read by the code."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id", index=True)
+    name: str  # "SGLANG_ENABLE_JIT_DEEPGEMM"
+    declared: bool = False  # declared in environ.py (Envs), not only read somewhere
+    type: str | None = None  # bool | int | float | str | tuple, else unknown
+    default: str | None = None  # JSON of the value when it is static
+    default_expr: str | None = None  # source text when it is not
+    deprecated_names: str = "[]"  # JSON names still read in its place (EnvBoolWithAlias)
+    replacement: str | None = None  # for a deprecated name: the variable replacing it
+    comment: str = ""  # the comment on or above the declaration
+    section: str | None = None  # the heading comment of its group in environ.py
+    flags: str = "[]"  # JSON options whose handling reads or writes it
+    reads: int = 0
+    writes: int = 0
+    path: str  # the declaration, else the first read
+    line: int
+    end_line: int
+
+    __table_args__ = (Index("ix_envvar_version_name", "version_id", "name"),)
+
+
+class EnvSite(SQLModel, table=True):
+    """Where the code reads or writes an environment variable."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id")
+    name: str
+    access: str = "read"  # read | write | check ("X" in os.environ)
+    how: str  # environ.get | getenv | environ[] | get_bool_env_var | envs.get | literal ...
+    default: str | None = None  # JSON of a literal default given at the read
+    function: str = ""  # enclosing function, when known
+    flags: str = "[]"  # JSON options read by the statement or its enclosing conditions
+    path: str
+    line: int
+    end_line: int
+    text: str
+
+    __table_args__ = (Index("ix_envsite_version_name", "version_id", "name"),)
+
+
+class DocEntry(SQLModel, table=True):
+    """A flag or environment variable named in the version's hand-written docs."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id", index=True)
+    kind: str  # flag | env
+    name: str  # the first name of the row, as written
+    names: str = "[]"  # JSON all names of the row (`--tp-size`<br>`--tensor-parallel-size`)
+    form: str = "option"  # option | dest (2024 bullets) | env
+    description: str = ""
+    default: str | None = None  # the Defaults cell, as text
+    choices: str | None = None  # JSON list from the Options cell
+    type: str | None = None  # "Type: int" in the Options cell
+    path: str
+    line: int
+
+
 class VersionFile(SQLModel, table=True):
     """Cited files of a version: path -> blob sha."""
 

@@ -69,6 +69,9 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
                 }
                 for e in d["enums_changed"]
             ],
+            "env_added": d["env_added"],
+            "env_removed": d["env_removed"],
+            "env_changed": d["env_changed"],
         }
     )
 

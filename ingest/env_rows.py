@@ -1,0 +1,147 @@
+"""One version's environment variables and docs entries, from its files' cached facts.
+
+A variable is every name environ.py declares plus every name the code reads or writes
+(`declared` tells them apart). A declared variable's type and default come from its
+declaration; another's from its reads (`get_int_env_var` -> int, `os.environ.get("X", "1")`
+-> "1"). Sites are tied to the flags their statement or enclosing conditions read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from ingest.env import ENVIRON_PATH
+
+# The diffusion server (its own ServerArgs and variables) is another program.
+OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
+TEST_PATHS = ("python/sglang/test/", "test/")
+
+
+def env_rows(
+    files: dict[str, str],
+    facts_of: Callable[[str], dict[str, Any]],
+    option_of: dict[str, str],
+    cited: dict[str, str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(variables, sites, prefix aliases); cites the files they come from in `cited`."""
+    decl: dict[str, Any] = {"vars": [], "prefix_aliases": []}
+    if ENVIRON_PATH in files:
+        decl = facts_of(ENVIRON_PATH).get("env_decl") or decl
+        if decl["vars"]:
+            cited[ENVIRON_PATH] = files[ENVIRON_PATH]
+    # The deprecated_name="X" string of a declaration is not a read of X.
+    spans = {line for v in decl["vars"] for line in range(v["line"], v["end_line"] + 1)}
+    sites: list[dict[str, Any]] = []
+    for path, sha in files.items():
+        if path.startswith(OTHER_PROGRAMS) or not path.endswith(".py"):
+            continue
+        facts = facts_of(path)
+        found = facts.get("env") or []
+        if not found:
+            continue
+        lines = facts["lines"]
+        for name, line, end, access, how, default, cast, function, dests in found:
+            if path == ENVIRON_PATH and line in spans:
+                continue
+            flags = list(dict.fromkeys(option_of[d] for d in dests if d in option_of))
+            sites.append(
+                {
+                    "name": name,
+                    "access": access,
+                    "how": how,
+                    "default": default,
+                    "cast": cast,
+                    "function": function,
+                    "flags": flags,
+                    "path": path,
+                    "line": line,
+                    "end_line": end,
+                    "text": lines.get(str(line), ""),
+                }
+            )
+        cited[path] = sha
+
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for site in sites:
+        by_name.setdefault(site["name"], []).append(site)
+    declared = {v["name"]: v for v in decl["vars"]}
+    replacement: dict[str, str] = {}
+    for v in decl["vars"]:
+        for old in v["deprecated_names"]:
+            replacement[old] = v["name"]
+    for alias in decl["prefix_aliases"]:
+        for name in by_name:
+            if name.startswith(alias["from"]):
+                new = alias["to"] + name.removeprefix(alias["from"])
+                if new in declared or new in by_name:
+                    replacement.setdefault(name, new)
+
+    variables: list[dict[str, Any]] = []
+    for name in sorted(set(declared) | set(by_name)):
+        reads = by_name.get(name, [])
+        if name in declared:
+            v = declared[name]
+            var = {
+                "name": name,
+                "declared": True,
+                "type": v["type"],
+                "default": v["default"],
+                "default_expr": v["default_expr"],
+                "deprecated_names": v["deprecated_names"],
+                "comment": v["comment"],
+                "section": v["section"],
+                "path": v["path"],
+                "line": v["line"],
+                "end_line": v["end_line"],
+            }
+        else:
+            first = min(reads, key=_source_rank)
+            casts = Counter(s["cast"] for s in reads if s["cast"])
+            defaults = [
+                s["default"] for s in sorted(reads, key=_source_rank) if s["default"] is not None
+            ]
+            var = {
+                "name": name,
+                "declared": False,
+                "type": casts.most_common(1)[0][0] if casts else None,
+                "default": defaults[0] if defaults else None,
+                "default_expr": None,
+                "deprecated_names": [],
+                "comment": "",
+                "section": None,
+                "path": first["path"],
+                "line": first["line"],
+                "end_line": first["end_line"],
+            }
+        var["replacement"] = replacement.get(name)
+        var["reads"] = sum(1 for s in reads if s["access"] != "write")
+        var["writes"] = sum(1 for s in reads if s["access"] == "write")
+        var["flags"] = sorted({f for s in reads for f in s["flags"]})
+        variables.append(var)
+    return variables, sites, decl["prefix_aliases"]
+
+
+def _source_rank(site: dict[str, Any]) -> tuple[int, int, str, int]:
+    """Where an undeclared variable is best cited: a real read (not a bare string), outside
+    tests, with a default, earliest path."""
+    return (
+        site["how"] == "literal" or site["access"] == "write",
+        site["path"].startswith(TEST_PATHS),
+        site["path"],
+        site["line"],
+    )
+
+
+def docs_rows(
+    files: dict[str, str], facts_of: Callable[[str], dict[str, Any]], cited: dict[str, str]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path, sha in sorted(files.items()):
+        entries = facts_of(path).get("docs") if path.startswith("docs/") else None
+        if entries is None:
+            continue
+        cited[path] = sha  # cited even when empty: the drift report names the file
+        out.extend({**e, "path": path} for e in entries)
+    return out

@@ -1,0 +1,175 @@
+"""Environment variables in the knowledge base: JSON shapes, lookups, history and diff.
+
+EnvVar (API contract) = {"name", "type", "default", "deprecated_names", "source"} plus
+declared, default_expr, replacement, comment, section, flags, reads/writes counts, url.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from sqlmodel import Session, col, select
+
+from kb.diff import compare_env
+from kb.queries import MAX_NAME, NotFound, citation, did_you_mean, ordered_versions
+from kb.schema import EnvSite, EnvVar, Version, loads
+
+PREFIXES = ("SGLANG_", "SGL_")
+
+
+def env_url(version: Version, name: str) -> str:
+    return f"/v/{quote(version.name, safe='')}/env/{quote(name, safe='')}"
+
+
+def env_default(var: EnvVar) -> Any:
+    """The static default, else its source text (e.g. "os.path.expanduser('~/.cache')")."""
+    return loads(var.default) if var.default is not None else var.default_expr
+
+
+def env_var_dict(version: Version, var: EnvVar) -> dict[str, Any]:
+    return {
+        "name": var.name,
+        "type": var.type,
+        "default": loads(var.default),
+        "default_expr": var.default_expr,
+        "deprecated_names": loads(var.deprecated_names) or [],
+        "replacement": var.replacement,
+        "declared": var.declared,
+        "comment": var.comment,
+        "section": var.section,
+        "flags": loads(var.flags) or [],
+        "reads": var.reads,
+        "writes": var.writes,
+        "url": env_url(version, var.name),
+        "source": citation(version, var.path, var.line, var.end_line),
+    }
+
+
+def env_site_dict(version: Version, site: EnvSite) -> dict[str, Any]:
+    return {
+        **citation(version, site.path, site.line, site.end_line),
+        "text": site.text,
+        "name": site.name,
+        "access": site.access,
+        "how": site.how,
+        "default": loads(site.default),
+        "function": site.function,
+        "flags": loads(site.flags) or [],
+    }
+
+
+def all_env(session: Session, version: Version) -> list[EnvVar]:
+    return list(
+        session.exec(
+            select(EnvVar).where(EnvVar.version_id == version.id).order_by(col(EnvVar.name))
+        )
+    )
+
+
+def env_names(session: Session, version: Version) -> list[str]:
+    return list(session.exec(select(EnvVar.name).where(EnvVar.version_id == version.id)))
+
+
+def env_matches(var: dict[str, Any], query: str) -> bool:
+    """Case-insensitive substring over the name, deprecated names, comment and flags."""
+    q = query.strip().lower()[:MAX_NAME]
+    if not q:
+        return True
+    hay = [var["name"], *var["deprecated_names"], var["comment"] or "", *var["flags"]]
+    return any(q in h.lower() for h in hay)
+
+
+def find_env(session: Session, version: Version, raw: str) -> EnvVar | None:
+    name = raw.strip()[:MAX_NAME]
+    for candidate in dict.fromkeys([name, name.upper()]):
+        row = session.exec(
+            select(EnvVar).where(EnvVar.version_id == version.id, EnvVar.name == candidate)
+        ).first()
+        if row is not None:
+            return row
+    return None
+
+
+def suggest_env(name: str, known: list[str], limit: int = 5) -> list[str]:
+    """Close names: the fuzzy match, plus a one-edit neighbour of a long name (a one-letter
+    typo in SGLANG_ENABLE_JIT_DEEPGEM scores under the fuzzy cut-off of short names)."""
+    found = did_you_mean(name, known, limit)
+    upper = name.upper()
+    close = [k for k in known if _one_edit(upper, k)]
+    return list(dict.fromkeys(close + found))[:limit]
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+def get_env(session: Session, version: Version, raw: str) -> EnvVar:
+    row = find_env(session, version, raw)
+    if row is not None:
+        return row
+    elsewhere = [
+        {"version": v.name, "url": env_url(v, raw.strip().upper())}
+        for v in versions_with_env(session, raw.strip().upper())[:2]
+    ]
+    raise NotFound(
+        "env",
+        raw,
+        f"No environment variable {raw[:MAX_NAME]} in {version.name}.",
+        suggest_env(raw, env_names(session, version)),
+        elsewhere,
+        version=version.name,
+    )
+
+
+def versions_with_env(session: Session, name: str) -> list[Version]:
+    versions = ordered_versions(session)
+    present = set(
+        session.exec(
+            select(EnvVar.version_id).where(
+                col(EnvVar.version_id).in_([v.id for v in versions]), EnvVar.name == name
+            )
+        )
+    )
+    return [v for v in versions if v.id in present]
+
+
+def env_sites(session: Session, version: Version, name: str) -> list[EnvSite]:
+    return list(
+        session.exec(
+            select(EnvSite)
+            .where(EnvSite.version_id == version.id, EnvSite.name == name)
+            .order_by(col(EnvSite.path), col(EnvSite.line))
+        )
+    )
+
+
+def env_history(session: Session, name: str) -> list[dict[str, Any]]:
+    """Change events of one variable across all versions, oldest first (Change dicts):
+    "added", "removed" and each changed field."""
+    versions = list(reversed(ordered_versions(session)))
+    rows = {
+        r.version_id: r
+        for r in session.exec(
+            select(EnvVar).where(
+                col(EnvVar.version_id).in_([v.id for v in versions]), EnvVar.name == name
+            )
+        )
+    }
+    events: list[dict[str, Any]] = []
+    prev: EnvVar | None = None
+    for version in versions:
+        row = rows.get(version.id or -1)
+        if row is None and prev is not None:
+            events.append({"version": version.name, "field": "removed", "from": name, "to": None})
+        elif row is not None and prev is None:
+            events.append({"version": version.name, "field": "added", "from": None, "to": name})
+        elif row is not None and prev is not None:
+            events.extend({"version": version.name, **c} for c in compare_env(prev, row))
+        prev = row
+    return events

@@ -1,0 +1,267 @@
+"""Environment variables and docs drift: each extraction shape on synthetic text, then the
+pages and JSON over a repository ingested from tests/env_fixtures.py."""
+
+from __future__ import annotations
+
+import ast
+import sqlite3
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from ingest.docs import doc_kind, parse_docs, split_row
+from ingest.env import extract_declarations, scan_env
+from tests.conftest import ingest_into
+from tests.env_fixtures import (
+    ENV_DOC,
+    ENVIRON,
+    ENVIRON_PY,
+    NEW_FLAGS_DOC,
+    NEW_RUNNER,
+    NEW_SERVER_ARGS,
+    OLD_DOCS,
+    OLD_RUNNER,
+    OLD_TABLE_FLAGS_DOC,
+    build_env_repo,
+)
+
+
+def text(src: str) -> bytes:
+    return textwrap.dedent(src).lstrip().encode()
+
+
+def by_name(sites: list[list[Any]]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for site in sites:
+        out.setdefault(site[0], site)
+    return out
+
+
+# --- extraction shapes -----------------------------------------------------------------------
+
+
+def test_direct_reads_types_defaults_and_writes() -> None:
+    sites, lines = scan_env(text(OLD_RUNNER))
+    s = by_name(sites)
+    # name, line, end_line, access, how, default, cast, function, dests
+    assert s["SGL_CHUNK_SIZE"][3:7] == ["read", "environ.get", "512", "int"]
+    assert s["SGL_DEBUG_WIDGET"][3:7] == ["read", "get_bool_env_var", "false", "bool"]
+    assert s["SGL_WIDGET_WORKERS"][3:7] == ["read", "get_int_env_var", 4, "int"]
+    assert s["WIDGET_HOME"][3:6] == ["read", "getenv", "/tmp"]
+    assert "SGL_IN_A_COMMENT" not in s  # a mention in a comment is not a read
+    nccl = [x for x in sites if x[0] == "NCCL_WIDGET"]
+    assert [x[3] for x in nccl] == ["check", "write"]
+    assert all(x[7] == "_set_envs_and_config" and x[8] == ["enable_widget"] for x in nccl)
+    assert s["CUDA_WIDGET_CONNECTIONS"][3] == "write" and s["CUDA_WIDGET_CONNECTIONS"][8] == []
+    assert lines[str(s["SGL_CHUNK_SIZE"][1])].startswith("CHUNK = int(")
+
+
+def test_envs_reads_writes_and_flag_conditions() -> None:
+    sites, _ = scan_env(text(NEW_SERVER_ARGS), flags_file=True)
+    s = by_name(sites)
+    compile_ = s["SGLANG_WIDGET_COMPILE"]
+    assert compile_[3] == "write" and compile_[2] == compile_[1] + 2  # a 3-line statement
+    assert compile_[7] == "_handle_environment_variables" and compile_[8] == ["enable_widget"]
+    assert s["SGLANG_WIDGET_CHECK"][3:5] == ["read", "envs.get"]
+    assert s["SGLANG_WIDGET_CHECK"][8] == ["tp_size"]  # read under `if self.tp_size > 1`
+    assert s["SGLANG_WIDGET_LEVEL"][3:5] == ["write", "envs.set"]
+    assert s["SGLANG_WIDGET_LEVEL"][8] == ["tp_size"]
+    # Outside server_args.py, `self.x` is some other object's attribute, not a flag.
+    assert by_name(scan_env(text(NEW_SERVER_ARGS))[0])["SGLANG_WIDGET_COMPILE"][8] == []
+
+
+def test_envs_value_and_bare_strings() -> None:
+    s = by_name(scan_env(text(NEW_RUNNER))[0])
+    assert s["SGLANG_CHUNK_SIZE"][4] == "envs.get"
+    assert s["SGLANG_WIDGET_RATIO"][4] == "envs.value"
+    assert s["SGLANG_WIDGET_FAST"][4] == "literal"  # _lazy_bool("SGLANG_WIDGET_FAST", False)
+
+
+def test_declarations_fold_defaults_and_deprecated_names() -> None:
+    src = textwrap.dedent(ENVIRON_PY).lstrip()
+    decl = extract_declarations(ast.parse(src), src, ENVIRON)
+    v = {d["name"]: d for d in decl["vars"]}
+    assert len(v) == 9
+    assert (v["SGLANG_WIDGET_COMPILE"]["type"], v["SGLANG_WIDGET_COMPILE"]["default"]) == (
+        "bool",
+        False,
+    )
+    assert v["SGLANG_WIDGET_LEVEL"]["default"] == 0  # Level.OFF, a constant of the module
+    assert v["SGLANG_WIDGET_WORKSPACE"]["default"] == 64 * 1024 * 1024
+    assert v["SGLANG_WIDGET_RATIO"]["type"] == "float"
+    assert v["SGLANG_WIDGET_DIR"]["default"] is None
+    assert v["SGLANG_WIDGET_DIR"]["default_expr"] == "os.path.expanduser('~/.cache/widget')"
+    assert (v["SGLANG_WIDGET_TAGS"]["type"], v["SGLANG_WIDGET_TAGS"]["default"]) == ("tuple", [])
+    fuse = v["SGLANG_WIDGET_FUSE"]
+    assert (fuse["type"], fuse["default"], fuse["deprecated_names"]) == (
+        "bool",
+        True,
+        ["SGLANG_GADGET_FUSE"],
+    )
+    assert fuse["comment"] == "Reads the old name when the new one is unset."
+    assert v["SGLANG_CHUNK_SIZE"]["comment"] == "tokens per chunk"
+    assert v["SGLANG_WIDGET_COMPILE"]["section"] == "Widgets"
+    assert (
+        src.split("\n")[v["SGLANG_CHUNK_SIZE"]["line"] - 1].strip().startswith("SGLANG_CHUNK_SIZE")
+    )
+    assert [(a["from"], a["to"]) for a in decl["prefix_aliases"]] == [("SGL_", "SGLANG_")]
+
+
+def test_docs_shapes() -> None:
+    bullets = parse_docs(textwrap.dedent(OLD_DOCS), "flags")
+    assert [(e["names"], e["form"]) for e in bullets] == [
+        (["model_path"], "dest"),
+        (["tp_size"], "dest"),
+        (["widget_size"], "dest"),
+    ]
+    old = parse_docs(textwrap.dedent(OLD_TABLE_FLAGS_DOC), "flags")
+    assert [(e["names"], e["default"], e["choices"]) for e in old] == [
+        (["--model-path"], "None", None),
+        (["--enable-widget"], "False", None),
+    ]
+    new = parse_docs(textwrap.dedent(NEW_FLAGS_DOC).lstrip(), "flags")
+    assert new[0]["names"] == ["--model-path", "--model"] and new[0]["type"] == "str"
+    assert new[2]["choices"] == ["fast", "safe", "turbo"] and new[2]["default"] == "fast"
+    assert (
+        textwrap.dedent(NEW_FLAGS_DOC)
+        .lstrip()
+        .split("\n")[new[1]["line"] - 1]
+        .startswith("| `--tp-size`")
+    )
+    env = parse_docs(textwrap.dedent(ENV_DOC), "env")
+    assert [e["names"][0] for e in env][:2] == ["SGLANG_WIDGET_COMPILE", "SGL_CHUNK_SIZE"]
+    assert env[-1]["description"] == "Ratio | fraction" and env[-1]["default"] == "0.5"
+    assert split_row("| `a|b` | c \\| d |") == ["`a|b`", "c | d"]
+    assert doc_kind("docs/references/environment_variables.md") == "env"
+    assert doc_kind("docs/diffusion/environment_variables.md") is None
+    assert doc_kind("docs/backend/server_arguments.md") == "flags"
+
+
+# --- ingested ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def env_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("env")
+    db = root / "kb.db"
+    ingest_into(build_env_repo(root), db, jobs=1)
+    return db
+
+
+@pytest.fixture(scope="module")
+def client(env_db: Path) -> TestClient:
+    return TestClient(create_app(f"sqlite:///{env_db}"), follow_redirects=False)
+
+
+def get(client: TestClient, url: str, status: int = 200) -> Any:
+    r = client.get(url)
+    assert r.status_code == status, (url, r.text[:400])
+    return r.json()
+
+
+def test_ingested_rows(env_db: Path) -> None:
+    conn = sqlite3.connect(env_db)
+    rows = conn.execute(
+        "select v.name, e.name, e.declared, e.type, e.replacement, e.flags from envvar e "
+        "join version v on v.id = e.version_id"
+    ).fetchall()
+    at = {(v, n): (d, t, r, f) for v, n, d, t, r, f in rows}
+    assert at[("v0.4.0", "SGL_CHUNK_SIZE")] == (0, "int", None, "[]")
+    assert at[("v0.4.0", "NCCL_WIDGET")][3] == '["--enable-widget"]'
+    assert at[("v0.5.0", "SGL_CHUNK_SIZE")][2] == "SGLANG_CHUNK_SIZE"  # SGL_ -> SGLANG_
+    assert at[("v0.5.0", "SGLANG_WIDGET_COMPILE")] == (1, "bool", None, '["--enable-widget"]')
+    assert ("v0.5.0", "SGL_WIDGET_FORCE") not in at  # no longer read
+    cited = {p for (p,) in conn.execute("select path from versionfile where path like 'docs/%'")}
+    assert cited == {
+        "docs/backend/server_arguments.md",
+        "docs/advanced_features/server_arguments.md",
+        "docs/references/environment_variables.md",
+    }
+
+
+def test_env_api_and_pages(client: TestClient) -> None:
+    listing = get(client, "/api/v/v0.5.0/env")
+    assert listing["version"] == "v0.5.0"
+    names = [v["name"] for v in listing["env"]]
+    assert "SGLANG_WIDGET_FUSE" in names and "WIDGET_HOME" in names
+    var = next(v for v in listing["env"] if v["name"] == "SGLANG_WIDGET_FUSE")
+    assert {"name", "type", "default", "deprecated_names", "source"} <= set(var)
+    assert var["deprecated_names"] == ["SGLANG_GADGET_FUSE"]
+    assert var["source"]["path"] == ENVIRON
+    assert [v["name"] for v in get(client, "/api/v/v0.5.0/env?q=gadget")["env"]] == [
+        "SGLANG_WIDGET_FUSE"
+    ]
+    one = get(client, "/api/v/v0.5.0/env/SGLANG_WIDGET_COMPILE")
+    assert one["type"] == "bool" and one["default"] is False and one["flags"] == ["--enable-widget"]
+    write = next(r for r in one["reads"] if r["access"] == "write")
+    assert write["path"] == "python/sglang/srt/server_args.py" and write["flags"] == [
+        "--enable-widget"
+    ]
+    assert write["text"].startswith('os.environ["SGLANG_WIDGET_COMPILE"]')
+    assert one["history"] == [
+        {"version": "v0.5.0", "field": "added", "from": None, "to": "SGLANG_WIDGET_COMPILE"}
+    ]
+    chunk = get(client, "/api/v/v0.5.0/env/SGLANG_CHUNK_SIZE")["history"]
+    assert chunk[0]["version"] == "v0.5.0"
+    old = get(client, "/api/v/v0.4.0/env/SGL_CHUNK_SIZE")
+    assert old["default"] == "512" and old["declared"] is False
+    missing = get(client, "/api/v/v0.5.0/env/SGLANG_WIDGET_COMPIL", 404)
+    assert missing["kind"] == "env"
+    assert missing["suggestions"][0]["name"] == "SGLANG_WIDGET_COMPILE"
+    assert missing["suggestions"][0]["url"] == "/api/v/v0.5.0/env/SGLANG_WIDGET_COMPILE"
+    page = client.get("/v/v0.5.0/env/SGLANG_WIDGET_FUSE")
+    assert page.status_code == 200 and "SGLANG_GADGET_FUSE" in page.text
+    assert "/v/v0.5.0/env" in client.get("/v/v0.5.0/flags").text  # in the navigation
+    fragment = client.get("/v/v0.5.0/env?q=ratio", headers={"HX-Request": "true"})
+    assert "SGLANG_WIDGET_RATIO" in fragment.text and "<html" not in fragment.text
+    assert client.get("/v/v0.5.0/env/NOPE_NOPE").status_code == 404
+
+
+def test_diff_covers_env(client: TestClient) -> None:
+    d = get(client, "/api/diff/v0.4.0/v0.5.0")
+    assert "SGLANG_WIDGET_COMPILE" in d["env_added"]
+    assert "SGL_WIDGET_FORCE" in d["env_removed"]
+    assert {"name": "WIDGET_HOME", "field": "default", "from": "/tmp", "to": "/var/tmp"} in d[
+        "env_changed"
+    ]
+    assert "Environment variables" in client.get("/diff/v0.4.0...v0.5.0").text
+
+
+def test_docs_drift(client: TestClient) -> None:
+    d = get(client, "/api/v/v0.5.0/docs-drift")
+    flags, env = d["flags"], d["env"]
+    assert flags["missing_from_docs"] == ["--enable-widget"]
+    assert flags["not_in_code"] == ["--widget-size"]
+    differs = {(r["name"], r["field"]): r for r in flags["differs"]}
+    assert differs[("--tp-size", "default")]["docs"] == "2"
+    assert differs[("--tp-size", "default")]["code"] == 1
+    choices = differs[("--widget-mode", "choices")]
+    assert choices["not_in_code"] == ["turbo"]
+    row = differs[("--tp-size", "default")]
+    assert row["docs_source"]["path"] == "docs/advanced_features/server_arguments.md"
+    assert row["code_source"]["path"] == "python/sglang/srt/server_args.py"
+    missing = flags["details"]["missing_from_docs"][0]
+    assert missing["after"] == "--tp-size"  # where its row would go
+    assert env["not_in_code"] == ["SGLANG_WIDGET_GONE"]
+    fields = {(r["name"], r["field"], r["docs"]) for r in env["differs"]}
+    assert ("SGLANG_WIDGET_COMPILE", "default", "true") in fields
+    assert ("SGLANG_CHUNK_SIZE", "name", "SGL_CHUNK_SIZE") in fields
+    assert ("SGLANG_WIDGET_FUSE", "name", "SGLANG_GADGET_FUSE") in fields
+    assert "SGLANG_WIDGET_CHECK" in env["missing_from_docs"]
+    assert "WIDGET_HOME" not in env["missing_from_docs"]  # not SGLang's own
+    old = get(client, "/api/v/v0.4.0/docs-drift")
+    assert old["flags"]["not_in_code"] == ["widget_size"]
+    assert old["flags"]["missing_from_docs"] == ["--enable-widget", "--widget-mode"]
+    assert old["env"]["missing_from_docs"] == [] and old["docs_files"]["env"] == []
+    md = client.get("/v/v0.5.0/docs-drift.md")
+    assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
+    assert "| `--widget-size` | [`docs/advanced_features/server_arguments.md#L" in md.text
+    assert client.get("/v/v0.5.0/docs-drift?format=md").text == md.text
+    page = client.get("/v/v0.5.0/docs-drift")
+    assert page.status_code == 200 and "SGLANG_WIDGET_GONE" in page.text
+    source = client.get("/v/v0.5.0/source/docs/references/environment_variables.md")
+    assert source.status_code == 200  # docs files are stored, so citations open
