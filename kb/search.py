@@ -41,12 +41,12 @@ from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.query import Or, Term
 
 from kb.diff import constraint_fingerprint  # diff owns what "the same site" means
-from kb.schema import ConstraintSite, Enum, Flag, Version, loads, make_engine
+from kb.schema import ConstraintSite, Enum, EnvVar, Flag, Version, loads, make_engine
 
-INDEX_FORMAT = 3  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 4  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
-KIND_ORDER = {"flag": 0, "choice": 1, "member": 2, "enum": 3, "constraint": 4}
+KIND_ORDER = {"flag": 0, "choice": 1, "member": 2, "enum": 3, "env": 4, "constraint": 5}
 TIER_LABELS = ("exact", "alias", "prefix", "words", "fuzzy", "text")
 
 
@@ -254,6 +254,8 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
                 )
                 new(key, vid, doc)
 
+    _collect_env(session, only, known, new)
+
     sites = select(ConstraintSite)
     if only is not None:
         sites = sites.where(col(ConstraintSite.version_id).in_(only))
@@ -281,6 +283,55 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
         # The line moves between versions; results link to the line at the version asked.
         fact.locs.setdefault(vid, [site.path, site.line, site.end_line])
     return list(docs.values())
+
+
+def _collect_env(session: Session, only: set[int] | None, known: Any, new: Any) -> None:
+    """Environment variables: found by name, deprecated name, or words of their comment."""
+    cols: list[Any] = [
+        EnvVar.version_id,
+        EnvVar.name,
+        EnvVar.type,
+        EnvVar.default,
+        EnvVar.default_expr,
+        EnvVar.deprecated_names,
+        EnvVar.replacement,
+        EnvVar.comment,
+        EnvVar.section,
+        EnvVar.flags,
+    ]
+    query = sa_select(*cols)
+    if only is not None:
+        query = query.where(col(EnvVar.version_id).in_(only))
+    for row in session.connection().execute(query):
+        vid, name, type_, default, default_expr, deprecated_j, replacement, comment, section = row[
+            :9
+        ]
+        key = ("env", *row[1:])
+        if known(key, vid):
+            continue
+        deprecated = loads(deprecated_j) or []
+        flags = loads(row[9]) or []
+        shown = default if default is not None else default_expr
+        about = f"{type_ or 'untyped'} environment variable" + (
+            f", default {shown}" if shown is not None else ""
+        )
+        if replacement:
+            about = f"(deprecated, use {replacement}) " + about
+        new(
+            key,
+            vid,
+            _Doc(
+                kind="env",
+                name=name,
+                flag=None,
+                keys=[normalize(name)],
+                aliases=[normalize(d) for d in deprecated],
+                toks=sorted({w for n in [name, *deprecated] for w in words(n)}),
+                text=" ".join([comment, section or "", *flags]),
+                snippet=_shorten(f"{about}. {comment}" if comment else about),
+                deprecated=bool(replacement),
+            ),
+        )
 
 
 def fact_id(key: tuple[Any, ...]) -> str:
@@ -597,6 +648,8 @@ def _url(kind: str, data: dict[str, Any], version: dict[str, Any]) -> str:
         return f"/v/{v}/backends/{quote(data['flag'], safe='')}/{quote(data['name'], safe='')}"
     if kind in ("enum", "member"):
         return f"/v/{v}/enums#enum-{quote(data['name'].split('.')[0], safe='')}"
+    if kind == "env":
+        return f"/v/{v}/env/{quote(data['name'], safe='')}"
     loc = data["locs"].get(version["id"]) or next(iter(data["locs"].values()), None)
     if loc:
         path, line, end = loc

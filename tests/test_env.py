@@ -265,3 +265,13 @@ def test_docs_drift(client: TestClient) -> None:
     assert page.status_code == 200 and "SGLANG_WIDGET_GONE" in page.text
     source = client.get("/v/v0.5.0/source/docs/references/environment_variables.md")
     assert source.status_code == 200  # docs files are stored, so citations open
+
+
+def test_search_finds_variables(client: TestClient) -> None:
+    hits = get(client, "/api/search?q=SGLANG_WIDGET_COMPILE&version=v0.5.0")["results"]
+    assert (hits[0]["kind"], hits[0]["name"]) == ("env", "SGLANG_WIDGET_COMPILE")
+    assert hits[0]["url"] == "/v/v0.5.0/env/SGLANG_WIDGET_COMPILE"
+    by_old_name = get(client, "/api/search?q=SGLANG_GADGET_FUSE&version=v0.5.0")["results"]
+    assert by_old_name[0]["name"] == "SGLANG_WIDGET_FUSE"
+    by_words = get(client, "/api/search?q=tokens per chunk&version=v0.5.0")["results"]
+    assert by_words[0]["name"] == "SGLANG_CHUNK_SIZE"
