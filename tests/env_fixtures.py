@@ -73,13 +73,19 @@ OLD_DOCS = """
 * `widget_size`: Not a flag anywhere.
 """
 
-NEW_SERVER_ARGS = OLD_SERVER_ARGS.replace(
-    """    def __post_init__(self):
+NEW_SERVER_ARGS = (
+    OLD_SERVER_ARGS.replace(
+        "import os\n", "import os\n\nfrom sglang.srt.utils import get_bool_env_var\n"
+    )
+    .replace(
+        """    def __post_init__(self):
         if os.environ.get("SGL_WIDGET_FORCE", "0") == "1":
             self.enable_widget = True
 """,
-    """    def __post_init__(self):
+        """    def __post_init__(self):
         self._handle_environment_variables()
+        if get_bool_env_var("SGLANG_WIDGET_STRICT"):
+            assert self.widget_mode == "safe", "strict widgets need the safe mode"
 
     def _handle_environment_variables(self):
         os.environ["SGLANG_WIDGET_COMPILE"] = (
@@ -89,7 +95,9 @@ NEW_SERVER_ARGS = OLD_SERVER_ARGS.replace(
             if envs.SGLANG_WIDGET_CHECK.get():
                 envs.SGLANG_WIDGET_LEVEL.set(2)
 """,
-).replace("import os\n", "import os\n\nfrom sglang.srt.environ import envs\n")
+    )
+    .replace("import os\n", "import os\n\nfrom sglang.srt.environ import envs\n")
+)
 
 ENVIRON_PY = """
 import os

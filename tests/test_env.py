@@ -275,3 +275,115 @@ def test_search_finds_variables(client: TestClient) -> None:
     assert by_old_name[0]["name"] == "SGLANG_WIDGET_FUSE"
     by_words = get(client, "/api/search?q=tokens per chunk&version=v0.5.0")["results"]
     assert by_words[0]["name"] == "SGLANG_CHUNK_SIZE"
+
+
+# --- explain ----------------------------------------------------------------------------------
+
+LAUNCH = "python -m sglang.launch_server --model-path m"
+
+
+def explain(client: TestClient, command: str, version: str = "v0.5.0") -> dict[str, Any]:
+    r = client.post("/api/explain", json={"version": version, "command": command})
+    assert r.status_code == 200, r.text[:400]
+    return r.json()
+
+
+def env_findings(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in result["findings"] if f.get("kind") == "env"]
+
+
+def test_where_commands_set_variables() -> None:
+    from kb.explain.envvars import assignments
+
+    def seen(text: str) -> list[tuple[str, str | None, str]]:
+        return [(a.name, a.value, a.how) for a in assignments(text)]
+
+    assert seen(f"A=1 B='x y' {LAUNCH} --tp 2") == [("A", "1", "prefix"), ("B", "x y", "prefix")]
+    assert seen(f"export A=1\n{LAUNCH}") == [("A", "1", "export")]
+    assert seen(f"env A=1 {LAUNCH}") == [("A", "1", "env")]
+    assert seen(f"sudo A=1 {LAUNCH} --x=Y=2") == [("A", "1", "prefix")]
+    docker = f"docker run --gpus all -e A=1 --env B=2 --env=C=3 -e HOST_ONLY img {LAUNCH}"
+    assert seen(docker) == [
+        ("A", "1", "docker -e"),
+        ("B", "2", "docker -e"),
+        ("C", "3", "docker -e"),
+        ("HOST_ONLY", None, "docker -e"),
+    ]
+    compose = textwrap.dedent(
+        """
+        services:
+          sglang:
+            environment:
+              - A=1
+              - "B=two"
+            command: python3 -m sglang.launch_server --model-path m
+          other:
+            environment:
+              C: "3"
+              D: four
+        """
+    )
+    assert seen(compose) == [
+        ("A", "1", "compose"),
+        ("B", "two", "compose"),
+        ("C", "3", "compose"),
+        ("D", "four", "compose"),
+    ]
+    k8s = textwrap.dedent(
+        """
+        containers:
+          - name: sglang
+            env:
+              - name: A
+                value: "1"
+              - name: SECRET
+                valueFrom:
+                  secretKeyRef: {name: s, key: k}
+              - name: B
+                value: two
+            args: ["--model-path", "m"]
+        """
+    )
+    assert seen(k8s) == [("A", "1", "kubernetes"), ("SECRET", None, "kubernetes"),
+                         ("B", "two", "kubernetes")]  # fmt: skip
+
+
+def test_explain_checks_variables(client: TestClient) -> None:
+    typo = explain(client, f"SGLANG_WIDGET_COMPIL=1 CUDA_VISIBLE_DEVICES=0 {LAUNCH}")
+    found = env_findings(typo)
+    assert len(found) == 1  # CUDA_VISIBLE_DEVICES is not SGLang's and not close to a name
+    assert found[0]["severity"] == "warning" and found[0]["suggestions"] == [
+        "SGLANG_WIDGET_COMPILE"
+    ]
+    assert "did you mean SGLANG_WIDGET_COMPILE" in found[0]["message"]
+    assert found[0]["source"]["path"] == ENVIRON
+    rows = {r["name"]: r for r in typo["env"]}
+    assert rows["SGLANG_WIDGET_COMPIL"]["known"] is False
+    old = env_findings(explain(client, f"SGLANG_GADGET_FUSE=0 {LAUNCH}"))
+    assert "use SGLANG_WIDGET_FUSE" in old[0]["message"] and old[0]["replacement"] == (
+        "SGLANG_WIDGET_FUSE"
+    )
+    prefix = env_findings(explain(client, f"SGL_WIDGET_COMPILE=1 {LAUNCH}"))
+    assert prefix[0]["replacement"] == "SGLANG_WIDGET_COMPILE"  # the SGL_ -> SGLANG_ rule
+    bad = explain(
+        client,
+        f"docker run -e SGLANG_WIDGET_LEVEL=high -e SGLANG_WIDGET_COMPILE=maybe img {LAUNCH}",
+    )
+    messages = " ".join(f["message"] for f in env_findings(bad))
+    assert "`high` is not an integer" in messages and "`maybe` is not a boolean" in messages
+    ok = explain(client, f"SGLANG_WIDGET_COMPILE=true SGLANG_WIDGET_RATIO=0.25 {LAUNCH}")
+    assert env_findings(ok) == []
+    assert {r["name"]: r["parsed"] for r in ok["env"]} == {
+        "SGLANG_WIDGET_COMPILE": True,
+        "SGLANG_WIDGET_RATIO": 0.25,
+    }
+
+
+def test_constraint_sites_read_the_variables(client: TestClient) -> None:
+    strict = explain(client, f"SGLANG_WIDGET_STRICT=1 {LAUNCH} --widget-mode fast")
+    errors = [f for f in strict["findings"] if f["severity"] == "error"]
+    assert errors and "strict widgets need the safe mode" in errors[0]["message"]
+    safe = explain(client, f"SGLANG_WIDGET_STRICT=1 {LAUNCH} --widget-mode safe")
+    assert not [f for f in safe["findings"] if f["severity"] == "error"]
+    unset = explain(client, f"SGLANG_WIDGET_STRICT=0 {LAUNCH} --widget-mode fast")
+    assert not [f for f in unset["findings"] if f["severity"] == "error"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.explain.checks import UseChecker
+from kb.explain.envvars import check_env
 from kb.explain.facts import VersionFacts
 from kb.explain.parsing import OptionTable, Use, parse
 from kb.explain.report import SEVERITY_RANK, Finding
@@ -23,6 +24,7 @@ class Analysis:
     env: FlagEnv
     fired: dict[str, Finding]  # constraint key -> finding, for the upgrade check
     given: dict[str, Any] = field(default_factory=dict)  # dest -> value from the command
+    env_vars: list[dict[str, Any]] = field(default_factory=list)  # variables the command sets
 
     def given_value(self, dest: str) -> Any:
         for name, value in self.given.items():
@@ -40,6 +42,7 @@ class Analysis:
             "launcher": self.launcher,
             "flags": self.flags,
             "findings": self.findings,
+            "env": self.env_vars,
         }
 
 
@@ -54,6 +57,9 @@ def analyze(facts: VersionFacts, command: str, evaluate: bool = True) -> Analysi
     for use in uses:
         check.use(use)
     check.after_all()
+    env_rows, env_values, env_findings = check_env(facts, command)
+    check.findings.extend(env_findings)
+    check.env.environ = env_values  # sites reading these variables are decided with them
     fired = (
         evaluate_sites(facts, check.env, check.given, check.given_options, check.findings)
         if evaluate
@@ -61,5 +67,13 @@ def analyze(facts: VersionFacts, command: str, evaluate: bool = True) -> Analysi
     )
     findings = sorted(check.findings, key=lambda f: SEVERITY_RANK.get(f["severity"], 3))
     return Analysis(
-        facts.name, tokens.launcher, uses, check.rows, findings, check.env, fired, check.given
+        facts.name,
+        tokens.launcher,
+        uses,
+        check.rows,
+        findings,
+        check.env,
+        fired,
+        check.given,
+        env_rows,
     )

@@ -61,14 +61,30 @@ class SiteSpec:
         return f"{posixpath.basename(self.path)}:{self.line}"
 
 
+@dataclass(frozen=True)
+class EnvSpec:
+    name: str  # "SGLANG_ENABLE_JIT_DEEPGEMM"
+    type: str | None = None  # bool | int | float | str | tuple
+    default: Any = None
+    declared: bool = False  # an environ.py declaration (EnvBool...), else a direct read
+    deprecated_names: tuple[str, ...] = ()
+    replacement: str | None = None  # this name is deprecated in favour of that one
+    source: Citation | None = None
+
+
 @dataclass
 class VersionFacts:
     name: str
     flags: list[FlagSpec]
     sites: list[SiteSpec] = field(default_factory=list)
+    env: dict[str, EnvSpec] = field(default_factory=dict)
+    env_prefix_aliases: list[tuple[str, str]] = field(default_factory=list)  # ("SGL_", "SGLANG_")
 
     def flag_url(self, flag: FlagSpec) -> str:
         return f"/v/{quote(self.name, safe='')}/flags/{quote(flag.name, safe='')}"
+
+    def env_url(self, name: str) -> str:
+        return f"/v/{quote(self.name, safe='')}/env/{quote(name, safe='')}"
 
 
 HELP_FLAG = FlagSpec(

@@ -15,11 +15,11 @@ from sqlmodel import Session, col, select
 
 from kb.cache import Cache, Stamp
 from kb.explain.deploy import cached_module
-from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
+from kb.explain.facts import EnvSpec, FlagSpec, SiteSpec, VersionFacts
 from kb.explain.ranges import VersionOptions
 from kb.explain.simulate import Module
 from kb.queries import citation, session_stamp
-from kb.schema import Blob, ConstraintSite, Flag, Version, VersionFile, loads, unpack_text
+from kb.schema import Blob, ConstraintSite, EnvVar, Flag, Version, VersionFile, loads, unpack_text
 
 _facts_cache: Cache[VersionFacts] = Cache(8)  # version id -> its facts
 _options_cache: Cache[list[VersionOptions]] = Cache(4)  # one entry per database
@@ -90,7 +90,23 @@ def _read_facts(session: Session, version: Version) -> VersionFacts:
             .order_by(col(ConstraintSite.path), col(ConstraintSite.line))
         )
     ]
-    return VersionFacts(version.name, flags, sites)
+    env = {
+        row.name: EnvSpec(
+            name=row.name,
+            type=row.type,
+            default=loads(row.default),
+            declared=row.declared,
+            deprecated_names=tuple(loads(row.deprecated_names) or ()),
+            replacement=row.replacement,
+            source=citation(version, row.path, row.line, row.end_line),
+        )
+        for row in session.exec(select(EnvVar).where(EnvVar.version_id == version.id))
+    }
+    aliases = [
+        (a["from"], a["to"])
+        for a in (_json_or_none(version.report) or {}).get("env_prefix_aliases") or []
+    ]
+    return VersionFacts(version.name, flags, sites, env, aliases)
 
 
 def load_options(session: Session, stamp: Stamp | None = None) -> list[VersionOptions]:

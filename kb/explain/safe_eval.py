@@ -164,6 +164,9 @@ class Evaluator:
             attr = args_attr(node)
             if attr is not None:
                 return self._lookup(attr, _source(node))
+            read = env_read(node)  # envs.X.value
+            if read is not None:
+                return self._environ(*read)
             return Undecidable(f"reads {_source(node)}")
         if isinstance(node, ast.Call):
             return self._call(node)
@@ -199,7 +202,27 @@ class Evaluator:
             return self._value(node.body if test else node.orelse)
         return Undecidable(f"uses {type(node).__name__.lower()} {_source(node)}")
 
+    def _environ(self, variable: str, how: str) -> Any:
+        """An environment variable read: decided when the command sets it."""
+        environ = getattr(self.env, "environ", None) or {}
+        if variable not in environ:
+            return Undecidable(f"reads the environment variable {variable}, not set here")
+        typed, raw = environ[variable]
+        if how == "bool":  # get_bool_env_var: "true"/"1" (any case) are true
+            return raw.strip().lower() in ("true", "1")
+        if how == "int":
+            try:
+                return int(raw)
+            except ValueError:
+                return Undecidable(f"{variable}={raw} is not an integer")
+        if how == "is_set":
+            return True
+        return raw if how == "raw" else typed
+
     def _call(self, node: ast.Call) -> Any:
+        read = env_read(node)
+        if read is not None:
+            return self._environ(*read)
         func = node.func
         name = func.id if isinstance(func, ast.Name) else None
         # getattr(self, "x"[, default]) / hasattr(self, "x"): the ingest reads these as flags.
@@ -307,6 +330,42 @@ class Evaluator:
             return bool(fn(left, right))
         except TypeError:
             return Undecidable(f"compares {type(left).__name__} with {type(right).__name__}")
+
+
+ENV_HELPERS = {"get_bool_env_var": "bool", "get_int_env_var": "int"}
+ENV_GETTERS = {"getenv", "get"}  # os.getenv("X"), os.environ.get("X")
+
+
+def env_read(node: ast.expr) -> tuple[str, str] | None:
+    """(variable, how it is read) for `get_bool_env_var("X")`, `get_int_env_var("X")`,
+    `os.getenv("X")` / `os.environ.get("X")` (raw), `envs.X.get()` / `envs.X.value`
+    (typed) and `envs.X.is_set()`; None for anything else."""
+    if isinstance(node, ast.Attribute) and node.attr == "value":
+        inner = node.value
+        if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name):
+            if inner.value.id == "envs":
+                return inner.attr, "typed"
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute):
+        holder = func.value
+        if isinstance(holder.value, ast.Name) and holder.value.id == "envs":
+            if func.attr == "get":
+                return holder.attr, "typed"
+            if func.attr == "is_set":
+                return holder.attr, "is_set"
+    first = node.args[0] if node.args else None
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return None
+    if isinstance(func, ast.Name) and func.id in ENV_HELPERS:
+        return first.value, ENV_HELPERS[func.id]
+    if isinstance(func, ast.Attribute) and func.attr in ENV_GETTERS:
+        owner = ast.unparse(func.value)
+        if owner in ("os", "os.environ", "environ"):
+            return first.value, "raw"
+    return None
 
 
 def _identical(left: Any, right: Any) -> bool | Undecidable:

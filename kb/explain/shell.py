@@ -103,6 +103,11 @@ def _split(text: str) -> tuple[list[str], list[Finding]]:
     return text.split(), findings
 
 
+def shell_words(text: str) -> list[str]:
+    """The shell words of pasted text (continuations and manifests undone, nothing dropped)."""
+    return _split(_preprocess(text))[0]
+
+
 def _is_launch_module(token: str) -> bool:
     return bool(LAUNCH_MODULE.search(token))
 

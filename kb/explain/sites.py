@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,10 @@ class FlagEnv(dict[str, Any]):
     def __init__(self) -> None:
         super().__init__()
         self.aliases: dict[str, str] = {}
+        # Environment variables the command sets: name -> (typed value, raw string).
+        # Conditions reading them (`get_bool_env_var("X")`, `envs.X.get()`) are decided
+        # with these values; the others stay undecidable.
+        self.environ: dict[str, tuple[Any, str]] = {}
 
     def canon(self, name: str) -> str:
         return name if dict.__contains__(self, name) else self.aliases.get(name, name)
@@ -215,6 +220,12 @@ def _reads_given(site: SiteSpec, given_options: dict[str, str], env: FlagEnv) ->
     """The site's conditions read a flag of the command: by the ingest's list, or by the
     attributes the condition texts read (which also catches renamed dests like tp_size)."""
     if any(as_option(o) in given_options for o in site.flags):
+        return True
+    if any(
+        re.search(rf"\b{re.escape(name)}\b", text)
+        for name in env.environ
+        for text in site.conditions
+    ):
         return True
     return any(
         as_option(env.canon(name)) in given_options

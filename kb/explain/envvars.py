@@ -1,0 +1,292 @@
+"""Environment variables in a pasted command: where they are set, and what SGLang makes of them.
+
+Set by: assignments before the command (`SGLANG_X=1 python -m …`), `env X=1 …`,
+`export X=1`, `docker run -e X=1` / `--env X=1` / `--env=X=1`, a compose `environment:`
+list or mapping, a Kubernetes `env:` list (`- name: X` / `value: "1"`).
+
+Checked against the version's variables: an unknown SGLANG_/SGL_ name, or one a letter
+away from a known name, gets a did-you-mean (a typo is otherwise silently ignored); a
+deprecated name names its replacement; a value is parsed the way its type parses it. The
+typed values are handed to the constraint-site evaluator, so `get_bool_env_var("X")` and
+`envs.X.get()` in a site's condition are decided when the command sets X.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kb.explain.facts import EnvSpec, VersionFacts
+from kb.explain.report import Finding, finding
+from kb.explain.shell import COMMAND_SEPARATORS, ENV_ASSIGNMENT, WRAPPERS, shell_words
+
+PREFIXES = ("SGLANG_", "SGL_")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+YAML_KEY = re.compile(r"^(\s*)(?:-\s+)?(environment|env)\s*:\s*(.*)$")
+TRUE_WORDS = ("true", "1", "yes", "y")
+FALSE_WORDS = ("false", "0", "no", "n")
+
+
+@dataclass
+class Assignment:
+    name: str
+    value: str | None  # None: passed through from the host (`docker run -e X`)
+    how: str  # prefix | env | export | docker -e | compose | kubernetes
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+def yaml_env(text: str) -> list[Assignment]:
+    """`environment:` (compose: `- X=1` items or `X: 1` pairs) and `env:` (Kubernetes:
+    `- name: X` then `value: "1"`) blocks, read line by line by indentation."""
+    out: list[Assignment] = []
+    lines = text.replace("\r\n", "\n").split("\n")
+    i = 0
+    while i < len(lines):
+        m = YAML_KEY.match(lines[i])
+        i += 1
+        if not m or m.group(3).strip() not in ("", "|"):
+            continue
+        indent = len(m.group(1))
+        pending: str | None = None  # a Kubernetes item's name, waiting for its value
+        k8s_block = False  # a list of {name, value}: other keys are nested, not variables
+        while i < len(lines):
+            line = lines[i]
+            if (
+                line.strip()
+                and len(line) - len(line.lstrip()) <= indent
+                and not (line.lstrip().startswith("-") and len(line) - len(line.lstrip()) == indent)
+            ):
+                break
+            i += 1
+            body = line.strip()
+            if not body or body.startswith("#"):
+                continue
+            item = body[1:].strip() if body.startswith("-") else body
+            k8s = re.match(r"^name\s*:\s*(.+)$", item)
+            if k8s:
+                k8s_block = True
+                if pending:
+                    out.append(Assignment(pending, None, "kubernetes"))
+                pending = _unquote(k8s.group(1))
+                continue
+            value = re.match(r"^value\s*:\s*(.*)$", item)
+            if value and pending:
+                out.append(Assignment(pending, _unquote(value.group(1)), "kubernetes"))
+                pending = None
+                continue
+            if re.match(r"^valueFrom\s*:", item) and pending:
+                out.append(Assignment(pending, None, "kubernetes"))
+                pending = None
+                continue
+            pair = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", _unquote(item))
+            if body.startswith("-") and pair:
+                out.append(Assignment(pair.group(1), _unquote(pair.group(2)), "compose"))
+                continue
+            mapping = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$", item)
+            if mapping and not body.startswith("-") and not k8s_block:
+                out.append(Assignment(mapping.group(1), _unquote(mapping.group(2)), "compose"))
+        if pending:
+            out.append(Assignment(pending, None, "kubernetes"))
+    return out
+
+
+def shell_env(text: str) -> list[Assignment]:
+    """Assignments in shell words: before a command, after `env`/`export`, and the
+    `-e`/`--env` options of `docker run` / `podman run`."""
+    out: list[Assignment] = []
+    words = shell_words(text)
+    at_start = True  # the word begins a command (assignments allowed)
+    container = False  # inside `docker run …` options
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word in COMMAND_SEPARATORS:
+            at_start, container = True, False
+            continue
+        if container and word in ("-e", "--env") and i < len(words):
+            _pair(words[i], "docker -e", out)
+            i += 1
+            continue
+        if container and word.startswith("--env="):
+            _pair(word.removeprefix("--env="), "docker -e", out)
+            continue
+        if container and word.startswith("-e") and len(word) > 2 and "=" in word:
+            _pair(word[2:], "docker -e", out)
+            continue
+        if word in ("docker", "podman", "nerdctl"):
+            container = True
+            at_start = False
+            continue
+        if word == "export" or word in WRAPPERS:
+            how = "export" if word == "export" else ("env" if word == "env" else "prefix")
+            while i < len(words) and ENV_ASSIGNMENT.match(words[i]):
+                _pair(words[i], how, out)
+                i += 1
+            at_start = True  # what follows may be the command (or, unquoted, another one)
+            continue
+        if at_start and ENV_ASSIGNMENT.match(word):
+            _pair(word, "prefix", out)
+            continue
+        # The first plain word is the command; a newline-joined `export` may follow later.
+        at_start = False
+    return out
+
+
+def _pair(word: str, how: str, out: list[Assignment]) -> None:
+    name, eq, value = word.partition("=")
+    if NAME_RE.match(name):
+        out.append(Assignment(name, value if eq else None, how))
+
+
+def assignments(text: str) -> list[Assignment]:
+    """Every variable the pasted text sets, last setting of a name wins (as in a shell)."""
+    found: dict[str, Assignment] = {}
+    for a in shell_env(text) + yaml_env(text):
+        found.pop(a.name, None)
+        found[a.name] = a
+    return list(found.values())
+
+
+# --- checks ------------------------------------------------------------------------------
+
+
+def parse_value(spec: EnvSpec, raw: str) -> tuple[Any, str | None]:
+    """(the value SGLang reads, a problem or None) for a string set in the environment."""
+    low = raw.strip().lower()
+    if spec.type == "bool":
+        if spec.declared:  # EnvBool: anything else warns and falls back to the default
+            if low in TRUE_WORDS:
+                return True, None
+            if low in FALSE_WORDS:
+                return False, None
+            return spec.default, (
+                f"`{raw}` is not a boolean SGLang accepts ({', '.join(TRUE_WORDS)} / "
+                f"{', '.join(FALSE_WORDS)}): it warns and uses the default {spec.default!r}"
+            )
+        # get_bool_env_var: "true" and "1" are true, anything else is false.
+        if low in ("true", "1"):
+            return True, None
+        if low in ("false", "0", ""):
+            return False, None
+        return False, f"`{raw}` reads as false here: only `true` and `1` (any case) are true"
+    if spec.type == "int":
+        try:
+            return int(raw.strip()), None
+        except ValueError:
+            return None, f"`{raw}` is not an integer: SGLang fails or falls back to the default"
+    if spec.type == "float":
+        try:
+            return float(raw.strip()), None
+        except ValueError:
+            return None, f"`{raw}` is not a number: SGLang fails or falls back to the default"
+    if spec.type == "tuple":
+        return tuple(s.strip() for s in raw.split(",") if s.strip()), None
+    return raw, None
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+def _close(name: str, known: list[str]) -> list[str]:
+    from kb.explain.report import suggest
+
+    near = [k for k in known if _one_edit(name, k)]
+    if name.startswith(PREFIXES):
+        near += suggest(name, [k for k in known if k.startswith(PREFIXES)], limit=3, cutoff=85)
+    return list(dict.fromkeys(near))[:3]
+
+
+def check_env(
+    facts: VersionFacts, text: str
+) -> tuple[list[dict[str, Any]], dict[str, tuple[Any, str]], list[Finding]]:
+    """(rows for the answer, {name: (typed value, raw string)} for the evaluator, findings)."""
+    rows: list[dict[str, Any]] = []
+    values: dict[str, tuple[Any, str]] = {}
+    findings: list[Finding] = []
+    if not facts.env:
+        return rows, values, findings  # a version ingested before variables were extracted
+    known = sorted(facts.env)
+    for a in assignments(text):
+        spec = facts.env.get(a.name)
+        target = spec
+        message: str | None = None
+        replacement = spec.replacement if spec else None
+        if replacement is None:
+            replacement = next(
+                (s.name for s in facts.env.values() if a.name in s.deprecated_names), None
+            )
+        if replacement is None and spec is None:
+            for old, new in facts.env_prefix_aliases:
+                if a.name.startswith(old) and new + a.name.removeprefix(old) in facts.env:
+                    replacement = new + a.name.removeprefix(old)
+        if replacement is not None and replacement in facts.env:
+            target = facts.env[replacement]
+            findings.append(
+                finding(
+                    "warning",
+                    None,
+                    f"{a.name} is deprecated at {facts.name}: use {replacement} "
+                    "(SGLang still reads the old name for now)",
+                    "env",
+                    target.source,
+                    env=a.name,
+                    replacement=replacement,
+                )
+            )
+        elif spec is None:
+            near = _close(a.name, known)
+            if a.name.startswith(PREFIXES) or near:
+                message = f"{a.name} is not read by SGLang at {facts.name}: it is silently ignored"
+                if near:
+                    message += f"; did you mean {' or '.join(near)}?"
+                findings.append(
+                    finding(
+                        "warning",
+                        None,
+                        message,
+                        "env",
+                        facts.env[near[0]].source if near else None,
+                        env=a.name,
+                        suggestions=near,
+                    )
+                )
+        value: Any = a.value
+        if target is not None and a.value is not None:
+            value, problem = parse_value(target, a.value)
+            if problem:
+                findings.append(
+                    finding(
+                        "warning", None, f"{a.name}: {problem}", "env", target.source, env=a.name
+                    )
+                )
+            values[target.name] = (value, a.value)
+            values.setdefault(a.name, (value, a.value))
+        rows.append(
+            {
+                "name": a.name,
+                "value": a.value,
+                "how": a.how,
+                "known": target is not None,
+                "variable": target.name if target else None,
+                "type": target.type if target else None,
+                "parsed": value if target is not None else None,
+                "default": target.default if target else None,
+                "url": facts.env_url(target.name) if target else None,
+                "source": target.source if target else None,
+            }
+        )
+    return rows, values, findings
