@@ -123,12 +123,13 @@ def env_rows(
     return variables, sites, decl["prefix_aliases"]
 
 
-def _source_rank(site: dict[str, Any]) -> tuple[int, int, str, int]:
-    """Where an undeclared variable is best cited: a real read (not a bare string), outside
-    tests, with a default, earliest path."""
+def _source_rank(site: dict[str, Any]) -> tuple[bool, bool, bool, str, int]:
+    """Where an undeclared variable is best cited: a real read (not a bare string or a
+    write), outside tests, with a default, then the earliest path."""
     return (
-        site["how"] == "literal" or site["access"] == "write",
+        site["how"] in ("literal", "in environ") or site["access"] != "read",
         site["path"].startswith(TEST_PATHS),
+        site["default"] is None,
         site["path"],
         site["line"],
     )

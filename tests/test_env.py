@@ -387,3 +387,12 @@ def test_constraint_sites_read_the_variables(client: TestClient) -> None:
     assert not [f for f in safe["findings"] if f["severity"] == "error"]
     unset = explain(client, f"SGLANG_WIDGET_STRICT=0 {LAUNCH} --widget-mode fast")
     assert not [f for f in unset["findings"] if f["severity"] == "error"]
+
+
+def test_explain_page_lists_variables(client: TestClient) -> None:
+    page = client.get(
+        "/explain", params={"version": "v0.5.0", "command": f"SGLANG_WIDGET_COMPIL=1 {LAUNCH}"}
+    )
+    assert page.status_code == 200
+    assert "Environment variables" in page.text and "SGLANG_WIDGET_COMPIL" in page.text
+    assert "did you mean SGLANG_WIDGET_COMPILE" in page.text
