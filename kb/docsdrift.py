@@ -119,6 +119,10 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
             continue
         documented.setdefault(flag.name, e)
         code_cite = citation(version, flag.path, flag.line, flag.end_line)
+        options = [flag.name, *(loads(flag.aliases) or [])]
+        stray = [n for n in loads(e.names) or [] if e.form == "option" and n not in options]
+        if stray:  # a row naming the flag and a spelling the parser does not accept
+            differs.append(_differ(flag.name, "aliases", stray, options, docs_cite, code_cite))
         if flag.default is not None and e.default is not None:
             default = loads(flag.default)
             if same_value(e.default, default) is False:

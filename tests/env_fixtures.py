@@ -199,7 +199,7 @@ NEW_FLAGS_DOC = """
 | Argument | Description | Defaults | Options |
 | --- | --- | --- | --- |
 | `--model-path`<br>`--model` | The model. | `None` | Type: str |
-| `--tp-size` | TP size. | `2` | Type: int |
+| `--tp-size`<br>`--tp` | TP size. | `2` | Type: int |
 | `--widget-mode` | Mode. | `fast` | `fast`, `safe`, `turbo` |
 | `--widget-size` | Gone. | `1` | Type: int |
 """

@@ -239,6 +239,7 @@ def test_docs_drift(client: TestClient) -> None:
     differs = {(r["name"], r["field"]): r for r in flags["differs"]}
     assert differs[("--tp-size", "default")]["docs"] == "2"
     assert differs[("--tp-size", "default")]["code"] == 1
+    assert differs[("--tp-size", "aliases")]["docs"] == ["--tp"]  # not an option of the parser
     choices = differs[("--widget-mode", "choices")]
     assert choices["not_in_code"] == ["turbo"]
     row = differs[("--tp-size", "default")]
