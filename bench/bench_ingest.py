@@ -128,7 +128,8 @@ def forget_newest(db: Path, repo: Path) -> str:
         seen |= blobs(c)
     only_newest = blobs(commit) - seen
     with conn:
-        for table in ["flag", "enum", "constraintsite", "usagesite", "choicesite", "versionfile"]:
+        tables = ["flag", "enum", "constraintsite", "usagesite", "choicesite", "versionfile"]
+        for table in [*tables, "envvar", "envsite", "docentry"]:
             conn.execute(f"delete from {table} where version_id = ?", (vid,))
         conn.execute("delete from version where id = ?", (vid,))
         for sha in only_newest:

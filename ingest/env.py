@@ -35,11 +35,11 @@ ENVIRON_HOW = {b".get(": "environ.get", b"[": "environ[]", b".setdefault(": "env
                b".pop(": "environ.pop"}  # fmt: skip
 GETENV_RE = re.compile(rb"getenv\(\s*" + _Q)
 # get_bool_env_var("X"), _get_env("X"), envFlag("X"): "nv" then the rest of the name.
-HELPER_RE = re.compile(rb"nv(\w*)\(\s*" + _Q)
+HELPER_RES = [re.compile(e + rb"(\w*)\(\s*" + _Q) for e in (b"env", b"Env")]
 ENVS_RE = re.compile(rb"envs\.([A-Z][A-Z0-9_]*)\b(?:\.([a-z_]+))?")
 # Literal-led: the regex engine skips to "SGL" / " in ", then the quotes are checked.
 LITERAL_RE = re.compile(rb"SGL(?:ANG)?_[A-Z0-9][A-Z0-9_]*")
-IN_ENVIRON_RE = re.compile(rb" in\s+(?:os\.)?environ\b(?!\.)")
+IN_ENVIRON_RE = re.compile(rb"in\s+(?:os\.)?environ\b(?!\.)")
 QUOTED_BEFORE = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_]*)\1\s*(?:not\s*)?$")
 DEFAULT_RE = re.compile(
     r"\s*,\s*(?:default\s*=\s*)?(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|-?[0-9][0-9_.eE+-]*|True|False|None)\s*[,)]"
@@ -72,76 +72,91 @@ def _cast_of(prefix: str, helper: str = "") -> str | None:
 
 
 class _Text:
-    """Line access over one file: numbers of byte offsets, line texts, block context."""
+    """Line access over one file by byte offsets: only the lines a site needs are decoded
+    (decoding and splitting every file would cost more than the scan itself)."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self._lines: list[str] | None = None
-
-    @property
-    def lines(self) -> list[str]:
-        if self._lines is None:
-            self._lines = self.data.decode("utf-8", "replace").split("\n")
-        return self._lines
 
     def number(self, offset: int) -> int:
         return self.data.count(b"\n", 0, offset) + 1
 
-    def line(self, no: int) -> str:
-        return self.lines[no - 1] if 0 < no <= len(self.lines) else ""
+    def start(self, offset: int) -> int:
+        """Offset of the start of the line holding `offset`."""
+        return self.data.rfind(b"\n", 0, offset) + 1
+
+    def line(self, start: int) -> str:
+        end = self.data.find(b"\n", start)
+        return self.data[start : end if end >= 0 else len(self.data)].decode("utf-8", "replace")
 
     def prefix(self, offset: int) -> str:
-        start = self.data.rfind(b"\n", 0, offset) + 1
-        return self.data[start:offset].decode("utf-8", "replace")
+        return self.data[self.start(offset) : offset].decode("utf-8", "replace")
 
-    def statement_end(self, no: int) -> int:
-        """Last line of the statement starting at line `no` (brackets balanced, max 12)."""
-        depth = 0
-        for k in range(no, min(no + 12, len(self.lines) + 1)):
-            text = re.sub(r"#.*", "", _strip_strings(self.line(k)))
-            depth += sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
-            if depth <= 0:
-                return k
-        return no
+    def statement(self, start: int) -> list[str]:
+        """The lines of the statement starting at `start` (brackets balanced, max 12)."""
+        first = self.line(start)
+        out = [first]
+        if not any(c in first for c in "([{"):
+            return out
+        depth, pos, text = 0, start, first
+        for _ in range(12):
+            code = re.sub(r"#.*", "", _strip_strings(text))
+            depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+            nxt = self.data.find(b"\n", pos)
+            if depth <= 0 or nxt < 0:
+                break
+            pos = nxt + 1
+            text = self.line(pos)
+            out.append(text)
+        return out
 
-    def context(self, no: int) -> tuple[str, list[str]]:
-        """(enclosing function, headers of the enclosing if/elif/while blocks, outermost last).
+    def context(self, start: int) -> tuple[str, list[str]]:
+        """(enclosing function, headers of the enclosing if/elif/while blocks, innermost first).
 
         Walks up by indentation; after an `else`/`elif` the `if` chain above it at the same
         indentation is collected too, since the branch depends on those conditions."""
-        line = self.line(no)
+        data = self.data
+        line = self.line(start)
         indent = len(line) - len(line.lstrip())
         headers: list[str] = []
         sibling_indent = -1
-        for k in range(no - 1, 0, -1):
-            text = self.line(k)
+        deep = b" " * indent  # lines starting with this are nested deeper: skipped in C
+        pos = start
+        while pos > 0:
+            pos = data.rfind(b"\n", 0, pos - 1) + 1
+            if data.startswith(deep, pos):
+                continue
+            text = self.line(pos)
             stripped = text.strip()
             if not stripped or stripped.startswith(("#", ")", "]", "}")):
                 continue
             ind = len(text) - len(text.lstrip())
             if ind == sibling_indent and stripped.startswith(("if ", "elif ", "if(")):
-                headers.append(self._header(k))
+                headers.append(self._header(pos))
                 if stripped.startswith(("if ", "if(")):
                     sibling_indent = -1
+                    deep = b" " * indent
                 continue
             if ind >= indent:
                 continue
             indent = ind
+            deep = b" " * indent
             if stripped.startswith(("def ", "async def ")):
                 return re.split(r"[\s(]", stripped.removeprefix("async ").split()[1])[0], headers
             if stripped.startswith("class "):
                 break
             if stripped.startswith(("if ", "elif ", "while ", "if(")):
-                headers.append(self._header(k))
+                headers.append(self._header(pos))
                 if stripped.startswith("elif "):
                     sibling_indent = ind
+                    deep = b" " * (ind + 1)  # the `if`/`elif`s above at this indent matter
             elif stripped.startswith("else"):
                 sibling_indent = ind
+                deep = b" " * (ind + 1)
         return "", headers
 
-    def _header(self, no: int) -> str:
-        end = self.statement_end(no)
-        return " ".join(self.line(k).strip() for k in range(no, end + 1))[:600]
+    def _header(self, start: int) -> str:
+        return " ".join(t.strip() for t in self.statement(start))[:600]
 
 
 def _strip_strings(text: str) -> str:
@@ -167,7 +182,7 @@ def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], di
             if access == "write":
                 found[key][3] = "write"
             return
-        found[key] = [name, no, no, access, how, default, cast]
+        found[key] = [name, no, text.start(offset), access, how, default, cast]
 
     if b"environ" in data:
         for m in ENVIRON_RE.finditer(data):
@@ -188,12 +203,13 @@ def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], di
             prefix = text.prefix(m.start())
             add(m.group("n").decode(), m.start(), "read", "getenv", _default_after(data, m.end()),
                 _cast_of(prefix))  # fmt: skip
-    if b"nv" in data:
-        for m in HELPER_RE.finditer(data):
-            word = re.search(r"\w*[Ee]$", text.prefix(m.start()))
-            if word is None:
-                continue
-            helper = word.group(0) + "nv" + m.group(1).decode()
+    for lead, rx in zip((b"env", b"Env"), HELPER_RES, strict=True):
+        if lead not in data:
+            continue
+        for m in rx.finditer(data):
+            word = re.search(r"\w*$", text.prefix(m.start()))
+            assert word is not None  # \w* matches the empty string
+            helper = word.group(0) + lead.decode() + m.group(1).decode()
             if helper in ("getenv", "environ"):
                 continue
             default = _default_after(data, m.end())
@@ -201,12 +217,13 @@ def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], di
                 default = HELPER_DEFAULTS[helper]
             add(m.group("n").decode(), m.start() - len(word.group(0)), "read", helper, default,
                 _cast_of("", helper))  # fmt: skip
-    if b"environ" in data:
-        if b" in " in data:
-            for m in IN_ENVIRON_RE.finditer(data):
-                q = QUOTED_BEFORE.search(text.prefix(m.start()))
-                if q:
-                    add(q.group(2), m.start(), "check", "in environ", None, None)
+    if b"in os.environ" in data or b"in environ" in data:
+        for m in IN_ENVIRON_RE.finditer(data):
+            if m.start() == 0 or data[m.start() - 1] not in b" \t(":
+                continue
+            q = QUOTED_BEFORE.search(text.prefix(m.start()))
+            if q:
+                add(q.group(2), m.start(), "check", "in environ", None, None)
     if b"envs." in data:
         for m in ENVS_RE.finditer(data):
             if m.start() and (
@@ -229,12 +246,12 @@ def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], di
     # context (the costly part of this scan) is skipped.
     linked = flags_file or b"server_args" in data
     for site in sorted(found.values(), key=lambda s: (s[1], s[0])):
-        no = site[1]
-        end = text.statement_end(no)
+        no, start = site[1], site[2]
+        statement = text.statement(start)
         function, dests = "", []
         if linked:
-            function, headers = text.context(no)
-            body = " ".join(text.line(k) for k in range(no, end + 1))
+            function, headers = text.context(start)
+            body = " ".join(statement)
             dests = sorted(
                 {
                     m.group(1)
@@ -243,9 +260,9 @@ def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], di
                     for m in rx.finditer(part)
                 }
             )
-        site[2] = end
+        site[2] = no + len(statement) - 1
         sites.append([*site, function, dests])
-        texts[str(no)] = text.line(no).strip()[:MAX_LINE]
+        texts[str(no)] = statement[0].strip()[:MAX_LINE]
     return sites, texts
 
 
