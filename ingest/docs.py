@@ -39,26 +39,17 @@ def doc_kind(path: str) -> str | None:
 
 def split_row(line: str) -> list[str]:
     """Cells of a Markdown table row; `|` inside backticks or escaped as `\\|` stays."""
-    cells, cell, in_code, i = [], "", False, 0
     body = line.strip()
     body = body[1:] if body.startswith("|") else body
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body) and body[i + 1] == "|":
-            cell += "|"
-            i += 2
-            continue
-        if ch == "`":
-            in_code = not in_code
-        if ch == "|" and not in_code:
-            cells.append(cell.strip())
-            cell = ""
+    cells: list[str] = []
+    for part in re.split(r"(?<!\\)\|", body):
+        # A cell with an odd number of backticks continues past a `|` inside code.
+        if cells and cells[-1].count("`") % 2 == 1:
+            cells[-1] += "|" + part
         else:
-            cell += ch
-        i += 1
-    if cell.strip():
-        cells.append(cell.strip())
-    return cells
+            cells.append(part)
+    out = [c.replace("\\|", "|").strip() for c in cells]
+    return out[:-1] if out and not out[-1] else out
 
 
 def _column(header: list[str], *words: str) -> int | None:

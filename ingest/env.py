@@ -35,11 +35,15 @@ ENVIRON_HOW = {b".get(": "environ.get", b"[": "environ[]", b".setdefault(": "env
                b".pop(": "environ.pop"}  # fmt: skip
 GETENV_RE = re.compile(rb"getenv\(\s*" + _Q)
 # get_bool_env_var("X"), _get_env("X"), envFlag("X"): "nv" then the rest of the name.
-HELPER_RES = [re.compile(e + rb"(\w*)\(\s*" + _Q) for e in (b"env", b"Env")]
+# Helpers name the environment with "env_" (get_bool_env_var) or end in "_env" (_get_env).
+HELPER_RES = [
+    (b"env_", re.compile(rb"env_(\w*)\(\s*" + _Q)),
+    (b"_env(", re.compile(rb"_env()\(\s*" + _Q)),
+]
 ENVS_RE = re.compile(rb"envs\.([A-Z][A-Z0-9_]*)\b(?:\.([a-z_]+))?")
 # Literal-led: the regex engine skips to "SGL" / " in ", then the quotes are checked.
 LITERAL_RE = re.compile(rb"SGL(?:ANG)?_[A-Z0-9][A-Z0-9_]*")
-IN_ENVIRON_RE = re.compile(rb"in\s+(?:os\.)?environ\b(?!\.)")
+IN_ENVIRON = (b" in os.environ", b" in environ")
 QUOTED_BEFORE = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_]*)\1\s*(?:not\s*)?$")
 DEFAULT_RE = re.compile(
     r"\s*,\s*(?:default\s*=\s*)?(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|-?[0-9][0-9_.eE+-]*|True|False|None)\s*[,)]"
@@ -77,9 +81,15 @@ class _Text:
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+        self._at = (0, 1)  # (offset, its line number): each pass counts on from the last
 
     def number(self, offset: int) -> int:
-        return self.data.count(b"\n", 0, offset) + 1
+        last, no = self._at
+        if offset < last:
+            last, no = 0, 1
+        no += self.data.count(b"\n", last, offset)
+        self._at = (offset, no)
+        return no
 
     def start(self, offset: int) -> int:
         """Offset of the start of the line holding `offset`."""
@@ -115,32 +125,28 @@ class _Text:
 
         Walks up by indentation; after an `else`/`elif` the `if` chain above it at the same
         indentation is collected too, since the branch depends on those conditions."""
-        data = self.data
         line = self.line(start)
         indent = len(line) - len(line.lstrip())
         headers: list[str] = []
         sibling_indent = -1
-        deep = b" " * indent  # lines starting with this are nested deeper: skipped in C
         pos = start
-        while pos > 0:
-            pos = data.rfind(b"\n", 0, pos - 1) + 1
-            if data.startswith(deep, pos):
-                continue
+        while pos > 0 and indent > 0:  # nothing encloses a line at column 0
+            limit = indent if sibling_indent < 0 else sibling_indent + 1
+            pos = self._shallower_before(pos, limit)
+            if pos < 0:
+                break
             text = self.line(pos)
             stripped = text.strip()
-            if not stripped or stripped.startswith(("#", ")", "]", "}")):
+            if stripped.startswith(("#", ")", "]", "}")):
                 continue
             ind = len(text) - len(text.lstrip())
             if ind == sibling_indent and stripped.startswith(("if ", "elif ", "if(")):
                 headers.append(self._header(pos))
                 if stripped.startswith(("if ", "if(")):
                     sibling_indent = -1
-                    deep = b" " * indent
-                continue
-            if ind >= indent:
                 continue
             indent = ind
-            deep = b" " * indent
+            sibling_indent = -1
             if stripped.startswith(("def ", "async def ")):
                 return re.split(r"[\s(]", stripped.removeprefix("async ").split()[1])[0], headers
             if stripped.startswith("class "):
@@ -148,15 +154,35 @@ class _Text:
             if stripped.startswith(("if ", "elif ", "while ", "if(")):
                 headers.append(self._header(pos))
                 if stripped.startswith("elif "):
-                    sibling_indent = ind
-                    deep = b" " * (ind + 1)  # the `if`/`elif`s above at this indent matter
+                    sibling_indent = ind  # the `if`/`elif`s above at this indent matter
             elif stripped.startswith("else"):
                 sibling_indent = ind
-                deep = b" " * (ind + 1)
         return "", headers
+
+    def _shallower_before(self, pos: int, limit: int) -> int:
+        """Start of the last non-blank line before `pos` indented less than `limit`, or -1.
+
+        A regex over a growing window behind `pos` (the lines in between are nested deeper
+        and never looked at one by one)."""
+        rx = _SHALLOW.get(limit)
+        if rx is None:
+            rx = _SHALLOW[limit] = re.compile(rb"(?:^|\n) {0,%d}(?=[^ \n])" % (limit - 1))
+        window = 512
+        while True:
+            lo = max(0, pos - window)
+            matches = list(rx.finditer(self.data, lo, pos - 1 if pos > 0 else 0))
+            if matches:
+                found = matches[-1].start()
+                return found + 1 if self.data[found : found + 1] == b"\n" else found
+            if lo == 0:
+                return -1
+            window *= 4
 
     def _header(self, start: int) -> str:
         return " ".join(t.strip() for t in self.statement(start))[:600]
+
+
+_SHALLOW: dict[int, re.Pattern[bytes]] = {}
 
 
 def _strip_strings(text: str) -> str:
@@ -203,13 +229,13 @@ def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], di
             prefix = text.prefix(m.start())
             add(m.group("n").decode(), m.start(), "read", "getenv", _default_after(data, m.end()),
                 _cast_of(prefix))  # fmt: skip
-    for lead, rx in zip((b"env", b"Env"), HELPER_RES, strict=True):
+    for lead, rx in HELPER_RES:
         if lead not in data:
             continue
         for m in rx.finditer(data):
             word = re.search(r"\w*$", text.prefix(m.start()))
             assert word is not None  # \w* matches the empty string
-            helper = word.group(0) + lead.decode() + m.group(1).decode()
+            helper = word.group(0) + lead.rstrip(b"(").decode() + m.group(1).decode()
             if helper in ("getenv", "environ"):
                 continue
             default = _default_after(data, m.end())
@@ -217,13 +243,15 @@ def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], di
                 default = HELPER_DEFAULTS[helper]
             add(m.group("n").decode(), m.start() - len(word.group(0)), "read", helper, default,
                 _cast_of("", helper))  # fmt: skip
-    if b"in os.environ" in data or b"in environ" in data:
-        for m in IN_ENVIRON_RE.finditer(data):
-            if m.start() == 0 or data[m.start() - 1] not in b" \t(":
-                continue
-            q = QUOTED_BEFORE.search(text.prefix(m.start()))
-            if q:
-                add(q.group(2), m.start(), "check", "in environ", None, None)
+    for needle in IN_ENVIRON:
+        at = data.find(needle)
+        while at >= 0:
+            after = data[at + len(needle) : at + len(needle) + 1]
+            if not (after.isalnum() or after in (b"_", b".")):
+                q = QUOTED_BEFORE.search(text.prefix(at + 1))
+                if q:
+                    add(q.group(2), at + 1, "check", "in environ", None, None)
+            at = data.find(needle, at + 1)
     if b"envs." in data:
         for m in ENVS_RE.finditer(data):
             if m.start() and (
@@ -249,7 +277,10 @@ def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], di
         no, start = site[1], site[2]
         statement = text.statement(start)
         function, dests = "", []
-        if linked:
+        # The walk up to the enclosing `def` is skipped when nothing between it and the
+        # site reads server args: then no condition there can tie the variable to a flag.
+        def_at = data.rfind(b"def ", 0, start)
+        if linked and (flags_file or b"server_args" in data[max(def_at, 0) : start + 2000]):
             function, headers = text.context(start)
             body = " ".join(statement)
             dests = sorted(
