@@ -31,7 +31,7 @@ from app.views import (
 )
 from app.views.common import error_response, pinned_context, suggestion_url
 from kb.queries import MAX_NAME, NotFound
-from kb.schema import database_url, make_engine
+from kb.schema import check_schema, database_url, make_engine
 
 log = logging.getLogger("flagatlas")
 
@@ -160,6 +160,9 @@ def create_app(db_url: str | None = None) -> FastAPI:
     )
     without_phantom_422(app)
     app.state.engine = make_engine(db_url or database_url(), readonly=True)
+    # SchemaMismatch: serving another schema would only answer 500s (an empty database,
+    # e.g. the one `flagatlas openapi` describes the routes on, answers 404s).
+    check_schema(app.state.engine, empty_ok=True)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> Response:

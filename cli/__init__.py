@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from cli import explain as explain_cli
+from cli.common import schema_line
 
 cli = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -39,12 +40,18 @@ def ingest(
         "https://github.com/sgl-project/sglang).",
     ),
     force: bool = typer.Option(False, "--force", help="Re-extract versions already ingested."),
+    rebuild: bool = typer.Option(
+        False,
+        "--rebuild",
+        help="Drop the knowledge base and ingest from scratch (needed after a schema change).",
+    ),
     jobs: int = typer.Option(0, "--jobs", help="Worker processes (default: all cores)."),
     as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
 ) -> None:
     """Extract flags, enums, constraint and usage sites from SGLang's history into the KB."""
     import json
     import os
+    import shlex
     import sys
     from pathlib import Path
 
@@ -54,7 +61,7 @@ def ingest(
 
     from ingest.git_source import DEFAULT_REPO, RepoUnavailable, web_url_for
     from ingest.runner import IngestOptions, run, summary_json
-    from kb.schema import database_url
+    from kb.schema import SchemaMismatch, database_url
 
     repo = repo or DEFAULT_REPO
     url = database_url(db)
@@ -74,6 +81,7 @@ def ingest(
         since=since,
         latest=latest,
         force=force,
+        rebuild=rebuild,
         jobs=jobs or os.cpu_count() or 1,
     )
     console = Console(stderr=as_json)
@@ -100,6 +108,10 @@ def ingest(
     try:
         with progress:
             summary = run(opts, lambda total: progress.update(task, total=total), on_version)
+    except SchemaMismatch as exc:  # the same command again, with --rebuild
+        again = shlex.join(["flagatlas", *sys.argv[1:], "--rebuild"])
+        print(schema_line("ingest", url, exc, again), file=sys.stderr)
+        raise typer.Exit(2) from None
     except (RepoUnavailable, ValueError) as exc:
         print(f"flagatlas ingest: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -136,14 +148,23 @@ def serve(
     import uvicorn
 
     from app.main import create_app
-    from kb.schema import database_url
+    from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
 
     url = database_url(db)
     path = url.removeprefix("sqlite:///")
     if url.startswith("sqlite:///") and not Path(path).exists():
         typer.echo(f"No knowledge base at {path}: run `flagatlas ingest` first.")
         raise typer.Exit(1)
-    uvicorn.run(create_app(url), host=host, port=port, log_level="info")
+    engine = make_engine(url, readonly=True)
+    try:
+        check_schema(engine)
+        app = create_app(url)
+    except SchemaMismatch as exc:
+        typer.echo(schema_line("serve", url, exc), err=True)
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
+    uvicorn.run(app, host=host, port=port, log_level="info")
 
 
 @cli.command()
@@ -156,13 +177,21 @@ def reindex(
     """Rebuild the search index and swap it in (a running server picks it up)."""
     from pathlib import Path
 
-    from kb.schema import database_url
+    from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
     from kb.search import build_index
 
     url = database_url(db)
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         typer.echo(f"No knowledge base at {url.removeprefix('sqlite:///')}.")
         raise typer.Exit(1)
+    engine = make_engine(url, readonly=True)
+    try:
+        check_schema(engine)
+    except SchemaMismatch as exc:
+        typer.echo(schema_line("reindex", url, exc), err=True)
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
     info = build_index(url, Path(index) if index else None)
     typer.echo(
         f"Indexed {info['docs']} distinct facts of {info['versions']} versions "

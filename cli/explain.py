@@ -73,10 +73,11 @@ def explain(
     and a verified fix for each error."""
     from sqlmodel import Session
 
+    from cli.common import schema_line
     from kb.explain import explain as run
     from kb.explain.predicates import Profile, ProfileError
     from kb.queries import NotFound
-    from kb.schema import database_url, make_engine
+    from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
 
     text = command_text(list(words or [])) if words else sys.stdin.read()
     err = Console(stderr=True)
@@ -103,8 +104,12 @@ def explain(
         raise typer.Exit(2) from None
     engine = make_engine(url, readonly=True)
     try:
+        check_schema(engine)
         with Session(engine) as session:
             result = run(session, version, text, compare_to, profile)
+    except SchemaMismatch as exc:
+        err.print(schema_line("explain", url, exc), markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
     except NotFound as exc:
         hint = f" Did you mean {', '.join(exc.suggestions)}?" if exc.suggestions else ""
         err.print(exc.detail + hint, markup=False)

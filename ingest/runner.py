@@ -32,7 +32,7 @@ from ingest.git_source import (
 )
 from ingest.store import existing_versions, load_facts, save_facts, write_version
 from ingest.versions import select
-from kb.schema import EXTRACTOR_VERSION, create_schema, make_engine
+from kb.schema import EXTRACTOR_VERSION, check_schema, create_schema, drop_schema, make_engine
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
 
@@ -48,6 +48,7 @@ class IngestOptions:
     since: str | None = None
     latest: int | None = None
     force: bool = False
+    rebuild: bool = False  # drop every table first (a database of another schema)
     jobs: int = os.cpu_count() or 1
     # Called inside each version's open transaction, before it commits (a test seam).
     before_commit: Callable[[str], None] | None = None
@@ -82,10 +83,14 @@ def run(
     on_version: Callable[[VersionSummary], None] = lambda s: None,
 ) -> IngestSummary:
     started = time.perf_counter()
+    engine = make_engine(opts.db_url)
+    if not opts.rebuild:
+        check_schema(engine, empty_ok=True)  # before any git work: SchemaMismatch at once
     gitdir = open_repo(opts.repo, opts.cache_dir)
     extra = [resolve_ref(gitdir, ref, label) for ref, label in opts.refs]
     refs = select(list_tags(gitdir), opts.tags, extra, opts.since, opts.latest)
-    engine = make_engine(opts.db_url)
+    if opts.rebuild:  # only once the repository answered: a typo keeps the old database
+        drop_schema(engine)
     create_schema(engine)
     done = existing_versions(engine)
     summary = IngestSummary()

@@ -1,7 +1,9 @@
 """Write one version into the knowledge base in a single transaction.
 
 A version appears complete or not at all: if the process is interrupted (Ctrl-C, kill -9)
-the transaction never commits and SQLite's journal restores the previous state.
+the transaction never commits and SQLite's journal restores the previous state. A version
+written again (`--force`) keeps its row and id: only its child rows are replaced, so a
+reader sees the old facts or the new ones under the same id, never a version without rows.
 """
 
 from __future__ import annotations
@@ -16,25 +18,32 @@ from sqlalchemy import Connection, Engine, delete, insert, select, update
 from ingest.assemble import VersionRows
 from ingest.git_source import Ref
 from ingest.versions import order, sort_key
+from kb.relations import insert_rows as _insert
+from kb.relations import write_relations
 from kb.schema import (
     EXTRACTOR_VERSION,
     Blob,
     BlobFacts,
     ChoiceSite,
+    ConstraintFlag,
     ConstraintSite,
     DocEntry,
     Enum,
     EnvSite,
     EnvVar,
     Flag,
+    Option,
     UsageSite,
     Version,
     VersionFile,
     dumps,
 )
 
+# Children before the rows they reference (foreign keys are enforced); constraint_flag rows
+# go first, with their sites (see write_version).
 PER_VERSION_TABLES = [
-    Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, EnvVar, EnvSite, DocEntry, VersionFile,
+    Option, Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, EnvVar, EnvSite, DocEntry,
+    VersionFile,
 ]  # fmt: skip
 
 
@@ -101,33 +110,35 @@ def write_version(
     `before_commit(label)` runs inside the open transaction (tests use it to kill -9 there).
     """
     t = {m: m.__table__ for m in [Version, Blob, *PER_VERSION_TABLES]}  # type: ignore[attr-defined]
+    cf = ConstraintFlag.__table__  # type: ignore[attr-defined]
     report = {
         "counts": rows.counts(),
         "warnings": rows.warnings,
         "seconds": round(seconds, 3),
         "env_prefix_aliases": rows.env_prefix_aliases,
     }
+    values = {
+        "name": ref.label,
+        "commit": ref.commit,
+        "date": ref.date,
+        "sort_key": sort_key(ref.label, ref.date),
+        "era": rows.era,
+        "extractor_version": EXTRACTOR_VERSION,
+        "web_url": web_url,
+        "report": dumps(report),
+        "ingested_at": datetime.now(UTC),
+    }
     with engine.begin() as conn:
-        old = conn.execute(select(t[Version].c.id).where(t[Version].c.name == ref.label)).scalar()
-        if old is not None:
+        vid = conn.execute(select(t[Version].c.id).where(t[Version].c.name == ref.label)).scalar()
+        if vid is not None:
+            sites = select(t[ConstraintSite].c.id).where(t[ConstraintSite].c.version_id == vid)
+            conn.execute(delete(cf).where(cf.c.constraint_id.in_(sites)))
             for model in PER_VERSION_TABLES:
-                conn.execute(delete(t[model]).where(t[model].c.version_id == old))
-            conn.execute(delete(t[Version]).where(t[Version].c.id == old))
-        result = conn.execute(
-            insert(t[Version]).values(
-                name=ref.label,
-                commit=ref.commit,
-                date=ref.date,
-                sort_key=sort_key(ref.label, ref.date),
-                position=0,
-                era=rows.era,
-                extractor_version=EXTRACTOR_VERSION,
-                web_url=web_url,
-                report=dumps(report),
-                ingested_at=datetime.now(UTC),
-            )
-        )
-        vid = result.inserted_primary_key[0]  # type: ignore[index]
+                conn.execute(delete(t[model]).where(t[model].c.version_id == vid))
+            conn.execute(update(t[Version]).where(t[Version].c.id == vid).values(**values))
+        else:
+            result = conn.execute(insert(t[Version]).values(position=0, **values))
+            vid = result.inserted_primary_key[0]  # type: ignore[index]
         _insert(conn, t[Flag], [_flag_row(vid, f) for f in rows.flags])
         _insert(
             conn,
@@ -177,14 +188,15 @@ def write_version(
             ],
         )
         _insert_env(conn, t, vid, rows)
+        shas = sorted(set(rows.cited.values()))
+        have = stored_blobs(conn, shas)
+        _insert(conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have])
         _insert(
             conn,
             t[VersionFile],
             [{"version_id": vid, "path": p, "sha": s} for p, s in rows.cited.items()],
         )
-        shas = sorted(set(rows.cited.values()))
-        have = stored_blobs(conn, shas)
-        _insert(conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have])
+        write_relations(conn, vid)
         _rerank(conn)
         if before_commit is not None:
             before_commit(ref.label)
@@ -252,20 +264,6 @@ ENV_VAR_COLUMNS = [
 ENV_SITE_COLUMNS = ["name", "access", "how", "function", "path", "line", "end_line", "text"]
 
 
-def _insert(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        return
-    if conn.dialect.name != "sqlite":
-        conn.execute(insert(table), rows)
-        return
-    # SQLite: hand plain tuples to the driver's executemany. SQLAlchemy's per-row parameter
-    # processing cost more than the inserts themselves (about 300,000 rows for SGLang).
-    cols = list(rows[0])
-    names = ", ".join(f'"{c}"' for c in cols)  # quoted: "default" and "commit" are keywords
-    sql = f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join("?" * len(cols))})'
-    conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
-
-
 def _flag_row(vid: int, f: dict[str, Any]) -> dict[str, Any]:
     def as_json(value: Any) -> str | None:
         return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
@@ -295,6 +293,8 @@ def _flag_row(vid: int, f: dict[str, Any]) -> dict[str, Any]:
         "path": f["path"],
         "line": f["line"],
         "end_line": f["end_line"],
+        "argparse_dest": f.get("argparse_dest"),
+        "negation": f.get("negation"),
     }
 
 

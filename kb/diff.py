@@ -12,9 +12,19 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from sqlmodel import Session, col, or_, select
+from sqlmodel import Session, col, select
 
-from kb.schema import ConstraintSite, Enum, EnvVar, Flag, Version, loads, option_to_dest
+from kb.schema import (
+    ConstraintSite,
+    Enum,
+    EnvVar,
+    Flag,
+    Option,
+    Version,
+    loads,
+    name_key,
+    option_to_dest,
+)
 
 # Fields compared between two rows of the same flag, in the order they are reported.
 FIELDS = ("dest", "type", "default", "choices", "aliases", "action", "nargs", "help", "deprecated")
@@ -306,7 +316,12 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     present = {f.version_id for f in found}
     missing = [i for i in ids if i not in present]
     if missing:
-        found += rows(missing, or_(Flag.dest == dest, col(Flag.aliases).contains(f'"{option}"')))
+        other = select(Option.flag_id).where(
+            col(Option.version_id).in_(missing),
+            Option.key == name_key(option),
+            col(Option.kind).in_(["option", "alias", "dest", "argparse_dest"]),
+        )
+        found += rows(missing, col(Flag.id).in_(other))
     per_version: dict[int, list[Flag]] = {}
     for flag in found:
         per_version.setdefault(flag.version_id, []).append(flag)

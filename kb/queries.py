@@ -1,8 +1,9 @@
 """Shared read queries over the knowledge base, and the JSON shapes of the API contract.
 
 Every function here takes a Session and returns plain dicts or schema rows; views turn them
-into HTML or JSON. Lookups go through the indexed columns (version name, (version_id, name),
-(version_id, dest), (version_id, value)) so one page costs a handful of index probes.
+into HTML or JSON. Lookups go through indexed columns (version name, (version_id, name),
+(version_id, dest), (version_id, value), the `option` table's (version_id, key), and
+`constraint_flag`'s flag_id) so one page costs a handful of index probes.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ from sqlalchemy import func
 from sqlmodel import Session, col, or_, select
 
 from kb.cache import Cache, Stamp
+from kb.relations import RANK
 from kb.schema import (
     ChoiceSite,
+    ConstraintFlag,
     ConstraintSite,
     Enum,
     Flag,
+    Option,
     UsageSite,
     Version,
     VersionFile,
     loads,
-    option_to_dest,
+    name_key,
 )
 
 # Inputs longer than this are never names; cut them before fuzzy matching.
@@ -192,33 +196,26 @@ def flag_name_candidates(raw: str) -> list[str]:
     return [name for name in dict.fromkeys(out) if name.strip("-")]
 
 
+def flags_named(session: Session, version: Version, raw: str) -> list[Flag]:
+    """Every flag that answers to `raw` in the version (option, alias, dest, deprecated alias,
+    `--no-x`; any dashes, underscores or case), the best match first: one indexed query."""
+    key = name_key(raw[:MAX_NAME])
+    if not key:
+        return []
+    rows = session.exec(
+        select(Flag, Option.kind, Option.name)
+        .join(Option, col(Option.flag_id) == Flag.id)
+        .where(Option.version_id == version.id, Option.key == key)
+    ).all()
+    spelled = raw.strip()
+    ranked = sorted(rows, key=lambda r: (RANK[r[1]], r[2] != spelled, r[0].id))
+    return list({flag.id: flag for flag, _kind, _name in ranked}.values())
+
+
 def find_flag(session: Session, version: Version, raw: str) -> Flag | None:
     """Resolve an option, alias or dest (any dashes, underscores or case) in a version."""
-    names = flag_name_candidates(raw)
-    if not names:
-        return None
-    rows = session.exec(
-        select(Flag).where(Flag.version_id == version.id, col(Flag.name).in_(names))
-    ).all()
-    if rows:
-        return min(rows, key=lambda row: names.index(row.name))
-    dest = option_to_dest(raw.strip()[:MAX_NAME])
-    row = session.exec(
-        select(Flag).where(
-            Flag.version_id == version.id,
-            or_(Flag.dest == dest, func.lower(Flag.dest) == dest.lower()),
-        )
-    ).first()
-    if row is not None:
-        return row
-    # Aliases are a JSON list; only a few flags have any, so filter in Python.
-    wanted = {name.lower() for name in names}
-    for flag in session.exec(
-        select(Flag).where(Flag.version_id == version.id, Flag.aliases != "[]")
-    ):
-        if wanted & {alias.lower() for alias in loads(flag.aliases) or []}:
-            return flag
-    return None
+    found = flags_named(session, version, raw)
+    return found[0] if found else None
 
 
 def flag_names(session: Session, version: Version) -> list[str]:
@@ -226,12 +223,15 @@ def flag_names(session: Session, version: Version) -> list[str]:
 
 
 def versions_with_flag(session: Session, names: Sequence[str]) -> list[Version]:
-    """Versions (newest first) that define one of `names`, via the (version_id, name) index."""
+    """Versions (newest first) where one of `names` names a flag (any kind of name)."""
+    keys = list({name_key(n) for n in names} - {""})
     versions = ordered_versions(session)
-    ids = [v.id for v in versions]
+    # version_id IN (...) lets SQLite probe the (version_id, key) index once per version.
     present = set(
         session.exec(
-            select(Flag.version_id).where(col(Flag.version_id).in_(ids), col(Flag.name).in_(names))
+            select(Option.version_id).where(
+                col(Option.version_id).in_([v.id for v in versions]), col(Option.key).in_(keys)
+            )
         )
     )
     return [v for v in versions if v.id in present]
@@ -244,25 +244,20 @@ def nearest_versions(
     having = versions_with_flag(session, names)
     older = [v for v in having if v.position < version.position][:1]
     newer = [v for v in reversed(having) if v.position > version.position][:1]
-    name_by_version: dict[int | None, str] = {}
-    if older or newer:
-        for flag in session.exec(
-            select(Flag).where(
-                col(Flag.version_id).in_([v.id for v in older + newer]),
-                col(Flag.name).in_(list(names)),
-            )
-        ):
-            name_by_version[flag.version_id] = flag.name
-    return [
-        {"version": v.name, "url": flag_url(v, name_by_version.get(v.id, names[0]))}
-        for v in newer + older
-    ]
+    out = []
+    for v in newer + older:
+        found = find_flag(session, v, names[0])
+        out.append({"version": v.name, "url": flag_url(v, found.name if found else names[0])})
+    return out
 
 
-def get_flag(session: Session, version: Version, raw: str) -> Flag:
-    flag = find_flag(session, version, raw)
-    if flag is not None:
-        return flag
+def get_flag(session: Session, version: Version, raw: str, replaced: bool = False) -> Flag:
+    """The flag named `raw` (NotFound with suggestions). With `replaced`, a deprecated flag
+    gives way to the flag that replaces it (whose code handles the values)."""
+    named = flags_named(session, version, raw)
+    if named:
+        live = [f for f in named if not f.deprecated] if replaced else []
+        return live[0] if live and named[0].deprecated else named[0]
     names = flag_name_candidates(raw)
     raise NotFound(
         "flag",
@@ -304,35 +299,59 @@ def constraint_dict(version: Version, site: ConstraintSite) -> dict[str, Any]:
 
 
 def all_constraints(session: Session, version: Version) -> list[ConstraintSite]:
-    return list(
-        session.exec(
-            select(ConstraintSite)
-            .where(ConstraintSite.version_id == version.id)
-            .order_by(col(ConstraintSite.path), col(ConstraintSite.line))
-        )
-    )
+    return _sites_of(session, version, None)
 
 
 def flag_constraints(session: Session, version: Version, name: str) -> list[ConstraintSite]:
-    """Constraint sites that read or affect the flag (matched inside the JSON lists)."""
-    needle = f'"{name}"'
-    rows = session.exec(
-        select(ConstraintSite)
-        .where(
-            ConstraintSite.version_id == version.id,
-            or_(
-                col(ConstraintSite.flags).contains(needle, autoescape=True),
-                col(ConstraintSite.affects).contains(needle, autoescape=True),
-            ),
-        )
-        .order_by(col(ConstraintSite.path), col(ConstraintSite.line))
+    """Constraint sites that read or affect the flag whose canonical option is `name`."""
+    flag_ids = select(Flag.id).where(Flag.version_id == version.id, Flag.name == name)
+    return _sites_of(
+        session,
+        version,
+        select(ConstraintFlag.constraint_id).where(col(ConstraintFlag.flag_id).in_(flag_ids)),
     )
-    # The LIKE pre-filter is textual; confirm on the decoded lists.
-    return [
-        row
-        for row in rows
-        if name in (loads(row.flags) or []) or name in (loads(row.affects) or [])
-    ]
+
+
+def filter_constraints(
+    session: Session, version: Version, flag: str = "", kind: str = ""
+) -> list[ConstraintSite]:
+    """The version's constraint sites of a kind that read or affect a flag. `flag` is any
+    name of a flag (option, alias, dest, deprecated alias; any dashes or case): all the
+    flags it names count. Text that names no flag matches as a substring of flag names (the
+    filter runs as the user types)."""
+    extra: list[Any] = [ConstraintSite.kind == kind] if kind else []
+    key = name_key(flag[:MAX_NAME])
+    if not key:
+        return _sites_of(session, version, None, *extra)
+    named = select(Option.flag_id).where(Option.version_id == version.id, Option.key == key)
+    if session.exec(named.limit(1)).first() is None:
+        named = select(Option.flag_id).where(
+            Option.version_id == version.id, col(Option.key).contains(key, autoescape=True)
+        )
+    ids = select(ConstraintFlag.constraint_id).where(col(ConstraintFlag.flag_id).in_(named))
+    return _sites_of(session, version, ids, *extra)
+
+
+def _sites_of(session: Session, version: Version, ids: Any, *where: Any) -> list[ConstraintSite]:
+    """The version's constraint sites (with ids in the subquery `ids`), in source order."""
+    query = select(ConstraintSite).where(ConstraintSite.version_id == version.id, *where)
+    if ids is not None:
+        query = query.where(col(ConstraintSite.id).in_(ids))
+    return list(session.exec(query.order_by(col(ConstraintSite.path), col(ConstraintSite.line))))
+
+
+def constraint_counts(session: Session, version: Version) -> dict[str, int]:
+    """How many constraint sites read or affect each option (for the flags list's badges)."""
+    sites = select(ConstraintSite.id).where(ConstraintSite.version_id == version.id)
+    option = func.coalesce(Flag.name, ConstraintFlag.option)
+    rows = session.exec(
+        select(option, func.count(func.distinct(ConstraintFlag.constraint_id)))
+        .select_from(ConstraintFlag)
+        .outerjoin(Flag, col(Flag.id) == ConstraintFlag.flag_id)
+        .where(col(ConstraintFlag.constraint_id).in_(sites))
+        .group_by(option)
+    )
+    return {name: count for name, count in rows}
 
 
 def enum_dict(version: Version, enum: Enum) -> dict[str, Any]:

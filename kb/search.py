@@ -177,17 +177,20 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
         Flag.section,
         Flag.choices,
         Flag.deprecated,
+        Flag.argparse_dest,
+        Flag.negation,
     ]
     # Plain rows, not ORM objects: every flag of every version passes here.
     flag_query = sa_select(*flag_cols)
     if only is not None:
         flag_query = flag_query.where(col(Flag.version_id).in_(only))
     for row in session.connection().execute(flag_query):
-        vid, name, dest, aliases_j, help_, section, choices_j, deprecated = row
+        vid, name, dest, aliases_j, help_, section, choices_j, deprecated, *more = row
         choices = [str(c) for c in loads(choices_j) or []]
         key = ("flag", *row[1:])
         if not known(key, vid):
-            aliases = loads(aliases_j) or []
+            # Every name the flag answers to: its aliases, argparse's own dest, its --no-x.
+            aliases = (loads(aliases_j) or []) + [n for n in more if n]
             new(
                 key,
                 vid,

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from kb.relations import rebuild_relations
 from kb.schema import (
     Blob,
     ChoiceSite,
@@ -391,5 +392,6 @@ def build_kb(path: Path) -> Path:
                 )
             )
         session.commit()
+    rebuild_relations(engine)
     engine.dispose()
     return path

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from kb.relations import rebuild_relations
 from kb.schema import (
     Blob,
     ConstraintSite,
@@ -296,5 +297,6 @@ def build(path: Path) -> str:
                     )
                 )
         session.commit()
+    rebuild_relations(engine)
     engine.dispose()
     return url

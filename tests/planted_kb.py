@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from kb.relations import rebuild_relations
 from kb.schema import ConstraintSite, Enum, Flag, Version, create_schema, dumps, make_engine
 
 
@@ -90,6 +91,7 @@ def build_kb(path: Path, versions: list[tuple[str, dict[str, Any]]]) -> str:
                     )
                 )
         session.commit()
+    rebuild_relations(engine)
     engine.dispose()
     return url
 

@@ -92,3 +92,15 @@ def test_pp_size_turns_off_overlap_schedule(client: TestClient) -> None:
         if c["kind"] == "override" and "--disable-overlap-schedule" in c["affects"]
     ]
     assert overrides and "pp_size > 1" in overrides[0]["condition"]
+
+
+def test_constraints_filter_takes_any_name_of_a_flag(client: TestClient) -> None:
+    def sites(name: str) -> list[tuple[str, int]]:
+        response = client.get(f"/api/v/{VERSION}/constraints", params={"flag": name})
+        assert response.status_code == 200
+        return [(c["source"]["path"], c["source"]["line"]) for c in response.json()["constraints"]]
+
+    canonical = sites("--pipeline-parallel-size")
+    assert len(canonical) == 7
+    for name in ("pp-size", "--pp-size", "pipeline-parallel-size", "pp_size"):
+        assert sites(name) == canonical, name

@@ -88,7 +88,7 @@ def api_backends(session: SessionDep, version: str) -> BackendList:
 
 def backend_value(session: Session, version: Version, flag: str, value: str) -> BackendValue:
     """Every site handling one value of a flag (a case-insensitive match of a choice)."""
-    row = get_flag(session, version, flag)
+    row = get_flag(session, version, flag, replaced=True)  # --old-name: its successor's code
     choices = [str(c) for c in loads(row.choices) or []]
     if value not in choices:
         folded = {c.lower(): c for c in choices}

@@ -10,7 +10,7 @@ from app.deps import SessionDep
 from app.templating import render
 from app.views.common import errors, page_context
 from kb.contract import ConstraintList
-from kb.queries import MAX_NAME, all_constraints, constraint_dict, get_version
+from kb.queries import MAX_NAME, constraint_dict, filter_constraints, get_version
 from kb.schema import Version
 
 router = APIRouter()
@@ -21,17 +21,12 @@ KINDS = ("raise", "assert", "override", "warning")
 def constraint_list(
     session: Session, version: Version, flag: str = "", kind: str = ""
 ) -> ConstraintList:
-    """Constraints whose flags or affects contain `flag` (substring, - and _ alike), of one
-    `kind` when it is one of KINDS (another kind matches nothing)."""
-    needle = flag.strip().lower().replace("_", "-").lstrip("-")[:MAX_NAME]
-    out = []
-    for site in all_constraints(session, version):
-        if kind and site.kind != kind:
-            continue
-        data = constraint_dict(version, site)
-        if needle and not any(needle in n.lower() for n in data["flags"] + data["affects"]):
-            continue
-        out.append(data)
+    """Constraints that read or affect the flag named by `flag` (any of its names; text that
+    names no flag matches as a substring of flag names), of one `kind` when it is one of
+    KINDS (another kind matches nothing)."""
+    out = [
+        constraint_dict(version, site) for site in filter_constraints(session, version, flag, kind)
+    ]
     return ConstraintList.model_validate(
         {
             "version": version.name,
@@ -60,5 +55,5 @@ def api_constraints(
     session: SessionDep, version: str, flag: str = "", kind: str = ""
 ) -> ConstraintList:
     """Every constraint site of a version (raise, assert, override, warning), filtered by a
-    flag name (substring) and a kind."""
+    flag (any of its names; text naming no flag matches part of a name) and a kind."""
     return constraint_list(session, get_version(session, version), flag, kind)

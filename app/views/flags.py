@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from itertools import groupby
 from typing import Any
 
@@ -19,6 +18,7 @@ from kb.queries import (
     MAX_NAME,
     choice_site_dict,
     choice_sites,
+    constraint_counts,
     constraint_dict,
     enum_dict,
     flag_constraints,
@@ -32,22 +32,9 @@ from kb.queries import (
     usage_site_dict,
     version_names,
 )
-from kb.schema import ConstraintSite, Flag, Version, loads
+from kb.schema import Flag, Version
 
 router = APIRouter()
-
-
-def constraint_counts(session: Session, version: Version) -> Counter[str]:
-    """How many constraint sites read or affect each flag (for the list's badges)."""
-    counts: Counter[str] = Counter()
-    rows = session.exec(
-        select(ConstraintSite.flags, ConstraintSite.affects).where(
-            ConstraintSite.version_id == version.id
-        )
-    )
-    for flags, affects in rows:
-        counts.update(set(loads(flags) or []) | set(loads(affects) or []))
-    return counts
 
 
 def matches(flag: dict[str, Any], query: str) -> bool:

@@ -19,7 +19,18 @@ from kb.explain.facts import EnvSpec, FlagSpec, SiteSpec, VersionFacts
 from kb.explain.ranges import VersionOptions
 from kb.explain.simulate import Module
 from kb.queries import citation, session_stamp
-from kb.schema import Blob, ConstraintSite, EnvVar, Flag, Version, VersionFile, loads, unpack_text
+from kb.relations import CLI_KINDS
+from kb.schema import (
+    Blob,
+    ConstraintSite,
+    EnvVar,
+    Flag,
+    Option,
+    Version,
+    VersionFile,
+    loads,
+    unpack_text,
+)
 
 _facts_cache: Cache[VersionFacts] = Cache(8)  # version id -> its facts
 _options_cache: Cache[list[VersionOptions]] = Cache(4)  # one entry per database
@@ -119,10 +130,15 @@ def load_options(session: Session, stamp: Stamp | None = None) -> list[VersionOp
 def _read_options(session: Session) -> list[VersionOptions]:
     versions = list(session.exec(select(Version).order_by(col(Version.position))))
     options: dict[int | None, dict[str, str]] = {v.id: {} for v in versions}
-    for version_id, name, aliases in session.exec(select(Flag.version_id, Flag.name, Flag.aliases)):
-        table = options.setdefault(version_id, {})
-        for option in (name, *(loads(aliases) or ())):
-            table.setdefault(option, name)
+    # The option table's command-line strings (option, alias, --no-x), as the parser takes them.
+    rows = session.exec(
+        select(Option.version_id, Option.name, Flag.name)
+        .join(Flag, col(Flag.id) == Option.flag_id)
+        .where(col(Option.kind).in_(CLI_KINDS))
+        .order_by(col(Option.flag_id))
+    )
+    for version_id, option, name in rows:
+        options.setdefault(version_id, {}).setdefault(option, name)
     return [VersionOptions.build(v.name, options[v.id]) for v in versions]
 
 

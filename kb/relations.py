@@ -1,0 +1,147 @@
+"""The relation tables derived from a version's Flag and ConstraintSite rows: `option` (every
+name a flag answers to) and `constraint_flag` (the flags a constraint site reads or affects).
+
+They are written in the same transaction as the rows they come from (ingest/store.py), so
+readers find them together; `write_relations` is also how hand-built test databases get them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete, insert, select
+
+from kb.schema import ConstraintFlag, ConstraintSite, Flag, Option, Version, name_key
+
+# The kinds of names, in the order a lookup prefers them when one key names several flags.
+KINDS = ("option", "alias", "dest", "argparse_dest", "deprecated_alias", "negation")
+RANK = {kind: rank for rank, kind in enumerate(KINDS)}
+CLI_KINDS = ("option", "alias", "negation")  # the strings argparse accepts on a command line
+
+
+def option_rows(version_id: int, flags: Sequence[Any]) -> list[dict[str, Any]]:
+    """`flags`: rows (id, name, dest, aliases JSON, deprecated, replacement, argparse_dest,
+    negation). Command-line strings (option, alias, negation) each get a row; another name
+    whose key the flag already answers to adds nothing (a dest spelled like its option)."""
+    rows: dict[tuple[str, int, str], dict[str, Any]] = {}
+    keys: set[tuple[str, int]] = set()
+
+    def add(flag_id: int, name: str | None, kind: str) -> None:
+        key = name_key(name) if name else ""
+        if not key or (kind not in CLI_KINDS and (key, flag_id) in keys):
+            return
+        keys.add((key, flag_id))
+        rows.setdefault(
+            (key, flag_id, name or ""),
+            {"version_id": version_id, "key": key, "flag_id": flag_id, "name": name, "kind": kind},
+        )
+
+    live = [f for f in flags if not f[4]]
+    live_dests = {f[2]: f[0] for f in reversed(live)}  # the first live flag owns a dest
+    for fid, name, dest, aliases, deprecated, _repl, argparse_dest, negation in flags:
+        add(fid, name, "option")
+        for alias in _names(aliases):
+            add(fid, alias, "alias")
+        # A deprecated flag storing into a live flag's dest does not answer to that dest.
+        if not (deprecated and dest in live_dests):
+            add(fid, dest, "dest")
+        add(fid, argparse_dest, "argparse_dest")
+        add(fid, negation, "negation")
+    # A deprecated flag is also a name of the flag that replaces it (named by `replacement`,
+    # or the live flag whose dest it stores into): the constraints filter follows it there.
+    owner = {name_key(f[1]): f[0] for f in reversed(live)}
+    for fid, name, dest, aliases, deprecated, replacement, _ad, _neg in flags:
+        if not deprecated:
+            continue
+        target = owner.get(name_key(replacement)) if replacement else None
+        target = target or live_dests.get(dest)
+        if target is not None and target != fid:
+            for spelling in [name, *_names(aliases)]:
+                add(target, spelling, "deprecated_alias")
+    return list(rows.values())
+
+
+def _names(text: str | None) -> list[str]:
+    """A JSON list column; most are empty, and skipping their decoding halves the cost."""
+    return json.loads(text) if text and text != "[]" else []
+
+
+def constraint_flag_rows(
+    version_id: int, sites: Sequence[Any], flag_ids: dict[str, int]
+) -> list[dict[str, Any]]:
+    """`sites`: rows (id, flags JSON, affects JSON); `flag_ids`: canonical option -> id."""
+    rows = []
+    for site_id, reads, affects in sites:
+        for role, names in (("reads", reads), ("affects", affects)):
+            for option in dict.fromkeys(_names(names)):
+                flag_id = flag_ids.get(option)
+                rows.append(
+                    {
+                        "constraint_id": site_id,
+                        "version_id": version_id,
+                        "flag_id": flag_id,
+                        "option": option if flag_id is None else None,
+                        "role": role,
+                    }
+                )
+    return rows
+
+
+def write_relations(conn: Connection, version_id: int) -> None:
+    """Derive and insert the relation rows of a version whose Flag and ConstraintSite rows
+    are written (and whose relation rows are not)."""
+    f, c = Flag.__table__, ConstraintSite.__table__  # type: ignore[attr-defined]
+    flags = conn.execute(
+        select(
+            f.c.id,
+            f.c.name,
+            f.c.dest,
+            f.c.aliases,
+            f.c.deprecated,
+            f.c.replacement,
+            f.c.argparse_dest,
+            f.c.negation,
+        )
+        .where(f.c.version_id == version_id)
+        .order_by(f.c.id)
+    ).all()
+    sites = conn.execute(
+        select(c.c.id, c.c.flags, c.c.affects).where(c.c.version_id == version_id)
+    ).all()
+    flag_ids: dict[str, int] = {}
+    for row in flags:
+        flag_ids.setdefault(row[1], row[0])
+    insert_rows(conn, Option.__table__, option_rows(version_id, flags))  # type: ignore[attr-defined]
+    insert_rows(
+        conn,
+        ConstraintFlag.__table__,  # type: ignore[attr-defined]
+        constraint_flag_rows(version_id, sites, flag_ids),
+    )
+
+
+def rebuild_relations(engine: Engine) -> None:
+    """Derive the relation rows of every version again (for databases built row by row,
+    like the tests' hand-made knowledge bases)."""
+    o, cf, v = (m.__table__ for m in (Option, ConstraintFlag, Version))  # type: ignore[attr-defined,union-attr]
+    with engine.begin() as conn:
+        conn.execute(delete(o))
+        conn.execute(delete(cf))
+        for (version_id,) in conn.execute(select(v.c.id)).all():
+            write_relations(conn, version_id)
+
+
+def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:
+    """Bulk insert of plain dicts (all with the same keys)."""
+    if not rows:
+        return
+    if conn.dialect.name != "sqlite":
+        conn.execute(insert(table), rows)
+        return
+    # SQLite: hand plain tuples to the driver's executemany. SQLAlchemy's per-row parameter
+    # processing cost more than the inserts themselves (about 300,000 rows for SGLang).
+    cols = list(rows[0])
+    names = ", ".join(f'"{c}"' for c in cols)  # quoted: "default" and "commit" are keywords
+    sql = f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join("?" * len(cols))})'
+    conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
