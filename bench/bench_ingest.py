@@ -11,6 +11,10 @@
    one more tag on a full database, search index update included.
 
 Targets (issue 2): full <= 3x baseline (aim 2x), one more tag < 2 s, peak < 1 GB.
+
+`--against TREE` also times the full ingest of another checkout of Flag Atlas (for example
+main's, to compare a change with what it changes), alternating with this one `--rounds`
+times in the same run, and prints the ratio of the medians and both databases' sizes.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -79,11 +85,13 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def run_ingest(args: list[str]) -> tuple[float, int, dict]:
+def run_ingest(args: list[str], root: Path = ROOT) -> tuple[float, int, dict]:
+    """Time `flagatlas ingest ARGS` run from the checkout `root` (`python -m cli` imports
+    the code of its working directory)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [*FLAGATLAS, "ingest", *args, "--json"],
-        cwd=ROOT,
+        cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -128,8 +136,13 @@ def forget_newest(db: Path, repo: Path) -> str:
         seen |= blobs(c)
     only_newest = blobs(commit) - seen
     with conn:
-        tables = ["flag", "enum", "constraintsite", "usagesite", "choicesite", "versionfile"]
-        for table in [*tables, "envvar", "envsite", "docentry"]:
+        conn.execute(
+            "delete from constraint_flag where constraint_id in "
+            "(select id from constraintsite where version_id = ?)",
+            (vid,),
+        )
+        tables = ["option", "flag", "enum", "constraintsite", "usagesite", "choicesite"]
+        for table in [*tables, "versionfile", "envvar", "envsite", "docentry"]:
             conn.execute(f"delete from {table} where version_id = ?", (vid,))
         conn.execute("delete from version where id = ?", (vid,))
         for sha in only_newest:
@@ -141,10 +154,18 @@ def forget_newest(db: Path, repo: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", default=os.environ.get("SGLANG_REPO"), required=False)
+    parser.add_argument("--against", type=Path, help="another checkout to time alongside")
+    parser.add_argument("--rounds", type=int, default=2, help="full ingests each, with --against")
+    parser.add_argument(
+        "--only-against", action="store_true", help="with --against: only the comparison"
+    )
     opts = parser.parse_args()
     if not opts.repo:
         sys.exit("--repo (or SGLANG_REPO): a local SGLang clone with release tags")
     repo = Path(opts.repo)
+    if opts.against and opts.only_against:
+        compare(repo, opts.against.resolve(), opts.rounds)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "kb.db"
         base_before = git_grep(repo)
@@ -162,6 +183,8 @@ def main() -> None:
         one, one_peak, one_summary = run_ingest(
             ["--repo", str(repo), "--tags", "*", "--db", str(db)]
         )
+    if opts.against:
+        compare(repo, opts.against.resolve(), opts.rounds)
     versions = len(summary["versions"])
     print(
         f"git grep baseline     {baseline:7.2f} s  "
@@ -178,6 +201,44 @@ def main() -> None:
     print(
         f"peak memory (tree)    {peak / 2**20:7.0f} MiB full, {one_peak / 2**20:.0f} MiB one tag "
         "(target < 1024)"
+    )
+
+
+def compare(repo: Path, other: Path, rounds: int) -> None:
+    """Full ingests of this checkout and `other`, alternating, into fresh databases. CPU
+    seconds (the process tree's, from rusage) are printed beside wall time: on a busy
+    machine they vary far less."""
+    wall: dict[str, list[float]] = {"this": [], "other": []}
+    cpu: dict[str, list[float]] = {"this": [], "other": []}
+    sizes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(rounds):
+            for label, root in (("other", other), ("this", ROOT)):
+                db = Path(tmp) / f"{label}-{i}.db"
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                seconds, _peak, _s = run_ingest(
+                    ["--repo", str(repo), "--tags", "*", "--db", str(db)], root
+                )
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                wall[label].append(seconds)
+                cpu[label].append(
+                    after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                )
+                sizes[label] = db.stat().st_size
+    median = {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in wall}
+    for label, name in (("this", "this tree"), ("other", other.name)):
+        runs = ", ".join(f"{t:.2f}" for t in wall[label])
+        print(
+            f"full ingest, {name:<10} {median[label][0]:7.2f} s wall, "
+            f"{median[label][1]:7.2f} s CPU  (wall runs {runs})"
+        )
+    print(
+        f"ratio this/other        {median['this'][0] / median['other'][0]:7.3f} wall, "
+        f"{median['this'][1] / median['other'][1]:.3f} CPU"
+    )
+    print(
+        f"database size           {sizes['this'] / 2**20:7.1f} MiB this, "
+        f"{sizes['other'] / 2**20:.1f} MiB {other.name}"
     )
 
 
