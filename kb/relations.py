@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, insert, select
@@ -144,4 +145,7 @@ def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> Non
     cols = list(rows[0])
     names = ", ".join(f'"{c}"' for c in cols)  # quoted: "default" and "commit" are keywords
     sql = f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join("?" * len(cols))})'
-    conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
+    row = itemgetter(*cols)  # a tuple per dict (one column still gives a tuple below)
+    conn.exec_driver_sql(
+        sql, [row(r) for r in rows] if len(cols) > 1 else [(row(r),) for r in rows]
+    )
