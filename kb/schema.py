@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Index, LargeBinary, event
+from sqlalchemy import Engine, Index, LargeBinary, event, inspect
 from sqlmodel import Column, Field, SQLModel, create_engine
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 8
+EXTRACTOR_VERSION = 9
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -44,10 +44,12 @@ class Flag(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     version_id: int = Field(foreign_key="version.id", index=True)
     name: str  # canonical option, "--moe-runner-backend"
-    dest: str
+    dest: str  # the ServerArgs field the value lands in ("tp_size")
+    # argparse's own dest ("tensor_parallel_size"; from_cli_args copies it into `dest`)
+    argparse_dest: str | None = None
     aliases: str = "[]"  # JSON list of other option strings
     type: str | None = None  # "str", "int", "float", "bool", or source text of a callable
-    default: str | None = None  # JSON of the value when it is a literal
+    default: str | None = None  # JSON of the value: a literal, or folded from default_expr
     default_expr: str | None = None  # source text when the default is not a literal
     choices: str | None = None  # JSON list, null when the flag takes any value
     choices_const: str | None = None  # e.g. "MOE_RUNNER_BACKEND_CHOICES"
@@ -56,12 +58,22 @@ class Flag(SQLModel, table=True):
     help: str = ""
     hidden: bool = False  # help=argparse.SUPPRESS
     action: str | None = None
-    nargs: str | None = None
+    nargs: str | None = None  # as argparse gets it, also when a custom Action sets it
+    # Whether the option consumes argument(s): false for store_true-style actions, nargs=0
+    # classes and BooleanOptionalAction. Explain decides arity from this and nargs.
+    takes_value: bool | None = None
+    negation: str | None = None  # "--no-x" added by argparse.BooleanOptionalAction
     required: bool = False
     const: str | None = None  # JSON or source text
     deprecated: bool = False
     deprecated_message: str | None = None
     replacement: str | None = None  # option that replaces it, e.g. "--dsa-prefill-backend"
+    # soft: "(Deprecated)" in the help, plain action | warns: the action warns and stores or
+    # ignores | raises: the action's __call__ raises, so the server refuses to start
+    deprecated_kind: str | None = None
+    action_error: str | None = None  # the message an action that raises gives
+    action_path: str | None = None  # where the custom action class (or its raise) is
+    action_line: int | None = None
     section: str | None = None
     path: str
     line: int
@@ -243,6 +255,24 @@ def make_engine(url: str, readonly: bool = False) -> Engine:
 
 def create_schema(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine)
+    _add_new_columns(engine)
+
+
+def _add_new_columns(engine: Engine) -> None:
+    """Columns added since a database was created (all nullable or defaulted) are added in
+    place; the extractor version bump then redoes every version, which fills them."""
+    existing = inspect(engine)
+    with engine.begin() as conn:
+        for table in SQLModel.metadata.sorted_tables:
+            if not existing.has_table(table.name):
+                continue
+            have = {c["name"] for c in existing.get_columns(table.name)}
+            for column in table.columns:
+                if column.name not in have:
+                    kind = column.type.compile(dialect=engine.dialect)
+                    conn.exec_driver_sql(
+                        f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind}'
+                    )
 
 
 def pack_text(text: str) -> bytes:

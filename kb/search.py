@@ -177,13 +177,15 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
         Flag.section,
         Flag.choices,
         Flag.deprecated,
+        Flag.argparse_dest,  # argparse's own dest ("tensor_parallel_size"): searchable too
     ]
     # Plain rows, not ORM objects: every flag of every version passes here.
     flag_query = sa_select(*flag_cols)
     if only is not None:
         flag_query = flag_query.where(col(Flag.version_id).in_(only))
     for row in session.connection().execute(flag_query):
-        vid, name, dest, aliases_j, help_, section, choices_j, deprecated = row
+        vid, name, dest, aliases_j, help_, section, choices_j, deprecated, argparse_dest = row
+        dests = [dest, *([argparse_dest] if argparse_dest and argparse_dest != dest else [])]
         choices = [str(c) for c in loads(choices_j) or []]
         key = ("flag", *row[1:])
         if not known(key, vid):
@@ -195,9 +197,9 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
                     kind="flag",
                     name=name,
                     flag=name,
-                    keys=[normalize(name), normalize(dest)],
+                    keys=[normalize(name), *(normalize(d) for d in dests)],
                     aliases=[normalize(a) for a in aliases],
-                    toks=sorted({w for n in [name, dest, *aliases] for w in words(n)}),
+                    toks=sorted({w for n in [name, *dests, *aliases] for w in words(n)}),
                     text=" ".join([help_, section or "", *choices]),
                     snippet=("(deprecated) " if deprecated else "") + _shorten(help_),
                     deprecated=deprecated,
