@@ -39,6 +39,9 @@ MAX_DEPTH = 24
 ENUM_BASES = ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag")
 
 
+OPAQUE = object()  # a dict value that is not a constant
+
+
 @dataclass(frozen=True)
 class Member:
     """An enum member: argparse compares values against it, so choices use `.value`."""
@@ -131,6 +134,22 @@ def fold(node: ast.AST, scope: Scope, local: dict[str, Any] | None = None, depth
             else:
                 out.append(fold(elt, scope, local, d))
         return _sized(tuple(out) if isinstance(node, ast.Tuple) else out)
+    if isinstance(node, ast.Dict):
+        # Keys must be known; a value that is not (a class, a function) stays opaque, so
+        # `list(Parser.DetectorMap.keys())` folds while `.values()` does not.
+        out_dict: dict[Any, Any] = {}
+        for k, v in zip(node.keys, node.values, strict=False):
+            if k is None:
+                raise Unknown("**mapping")
+            key = fold(k, scope, local, d)
+            if isinstance(v, ast.Name) and v.id not in scope.names and v.id not in local:
+                out_dict[key] = OPAQUE  # a class or an import: not worth another module
+                continue
+            try:
+                out_dict[key] = fold(v, scope, local, d)
+            except Unknown:
+                out_dict[key] = OPAQUE
+        return out_dict
     if isinstance(node, ast.BinOp):
         op = BINOPS.get(type(node.op))
         left, right = fold(node.left, scope, local, d), fold(node.right, scope, local, d)
@@ -362,6 +381,6 @@ def plain(value: Any) -> Any:
         return sorted((plain(v) for v in value), key=str)
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, ast.AST):
-        raise Unknown("a class is not a value")
+    if isinstance(value, ast.AST) or value is OPAQUE:
+        raise Unknown("not a constant value")
     return value

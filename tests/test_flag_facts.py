@@ -333,3 +333,19 @@ def test_cli_reports_since_error_in_one_line(repo: Path, tmp_path: Path) -> None
     assert result.stderr.strip().splitlines() == [
         "flagatlas ingest: --since v9.0.0 is past the newest release selected (3.0.0)"
     ]
+
+
+def test_existing_database_gains_the_new_columns(tmp_path: Path) -> None:
+    from kb.schema import create_schema, make_engine
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    create_schema(make_engine(url))
+    conn = sqlite3.connect(tmp_path / "old.db")
+    conn.execute("alter table flag drop column takes_value")  # as a database from before
+    conn.commit()
+    conn.close()
+    create_schema(make_engine(url))
+    conn = sqlite3.connect(tmp_path / "old.db")
+    columns = {r[1] for r in conn.execute("pragma table_info(flag)")}
+    conn.close()
+    assert {"takes_value", "negation", "argparse_dest", "deprecated_kind"} <= columns
