@@ -22,7 +22,7 @@ from ingest.git_source import BlobReader
 from ingest.sites import scan
 from kb.pyast import PARSE_FAILURES
 
-ANALYZER_VERSION = 7
+ANALYZER_VERSION = 8
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
@@ -74,6 +74,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
             extraction = extract_flags(tree, text, path)
             facts["flags"] = extraction.flags
             facts["era"] = extraction.era
+            facts["action_classes"] = extraction.action_classes
             facts["warnings"].extend(extraction.warnings)
             facts["reads"].extend(_self_reads(tree, text, facts["lines"]))
     except SyntaxError as exc:

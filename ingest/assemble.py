@@ -9,16 +9,19 @@ enum); the rest is marked ambiguous with its candidate flags rather than guessed
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingest import actions
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.constraints import site_key
 from ingest.env_rows import docs_rows, env_rows
-from ingest.flags import module_path_candidates, resolve_external
+from ingest.modules import Modules
+from ingest.static_eval import Unknown, plain
 
 # Packages with a ServerArgs class of their own (the diffusion server): their
 # `server_args.x` reads and backend checks are about that program's flags, not these.
@@ -159,9 +162,16 @@ def assemble(
     for path, sha in files.items():  # what explain's simulation reads besides server_args
         if path in SIMULATION_FILES or (path.startswith(HOOK_DIR) and path.endswith(".py")):
             rows.cited[path] = sha
+    modules = Modules(files, read_text)
+    local_actions = main.get("action_classes", {})
     for flag in rows.flags:
         if flag.get("choices_external"):
-            _resolve_external_choices(flag, files, read_text, rows)
+            _resolve_external_choices(flag, modules, rows)
+        if flag.get("const_external"):
+            with contextlib.suppress(Unknown):  # else the source text stays
+                flag["const"] = plain(modules.fold(*flag["const_external"]))
+        _settle_action(flag, local_actions, modules, rows)
+    rows.cited.update(modules.used)
     for path in files:
         rows.warnings.extend(facts_of(path).get("warnings", []))
 
@@ -191,31 +201,64 @@ def assemble(
     return rows
 
 
-def _resolve_external_choices(
-    flag: dict[str, Any], files: dict[str, str], read_text, rows: VersionRows
-) -> None:
+def _resolve_external_choices(flag: dict[str, Any], modules: Modules, rows: VersionRows) -> None:
     unresolved = []
     values = list(flag["choices"] or [])
-    for expr, module in flag["choices_external"]:
-        path = next((p for p in module_path_candidates(module) if p in files), None)
-        found = resolve_external(expr, read_text(files[path])) if path and read_text else None
-        if found is None:
+    for expr, imports in flag["choices_external"]:
+        try:
+            found = plain(modules.fold(expr, imports))
+        except Unknown:
             unresolved.append(expr)
-        else:
-            values.extend(v for v in found if v not in values)
-            assert path is not None
-            rows.cited[path] = files[path]
+            continue
+        found = found if isinstance(found, list) else [found]
+        values.extend(v for v in found if v not in values)
+    if unresolved and flag.get("choices_fallback") and not values:
+        values = list(flag["choices_fallback"])  # era 3: the Literal, rather than nothing
     flag["choices"] = values or None
     flag["choices_dynamic"] = bool(unresolved)
-    if unresolved and not values:
+    if unresolved:
         rows.warnings.append(
             {
                 "path": flag["path"],
                 "line": flag["line"],
                 "what": f"choices of {flag['name']} are computed at run time "
-                f"({', '.join(unresolved)})",
+                f"({', '.join(unresolved)})" + (": the list may be partial" if values else ""),
             }
         )
+
+
+def _settle_action(
+    flag: dict[str, Any],
+    local: dict[str, dict[str, Any]],
+    modules: Modules,
+    rows: VersionRows,
+) -> None:
+    """Apply what the flag's action class implies (nargs, const, default, what using the flag
+    does), then decide whether the option takes a value and how it is deprecated."""
+    action = flag.get("action")
+    cls = None
+    if action and action not in actions.BUILTIN_ACTIONS:
+        name = action.split(".")[-1]
+        cls = actions.resolve(name, local)
+        if cls is None and flag.get("action_module"):
+            found = modules.class_def(flag["action_module"], name)
+            if found is not None:
+                node, path = found
+                cls = actions.facts_of_class(node, path)
+                rows.cited[path] = modules.files[path]
+        if cls is None:
+            rows.warnings.append(
+                {
+                    "path": flag["path"],
+                    "line": flag["line"],
+                    "what": f"action {action} of {flag['name']} not found: its arity is a guess",
+                }
+            )
+        else:
+            actions.apply_class(flag, cls)
+    flag["takes_value"] = actions.takes_value(flag, cls)
+    if flag["deprecated"] and flag.get("deprecated_kind") is None:
+        flag["deprecated_kind"] = "soft"  # said in the help only; using it does nothing else
 
 
 def _constraints(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> None:

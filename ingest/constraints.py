@@ -82,6 +82,10 @@ def _walk(
             for handler in stmt.handlers:  # type: ignore[attr-defined]
                 _walk(handler.body, conds, func, path, out, cond_nodes)
             _walk(stmt.orelse + stmt.finalbody, conds, func, path, out, cond_nodes)  # type: ignore[attr-defined]
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # A helper defined inside a validator (`def _check(): raise ...`) runs under
+            # the validator's conditions when called: its raises are the validator's too.
+            _walk(stmt.body, conds, f"{func}.{stmt.name}", path, out, cond_nodes)
         elif isinstance(stmt, ast.Match):
             for case in stmt.cases:
                 text = f"{source(stmt.subject)} matches {source(case.pattern)}"

@@ -11,12 +11,13 @@ choices, bool -> store_true, List[X] -> nargs "+", no default -> required).
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.pyast import NOT_LITERAL, PARSE_FAILURES, call_name, kwarg, literal, render_text, source
+from ingest import actions
+from ingest.static_eval import External, Scope, Unknown, fold, plain
+from kb.pyast import NOT_LITERAL, call_name, kwarg, literal, render_text, source
 
 ANNOTATED_NAMES = {"A", "Annotated", "typing.Annotated"}
 ARG_META_KEYS = {
@@ -51,10 +52,11 @@ class ModuleInfo:
     extended: set[str] = field(default_factory=set)  # constants that hooks extend
     field_defaults: dict[str, ast.expr | None] = field(default_factory=dict)  # ServerArgs fields
     imports: dict[str, str] = field(default_factory=dict)  # name -> module it came from
+    scope: Scope = field(default_factory=Scope)  # for folding constant expressions
 
 
 def module_info(tree: ast.Module, text: str, class_name: str = "ServerArgs") -> ModuleInfo:
-    info = ModuleInfo()
+    info = ModuleInfo(scope=Scope.of(tree.body))
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
@@ -103,9 +105,10 @@ class Choices:
     const: str | None = None
     extensible: bool = False
     dynamic: bool = False
-    # Sub-expressions rooted at an imported name, resolved later against that module:
-    # [(source text, module)], e.g. ("list(ReasoningParser.DetectorMap.keys())", "sglang...").
-    external: list[tuple[str, str]] = field(default_factory=list)
+    # Sub-expressions that need imported names, folded later against those modules:
+    # [(source text, {name: [module, name there]})], e.g.
+    # ("list(ReasoningParser.DetectorMap.keys())", {"ReasoningParser": ["sglang...", ...]}).
+    external: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
 
 
 def resolve_choices(
@@ -121,6 +124,7 @@ def resolve_choices(
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         out: list[Any] = []
         dynamic = False
+        external: list[tuple[str, dict[str, list[str]]]] = []
         for elt in node.elts:
             v = literal(elt)
             if v is NOT_LITERAL and isinstance(elt, ast.Name) and elt.id in info.strings:
@@ -130,17 +134,23 @@ def resolve_choices(
                     sub = resolve_choices(elt.value, info, local, depth + 1)
                     out.extend(sub.values or [])
                     dynamic = dynamic or sub.dynamic
+                    external.extend(sub.external)
                     continue
-                dynamic = True
+                try:  # a constant (`[LORA_TARGET_ALL_MODULES]`), folded or resolved later
+                    out.append(plain(fold(elt, _scope(info, local))))
+                except External:
+                    external.append((source(elt), _imports_of(elt, info, local)))
+                except Unknown:
+                    dynamic = True
             else:
                 out.append(v)
-        return Choices(out, dynamic=dynamic)
+        return Choices(out, dynamic=dynamic or bool(external), external=external)
     if isinstance(node, ast.Name):
         target = local.get(node.id) if node.id in local else info.lists.get(node.id)
         if target is None:
-            module = info.imports.get(node.id)
+            imports = _imports_of(node, info, local)
             return Choices(
-                const=node.id, dynamic=True, external=[(node.id, module)] if module else []
+                const=node.id, dynamic=True, external=[(node.id, imports)] if imports else []
             )
         sub = resolve_choices(target, info, local if node.id in local else {}, depth + 1)
         extensible = node.id in info.extended or sub.extensible
@@ -167,13 +177,39 @@ def resolve_choices(
                         keys = [literal(k) for k in d.keys if k is not None]
                         if all(k is not NOT_LITERAL for k in keys):
                             return Choices(keys, const=inner.func.value.id)
-            return resolve_choices(inner, info, local, depth + 1)
-    root = node
-    while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
-        root = root.func if isinstance(root, ast.Call) else root.value
-    if isinstance(root, ast.Name) and root.id in info.imports:
-        return Choices(dynamic=True, external=[(source(node), info.imports[root.id])])
+            is_class = isinstance(inner, ast.Name) and inner.id in info.scope.classes
+            if not is_class and not isinstance(inner, (ast.ListComp, ast.GeneratorExp)):
+                return resolve_choices(inner, info, local, depth + 1)
+    # Anything else: fold it (comprehensions over an enum, class attributes, `list(Enum)`).
+    try:
+        value = plain(fold(node, _scope(info, local)))
+    except External:
+        return Choices(dynamic=True, external=[(source(node), _imports_of(node, info, local))])
+    except Unknown:
+        return Choices(dynamic=True)
+    if isinstance(value, list):
+        return Choices(value)
     return Choices(dynamic=True)
+
+
+def _scope(info: ModuleInfo, local: dict[str, ast.expr]) -> Scope:
+    """The module's scope with a function's local assignments on top."""
+    if not local:
+        return info.scope
+    scope = info.scope
+    return Scope({**scope.names, **local}, scope.classes, scope.imports)
+
+
+def _imports_of(
+    node: ast.AST, info: ModuleInfo, local: dict[str, ast.expr]
+) -> dict[str, list[str]]:
+    """The imported names an expression uses: {local name: [module, name there]}."""
+    out: dict[str, list[str]] = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id not in local and sub.id in info.scope.imports:
+            module, original = info.scope.imports[sub.id]
+            out[sub.id] = [module, original]
+    return out
 
 
 @dataclass
@@ -181,6 +217,7 @@ class Extraction:
     flags: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[dict[str, Any]] = field(default_factory=list)
     era: int = 1
+    action_classes: dict[str, dict[str, Any]] = field(default_factory=dict)  # defined here
 
 
 def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
@@ -247,6 +284,7 @@ def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
         out.era = 2
     _apply_cli_remaps(tree, out.flags)
     _dedupe(out)
+    out.action_classes = actions.class_facts(tree, path)
     return out
 
 
@@ -336,6 +374,7 @@ def _new_flag(path: str, node: ast.AST) -> dict[str, Any]:
         "name": "",
         "aliases": [],
         "dest": "",
+        "argparse_dest": "",  # argparse's own dest; `dest` is the ServerArgs field it lands in
         "type": None,
         "default": None,
         "default_expr": None,
@@ -353,6 +392,15 @@ def _new_flag(path: str, node: ast.AST) -> dict[str, Any]:
         "deprecated": False,
         "deprecated_message": None,
         "replacement": None,
+        "negation": None,  # "--no-x" that argparse.BooleanOptionalAction adds
+        "takes_value": True,  # settled by the assembler once the action class is known
+        "deprecated_kind": None,  # soft | warns | raises
+        "action_error": None,  # what an action that raises says
+        "action_path": None,  # where the action class is (and its raise)
+        "action_line": None,
+        "action_module": None,  # module an imported action class comes from
+        "explicit": [],  # keywords the add_argument call passed (they beat the class's)
+        "choices_fallback": None,  # era 3: the Literal's values, if Arg(choices=) stays unknown
         "section": None,
         "path": path,
         "line": node.lineno,  # type: ignore[attr-defined]
@@ -373,9 +421,14 @@ def _set_default(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo) 
             flag["default"] = None
             return
     value = literal(node)
-    if value is NOT_LITERAL:
-        flag["default_expr"] = source(node) if node is not None else None
-    else:
+    if value is NOT_LITERAL and node is not None:
+        flag["default_expr"] = source(node)  # kept beside the folded value
+        try:
+            folded = plain(fold(node, info.scope))
+        except Unknown:
+            return
+        flag["default"] = folded
+    elif value is not NOT_LITERAL:
         flag["default"] = list(value) if isinstance(value, (tuple, set)) else value
 
 
@@ -439,12 +492,15 @@ def _argparse_flag(
     flag["aliases"] = [o for o in options if o != flag["name"]]
     dest = literal(kwarg(call, "dest"))
     flag["dest"] = dest if isinstance(dest, str) else flag["name"].lstrip("-").replace("-", "_")
+    flag["argparse_dest"] = flag["dest"]
+    flag["explicit"] = [kw.arg for kw in call.keywords if kw.arg]
     action = kwarg(call, "action")
     flag["action"] = (
         (literal(action) if isinstance(action, ast.Constant) else source(action))
         if action is not None
         else None
     )
+    _note_action(flag, info, options)
     type_node = kwarg(call, "type")
     flag["type"] = source(type_node) if type_node is not None else None
     if flag["action"] in ("store_true", "store_false", "BooleanOptionalAction") or (
@@ -464,10 +520,39 @@ def _argparse_flag(
     flag["required"] = literal(kwarg(call, "required")) is True
     const = kwarg(call, "const") or kwarg(call, "const_value")
     if const is not None:
-        value = literal(const)
-        flag["const"] = source(const) if value is NOT_LITERAL else value
+        flag["const"] = _const(const, info, flag)
     _finish_deprecation(flag, kwarg(call, "new_flag"))
     return flag
+
+
+def _const(node: ast.expr, info: ModuleInfo, flag: dict[str, Any]) -> Any:
+    """A const folded when known; its source text otherwise (an imported constant is
+    folded by the assembler: `const_external`)."""
+    value = literal(node)
+    if value is not NOT_LITERAL:
+        return value
+    try:
+        return plain(fold(node, info.scope))
+    except External:
+        flag["const_external"] = [source(node), _imports_of(node, info, {})]
+    except Unknown:
+        pass
+    return source(node)
+
+
+def _note_action(flag: dict[str, Any], info: ModuleInfo, options: list[str]) -> None:
+    """Where the action class lives, and the `--no-x` option BooleanOptionalAction adds."""
+    action = flag["action"]
+    if not action:
+        return
+    if action.endswith("BooleanOptionalAction"):
+        # argparse adds "--no-" + option[2:] for every option starting with "--".
+        longs = [o for o in options if o.startswith("--")]
+        flag["negation"] = "--no-" + longs[0][2:] if longs else None
+        return
+    root = action.split(".")[0]
+    if root in info.imports and root != "argparse":
+        flag["action_module"] = info.imports[root]
 
 
 def _apply_choices(flag: dict[str, Any], choices: Choices, node: ast.AST, out: Extraction) -> None:
@@ -544,35 +629,39 @@ def _field_flag(
     flag["name"] = cli_name if isinstance(cli_name, str) else "--" + name.replace("_", "-")
     aliases = literal(meta.get("aliases"))
     flag["aliases"] = list(aliases) if isinstance(aliases, (list, tuple)) else []
-    flag["dest"] = name
+    flag["dest"] = flag["argparse_dest"] = name  # arg_utils anchors dest to the field
     _set_help(flag, meta.get("help"), info, out)
     default_node = _field_default(stmt.value)
     has_default = stmt.value is not None
     if has_default:
         _set_default(flag, default_node, info)
+        flag["explicit"].append("default")
     inner = _unwrap_optional(raw_type)
     type_parser = meta.get("type_parser")
     inner_src = source(inner)
     if "action" in meta:
-        action = meta["action"]
-        flag["action"] = source(action)
-        flag["type"] = "bool" if inner_src == "bool" else inner_src
-        for kw_node in [meta.get("action_kwargs")]:
-            if isinstance(kw_node, ast.Dict):
-                for k, v in zip(kw_node.keys, kw_node.values, strict=False):
-                    if literal(k) == "new_flag":
-                        flag["replacement"] = literal(v) if isinstance(literal(v), str) else None
+        # arg_utils passes only action, help, dest, default and action_kwargs to argparse:
+        # Arg's own choices/nargs/type_parser are not used with a custom action.
+        flag["action"] = source(meta["action"])
+        flag["type"] = "bool" if inner_src == "bool" else None
+        _note_action(flag, info, [flag["name"], *flag["aliases"]])
+        _merge_action_kwargs(flag, meta.get("action_kwargs"), info, out, stmt)
+        _finish_deprecation(flag, None)
+        return flag
     elif isinstance(inner, ast.Subscript) and source(inner.value) in ("Literal", "typing.Literal"):
         elts = inner.slice.elts if isinstance(inner.slice, ast.Tuple) else [inner.slice]
         values = [literal(e) for e in elts]
         literal_values = [v for v in values if v is not NOT_LITERAL]
         resolved = resolve_choices(meta["choices"], info, {}) if "choices" in meta else None
-        if resolved is not None and resolved.values:
+        if resolved is not None and (resolved.values or resolved.external):
+            # `choices = arg_meta.choices or literal_vals`: Arg's choices win over the Literal.
             _apply_choices(flag, resolved, stmt, out)
+            flag["choices_fallback"] = literal_values
         else:  # no choices=, or one computed at run time: the Literal spells the values
             flag["choices"] = literal_values
             flag["choices_const"] = resolved.const if resolved else None
-        first = flag["choices"][0] if flag["choices"] else ""
+        # The type comes from the Literal's first value, whatever the choices.
+        first = literal_values[0] if literal_values else ""
         flag["type"] = source(type_parser) if type_parser else type(first).__name__
     elif (
         isinstance(inner, ast.Subscript)
@@ -599,10 +688,46 @@ def _field_flag(
     if "choices" in meta and flag["choices"] is None:
         _apply_choices(flag, resolve_choices(meta["choices"], info, {}), stmt, out)
     if "const" in meta:
-        value = literal(meta["const"])
-        flag["const"] = source(meta["const"]) if value is NOT_LITERAL else value
+        flag["const"] = _const(meta["const"], info, flag)
     _finish_deprecation(flag, None)
     return flag
+
+
+def _merge_action_kwargs(
+    flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo, out: Extraction, at: ast.AST
+) -> None:
+    """Era 3 `Arg(action=..., action_kwargs={...})`: the dict goes to add_argument as is."""
+    if node is None:
+        return
+    if not isinstance(node, ast.Dict):
+        out.warnings.append(
+            {"path": flag["path"], "line": node.lineno, "what": f"action_kwargs of "
+             f"{flag['name']} not a dict literal: {source(node)[:60]}"}
+        )  # fmt: skip
+        return
+    for k, v in zip(node.keys, node.values, strict=False):
+        key = literal(k) if k is not None else None
+        if not isinstance(key, str):
+            continue
+        flag["explicit"].append(key)
+        if key == "nargs":
+            value = literal(v)
+            flag["nargs"] = None if value is NOT_LITERAL or value is None else str(value)
+        elif key == "type":
+            flag["type"] = source(v)
+        elif key == "choices":
+            _apply_choices(flag, resolve_choices(v, info, {}), at, out)
+        elif key == "default":
+            flag["default"], flag["default_expr"] = None, None
+            _set_default(flag, v, info)
+        elif key in ("const", "const_value"):
+            flag["const"] = _const(v, info, flag)
+        elif key == "required":
+            flag["required"] = literal(v) is True
+        elif key == "dest" and isinstance(literal(v), str):
+            flag["argparse_dest"] = flag["dest"] = literal(v)
+        elif key == "new_flag":
+            flag["replacement"] = literal(v) if isinstance(literal(v), str) else None
 
 
 def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.AST) -> None:
@@ -650,73 +775,3 @@ def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.A
             current = headers[i][1]
             i += 1
         flag["section"] = current
-
-
-def module_path_candidates(module: str) -> list[str]:
-    base = "python/" + module.replace(".", "/")
-    return [base + ".py", base + "/__init__.py"]
-
-
-CONSTANT_OR_CLASS_RE = re.compile(r"^(?:[A-Z_][A-Z0-9_]*\s*[:=]|class\s+(\w+))")
-
-
-def _top_level_blocks(text: str, class_name: str) -> str:
-    """The module-level UPPER_CASE assignments and `class <class_name>`, as parseable source
-    (a statement runs until the next line that starts at column 0 and is not a closer)."""
-    out: list[str] = []
-    keep = False
-    for line in text.splitlines():
-        if line and not line[0].isspace() and line[0] not in ")]}#":
-            m = CONSTANT_OR_CLASS_RE.match(line)
-            keep = m is not None and (m.group(1) is None or m.group(1) == class_name)
-        if keep:
-            out.append(line)
-    return "\n".join(out) + "\n"
-
-
-@functools.lru_cache(maxsize=512)
-def resolve_external(expr_src: str, module_text: str) -> tuple[Any, ...] | None:
-    """Resolve a choices sub-expression against the module it was imported from.
-
-    Handles a module-level constant (`SUPPORTED_LORA_TARGET_MODULES`) and a class attribute
-    mapping (`list(ReasoningParser.DetectorMap.keys())`). None when it stays unknown. Cached:
-    the same module blob serves many versions.
-    """
-    try:
-        expr = ast.parse(expr_src, mode="eval").body
-        root = expr
-        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
-            root = root.func if isinstance(root, ast.Call) else root.value
-        # Parse only the module's constants and the class named, not the whole module.
-        name = root.id if isinstance(root, ast.Name) else ""
-        tree = ast.parse(_top_level_blocks(module_text, name))
-    except (SyntaxError, *PARSE_FAILURES):
-        return None
-    info = module_info(tree, module_text)
-    if isinstance(expr, ast.Call) and call_name(expr) in ("list", "sorted", "tuple") and expr.args:
-        expr = expr.args[0]
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-        if expr.func.attr == "keys":
-            expr = expr.func.value
-    if isinstance(expr, ast.Name):
-        choices = resolve_choices(expr, info, {})
-        return tuple(choices.values) if choices.values and not choices.dynamic else None
-    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
-        cls = next(
-            (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == expr.value.id),
-            None,
-        )
-        for stmt in cls.body if cls else []:
-            targets = (
-                stmt.targets
-                if isinstance(stmt, ast.Assign)
-                else ([stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value else [])
-            )
-            if any(isinstance(t, ast.Name) and t.id == expr.attr for t in targets):
-                assert isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
-                if isinstance(stmt.value, ast.Dict):
-                    keys = [literal(k) for k in stmt.value.keys if k is not None]
-                    return None if any(k is NOT_LITERAL for k in keys) else tuple(keys)
-                choices = resolve_choices(stmt.value, info, {})
-                return tuple(choices.values) if choices.values and not choices.dynamic else None
-    return None

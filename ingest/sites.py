@@ -12,6 +12,7 @@ Enum classes are parsed with `ast` from their class block alone (not the whole f
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from typing import Any
 
@@ -19,7 +20,11 @@ from kb.pyast import NOT_LITERAL, PARSE_FAILURES, literal
 
 READ_RES = [
     re.compile(rb"server_args(?:\(\))?\.([a-z_][a-z0-9_]*)"),
-    re.compile(rb"server_args_dict\[\s*[\"']([a-z_][a-z0-9_]*)[\"']\s*\]"),
+    # global_server_args_dict["x"] and global_server_args_dict.get("x"), in one pass
+    re.compile(
+        rb"server_args_dict(?:\[\s*[\"']([a-z_][a-z0-9_]*)[\"']\s*\]"
+        rb"|\.get\(\s*[\"']([a-z_][a-z0-9_]*)[\"'])"
+    ),
     re.compile(rb"getattr\(\s*(?:self\.)?server_args\s*,\s*[\"']([a-z_][a-z0-9_]*)[\"']"),
 ]
 WRITE_AFTER = re.compile(rb"\s*(?:[+\-*/|&]?=)(?!=)")
@@ -77,9 +82,52 @@ class _Lines:
 
 
 def _in_comment(prefix: str) -> bool:
-    """Whether a match sits after a `#` on its line (a mention in a comment, not code).
-    A `#` inside a string before the match is rare enough in these lines to accept."""
-    return "#" in prefix
+    """Whether a match sits after a `#` on its line (a mention in a comment, not code);
+    a `#` inside a string literal (`"#" + server_args.x`) starts no comment."""
+    if "#" not in prefix:
+        return False
+    quote = ""
+    i = 0
+    while i < len(prefix):
+        c = prefix[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            return True
+        i += 1
+    return False
+
+
+# Triple-quoted strings that are not f-strings: docstrings and text, never reads.
+TRIPLE_QUOTES = (b'"""', b"'''")
+
+
+def _docstring_spans(data: bytes) -> list[tuple[int, int]]:
+    """Spans of triple-quoted strings, from quote to matching quote (bytes.find: a regex
+    here cost a tenth of the whole scan)."""
+    spans: list[tuple[int, int]] = []
+    following = {q: data.find(q) for q in TRIPLE_QUOTES}  # next opening of each kind
+    while live := [(at, q) for q, at in following.items() if at >= 0]:
+        start, quote = min(live)
+        end = data.find(quote, start + 3)
+        if end < 0:
+            break
+        if data[start - 1 : start] not in (b"f", b"F"):
+            spans.append((start, end + 3))
+        for q, at in following.items():  # search again only for openings now passed
+            if 0 <= at < end + 3:
+                following[q] = data.find(q, end + 3)
+    return spans
+
+
+def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
+    i = bisect.bisect_right(spans, (offset, 1 << 62)) - 1
+    return i >= 0 and spans[i][0] <= offset < spans[i][1]
 
 
 def subject_tail(prefix: str) -> str:
@@ -102,11 +150,16 @@ def scan(data: bytes) -> dict[str, Any]:
     lines = _Lines(data)
     reads: list[list[Any]] = []
     if b"server_args" in data:
+        spans: list[tuple[int, int]] | None = None
         for rx in READ_RES:
             for m in rx.finditer(data):
                 if _in_comment(lines.prefix(m.start())):
                     continue
-                name = m.group(1).decode()
+                if spans is None:
+                    spans = _docstring_spans(data)
+                if _inside(spans, m.start()):
+                    continue
+                name = m.group(m.lastindex or 1).decode()
                 write = bool(WRITE_AFTER.match(data, m.end())) and rx is READ_RES[0]
                 reads.append([name, lines.at(m.start()), "write" if write else "read"])
     choices: list[list[Any]] = []

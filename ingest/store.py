@@ -272,9 +272,13 @@ def _flag_row(vid: int, f: dict[str, Any]) -> dict[str, Any]:
         "version_id": vid,
         "name": f["name"],
         "dest": f["dest"],
+        "argparse_dest": f.get("argparse_dest") or f["dest"],
         "aliases": dumps(f["aliases"]),
         "type": f["type"],
-        "default": None if f["default_expr"] is not None else as_json(f["default"]),
+        # With default_expr: the folded value, or null when it could not be folded.
+        "default": as_json(f["default"])
+        if f["default_expr"] is None or f["default"] is not None
+        else None,
         "default_expr": f["default_expr"],
         "choices": as_json(f["choices"]),
         "choices_const": f["choices_const"],
@@ -284,17 +288,21 @@ def _flag_row(vid: int, f: dict[str, Any]) -> dict[str, Any]:
         "hidden": f["hidden"],
         "action": f["action"],
         "nargs": f["nargs"],
+        "takes_value": f.get("takes_value", True),
+        "negation": f.get("negation"),
         "required": f["required"],
         "const": as_json(f["const"]),
         "deprecated": f["deprecated"],
         "deprecated_message": f["deprecated_message"],
         "replacement": f["replacement"],
+        "deprecated_kind": f.get("deprecated_kind"),
+        "action_error": f.get("action_error"),
+        "action_path": f.get("action_path"),
+        "action_line": f.get("action_line"),
         "section": f["section"],
         "path": f["path"],
         "line": f["line"],
         "end_line": f["end_line"],
-        "argparse_dest": f.get("argparse_dest"),
-        "negation": f.get("negation"),
     }
 
 

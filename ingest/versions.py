@@ -63,7 +63,13 @@ def select(
     since: str | None,
     latest: int | None,
 ) -> list[Ref]:
-    """Tags matching `pattern` (default: release tags that parse as PEP 440) plus `extra`."""
+    """Tags matching `pattern` (default: release tags that parse as PEP 440) plus `extra`.
+
+    Raises ValueError (a one-line error for the CLI) when --since or --latest would silently
+    select nothing.
+    """
+    if latest is not None and latest <= 0:
+        raise ValueError(f"--latest must be a positive number of versions, not {latest}")
     if pattern is None:
         chosen = [t for t in tags if parse_version(t.label)]
     else:
@@ -77,6 +83,9 @@ def select(
         if floor is None and since not in labels:
             raise ValueError(f"--since {since!r} is neither a version nor an ingested label")
         if floor is not None:
+            newest = max((v for r in ordered if (v := parse_version(r.label))), default=None)
+            if newest is not None and floor > newest:
+                raise ValueError(f"--since {since} is past the newest release selected ({newest})")
             ordered = [
                 r
                 for r in ordered
@@ -86,8 +95,10 @@ def select(
             ]
         else:
             ordered = ordered[labels.index(since) :]
+        if not ordered:
+            raise ValueError(f"--since {since} selects no version")
     if latest is not None:
-        ordered = ordered[-latest:] if latest > 0 else []
+        ordered = ordered[-latest:]
     return ordered
 
 

@@ -167,6 +167,13 @@ class Flag(Model):
     deprecated: bool
     deprecated_message: str | None
     replacement: str | None
+    # argparse's own dest ("tensor_parallel_size") beside `dest`, the ServerArgs field
+    argparse_dest: str
+    takes_value: bool | None  # whether the option consumes argument(s); null before issue 9
+    negation: str | None  # "--no-x" added by argparse.BooleanOptionalAction
+    deprecated_kind: str | None  # soft | warns | raises (the action refuses the flag)
+    action_error: str | None  # the message of an action that raises
+    action_source: Citation | None  # the custom action class, or its raise
     section: str | None
     url: str
     source: Citation

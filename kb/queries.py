@@ -182,6 +182,15 @@ def flag_dict(version: Version, flag: Flag) -> dict[str, Any]:
         "deprecated": flag.deprecated,
         "deprecated_message": flag.deprecated_message,
         "replacement": flag.replacement,
+        # Issue 9: argparse's own dest beside `dest`; arity; what using the flag does.
+        "argparse_dest": flag.argparse_dest or flag.dest,
+        "takes_value": flag.takes_value,
+        "negation": flag.negation,
+        "deprecated_kind": flag.deprecated_kind,
+        "action_error": flag.action_error,
+        "action_source": citation(version, flag.action_path, flag.action_line, flag.action_line)
+        if flag.action_path and flag.action_line
+        else None,
         "section": flag.section,
         "url": flag_url(version, flag.name),
         "source": citation(version, flag.path, flag.line, flag.end_line),

@@ -177,20 +177,32 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
         Flag.section,
         Flag.choices,
         Flag.deprecated,
-        Flag.argparse_dest,
-        Flag.negation,
+        Flag.argparse_dest,  # argparse's own dest ("tensor_parallel_size"): searchable too
+        Flag.negation,  # the --no-x of a BooleanOptionalAction
     ]
     # Plain rows, not ORM objects: every flag of every version passes here.
     flag_query = sa_select(*flag_cols)
     if only is not None:
         flag_query = flag_query.where(col(Flag.version_id).in_(only))
     for row in session.connection().execute(flag_query):
-        vid, name, dest, aliases_j, help_, section, choices_j, deprecated, *more = row
+        (
+            vid,
+            name,
+            dest,
+            aliases_j,
+            help_,
+            section,
+            choices_j,
+            deprecated,
+            argparse_dest,
+            negation,
+        ) = row
+        dests = [dest, *([argparse_dest] if argparse_dest and argparse_dest != dest else [])]
         choices = [str(c) for c in loads(choices_j) or []]
         key = ("flag", *row[1:])
         if not known(key, vid):
-            # Every name the flag answers to: its aliases, argparse's own dest, its --no-x.
-            aliases = (loads(aliases_j) or []) + [n for n in more if n]
+            # Every name the flag answers to: its aliases and its --no-x.
+            aliases = (loads(aliases_j) or []) + ([negation] if negation else [])
             new(
                 key,
                 vid,
@@ -198,9 +210,9 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
                     kind="flag",
                     name=name,
                     flag=name,
-                    keys=[normalize(name), normalize(dest)],
+                    keys=[normalize(name), *(normalize(d) for d in dests)],
                     aliases=[normalize(a) for a in aliases],
-                    toks=sorted({w for n in [name, dest, *aliases] for w in words(n)}),
+                    toks=sorted({w for n in [name, *dests, *aliases] for w in words(n)}),
                     text=" ".join([help_, section or "", *choices]),
                     snippet=("(deprecated) " if deprecated else "") + _shorten(help_),
                     deprecated=deprecated,

@@ -1,0 +1,141 @@
+"""Other modules of one version, read as folding scopes: how a choices expression or an
+action class imported into server_args.py is resolved against the module it comes from.
+
+Only a module's top-level constants, classes and imports are parsed (a 4,000-line utils
+module costs a fraction of a full parse), each blob once per process. `from .common import *`
+and `from x import NAME` re-exports are followed, a few levels deep.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ingest.static_eval import External, Scope, Unknown, fold
+from kb.pyast import PARSE_FAILURES
+
+MAX_HOPS = 4
+TOP_LEVEL_RE = re.compile(r"^(?:[A-Z_][A-Za-z0-9_]*\s*[:=]|class\s|from\s|import\s)")
+
+
+def module_path_candidates(module: str) -> list[str]:
+    base = "python/" + module.replace(".", "/")
+    return [base + ".py", base + "/__init__.py"]
+
+
+def _top_level_blocks(text: str) -> str:
+    """Module-level constants, classes and imports, as parseable source (a statement runs
+    until the next line that starts at column 0 and is not a closer). Other lines are
+    blanked, not dropped, so line numbers stay those of the file."""
+    out: list[str] = []
+    keep = False
+    for line in text.splitlines():
+        if line and not line[0].isspace() and line[0] not in ")]}#":
+            keep = TOP_LEVEL_RE.match(line) is not None
+        out.append(line if keep else "")
+    return "\n".join(out) + "\n"
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str, module: str) -> tuple[Scope, tuple[str, ...]] | None:
+    """(scope, star-imported modules) of a module's text, or None if it does not parse."""
+    try:
+        tree = ast.parse(_top_level_blocks(text))
+    except (SyntaxError, *PARSE_FAILURES):
+        return None
+    package = module
+    stars = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, base] if base else parts)
+            stars.append(base)
+    return Scope.of(tree.body, package), tuple(stars)
+
+
+class Modules:
+    """The modules of one version: files (path -> sha) and a way to read a blob's text."""
+
+    def __init__(self, files: dict[str, str], read_text: Callable[[str], str] | None) -> None:
+        self.files, self.read_text = files, read_text
+        self.used: dict[str, str] = {}  # path -> sha of every module a value came from
+
+    def path_of(self, module: str) -> str | None:
+        return next((p for p in module_path_candidates(module) if p in self.files), None)
+
+    def text(self, module: str) -> tuple[str, str] | None:
+        path = self.path_of(module)
+        if path is None or self.read_text is None:
+            return None
+        return path, self.read_text(self.files[path])
+
+    def scope(self, module: str) -> tuple[Scope, tuple[str, ...], str] | None:
+        found = self.text(module)
+        if found is None:
+            return None
+        path, text = found
+        # A package's __init__ resolves relative imports against the package itself.
+        package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
+        parsed = _parsed(text, package)
+        if parsed is None:
+            return None
+        scope, stars = parsed
+        return scope, stars, path
+
+    def value(self, module: str, name: str, hops: int = 0) -> Any:
+        """The folded value of `name` as module `module` defines or re-exports it."""
+        return self.locate(module, name, hops)[0]
+
+    def locate(self, module: str, name: str, hops: int = 0) -> tuple[Any, str]:
+        """(value, path of the module that binds it)."""
+        if hops > MAX_HOPS:
+            raise Unknown(f"{module}.{name}: too many re-exports")
+        found = self.scope(module)
+        if found is None:
+            raise Unknown(f"module {module} not in this version")
+        base, stars, path = found
+        scope = Scope(base.names, base.classes, base.imports, self._resolver(hops))
+        if name in scope.imports and name not in scope.names and name not in scope.classes:
+            origin, original = scope.imports[name]  # a re-export: follow it
+            return self.locate(origin, original, hops + 1)
+        if name in scope.names or name in scope.classes:
+            value = fold(ast.Name(id=name, ctx=ast.Load()), scope)
+            self.used[path] = self.files[path]
+            return value, path
+        for star in stars:
+            try:
+                return self.locate(star, name, hops + 1)
+            except Unknown:
+                continue
+        raise Unknown(f"{name} not found in {module}")
+
+    def _resolver(self, hops: int) -> Callable[[str, str], Any]:
+        return lambda module, name: self.value(module, name, hops + 1)
+
+    def fold(self, expr_src: str, imports: dict[str, list[str]]) -> Any:
+        """Fold an expression from server_args.py whose imported names are `imports`."""
+        try:
+            expr = ast.parse(expr_src, mode="eval").body
+        except (SyntaxError, *PARSE_FAILURES) as exc:
+            raise Unknown(expr_src) from exc
+        scope = Scope(
+            imports={k: (m, n) for k, (m, n) in imports.items()}, resolver=self._resolver(0)
+        )
+        try:
+            return fold(expr, scope)
+        except External as exc:  # pragma: no cover - the resolver never leaves one
+            raise Unknown(str(exc)) from exc
+
+    def class_def(self, module: str, name: str) -> tuple[ast.ClassDef, str] | None:
+        """A class defined in (or re-exported by) a module, with the path it is in."""
+        try:
+            value, path = self.locate(module, name)
+        except Unknown:
+            return None
+        return (value, path) if isinstance(value, ast.ClassDef) else None
