@@ -9,6 +9,7 @@ rows of the database do, and a real `argparse.ArgumentParser` through
 
 from __future__ import annotations
 
+import functools
 import random
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -209,18 +210,23 @@ def kinds(result: dict[str, Any]) -> set[str]:
 # --- the differential -----------------------------------------------------------------------
 
 
+@functools.cache
+def prepared(name: str) -> tuple[VersionFacts, oracle.Parser, OptionTable]:
+    facts, rows = facts_of(name)
+    return facts, oracle.build_parser(rows), OptionTable(facts.flags)
+
+
 @pytest.mark.parametrize("name", sorted(ERAS))
 @settings(
-    max_examples=400,
+    max_examples=200,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(seed=st.randoms(use_true_random=False))
 def test_explain_accepts_and_rejects_what_argparse_does(name: str, seed: random.Random) -> None:
-    facts, rows = facts_of(name)
-    parser = oracle.build_parser(rows)
-    argv = oracle.command(seed, facts.flags, OptionTable(facts.flags))
+    facts, parser, table = prepared(name)
+    argv = oracle.command(seed, facts.flags, table)
     truth, why = oracle.argparse_accepts(parser, argv)
     verdict, found = oracle.explain_accepts(facts, argv)
     assert verdict == truth, (argv, why, found)
