@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--per-era", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dump", default=None)
+    parser.add_argument("--era", type=int, action="append", help="only these eras (repeatable)")
     args = parser.parse_args()
     db = args.db or default_db()
     engine = make_engine(f"sqlite:///{db}", readonly=True)
@@ -57,6 +58,8 @@ def main() -> None:
         for v in versions:
             eras[v.era].append(v)
         for era, members in sorted(eras.items()):
+            if args.era and era not in args.era:
+                continue
             tally: Counter[str] = Counter()
             shown = 0
             prepared = []

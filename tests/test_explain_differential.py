@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kb.contract import Finding
 from kb.explain.analysis import analyze
 from kb.explain.facts import VersionFacts
 from kb.explain.load import flag_spec
@@ -313,6 +314,8 @@ def test_class11_soft_deprecation_is_distinct_from_an_action_that_warns() -> Non
     assert [(f["severity"], f["deprecated_kind"]) for f in soft] == [("info", "soft")]
     assert [(f["severity"], f["deprecated_kind"]) for f in warns] == [("warning", "warns")]
     assert "still works" in soft[0]["message"] and "--ep-size" in soft[0]["message"]
+    # The JSON API's typed model keeps the field (pydantic would drop an undeclared one).
+    assert Finding.model_validate(soft[0]).model_dump()["deprecated_kind"] == "soft"
 
 
 def test_class12_single_dash_h_prefix_is_help_with_attached_text() -> None:
