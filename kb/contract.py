@@ -460,6 +460,7 @@ class Finding(Sparse):
     kind: str  # unknown_flag, invalid_choice, constraint, undecidable, deprecated, ...
     key: str | None = None  # the constraint site's key
     replacement: str | None = None
+    deprecated_kind: Literal["soft", "warns", "raises"] | None = None  # on kind=deprecated
     candidates: list[str] | None = None
     suggestions: list[str] | None = None
     choices: list[str] | None = None

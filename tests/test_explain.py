@@ -161,12 +161,16 @@ def test_ambiguous_abbreviation_is_an_error(session: Session) -> None:
     assert "unplaced" not in kinds(result)
 
 
-def test_alias_prefixes_of_one_flag_are_not_ambiguous(session: Session) -> None:
-    # --tensor-parallel-size and --tp-size both start with "--t": one flag, so argparse-wise
-    # only distinct flags count. "--te" matches the alias alone.
+def test_a_prefix_of_two_spellings_of_one_flag_is_ambiguous(session: Session) -> None:
+    # "--te" matches the alias --tensor-parallel-size alone. "--t" matches --tp-size too:
+    # argparse counts option strings, not flags, so that is ambiguous although both name
+    # one flag (CPython 3.11 and 3.13 alike).
     uses, _ = parse(["--te", "2"], table_v2(session))
     assert uses[0].match.kind == "abbreviation" and uses[0].flag is not None
     assert uses[0].flag.name == "--tp-size"
+    uses, _ = parse(["--t", "2"], table_v2(session))
+    assert uses[0].match.kind == "ambiguous"
+    assert set(uses[0].match.candidates) == {"--tp-size", "--tensor-parallel-size"}
 
 
 def test_nargs_star_takes_the_following_words(session: Session) -> None:
@@ -184,10 +188,12 @@ def test_missing_argument_and_value_given_to_a_switch(session: Session) -> None:
     assert any("takes no argument" in m for m in messages)
 
 
-def test_negative_numbers_are_values_and_double_dash_ends_options(session: Session) -> None:
+def test_negative_numbers_are_values_and_double_dash_is_unplaced(session: Session) -> None:
+    # `--` makes every later word plain, and SGLang's parser has no positionals: argparse
+    # stops with "unrecognized arguments: -- --tp-size".
     uses, leftovers = parse(["--chunked-prefill-size", "-1", "--", "--tp-size"], table_v2(session))
     assert uses[0].values == ["-1"]
-    assert leftovers == ["--tp-size"]
+    assert leftovers == ["--", "--tp-size"]
 
 
 def test_junk_input_gives_findings_not_crashes(session: Session) -> None:

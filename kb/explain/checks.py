@@ -42,6 +42,8 @@ class UseChecker:
             self.add("warning", None, text, "shell")
         else:
             text = f"cannot place `{word}`: argparse would stop with 'unrecognized arguments'"
+            if word == "--":
+                text += " (`--` ends the options, and SGLang's parser takes no positionals)"
             self.add("error", None, text, "unplaced")
 
     def use(self, use: Use) -> None:
@@ -73,25 +75,72 @@ class UseChecker:
                 "but it breaks as soon as another flag starts with the same letters"
             )
             self.add("warning", flag, text, "abbreviation")
+        if m.kind == "attached" and use.problem:
+            self.attached(use)
+            return
         if flag.builtin:
             self.add("info", flag, "prints the help and exits", "help")
             return
         if use.problem:
             self.add("error", flag, f"{m.option} {use.problem}", "arguments")
             return
+        if flag.deprecated_kind == "raises":
+            text = f"{m.option} makes SGLang stop: its action raises when the flag is used"
+            if flag.action_error:
+                text += f" ({clip(flag.action_error, 300)})"
+            source = flag.action_source or flag.source
+            self.add("error", flag, text, "action_raises", source=source)
+            return
         if flag.deprecated:
-            text = f"{flag.name} is deprecated"
-            if flag.replacement:
-                text += f"; use {flag.replacement} instead"
-            if flag.deprecated_message:
-                text += f" ({clip(flag.deprecated_message, 200)})"
-            self.add("warning", flag, text, "deprecated", replacement=flag.replacement)
+            self.deprecated(flag)
         value = use_value(flag, use, self.findings, self.env.get(flag.dest))
         if "Deprecated" in flag.action_name:
             return  # SGLang's DeprecatedAction only prints a warning: nothing is stored
         self.given[flag.dest] = value
         self.given_flag[flag.dest] = flag
         self.env[flag.dest] = value
+
+    def deprecated(self, flag: FlagSpec) -> None:
+        kind = flag.deprecated_kind
+        if kind == "soft":  # said in the help only: the flag still does what it did
+            text, severity = f"{flag.name} is marked deprecated in its help; it still works", "info"
+        elif kind == "warns":
+            text, severity = (
+                f"{flag.name} is deprecated: SGLang logs a warning when it is used",
+                "warning",
+            )
+        else:  # a knowledge base from before the ingest told these apart
+            text, severity = f"{flag.name} is deprecated", "warning"
+        if flag.replacement:
+            text += f"; use {flag.replacement} instead"
+        if flag.deprecated_message:
+            text += f" ({clip(flag.deprecated_message, 200)})"
+        source = flag.action_source if kind == "warns" and flag.action_source else flag.source
+        self.add(
+            severity,
+            flag,
+            text,
+            "deprecated",
+            source=source,
+            replacement=flag.replacement,
+            deprecated_kind=kind,
+        )
+
+    def attached(self, use: Use) -> None:
+        """`-hicache-ratio 2`: argparse takes `-h` and reads `icache-ratio` as glued to it."""
+        m, flag = use.match, use.flag
+        assert flag is not None
+        names = "/".join(flag.options)
+        text = (
+            f"argparse reads `{m.word}` as {m.option} ({names}) with the text "
+            f"`{m.explicit}` glued to it, and stops: 'argument {names}: {use.problem}'"
+        )
+        spelled = "-" + m.word.partition("=")[0]
+        hint = self.table.match(spelled)
+        if hint.flag is not None and hint.kind != "ambiguous":
+            text += f". Did you mean {spelled}?"
+        suggestions = [spelled] if hint.flag is not None else []
+        self.add("error", m.word, text, "attached_text", suggestions=suggestions)
 
     def unresolved(self, m: Match) -> None:
         if m.kind == "ambiguous":
@@ -117,7 +166,7 @@ class UseChecker:
                 )
         has_config = "--config" in self.given_names
         for flag in self.facts.flags:
-            if flag.required and flag.dest not in self.given:
+            if flag.required and flag.name not in self.given_names:
                 text = f"missing required flag {flag.name}"
                 if has_config:
                     text += " (unless the --config file sets it)"

@@ -32,14 +32,31 @@ class FlagSpec:
     hidden: bool = False
     source: Citation | None = None
     builtin: bool = False  # argparse's own -h/--help
+    negations: tuple[str, ...] = ()  # the `--no-x` BooleanOptionalAction adds
+    takes_value: bool | None = None  # the ingest's arity fact; None: older knowledge base
+    deprecated_kind: str | None = None  # soft (help text only) | warns | raises (when used)
+    action_error: str | None = None  # what an action that raises says
+    action_source: Citation | None = None  # where the action class (or its raise) is
 
     @property
     def options(self) -> tuple[str, ...]:
-        return (self.name, *self.aliases)
+        """Every option string argparse registers for the flag."""
+        return (self.name, *self.aliases, *self.negations)
 
     @property
     def action_name(self) -> str:
         return (self.action or "store").rsplit(".", 1)[-1]
+
+
+def negations_of(
+    options: tuple[str, ...], action: str | None, negation: str | None
+) -> tuple[str, ...]:
+    """The `--no-x` strings argparse.BooleanOptionalAction registers: one per long option
+    (the ingest records the first as `negation`; older knowledge bases lack it)."""
+    out = [negation] if negation else []
+    if (action or "").endswith("BooleanOptionalAction"):
+        out += ["--no-" + o[2:] for o in options if o.startswith("--")]
+    return tuple(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)

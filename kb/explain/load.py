@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 
 from kb.cache import Cache, Stamp
 from kb.explain.deploy import cached_module
-from kb.explain.facts import EnvSpec, FlagSpec, SiteSpec, VersionFacts
+from kb.explain.facts import EnvSpec, FlagSpec, SiteSpec, VersionFacts, negations_of
 from kb.explain.ranges import VersionOptions
 from kb.explain.simulate import Module
 from kb.queries import citation, session_stamp
@@ -52,29 +52,46 @@ def load_facts(session: Session, version: Version, stamp: Stamp | None = None) -
     )
 
 
+def flag_spec(version: Version, row: Flag) -> FlagSpec:
+    """One flag row as explain sees it."""
+    aliases = tuple(loads(row.aliases) or ())
+    # Facts the ingest records since issue 9, read so that older knowledge bases still load.
+    action_path, action_line = getattr(row, "action_path", None), getattr(row, "action_line", None)
+    return FlagSpec(
+        name=row.name,
+        dest=row.dest,
+        aliases=aliases,
+        type=row.type,
+        default=loads(row.default) if row.default is not None else None,
+        default_expr=row.default_expr if row.default is None else None,
+        choices=tuple(loads(row.choices)) if row.choices is not None else None,
+        choices_dynamic=row.choices_dynamic,
+        choices_extensible=row.choices_extensible,
+        action=row.action,
+        nargs=row.nargs,
+        const=_json_or_none(row.const),
+        required=row.required,
+        deprecated=row.deprecated,
+        deprecated_message=row.deprecated_message,
+        replacement=row.replacement,
+        help=row.help,
+        hidden=row.hidden,
+        source=citation(version, row.path, row.line, row.end_line),
+        negations=negations_of((row.name, *aliases), row.action, getattr(row, "negation", None)),
+        takes_value=getattr(row, "takes_value", None),
+        deprecated_kind=getattr(row, "deprecated_kind", None),
+        action_error=getattr(row, "action_error", None),
+        action_source=(
+            citation(version, action_path, action_line, action_line)
+            if action_path and action_line
+            else None
+        ),
+    )
+
+
 def _read_facts(session: Session, version: Version) -> VersionFacts:
     flags = [
-        FlagSpec(
-            name=row.name,
-            dest=row.dest,
-            aliases=tuple(loads(row.aliases) or ()),
-            type=row.type,
-            default=loads(row.default) if row.default is not None else None,
-            default_expr=row.default_expr if row.default is None else None,
-            choices=tuple(loads(row.choices)) if row.choices is not None else None,
-            choices_dynamic=row.choices_dynamic,
-            choices_extensible=row.choices_extensible,
-            action=row.action,
-            nargs=row.nargs,
-            const=_json_or_none(row.const),
-            required=row.required,
-            deprecated=row.deprecated,
-            deprecated_message=row.deprecated_message,
-            replacement=row.replacement,
-            help=row.help,
-            hidden=row.hidden,
-            source=citation(version, row.path, row.line, row.end_line),
-        )
+        flag_spec(version, row)
         for row in session.exec(
             select(Flag)
             .where(Flag.version_id == version.id)

@@ -26,18 +26,19 @@ class VersionOptions:
         return self.status(option) == "ok"
 
     def status(self, option: str) -> str:
-        """ "ok" (exact or unambiguous abbreviation), "ambiguous" or "missing"."""
+        """ "ok" (exact or unambiguous abbreviation), "ambiguous" or "missing". Like argparse,
+        a prefix of two option strings is ambiguous even when both name one flag."""
         if option in self.options:
             return "ok"
         start = bisect.bisect_left(self.sorted, option)
-        names = set()
+        found = 0
         for candidate in self.sorted[start:]:
             if not candidate.startswith(option):
                 break
-            names.add(self.options[candidate])
-            if len(names) > 1:
+            found += 1
+            if found > 1:
                 return "ambiguous"
-        return "ok" if names else "missing"
+        return "ok" if found else "missing"
 
 
 def used_options(analysis: Analysis) -> list[str]:

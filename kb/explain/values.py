@@ -41,7 +41,8 @@ def convert(flag: FlagSpec, raw: str) -> tuple[Any, bool]:
             value = json.loads(raw)
         except ValueError:
             raise BadValue(f"expects JSON, got {raw!r}") from None
-        return value, True
+        # SGLang's json_list_type checks more than JSON syntax, in code not evaluated here
+        return value, kind != "json_list_type"
     if kind == "nullable_str":
         return (None if not raw or raw == "None" else raw), True
     if kind in ("str.lower", "str.upper"):
@@ -81,7 +82,7 @@ def use_value(flag: FlagSpec, use: Use, findings: list[Finding], previous: Any) 
     if action == "count":
         return (previous if isinstance(previous, int) else 0) + 1
     if action == "BooleanOptionalAction":
-        return not use.match.option.startswith("--no-")
+        return (use.match.resolved or use.match.option) not in flag.negations
     nargs = (flag.nargs or "").strip("'\"")
     if not use.values:  # `--x` alone with nargs="?" stores const, with "*" an empty list
         return flag.const if nargs == "?" else []
@@ -108,11 +109,23 @@ def use_value(flag: FlagSpec, use: Use, findings: list[Finding], previous: Any) 
                 finding("error", flag.name, f"{flag.name} {exc}", "wrong_type", flag.source)
             )
             return Undecidable(f"{flag.name} has an invalid value")
+        if not checked:
+            unchecked(flag, raw, findings)
         check_choice(flag, value, checked, findings)
         converted.append(value)
     if not custom_action(flag):
         return converted[0] if nargs in ("", "None", "?") and converted else converted
     return Undecidable(f"{flag.name} is stored by a custom action ({flag.action})")
+
+
+def unchecked(flag: FlagSpec, raw: str, findings: list[Finding]) -> None:
+    """A value whose validity a function decides (`type=human_readable_int`): say so, and
+    never let the answer read as if the value were fine."""
+    text = (
+        f"{flag.name} {raw!r}: whether SGLang accepts this value depends on "
+        f"`{clip(flag.type or '', 60)}`, a function Flag Atlas does not evaluate: not checked"
+    )
+    findings.append(finding("warning", flag.name, text, "unchecked_value", flag.source))
 
 
 def custom_action(flag: FlagSpec) -> bool:
