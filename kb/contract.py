@@ -400,7 +400,7 @@ class Diff(Model):
 
 
 class SearchHit(Sparse):
-    kind: Literal["flag", "choice", "member", "enum", "constraint"]
+    kind: Literal["flag", "choice", "member", "enum", "env", "constraint"]
     name: str
     version: str
     url: str
@@ -468,6 +468,7 @@ class Finding(Sparse):
     needs: list[str] | None = None  # undecidable: the facts that would decide it
     reads: list[str] | None = None  # fields the failing condition read
     fix: Fix | None = None
+    env: str | None = None  # the environment variable a finding is about
 
 
 class ExplainFlag(Model):
@@ -584,6 +585,21 @@ class ProfileOptions(Model):
     sms: list[SmName]
 
 
+class EnvAssignment(Model):
+    """An environment variable the command sets, and what SGLang makes of it."""
+
+    name: str
+    value: str | None  # None: passed through from the host (`docker run -e X`)
+    how: str  # prefix | env | export | docker -e | compose | kubernetes
+    known: bool  # read by SGLang at this version (under this name or as a deprecated one)
+    variable: str | None  # the variable SGLang reads (the replacement of a deprecated name)
+    type: str | None
+    parsed: Value  # the value as SGLang parses it
+    default: Value
+    url: str | None
+    source: Citation | None
+
+
 class ExplainResult(Model):
     version: str
     launcher: str
@@ -602,3 +618,97 @@ class ExplainResult(Model):
     assumptions: list[str] = []
     tokens: list[Token] = []
     profile_options: ProfileOptions | None = None
+    env: list[EnvAssignment] = []  # environment variables the command sets
+
+
+# --- environment variables and docs drift ----------------------------------------------------
+
+
+class EnvVar(Model):
+    """An environment variable of a version: declared in environ.py, or read by the code."""
+
+    name: str
+    type: str | None  # bool | int | float | str | tuple, None when unknown
+    default: Value  # the static default (None: unset, or see default_expr)
+    default_expr: str | None  # source text of a default that is not static
+    deprecated_names: list[str]  # still read in its place (EnvBoolWithAlias)
+    replacement: str | None  # this name is deprecated: the variable replacing it
+    declared: bool
+    comment: str
+    section: str | None
+    flags: list[str]  # options whose handling reads or writes it
+    read_count: int
+    write_count: int
+    url: str
+    source: Citation  # the declaration, else the first read
+
+
+class EnvList(Model):
+    version: str
+    env: list[EnvVar]
+
+
+class EnvSite(Site):
+    name: str
+    access: str  # read | write | check
+    how: str  # environ.get | getenv | environ[] | get_bool_env_var | envs.get | literal ...
+    default: Value  # a literal default given at the read
+    function: str
+    flags: list[str]  # options read by the statement or its enclosing conditions
+
+
+class EnvPage(EnvVar):
+    version: str
+    reads: list[EnvSite]  # every read and write
+    history: list[Change]
+
+
+class DriftMissing(Sparse):
+    name: str
+    code: Citation
+    docs: Citation | None  # the docs row it would follow
+    after: str | None = None  # that row's name
+    section: str | None = None
+    declared: bool | None = None
+
+
+class DriftAbsent(Model):
+    name: str
+    docs: Citation
+    suggestion: str | None  # the closest name in the code
+    code: Citation | None
+
+
+class DriftDiffer(Sparse):
+    name: str
+    field: str  # default | choices | aliases | name
+    docs: Value
+    code: Value
+    docs_source: Citation
+    code_source: Citation
+    missing_from_docs: list[str] | None = None  # choices
+    not_in_code: list[str] | None = None
+
+
+class DriftDetails(Model):
+    missing_from_docs: list[DriftMissing]
+    not_in_code: list[DriftAbsent]
+
+
+class DriftSection(Model):
+    missing_from_docs: list[str]
+    not_in_code: list[str]
+    differs: list[DriftDiffer]
+    details: DriftDetails
+
+
+class DocsFiles(Model):
+    flags: list[Citation]
+    env: list[Citation]
+
+
+class DocsDrift(Model):
+    version: str
+    docs_files: DocsFiles
+    flags: DriftSection
+    env: DriftSection

@@ -39,8 +39,8 @@ def env_var_dict(version: Version, var: EnvVar) -> dict[str, Any]:
         "comment": var.comment,
         "section": var.section,
         "flags": loads(var.flags) or [],
-        "reads": var.reads,
-        "writes": var.writes,
+        "read_count": var.reads,
+        "write_count": var.writes,
         "url": env_url(version, var.name),
         "source": citation(version, var.path, var.line, var.end_line),
     }

@@ -19,6 +19,8 @@ from kb.schema import (
     ChoiceSite,
     ConstraintSite,
     Enum,
+    EnvSite,
+    EnvVar,
     Flag,
     UsageSite,
     Version,
@@ -272,6 +274,31 @@ def build_kb(path: Path) -> Path:
                         end_line=end,
                     )
                 )
+            # One environment variable read on the first line of server_args.py.
+            session.add(
+                EnvVar(
+                    version_id=vid,
+                    name="SGLANG_FAKE_SWITCH",
+                    type="bool",
+                    default=dumps("false"),
+                    reads=1,
+                    path=ARGS,
+                    line=1,
+                    end_line=1,
+                )
+            )
+            session.add(
+                EnvSite(
+                    version_id=vid,
+                    name="SGLANG_FAKE_SWITCH",
+                    how="get_bool_env_var",
+                    default=dumps("false"),
+                    path=ARGS,
+                    line=1,
+                    end_line=1,
+                    text=args.lines[0],
+                )
+            )
             tbo, pp, tp = args.marks["tbo"], args.marks["pp"], args.marks["tp"]
             session.add_all(
                 [

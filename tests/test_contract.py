@@ -66,6 +66,15 @@ PAGE_KINDS = {
     "source": ("source", "source_file", f"{V3}/source/{ARGS}", f"/api{V3}/source/{ARGS}", "data"),
     "diff": ("diff", "diff_model", "/diff/v0.1.0...v0.3.0", "/api/diff/v0.1.0/v0.3.0", "d"),
     "search": ("search", "run_search", "/search?q=moe", "/api/search?q=moe", "out"),
+    "env": ("env", "env_list", f"{V3}/env?q=fake", f"/api{V3}/env?q=fake", "data"),
+    "env var": (
+        "env",
+        "env_data",
+        f"{V3}/env/SGLANG_FAKE_SWITCH",
+        f"/api{V3}/env/SGLANG_FAKE_SWITCH",
+        "var",
+    ),
+    "docs drift": ("docsdrift", "drift_data", f"{V3}/docs-drift", f"/api{V3}/docs-drift", "drift"),
     "explain": (
         "explain",
         "explain_result",

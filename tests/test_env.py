@@ -372,6 +372,9 @@ def test_explain_checks_variables(client: TestClient) -> None:
     )
     messages = " ".join(f["message"] for f in env_findings(bad))
     assert "`high` is not an integer" in messages and "`maybe` is not a boolean" in messages
+    # At v0.4.0 SGL_CHUNK_SIZE is only read (`int(os.environ.get(...))`): a guessed type, no
+    # warning; a declared type warns (above).
+    assert env_findings(explain(client, f"SGL_CHUNK_SIZE=abc {LAUNCH}", "v0.4.0")) == []
     ok = explain(client, f"SGLANG_WIDGET_COMPILE=true SGLANG_WIDGET_RATIO=0.25 {LAUNCH}")
     assert env_findings(ok) == []
     assert {r["name"]: r["parsed"] for r in ok["env"]} == {

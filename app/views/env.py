@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -12,7 +11,8 @@ from sqlmodel import Session
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
-from app.views.common import page_context
+from app.views.common import errors, page_context
+from kb.contract import EnvList, EnvPage
 from kb.env import (
     all_env,
     env_history,
@@ -29,37 +29,40 @@ from kb.schema import EnvVar, Version
 router = APIRouter()
 
 
-def list_env(session: Session, version: Version, query: str) -> list[dict[str, Any]]:
+def env_list(session: Session, version: Version, query: str) -> EnvList:
+    """The variables of a version by name, filtered by `query`."""
     rows = [env_var_dict(version, v) for v in all_env(session, version)]
-    return [v for v in rows if env_matches(v, query[:MAX_NAME])]
+    found = [v for v in rows if env_matches(v, query[:MAX_NAME])]
+    return EnvList.model_validate({"version": version.name, "env": found})
 
 
 @router.get("/v/{version}/env", include_in_schema=False)
 def env_list_page(request: Request, session: SessionDep, version: str, q: str = "") -> Response:
     found = get_version(session, version)
-    variables = list_env(session, found, q)
+    data = env_list(session, found, q)
     context = {
         **page_context(session, found, "env"),
-        "variables": variables,
-        "declared": sum(1 for v in variables if v["declared"]),
-        "count": len(variables),
+        "data": data,
+        "declared": sum(1 for v in data.env if v.declared),
+        "count": len(data.env),
         "q": q[:MAX_NAME],
     }
     return render(request, "env_list.html", context, block="env_list")
 
 
-@router.get("/api/v/{version}/env")
-def api_env(session: SessionDep, version: str, q: str = "") -> dict[str, Any]:
-    found = get_version(session, version)
-    return {"version": found.name, "env": list_env(session, found, q)}
+@router.get("/api/v/{version}/env", responses=errors(404))
+def api_env(session: SessionDep, version: str, q: str = "") -> EnvList:
+    """The environment variables of a version; `q` filters by name, comment or flag."""
+    return env_list(session, get_version(session, version), q)
 
 
-def env_data(session: Session, version: Version, var: EnvVar) -> dict[str, Any]:
-    """The variable page's facts: EnvVar + reads (every site) and history."""
+def env_data(session: Session, version: Version, var: EnvVar) -> EnvPage:
+    """The variable page: EnvVar + reads (every read and write site) and history."""
     data = env_var_dict(version, var)
+    data["version"] = version.name
     data["reads"] = [env_site_dict(version, s) for s in env_sites(session, version, var.name)]
     data["history"] = env_history(session, var.name)
-    return data
+    return EnvPage.model_validate(data)
 
 
 @router.get("/v/{version}/env/{name}", include_in_schema=False)
@@ -67,12 +70,12 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
     found = get_version(session, version)
     var = get_env(session, found, name)
     data = env_data(session, found, var)
-    src = data["source"]
-    definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
+    src = data.source
+    definition = excerpt(session, found, src.path, src.line, src.end_line, context=1)
     names = version_names(session)
     having = {v.name for v in versions_with_env(session, var.name)}
-    flag_sites = [s for s in data["reads"] if s["flags"]]
-    by_file = [(p, list(g)) for p, g in groupby(data["reads"], key=lambda s: s["path"])]
+    flag_sites = [s for s in data.reads if s.flags]
+    by_file = [(p, list(g)) for p, g in groupby(data.reads, key=lambda s: s.path)]
     context = {
         **page_context(session, found, f"env/{var.name}", set(names) - having, names),
         "var": data,
@@ -83,7 +86,8 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
     return render(request, "env.html", context)
 
 
-@router.get("/api/v/{version}/env/{name}")
-def api_env_var(session: SessionDep, version: str, name: str) -> dict[str, Any]:
+@router.get("/api/v/{version}/env/{name}", responses=errors(404))
+def api_env_var(session: SessionDep, version: str, name: str) -> EnvPage:
+    """One environment variable (exact name, any case) with its reads and history."""
     found = get_version(session, version)
     return env_data(session, found, get_env(session, found, name))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.explain.analysis import Analysis
+from kb.explain.envvars import assignments
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.predicates import PLATFORMS, SM_NAMES, Profile, Unknown
 from kb.explain.report import display as _display
@@ -108,26 +109,11 @@ def initial_fields(facts: VersionFacts, analysis: Analysis) -> dict[str, Any]:
     return {k: Unknown((v.reason,)) if isinstance(v, Undecidable) else v for k, v in fields.items()}
 
 
-ENV_WORD = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-
-
 def command_environ(command: str) -> dict[str, str]:
     """Environment variables the command sets: `X=1 python -m ...`, `env X=1 ...`,
-    `docker run -e X=1 ...`. Words after the first `--flag` are flag values, not these."""
-    try:
-        words = shlex.split(command.replace("\\\n", " "), posix=True)
-    except ValueError:
-        return {}
-    out: dict[str, str] = {}
-    flags_started = False
-    after_e = False
-    for word in words:
-        flags_started = flags_started or word.startswith("--") and word not in ("--env",)
-        match = ENV_WORD.match(word)
-        if match and (after_e or not flags_started):
-            out[match.group(1)] = match.group(2)
-        after_e = word in ("-e", "--env")
-    return out
+    `export X=1`, `docker run -e X=1 ...`, compose `environment:` and Kubernetes `env:`
+    lists (kb.explain.envvars reads them; a variable passed from the host has no value)."""
+    return {a.name: a.value for a in assignments(command) if a.value is not None}
 
 
 def simulatable(modules: Callable[[str], Module | None]) -> bool:
@@ -517,7 +503,6 @@ def profile_options(modules: Callable[[str], Module | None]) -> dict[str, Any]:
     """What the profile form offers at a version: the architectures its server_args and
     model config name, platforms and SMs with the GPUs people know them by."""
     import ast as _ast
-    import re
 
     mods = [modules(p) for p in (SERVER_ARGS, "python/sglang/srt/configs/model_config.py")]
     key = tuple(id(m) for m in mods)

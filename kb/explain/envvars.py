@@ -267,6 +267,10 @@ def check_env(
         value: Any = a.value
         if target is not None and a.value is not None:
             value, problem = parse_value(target, a.value)
+            if problem and not target.declared and target.type in ("int", "float"):
+                # An undeclared variable's type is a guess from one `int(...)` read (the
+                # CUDA_VISIBLE_DEVICES of a single-GPU path): not enough to warn.
+                problem = None
             if problem:
                 findings.append(
                     finding(
