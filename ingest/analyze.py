@@ -19,6 +19,7 @@ from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
+from ingest.indirect import scan_structure
 from ingest.sites import scan
 from kb.pyast import PARSE_FAILURES
 
@@ -61,6 +62,8 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
+    if kind != "server_args":
+        facts.update(scan_structure(data, facts["reads"]))
     if kind == "plain":
         return facts
     text = data.decode("utf-8", "replace")

@@ -20,6 +20,7 @@ from ingest import actions
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.constraints import site_key
 from ingest.env_rows import docs_rows, env_rows
+from ingest.indirect import model_rows, resolve
 from ingest.modules import Modules
 from ingest.static_eval import Unknown, plain
 
@@ -46,6 +47,8 @@ class VersionRows:
     env_sites: list[dict[str, Any]] = field(default_factory=list)
     env_prefix_aliases: list[dict[str, Any]] = field(default_factory=list)
     docs: list[dict[str, Any]] = field(default_factory=list)
+    indirect: list[dict[str, Any]] = field(default_factory=list)  # see ingest/indirect.py
+    models: list[dict[str, Any]] = field(default_factory=list)
     cited: dict[str, str] = field(default_factory=dict)  # path -> sha
     warnings: list[dict[str, Any]] = field(default_factory=list)
 
@@ -60,8 +63,17 @@ class VersionRows:
             "env_vars": len(self.env_vars),
             "env_sites": len(self.env_sites),
             "docs_entries": len(self.docs),
+            "indirect_usages": len(self.indirect),
+            "models": len(self.models),
             "warnings": len(self.warnings),
         }
+
+    def choice_sites_by_how(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for c in self.choice_sites:
+            entry = out.setdefault(c["how"], {"attributed": 0, "ambiguous": 0})
+            entry["ambiguous" if c["flag"] is None else "attributed"] += 1
+        return dict(sorted(out.items()))
 
 
 def _camel_to_snake(name: str) -> str:
@@ -187,6 +199,17 @@ def assemble(
         files, facts_of, option_of, rows.cited
     )
     rows.docs = docs_rows(files, facts_of, rows.cited)
+    rows.models = model_rows(files, facts_of)
+    if read_text is not None:
+        rows.indirect = resolve(
+            files,
+            facts_of,
+            option_of,
+            read_text,
+            lambda p: p == SERVER_ARGS_PATH or p.startswith(OTHER_PROGRAMS),
+        )
+        for site in rows.indirect:
+            rows.cited[site["path"]] = files[site["path"]]
 
     enums = [
         (path, e)

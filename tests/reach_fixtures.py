@@ -1,0 +1,230 @@
+"""A synthetic SGLang-shaped repository for the second hop: a flag read into a module global,
+an accessor returning it, a class of accessors, functions named for the feature, model files
+with EntryClass; backend registries, dispatch dicts, containment in named constants and enum
+members reached through a receiver's type. Made-up flags and code, modelled on SGLang's shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fixture_repos import SERVER_ARGS, commit, git, write
+
+SRT = "python/sglang/srt/"
+
+ARGS = """
+import argparse
+import dataclasses
+from typing import Optional
+
+ATTENTION_BACKEND_CHOICES = ["fa3", "triton", "flashinfer", "aiter", "wave"]
+MOE_RUNNER_BACKEND_CHOICES = ["auto", "triton", "flashinfer_cutlass", "flashinfer_trtllm"]
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str
+    tp_size: int = 1
+    ep_size: int = 1
+    quantization: Optional[str] = None
+    enable_duo_overlap: bool = False
+    enable_solo_overlap: bool = False
+    attention_backend: Optional[str] = None
+    decode_attention_backend: Optional[str] = None
+    moe_runner_backend: str = "auto"
+    schedule_policy: str = "fcfs"
+    disable_fusion: bool = False
+
+    def __post_init__(self):
+        self._handle_moe()
+
+    def _handle_moe(self):
+        model_arch = self.get_model_arch()
+        if self.moe_runner_backend == "flashinfer_cutlass":
+            assert self.quantization in ["modelopt_fp4", None], "cutlass MoE wants fp4 weights"
+            assert self.ep_size in [1, self.tp_size], "expert parallel size must be 1 or tp"
+        if self.moe_runner_backend == "flashinfer_trtllm":
+            self.disable_fusion = True
+        if model_arch in ["AlphaMoeForCausalLM"] and is_sm100_supported():
+            if self.moe_runner_backend == "auto":
+                self.moe_runner_backend = "flashinfer_trtllm"
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument("--model-path", type=str, required=True, help="Weights.")
+        parser.add_argument("--tp-size", type=int, default=1, help="TP.")
+        parser.add_argument("--ep-size", type=int, default=1, help="EP.")
+        parser.add_argument(
+            "--quantization", type=str, choices=["fp8", "modelopt_fp4", "awq"], help="Q."
+        )
+        parser.add_argument("--enable-duo-overlap", action="store_true", help="Duo.")
+        parser.add_argument("--enable-solo-overlap", action="store_true", help="Solo.")
+        parser.add_argument(
+            "--attention-backend", type=str, choices=ATTENTION_BACKEND_CHOICES, help="Attn."
+        )
+        parser.add_argument(
+            "--decode-attention-backend",
+            type=str,
+            choices=ATTENTION_BACKEND_CHOICES,
+            help="Decode attn.",
+        )
+        parser.add_argument(
+            "--moe-runner-backend",
+            type=str,
+            choices=MOE_RUNNER_BACKEND_CHOICES,
+            default="auto",
+            help="MoE runner.",
+        )
+        parser.add_argument(
+            "--schedule-policy",
+            type=str,
+            choices=["lpm", "dfs-weight", "fcfs", "lof"],
+            default="fcfs",
+            help="Policy.",
+        )
+        parser.add_argument("--disable-fusion", action="store_true", help="No fusion.")
+"""
+
+MOE_UTILS = """
+from typing import Optional
+
+IS_DUO_ENABLED: Optional[bool] = None
+IS_SOLO_ENABLED: Optional[bool] = None
+
+
+def initialize_moe_config(server_args):
+    global IS_DUO_ENABLED, IS_SOLO_ENABLED
+    IS_DUO_ENABLED = server_args.enable_duo_overlap
+    IS_SOLO_ENABLED = server_args.enable_solo_overlap
+
+
+def is_duo_enabled() -> bool:
+    return IS_DUO_ENABLED
+
+
+def is_solo_enabled() -> bool:
+    global IS_SOLO_ENABLED
+    if IS_SOLO_ENABLED is None:
+        IS_SOLO_ENABLED = False
+    return IS_SOLO_ENABLED
+"""
+
+MOE_INIT = """
+from sglang.srt.layers.moe.utils import is_duo_enabled, is_solo_enabled
+
+__all__ = ["is_duo_enabled", "is_solo_enabled"]
+"""
+
+DUO = """
+from sglang.srt.layers.moe import is_duo_enabled
+
+
+class DuoGraphPlugin:
+    def capture(self, batch):
+        if not is_duo_enabled():
+            return
+        batch.split = True
+
+
+def model_forward_maybe_duo(layers, enable_duo):
+    if enable_duo:
+        return [layer for layer in layers]
+    return layers
+
+
+def split_helper(x):
+    return x
+"""
+
+SOLO = """
+from sglang.srt.layers.moe.utils import is_solo_enabled
+
+
+class SoloFlags:
+    @classmethod
+    def overlap_down(cls):
+        return is_solo_enabled() and True
+
+    @classmethod
+    def fuse_inside_solo(cls):
+        return cls.overlap_down()
+"""
+
+ALPHA_MODEL = """
+from sglang.srt.overlap.duo_overlap import model_forward_maybe_duo
+
+
+class AlphaMoeForCausalLM:
+    def forward(self, batch):
+        if batch.can_run_duo:
+            return model_forward_maybe_duo(self.layers, enable_duo=True)
+        return self.layers
+
+
+EntryClass = AlphaMoeForCausalLM
+"""
+
+# Imports a helper of the feature module that is not named for the feature: not a user.
+BETA_MODEL = """
+from sglang.srt.overlap.duo_overlap import split_helper
+
+
+class BetaForCausalLM:
+    def forward(self, x):
+        return split_helper(x)
+
+
+EntryClass = BetaForCausalLM
+"""
+
+# Defines a name of its own that shadows the imported accessor: two things, not followed.
+GAMMA_MODEL = """
+from sglang.srt.layers.moe import is_duo_enabled
+
+
+def is_duo_enabled():
+    return False
+
+
+class GammaForCausalLM:
+    def forward(self, x):
+        if is_duo_enabled():
+            return x
+        return x
+
+
+EntryClass = GammaForCausalLM
+"""
+
+DELTA_MODEL = """
+from sglang.srt.overlap.solo_overlap import SoloFlags
+
+
+class DeltaForCausalLM:
+    def __init__(self):
+        self.fuse = SoloFlags.fuse_inside_solo()
+
+
+class DeltaVLForConditionalGeneration(DeltaForCausalLM):
+    pass
+
+
+EntryClass = [DeltaForCausalLM, DeltaVLForConditionalGeneration]
+"""
+
+
+def build_reach_repo(root: Path) -> Path:
+    repo = root / "reach"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, SERVER_ARGS, ARGS)
+    write(repo, SRT + "layers/moe/utils.py", MOE_UTILS)
+    write(repo, SRT + "layers/moe/__init__.py", MOE_INIT)
+    write(repo, SRT + "overlap/duo_overlap.py", DUO)
+    write(repo, SRT + "overlap/solo_overlap.py", SOLO)
+    write(repo, SRT + "models/alpha_moe.py", ALPHA_MODEL)
+    write(repo, SRT + "models/beta.py", BETA_MODEL)
+    write(repo, SRT + "models/gamma.py", GAMMA_MODEL)
+    write(repo, SRT + "models/delta.py", DELTA_MODEL)
+    commit(repo, "reach", "2025-09-01T12:00:00Z", "v0.4.0")
+    return repo
