@@ -14,6 +14,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from ingest.choices import scan_choice_shapes
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
@@ -62,6 +63,9 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
+    shapes = scan_choice_shapes(data, facts["choices"])
+    facts["lines"].update(shapes.pop("lines"))
+    facts.update(shapes)
     if kind != "server_args":
         facts.update(scan_structure(data, facts["reads"]))
     if kind == "plain":

@@ -161,7 +161,9 @@ class ChoiceSite(SQLModel, table=True):
     value: str
     flag: str | None = None  # the option it is attributed to; None when ambiguous
     candidates: str = "[]"  # JSON options that accept this value (when ambiguous)
-    how: str  # compare | contains | enum | is_call
+    how: str  # compare | contains | enum | is_call | registry | dispatch
+    # why it is attributed to `flag`: subject | enum | type | only-flag | family ("" if not)
+    basis: str = ""
     path: str
     line: int
     text: str

@@ -226,5 +226,115 @@ def build_reach_repo(root: Path) -> Path:
     write(repo, SRT + "models/beta.py", BETA_MODEL)
     write(repo, SRT + "models/gamma.py", GAMMA_MODEL)
     write(repo, SRT + "models/delta.py", DELTA_MODEL)
+    add_choice_shapes(repo)
     commit(repo, "reach", "2025-09-01T12:00:00Z", "v0.4.0")
     return repo
+
+
+# --- choice handling shapes -------------------------------------------------------------------
+
+ATTN_REGISTRY = """
+ATTENTION_BACKENDS = {}
+
+
+def register_attention_backend(name):
+    def wrap(fn):
+        ATTENTION_BACKENDS[name] = fn
+        return fn
+
+    return wrap
+
+
+@register_attention_backend("fa3")
+def create_fa3_backend(runner):
+    return runner
+
+
+class AttnRegistry:
+    table = {}
+
+    @classmethod
+    def register(cls, name, fn):
+        cls.table[name] = fn
+
+
+AttnRegistry.register("wave", create_fa3_backend)
+
+DECODE_ATTENTION_KERNELS = {
+    # name -> kernel
+    "triton": "TritonKernel",
+    "flashinfer": "FlashinferKernel",
+}
+"""
+
+KINDS = """
+from enum import Enum
+
+
+class MoeRunnerBackend(Enum):
+    AUTO = "auto"
+    TRITON = "triton"
+    FLASHINFER_CUTLASS = "flashinfer_cutlass"
+    FLASHINFER_TRTLLM = "flashinfer_trtllm"
+
+
+class AttentionKernelKind(Enum):
+    FA3 = "fa3"
+    TRITON = "triton"
+    FLASHINFER = "flashinfer"
+
+    def is_triton(self):
+        return self == AttentionKernelKind.TRITON
+
+
+SUPPORTED_RUNNERS = ["triton", "flashinfer_cutlass"]
+"""
+
+RUNNER = """
+from sglang.srt.layers.kinds import SUPPORTED_RUNNERS, MoeRunnerBackend
+
+
+def pick(backend: MoeRunnerBackend):
+    if backend.is_triton():
+        return 1
+    return 0
+
+
+def check(runner_backend):
+    if runner_backend not in SUPPORTED_RUNNERS:
+        raise ValueError(runner_backend)
+
+
+def unrelated(block):
+    if block.type == "lof":
+        return True
+"""
+
+POLICY = """
+from enum import Enum
+
+
+class CacheAwarePolicy(Enum):
+    LPM = "lpm"
+    DFS_WEIGHT = "dfs-weight"
+
+
+class CacheAgnosticPolicy(Enum):
+    FCFS = "fcfs"
+    LOF = "lof"
+
+
+def order(policy, queue):
+    if policy == CacheAwarePolicy.LPM:
+        return sorted(queue)
+    elif policy == CacheAwarePolicy.DFS_WEIGHT:
+        return list(reversed(queue))
+    return queue
+"""
+
+
+def add_choice_shapes(repo: Path) -> None:
+    write(repo, SRT + "layers/attention/registry.py", ATTN_REGISTRY)
+    write(repo, SRT + "layers/kinds.py", KINDS)
+    write(repo, SRT + "layers/moe/runner.py", RUNNER)
+    write(repo, SRT + "managers/schedule_policy.py", POLICY)

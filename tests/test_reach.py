@@ -134,3 +134,52 @@ def test_report(client: TestClient) -> None:
     assert 0 <= body["ambiguous_choice_sites"] <= body["choice_sites"]
     assert "Extraction report" in client.get("/v/v0.4.0/report").text
     get(client, "/api/v/v9/report", 404)
+
+
+def sites_of(client: TestClient, flag: str, value: str) -> list[tuple[str, str, str, int]]:
+    body = get(client, f"{V}/backends/{flag}/{value}")
+    return [
+        (s["how"], s["basis"], s["path"].rsplit("/", 1)[1], s["line"])
+        for s in body["sites"]
+        if s["attributed"]
+    ]
+
+
+def test_registries_are_handling_sites(client: TestClient) -> None:
+    # a decorator with a string argument, and a Registry.register("x", ...) call
+    assert ("registry", "subject", "registry.py", 12) in sites_of(
+        client, "--attention-backend", "fa3"
+    )
+    assert ("registry", "subject", "registry.py", 25) in sites_of(
+        client, "--attention-backend", "wave"
+    )
+
+
+def test_dispatch_dict_keys_go_to_the_flag_its_name_spells(client: TestClient) -> None:
+    sites = sites_of(client, "--decode-attention-backend", "flashinfer")
+    assert ("dispatch", "subject", "registry.py", 30) in sites
+    assert not [
+        s for s in sites_of(client, "--attention-backend", "flashinfer") if s[0] == "dispatch"
+    ]
+
+
+def test_named_constant_containment_and_receiver_type(client: TestClient) -> None:
+    cutlass = sites_of(client, "--moe-runner-backend", "flashinfer_cutlass")
+    assert ("contains", "subject", "runner.py", 11) in cutlass  # SUPPORTED_RUNNERS, imported
+    triton = sites_of(client, "--moe-runner-backend", "triton")
+    assert ("is_call", "type", "runner.py", 5) in triton  # backend: MoeRunnerBackend
+    # the same method on the attention kind's enum is not the MoE runner's
+    assert not [s for s in sites_of(client, "--attention-backend", "triton") if s[2] == "runner.py"]
+
+
+def test_enums_covering_part_of_a_flags_values(client: TestClient) -> None:
+    assert sites_of(client, "--schedule-policy", "lpm") == [
+        ("enum", "enum", "schedule_policy.py", 15)
+    ]
+    assert sites_of(client, "--schedule-policy", "dfs-weight") == [
+        ("enum", "enum", "schedule_policy.py", 17)
+    ]
+    # `block.type == "lof"` names something else: not a site of --schedule-policy=lof
+    assert not [s for s in sites_of(client, "--schedule-policy", "lof") if s[2] == "runner.py"]
+    report = get(client, f"{V}/report")
+    assert set(report["choice_sites_by_how"]) >= {"registry", "dispatch", "contains", "is_call"}
