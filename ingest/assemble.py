@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ingest import actions
@@ -355,11 +356,13 @@ SYNONYMS = {
 }  # fmt: skip
 
 
+@lru_cache(maxsize=65536)
 def _words(name: str) -> list[str]:
     snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()  # ToolCallParser too
     return [SYNONYMS.get(w, w) for w in re.split(r"[_.]", snake) if w and not w.isdigit()]
 
 
+@lru_cache(maxsize=65536)
 def core_words(name: str) -> frozenset[str]:
     return frozenset(w for w in _words(name) if w not in KIND_WORDS)
 

@@ -27,6 +27,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ingest.pyfile import Def, PyFile
@@ -35,7 +36,12 @@ IMPORT_RE = re.compile(rb"from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n
 ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
 GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
 NAME_RE = re.compile(r"[A-Za-z_]\w*")
+ATTR_AFTER_RE = re.compile(r"(?!\w)(?:\s*\.\s*(\w+))?")
 MAX_CHAIN = 4  # links after the direct read: global, accessor, two more hops
+# An accessor returns a flag or a simple expression of one or two; a function returning
+# `ModelConfig(model_path=server_args.model_path, ...)` is a factory, not an accessor.
+MAX_DESTS = 2
+MAX_RETURN_NODES = 40
 MODELS_DIR = "python/sglang/srt/models/"
 # Words that do not name a feature on their own (is_tbo_enabled -> "tbo").
 STOP_WORDS = {
@@ -120,6 +126,10 @@ def flag_reads(node: ast.AST) -> list[str]:
         ):
             out.append(sub.slice.value)
     return list(dict.fromkeys(out))
+
+
+def _size(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node))
 
 
 def _tail(node: ast.AST) -> str:
@@ -217,7 +227,9 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
         ret = f.returns_at(d, line)
         ident = _carrier_id(f, d)
         if ret is not None and ident is not None and ret.value is not None:
-            add(ident[0], ident[1], "function", flag_reads(ret.value), [], d.line)
+            dests = flag_reads(ret.value)
+            if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
+                add(ident[0], ident[1], "function", dests, [], d.line)
     # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED).
     for _round in range(2):
         before = len(found)
@@ -266,36 +278,45 @@ def file_uses(
     by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
     for name, member, cid in patterns:
         by_name[name].append((member, cid))
-    rx = re.compile(
-        r"(?<![\w.\"'])("
-        + "|".join(sorted(map(re.escape, by_name), key=len, reverse=True))
-        + r")\b(?:\s*\.\s*(\w+))?"
-    )
+    # str.find per name (C speed), then a small regex at each hit: an alternation of names
+    # would make the regex engine try every position of the file.
+    hits: list[tuple[int, str]] = []
+    for name in by_name:
+        pos = f.text.find(name)
+        while pos >= 0:
+            hits.append((pos, name))
+            pos = f.text.find(name, pos + len(name))
+    hits.sort()
     out: list[Use] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
-    for m in rx.finditer(f.text):
-        line = f.line_at(m.start())
+    for pos, name in hits:
+        before = f.text[pos - 1] if pos else " "
+        m = ATTR_AFTER_RE.match(f.text, pos + len(name))
+        if before.isalnum() or before in "_.\"'" or m is None:
+            continue
+        line = f.line_at(pos)
         raw = f.lines[line - 1]
         stripped = raw.lstrip()
-        if "#" in raw[: m.start() - (f.text.rfind("\n", 0, m.start()) + 1)]:
+        if "#" in raw[: pos - (f.text.rfind("\n", 0, pos) + 1)]:
             continue
         if stripped.startswith(("from ", "import ", "global ")) or _in_import_block(f, line):
             continue
         if re.match(r"(?:async\s+)?(?:def|class)\s", stripped):
             continue  # the definition itself
-        for member, cid in by_name[m.group(1)]:
-            if member is not None and m.group(2) != member:
+        for member, cid in by_name[name]:
+            if member is not None and m.group(1) != member:
                 continue
             if (line, cid) in seen:
                 continue
             seen.add((line, cid))
-            d = f.enclosing(line)
-            accessor = None
-            if d is not None and f.returns_at(d, line) is not None:
-                ident = _carrier_id(f, d)
-                if ident is not None and ident != cid:
-                    accessor = ident
-            out.append(Use(cid, line, f.text_of(line), accessor, d.line if d else line))
+            accessor, def_line = None, line
+            if f.maybe_return(line):  # cheap test before finding the enclosing function
+                d = f.enclosing(line)
+                if d is not None and f.returns_at(d, line) is not None:
+                    ident = _carrier_id(f, d)
+                    if ident is not None and ident != cid:
+                        accessor, def_line = ident, d.line
+            out.append(Use(cid, line, f.text_of(line), accessor, def_line))
     return out
 
 
@@ -312,6 +333,23 @@ def _in_import_block(f: PyFile, line: int) -> bool:
     return False
 
 
+def names_feature(word: str, dest: str) -> bool:
+    """Whether a feature word stands for the flag: the acronym of three or more consecutive
+    words of its dest (tbo: enable_two_batch_overlap), or the whole dest after enable_/
+    disable_ (lora: enable_lora). Plain words (model, config, runner) never do."""
+    words = [w for w in dest.split("_") if w]
+    if words and words[0] in ("enable", "disable", "use"):
+        words = words[1:]
+    if words == [word]:
+        return True
+    for i in range(len(words)):
+        for j in range(i + 3, len(words) + 1):
+            if "".join(w[0] for w in words[i:j]) == word:
+                return True
+    return False
+
+
+@lru_cache(maxsize=65536)
 def topic(name: str) -> str | None:
     """The one feature word a carrier's name spells: is_tbo_enabled / IS_TBO_ENABLED /
     SboFlags -> "tbo" / "tbo" / "sbo"; None when it spells none or several."""
@@ -319,15 +357,17 @@ def topic(name: str) -> str | None:
     return words[0] if len(words) == 1 and len(words[0]) >= 3 else None
 
 
-def _words(name: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def _words(name: str) -> tuple[str, ...]:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
     spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", spaced)
-    return [w.lower() for w in spaced.split("_") if w]
+    return tuple(w.lower() for w in spaced.split("_") if w)
 
 
 # --- per version ---------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=65536)
 def module_of(path: str) -> str | None:
     if not path.startswith("python/") or not path.endswith(".py"):
         return None
@@ -361,6 +401,22 @@ class Carrier:
 
 
 _FILE_CACHE: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}
+_BIND_CACHE: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
+
+
+def _bindings(path: str, imports: list[list[Any]]) -> dict[str, tuple[str, str]]:
+    """alias -> (absolute module, name) of a file's imports; an alias imported from two
+    places is left out."""
+    mod = module_of(path)
+    if mod is None:
+        return {}
+    is_pkg = path.endswith("/__init__.py")
+    seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for module, name, alias, _line in imports:
+        seen[alias].add((absolute(module, mod, is_pkg), name))
+    return {alias: next(iter(t)) for alias, t in seen.items() if len(t) == 1}
+
+
 _DEFS_CACHE: dict[str, list[tuple[str, int]]] = {}
 
 
@@ -372,30 +428,19 @@ def resolve(
     skip: Callable[[str], bool],
 ) -> list[dict[str, Any]]:
     """Indirect use sites of one version: [{"dest", "path", "line", "text", "via"}]."""
-    {m: p for p in files if (m := module_of(p)) is not None}
     # alias bindings per file, resolved to (module, name); ambiguous ones dropped
-    bindings: dict[str, dict[str, tuple[str, str]]] = {}
     reexports: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for path in files:
+    importers: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)  # -> (path, alias)
+    for path, sha in files.items():
         if skip(path):
             continue
+        unique = _BIND_CACHE.get((path, sha))
+        if unique is None:
+            unique = _bindings(path, facts_of(path).get("imports") or [])
+            _BIND_CACHE[(path, sha)] = unique
         mod = module_of(path)
-        imports = facts_of(path).get("imports")
-        if mod is None or not imports:
-            continue
-        is_pkg = path.endswith("/__init__.py")
-        seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
-        for module, name, alias, _line in imports:
-            seen[alias].add((absolute(module, mod, is_pkg), name))
-        unique = {alias: next(iter(t)) for alias, t in seen.items() if len(t) == 1}
-        bindings[path] = unique
         for alias, target in unique.items():
-            reexports[target].append((mod, alias))
-
-    exports: dict[tuple[str, str], list[Carrier]] = defaultdict(list)
-    importers: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)  # -> (path, alias)
-    for path, binds in bindings.items():
-        for alias, target in binds.items():
+            reexports[target].append((mod or "", alias))
             importers[target].append((path, alias))
 
     frontier: list[Carrier] = []
@@ -403,17 +448,9 @@ def resolve(
 
     def add(c: Carrier) -> None:
         key = (c.module, c.name, c.member)
-        if key in known or not c.dests:
-            return
-        known.add(key)
-        frontier.append(c)
-        todo, depth = [(c.module, c.name)], 0
-        while todo and depth < 3:  # `from .utils import x` in a package __init__ re-exports
-            nxt = []
-            for target in todo:
-                exports[target].append(c)
-                nxt.extend(reexports.get(target, []))
-            todo, depth = nxt, depth + 1
+        if key not in known and c.dests:
+            known.add(key)
+            frontier.append(c)
 
     for path in files:
         if skip(path):
@@ -480,7 +517,7 @@ def _follow(
                 for alias, cs in by_alias.items()
                 for c in cs
             },
-            key=str,
+            key=lambda p: (p[0], p[1] or "", p[2][1] or ""),
         )
     )
     key = (sha, patterns)
@@ -492,7 +529,7 @@ def _follow(
         if len(_FILE_CACHE) > 20000:
             _FILE_CACHE.clear()
         _FILE_CACHE[key] = cached
-        _DEFS_CACHE[sha] = [(d.name, d.line) for d in f.module_defs()]
+        _DEFS_CACHE[sha] = f.module_defs()
     local_defs = {name for name, _line in _DEFS_CACHE.get(sha, [])}
     for use in cached:
         alias, member = use.carrier
@@ -538,16 +575,25 @@ def _follow(
     ]
     used = {u.carrier[0] for u in cached}
     for c in carriers:
-        word = next((t for t in map(topic, _chain_names(c)) if t), None)
+        word = _chain_topic(c.chain)
         if word is None or not any(a in used for a, cs in by_alias.items() if c in cs):
+            continue
+        dests = tuple(d for d in c.dests if names_feature(word, d))
+        if not dests:
             continue
         for name, line in _DEFS_CACHE.get(sha, []):
             if not name.startswith("_") and word in _words(name):
-                add(Carrier(mod, name, None, "named", c.dests, (*c.chain, name), path, line, True))
+                add(Carrier(mod, name, None, "named", dests, (*c.chain, name), path, line, True))
 
 
-def _chain_names(c: Carrier) -> list[str]:
-    return [re.sub(r"\(\)$", "", link).split(".")[0] for link in reversed(c.chain)]
+@lru_cache(maxsize=65536)
+def _chain_topic(chain: tuple[str, ...]) -> str | None:
+    """The feature word of the nearest link that spells one."""
+    for link in reversed(chain):
+        word = topic(link.removesuffix("()").split(".")[0])
+        if word:
+            return word
+    return None
 
 
 # --- models --------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from kb.pyast import PARSE_FAILURES
 
 # Literal-led (the engine skips to "def"/"class"); the line's prefix is checked after.
 DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
+TOP_DEF_RE = re.compile(r"(?<![^\n])(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 # A function longer than this is not an accessor, whatever it returns.
 MAX_ACCESSOR_LINES = 40
 
@@ -45,23 +46,40 @@ class PyFile:
         self.text = text
         self.lines = text.split("\n")
         self._pos, self._no = 0, 1  # incremental line counting: offsets mostly increase
-        self.defs: list[Def] = []
-        stack: list[Def] = []
-        for m in DEF_RE.finditer(text):
-            start = text.rfind("\n", 0, m.start()) + 1
-            prefix = text[start : m.start()]
-            if prefix.strip() not in ("", "async"):
-                continue
-            line = self.line_at(m.start())
-            indent = len(prefix.expandtabs()) - len(prefix.lstrip())
-            while stack and stack[-1].indent >= indent:
-                stack.pop()
-            d = Def(line, indent, m.group(1), m.group(2), stack[-1] if stack else None)
-            self.defs.append(d)
-            stack.append(d)
-        self._def_lines = [d.line for d in self.defs]
+        self._defs: list[Def] | None = None  # the outline, built on first use
+        self._def_lines: list[int] = []
         self._ends: dict[int, int] = {}
         self._nodes: dict[int, ast.AST | None] = {}
+
+    @property
+    def defs(self) -> list[Def]:
+        if self._defs is None:
+            defs: list[Def] = []
+            stack: list[Def] = []
+            pos, line = 0, 1
+            for m in DEF_RE.finditer(self.text):
+                start = self.text.rfind("\n", 0, m.start()) + 1
+                prefix = self.text[start : m.start()]
+                if prefix.strip() not in ("", "async"):
+                    continue
+                line += self.text.count("\n", pos, start)
+                pos = start
+                indent = len(prefix.expandtabs()) - len(prefix.lstrip())
+                while stack and stack[-1].indent >= indent:
+                    stack.pop()
+                d = Def(line, indent, m.group(1), m.group(2), stack[-1] if stack else None)
+                defs.append(d)
+                stack.append(d)
+            self._defs = defs
+            self._def_lines = [d.line for d in defs]
+        return self._defs
+
+    def maybe_return(self, line: int) -> bool:
+        """A `return` on the line or a few lines above it (before any outline is built)."""
+        return any(
+            self.lines[no - 1].lstrip().startswith("return")
+            for no in range(max(1, line - 6), min(line, len(self.lines)) + 1)
+        )
 
     def line_at(self, offset: int) -> int:
         if offset < self._pos:
@@ -93,8 +111,9 @@ class PyFile:
         above it, each less indented than the last."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         limit = _indent(text) if _significant(text) else 1 << 30
+        defs = self.defs
         for i in range(bisect_left(self._def_lines, line) - 1, -1, -1):
-            d = self.defs[i]
+            d = defs[i]
             if d.indent >= limit:
                 continue
             if self.end_of(d) >= line:
@@ -139,5 +158,9 @@ class PyFile:
                     return sub
         return None
 
-    def module_defs(self) -> list[Def]:
-        return [d for d in self.defs if d.parent is None]
+    def module_defs(self) -> list[tuple[str, int]]:
+        """(name, line) of the top-level defs and classes, without building the outline."""
+        return [
+            (m.group(1), self.text.count("\n", 0, m.start()) + 1)
+            for m in TOP_DEF_RE.finditer(self.text)
+        ]

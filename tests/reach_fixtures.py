@@ -27,8 +27,8 @@ class ServerArgs:
     tp_size: int = 1
     ep_size: int = 1
     quantization: Optional[str] = None
-    enable_duo_overlap: bool = False
-    enable_solo_overlap: bool = False
+    enable_dual_batch_overlap: bool = False
+    enable_lone_batch_overlap: bool = False
     attention_backend: Optional[str] = None
     decode_attention_backend: Optional[str] = None
     moe_runner_backend: str = "auto"
@@ -57,8 +57,8 @@ class ServerArgs:
         parser.add_argument(
             "--quantization", type=str, choices=["fp8", "modelopt_fp4", "awq"], help="Q."
         )
-        parser.add_argument("--enable-duo-overlap", action="store_true", help="Duo.")
-        parser.add_argument("--enable-solo-overlap", action="store_true", help="Solo.")
+        parser.add_argument("--enable-dual-batch-overlap", action="store_true", help="Dbo.")
+        parser.add_argument("--enable-lone-batch-overlap", action="store_true", help="Lbo.")
         parser.add_argument(
             "--attention-backend", type=str, choices=ATTENTION_BACKEND_CHOICES, help="Attn."
         )
@@ -88,46 +88,46 @@ class ServerArgs:
 MOE_UTILS = """
 from typing import Optional
 
-IS_DUO_ENABLED: Optional[bool] = None
-IS_SOLO_ENABLED: Optional[bool] = None
+IS_DBO_ENABLED: Optional[bool] = None
+IS_LBO_ENABLED: Optional[bool] = None
 
 
 def initialize_moe_config(server_args):
-    global IS_DUO_ENABLED, IS_SOLO_ENABLED
-    IS_DUO_ENABLED = server_args.enable_duo_overlap
-    IS_SOLO_ENABLED = server_args.enable_solo_overlap
+    global IS_DBO_ENABLED, IS_LBO_ENABLED
+    IS_DBO_ENABLED = server_args.enable_dual_batch_overlap
+    IS_LBO_ENABLED = server_args.enable_lone_batch_overlap
 
 
-def is_duo_enabled() -> bool:
-    return IS_DUO_ENABLED
+def is_dbo_enabled() -> bool:
+    return IS_DBO_ENABLED
 
 
-def is_solo_enabled() -> bool:
-    global IS_SOLO_ENABLED
-    if IS_SOLO_ENABLED is None:
-        IS_SOLO_ENABLED = False
-    return IS_SOLO_ENABLED
+def is_lbo_enabled() -> bool:
+    global IS_LBO_ENABLED
+    if IS_LBO_ENABLED is None:
+        IS_LBO_ENABLED = False
+    return IS_LBO_ENABLED
 """
 
 MOE_INIT = """
-from sglang.srt.layers.moe.utils import is_duo_enabled, is_solo_enabled
+from sglang.srt.layers.moe.utils import is_dbo_enabled, is_lbo_enabled
 
-__all__ = ["is_duo_enabled", "is_solo_enabled"]
+__all__ = ["is_dbo_enabled", "is_lbo_enabled"]
 """
 
-DUO = """
-from sglang.srt.layers.moe import is_duo_enabled
+DBO = """
+from sglang.srt.layers.moe import is_dbo_enabled
 
 
-class DuoGraphPlugin:
+class DboGraphPlugin:
     def capture(self, batch):
-        if not is_duo_enabled():
+        if not is_dbo_enabled():
             return
         batch.split = True
 
 
-def model_forward_maybe_duo(layers, enable_duo):
-    if enable_duo:
+def model_forward_maybe_dbo(layers, enable_dbo):
+    if enable_dbo:
         return [layer for layer in layers]
     return layers
 
@@ -136,28 +136,28 @@ def split_helper(x):
     return x
 """
 
-SOLO = """
-from sglang.srt.layers.moe.utils import is_solo_enabled
+LBO = """
+from sglang.srt.layers.moe.utils import is_lbo_enabled
 
 
-class SoloFlags:
+class LboFlags:
     @classmethod
     def overlap_down(cls):
-        return is_solo_enabled() and True
+        return is_lbo_enabled() and True
 
     @classmethod
-    def fuse_inside_solo(cls):
+    def fuse_inside_lbo(cls):
         return cls.overlap_down()
 """
 
 ALPHA_MODEL = """
-from sglang.srt.overlap.duo_overlap import model_forward_maybe_duo
+from sglang.srt.overlap.dbo_overlap import model_forward_maybe_dbo
 
 
 class AlphaMoeForCausalLM:
     def forward(self, batch):
-        if batch.can_run_duo:
-            return model_forward_maybe_duo(self.layers, enable_duo=True)
+        if batch.can_run_dbo:
+            return model_forward_maybe_dbo(self.layers, enable_dbo=True)
         return self.layers
 
 
@@ -166,7 +166,7 @@ EntryClass = AlphaMoeForCausalLM
 
 # Imports a helper of the feature module that is not named for the feature: not a user.
 BETA_MODEL = """
-from sglang.srt.overlap.duo_overlap import split_helper
+from sglang.srt.overlap.dbo_overlap import split_helper
 
 
 class BetaForCausalLM:
@@ -179,16 +179,16 @@ EntryClass = BetaForCausalLM
 
 # Defines a name of its own that shadows the imported accessor: two things, not followed.
 GAMMA_MODEL = """
-from sglang.srt.layers.moe import is_duo_enabled
+from sglang.srt.layers.moe import is_dbo_enabled
 
 
-def is_duo_enabled():
+def is_dbo_enabled():
     return False
 
 
 class GammaForCausalLM:
     def forward(self, x):
-        if is_duo_enabled():
+        if is_dbo_enabled():
             return x
         return x
 
@@ -197,12 +197,12 @@ EntryClass = GammaForCausalLM
 """
 
 DELTA_MODEL = """
-from sglang.srt.overlap.solo_overlap import SoloFlags
+from sglang.srt.overlap.lbo_overlap import LboFlags
 
 
 class DeltaForCausalLM:
     def __init__(self):
-        self.fuse = SoloFlags.fuse_inside_solo()
+        self.fuse = LboFlags.fuse_inside_lbo()
 
 
 class DeltaVLForConditionalGeneration(DeltaForCausalLM):
@@ -220,8 +220,8 @@ def build_reach_repo(root: Path) -> Path:
     write(repo, SERVER_ARGS, ARGS)
     write(repo, SRT + "layers/moe/utils.py", MOE_UTILS)
     write(repo, SRT + "layers/moe/__init__.py", MOE_INIT)
-    write(repo, SRT + "overlap/duo_overlap.py", DUO)
-    write(repo, SRT + "overlap/solo_overlap.py", SOLO)
+    write(repo, SRT + "overlap/dbo_overlap.py", DBO)
+    write(repo, SRT + "overlap/lbo_overlap.py", LBO)
     write(repo, SRT + "models/alpha_moe.py", ALPHA_MODEL)
     write(repo, SRT + "models/beta.py", BETA_MODEL)
     write(repo, SRT + "models/gamma.py", GAMMA_MODEL)

@@ -30,37 +30,37 @@ def get(client: TestClient, url: str, status: int = 200) -> Any:
 
 
 def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
-    duo = get(client, f"{V}/flags/--enable-duo-overlap")
-    models = {m["name"]: m["via"] for m in duo["models"]}
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    models = {m["name"]: m["via"] for m in dbo["models"]}
     # beta imports an unrelated helper, gamma shadows the accessor with its own: neither uses it.
     assert models == {
-        "alpha_moe": ["IS_DUO_ENABLED", "is_duo_enabled()", "model_forward_maybe_duo"]
+        "alpha_moe": ["IS_DBO_ENABLED", "is_dbo_enabled()", "model_forward_maybe_dbo"]
     }
-    solo = get(client, f"{V}/flags/--enable-solo-overlap")
-    assert {m["name"]: m["via"] for m in solo["models"]} == {
+    lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
+    assert {m["name"]: m["via"] for m in lbo["models"]} == {
         "delta": [
-            "IS_SOLO_ENABLED",
-            "is_solo_enabled()",
-            "SoloFlags.overlap_down()",
-            "SoloFlags.fuse_inside_solo()",
+            "IS_LBO_ENABLED",
+            "is_lbo_enabled()",
+            "LboFlags.overlap_down()",
+            "LboFlags.fuse_inside_lbo()",
         ]
     }
 
 
 def test_indirect_usages_are_apart_from_direct_reads(client: TestClient) -> None:
-    duo = get(client, f"{V}/flags/--enable-duo-overlap")
-    assert [(u["path"], u["line"]) for u in duo["usages"]] == [
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    assert [(u["path"], u["line"]) for u in dbo["usages"]] == [
         ("python/sglang/srt/layers/moe/utils.py", 9)
     ]
-    indirect = {(u["path"].rsplit("/", 1)[1], u["text"]): u["via"] for u in duo["indirect_usages"]}
-    assert indirect[("duo_overlap.py", "if not is_duo_enabled():")] == [
-        "IS_DUO_ENABLED",
-        "is_duo_enabled()",
+    indirect = {(u["path"].rsplit("/", 1)[1], u["text"]): u["via"] for u in dbo["indirect_usages"]}
+    assert indirect[("dbo_overlap.py", "if not is_dbo_enabled():")] == [
+        "IS_DBO_ENABLED",
+        "is_dbo_enabled()",
     ]
     # the re-export in layers/moe/__init__.py and its __all__ string are not uses
-    assert not [u for u in duo["indirect_usages"] if u["path"].endswith("__init__.py")]
-    assert not [u for u in duo["indirect_usages"] if "gamma" in u["path"] or "beta" in u["path"]]
-    for u in duo["indirect_usages"]:
+    assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("__init__.py")]
+    assert not [u for u in dbo["indirect_usages"] if "gamma" in u["path"] or "beta" in u["path"]]
+    for u in dbo["indirect_usages"]:
         assert u["url"].endswith(f"#L{u['line']}-L{u['line']}")
 
 
@@ -73,8 +73,8 @@ def test_models_pages(client: TestClient) -> None:
     ]
     assert models["alpha_moe"]["flags"] == 1 and models["beta"]["flags"] == 0
     alpha = get(client, f"{V}/models/alpha_moe")
-    assert [f["name"] for f in alpha["flags"]] == ["--enable-duo-overlap"]
-    assert alpha["flags"][0]["indirect"][0]["via"][-1] == "model_forward_maybe_duo"
+    assert [f["name"] for f in alpha["flags"]] == ["--enable-dual-batch-overlap"]
+    assert alpha["flags"][0]["indirect"][0]["via"][-1] == "model_forward_maybe_dbo"
     # the override for AlphaMoeForCausalLM names its architecture
     assert [c["kind"] for c in alpha["constraints"]] == ["override"]
     assert "AlphaMoeForCausalLM" in alpha["constraints"][0]["condition"]
@@ -83,8 +83,8 @@ def test_models_pages(client: TestClient) -> None:
     missing = get(client, f"{V}/models/alpha_mo", 404)
     assert missing["suggestions"][0]["name"] == "alpha_moe"
     html = client.get("/v/v0.4.0/models/alpha_moe").text
-    assert "model_forward_maybe_duo" in html and "AlphaMoeForCausalLM" in html
-    flag_html = client.get("/v/v0.4.0/flags/--enable-duo-overlap").text
+    assert "model_forward_maybe_dbo" in html and "AlphaMoeForCausalLM" in html
+    flag_html = client.get("/v/v0.4.0/flags/--enable-dual-batch-overlap").text
     assert 'id="models"' in flag_html and "alpha_moe" in flag_html
     assert 'id="indirect"' in flag_html
 
