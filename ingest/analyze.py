@@ -24,7 +24,7 @@ from ingest.indirect import scan_structure
 from ingest.sites import scan
 from kb.pyast import PARSE_FAILURES
 
-ANALYZER_VERSION = 8
+ANALYZER_VERSION = 9
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

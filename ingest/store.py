@@ -44,9 +44,8 @@ from kb.schema import (
 # Children before the rows they reference (foreign keys are enforced); constraint_flag rows
 # go first, with their sites (see write_version).
 PER_VERSION_TABLES = [
-    IndirectUsage,
-    ModelFile,
-    Option,
+    Option, Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, EnvVar, EnvSite, DocEntry,
+    IndirectUsage, ModelFile, VersionFile,
 ]  # fmt: skip
 
 

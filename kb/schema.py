@@ -19,7 +19,7 @@ from sqlalchemy import Engine, Index, LargeBinary, MetaData, event, inspect, tex
 from sqlmodel import Column, Field, SQLModel, create_engine
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 9
+EXTRACTOR_VERSION = 10
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
