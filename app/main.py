@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.templating import STATIC
 from app.views import (
     backends,
+    compare,
     constraints,
     diff,
     docsdrift,
@@ -26,6 +27,7 @@ from app.views import (
     explain,
     flags,
     home,
+    models,
     search,
     source,
 )
@@ -199,7 +201,9 @@ def create_app(db_url: str | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.include_router(home.router)
     app.include_router(flags.router)
+    app.include_router(compare.router)  # before backends: /backends/{flag}/compare is not a value
     app.include_router(backends.router)
+    app.include_router(models.router)
     app.include_router(constraints.router)
     app.include_router(enums.router)
     app.include_router(source.router)

@@ -144,6 +144,8 @@ def forget_newest(db: Path, repo: Path) -> str:
         tables = ["option", "flag", "enum", "constraintsite", "usagesite", "choicesite"]
         for table in [*tables, "versionfile", "envvar", "envsite", "docentry"]:
             conn.execute(f"delete from {table} where version_id = ?", (vid,))
+        for table in ["indirectusage", "modelfile"]:
+            conn.execute(f"delete from {table} where version_id = ?", (vid,))
         conn.execute("delete from version where id = ?", (vid,))
         for sha in only_newest:
             conn.execute("delete from blobfacts where key like ?", (sha + ":%",))

@@ -14,15 +14,17 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from ingest.choices import scan_choice_shapes
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
+from ingest.indirect import scan_structure
 from ingest.sites import scan
 from kb.pyast import PARSE_FAILURES
 
-ANALYZER_VERSION = 8
+ANALYZER_VERSION = 9
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
@@ -61,6 +63,11 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
+    shapes = scan_choice_shapes(data, facts["choices"])
+    facts["lines"].update(shapes.pop("lines"))
+    facts.update(shapes)
+    if kind != "server_args":
+        facts.update(scan_structure(data, facts["reads"]))
     if kind == "plain":
         return facts
     text = data.decode("utf-8", "replace")

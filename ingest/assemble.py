@@ -14,12 +14,15 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ingest import actions
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
+from ingest.choices import registry_subject
 from ingest.constraints import site_key
 from ingest.env_rows import docs_rows, env_rows
+from ingest.indirect import absolute, model_rows, module_of, resolve
 from ingest.modules import Modules
 from ingest.static_eval import Unknown, plain
 
@@ -46,6 +49,8 @@ class VersionRows:
     env_sites: list[dict[str, Any]] = field(default_factory=list)
     env_prefix_aliases: list[dict[str, Any]] = field(default_factory=list)
     docs: list[dict[str, Any]] = field(default_factory=list)
+    indirect: list[dict[str, Any]] = field(default_factory=list)  # see ingest/indirect.py
+    models: list[dict[str, Any]] = field(default_factory=list)
     cited: dict[str, str] = field(default_factory=dict)  # path -> sha
     warnings: list[dict[str, Any]] = field(default_factory=list)
 
@@ -60,8 +65,17 @@ class VersionRows:
             "env_vars": len(self.env_vars),
             "env_sites": len(self.env_sites),
             "docs_entries": len(self.docs),
+            "indirect_usages": len(self.indirect),
+            "models": len(self.models),
             "warnings": len(self.warnings),
         }
+
+    def choice_sites_by_how(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for c in self.choice_sites:
+            entry = out.setdefault(c["how"], {"attributed": 0, "ambiguous": 0})
+            entry["ambiguous" if c["flag"] is None else "attributed"] += 1
+        return dict(sorted(out.items()))
 
 
 def _camel_to_snake(name: str) -> str:
@@ -84,6 +98,7 @@ def _link_enums(
     moe_runner_backend). Each flag keeps only its best-matching enums.
     """
     scored: list[tuple[float, int, str]] = []  # (score, enum index, option)
+    subsets: list[tuple[int, str]] = []  # (enum index, option) where all members are choices
     choice_sets = [
         (flag, {c.lower() for c in flag["choices"] if isinstance(c, str)})
         for flag in flags
@@ -100,6 +115,10 @@ def _link_enums(
             is_named = _names_flag(snake, flag["dest"])
             if (jaccard >= 0.5 and common >= 3) or is_named:
                 scored.append((jaccard + (1.0 if is_named else 0.0), i, flag["name"]))
+            elif common == len(values):
+                # Every member is a choice of the flag: one enum for a part of its values
+                # (CacheAwarePolicy: lpm, dfs-weight of --schedule-policy).
+                subsets.append((i, flag["name"]))
     dest_of = {f["name"]: f["dest"] for f in flags}
     best: dict[str, float] = defaultdict(float)
     for score, _i, option in scored:
@@ -107,6 +126,10 @@ def _link_enums(
     linked: dict[int, list[str]] = defaultdict(list)
     for score, i, option in scored:
         if score >= best[option] - 1e-9:
+            linked[i].append(option)
+    strong = set(linked)
+    for i, option in subsets:
+        if i not in strong:
             linked[i].append(option)
     out = []
     for i, options in sorted(linked.items()):
@@ -121,6 +144,8 @@ def _link_enums(
             primary = named[0]
         elif len(set(options)) == 1:
             primary = options[0]
+        else:
+            primary = family_base(sorted(set(options)), dest_of)
         out.append({**enum, "path": path, "flags": sorted(set(options)), "primary": primary})
     return out
 
@@ -187,6 +212,17 @@ def assemble(
         files, facts_of, option_of, rows.cited
     )
     rows.docs = docs_rows(files, facts_of, rows.cited)
+    rows.models = model_rows(files, facts_of)
+    if read_text is not None:
+        rows.indirect = resolve(
+            files,
+            facts_of,
+            option_of,
+            read_text,
+            lambda p: p == SERVER_ARGS_PATH or p.startswith(OTHER_PROGRAMS),
+        )
+        for site in rows.indirect:
+            rows.cited[site["path"]] = files[site["path"]]
 
     enums = [
         (path, e)
@@ -308,17 +344,133 @@ def _usages(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> No
             rows.cited[path] = sha
 
 
+# Words that say what kind of thing a name is, not which one: `dsa_decode_impl` is about
+# --dsa-decode-backend. Abbreviations are spelled out.
+KIND_WORDS = {
+    "backend", "impl", "type", "mode", "name", "method", "kind", "algo", "algorithm",
+    "current", "selected", "default", "the", "self", "get", "use", "choice", "str",
+}  # fmt: skip
+SYNONYMS = {
+    "attn": "attention", "quant": "quantization", "spec": "speculative",
+    "disagg": "disaggregation", "cfg": "config",
+}  # fmt: skip
+
+
+@lru_cache(maxsize=65536)
+def _words(name: str) -> list[str]:
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()  # ToolCallParser too
+    return [SYNONYMS.get(w, w) for w in re.split(r"[_.]", snake) if w and not w.isdigit()]
+
+
+@lru_cache(maxsize=65536)
+def core_words(name: str) -> frozenset[str]:
+    return frozenset(w for w in _words(name) if w not in KIND_WORDS)
+
+
+def related(tail: str, dest: str) -> bool:
+    """Whether a compared name could be about the flag: no name at all, or a word in
+    common (`backend` and `..._backend`; not `block.type` and log_requests_format)."""
+    return not tail or bool(set(_words(tail)) & set(_words(dest)))
+
+
+def family_base(options: list[str], dest_of: dict[str, str]) -> str | None:
+    """The flag a family of variants derives from: --attention-backend for
+    {--attention-backend, --decode-attention-backend, --prefill-attention-backend};
+    --quantization for {--quantization, --speculative-draft-model-quantization}."""
+    for option in sorted(options, key=lambda o: len(dest_of[o])):
+        dest = dest_of[option]
+        if all(dest_of[o] == dest or dest_of[o].endswith("_" + dest) for o in options):
+            return option
+    return None
+
+
+class Attributor:
+    """Which flag a choice site is about, and on what basis; None when it really is
+    ambiguous. Bases: "subject" (the compared name spells the flag), "enum" (a member of the
+    flag's enum), "type" (the receiver's type or getter), "only-flag" (no other flag accepts
+    the value), "family" (variants of one flag: the flag they derive from)."""
+
+    def __init__(self, flags: list[dict[str, Any]], option_of: dict[str, str]) -> None:
+        self.option_of = option_of
+        self.dest_of = {f["name"]: f["dest"] for f in flags}
+        self.dynamic = {f["name"] for f in flags if f["choices_dynamic"]}
+        self.accepting: dict[str, list[str]] = defaultdict(list)  # value -> options
+        for flag in flags:
+            if flag["deprecated"]:
+                continue
+            for value in flag["choices"] or []:
+                if isinstance(value, str):
+                    self.accepting[value].append(flag["name"])
+
+    def by_subject(self, tail: str, candidates: list[str]) -> str | None:
+        words = core_words(tail)
+        if not words:
+            return None
+        strong = [c for c in candidates if (w := core_words(self.dest_of[c])) and w <= words]
+        weak = [c for c in candidates if words <= core_words(self.dest_of[c])]
+        if strong:  # the most specific flag the name spells: decode_attention_kernels
+            size = max(len(core_words(self.dest_of[c])) for c in strong)
+            top = [c for c in strong if len(core_words(self.dest_of[c])) == size]
+            strong = top if len(top) == 1 else strong
+        for pick in (strong, weak):
+            if len(pick) == 1:
+                return pick[0]
+            if pick:
+                base = family_base(pick, self.dest_of)
+                if base is not None:
+                    return base
+        return None
+
+    def value(self, value: str, tail: str) -> tuple[str | None, list[str], str] | None:
+        """(flag, candidates, basis) for a string value compared with `tail`; None when the
+        site is not about a choice (or is about another flag's value)."""
+        candidates = self.accepting.get(value)
+        if not candidates:
+            return None
+        owner = self.option_of.get(tail)
+        if owner is not None:
+            if owner in candidates or owner in self.dynamic:
+                return owner, [], "subject"
+            return None  # compared against another flag's value: not this choice
+        if value.lower() in GENERIC_VALUES:
+            return None
+        return self.among(sorted(candidates), tail)
+
+    def among(self, candidates: list[str], tail: str) -> tuple[str | None, list[str], str] | None:
+        found = self.by_subject(tail, candidates)
+        if found is not None:
+            return found, [], "subject"
+        if len(candidates) == 1:
+            # No other flag accepts the value; unless the compared name is plainly something
+            # else (`block.type == "text"`), which is not a choice site at all.
+            if related(tail, self.dest_of[candidates[0]]):
+                return candidates[0], [], "only-flag"
+            return None
+        base = family_base(candidates, self.dest_of)
+        if base is not None:
+            return base, [], "family"
+        return None, candidates, ""
+
+
 class _SiteCollector:
     """Adds one file's choice sites to `rows`, once per (line, value, flag)."""
 
     def __init__(self, rows: VersionRows, path: str, sha: str, lines: dict[str, str]) -> None:
         self.rows, self.path, self.sha, self.lines = rows, path, sha, lines
-        self.seen: set[tuple[int, str, str | None]] = set()
+        self.seen: set[tuple[int, str]] = set()
 
-    def add(self, value: Any, line: int, how: str, flag: str | None, candidates: list[str]) -> None:
-        key = (line, str(value), flag)
+    def add(
+        self,
+        value: Any,
+        line: int,
+        how: str,
+        flag: str | None,
+        candidates: list[str],
+        basis: str = "",
+    ) -> None:
+        key = (line, str(value))
         if key in self.seen:
-            return
+            return  # one site per line and value: the first (most specific) scan wins
         self.seen.add(key)
         self.rows.choice_sites.append(
             {
@@ -326,6 +478,7 @@ class _SiteCollector:
                 "flag": flag,
                 "candidates": candidates if flag is None else [],
                 "how": how,
+                "basis": basis if flag is not None else "",
                 "path": self.path,
                 "line": line,
                 "text": self.lines.get(str(line), ""),
@@ -335,13 +488,7 @@ class _SiteCollector:
 
 
 def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> None:
-    accepting: dict[str, list[str]] = defaultdict(list)  # value -> options
-    for flag in rows.flags:
-        if flag["deprecated"]:
-            continue
-        for value in flag["choices"] or []:
-            if isinstance(value, str):
-                accepting[value].append(flag["name"])
+    who = Attributor(rows.flags, option_of)
     enum_by_name: dict[str, list[dict[str, Any]]] = defaultdict(list)
     is_method: dict[str, list[tuple[dict[str, Any], str]]] = defaultdict(list)
     for enum in rows.enums:
@@ -353,45 +500,141 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
         for method, member in methods.items():
             if member in members:
                 is_method[method].append((enum, member))
+    module_paths = {m: p for p in files if (m := module_of(p)) is not None}
+    # Enum classes no flag is linked to (ForwardMode): `forward_mode.is_decode()` is theirs.
+    linked_names = {e["name"] for e in rows.enums}
+    other_enums = {e["name"] for path in files for e in facts_of(path)["enums"]} - linked_names
 
     for path, sha in files.items():
         if path.startswith(OTHER_PROGRAMS):
             continue
         f = facts_of(path)
-        add = _SiteCollector(rows, path, sha, f["lines"]).add
+        collector = _SiteCollector(rows, path, sha, f["lines"])
+        add = collector.add
+        types = f.get("types", {})
+        # Registries first: the most explicit shape, then the rest.
+        for value, line, func in f.get("registry", []):
+            subject = registry_subject(func)
+            found = who.value(value, subject)
+            if found is not None:
+                add(value, line, "registry", *found)
+        for entries, _line, subject in f.get("dispatch", []):
+            _dispatch(who, entries, subject, add)
         for value, line, tail, how in f["choices"]:
             if how == "is_call":
-                targets = is_method.get(value)
-                if not targets:
+                if _other_enum(tail, types, other_enums):
                     continue
-                owner = option_of.get(tail)
-                options = sorted({o for enum, _m in targets for o in enum["flags"]})
-                member_value = next(
-                    (m["value"] for m in targets[0][0]["members"] if m["name"] == targets[0][1]),
-                    value,
-                )
-                enums_hit = {id(enum): enum for enum, _m in targets}
-                if owner in options:
-                    add(member_value, line, how, owner, [])
-                elif len(enums_hit) == 1 and targets[0][0]["primary"]:
-                    add(member_value, line, how, targets[0][0]["primary"], [])
-                else:
-                    add(member_value, line, how, None, options)
+                _is_call(who, is_method, types, value, line, tail, add)
                 continue
-            candidates = accepting.get(value)
-            if not candidates:
-                continue
-            owner = option_of.get(tail)
-            if owner is not None:
-                if owner in candidates or by_option[owner]["choices_dynamic"]:
-                    add(value, line, how, owner, [])
-                continue  # compared against another flag's value: not this choice
-            if value.lower() in GENERIC_VALUES:
-                continue
-            add(value, line, how, None, sorted(candidates))
+            found = who.value(value, tail)
+            if found is not None:
+                add(value, line, how, *found)
+        for const, line, tail in f.get("named_contains", []):
+            for value in _const_values(const, path, f, facts_of, files, module_paths):
+                found = who.value(value, tail)
+                if found is not None and found[0] is None:
+                    # the constant's name may say what it lists: ..._ATTENTION_BACKENDS
+                    found = who.value(value, const.lower()) or found
+                if found is not None:
+                    add(value, line, "contains", *found)
         for cls, member, line in f["enum_refs"]:
             for enum in enum_by_name.get(cls, []):
                 m = next((m for m in enum["members"] if m["name"] == member), None)
                 if m is None:
                     continue
-                add(m["value"], line, "enum", enum["primary"], enum["flags"])
+                add(m["value"], line, "enum", enum["primary"], enum["flags"], "enum")
+
+
+def _other_enum(tail: str, types: dict[str, str], other_enums: set[str]) -> bool:
+    """The receiver is typed (or named) as an enum that backs no flag."""
+    camel = "".join(w.capitalize() for w in tail.split("_"))
+    known = types.get(tail, "")
+    return camel in other_enums or (known.startswith("type:") and known[5:] in other_enums)
+
+
+def _is_call(who: Attributor, is_method, types, value, line, tail, add) -> None:
+    targets = is_method.get(value)
+    if not targets:
+        return
+    options = sorted({o for enum, _m in targets for o in enum["flags"]})
+    enums_hit = {id(enum): enum for enum, _m in targets}
+
+    def member_value(enum: dict[str, Any], member: str) -> Any:
+        return next((m["value"] for m in enum["members"] if m["name"] == member), value)
+
+    owner = who.option_of.get(tail)
+    if owner in options:
+        enum, member = next((e, m) for e, m in targets if owner in e["flags"])
+        add(member_value(enum, member), line, "is_call", owner, [], "subject")
+        return
+    known = types.get(tail, "")
+    if known.startswith("get:") and who.option_of.get(known[4:]) in options:
+        owner = who.option_of[known[4:]]
+        enum, member = next((e, m) for e, m in targets if owner in e["flags"])
+        add(member_value(enum, member), line, "is_call", owner, [], "type")
+        return
+    if known.startswith("type:"):
+        typed = [(e, m) for e, m in targets if e["name"] == known[5:]]
+        if typed and typed[0][0]["primary"]:
+            enum, member = typed[0]
+            add(member_value(enum, member), line, "is_call", enum["primary"], [], "type")
+            return
+    first_enum, first_member = targets[0]
+    if len(enums_hit) == 1 and first_enum["primary"]:
+        add(
+            member_value(first_enum, first_member),
+            line,
+            "is_call",
+            first_enum["primary"],
+            [],
+            "enum",
+        )
+        return
+    found = who.by_subject(tail, options)
+    if found is not None:
+        enum, member = next((e, m) for e, m in targets if found in e["flags"])
+        add(member_value(enum, member), line, "is_call", found, [], "subject")
+        return
+    add(member_value(first_enum, first_member), line, "is_call", None, options)
+
+
+def _dispatch(who: Attributor, entries: list[list[Any]], subject: str, add) -> None:
+    """A dict whose keys are choices of one flag: one site per key, on the key's line."""
+    keys = [key for key, _line in entries]
+    cover: dict[str, int] = defaultdict(int)
+    for key in keys:
+        for option in who.accepting.get(key, []):
+            cover[option] += 1
+    if not cover or max(cover.values()) < 2:
+        return
+    most = max(cover.values())
+    top = sorted(o for o, n in cover.items() if n == most)
+    owner = who.option_of.get(subject)
+    if owner in top:
+        flag: str | None = owner
+        basis = "subject"
+    else:
+        found = who.among(top, subject)
+        if found is None:
+            return
+        flag, _candidates, basis = found
+    for key, line in entries:
+        if (flag or top[0]) not in who.accepting.get(key, []):
+            continue
+        if key.lower() in GENERIC_VALUES and flag is None:
+            continue
+        add(key, line, "dispatch", flag, top, basis)
+
+
+def _const_values(const, path, f, facts_of, files, module_paths) -> list[str]:
+    """The values of a named list/set/tuple constant: defined in this file, or imported."""
+    if const in f.get("consts", {}):
+        return f["consts"][const]
+    mod = module_of(path) or ""
+    for module, name, alias, _line in f.get("imports", []):
+        if alias != const:
+            continue
+        target = module_paths.get(absolute(module, mod, path.endswith("/__init__.py")))
+        if target is not None:
+            return facts_of(target).get("consts", {}).get(name, [])
+    return []

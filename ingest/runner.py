@@ -146,6 +146,8 @@ def run(
 
     def read_text(sha: str) -> str:
         if sha not in module_texts:
+            if len(module_texts) >= 256:  # the indirect-read analysis reads many: stay bounded
+                module_texts.pop(next(iter(module_texts)))
             module_texts[sha] = zlib.decompress(blob_text(sha)).decode("utf-8", "replace")
         return module_texts[sha]
 

@@ -32,6 +32,8 @@ from kb.schema import (
     EnvSite,
     EnvVar,
     Flag,
+    IndirectUsage,
+    ModelFile,
     Option,
     UsageSite,
     Version,
@@ -43,7 +45,7 @@ from kb.schema import (
 # go first, with their sites (see write_version).
 PER_VERSION_TABLES = [
     Option, Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, EnvVar, EnvSite, DocEntry,
-    VersionFile,
+    IndirectUsage, ModelFile, VersionFile,
 ]  # fmt: skip
 
 
@@ -116,6 +118,7 @@ def write_version(
         "warnings": rows.warnings,
         "seconds": round(seconds, 3),
         "env_prefix_aliases": rows.env_prefix_aliases,
+        "choice_sites_by_how": rows.choice_sites_by_how(),
     }
     values = {
         "name": ref.label,
@@ -191,6 +194,19 @@ def write_version(
         shas = sorted(set(rows.cited.values()))
         have = stored_blobs(conn, shas)
         _insert(conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have])
+        _insert(
+            conn,
+            t[IndirectUsage],
+            [{"version_id": vid, **u, "via": dumps(u["via"])} for u in rows.indirect],
+        )
+        _insert(
+            conn,
+            t[ModelFile],
+            [
+                {"version_id": vid, **m, "architectures": dumps(m["architectures"])}
+                for m in rows.models
+            ],
+        )
         _insert(
             conn,
             t[VersionFile],

@@ -96,7 +96,16 @@ class ChoiceSite(Site):
     flag: str | None
     attributed: bool
     candidates: list[str]
-    how: str
+    how: str  # compare | contains | enum | is_call | registry | dispatch
+    # why it is attributed to `flag`: subject | enum | type | only-flag | family; "" if not
+    basis: str = ""
+
+
+class IndirectSite(Site):
+    """A use of something that carries a flag's value, with the chain from the flag's read:
+    ["IS_TBO_ENABLED", "is_tbo_enabled()", "model_forward_maybe_tbo"]."""
+
+    via: list[str]
 
 
 class Link(Model):
@@ -250,6 +259,8 @@ class FlagPage(Flag):
     enum: Enum | None
     history: list[Change]  # oldest first
     related: list[RelatedFlag]  # other flags named by its constraint sites
+    indirect_usages: list[IndirectSite]  # reads past the first hop, apart from `usages`
+    models: list[FlagModel]  # model files that read it, directly or through a chain
 
 
 # --- enums, constraints, backends, source --------------------------------------------------
@@ -287,6 +298,33 @@ class BackendList(Model):
     backends: list[BackendFlag]
 
 
+class ConditionContext(Model):
+    """The model architectures and hardware checks a condition requires (its positive terms)."""
+
+    models: list[str]
+    hardware: list[str]
+
+
+class Effect(Constraint):
+    """A constraint site as a value's requirement or side effect, in plain words."""
+
+    summary: str
+    context: ConditionContext
+    effect: Literal["requires", "triggers", "switches_to"]
+
+
+class EnumMemberRef(Model):
+    enum: str
+    name: str
+    value: Value
+    source: Citation
+
+
+class AreaCount(Model):
+    area: str  # quantization, moe, attention, layers, models, scheduler, ...
+    count: int
+
+
 class BackendValue(Model):
     version: str
     flag: str
@@ -295,6 +333,89 @@ class BackendValue(Model):
     choices: list[str]
     enum: str | None
     sites: list[ChoiceSite]
+    enum_member: EnumMemberRef | None
+    requirements: list[Effect]  # raise/assert sites whose condition tests this value
+    side_effects: list[Effect]  # overrides/warnings it triggers, overrides switching to it
+    areas: list[AreaCount]
+    compare_url: str | None
+
+
+class CompareRow(Model):
+    area: str
+    path: str
+    cells: dict[str, list[ChoiceSite]]  # value -> sites in this file
+
+
+class Compare(Model):
+    version: str
+    flag: str
+    values: list[str]
+    choices: list[str]
+    requirements: dict[str, list[Effect]]
+    side_effects: dict[str, list[Effect]]
+    enum_members: dict[str, EnumMemberRef | None]
+    rows: list[CompareRow]
+
+
+# --- models, the extraction report ------------------------------------------------------------
+
+
+class FlagModel(Model):
+    """A model file that reads the flag: directly (`via` empty) or through a chain."""
+
+    name: str
+    path: str
+    url: str
+    via: list[str]
+    direct: bool
+    site: Citation
+
+
+class ModelListItem(Model):
+    name: str  # glm4_moe
+    path: str
+    url: str
+    architectures: list[str]  # EntryClass names
+    flags: int  # flags read directly or through a chain
+
+
+class ModelList(Model):
+    version: str
+    models: list[ModelListItem]
+
+
+class ModelFlag(Model):
+    name: str
+    dest: str
+    reads: list[UsageSite]
+    indirect: list[IndirectSite]
+
+
+class ModelPage(Model):
+    version: str
+    name: str
+    path: str
+    source: Citation
+    architectures: list[str]
+    flags: list[ModelFlag]
+    constraints: list[Constraint]  # sites whose condition or message names an architecture
+
+
+class HowCount(Model):
+    attributed: int
+    ambiguous: int
+
+
+class Report(Model):
+    version: str
+    extractor_version: int
+    counts: dict[str, int]
+    choice_sites: int
+    ambiguous_choice_sites: int
+    ambiguous_share: float
+    choice_sites_by_how: dict[str, HowCount]
+    warnings: list[dict[str, Any]]
+    seconds: float | None
 
 
 class Mark(Model):
@@ -712,3 +833,6 @@ class DocsDrift(Model):
     docs_files: DocsFiles
     flags: DriftSection
     env: DriftSection
+
+
+FlagPage.model_rebuild()  # FlagModel is declared below it

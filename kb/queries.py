@@ -419,6 +419,7 @@ def choice_site_dict(version: Version, site: ChoiceSite) -> dict[str, Any]:
         "attributed": site.flag is not None,
         "candidates": loads(site.candidates) or [],
         "how": site.how,
+        "basis": site.basis,
     }
 
 

@@ -19,11 +19,11 @@ from sqlalchemy import Engine, Index, LargeBinary, MetaData, event, inspect, tex
 from sqlmodel import Column, Field, SQLModel, create_engine
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 9
+EXTRACTOR_VERSION = 10
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: indirectusage, modelfile, choicesite.basis
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -161,7 +161,9 @@ class ChoiceSite(SQLModel, table=True):
     value: str
     flag: str | None = None  # the option it is attributed to; None when ambiguous
     candidates: str = "[]"  # JSON options that accept this value (when ambiguous)
-    how: str  # compare | contains | enum | is_call
+    how: str  # compare | contains | enum | is_call | registry | dispatch
+    # why it is attributed to `flag`: subject | enum | type | only-flag | family ("" if not)
+    basis: str = ""
     path: str
     line: int
     text: str
@@ -227,6 +229,31 @@ class DocEntry(SQLModel, table=True):
     type: str | None = None  # "Type: int" in the Options cell
     path: str
     line: int
+
+
+class IndirectUsage(SQLModel, table=True):
+    """A use of something that carries a flag's value (a global, an accessor, a function
+    named for the feature), with the chain from the flag's read to it."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id")
+    dest: str
+    path: str
+    line: int
+    text: str
+    via: str = "[]"  # JSON chain, first link first: ["IS_TBO_ENABLED", "is_tbo_enabled()", ...]
+
+    __table_args__ = (Index("ix_indirect_version_dest", "version_id", "dest"),)
+
+
+class ModelFile(SQLModel, table=True):
+    """A model file of a version (python/sglang/srt/models/<name>.py) and its EntryClass."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id", index=True)
+    name: str  # "glm4_moe"
+    path: str
+    architectures: str = "[]"  # JSON EntryClass names
 
 
 class VersionFile(SQLModel, table=True):

@@ -22,6 +22,7 @@ from kb.schema import (
     EnvSite,
     EnvVar,
     Flag,
+    ModelFile,
     UsageSite,
     Version,
     VersionFile,
@@ -250,6 +251,15 @@ def build_kb(path: Path) -> Path:
                 if session.get(Blob, sha) is None:
                     session.add(Blob(sha=sha, text=pack_text(text)))
                 session.add(VersionFile(version_id=vid, path=file_path, sha=sha))
+            # The runner file stands in for a model file (the models pages read this table).
+            session.add(
+                ModelFile(
+                    version_id=vid,
+                    name="runner",
+                    path=RUNNER,
+                    architectures=dumps(["RunnerForCausalLM"]),
+                )
+            )
             for spec in specs:
                 start, end = args.marks[spec["name"]]
                 session.add(

@@ -4,6 +4,8 @@ backend value listing every site that handles it."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -27,6 +29,7 @@ from kb.queries import (
     get_flag,
     get_version,
 )
+from kb.reach import area_of, enum_member, sites_by_area, value_effects
 from kb.schema import ChoiceSite, Version, loads
 
 router = APIRouter()
@@ -103,6 +106,9 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             version=version.name,
         )
     enum = flag_enum(session, version, row.name)
+    effects = value_effects(session, version, row, [value])[value]
+    site_dicts = [choice_site_dict(version, site) for site in sites]
+    others = [c for c in choices if c != value]
     return BackendValue.model_validate(
         {
             "version": version.name,
@@ -111,7 +117,19 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             "value": value,
             "choices": choices,
             "enum": enum.name if enum is not None else None,
-            "sites": [choice_site_dict(version, site) for site in sites],
+            "sites": site_dicts,
+            "enum_member": enum_member(session, version, row, value),
+            "requirements": effects["requirements"],
+            "side_effects": effects["side_effects"],
+            "areas": [
+                {"area": g["area"], "count": len(g["sites"])} for g in sites_by_area(site_dicts)
+            ],
+            "compare_url": (
+                f"{backend_url(version, row.name, 'compare')}"
+                f"?values={quote(value)},{quote(others[0])}"
+                if others
+                else None
+            ),
         }
     )
 
@@ -122,10 +140,15 @@ def backend_value_page(
 ) -> Response:
     found = get_version(session, version)
     data = backend_value(session, found, flag, value)
+    groups: dict[str, list[tuple[Any, Any]]] = {}
+    for s in data.sites:  # sites grouped by area, each with its highlighted excerpt
+        groups.setdefault(area_of(s.path), []).append(
+            (s, excerpt(session, found, s.path, s.line, s.end_line))
+        )
     context = {
         **page_context(session, found, f"backends/{data.flag}/{data.value}"),
         "data": data,
-        "excerpts": [excerpt(session, found, s.path, s.line, s.end_line) for s in data.sites],
+        "groups": sorted(groups.items()),
     }
     return render(request, "backend_value.html", context)
 

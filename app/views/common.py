@@ -59,7 +59,10 @@ def suggestion_url(path: str, kind: str, name: str) -> str | None:
         i = segments.index("v")
     except ValueError:
         return f"/v/{quote(name, safe='')}/flags" if kind == "version" else None
-    slot = {"version": i + 1, "flag": i + 3, "env": i + 3, "value": i + 4, "path": i + 3}.get(kind)
+    slot = {
+        "version": i + 1, "flag": i + 3, "env": i + 3, "value": i + 4, "path": i + 3,
+        "model": i + 3,
+    }.get(kind)  # fmt: skip
     if slot is None or slot >= len(segments):
         return None
     if kind == "path":

@@ -32,6 +32,7 @@ from kb.queries import (
     usage_site_dict,
     version_names,
 )
+from kb.reach import flag_models, indirect_site_dict, indirect_usages
 from kb.schema import Flag, Version
 
 router = APIRouter()
@@ -100,6 +101,11 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     data["enum"] = enum_dict(version, enum) if enum is not None else None
     data["history"] = flag_history(session, flag.name)
     data["related"] = related_flags(session, version, data)
+    # Uses past the first read, each with its chain (ingest/indirect.py), kept apart.
+    data["indirect_usages"] = [
+        indirect_site_dict(version, u) for u in indirect_usages(session, version, flag.dest)
+    ]
+    data["models"] = flag_models(session, version, flag.dest)
     return FlagPage.model_validate(data)
 
 
@@ -134,6 +140,10 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
         ],
         "usages_by_file": [
             (path, list(group)) for path, group in groupby(data.usages, key=lambda u: u.path)
+        ],
+        "indirect_by_file": [
+            (path, list(group))
+            for path, group in groupby(data.indirect_usages, key=lambda u: u.path)
         ],
     }
     return render(request, "flag.html", context)

@@ -1,0 +1,616 @@
+"""Indirect reads: where a flag's value travels after its first read, with the chain.
+
+SGLang often reads a flag once into something else and uses that elsewhere:
+`IS_TBO_ENABLED = server_args.enable_two_batch_overlap` (a module global), `is_tbo_enabled()`
+returning it (an accessor), `SboFlags.enable_...()` class methods returning an expression of
+it, then functions named for the feature (`model_forward_maybe_tbo`) that model files call.
+
+Two phases, like the rest of the ingest:
+- per blob (`scan_structure`, in the workers, cached): the file's `from X import ...` lines,
+  its `EntryClass`, and the *carriers* it defines from its own direct reads (globals assigned
+  from a read, short functions whose `return` reads a flag or such a global).
+- per version (`resolve`): carriers are followed through the imports of every module (a name
+  bound to two different things in one file is not followed) to the files that use them, up
+  to MAX_CHAIN links. A use inside the `return` of a short function makes that function a
+  carrier too; in a module that uses a carrier whose name spells a feature (`tbo`), the
+  module's top-level definitions named for that feature (`model_forward_maybe_tbo`) are
+  followed as well. Everything else is a use site, recorded with its chain, never followed.
+
+Only files that import a carrier are read in the second phase, and only the blocks around
+the uses are parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ingest.pyfile import Def, PyFile
+
+# Led by the literal "from " and only sglang's or relative modules, the only ones followed.
+IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
+ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
+GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
+NAME_RE = re.compile(r"[A-Za-z_]\w*")
+ATTR_AFTER_RE = re.compile(r"(?!\w)(?:\s*\.\s*(\w+))?")
+MAX_CHAIN = 4  # links after the direct read: global, accessor, two more hops
+# An accessor returns a flag or a simple expression of one or two; a function returning
+# `ModelConfig(model_path=server_args.model_path, ...)` is a factory, not an accessor.
+MAX_DESTS = 2
+MAX_RETURN_NODES = 40
+MODELS_DIR = "python/sglang/srt/models/"
+# Words that do not name a feature on their own (is_tbo_enabled -> "tbo").
+STOP_WORDS = {
+    "is", "get", "set", "enable", "enabled", "disable", "disabled", "use", "flag", "flags",
+    "global", "server", "args", "config", "the", "maybe", "should", "can", "has", "mode",
+    "backend", "value", "init", "initialize",
+}  # fmt: skip
+
+
+# --- per blob ------------------------------------------------------------------------------
+
+
+def scan_structure(data: bytes, reads: list[list[Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"imports": _imports(data)}
+    if b"EntryClass" in data:
+        out["entry"] = _entry_classes(data)
+    read_lines = {line for _name, line, access in reads if access == "read"}
+    if read_lines and _may_carry(data, read_lines):
+        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines)
+    return out
+
+
+def _may_carry(data: bytes, read_lines: set[int]) -> bool:
+    """Cheap test before any parsing: a carrier needs a `global` statement, a read at module
+    level, or a `return` on or just above a read."""
+    if b"global " in data:
+        return True
+    lines = data.split(b"\n")
+    for no in read_lines:
+        if no <= len(lines) and not lines[no - 1][:1].isspace():
+            return True
+        if any(lines[i - 1].lstrip().startswith(b"return") for i in range(max(1, no - 6), no + 1)):
+            return True
+    return False
+
+
+def _imports(data: bytes) -> list[list[Any]]:
+    """[module, name, alias, line] of `from M import a, b as c` where M is sglang's or
+    relative."""
+    out: list[list[Any]] = []
+    if b"import" not in data:
+        return out
+    line, pos = 1, 0
+    for m in IMPORT_RE.finditer(data):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        if data[start : m.start()].strip(b" \t"):
+            continue  # not at the start of a line
+        module = m.group(1).decode()
+        if not (module.startswith(".") or module.startswith("sglang")):
+            continue
+        line += data.count(b"\n", pos, m.start())
+        pos = m.start()
+        body = re.sub(rb"#[^\n]*", b"", m.group(2)).strip(b"()\\ \t\n")
+        for item in body.split(b","):
+            parts = item.split()
+            if len(parts) == 1 and parts[0] != b"*":
+                out.append([module, parts[0].decode(), parts[0].decode(), line])
+            elif len(parts) == 3 and parts[1] == b"as":
+                out.append([module, parts[0].decode(), parts[2].decode(), line])
+    return out
+
+
+def _entry_classes(data: bytes) -> list[str]:
+    m = ENTRY_RE.search(data)
+    if not m:
+        return []
+    return [n for n in NAME_RE.findall(m.group(1).decode()) if n[0].isupper()]
+
+
+def flag_reads(node: ast.AST) -> list[str]:
+    """Dests read in an expression: `server_args.x`, `self.server_args.x`,
+    `get_global_server_args().x`, `global_server_args_dict["x"]`."""
+    out: list[str] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and _is_args(sub.value):
+            out.append(sub.attr)
+        elif (
+            isinstance(sub, ast.Subscript)
+            and isinstance(sub.slice, ast.Constant)
+            and isinstance(sub.slice.value, str)
+            and _tail(sub.value).endswith("server_args_dict")
+        ):
+            out.append(sub.slice.value)
+    return list(dict.fromkeys(out))
+
+
+def _size(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node))
+
+
+def _tail(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call):
+        return _tail(node.func) + "()"
+    return ""
+
+
+def _is_args(node: ast.AST) -> bool:
+    tail = _tail(node)
+    return tail in ("server_args", "_server_args", "server_args()") or (
+        tail.endswith("_server_args()") and tail.startswith("get_")
+    )
+
+
+def _carrier_id(f: PyFile, d: Def) -> tuple[str, str | None] | None:
+    """(exported name, member) of a module-level function or a method of a module-level
+    class; None for nested functions."""
+    if d.parent is None:
+        return d.name, None
+    if d.parent.kind == "class" and d.parent.parent is None:
+        return d.parent.name, d.name
+    return None
+
+
+def display(name: str, member: str | None, kind: str) -> str:
+    if kind == "global" or kind == "named":
+        return name if member is None else f"{name}.{member}"
+    return f"{name}()" if member is None else f"{name}.{member}()"
+
+
+def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
+    """Globals assigned from a flag read and short functions returning one, in one file."""
+    f = PyFile(text)
+    found: dict[tuple[str, str | None], dict[str, Any]] = {}
+
+    def add(
+        name: str, member: str | None, kind: str, dests: list[str], chain: list[str], line: int
+    ):
+        key = (name, member)
+        if key in found or not dests:
+            return
+        found[key] = {
+            "name": name,
+            "member": member,
+            "kind": kind,
+            "dests": dests,
+            "chain": [*chain, display(name, member, kind)],
+            "line": line,
+        }
+
+    done: set[int] = set()
+    for line in sorted(read_lines):
+        d = f.enclosing(line)
+        if d is None:
+            m = GLOBAL_ASSIGN_RE.match(f.lines[line - 1]) if line <= len(f.lines) else None
+            if m:
+                try:
+                    stmt = ast.parse(f.lines[line - 1]).body[0]
+                except (SyntaxError, ValueError, RecursionError, IndexError):
+                    continue
+                add(m.group(1), None, "global", flag_reads(stmt), [], line)
+            continue
+        if d.kind != "def":
+            continue
+        # Only two kinds of function can make a carrier: one declaring `global`, and one short
+        # enough to be an accessor. The others (most reads) are never parsed.
+        block = f.lines[d.line - 1 : f.end_of(d)] if d.line not in done else []
+        done.add(d.line)
+        if any(b.lstrip().startswith("global ") for b in block):
+            node = f.node(d)
+            declared = {
+                n
+                for sub in ast.walk(node or ast.Module(body=[], type_ignores=[]))
+                if isinstance(sub, ast.Global)
+                for n in sub.names
+            }
+            for sub in ast.walk(node or ast.Module(body=[], type_ignores=[])):
+                if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                    for target in targets:
+                        if isinstance(target, ast.Name) and target.id in declared:
+                            add(
+                                target.id,
+                                None,
+                                "global",
+                                flag_reads(sub.value),
+                                [],
+                                d.line + sub.lineno - 1,
+                            )
+        ret = f.returns_at(d, line)
+        ident = _carrier_id(f, d)
+        if ret is not None and ident is not None and ret.value is not None:
+            dests = flag_reads(ret.value)
+            if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
+                add(ident[0], ident[1], "function", dests, [], d.line)
+    # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED).
+    for _round in range(2):
+        before = len(found)
+        for use in file_uses(f, _local_patterns(list(found.values()))):
+            carrier = use.carrier
+            if use.accessor is None or use.accessor in found:
+                continue
+            name, member = use.accessor
+            c = next(c for c in found.values() if (c["name"], c["member"]) == carrier)
+            add(name, member, "function", c["dests"], c["chain"], use.def_line)
+        if len(found) == before:
+            break
+    return list(found.values())
+
+
+def _local_patterns(
+    carriers: list[dict[str, Any]],
+) -> list[tuple[str, str | None, tuple[str, str | None]]]:
+    """Regex-ready (receiver, member, carrier id) triples for uses of a file's own carriers."""
+    out: list[tuple[str, str | None, tuple[str, str | None]]] = []
+    for c in carriers:
+        cid = (c["name"], c["member"])
+        if c["member"] is None:
+            out.append((c["name"], None, cid))
+        else:
+            for receiver in ("cls", "self", c["name"]):
+                out.append((receiver, c["member"], cid))
+    return out
+
+
+@dataclass(frozen=True)
+class Use:
+    carrier: tuple[str, str | None]
+    line: int
+    text: str
+    accessor: tuple[str, str | None] | None  # the short function whose return holds the use
+    def_line: int
+
+
+def file_uses(
+    f: PyFile, patterns: list[tuple[str, str | None, tuple[str, str | None]]]
+) -> list[Use]:
+    """Uses of each (name, member) pattern in code (not in imports or comments)."""
+    if not patterns:
+        return []
+    by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
+    for name, member, cid in patterns:
+        by_name[name].append((member, cid))
+    # str.find per name (C speed), then a small regex at each hit: an alternation of names
+    # would make the regex engine try every position of the file.
+    hits: list[tuple[int, str]] = []
+    for name in by_name:
+        pos = f.text.find(name)
+        while pos >= 0:
+            hits.append((pos, name))
+            pos = f.text.find(name, pos + len(name))
+    hits.sort()
+    out: list[Use] = []
+    seen: set[tuple[int, tuple[str, str | None]]] = set()
+    for pos, name in hits:
+        before = f.text[pos - 1] if pos else " "
+        m = ATTR_AFTER_RE.match(f.text, pos + len(name))
+        if before.isalnum() or before in "_.\"'" or m is None:
+            continue
+        line = f.line_at(pos)
+        raw = f.lines[line - 1]
+        stripped = raw.lstrip()
+        if "#" in raw[: pos - (f.text.rfind("\n", 0, pos) + 1)]:
+            continue
+        if stripped.startswith(("from ", "import ", "global ")) or _in_import_block(f, line):
+            continue
+        if re.match(r"(?:async\s+)?(?:def|class)\s", stripped):
+            continue  # the definition itself
+        for member, cid in by_name[name]:
+            if member is not None and m.group(1) != member:
+                continue
+            if (line, cid) in seen:
+                continue
+            seen.add((line, cid))
+            accessor, def_line = None, line
+            if f.maybe_return(line):  # cheap test before finding the enclosing function
+                d = f.enclosing(line)
+                if d is not None and f.returns_at(d, line) is not None:
+                    ident = _carrier_id(f, d)
+                    if ident is not None and ident != cid:
+                        accessor, def_line = ident, d.line
+            out.append(Use(cid, line, f.text_of(line), accessor, def_line))
+    return out
+
+
+def _in_import_block(f: PyFile, line: int) -> bool:
+    """Inside the parentheses of a multi-line `from X import (...)`."""
+    for back in range(line - 1, max(0, line - 60), -1):
+        text = f.lines[back - 1]
+        if ")" in text and "import" not in text:
+            return False
+        if re.match(r"\s*from\s+\S+\s+import\s*\(", text):
+            return ")" not in text or back == line
+        if not text.startswith((" ", "\t")) and text.strip():
+            return False
+    return False
+
+
+def names_feature(word: str, dest: str) -> bool:
+    """Whether a feature word stands for the flag: the acronym of three or more consecutive
+    words of its dest (tbo: enable_two_batch_overlap), or the whole dest after enable_/
+    disable_ (lora: enable_lora). Plain words (model, config, runner) never do."""
+    words = [w for w in dest.split("_") if w]
+    if words and words[0] in ("enable", "disable", "use"):
+        words = words[1:]
+    if words == [word]:
+        return True
+    for i in range(len(words)):
+        for j in range(i + 3, len(words) + 1):
+            if "".join(w[0] for w in words[i:j]) == word:
+                return True
+    return False
+
+
+@lru_cache(maxsize=65536)
+def topic(name: str) -> str | None:
+    """The one feature word a carrier's name spells: is_tbo_enabled / IS_TBO_ENABLED /
+    SboFlags -> "tbo" / "tbo" / "sbo"; None when it spells none or several."""
+    words = [w for w in _words(name) if w not in STOP_WORDS]
+    return words[0] if len(words) == 1 and len(words[0]) >= 3 else None
+
+
+@lru_cache(maxsize=65536)
+def _words(name: str) -> tuple[str, ...]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", spaced)
+    return tuple(w.lower() for w in spaced.split("_") if w)
+
+
+# --- per version ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=65536)
+def module_of(path: str) -> str | None:
+    if not path.startswith("python/") or not path.endswith(".py"):
+        return None
+    mod = path[len("python/") : -3].replace("/", ".")
+    return mod[: -len(".__init__")] if mod.endswith(".__init__") else mod
+
+
+def absolute(module: str, importer: str, is_package: bool) -> str:
+    """`from .utils import x` in sglang.srt.layers.moe.foo -> sglang.srt.layers.moe.utils."""
+    if not module.startswith("."):
+        return module
+    level = len(module) - len(module.lstrip("."))
+    parts = importer.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[: len(base) - (level - 1)] if level > 1 else base
+    rest = module.lstrip(".")
+    return ".".join([*base, rest] if rest else base)
+
+
+@dataclass(frozen=True)
+class Carrier:
+    module: str
+    name: str  # the module-level name other modules import
+    member: str | None  # method name when the carrier is a method of class `name`
+    kind: str  # global | function | named
+    dests: tuple[str, ...]
+    chain: tuple[str, ...]
+    path: str
+    line: int
+    lazy: bool = False  # found while following uses (its own module's uses count too)
+
+
+_FILE_CACHE: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}
+_BIND_CACHE: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
+
+
+def _bindings(path: str, imports: list[list[Any]]) -> dict[str, tuple[str, str]]:
+    """alias -> (absolute module, name) of a file's imports; an alias imported from two
+    places is left out."""
+    mod = module_of(path)
+    if mod is None:
+        return {}
+    is_pkg = path.endswith("/__init__.py")
+    seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for module, name, alias, _line in imports:
+        seen[alias].add((absolute(module, mod, is_pkg), name))
+    return {alias: next(iter(t)) for alias, t in seen.items() if len(t) == 1}
+
+
+_DEFS_CACHE: dict[str, list[tuple[str, int]]] = {}
+
+
+def resolve(
+    files: dict[str, str],
+    facts_of: Callable[[str], dict[str, Any]],
+    option_of: dict[str, str],
+    read_text: Callable[[str], str],
+    skip: Callable[[str], bool],
+) -> list[dict[str, Any]]:
+    """Indirect use sites of one version: [{"dest", "path", "line", "text", "via"}]."""
+    # alias bindings per file, resolved to (module, name); ambiguous ones dropped
+    reexports: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    importers: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)  # -> (path, alias)
+    for path, sha in files.items():
+        if skip(path):
+            continue
+        unique = _BIND_CACHE.get((path, sha))
+        if unique is None:
+            unique = _bindings(path, facts_of(path).get("imports") or [])
+            _BIND_CACHE[(path, sha)] = unique
+        mod = module_of(path)
+        for alias, target in unique.items():
+            reexports[target].append((mod or "", alias))
+            importers[target].append((path, alias))
+
+    frontier: list[Carrier] = []
+    known: set[tuple[str, str, str | None]] = set()
+
+    def add(c: Carrier) -> None:
+        key = (c.module, c.name, c.member)
+        if key not in known and c.dests:
+            known.add(key)
+            frontier.append(c)
+
+    for path in files:
+        if skip(path):
+            continue
+        mod = module_of(path)
+        for raw in facts_of(path).get("carriers", []):
+            dests = tuple(d for d in raw["dests"] if d in option_of)
+            if mod is not None and dests:
+                add(
+                    Carrier(
+                        mod,
+                        raw["name"],
+                        raw["member"],
+                        raw["kind"],
+                        dests,
+                        tuple(raw["chain"]),
+                        path,
+                        raw["line"],
+                    )
+                )
+
+    sites: dict[tuple[str, str, int], dict[str, Any]] = {}
+    while frontier:
+        current, frontier[:] = list(frontier), []
+        users: dict[str, dict[str, list[Carrier]]] = defaultdict(lambda: defaultdict(list))
+        for c in current:
+            for target in _targets(c, reexports):
+                for path, alias in importers.get(target, []):
+                    if path != c.path:
+                        users[path][alias].append(c)
+            if c.lazy:  # SboFlags.a() returning cls.b(): uses inside its own module
+                for alias in [c.name] if c.member is None else ["cls", "self", c.name]:
+                    users[c.path][alias].append(c)
+        for path, by_alias in users.items():
+            _follow(path, files[path], by_alias, read_text, sites, add)
+    out = [{k: v for k, v in site.items() if k != "rank"} for site in sites.values()]
+    return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
+
+
+def _targets(
+    c: Carrier, reexports: dict[tuple[str, str], list[tuple[str, str]]]
+) -> list[tuple[str, str]]:
+    out, todo = [(c.module, c.name)], [(c.module, c.name)]
+    for _ in range(3):
+        todo = [t for target in todo for t in reexports.get(target, [])]
+        out.extend(todo)
+    return out
+
+
+def _follow(
+    path: str,
+    sha: str,
+    by_alias: dict[str, list[Carrier]],
+    read_text: Callable[[str], str],
+    sites: dict[tuple[str, str, int], dict[str, Any]],
+    add: Callable[[Carrier], None],
+) -> None:
+    """Record the uses of `by_alias`'s carriers in one file and add the carriers it makes."""
+    mod = module_of(path) or ""
+    patterns = tuple(
+        sorted(
+            {
+                (alias, c.member if c.kind != "named" else None, (alias, c.member))
+                for alias, cs in by_alias.items()
+                for c in cs
+            },
+            key=lambda p: (p[0], p[1] or "", p[2][1] or ""),
+        )
+    )
+    key = (sha, patterns)
+    cached = _FILE_CACHE.get(key)
+    f: PyFile | None = None
+    if cached is None:
+        f = PyFile(read_text(sha))
+        cached = file_uses(f, list(patterns))
+        if len(_FILE_CACHE) > 20000:
+            _FILE_CACHE.clear()
+        _FILE_CACHE[key] = cached
+        _DEFS_CACHE[sha] = f.module_defs()
+    local_defs = {name for name, _line in _DEFS_CACHE.get(sha, [])}
+    for use in cached:
+        alias, member = use.carrier
+        for c in by_alias[alias]:
+            if c.path != path and alias in local_defs:
+                continue  # the name is also defined here: two things, not followed
+            if c.kind != "named" and c.member is not None and member != c.member:
+                continue
+            # A use that names the method (SboFlags.x()) is cited through it rather than
+            # through the class; then the shortest chain wins.
+            rank = (0 if member is not None and member == c.member else 1, len(c.chain))
+            for dest in c.dests:
+                skey = (dest, path, use.line)
+                old = sites.get(skey)
+                if old is None or old["rank"] > rank:
+                    sites[skey] = {
+                        "dest": dest, "path": path, "line": use.line, "text": use.text,
+                        "via": list(c.chain), "rank": rank,
+                    }  # fmt: skip
+            if len(c.chain) >= MAX_CHAIN:
+                continue
+            if use.accessor is not None:
+                name, acc_member = use.accessor
+                add(
+                    Carrier(
+                        mod,
+                        name,
+                        acc_member,
+                        "function",
+                        c.dests,
+                        (*c.chain, display(name, acc_member, "function")),
+                        path,
+                        use.def_line,
+                        True,
+                    )
+                )
+    # Definitions named for the feature, in a module that uses the feature's carrier.
+    carriers = [
+        c
+        for alias, cs in by_alias.items()
+        for c in cs
+        if len(c.chain) < MAX_CHAIN and (c.path == path or alias not in local_defs)
+    ]
+    used = {u.carrier[0] for u in cached}
+    for c in carriers:
+        word = _chain_topic(c.chain)
+        if word is None or not any(a in used for a, cs in by_alias.items() if c in cs):
+            continue
+        dests = tuple(d for d in c.dests if names_feature(word, d))
+        if not dests:
+            continue
+        for name, line in _DEFS_CACHE.get(sha, []):
+            if not name.startswith("_") and word in _words(name):
+                add(Carrier(mod, name, None, "named", dests, (*c.chain, name), path, line, True))
+
+
+@lru_cache(maxsize=65536)
+def _chain_topic(chain: tuple[str, ...]) -> str | None:
+    """The feature word of the nearest link that spells one."""
+    for link in reversed(chain):
+        word = topic(link.removesuffix("()").split(".")[0])
+        if word:
+            return word
+    return None
+
+
+# --- models --------------------------------------------------------------------------------
+
+
+def model_rows(
+    files: dict[str, str], facts_of: Callable[[str], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Model files: python/sglang/srt/models/<name>.py with their EntryClass names."""
+    out = []
+    for path in sorted(files):
+        if not path.startswith(MODELS_DIR) or path.endswith("__init__.py"):
+            continue
+        name = path[len(MODELS_DIR) : -3]
+        entry = facts_of(path).get("entry", [])
+        if "/" in name and not entry:
+            continue  # a helper module in a subpackage (deepseek_common/...), not a model
+        out.append({"name": name, "path": path, "architectures": entry})
+    return out

@@ -1,0 +1,166 @@
+"""A light index of one Python file's text: its def/class outline by indentation, and the
+`ast` of single function blocks parsed on demand.
+
+Parsing every file of every version costs several times the whole ingest, so the indirect-read
+analysis never parses a whole file: it finds the enclosing `def` of a line by indentation and
+parses just that block.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from kb.pyast import PARSE_FAILURES
+
+# Literal-led (the engine skips to "def"/"class"); the line's prefix is checked after.
+DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
+TOP_DEF_RE = re.compile(r"(?<![^\n])(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
+# A function longer than this is not an accessor, whatever it returns.
+MAX_ACCESSOR_LINES = 40
+
+
+@dataclass(frozen=True)
+class Def:
+    line: int  # 1-based line of `def` / `class`
+    indent: int
+    kind: str  # "def" | "class"
+    name: str
+    parent: Def | None  # the enclosing def or class
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _significant(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
+class PyFile:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.split("\n")
+        self._pos, self._no = 0, 1  # incremental line counting: offsets mostly increase
+        self._defs: list[Def] | None = None  # the outline, built on first use
+        self._def_lines: list[int] = []
+        self._ends: dict[int, int] = {}
+        self._nodes: dict[int, ast.AST | None] = {}
+
+    @property
+    def defs(self) -> list[Def]:
+        if self._defs is None:
+            defs: list[Def] = []
+            stack: list[Def] = []
+            pos, line = 0, 1
+            for m in DEF_RE.finditer(self.text):
+                start = self.text.rfind("\n", 0, m.start()) + 1
+                prefix = self.text[start : m.start()]
+                if prefix.strip() not in ("", "async"):
+                    continue
+                line += self.text.count("\n", pos, start)
+                pos = start
+                indent = len(prefix.expandtabs()) - len(prefix.lstrip())
+                while stack and stack[-1].indent >= indent:
+                    stack.pop()
+                d = Def(line, indent, m.group(1), m.group(2), stack[-1] if stack else None)
+                defs.append(d)
+                stack.append(d)
+            self._defs = defs
+            self._def_lines = [d.line for d in defs]
+        return self._defs
+
+    def maybe_return(self, line: int) -> bool:
+        """A `return` on the line or a few lines above it (before any outline is built)."""
+        return any(
+            self.lines[no - 1].lstrip().startswith("return")
+            for no in range(max(1, line - 6), min(line, len(self.lines)) + 1)
+        )
+
+    def line_at(self, offset: int) -> int:
+        if offset < self._pos:
+            self._pos, self._no = 0, 1
+        self._no += self.text.count("\n", self._pos, offset)
+        self._pos = offset
+        return self._no
+
+    def text_of(self, line: int) -> str:
+        return self.lines[line - 1].strip()[:240] if 0 < line <= len(self.lines) else ""
+
+    def end_of(self, d: Def) -> int:
+        """Last line of the block of `d`: before the next significant line indented no deeper
+        (closing brackets of a multi-line signature do not end it)."""
+        if d.line not in self._ends:
+            end = d.line
+            for no in range(d.line + 1, len(self.lines) + 1):
+                line = self.lines[no - 1]
+                if not _significant(line):
+                    continue
+                if _indent(line) <= d.indent and line.lstrip()[:1] not in (")", "]", "}"):
+                    break
+                end = no
+            self._ends[d.line] = end
+        return self._ends[d.line]
+
+    def enclosing(self, line: int) -> Def | None:
+        """The innermost def/class whose block holds `line`: walk back through the defs
+        above it, each less indented than the last."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        limit = _indent(text) if _significant(text) else 1 << 30
+        defs = self.defs
+        for i in range(bisect_left(self._def_lines, line) - 1, -1, -1):
+            d = defs[i]
+            if d.indent >= limit:
+                continue
+            if self.end_of(d) >= line:
+                return d
+            limit = d.indent
+        return None
+
+    def top(self, d: Def) -> Def:
+        while d.parent is not None:
+            d = d.parent
+        return d
+
+    def node(self, d: Def) -> ast.AST | None:
+        """The parsed block of `d` (line numbers relative to `d.line`), None if it fails."""
+        if d.line not in self._nodes:
+            block = "\n".join(self.lines[d.line - 1 : self.end_of(d)])
+            try:
+                tree = ast.parse(textwrap.dedent(block))
+                self._nodes[d.line] = tree.body[0] if tree.body else None
+            except (SyntaxError, *PARSE_FAILURES):
+                self._nodes[d.line] = None
+        return self._nodes[d.line]
+
+    def returns_at(self, d: Def, line: int) -> ast.Return | None:
+        """The `return` statement of function `d` that spans `line`, when `d` is short
+        enough to be an accessor."""
+        if d.kind != "def" or self.end_of(d) - d.line > MAX_ACCESSOR_LINES:
+            return None
+        # Cheap test first: a `return` on the line or a few lines above it.
+        if not any(
+            self.lines[no - 1].lstrip().startswith("return")
+            for no in range(max(d.line, line - 6), line + 1)
+        ):
+            return None
+        node = self.node(d)
+        if node is None:
+            return None
+        rel = line - d.line + 1
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Return) and sub.value is not None:
+                if sub.lineno <= rel <= (sub.end_lineno or sub.lineno):
+                    return sub
+        return None
+
+    def module_defs(self) -> list[tuple[str, int]]:
+        """(name, line) of the top-level defs and classes, without building the outline."""
+        return [
+            (m.group(1), self.text.count("\n", 0, m.start()) + 1)
+            for m in TOP_DEF_RE.finditer(self.text)
+        ]

@@ -1,0 +1,419 @@
+"""Reads past the first hop: indirect uses of flags, model files, what a backend value
+requires and switches, side-by-side comparison of values, and the extraction report.
+
+Plain dicts in the API contract's shapes (docs/DESIGN.md); views render them or return them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from kb.queries import (
+    MAX_NAME,
+    NotFound,
+    all_constraints,
+    choice_site_dict,
+    choice_sites,
+    citation,
+    constraint_dict,
+    did_you_mean,
+    flag_enum,
+    get_flag,
+)
+from kb.schema import (
+    ConstraintSite,
+    Flag,
+    IndirectUsage,
+    ModelFile,
+    UsageSite,
+    Version,
+    loads,
+)
+
+MODELS_DIR = "python/sglang/srt/models/"
+
+
+# --- indirect uses --------------------------------------------------------------------------
+
+
+def indirect_site_dict(version: Version, row: IndirectUsage) -> dict[str, Any]:
+    return {**citation(version, row.path, row.line), "text": row.text, "via": loads(row.via) or []}
+
+
+def indirect_usages(session: Session, version: Version, dest: str) -> list[IndirectUsage]:
+    return list(
+        session.exec(
+            select(IndirectUsage)
+            .where(IndirectUsage.version_id == version.id, IndirectUsage.dest == dest)
+            .order_by(col(IndirectUsage.path), col(IndirectUsage.line))
+        )
+    )
+
+
+# --- models ---------------------------------------------------------------------------------
+
+
+def model_url(version: Version, name: str) -> str:
+    from urllib.parse import quote
+
+    return f"/v/{quote(version.name, safe='')}/models/{quote(name, safe='/')}"
+
+
+def _models(session: Session, version: Version) -> list[ModelFile]:
+    return list(
+        session.exec(
+            select(ModelFile)
+            .where(ModelFile.version_id == version.id)
+            .order_by(col(ModelFile.name))
+        )
+    )
+
+
+def flag_models(session: Session, version: Version, dest: str) -> list[dict[str, Any]]:
+    """Model files that read the flag, directly or through a chain: one entry per model,
+    a direct read first, else the shortest chain."""
+    models = {m.path: m for m in _models(session, version)}
+    best: dict[str, dict[str, Any]] = {}
+    direct = session.exec(
+        select(UsageSite).where(
+            UsageSite.version_id == version.id,
+            UsageSite.dest == dest,
+            col(UsageSite.path).startswith(MODELS_DIR),
+        )
+    )
+    for u in direct:
+        if u.path in models and u.path not in best:
+            best[u.path] = {"via": [], "direct": True, "site": citation(version, u.path, u.line)}
+    for row in indirect_usages(session, version, dest):
+        if row.path not in models:
+            continue
+        via = loads(row.via) or []
+        old = best.get(row.path)
+        if old is None or (not old["direct"] and len(old["via"]) > len(via)):
+            best[row.path] = {
+                "via": via,
+                "direct": False,
+                "site": citation(version, row.path, row.line),
+            }
+    return [
+        {
+            "name": models[path].name,
+            "path": path,
+            "url": model_url(version, models[path].name),
+            **found,
+        }
+        for path, found in sorted(best.items())
+    ]
+
+
+def _option_of(session: Session, version: Version) -> dict[str, str]:
+    out: dict[str, str] = {}
+    rows = session.exec(
+        select(Flag.dest, Flag.name, Flag.deprecated).where(Flag.version_id == version.id)
+    )
+    for dest, name, _deprecated in sorted(rows, key=lambda r: r[2], reverse=True):
+        out[dest] = name
+    return out
+
+
+def models_list(session: Session, version: Version) -> list[dict[str, Any]]:
+    dests: dict[str, set[str]] = defaultdict(set)
+    for table in (UsageSite, IndirectUsage):
+        rows = session.exec(
+            select(table.path, table.dest).where(  # type: ignore[attr-defined]
+                table.version_id == version.id,  # type: ignore[attr-defined]
+                col(table.path).startswith(MODELS_DIR),  # type: ignore[attr-defined]
+            )
+        )
+        for path, dest in rows:
+            dests[path].add(dest)
+    return [
+        {
+            "name": m.name,
+            "path": m.path,
+            "url": model_url(version, m.name),
+            "architectures": loads(m.architectures) or [],
+            "flags": len(dests.get(m.path, ())),
+        }
+        for m in _models(session, version)
+    ]
+
+
+def _mentions(text: str, names: list[str]) -> bool:
+    return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text) for n in names)
+
+
+def model_detail(session: Session, version: Version, name: str) -> dict[str, Any]:
+    name = name.strip().removesuffix(".py")[:MAX_NAME]
+    models = _models(session, version)
+    row = next((m for m in models if m.name == name), None)
+    if row is None:
+        by_arch = {a: m for m in models for a in loads(m.architectures) or []}
+        row = by_arch.get(name)
+    if row is None:
+        raise NotFound(
+            "model",
+            name,
+            f"No model file {name!r} in {version.name}.",
+            did_you_mean(name, [m.name for m in models]),
+            version=version.name,
+        )
+    option_of = _option_of(session, version)
+    archs = loads(row.architectures) or []
+    flags: dict[str, dict[str, Any]] = {}
+
+    def entry(dest: str) -> dict[str, Any]:
+        option = option_of.get(dest, dest)
+        return flags.setdefault(
+            option,
+            {"name": option, "dest": dest, "reads": [], "indirect": []},
+        )
+
+    for u in session.exec(
+        select(UsageSite)
+        .where(UsageSite.version_id == version.id, UsageSite.path == row.path)
+        .order_by(col(UsageSite.line))
+    ):
+        entry(u.dest)["reads"].append(
+            {**citation(version, u.path, u.line), "text": u.text, "access": u.access}
+        )
+    for ind in session.exec(
+        select(IndirectUsage)
+        .where(IndirectUsage.version_id == version.id, IndirectUsage.path == row.path)
+        .order_by(col(IndirectUsage.line))
+    ):
+        entry(ind.dest)["indirect"].append(indirect_site_dict(version, ind))
+    constraints = [
+        constraint_dict(version, c)
+        for c in all_constraints(session, version)
+        if archs and _mentions(c.condition + " " + c.message, archs)
+    ]
+    return {
+        "name": row.name,
+        "path": row.path,
+        "source": citation(version, row.path, 1),
+        "architectures": archs,
+        "flags": sorted(flags.values(), key=lambda f: f["name"]),
+        "constraints": constraints,
+    }
+
+
+# --- a backend value: requirements, side effects, sites by area -----------------------------
+
+
+def area_of(path: str) -> str:
+    """layers/quantization/fp8.py -> "quantization"; managers/scheduler.py -> "scheduler"."""
+    rest = path.removeprefix("python/sglang/srt/").removeprefix("python/sglang/")
+    parts = rest.split("/")
+    if len(parts) == 1:
+        return "core"
+    head = parts[0]
+    if head == "layers":
+        sub = parts[1] if len(parts) > 2 else "layers"
+        return {"quantization": "quantization", "moe": "moe", "attention": "attention"}.get(
+            sub, "layers"
+        )
+    if head == "managers":
+        return "scheduler" if "sched" in parts[-1] else "managers"
+    return {"model_executor": "model executor", "mem_cache": "memory cache"}.get(head, head)
+
+
+def _value_tests(value: str) -> re.Pattern[str]:
+    """A condition that tests `value`: 'value' quoted, or an .is_value() call."""
+    v = re.escape(value)
+    return re.compile(rf"['\"]{v}['\"]|\.is_{re.escape(value.lower().replace('-', '_'))}\(\)")
+
+
+def plain(c: dict[str, Any], option_of: dict[str, str]) -> str:
+    """One sentence for a constraint, with `self.x` spelled as the flag."""
+
+    def flag_names(text: str) -> str:
+        return re.sub(
+            r"\b(?:self|server_args)\.([a-z_][a-z0-9_]*)",
+            lambda m: option_of.get(m.group(1), m.group(0)),
+            text,
+        )
+
+    cond = flag_names(c["condition"])
+    if c["kind"] == "override":
+        sets = ", ".join(f"{option_of.get(k, k)} = {flag_names(v)}" for k, v in c["writes"].items())
+        return f"Sets {sets}" + (f" when {cond}" if cond else "")
+    verb = {"raise": "Fails", "assert": "Fails", "warning": "Warns"}.get(c["kind"], c["kind"])
+    msg = f": “{c['message']}”" if c["message"] else ""
+    return f"{verb} when {cond}{msg}" if cond else f"{verb}{msg}"
+
+
+def _context(condition: str) -> dict[str, list[str]]:
+    """The model architectures and hardware checks a condition requires (its positive
+    terms), e.g. {"models": ["DeepseekV3ForCausalLM"], "hardware": ["is_sm100_supported()"]}."""
+    models: list[str] = []
+    hardware: list[str] = []
+    for term in _top_level_and(condition):
+        if term.startswith("not ") or term.startswith("not("):
+            continue
+        if "model_arch" in term or "architectures" in term:
+            models += re.findall(r"['\"]([A-Za-z0-9_]+)['\"]", term)
+        for hw in re.findall(
+            r"\b(is_sm\d+\w*\(\)|is_blackwell\w*\(\)|is_hopper\w*\(\)|is_hip\(\)|is_npu\(\)|"
+            r"is_cuda\w*\(\)|is_cpu\(\)|is_xpu\(\)|self\.device\s*[!=]=\s*'\w+')",
+            term,
+        ):
+            hardware.append(hw.replace("self.device", "--device"))
+    return {"models": list(dict.fromkeys(models)), "hardware": list(dict.fromkeys(hardware))}
+
+
+def _top_level_and(text: str) -> list[str]:
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(" and ", i):
+            out.append(text[start:i].strip())
+            start = i + 5
+            i += 5
+            continue
+        i += 1
+    out.append(text[start:].strip())
+    return [t for t in out if t]
+
+
+def value_effects(
+    session: Session, version: Version, flag: Flag, values: list[str]
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """For each value: "requirements" (raise/assert sites whose condition tests it) and
+    "side_effects" (overrides and warnings it triggers, overrides that switch the flag to it)."""
+    option_of = _option_of(session, version)
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {
+        v: {"requirements": [], "side_effects": []} for v in values
+    }
+    rows: list[ConstraintSite] = all_constraints(session, version)
+    for row in rows:
+        reads = loads(row.flags) or []
+        writes = loads(row.writes) or {}
+        for value in values:
+            rx = _value_tests(value)
+            tests = flag.name in reads and bool(rx.search(row.condition))
+            switches = row.kind == "override" and bool(rx.search(writes.get(flag.dest, "")))
+            if not (tests or switches):
+                continue
+            c = constraint_dict(version, row)
+            c["summary"] = plain(c, option_of)
+            c["context"] = _context(row.condition)
+            if switches:
+                c["effect"] = "switches_to"
+                out[value]["side_effects"].append(c)
+            elif row.kind in ("raise", "assert"):
+                c["effect"] = "requires"
+                out[value]["requirements"].append(c)
+            else:
+                c["effect"] = "triggers"
+                out[value]["side_effects"].append(c)
+    return out
+
+
+def _resolve_values(flag: Flag, raw: list[str], version: Version) -> list[str]:
+    choices = [str(c) for c in loads(flag.choices) or []]
+    folded = {c.lower(): c for c in choices}
+    out = []
+    for value in raw:
+        value = value.strip()[:MAX_NAME]
+        found = value if value in choices else folded.get(value.lower())
+        if found is None:
+            raise NotFound(
+                "value",
+                value,
+                f"{value!r} is not a value of {flag.name} in {version.name}.",
+                did_you_mean(value, choices) or choices[:5],
+                version=version.name,
+            )
+        if found not in out:
+            out.append(found)
+    return out
+
+
+def enum_member(
+    session: Session, version: Version, flag: Flag, value: str
+) -> dict[str, Any] | None:
+    enum = flag_enum(session, version, flag.name)
+    if enum is None:
+        return None
+    for m in loads(enum.members) or []:
+        if str(m.get("value")).lower() == value.lower():
+            return {
+                "enum": enum.name,
+                "name": m["name"],
+                "value": m.get("value"),
+                "source": citation(version, enum.path, m.get("line", enum.line)),
+            }
+    return None
+
+
+def sites_by_area(sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in sites:
+        groups[area_of(s["path"])].append(s)
+    return [{"area": a, "sites": groups[a]} for a in sorted(groups)]
+
+
+def compare_values(
+    session: Session, version: Version, raw_flag: str, raw_values: list[str]
+) -> dict[str, Any]:
+    flag = get_flag(session, version, raw_flag)
+    values = _resolve_values(flag, [v for v in raw_values if v.strip()], version)
+    if not values:
+        choices = [str(c) for c in loads(flag.choices) or []]
+        raise NotFound(
+            "value",
+            "",
+            f"Name values of {flag.name} to compare.",
+            choices[:5],
+            version=version.name,
+        )
+    effects = value_effects(session, version, flag, values)
+    sites = choice_sites(session, version, flag.name, values)
+    cells: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    for value in values:
+        for s in sites[value]:
+            d = choice_site_dict(version, s)
+            key = (area_of(s.path), s.path)
+            cells.setdefault(key, {v: [] for v in values})[value].append(d)
+    return {
+        "flag": flag.name,
+        "values": values,
+        "choices": [str(c) for c in loads(flag.choices) or []],
+        "requirements": {v: effects[v]["requirements"] for v in values},
+        "side_effects": {v: effects[v]["side_effects"] for v in values},
+        "enum_members": {v: enum_member(session, version, flag, v) for v in values},
+        "rows": [
+            {"area": area, "path": path, "cells": cells[(area, path)]}
+            for area, path in sorted(cells)
+        ],
+    }
+
+
+# --- the extraction report ------------------------------------------------------------------
+
+
+def report(version: Version) -> dict[str, Any]:
+    data = loads(version.report) or {}
+    counts = data.get("counts", {})
+    total = counts.get("choice_sites", 0)
+    ambiguous = counts.get("ambiguous_choice_sites", 0)
+    return {
+        "version": version.name,
+        "extractor_version": version.extractor_version,
+        "counts": counts,
+        "choice_sites": total,
+        "ambiguous_choice_sites": ambiguous,
+        "ambiguous_share": round(ambiguous / total, 4) if total else 0.0,
+        "choice_sites_by_how": data.get("choice_sites_by_how", {}),
+        "warnings": data.get("warnings", []),
+        "seconds": data.get("seconds"),
+    }

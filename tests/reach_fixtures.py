@@ -1,0 +1,340 @@
+"""A synthetic SGLang-shaped repository for the second hop: a flag read into a module global,
+an accessor returning it, a class of accessors, functions named for the feature, model files
+with EntryClass; backend registries, dispatch dicts, containment in named constants and enum
+members reached through a receiver's type. Made-up flags and code, modelled on SGLang's shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fixture_repos import SERVER_ARGS, commit, git, write
+
+SRT = "python/sglang/srt/"
+
+ARGS = """
+import argparse
+import dataclasses
+from typing import Optional
+
+ATTENTION_BACKEND_CHOICES = ["fa3", "triton", "flashinfer", "aiter", "wave"]
+MOE_RUNNER_BACKEND_CHOICES = ["auto", "triton", "flashinfer_cutlass", "flashinfer_trtllm"]
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str
+    tp_size: int = 1
+    ep_size: int = 1
+    quantization: Optional[str] = None
+    enable_dual_batch_overlap: bool = False
+    enable_lone_batch_overlap: bool = False
+    attention_backend: Optional[str] = None
+    decode_attention_backend: Optional[str] = None
+    moe_runner_backend: str = "auto"
+    schedule_policy: str = "fcfs"
+    disable_fusion: bool = False
+
+    def __post_init__(self):
+        self._handle_moe()
+
+    def _handle_moe(self):
+        model_arch = self.get_model_arch()
+        if self.moe_runner_backend == "flashinfer_cutlass":
+            assert self.quantization in ["modelopt_fp4", None], "cutlass MoE wants fp4 weights"
+            assert self.ep_size in [1, self.tp_size], "expert parallel size must be 1 or tp"
+        if self.moe_runner_backend == "flashinfer_trtllm":
+            self.disable_fusion = True
+        if model_arch in ["AlphaMoeForCausalLM"] and is_sm100_supported():
+            if self.moe_runner_backend == "auto":
+                self.moe_runner_backend = "flashinfer_trtllm"
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument("--model-path", type=str, required=True, help="Weights.")
+        parser.add_argument("--tp-size", type=int, default=1, help="TP.")
+        parser.add_argument("--ep-size", type=int, default=1, help="EP.")
+        parser.add_argument(
+            "--quantization", type=str, choices=["fp8", "modelopt_fp4", "awq"], help="Q."
+        )
+        parser.add_argument("--enable-dual-batch-overlap", action="store_true", help="Dbo.")
+        parser.add_argument("--enable-lone-batch-overlap", action="store_true", help="Lbo.")
+        parser.add_argument(
+            "--attention-backend", type=str, choices=ATTENTION_BACKEND_CHOICES, help="Attn."
+        )
+        parser.add_argument(
+            "--decode-attention-backend",
+            type=str,
+            choices=ATTENTION_BACKEND_CHOICES,
+            help="Decode attn.",
+        )
+        parser.add_argument(
+            "--moe-runner-backend",
+            type=str,
+            choices=MOE_RUNNER_BACKEND_CHOICES,
+            default="auto",
+            help="MoE runner.",
+        )
+        parser.add_argument(
+            "--schedule-policy",
+            type=str,
+            choices=["lpm", "dfs-weight", "fcfs", "lof"],
+            default="fcfs",
+            help="Policy.",
+        )
+        parser.add_argument("--disable-fusion", action="store_true", help="No fusion.")
+"""
+
+MOE_UTILS = """
+from typing import Optional
+
+IS_DBO_ENABLED: Optional[bool] = None
+IS_LBO_ENABLED: Optional[bool] = None
+
+
+def initialize_moe_config(server_args):
+    global IS_DBO_ENABLED, IS_LBO_ENABLED
+    IS_DBO_ENABLED = server_args.enable_dual_batch_overlap
+    IS_LBO_ENABLED = server_args.enable_lone_batch_overlap
+
+
+def is_dbo_enabled() -> bool:
+    return IS_DBO_ENABLED
+
+
+def is_lbo_enabled() -> bool:
+    global IS_LBO_ENABLED
+    if IS_LBO_ENABLED is None:
+        IS_LBO_ENABLED = False
+    return IS_LBO_ENABLED
+"""
+
+MOE_INIT = """
+from sglang.srt.layers.moe.utils import is_dbo_enabled, is_lbo_enabled
+
+__all__ = ["is_dbo_enabled", "is_lbo_enabled"]
+"""
+
+DBO = """
+from sglang.srt.layers.moe import is_dbo_enabled
+
+
+class DboGraphPlugin:
+    def capture(self, batch):
+        if not is_dbo_enabled():
+            return
+        batch.split = True
+
+
+def model_forward_maybe_dbo(layers, enable_dbo):
+    if enable_dbo:
+        return [layer for layer in layers]
+    return layers
+
+
+def split_helper(x):
+    return x
+"""
+
+LBO = """
+from sglang.srt.layers.moe.utils import is_lbo_enabled
+
+
+class LboFlags:
+    @classmethod
+    def overlap_down(cls):
+        return is_lbo_enabled() and True
+
+    @classmethod
+    def fuse_inside_lbo(cls):
+        return cls.overlap_down()
+"""
+
+ALPHA_MODEL = """
+from sglang.srt.overlap.dbo_overlap import model_forward_maybe_dbo
+
+
+class AlphaMoeForCausalLM:
+    def forward(self, batch):
+        if batch.can_run_dbo:
+            return model_forward_maybe_dbo(self.layers, enable_dbo=True)
+        return self.layers
+
+
+EntryClass = AlphaMoeForCausalLM
+"""
+
+# Imports a helper of the feature module that is not named for the feature: not a user.
+BETA_MODEL = """
+from sglang.srt.overlap.dbo_overlap import split_helper
+
+
+class BetaForCausalLM:
+    def forward(self, x):
+        return split_helper(x)
+
+
+EntryClass = BetaForCausalLM
+"""
+
+# Defines a name of its own that shadows the imported accessor: two things, not followed.
+GAMMA_MODEL = """
+from sglang.srt.layers.moe import is_dbo_enabled
+
+
+def is_dbo_enabled():
+    return False
+
+
+class GammaForCausalLM:
+    def forward(self, x):
+        if is_dbo_enabled():
+            return x
+        return x
+
+
+EntryClass = GammaForCausalLM
+"""
+
+DELTA_MODEL = """
+from sglang.srt.overlap.lbo_overlap import LboFlags
+
+
+class DeltaForCausalLM:
+    def __init__(self):
+        self.fuse = LboFlags.fuse_inside_lbo()
+
+
+class DeltaVLForConditionalGeneration(DeltaForCausalLM):
+    pass
+
+
+EntryClass = [DeltaForCausalLM, DeltaVLForConditionalGeneration]
+"""
+
+
+def build_reach_repo(root: Path) -> Path:
+    repo = root / "reach"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, SERVER_ARGS, ARGS)
+    write(repo, SRT + "layers/moe/utils.py", MOE_UTILS)
+    write(repo, SRT + "layers/moe/__init__.py", MOE_INIT)
+    write(repo, SRT + "overlap/dbo_overlap.py", DBO)
+    write(repo, SRT + "overlap/lbo_overlap.py", LBO)
+    write(repo, SRT + "models/alpha_moe.py", ALPHA_MODEL)
+    write(repo, SRT + "models/beta.py", BETA_MODEL)
+    write(repo, SRT + "models/gamma.py", GAMMA_MODEL)
+    write(repo, SRT + "models/delta.py", DELTA_MODEL)
+    add_choice_shapes(repo)
+    commit(repo, "reach", "2025-09-01T12:00:00Z", "v0.4.0")
+    return repo
+
+
+# --- choice handling shapes -------------------------------------------------------------------
+
+ATTN_REGISTRY = """
+ATTENTION_BACKENDS = {}
+
+
+def register_attention_backend(name):
+    def wrap(fn):
+        ATTENTION_BACKENDS[name] = fn
+        return fn
+
+    return wrap
+
+
+@register_attention_backend("fa3")
+def create_fa3_backend(runner):
+    return runner
+
+
+class AttnRegistry:
+    table = {}
+
+    @classmethod
+    def register(cls, name, fn):
+        cls.table[name] = fn
+
+
+AttnRegistry.register("wave", create_fa3_backend)
+
+DECODE_ATTENTION_KERNELS = {
+    # name -> kernel
+    "triton": "TritonKernel",
+    "flashinfer": "FlashinferKernel",
+}
+"""
+
+KINDS = """
+from enum import Enum
+
+
+class MoeRunnerBackend(Enum):
+    AUTO = "auto"
+    TRITON = "triton"
+    FLASHINFER_CUTLASS = "flashinfer_cutlass"
+    FLASHINFER_TRTLLM = "flashinfer_trtllm"
+
+
+class AttentionKernelKind(Enum):
+    FA3 = "fa3"
+    TRITON = "triton"
+    FLASHINFER = "flashinfer"
+
+    def is_triton(self):
+        return self == AttentionKernelKind.TRITON
+
+
+SUPPORTED_RUNNERS = ["triton", "flashinfer_cutlass"]
+"""
+
+RUNNER = """
+from sglang.srt.layers.kinds import SUPPORTED_RUNNERS, MoeRunnerBackend
+
+
+def pick(backend: MoeRunnerBackend):
+    if backend.is_triton():
+        return 1
+    return 0
+
+
+def check(runner_backend):
+    if runner_backend not in SUPPORTED_RUNNERS:
+        raise ValueError(runner_backend)
+
+
+def unrelated(block):
+    if block.type == "lof":
+        return True
+"""
+
+POLICY = """
+from enum import Enum
+
+
+class CacheAwarePolicy(Enum):
+    LPM = "lpm"
+    DFS_WEIGHT = "dfs-weight"
+
+
+class CacheAgnosticPolicy(Enum):
+    FCFS = "fcfs"
+    LOF = "lof"
+
+
+def order(policy, queue):
+    if policy == CacheAwarePolicy.LPM:
+        return sorted(queue)
+    elif policy == CacheAwarePolicy.DFS_WEIGHT:
+        return list(reversed(queue))
+    return queue
+"""
+
+
+def add_choice_shapes(repo: Path) -> None:
+    write(repo, SRT + "layers/attention/registry.py", ATTN_REGISTRY)
+    write(repo, SRT + "layers/kinds.py", KINDS)
+    write(repo, SRT + "layers/moe/runner.py", RUNNER)
+    write(repo, SRT + "managers/schedule_policy.py", POLICY)

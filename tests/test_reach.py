@@ -1,0 +1,185 @@
+"""Past the first hop: indirect reads with their chains, model files, a backend value's
+requirements and side effects, comparing values, and the extraction report (synthetic repo)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from tests.conftest import ingest_into
+from tests.reach_fixtures import build_reach_repo
+
+V = "/api/v/v0.4.0"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    root = tmp_path_factory.mktemp("reach")
+    db = root / "kb.db"
+    ingest_into(build_reach_repo(root), db, jobs=1)
+    return TestClient(create_app(f"sqlite:///{db}"), follow_redirects=False)
+
+
+def get(client: TestClient, url: str, status: int = 200) -> Any:
+    response = client.get(url)
+    assert response.status_code == status, (url, response.text[:500])
+    return response.json()
+
+
+def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    models = {m["name"]: m["via"] for m in dbo["models"]}
+    # beta imports an unrelated helper, gamma shadows the accessor with its own: neither uses it.
+    assert models == {
+        "alpha_moe": ["IS_DBO_ENABLED", "is_dbo_enabled()", "model_forward_maybe_dbo"]
+    }
+    lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
+    assert {m["name"]: m["via"] for m in lbo["models"]} == {
+        "delta": [
+            "IS_LBO_ENABLED",
+            "is_lbo_enabled()",
+            "LboFlags.overlap_down()",
+            "LboFlags.fuse_inside_lbo()",
+        ]
+    }
+
+
+def test_indirect_usages_are_apart_from_direct_reads(client: TestClient) -> None:
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    assert [(u["path"], u["line"]) for u in dbo["usages"]] == [
+        ("python/sglang/srt/layers/moe/utils.py", 9)
+    ]
+    indirect = {(u["path"].rsplit("/", 1)[1], u["text"]): u["via"] for u in dbo["indirect_usages"]}
+    assert indirect[("dbo_overlap.py", "if not is_dbo_enabled():")] == [
+        "IS_DBO_ENABLED",
+        "is_dbo_enabled()",
+    ]
+    # the re-export in layers/moe/__init__.py and its __all__ string are not uses
+    assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("__init__.py")]
+    assert not [u for u in dbo["indirect_usages"] if "gamma" in u["path"] or "beta" in u["path"]]
+    for u in dbo["indirect_usages"]:
+        assert u["url"].endswith(f"#L{u['line']}-L{u['line']}")
+
+
+def test_models_pages(client: TestClient) -> None:
+    models = {m["name"]: m for m in get(client, f"{V}/models")["models"]}
+    assert set(models) == {"alpha_moe", "beta", "gamma", "delta"}
+    assert models["delta"]["architectures"] == [
+        "DeltaForCausalLM",
+        "DeltaVLForConditionalGeneration",
+    ]
+    assert models["alpha_moe"]["flags"] == 1 and models["beta"]["flags"] == 0
+    alpha = get(client, f"{V}/models/alpha_moe")
+    assert [f["name"] for f in alpha["flags"]] == ["--enable-dual-batch-overlap"]
+    assert alpha["flags"][0]["indirect"][0]["via"][-1] == "model_forward_maybe_dbo"
+    # the override for AlphaMoeForCausalLM names its architecture
+    assert [c["kind"] for c in alpha["constraints"]] == ["override"]
+    assert "AlphaMoeForCausalLM" in alpha["constraints"][0]["condition"]
+    # by architecture name too
+    assert get(client, f"{V}/models/DeltaForCausalLM")["name"] == "delta"
+    missing = get(client, f"{V}/models/alpha_mo", 404)
+    assert missing["suggestions"][0]["name"] == "alpha_moe"
+    html = client.get("/v/v0.4.0/models/alpha_moe").text
+    assert "model_forward_maybe_dbo" in html and "AlphaMoeForCausalLM" in html
+    flag_html = client.get("/v/v0.4.0/flags/--enable-dual-batch-overlap").text
+    assert 'id="models"' in flag_html and "alpha_moe" in flag_html
+    assert 'id="indirect"' in flag_html
+
+
+def test_backend_value_requirements_and_side_effects(client: TestClient) -> None:
+    cutlass = get(client, f"{V}/backends/--moe-runner-backend/flashinfer_cutlass")
+    reqs = cutlass["requirements"]
+    assert {r["message"] for r in reqs} == {
+        "cutlass MoE wants fp4 weights",
+        "expert parallel size must be 1 or tp",
+    }
+    assert any("--quantization" in r["summary"] for r in reqs)
+    trtllm = get(client, f"{V}/backends/--moe-runner-backend/flashinfer_trtllm")
+    effects = {e["effect"]: e for e in trtllm["side_effects"]}
+    assert effects["triggers"]["writes"] == {"disable_fusion": "True"}
+    switch = effects["switches_to"]
+    assert switch["context"]["models"] == ["AlphaMoeForCausalLM"]
+    assert switch["context"]["hardware"] == ["is_sm100_supported()"]
+    assert trtllm["requirements"] == []
+    assert "compare?values=flashinfer_trtllm," in trtllm["compare_url"]
+
+
+def test_compare_values(client: TestClient) -> None:
+    url = f"{V}/backends/--moe-runner-backend/compare?values=flashinfer_cutlass,flashinfer_trtllm"
+    body = get(client, url)
+    assert body["flag"] == "--moe-runner-backend"
+    assert body["values"] == ["flashinfer_cutlass", "flashinfer_trtllm"]
+    assert len(body["requirements"]["flashinfer_cutlass"]) == 2
+    assert body["requirements"]["flashinfer_trtllm"] == []
+    assert len(body["side_effects"]["flashinfer_trtllm"]) == 2
+    for row in body["rows"]:
+        assert set(row) >= {"area", "path", "cells"}
+        assert set(row["cells"]) == {"flashinfer_cutlass", "flashinfer_trtllm"}
+    html = client.get(url.removeprefix("/api")).text
+    assert "expert parallel size must be 1 or tp" in html
+    bad = get(client, f"{V}/backends/--moe-runner-backend/compare?values=flashinfer_cutlas,x", 404)
+    assert bad["suggestions"][0]["name"] == "flashinfer_cutlass"
+    get(client, f"{V}/backends/--no-such-flag/compare?values=a", 404)
+    assert client.get("/v/v0.4.0/backends/--moe-runner-backend/compare?values=").status_code == 404
+
+
+def test_report(client: TestClient) -> None:
+    body = get(client, f"{V}/report")
+    assert {"counts", "choice_sites", "ambiguous_choice_sites", "warnings"} <= set(body)
+    assert body["counts"]["models"] == 4
+    assert body["counts"]["indirect_usages"] >= 5
+    assert 0 <= body["ambiguous_choice_sites"] <= body["choice_sites"]
+    assert "Extraction report" in client.get("/v/v0.4.0/report").text
+    get(client, "/api/v/v9/report", 404)
+
+
+def sites_of(client: TestClient, flag: str, value: str) -> list[tuple[str, str, str, int]]:
+    body = get(client, f"{V}/backends/{flag}/{value}")
+    return [
+        (s["how"], s["basis"], s["path"].rsplit("/", 1)[1], s["line"])
+        for s in body["sites"]
+        if s["attributed"]
+    ]
+
+
+def test_registries_are_handling_sites(client: TestClient) -> None:
+    # a decorator with a string argument, and a Registry.register("x", ...) call
+    assert ("registry", "subject", "registry.py", 12) in sites_of(
+        client, "--attention-backend", "fa3"
+    )
+    assert ("registry", "subject", "registry.py", 25) in sites_of(
+        client, "--attention-backend", "wave"
+    )
+
+
+def test_dispatch_dict_keys_go_to_the_flag_its_name_spells(client: TestClient) -> None:
+    sites = sites_of(client, "--decode-attention-backend", "flashinfer")
+    assert ("dispatch", "subject", "registry.py", 30) in sites
+    assert not [
+        s for s in sites_of(client, "--attention-backend", "flashinfer") if s[0] == "dispatch"
+    ]
+
+
+def test_named_constant_containment_and_receiver_type(client: TestClient) -> None:
+    cutlass = sites_of(client, "--moe-runner-backend", "flashinfer_cutlass")
+    assert ("contains", "subject", "runner.py", 11) in cutlass  # SUPPORTED_RUNNERS, imported
+    triton = sites_of(client, "--moe-runner-backend", "triton")
+    assert ("is_call", "type", "runner.py", 5) in triton  # backend: MoeRunnerBackend
+    # the same method on the attention kind's enum is not the MoE runner's
+    assert not [s for s in sites_of(client, "--attention-backend", "triton") if s[2] == "runner.py"]
+
+
+def test_enums_covering_part_of_a_flags_values(client: TestClient) -> None:
+    assert sites_of(client, "--schedule-policy", "lpm") == [
+        ("enum", "enum", "schedule_policy.py", 15)
+    ]
+    assert sites_of(client, "--schedule-policy", "dfs-weight") == [
+        ("enum", "enum", "schedule_policy.py", 17)
+    ]
+    # `block.type == "lof"` names something else: not a site of --schedule-policy=lof
+    assert not [s for s in sites_of(client, "--schedule-policy", "lof") if s[2] == "runner.py"]
+    report = get(client, f"{V}/report")
+    assert set(report["choice_sites_by_how"]) >= {"registry", "dispatch", "contains", "is_call"}
