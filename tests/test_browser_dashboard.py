@@ -49,7 +49,7 @@ def in_view(pg: Any, selector: str) -> bool:
 def test_flag_page(page: Any) -> None:
     page.goto("/v/v0.3.0/flags/--moe-runner-backend")
     assert page.locator("h1").inner_text() == "--moe-runner-backend"
-    assert page.locator("#choices li").count() == 4
+    assert page.locator("#choices tbody tr").count() == 4
     assert page.locator("#enum").get_by_text("MoeRunnerBackend").is_visible()
     shot(page, "flag-page")
     assert page.errors == []
