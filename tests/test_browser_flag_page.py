@@ -142,3 +142,27 @@ def test_constraint_graph_links_flags_and_sites(browser: Any, server: str) -> No
         assert "/source/" in href and "#L" in href
         pg.locator("#related").screenshot(path=str(SHOTS / "flag-graph-laptop.png"))
         assert pg.errors == []
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_skip_link_and_old_version_banner(
+    browser: Any, server: str, size: tuple[int, int], dark: bool
+) -> None:
+    width, height = size
+    with new_page(browser, server, height=height, width=width, dark=dark) as pg:
+        pg.goto("/v/v0.1.0/flags" if not REAL else "/v/v0.5.1/flags")
+        pg.keyboard.press("Tab")
+        skip = pg.locator("a.skip-link")
+        assert skip.evaluate("e => e === document.activeElement") and skip.is_visible()
+        name = f"old-version-{'laptop' if width > 800 else 'phone'}-{'dark' if dark else 'light'}"
+        shot(pg, name)
+        pg.keyboard.press("Enter")
+        assert pg.evaluate("document.activeElement.id") == "main"
+        banner = pg.locator(".notice.old-version")
+        assert "not the newest version" in banner.inner_text()
+        banner.get_by_role("link").click()
+        pg.wait_for_url("**/flags")
+        assert pg.locator(".notice.old-version").count() == 0
+        assert page_width(pg) <= width
+        assert pg.errors == []
