@@ -320,6 +320,24 @@ class ConstraintGraph(Model):
     edges: list[GraphEdge]
 
 
+class GridColumn(Model):
+    version: str  # the first version with this choice list
+    until: str  # the last one
+    url: str  # the flag's page at `version`
+
+
+class GridRow(Model):
+    value: str
+    cells: list[bool]  # one per column: the value is a choice there
+
+
+class ChoiceGrid(Model):
+    """Choices x versions: one column per run of versions with the same choice list."""
+
+    columns: list[GridColumn]
+    rows: list[GridRow]
+
+
 class PageSection(Model):
     id: str  # the anchor on the page
     title: str
@@ -341,6 +359,7 @@ class FlagPage(Flag):
     timeline: list[TimelineMark]  # every version, oldest first
     sections: list[PageSection]  # "On this page", in page order
     graph: ConstraintGraph  # the flags its constraint sites touch, by kind
+    choice_grid: ChoiceGrid | None  # its choices across versions (flags with choices)
 
 
 # --- enums, constraints, backends, source --------------------------------------------------

@@ -166,3 +166,23 @@ def test_skip_link_and_old_version_banner(
         assert pg.locator(".notice.old-version").count() == 0
         assert page_width(pg) <= width
         assert pg.errors == []
+
+
+def test_choices_across_versions_grid(browser: Any, server: str) -> None:
+    with new_page(browser, server, height=PHONE[1], width=PHONE[0]) as pg:
+        pg.goto(f"/v/{VERSION}/flags/--moe-runner-backend")
+        grid = pg.locator("table.choice-grid")
+        columns = grid.locator("thead th").count() - 1
+        assert columns >= 2
+        # A value added later: absent (in words, not colour alone) in the first column.
+        newest = grid.locator("tbody tr").last
+        assert "not a choice" in newest.locator("td").first.inner_text() or (
+            newest.locator("td").first.text_content() or ""
+        ).endswith("not a choice")
+        assert "a choice" in (newest.locator("td").last.text_content() or "")
+        grid.locator("thead a").first.click()
+        pg.wait_for_url("**/flags/--moe-runner-backend")
+        assert page_width(pg) <= PHONE[0]
+        pg.go_back()
+        pg.locator("#choice-grid").screenshot(path=str(SHOTS / "choice-grid-phone.png"))
+        assert pg.errors == []

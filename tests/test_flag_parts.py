@@ -63,3 +63,20 @@ def test_timeline_replays_history_with_links_only_where_the_flag_exists() -> Non
     assert [m["state"] for m in marks] == ["absent", "added", "choices", "present", "removed"]
     assert [m["url"] is not None for m in marks] == [False, True, True, True, False]
     assert marks[2]["title"] == "v3: choices +b; help text changed"
+
+
+def test_choice_grid_one_column_per_run_of_equal_lists() -> None:
+    history = [
+        {"version": "v2", "field": "added", "from": None, "to": "--x"},
+        {"version": "v4", "field": "choices", "from": ["a"], "to": ["a", "b"], "added": ["b"]},
+    ]
+    marks = parts.timeline(["v1", "v2", "v3", "v4", "v5"], history, "--x")
+    grid = parts.choice_grid(history, ["a", "b"], marks)
+    assert grid is not None
+    cols = [(c["version"], c["until"]) for c in grid["columns"]]
+    assert cols == [("v2", "v3"), ("v4", "v5")]
+    assert [(r["value"], r["cells"]) for r in grid["rows"]] == [
+        ("a", [True, True]),
+        ("b", [False, True]),
+    ]
+    assert parts.choice_grid(history[:1], None, marks) is None

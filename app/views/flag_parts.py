@@ -267,6 +267,9 @@ def sections(data: dict[str, Any]) -> list[dict[str, Any]]:
     out.append({"id": "constraints", "title": "Constraints", "count": len(data["constraints"])})
     for group in data["constraint_groups"]:
         out.append({"id": f"c-{group['effect']}", "title": group["title"], "count": group["count"]})
+    grid = data.get("choice_grid")
+    if grid and len(grid["columns"]) > 1:
+        out.append({"id": "choice-grid", "title": "Choices across versions", "count": None})
     if data["related"]:
         out.append({"id": "related", "title": "Related flags", "count": len(data["related"])})
     out.append({"id": "usages", "title": "Reads", "count": len(data["usages"])})
@@ -333,3 +336,36 @@ def constraint_graph(
         for k, e in enumerate(mine):
             e["y2"] += (2 * k - (len(mine) - 1)) * 3
     return {"width": 900, "height": height, "x1": 250, "x2": 520, "nodes": nodes, "edges": edges}
+
+
+def choice_grid(
+    history: list[dict[str, Any]], choices: list[Any] | None, marks: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The choice list at each version where the flag exists, replayed from the history's
+    choices changes (each carries the whole list before and after); consecutive versions
+    with the same list share a column."""
+    changes = {c["version"]: c for c in history if c["field"] == "choices"}
+    if choices is None and not changes:
+        return None
+    first = next(iter(changes.values()), None)
+    current = first["from"] if first is not None else choices
+    columns: list[dict[str, Any]] = []
+    lists: list[tuple[str, ...]] = []
+    for mark in marks:
+        if mark["version"] in changes:
+            current = changes[mark["version"]]["to"]
+        if mark["url"] is None:
+            continue
+        key = tuple(str(v) for v in current or [])
+        if lists and key == lists[-1] and columns[-1]["open"]:
+            columns[-1]["until"] = mark["version"]
+            continue
+        columns.append(
+            {"version": mark["version"], "until": mark["version"], "url": mark["url"], "open": True}
+        )
+        lists.append(key)
+    for column in columns:
+        column.pop("open")
+    values = list(dict.fromkeys(v for key in lists for v in key))
+    rows = [{"value": v, "cells": [v in key for key in lists]} for v in values]
+    return {"columns": columns, "rows": rows}

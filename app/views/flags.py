@@ -120,6 +120,7 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     data["constraint_groups"] = parts.constraint_groups(data["constraints"], flag.name, choices)
     data["usage_areas"] = parts.usage_areas(version.name, data["usages"])
     data["timeline"] = parts.timeline(version_names(session)[::-1], data["history"], flag.name)
+    data["choice_grid"] = parts.choice_grid(data["history"], data["choices"], data["timeline"])
     data["graph"] = parts.constraint_graph(data["constraints"], flag.name, data["related"])
     data["sections"] = parts.sections(data)
     return FlagPage.model_validate(data)
