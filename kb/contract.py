@@ -250,9 +250,112 @@ class RelatedFlag(Model):
     known: bool  # a flag of this version
 
 
+class FlagConstraint(Constraint):
+    """A constraint site as the flag page shows it: what it does to this flag, which of its
+    values it tests, and its condition in plain words."""
+
+    effect: Literal["requires", "overrides", "warns"]  # raise/assert | override | warning
+    values: list[str]  # the flag's values the condition tests ("≠ x" for a negated test)
+    plain: str  # the condition in plain words ("" when unconditional)
+
+
+class ValueGroup(Model):
+    value: str | None  # the tested value ("≠ x" when negated); None: other conditions
+    label: str
+    sites: list[int]  # indexes into FlagPage.constraints
+
+
+class ConstraintGroup(Model):
+    effect: Literal["requires", "overrides", "warns"]
+    title: str
+    count: int
+    values: list[ValueGroup]
+
+
+class ChoiceRow(Model):
+    value: Value
+    member: str | None  # the enum member whose value it is
+    sites: int  # choice sites that test it
+    url: str  # its backend value page
+
+
+class UsageFile(Model):
+    path: str
+    url: str
+    sites: list[int]  # indexes into FlagPage.usages
+
+
+class UsageArea(Model):
+    area: str  # the directory
+    count: int
+    files: list[UsageFile]
+
+
+class TimelineMark(Model):
+    version: str
+    url: str | None  # the flag's page there; None where it does not exist
+    state: Literal[
+        "absent", "present", "added", "removed", "default", "choices", "deprecated", "changed"
+    ]
+    title: str  # what happened there, in words
+
+
+class GraphNode(Model):
+    name: str
+    url: str
+    known: bool  # a flag of this version
+    y: int  # its row in the picture
+
+
+class GraphEdge(Model):
+    flag: str  # the other flag
+    kind: str  # raise | assert | override | warning
+    count: int  # constraint sites of this kind between the two flags
+    label: str  # the values of this flag they test, or the kind alone
+    url: str  # the first such site's source line
+    y1: int
+    y2: int
+
+
+class ConstraintGraph(Model):
+    """The flags a flag's constraint sites touch, laid out on the server for an SVG: the
+    flag on the left, one row per other flag, one edge per (flag, kind)."""
+
+    width: int
+    height: int
+    x1: int  # where edges leave the flag
+    x2: int  # where they reach the other flags
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+class GridColumn(Model):
+    version: str  # the first version with this choice list
+    until: str  # the last one
+    url: str  # the flag's page at `version`
+
+
+class GridRow(Model):
+    value: str
+    cells: list[bool]  # one per column: the value is a choice there
+
+
+class ChoiceGrid(Model):
+    """Choices x versions: one column per run of versions with the same choice list."""
+
+    columns: list[GridColumn]
+    rows: list[GridRow]
+
+
+class PageSection(Model):
+    id: str  # the anchor on the page
+    title: str
+    count: int | None  # items in the section, when it counts any
+
+
 class FlagPage(Flag):
     version: str
-    constraints: list[Constraint]
+    constraints: list[FlagConstraint]
     usages: list[UsageSite]
     choice_counts: dict[str, int]
     choice_sites: dict[str, list[ChoiceSite]]
@@ -261,6 +364,13 @@ class FlagPage(Flag):
     related: list[RelatedFlag]  # other flags named by its constraint sites
     indirect_usages: list[IndirectSite]  # reads past the first hop, apart from `usages`
     models: list[FlagModel]  # model files that read it, directly or through a chain
+    choice_rows: list[ChoiceRow]  # the choices with their enum members and site counts
+    constraint_groups: list[ConstraintGroup]  # requires, overrides, warns; then by value
+    usage_areas: list[UsageArea]  # reads grouped by directory, then file
+    timeline: list[TimelineMark]  # every version, oldest first
+    sections: list[PageSection]  # "On this page", in page order
+    graph: ConstraintGraph  # the flags its constraint sites touch, by kind
+    choice_grid: ChoiceGrid | None  # its choices across versions (flags with choices)
 
 
 # --- enums, constraints, backends, source --------------------------------------------------

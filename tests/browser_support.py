@@ -62,9 +62,15 @@ def chromium() -> Iterator[Any]:
 
 
 @contextmanager
-def new_page(browser: Any, base_url: str, height: int = 800) -> Iterator[Any]:
+def new_page(
+    browser: Any, base_url: str, height: int = 800, width: int = 1280, dark: bool = False
+) -> Iterator[Any]:
     """A page whose `errors` list collects console errors and uncaught exceptions."""
-    context = browser.new_context(viewport={"width": 1280, "height": height}, base_url=base_url)
+    context = browser.new_context(
+        viewport={"width": width, "height": height},
+        base_url=base_url,
+        color_scheme="dark" if dark else "light",
+    )
     pg = context.new_page()
     errors: list[str] = []
     pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -74,6 +80,16 @@ def new_page(browser: Any, base_url: str, height: int = 800) -> Iterator[Any]:
     context.close()
 
 
+# The sizes people read on: a laptop and a phone.
+LAPTOP = (1440, 900)
+PHONE = (390, 844)
+
+
 def shot(pg: Any, name: str, full_page: bool = False) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
+
+
+def page_width(pg: Any) -> int:
+    """The document's scroll width: more than the viewport means it scrolls sideways."""
+    return int(pg.evaluate("document.documentElement.scrollWidth"))

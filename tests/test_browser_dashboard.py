@@ -49,7 +49,7 @@ def in_view(pg: Any, selector: str) -> bool:
 def test_flag_page(page: Any) -> None:
     page.goto("/v/v0.3.0/flags/--moe-runner-backend")
     assert page.locator("h1").inner_text() == "--moe-runner-backend"
-    assert page.locator("#choices li").count() == 4
+    assert page.locator("#choices tbody tr").count() == 4
     assert page.locator("#enum").get_by_text("MoeRunnerBackend").is_visible()
     shot(page, "flag-page")
     assert page.errors == []
@@ -113,7 +113,7 @@ def test_switch_versions_on_a_flag_page(page: Any) -> None:
     page.wait_for_url("**/v/v0.1.0/flags/--fp4-gemm-backend")
     assert "does not exist in v0.1.0" in page.locator("main").inner_text()
     shot(page, "switch-absent")
-    page.locator("main").get_by_role("link", name="v0.3.0").click()
+    page.locator("main").get_by_role("link", name="v0.3.0", exact=True).click()
     page.wait_for_url("**/v/v0.3.0/flags/--fp4-gemm-backend")
 
 

@@ -75,8 +75,10 @@ def test_flag_page_answers_the_questions(client: TestClient) -> None:
     assert f'href="/v/v0.3.0/source/{ARGS}#L' in html
     assert "https://github.com/example/sglang-like/blob/" in html
     assert 'data-copy="/v/v0.3.0/source/' in html and "Copy as Markdown" in html
-    # Usage grouped by file, history, version switcher on the same page.
-    assert f"<code>{RUNNER}</code>" in html
+    # Reads grouped by directory, then file; history; version switcher on the same page.
+    area, name = RUNNER.rsplit("/", 1)
+    assert f"<code>{area}/</code>" in html
+    assert f'<a href="/v/v0.3.0/source/{RUNNER}"><code>{name}</code></a>' in html
     assert 'name="page" value="flags/--moe-runner-backend"' in html
     assert "<script>" not in re.sub(r"<script src=[^>]*></script>", "", html)
 

@@ -12,10 +12,12 @@ from sqlmodel import Session, col, select
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
+from app.views import flag_parts as parts
 from app.views.common import errors, page_context
 from kb.contract import FlagList, FlagPage
 from kb.queries import (
     MAX_NAME,
+    backend_url,
     choice_site_dict,
     choice_sites,
     constraint_counts,
@@ -90,8 +92,11 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     sites = choice_sites(session, version, flag.name, choices)
     enum = flag_enum(session, version, flag.name)
     data["version"] = version.name
+    rows = session.exec(select(Flag.dest, Flag.name).where(Flag.version_id == version.id))
+    names = {dest: name for dest, name in rows.all()}
     data["constraints"] = [
-        constraint_dict(version, c) for c in flag_constraints(session, version, flag.name)
+        _flag_constraint(constraint_dict(version, c), flag.dest, names)
+        for c in flag_constraints(session, version, flag.name)
     ]
     data["usages"] = [usage_site_dict(version, u) for u in flag_usages(session, version, flag.dest)]
     data["choice_counts"] = {value: len(found) for value, found in sites.items()}
@@ -106,7 +111,34 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
         indirect_site_dict(version, u) for u in indirect_usages(session, version, flag.dest)
     ]
     data["models"] = flag_models(session, version, flag.dest)
+    members = {
+        str(m.get("value", m["name"])): m["name"] for m in (data["enum"] or {}).get("members", [])
+    }
+    data["choice_rows"] = [
+        {
+            "value": value,
+            "member": members.get(str(value)),
+            "sites": data["choice_counts"].get(str(value), 0),
+            "url": backend_url(version, flag.name, str(value)),
+        }
+        for value in data["choices"] or []
+    ]
+    data["constraint_groups"] = parts.constraint_groups(data["constraints"], flag.name, choices)
+    data["usage_areas"] = parts.usage_areas(version.name, data["usages"])
+    data["timeline"] = parts.timeline(version_names(session)[::-1], data["history"], flag.name)
+    data["choice_grid"] = parts.choice_grid(data["history"], data["choices"], data["timeline"])
+    data["graph"] = parts.constraint_graph(data["constraints"], flag.name, data["related"])
+    data["sections"] = parts.sections(data)
     return FlagPage.model_validate(data)
+
+
+def _flag_constraint(site: dict[str, Any], dest: str, names: dict[str, str]) -> dict[str, Any]:
+    """A constraint site with what it does, the values of `dest` it tests, and its words."""
+    conditions = site["conditions"] or ([site["condition"]] if site["condition"] else [])
+    site["effect"] = parts.EFFECTS.get(site["kind"], "warns")
+    site["values"] = parts.tested_values(conditions, dest)
+    site["plain"] = parts.plain_condition(conditions, names)
+    return site
 
 
 def related_flags(session: Session, version: Version, data: dict[str, Any]) -> list[dict[str, Any]]:

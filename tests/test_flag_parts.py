@@ -1,0 +1,82 @@
+"""The flag page's arrangement: conditions in plain words, the values a condition tests,
+grouping by effect and value, and the timeline replayed from the history."""
+
+from __future__ import annotations
+
+from app.views import flag_parts as parts
+
+NAMES = {"moe_runner_backend": "--moe-runner-backend", "quantization": "--quantization"}
+
+
+def test_plain_words_name_flags_and_spell_out_comparisons() -> None:
+    path = [
+        "self.moe_runner_backend == 'flashinfer_cutlass'",
+        "not (self.quantization in ['fp8', None])",
+        "self.tp_size > 1",
+    ]
+    assert parts.plain_condition(path, NAMES) == (
+        "--moe-runner-backend is flashinfer_cutlass and --quantization is none of fp8, None"
+        " and self.tp_size > 1"
+    )
+    assert parts.plain_condition(["not self.quantization"], NAMES) == "--quantization is off"
+    assert parts.plain_condition(["self.quantization is None"], NAMES) == "--quantization is unset"
+    assert parts.plain_condition(["get_bool_env_var('X')"], NAMES) == "environment X is true"
+    assert parts.plain_condition(["a ==("], NAMES) == "a ==("  # unparsable stays as written
+
+
+def test_tested_values_of_the_flag_only() -> None:
+    dest = "moe_runner_backend"
+    assert parts.tested_values(["self.moe_runner_backend in ['a', 'b']"], dest) == ["a", "b"]
+    assert parts.tested_values(["not (self.moe_runner_backend == 'a')"], dest) == ["≠ a"]
+    assert parts.tested_values(["self.moe_runner_backend not in ['a']"], dest) == ["≠ a"]
+    assert parts.tested_values(["self.quantization == 'fp8'"], dest) == []
+
+
+def test_groups_by_effect_then_value_in_choice_order() -> None:
+    sites = [
+        {"effect": "warns", "values": []},
+        {"effect": "requires", "values": ["b"]},
+        {"effect": "requires", "values": ["a"]},
+        {"effect": "requires", "values": ["≠ a"]},
+        {"effect": "requires", "values": ["a"]},
+    ]
+    groups = parts.constraint_groups(sites, "--x", ["a", "b"])
+    assert [g["effect"] for g in groups] == ["requires", "warns"]
+    req = groups[0]
+    assert req["count"] == 4
+    assert [(v["label"], v["sites"]) for v in req["values"]] == [
+        ("When --x = a", [2, 4]),
+        ("When --x = b", [1]),
+        ("When --x ≠ a", [3]),
+    ]
+    assert groups[1]["values"][0]["label"] == "Other conditions"
+
+
+def test_timeline_replays_history_with_links_only_where_the_flag_exists() -> None:
+    history = [
+        {"version": "v2", "field": "added", "from": None, "to": "--x"},
+        {"version": "v3", "field": "choices", "from": ["a"], "to": ["a", "b"], "added": ["b"]},
+        {"version": "v3", "field": "help", "from": "h", "to": "i"},
+        {"version": "v5", "field": "removed", "from": "--x", "to": None},
+    ]
+    marks = parts.timeline(["v1", "v2", "v3", "v4", "v5"], history, "--x")
+    assert [m["state"] for m in marks] == ["absent", "added", "choices", "present", "removed"]
+    assert [m["url"] is not None for m in marks] == [False, True, True, True, False]
+    assert marks[2]["title"] == "v3: choices +b; help text changed"
+
+
+def test_choice_grid_one_column_per_run_of_equal_lists() -> None:
+    history = [
+        {"version": "v2", "field": "added", "from": None, "to": "--x"},
+        {"version": "v4", "field": "choices", "from": ["a"], "to": ["a", "b"], "added": ["b"]},
+    ]
+    marks = parts.timeline(["v1", "v2", "v3", "v4", "v5"], history, "--x")
+    grid = parts.choice_grid(history, ["a", "b"], marks)
+    assert grid is not None
+    cols = [(c["version"], c["until"]) for c in grid["columns"]]
+    assert cols == [("v2", "v3"), ("v4", "v5")]
+    assert [(r["value"], r["cells"]) for r in grid["rows"]] == [
+        ("a", [True, True]),
+        ("b", [False, True]),
+    ]
+    assert parts.choice_grid(history[:1], None, marks) is None
