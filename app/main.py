@@ -3,7 +3,9 @@ error pages and the routers of the view modules (one module per page kind)."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import os
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -11,10 +13,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
+from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.limits import MAX_BODY, URLLimit
+from app.respcache import CheapStamp, ResponseCache
 from app.templating import STATIC
 from app.views import (
     backends,
@@ -30,7 +35,7 @@ from app.views import (
     source,
 )
 from app.views.common import error_response, pinned_context, suggestion_url
-from kb.queries import MAX_NAME, NotFound
+from kb.queries import MAX_NAME, NotFound, kb_stamp
 from kb.schema import check_schema, database_url, make_engine
 
 log = logging.getLogger("flagatlas")
@@ -148,7 +153,9 @@ def validation_error(exc: RequestValidationError) -> tuple[int, str, str, str]:
     return 400, "parameter", name, f"Bad request: {where} parameter {name!r}: {message}."
 
 
-def create_app(db_url: str | None = None) -> FastAPI:
+def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAPI:
+    """The app on a knowledge base; `cache_mb` (default FLAGATLAS_CACHE_MB or 64) bounds the
+    cache of rendered pinned pages, 0 turns it off."""
     # No Swagger UI: it loads from a CDN with inline scripts; the schema itself is served.
     app = FastAPI(
         title="Flag Atlas",
@@ -157,12 +164,22 @@ def create_app(db_url: str | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url="/api/openapi.json",
+        max_body_size=MAX_BODY,  # 413 past it, declared or chunked
     )
     without_phantom_422(app)
-    app.state.engine = make_engine(db_url or database_url(), readonly=True)
+    url = db_url or database_url()
+    engine = make_engine(url, readonly=True)
+    app.state.engine = engine
+
+    def query_stamp() -> str:
+        with Session(engine) as session:
+            return kb_stamp(session)
+
+    sqlite_path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
+    stamp = CheapStamp(query_stamp, sqlite_path)
     # SchemaMismatch: serving another schema would only answer 500s (an empty database,
     # e.g. the one `flagatlas openapi` describes the routes on, answers 404s).
-    check_schema(app.state.engine, empty_ok=True)
+    check_schema(engine, empty_ok=True)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> Response:
@@ -210,7 +227,17 @@ def create_app(db_url: str | None = None) -> FastAPI:
     app.include_router(env.router)
     app.include_router(docsdrift.router)
     # The source view of a big file is ~1.5 MB of HTML; compressed it is a tenth of that.
+    # Outermost last: limits -> security headers -> cached pinned pages -> gzip -> routes.
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=5)
+    if cache_mb is None:
+        cache_mb = int(os.environ.get("FLAGATLAS_CACHE_MB", "64"))
+    if cache_mb > 0:
+        app.add_middleware(ResponseCache, stamp=stamp, max_bytes=cache_mb * 1024 * 1024)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(URLLimit)
+    # Start-up objects (modules, templates, routes) live for the whole process: move them out
+    # of the collector's generations so collections during requests do not walk them again.
+    gc.collect()
+    gc.freeze()
     return app
