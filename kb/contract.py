@@ -602,3 +602,6 @@ class ExplainResult(Model):
     assumptions: list[str] = []
     tokens: list[Token] = []
     profile_options: ProfileOptions | None = None
+    # Lists cut at 200 entries (app/views/explain.py): {"flags": full length, ...}; null
+    # when nothing was cut.
+    truncated: dict[str, int] | None = None
