@@ -21,6 +21,8 @@ from pathlib import Path
 
 import git
 
+from kb.procs import die_with_parent
+
 DEFAULT_REPO = "https://github.com/sgl-project/sglang.git"
 DEFAULT_WEB_URL = "https://github.com/sgl-project/sglang"
 # Python sources are small; the multi-MB binaries (images, wheels) are what make a full clone
@@ -165,11 +167,15 @@ class BlobReader:
     """
 
     def __init__(self, repo: Path) -> None:
+        parent = os.getpid()
         self._proc = subprocess.Popen(
             ["git", "-C", str(repo), "cat-file", "--batch"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=git_env(),
+            # Killed with its reader's process: a `kill -9` of the ingest (or of a pool
+            # worker) would otherwise leave cat-file waiting on its pipe.
+            preexec_fn=lambda: die_with_parent(parent=parent),
         )
 
     def read(self, sha: str) -> bytes:
