@@ -34,7 +34,9 @@ async def _reply(send: Send, status: int, detail: str) -> None:
 
 
 class URLLimit:
-    """ASGI middleware: 414 for long URLs (before routing, so no view sees them)."""
+    """ASGI middleware: 414 for long URLs, 400 for a NUL character in the path or query
+    (before routing, so no view sees them). No name in the knowledge base contains NUL, and
+    PostgreSQL rejects it in a text parameter (a 500 there, where SQLite found nothing)."""
 
     def __init__(self, app: ASGIApp, max_url: int = MAX_URL) -> None:
         self.app = app
@@ -49,5 +51,8 @@ class URLLimit:
         )
         if url_size > self.max_url:
             await _reply(send, 414, f"The URL is longer than {self.max_url} bytes.")
+            return
+        if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
+            await _reply(send, 400, "Bad request: the URL contains a NUL character.")
             return
         await self.app(scope, receive, send)

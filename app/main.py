@@ -37,6 +37,7 @@ from app.views import (
 from app.views.common import error_response, pinned_context, suggestion_url
 from kb.queries import MAX_NAME, NotFound, kb_stamp
 from kb.schema import check_schema, database_url, make_engine
+from kb.search import default_index_dir
 
 log = logging.getLogger("flagatlas")
 
@@ -170,6 +171,9 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     url = db_url or database_url()
     engine = make_engine(url, readonly=True)
     app.state.engine = engine
+    app.state.db_url = url
+    # Explicit, fixed at start: FLAGATLAS_INDEX, else beside a SQLite file (kb/search.py).
+    app.state.index_dir = default_index_dir(url)
 
     def query_stamp() -> str:
         with Session(engine) as session:

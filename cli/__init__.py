@@ -150,7 +150,7 @@ def serve(
     from pathlib import Path
 
     from app.main import create_app
-    from cli.serve import serve_workers, uvicorn_config
+    from cli.serve import ensure_index, serve_workers, uvicorn_config
     from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
 
     url = database_url(db)
@@ -166,6 +166,7 @@ def serve(
         raise typer.Exit(1) from None
     finally:
         engine.dispose()
+    ensure_index(url)
     count = workers or os.cpu_count() or 1
     if count == 1:
         import uvicorn

@@ -25,6 +25,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import uvicorn
 
@@ -42,6 +43,25 @@ def uvicorn_config(app: object, **kwargs: object) -> uvicorn.Config:
         timeout_keep_alive=30,
         **kwargs,  # type: ignore[arg-type]
     )
+
+
+def ensure_index(db_url: str, index_dir: Path | None = None) -> Path:
+    """Build the search index if it is missing, before any worker starts.
+
+    The index is a local directory (FLAGATLAS_INDEX, else beside a SQLite file): a replica
+    pointed at a shared PostgreSQL builds its own from the database on start, rather than
+    N workers each building one on their first query.
+    """
+    from kb.search import build_index, default_index_dir
+
+    link = Path(index_dir) if index_dir else default_index_dir(db_url)
+    if not link.exists():
+        info = build_index(db_url, link)
+        print(
+            f"Built the search index: {info['docs']} facts, {info['seconds']:.1f}s -> {link}",
+            file=sys.stderr,
+        )
+    return link
 
 
 def bind_reuseport(host: str, port: int, count: int) -> list[socket.socket]:
