@@ -46,17 +46,35 @@ def uvicorn_config(app: object, **kwargs: object) -> uvicorn.Config:
 
 
 def ensure_index(db_url: str, index_dir: Path | None = None) -> Path:
-    """Build the search index if it is missing, before any worker starts.
+    """Build the search index before any worker starts if it is missing or was built for
+    other versions than the database now holds.
 
     The index is a local directory (FLAGATLAS_INDEX, else beside a SQLite file): a replica
-    pointed at a shared PostgreSQL builds its own from the database on start, rather than
-    N workers each building one on their first query.
+    pointed at a shared PostgreSQL builds its own from the database on start (and after an
+    ingest elsewhere, on its next restart), rather than each worker on its first query.
     """
+    import json
+
+    from sqlmodel import Session
+
+    from kb.queries import version_names
+    from kb.schema import make_engine
     from kb.search import build_index, default_index_dir
 
     link = Path(index_dir) if index_dir else default_index_dir(db_url)
-    if not link.exists():
-        info = build_index(db_url, link)
+    engine = make_engine(db_url, readonly=True)
+    try:
+        with Session(engine) as session:
+            names = set(version_names(session))
+    finally:
+        engine.dispose()
+    try:
+        meta = json.loads((link / "meta.json").read_text())
+        built = {v["name"] for v in meta["versions"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        built = None
+    if built != names:
+        info = build_index(db_url, link, incremental=built is not None)
         print(
             f"Built the search index: {info['docs']} facts, {info['seconds']:.1f}s -> {link}",
             file=sys.stderr,

@@ -5,6 +5,7 @@ Skipped unless FLAGATLAS_TEST_PG_URL names a server (`.ci/run` starts one)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import quote
 
@@ -82,6 +83,9 @@ def test_a_replica_builds_its_missing_index_on_start(
     replica = tmp_path / "replica-index"
     ensure_index(url, replica)
     assert replica.exists()
+    built = os.path.realpath(replica)
+    ensure_index(url, replica)  # up to date: kept as it is
+    assert os.path.realpath(replica) == built
     with index_at(replica):
         client = TestClient(create_app(url))
     hits = client.get("/api/search?q=moe-runner-backend").json()
