@@ -14,6 +14,7 @@ minute) and then revalidate with the ETag, which costs a 304 without a body.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import os
@@ -141,6 +142,9 @@ class ResponseCache:
         self.current_stamp = stamp
         self.lru = ByteLRU(max_bytes)
         self.cache_control = f"public, max-age={max_age}".encode()
+        # Renders in flight, so that 32 clients asking for the same cold page wait for one
+        # render instead of running 32 at once (each worker has one event loop).
+        self.pending: dict[tuple[str, ...], asyncio.Future[Entry | None]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -163,11 +167,30 @@ class ResponseCache:
             if scope["method"] == "HEAD":  # nothing to store: let the app answer it
                 await self.app(scope, receive, send)
                 return
-            entry = await self._render(scope, receive, send)
-            if entry is None:  # not cacheable: already sent as it came
-                return
-            self.lru.put(key, entry)
+            waiting = self.pending.get(key)
+            if waiting is not None:
+                entry = await asyncio.shield(waiting)
+            if entry is None:
+                entry = await self._render_once(key, scope, receive, send)
+                if entry is None:  # not cacheable: already sent as it came
+                    return
         await self._send(entry, headers, scope["method"] == "HEAD", send)
+
+    async def _render_once(
+        self, key: tuple[str, ...], scope: Scope, receive: Receive, send: Send
+    ) -> Entry | None:
+        future: asyncio.Future[Entry | None] = asyncio.get_running_loop().create_future()
+        self.pending.setdefault(key, future)
+        entry = None
+        try:
+            entry = await self._render(scope, receive, send)
+            if entry is not None:
+                self.lru.put(key, entry)
+        finally:
+            if self.pending.get(key) is future:
+                del self.pending[key]
+            future.set_result(entry)  # waiters with None render for themselves
+        return entry
 
     async def _render(self, scope: Scope, receive: Receive, send: Send) -> Entry | None:
         """Run the app for identity bytes; a 200 becomes an Entry, anything else is sent."""

@@ -408,3 +408,42 @@ def test_gzip_body_is_real_gzip(db: Path) -> None:
     with client.stream("GET", PAGE, headers={"Accept-Encoding": "gzip"}) as response:
         raw = b"".join(response.iter_raw())
     assert gzip.decompress(raw).startswith(b"<!doctype html>")
+
+
+def test_concurrent_misses_render_once() -> None:
+    """32 clients asking for the same cold page wait for one render (no thundering herd)."""
+    import asyncio
+
+    from app.respcache import ResponseCache
+
+    calls = 0
+
+    async def slow_app(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.05)
+        body = b"<p>" + b"x" * 2000 + b"</p>"
+        headers = [(b"content-type", b"text/html")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    cache = ResponseCache(slow_app, stamp=lambda: "1")
+
+    async def one() -> int:
+        sent: list[dict] = []
+
+        async def send(message) -> None:  # type: ignore[no-untyped-def]
+            sent.append(message)
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b""}
+
+        scope = {"type": "http", "method": "GET", "path": "/v/x/flags", "headers": []}
+        await cache(scope, receive, send)
+        return int(sent[0]["status"])
+
+    async def many() -> list[int]:
+        return await asyncio.gather(*(one() for _ in range(32)))
+
+    assert asyncio.run(many()) == [200] * 32
+    assert calls == 1
