@@ -164,9 +164,6 @@ class ResponseCache:
         )
         entry = self.lru.get(key)
         if entry is None:
-            if scope["method"] == "HEAD":  # nothing to store: let the app answer it
-                await self.app(scope, receive, send)
-                return
             waiting = self.pending.get(key)
             if waiting is not None:
                 entry = await asyncio.shield(waiting)
@@ -196,6 +193,9 @@ class ResponseCache:
         """Run the app for identity bytes; a 200 becomes an Entry, anything else is sent."""
         inner = dict(scope)
         inner["headers"] = [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]
+        # HEAD is rendered as GET: same headers and ETag as the GET, and a reusable entry.
+        head = scope["method"] == "HEAD"
+        inner["method"] = "GET"
         messages: list[Message] = []
 
         async def capture(message: Message) -> None:
@@ -205,6 +205,8 @@ class ResponseCache:
         start = messages[0] if messages else None
         if start is None or start["type"] != "http.response.start" or start["status"] != 200:
             for message in messages:
+                if head and message["type"] == "http.response.body":
+                    message = {"type": "http.response.body", "body": b""}
                 await send(message)
             return None
         body = b"".join(m.get("body", b"") for m in messages[1:])

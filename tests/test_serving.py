@@ -76,11 +76,15 @@ def test_gzip_and_identity_are_distinct_representations(client: TestClient) -> N
     assert int(raw.headers["content-length"]) < len(plain.content)
 
 
-def test_head_and_json_twin_and_htmx_variant(client: TestClient) -> None:
-    get = client.get(PAGE, headers={"Accept-Encoding": "identity"})
+def test_head_and_json_twin_and_htmx_variant(db: Path) -> None:
+    client = TestClient(create_app(f"sqlite:///{db}"))  # a cold cache: HEAD comes first
     head = client.head(PAGE, headers={"Accept-Encoding": "identity"})
+    get = client.get(PAGE, headers={"Accept-Encoding": "identity"})
     assert head.status_code == 200 and head.content == b""
     assert head.headers["content-length"] == str(len(get.content))
+    assert head.headers["etag"] == get.headers["etag"]
+    missing = client.head("/v/v0.3.0/flags/--nope")
+    assert missing.status_code == 404 and missing.content == b""
     api = client.get("/api" + PAGE)
     assert (
         api.status_code == 200
