@@ -72,7 +72,7 @@ def highlighted_lines(session: Session, sha: str, path: str) -> list[Markup] | N
     return out
 
 
-_rows_cache = _LRU(32)
+_rows_cache: Cache[list[str]] = Cache(32)  # blob sha + file kind -> unmarked <tr> rows
 
 
 def _row(n: int, html: str, mark: str = "") -> str:
