@@ -125,6 +125,31 @@ def without_phantom_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def with_url_limit(app: FastAPI) -> None:
+    """Every route may answer 414 (app/limits.py: a URL over MAX_URL bytes, before routing)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    replies = operation.get("responses", {})
+                    if not any(code.startswith("4") for code in replies):
+                        continue  # routes that document no error (H5's) stay as they are
+                    replies["414"] = {
+                        "description": "The URL is too long.",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/ErrorBody"}
+                            }
+                        },
+                    }
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def allowed_methods(request: Request, router_allow: str) -> str:
     """The methods of every route on the path: the router's `Allow` names only the first
     route it met (e.g. POST for /api/explain, which answers GET too)."""
@@ -168,6 +193,7 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
         max_body_size=MAX_BODY,  # 413 past it, declared or chunked
     )
     without_phantom_422(app)
+    with_url_limit(app)
     url = db_url or database_url()
     engine = make_engine(url, readonly=True)
     app.state.engine = engine
