@@ -13,7 +13,7 @@ install: $(VENV)/.installed static/vendor/htmx.min.js
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,postgres]'
 	touch $@
 
 # htmx from the npm package, pinned in package.json, copied into static/ (ignored by git).

@@ -3,7 +3,9 @@ error pages and the routers of the view modules (one module per page kind)."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import os
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -11,10 +13,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
+from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.limits import MAX_BODY, URLLimit
+from app.respcache import CheapStamp, ResponseCache
 from app.templating import STATIC
 from app.views import (
     backends,
@@ -32,8 +37,9 @@ from app.views import (
     source,
 )
 from app.views.common import error_response, pinned_context, suggestion_url
-from kb.queries import MAX_NAME, NotFound
+from kb.queries import MAX_NAME, NotFound, kb_stamp
 from kb.schema import check_schema, database_url, make_engine
+from kb.search import default_index_dir
 
 log = logging.getLogger("flagatlas")
 
@@ -121,6 +127,31 @@ def without_phantom_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def with_url_limit(app: FastAPI) -> None:
+    """Every route may answer 414 (app/limits.py: a URL over MAX_URL bytes, before routing)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    replies = operation.get("responses", {})
+                    if not any(code.startswith("4") for code in replies):
+                        continue  # routes that document no error (H5's) stay as they are
+                    replies["414"] = {
+                        "description": "The URL is too long.",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/ErrorBody"}
+                            }
+                        },
+                    }
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def allowed_methods(request: Request, router_allow: str) -> str:
     """The methods of every route on the path: the router's `Allow` names only the first
     route it met (e.g. POST for /api/explain, which answers GET too)."""
@@ -150,7 +181,9 @@ def validation_error(exc: RequestValidationError) -> tuple[int, str, str, str]:
     return 400, "parameter", name, f"Bad request: {where} parameter {name!r}: {message}."
 
 
-def create_app(db_url: str | None = None) -> FastAPI:
+def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAPI:
+    """The app on a knowledge base; `cache_mb` (default FLAGATLAS_CACHE_MB or 64) bounds the
+    cache of rendered pinned pages, 0 turns it off."""
     # No Swagger UI: it loads from a CDN with inline scripts; the schema itself is served.
     app = FastAPI(
         title="Flag Atlas",
@@ -159,12 +192,26 @@ def create_app(db_url: str | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url="/api/openapi.json",
+        max_body_size=MAX_BODY,  # 413 past it, declared or chunked
     )
     without_phantom_422(app)
-    app.state.engine = make_engine(db_url or database_url(), readonly=True)
+    with_url_limit(app)
+    url = db_url or database_url()
+    engine = make_engine(url, readonly=True)
+    app.state.engine = engine
+    app.state.db_url = url
+    # Explicit, fixed at start: FLAGATLAS_INDEX, else beside a SQLite file (kb/search.py).
+    app.state.index_dir = default_index_dir(url)
+
+    def query_stamp() -> str:
+        with Session(engine) as session:
+            return kb_stamp(session)
+
+    sqlite_path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
+    stamp = CheapStamp(query_stamp, sqlite_path)
     # SchemaMismatch: serving another schema would only answer 500s (an empty database,
     # e.g. the one `flagatlas openapi` describes the routes on, answers 404s).
-    check_schema(app.state.engine, empty_ok=True)
+    check_schema(engine, empty_ok=True)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> Response:
@@ -214,7 +261,17 @@ def create_app(db_url: str | None = None) -> FastAPI:
     app.include_router(env.router)
     app.include_router(docsdrift.router)
     # The source view of a big file is ~1.5 MB of HTML; compressed it is a tenth of that.
+    # Outermost last: limits -> security headers -> cached pinned pages -> gzip -> routes.
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=5)
+    if cache_mb is None:
+        cache_mb = int(os.environ.get("FLAGATLAS_CACHE_MB", "64"))
+    if cache_mb > 0:
+        app.add_middleware(ResponseCache, stamp=stamp, max_bytes=cache_mb * 1024 * 1024)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(URLLimit)
+    # Start-up objects (modules, templates, routes) live for the whole process: move them out
+    # of the collector's generations so collections during requests do not walk them again.
+    gc.collect()
+    gc.freeze()
     return app

@@ -141,13 +141,16 @@ def serve(
     db: str | None = typer.Option(None, "--db", help="Knowledge base (SQLite path or URL)."),
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8000, "--port"),
+    workers: int = typer.Option(
+        0, "--workers", help="Server processes (default: the machine's cores)."
+    ),
 ) -> None:
     """Serve the dashboard (read-only on the knowledge base)."""
+    import os
     from pathlib import Path
 
-    import uvicorn
-
     from app.main import create_app
+    from cli.serve import ensure_index, serve_workers, uvicorn_config
     from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
 
     url = database_url(db)
@@ -158,13 +161,19 @@ def serve(
     engine = make_engine(url, readonly=True)
     try:
         check_schema(engine)
-        app = create_app(url)
     except SchemaMismatch as exc:
         typer.echo(schema_line("serve", url, exc), err=True)
         raise typer.Exit(1) from None
     finally:
         engine.dispose()
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    ensure_index(url)
+    count = workers or os.cpu_count() or 1
+    if count == 1:
+        import uvicorn
+
+        uvicorn.Server(uvicorn_config(create_app(url), host=host, port=port)).run()
+        return
+    serve_workers(lambda: create_app(url), host, port, count)
 
 
 @cli.command()

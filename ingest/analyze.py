@@ -150,8 +150,8 @@ def analyze_batch(
     """
     assert _reader is not None
     out = []
-    for sha, kind, path in items:
-        data = _reader.read(sha)
+    blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
+    for (sha, kind, path), data in zip(items, blobs, strict=True):
         facts = analyze(data, kind, path)
         packed = zlib.compress(json.dumps(facts, separators=(",", ":")).encode(), 1)
         text = zlib.compress(data, 1) if likely_cited(kind, facts) else None

@@ -32,6 +32,7 @@ from ingest.git_source import (
 )
 from ingest.store import existing_versions, load_facts, save_facts, write_version
 from ingest.versions import select
+from kb.procs import die_with_parent
 from kb.schema import EXTRACTOR_VERSION, check_schema, create_schema, drop_schema, make_engine
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
@@ -218,10 +219,16 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
     with ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=get_context("fork"),
-        initializer=_worker_init,
-        initargs=(str(gitdir),),
+        initializer=_pool_init,
+        initargs=(str(gitdir), os.getpid()),
     ) as pool:
         yield from pool.map(analyze_batch, batches)
+
+
+def _pool_init(gitdir: str, parent: int) -> None:
+    # A `kill -9` of the ingest runs no clean-up: the kernel ends the workers instead.
+    die_with_parent(parent=parent)
+    _worker_init(gitdir)
 
 
 def summary_json(summary: IngestSummary) -> dict[str, Any]:

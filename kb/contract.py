@@ -850,6 +850,9 @@ class ExplainResult(Model):
     tokens: list[Token] = []
     profile_options: ProfileOptions | None = None
     env: list[EnvAssignment] = []  # environment variables the command sets
+    # Lists cut at 200 entries (app/views/explain.py): {"flags": full length, ...}; null
+    # when nothing was cut.
+    truncated: dict[str, int] | None = None
 
 
 # --- environment variables and docs drift ----------------------------------------------------

@@ -247,7 +247,11 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
     def sites(v: Version) -> list[ConstraintSite]:
         stmt = select(ConstraintSite).where(ConstraintSite.version_id == v.id)
         return list(
-            session.exec(stmt.order_by(col(ConstraintSite.path), col(ConstraintSite.line))).all()
+            session.exec(
+                stmt.order_by(
+                    col(ConstraintSite.path), col(ConstraintSite.line), col(ConstraintSite.id)
+                )
+            ).all()
         )
 
     ca, cb = sites(old), sites(new)

@@ -93,7 +93,12 @@ def newest_version(session: Session) -> Version | None:
 
 
 def get_version(session: Session, name: str) -> Version:
-    version = session.exec(select(Version).where(Version.name == name)).first()
+    # No name holds NUL, and PostgreSQL refuses it in a text parameter: not found, unasked.
+    version = (
+        None
+        if "\x00" in name
+        else session.exec(select(Version).where(Version.name == name)).first()
+    )
     if version is None:
         names = version_names(session)
         raise NotFound(
@@ -284,7 +289,7 @@ def all_flags(session: Session, version: Version) -> list[Flag]:
         session.exec(
             select(Flag)
             .where(Flag.version_id == version.id)
-            .order_by(col(Flag.path), col(Flag.line))
+            .order_by(col(Flag.path), col(Flag.line), col(Flag.id))
         )
     )
 
@@ -376,7 +381,9 @@ def enum_dict(version: Version, enum: Enum) -> dict[str, Any]:
 
 def all_enums(session: Session, version: Version) -> list[Enum]:
     return list(
-        session.exec(select(Enum).where(Enum.version_id == version.id).order_by(col(Enum.name)))
+        session.exec(
+            select(Enum).where(Enum.version_id == version.id).order_by(col(Enum.name), col(Enum.id))
+        )
     )
 
 
@@ -405,7 +412,7 @@ def flag_usages(session: Session, version: Version, dest: str) -> list[UsageSite
         session.exec(
             select(UsageSite)
             .where(UsageSite.version_id == version.id, UsageSite.dest == dest)
-            .order_by(col(UsageSite.path), col(UsageSite.line))
+            .order_by(col(UsageSite.path), col(UsageSite.line), col(UsageSite.id))
         )
     )
 
@@ -442,7 +449,7 @@ def choice_sites(
                 & col(ChoiceSite.candidates).contains(f'"{flag}"', autoescape=True),
             ),
         )
-        .order_by(col(ChoiceSite.path), col(ChoiceSite.line))
+        .order_by(col(ChoiceSite.path), col(ChoiceSite.line), col(ChoiceSite.id))
     )
     for site in rows:
         if site.flag == flag or (site.flag is None and flag in (loads(site.candidates) or [])):
@@ -467,7 +474,13 @@ _sha_cache: Cache[str] = Cache(50_000)
 
 
 def version_paths(session: Session, version: Version) -> list[str]:
-    return list(session.exec(select(VersionFile.path).where(VersionFile.version_id == version.id)))
+    return list(
+        session.exec(
+            select(VersionFile.path)
+            .where(VersionFile.version_id == version.id)
+            .order_by(col(VersionFile.path))
+        )
+    )
 
 
 # --- history ------------------------------------------------------------------------------

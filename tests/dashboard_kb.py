@@ -222,8 +222,9 @@ def _sha(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()
 
 
-def build_kb(path: Path) -> Path:
-    engine = make_engine(f"sqlite:///{path}")
+def build_kb(path: Path, url: str | None = None) -> Path:
+    """The knowledge base in SQLite at `path`, or in the database at `url` when given."""
+    engine = make_engine(url or f"sqlite:///{path}")
     create_schema(engine)
     with Session(engine) as session:
         for position, name in enumerate(VERSIONS):

@@ -11,6 +11,7 @@ from dashboard_kb import ARGS, ENUMS, RUNNER, WEB_URL, build_kb
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from tests.pg import BACKENDS, fresh_database, index_at
 
 FLAG_FIELDS = {"name", "dest", "aliases", "type", "default", "choices", "help", "deprecated"}
 SGLANG = "https://github.com/sgl-project/sglang"  # web_url of the kb_db fixture
@@ -18,9 +19,16 @@ CITATION_FIELDS = {"path", "line", "end_line", "url", "permalink"}
 CONSTRAINT_FIELDS = {"kind", "function", "condition", "message", "flags", "affects", "source"}
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    db = build_kb(tmp_path_factory.mktemp("kb") / "kb.db")
+@pytest.fixture(scope="module", params=BACKENDS)
+def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    """The contract holds on SQLite and on PostgreSQL (when FLAGATLAS_TEST_PG_URL is set)."""
+    tmp = tmp_path_factory.mktemp("kb")
+    if request.param == "postgres":
+        url = fresh_database("api")
+        build_kb(tmp / "unused.db", url)
+        with index_at(tmp / "index"):
+            return TestClient(create_app(url), follow_redirects=False)
+    db = build_kb(tmp / "kb.db")
     return TestClient(create_app(f"sqlite:///{db}"), follow_redirects=False)
 
 

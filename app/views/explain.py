@@ -35,6 +35,32 @@ EXAMPLE = (
 )
 
 
+# The answer lists one entry per flag occurrence and per finding: a 20,000-character command
+# of `--tp 1` repeated would be a 3 MB answer. Real launch commands have a few dozen flags;
+# longer lists are cut here and the cut is reported in "truncated": {"list": full length}.
+MAX_ITEMS = 200
+
+
+def bounded(result: dict[str, Any]) -> dict[str, Any]:
+    """The answer with each list (top level and under "compare") cut to MAX_ITEMS."""
+    truncated: dict[str, int] = {}
+
+    def cut(where: dict[str, Any], prefix: str) -> dict[str, Any]:
+        out = dict(where)
+        for key, value in where.items():
+            if isinstance(value, list) and len(value) > MAX_ITEMS:
+                out[key] = value[:MAX_ITEMS]
+                truncated[prefix + key] = len(value)
+        return out
+
+    out = cut(result, "")
+    if isinstance(out.get("compare"), dict):
+        out["compare"] = cut(out["compare"], "compare.")
+    if truncated:
+        out["truncated"] = truncated
+    return out
+
+
 class CommandTooLong(Exception):
     """A command over MAX_COMMAND characters: answered with 413."""
 
@@ -65,7 +91,9 @@ def explain_result(
     unknown version."""
     if len(command) > MAX_COMMAND:
         raise CommandTooLong(f"The command is longer than {MAX_COMMAND} characters.")
-    return ExplainResult.model_validate(explain(session, version, command, compare, profile))
+    return ExplainResult.model_validate(
+        bounded(explain(session, version, command, compare, profile))
+    )
 
 
 def _too_long(request: Request, exc: CommandTooLong) -> Response:

@@ -55,7 +55,9 @@ def matches(flag: dict[str, Any], query: str) -> bool:
 def flag_list(session: Session, version: Version, query: str) -> FlagList:
     """The flags of a version in source order, filtered by `query`, with their badges."""
     rows = session.exec(
-        select(Flag).where(Flag.version_id == version.id).order_by(col(Flag.path), col(Flag.line))
+        select(Flag)
+        .where(Flag.version_id == version.id)
+        .order_by(col(Flag.path), col(Flag.line), col(Flag.id))
     )
     counts = constraint_counts(session, version)
     flags = []

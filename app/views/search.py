@@ -46,7 +46,8 @@ def run_search(
     when the index cannot be opened."""
     if version and version != "all":
         get_version(session, version[:200])
-    index = get_index(db_url_of(request.app))
+    # The index directory is fixed when the app is created (app.state.index_dir).
+    index = get_index(db_url_of(request.app), getattr(request.app.state, "index_dir", None))
     try:
         return SearchPage.model_validate(index.search(q, version or None, max(1, min(limit, 100))))
     except UnknownVersion as exc:  # in the database but not yet in the index

@@ -8,13 +8,14 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from markupsafe import Markup
 from sqlmodel import Session, select
 
 from app.deps import SessionDep
-from app.highlight import blob_lines, highlighted_lines
+from app.highlight import blob_lines, source_table
 from app.templating import render
 from app.views.common import errors, page_context
-from kb.contract import Mark, SourceFile
+from kb.contract import SourceFile
 from kb.queries import (
     NotFound,
     backend_url,
@@ -109,7 +110,8 @@ def file_marks(session: Session, version: Version, path: str) -> list[dict[str, 
                 "url": backend_url(version, flag, value) if flag else "",
             }
         )
-    return sorted(marks, key=lambda m: (m["line"], m["what"]))
+    # A total order (the database returns ties in any order; PostgreSQL and SQLite differ).
+    return sorted(marks, key=lambda m: (m["line"], m["what"], m["label"], m["end_line"], m["url"]))
 
 
 def source_file(session: Session, version: Version, path: str) -> SourceFile:
@@ -130,16 +132,17 @@ def source_file(session: Session, version: Version, path: str) -> SourceFile:
 def source_page(request: Request, session: SessionDep, version: str, path: str) -> Response:
     found = get_version(session, version)
     data = source_file(session, found, path)
-    marks_by_line: dict[int, list[Mark]] = {}
+    labels: dict[int, list[str]] = {}
     for mark in data.marks:
         for n in range(mark.line, max(mark.line, mark.end_line) + 1):
-            marks_by_line.setdefault(n, []).append(mark)
+            labels.setdefault(n, []).append(mark.label)
+    # The highlighted rows of `data.text` (cached per blob: presentation only).
+    rows, count = source_table(session, data.sha, path, labels) or (Markup(""), 0)
     context = {
         **page_context(session, found, f"source/{path}"),
         "data": data,
-        # The highlighted lines of `data.text` (cached per blob: presentation only).
-        "lines": highlighted_lines(session, data.sha, path) or [],
-        "marks": marks_by_line,
+        "rows": rows,
+        "line_count": count,
     }
     return render(request, "source.html", context)
 

@@ -1,0 +1,245 @@
+"""Rendered responses of version-pinned pages, cached by the knowledge base's stamp.
+
+The knowledge base changes only when an ingest runs, and `kb_stamp` changes with every
+ingest. So the bytes of a version-pinned page (HTML or JSON) are a function of
+(stamp, URL, htmx headers): they are rendered once, compressed once, and then served from
+memory with a strong ETag; `If-None-Match` gets a 304. Memory is bounded by an LRU that
+counts bytes. A plain ASGI middleware (no BaseHTTPMiddleware): a hit costs a dict lookup.
+
+Cache-Control: the content of a pinned URL is immutable *per stamp*, but the URL itself
+outlives a re-ingest (`ingest --force`, a new extractor), so it is not `immutable`: browsers
+and proxies may reuse it for `max_age` seconds (default 60: an ingest shows within a
+minute) and then revalidate with the ETag, which costs a 304 without a body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from threading import Lock
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# URL prefixes whose answer depends only on the knowledge base (and the URL).
+PINNED = ("/v/", "/api/v/", "/diff/", "/api/diff/")
+# Bodies below this are sent as they are: gzip would not pay for its header.
+MIN_GZIP = 1024
+COMPRESSIBLE = (b"text/", b"application/json", b"application/javascript")
+
+
+@dataclass(frozen=True)
+class Entry:
+    status: int
+    headers: list[tuple[bytes, bytes]]  # without content-length / content-encoding / etag
+    body: bytes
+    etag: bytes
+    gz_body: bytes | None
+    gz_etag: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + len(self.gz_body or b"") + 512
+
+
+class ByteLRU:
+    """An LRU bounded by the total size of its entries, safe across threads."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.items: OrderedDict[tuple[str, ...], Entry] = OrderedDict()
+        self.lock = Lock()
+
+    def get(self, key: tuple[str, ...]) -> Entry | None:
+        with self.lock:
+            entry = self.items.get(key)
+            if entry is not None:
+                self.items.move_to_end(key)
+            return entry
+
+    def put(self, key: tuple[str, ...], entry: Entry) -> None:
+        if entry.size > self.max_bytes // 4:  # one huge page must not flush all the others
+            return
+        with self.lock:
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.bytes -= old.size
+            self.items[key] = entry
+            self.bytes += entry.size
+            while self.bytes > self.max_bytes:
+                _key, evicted = self.items.popitem(last=False)
+                self.bytes -= evicted.size
+
+
+def _etag_matches(header: bytes, etag: bytes) -> bool:
+    """If-None-Match uses the weak comparison (RFC 9110 13.1.2): W/ prefixes are ignored."""
+    for candidate in header.split(b","):
+        candidate = candidate.strip()
+        if candidate == b"*" or candidate.removeprefix(b"W/") == etag:
+            return True
+    return False
+
+
+class CheapStamp:
+    """The KB stamp without a query per request.
+
+    `query()` (kb_stamp) costs a round trip. For SQLite, any commit changes the size or
+    mtime of the database or its WAL file, so two stat calls tell whether to ask again and a
+    new ingest is seen at the next request. For a server database (PostgreSQL) the stamp is
+    asked at most once per `ttl` seconds, so an ingest is seen within that time.
+    """
+
+    def __init__(self, query: Callable[[], str], sqlite_path: str | None, ttl: float = 1.0):
+        self.query = query
+        self.files = [sqlite_path, sqlite_path + "-wal"] if sqlite_path else []
+        self.ttl = ttl
+        self._seen: tuple[object, str] | None = None
+
+    def _signature(self) -> object:
+        if not self.files:
+            return int(time.monotonic() / self.ttl)
+        out: list[tuple[int, int, int] | None] = []
+        for name in self.files:
+            try:
+                st = os.stat(name)
+                out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def __call__(self) -> str:
+        signature = self._signature()
+        seen = self._seen
+        if seen is not None and seen[0] == signature:
+            return seen[1]
+        value = self.query()
+        self._seen = (signature, value)
+        return value
+
+
+class ResponseCache:
+    """ASGI middleware: serve GET/HEAD of pinned URLs from memory, keyed by the KB stamp.
+
+    `stamp()` runs on every pinned request, so it must be cheap (see CheapStamp). Put this
+    outside any gzip middleware: it asks the app for identity bytes and compresses them
+    itself, once per entry.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        stamp: Callable[[], str],
+        max_bytes: int = 64 * 1024 * 1024,
+        max_age: int = 60,
+    ) -> None:
+        self.app = app
+        self.current_stamp = stamp
+        self.lru = ByteLRU(max_bytes)
+        self.cache_control = f"public, max-age={max_age}".encode()
+        # Renders in flight, so that 32 clients asking for the same cold page wait for one
+        # render instead of running 32 at once (each worker has one event loop).
+        self.pending: dict[tuple[str, ...], asyncio.Future[Entry | None]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] not in ("GET", "HEAD")
+            or not scope["path"].startswith(PINNED)
+        ):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])  # lower-case names; the last one of a name wins
+        key = (
+            self.current_stamp(),
+            scope["path"],
+            scope.get("query_string", b"").decode("latin-1"),
+            headers.get(b"hx-request", b"").decode("latin-1"),
+            headers.get(b"hx-history-restore-request", b"").decode("latin-1"),
+        )
+        entry = self.lru.get(key)
+        if entry is None:
+            waiting = self.pending.get(key)
+            if waiting is not None:
+                entry = await asyncio.shield(waiting)
+            if entry is None:
+                entry = await self._render_once(key, scope, receive, send)
+                if entry is None:  # not cacheable: already sent as it came
+                    return
+        await self._send(entry, headers, scope["method"] == "HEAD", send)
+
+    async def _render_once(
+        self, key: tuple[str, ...], scope: Scope, receive: Receive, send: Send
+    ) -> Entry | None:
+        future: asyncio.Future[Entry | None] = asyncio.get_running_loop().create_future()
+        self.pending.setdefault(key, future)
+        entry = None
+        try:
+            entry = await self._render(scope, receive, send)
+            if entry is not None:
+                self.lru.put(key, entry)
+        finally:
+            if self.pending.get(key) is future:
+                del self.pending[key]
+            future.set_result(entry)  # waiters with None render for themselves
+        return entry
+
+    async def _render(self, scope: Scope, receive: Receive, send: Send) -> Entry | None:
+        """Run the app for identity bytes; a 200 becomes an Entry, anything else is sent."""
+        inner = dict(scope)
+        inner["headers"] = [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]
+        # HEAD is rendered as GET: same headers and ETag as the GET, and a reusable entry.
+        head = scope["method"] == "HEAD"
+        inner["method"] = "GET"
+        messages: list[Message] = []
+
+        async def capture(message: Message) -> None:
+            messages.append(message)
+
+        await self.app(inner, receive, capture)
+        start = messages[0] if messages else None
+        if start is None or start["type"] != "http.response.start" or start["status"] != 200:
+            for message in messages:
+                if head and message["type"] == "http.response.body":
+                    message = {"type": "http.response.body", "body": b""}
+                await send(message)
+            return None
+        body = b"".join(m.get("body", b"") for m in messages[1:])
+        kept = [
+            (k.lower(), v)
+            for k, v in start.get("headers", [])
+            if k.lower() not in (b"content-length", b"content-encoding", b"etag", b"vary")
+        ]
+        ctype = next((v for k, v in kept if k == b"content-type"), b"")
+        gz_body = None
+        if len(body) >= MIN_GZIP and ctype.startswith(COMPRESSIBLE):
+            gz_body = gzip.compress(body, compresslevel=6, mtime=0)
+        digest = hashlib.blake2b(body, digest_size=12).hexdigest().encode()
+        return Entry(200, kept, body, b'"' + digest + b'"', gz_body, b'"' + digest + b'-gz"')
+
+    async def _send(
+        self, entry: Entry, headers: dict[bytes, bytes], head: bool, send: Send
+    ) -> None:
+        use_gz = entry.gz_body is not None and b"gzip" in headers.get(b"accept-encoding", b"")
+        body = entry.gz_body if use_gz and entry.gz_body is not None else entry.body
+        etag = entry.gz_etag if use_gz else entry.etag
+        common = [
+            (b"etag", etag),
+            (b"cache-control", self.cache_control),
+            (b"vary", b"HX-Request, Accept-Encoding"),
+        ]
+        match = headers.get(b"if-none-match")
+        if match is not None and _etag_matches(match, etag):
+            await send({"type": "http.response.start", "status": 304, "headers": common})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        out = entry.headers + common + [(b"content-length", str(len(body)).encode())]
+        if use_gz:
+            out.append((b"content-encoding", b"gzip"))
+        await send({"type": "http.response.start", "status": entry.status, "headers": out})
+        await send({"type": "http.response.body", "body": b"" if head else body})

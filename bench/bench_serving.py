@@ -1,0 +1,233 @@
+"""Serving a team, on a full knowledge base, every figure a ratio within one run:
+
+1. warm repeat views of version-pinned pages (the stamp-keyed response cache) against a
+   static file from the same server (target: within 2x), and a 304 on If-None-Match;
+2. uncached views (response cache off, `FLAGATLAS_CACHE_MB=0`) of the heavy flag page
+   (target < 8 ms median), the flags list and the constraints page (< 15 ms);
+3. throughput with wrk at 32 keep-alive connections on the flag page, `--workers 2` against
+   `--workers 1` (target >= 1.6x), uncached and cached;
+4. Datasette (installed from PyPI into a scratch venv) serving the same file: its row page's
+   throughput against the flag page's, in the same run.
+
+    .venv/bin/python bench/bench_serving.py [--db PATH] [--seconds 8] [--no-datasette]
+
+Needs `wrk` (apt-get install wrk). The database is copied first (the servers never write it,
+Datasette is run with -i, but the copy keeps the original out of any doubt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.httpbench import ROOT, default_db, describe  # noqa: E402
+
+VERSION = "snapshot-2026-02-01"
+FLAG = f"/v/{VERSION}/flags/--moe-runner-backend"
+FLAGS = f"/v/{VERSION}/flags"
+CONSTRAINTS = f"/v/{VERSION}/constraints"
+SOURCE = f"/v/{VERSION}/source/python/sglang/srt/server_args.py"
+STATIC = "/static/style.css"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_up(url: str, seconds: float = 120) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if httpx.get(url, timeout=5).status_code < 500:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    sys.exit(f"{url} did not come up")
+
+
+@contextmanager
+def flagatlas(db: str, workers: int, cache_mb: int) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "FLAGATLAS_CACHE_MB": str(cache_mb)}
+    env.pop("DATABASE_URL", None)
+    cmd = [sys.executable, "-m", "cli", "serve", "--db", db, "--port", str(port)]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", str(workers)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_up(base + STATIC)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def timed(client: httpx.Client, url: str, headers: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    response = client.get(url, headers=headers)
+    elapsed = (time.perf_counter() - start) * 1000
+    if response.status_code not in (200, 304):
+        sys.exit(f"{url}: HTTP {response.status_code}")
+    return elapsed
+
+
+def wrk(url: str, seconds: int, connections: int = 32) -> float:
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "30s", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        sys.exit(f"wrk {url}: {errors.group(1)} error responses")
+    return float(m.group(1)) if m else 0.0
+
+
+def warm_views(base: str, rounds: int) -> None:
+    urls = [FLAG, FLAGS, CONSTRAINTS, SOURCE, "/api" + FLAG]
+    with httpx.Client(base_url=base, timeout=60, headers={"Accept-Encoding": "gzip"}) as c:
+        for url in urls:
+            c.get(url)  # fill the cache
+        static: list[float] = []
+        per: dict[str, list[float]] = {u: [] for u in urls}
+        for _ in range(rounds):
+            for url in urls:
+                per[url].append(timed(c, url))
+                static.append(timed(c, STATIC))
+        etag = c.get(FLAG).headers.get("etag", "")
+        status = c.get(FLAG, headers={"If-None-Match": etag}).status_code
+    print(describe("static file (baseline)", static))
+    s = statistics.median(static)
+    worst = 0.0
+    for url, values in per.items():
+        ratio = statistics.median(values) / s
+        worst = max(worst, ratio)
+        print(describe("  warm " + url.replace(f"/v/{VERSION}", "…"), values) + f"  {ratio:.2f}x")
+    print(f"warm pinned pages: worst median {worst:.2f}x the static file (target <= 2x): "
+          + ("PASS" if worst <= 2 else "FAIL"))  # fmt: skip
+    print(f"If-None-Match {etag} -> {status}: " + ("PASS" if status == 304 else "FAIL"))
+
+
+def uncached_views(base: str, rounds: int) -> None:
+    targets = {FLAG: 8.0, FLAGS: 15.0, CONSTRAINTS: 15.0}
+    with httpx.Client(base_url=base, timeout=60) as c:
+        first = {url: timed(c, url) for url in targets}
+        per: dict[str, list[float]] = {u: [] for u in targets}
+        for _ in range(rounds):
+            for url in targets:
+                per[url].append(timed(c, url))
+    for url, target in targets.items():
+        median = statistics.median(per[url])
+        verdict = "PASS" if median < target else "FAIL"
+        print(
+            describe("  uncached " + url.replace(f"/v/{VERSION}", "…"), per[url])
+            + f"  first {first[url]:.1f} ms; target < {target:.0f} ms: {verdict}"
+        )
+
+
+@contextmanager
+def datasette(db: str) -> Iterator[str]:
+    venv = Path(tempfile.gettempdir()) / "flagatlas-bench-datasette"
+    if not (venv / "bin" / "datasette").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", "datasette"],
+            check=True,
+        )
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(venv / "bin" / "datasette"), "serve", "-i", db, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_up(base + "/-/versions.json")
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", default=None)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--no-datasette", action="store_true")
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is missing: apt-get install wrk")
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "kb.db")
+        shutil.copy(args.db or default_db(), db)
+        print(f"{args.db or default_db()} (copied), {os.cpu_count()} cores")
+
+        print("\n1. warm repeat views (response cache on, 1 worker)")
+        with flagatlas(db, 1, 64) as base:
+            warm_views(base, args.rounds)
+
+        print("\n2. uncached views (FLAGATLAS_CACHE_MB=0, 1 worker)")
+        with flagatlas(db, 1, 0) as base:
+            uncached_views(base, args.rounds)
+
+        print(f"\n3. wrk, 32 connections, {args.seconds}s each, on {FLAG}")
+        rates: dict[tuple[int, int], float] = {}
+        for cache in (0, 64):
+            for workers in (1, 2):
+                with flagatlas(db, workers, cache) as base:
+                    # One request first (fills the history cache), then every worker.
+                    httpx.get(base + FLAG, timeout=120)
+                    wrk(base + FLAG, 2)
+                    rates[(cache, workers)] = wrk(base + FLAG, args.seconds)
+                label = "cached" if cache else "uncached"
+                print(f"  {label:<8} --workers {workers}: {rates[(cache, workers)]:8.1f} req/s")
+        for cache in (0, 64):
+            ratio = rates[(cache, 2)] / max(rates[(cache, 1)], 1e-9)
+            label = "cached" if cache else "uncached"
+            verdict = "PASS" if ratio >= 1.6 else "FAIL"
+            print(f"  {label}: --workers 2 = {ratio:.2f}x --workers 1 (target >= 1.6x): {verdict}")
+
+        if not args.no_datasette:
+            print("\n4. Datasette on the same file, wrk 32 connections")
+            with datasette(db) as base:
+                row = base + "/kb/flag/1"
+                httpx.get(row, timeout=120)
+                wrk(row, 2)
+                rate = wrk(row, args.seconds)
+            print(f"  datasette row page /kb/flag/1: {rate:8.1f} req/s")
+            for (cache, workers), ours in sorted(rates.items()):
+                label = "cached" if cache else "uncached"
+                print(
+                    f"  flag page {label} --workers {workers}: {ours / rate:.2f}x Datasette's"
+                    " row page (target >= 1x)"
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Child processes that die with their parent (Linux), for the ingest's pool workers and
+`git cat-file` children and for the server's workers.
+
+A `kill -9` of the parent runs none of its clean-up code, so the children must learn of it
+from the kernel: prctl(PR_SET_PDEATHSIG) asks for a signal when the parent goes. Elsewhere
+(no prctl) this is a no-op and children end when their pipes close, as before.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Any:
+    # Resolved once at import: the call itself may run between fork and exec (preexec_fn),
+    # where loading a library is best avoided.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_prctl = _load_prctl()
+
+
+def die_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> None:
+    """Ask the kernel to send `sig` to this process when its parent exits.
+
+    Call it in the child (a pool initializer, or `preexec_fn` of a subprocess). `parent` is
+    the pid the child was started by: if it is already gone (the race between fork and
+    prctl), the child exits at once.
+    """
+    if _prctl is None:
+        return
+    _prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)

@@ -1,0 +1,453 @@
+"""Serving a team: the stamp-keyed response cache (ETag, 304, gzip, invalidation), bounded
+inputs and answers (413, 414, 400 for long explain parameters, truncated explain lists),
+`flagatlas serve --workers` (SO_REUSEPORT workers that die with the parent), and an ingest
+killed with SIGKILL leaving no worker or `git cat-file` behind."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from dashboard_kb import build_kb
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from app.main import create_app
+from app.respcache import ByteLRU, Entry
+from cli.serve import uvicorn_config
+from kb.schema import Flag, Version, make_engine
+from tests.fixture_repos import ERA2_SERVER_ARGS, SERVER_ARGS, commit, git, write
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "/v/v0.3.0/flags/--moe-runner-backend"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_kb(tmp_path_factory.mktemp("kb") / "kb.db")
+
+
+@pytest.fixture
+def client(db: Path) -> TestClient:
+    return TestClient(create_app(f"sqlite:///{db}"), follow_redirects=False)
+
+
+# --- the response cache -----------------------------------------------------------------
+
+
+def test_pinned_page_has_strong_etag_and_304(client: TestClient) -> None:
+    first = client.get(PAGE)
+    assert first.status_code == 200
+    etag = first.headers["etag"]
+    assert etag.startswith('"') and not etag.startswith("W/")
+    assert "max-age=" in first.headers["cache-control"]
+    assert "HX-Request" in first.headers["vary"]
+    again = client.get(PAGE)
+    assert again.content == first.content and again.headers["etag"] == etag
+    revalidated = client.get(PAGE, headers={"If-None-Match": etag})
+    assert revalidated.status_code == 304 and revalidated.content == b""
+    assert revalidated.headers["etag"] == etag
+    # The security headers still wrap cached answers.
+    assert "default-src 'self'" in revalidated.headers["content-security-policy"]
+    other = client.get(PAGE, headers={"If-None-Match": '"something-else"'})
+    assert other.status_code == 200
+
+
+def test_gzip_and_identity_are_distinct_representations(client: TestClient) -> None:
+    zipped = client.get(PAGE, headers={"Accept-Encoding": "gzip"})
+    plain = client.get(PAGE, headers={"Accept-Encoding": "identity"})
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert "content-encoding" not in plain.headers
+    assert zipped.content == plain.content  # httpx decodes the gzip body
+    assert zipped.headers["etag"] != plain.headers["etag"]
+    raw = client.get(PAGE, headers={"Accept-Encoding": "gzip"})
+    assert int(raw.headers["content-length"]) < len(plain.content)
+
+
+def test_head_and_json_twin_and_htmx_variant(db: Path) -> None:
+    client = TestClient(create_app(f"sqlite:///{db}"))  # a cold cache: HEAD comes first
+    head = client.head(PAGE, headers={"Accept-Encoding": "identity"})
+    get = client.get(PAGE, headers={"Accept-Encoding": "identity"})
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == str(len(get.content))
+    assert head.headers["etag"] == get.headers["etag"]
+    missing = client.head("/v/v0.3.0/flags/--nope")
+    assert missing.status_code == 404 and missing.content == b""
+    api = client.get("/api" + PAGE)
+    assert (
+        api.status_code == 200
+        and api.headers["etag"]
+        and api.json()["name"] == "--moe-runner-backend"
+    )
+    # An htmx swap of the flags list gets only its block: a separate cache entry.
+    full = client.get("/v/v0.3.0/flags?q=moe")
+    fragment = client.get("/v/v0.3.0/flags?q=moe", headers={"HX-Request": "true"})
+    assert len(fragment.content) < len(full.content)
+    assert fragment.headers["etag"] != full.headers["etag"]
+    assert client.get("/v/v0.3.0/flags?q=moe").content == full.content
+
+
+def test_errors_and_unpinned_pages_are_not_cached(client: TestClient) -> None:
+    missing = client.get("/v/v0.3.0/flags/--no-such-flag")
+    assert missing.status_code == 404 and "etag" not in missing.headers
+    assert client.get("/v/v0.3.0/flags/--no-such-flag").status_code == 404
+    assert "etag" not in client.get("/api/versions").headers
+    assert client.get("/latest/flags").status_code == 302
+
+
+def test_a_new_ingest_changes_the_answer(tmp_path: Path) -> None:
+    db = build_kb(tmp_path / "kb.db")
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    url = "/api/v/v0.3.0/flags/--pp-size"
+    before = client.get(url)
+    engine = make_engine(f"sqlite:///{db}")
+    with Session(engine) as session:  # what a re-ingest does: new rows, new stamp
+        version = session.exec(select(Version).where(Version.name == "v0.3.0")).one()
+        flag = session.exec(
+            select(Flag).where(Flag.name == "--pp-size", Flag.version_id == version.id)
+        ).one()
+        flag.help = "Changed by a new ingest."
+        version.ingested_at = version.ingested_at.replace(year=2030)
+        session.add(flag)
+        session.add(version)
+        session.commit()
+    engine.dispose()
+    after = client.get(url)
+    assert after.json()["help"] == "Changed by a new ingest."
+    assert after.headers["etag"] != before.headers["etag"]
+    stale = client.get(url, headers={"If-None-Match": before.headers["etag"]})
+    assert stale.status_code == 200
+
+
+def test_lru_is_bounded_by_bytes() -> None:
+    lru = ByteLRU(10_000)
+
+    def entry(size: int) -> Entry:
+        return Entry(200, [], b"x" * size, b'"a"', None, b'"a-gz"')
+
+    for i in range(20):
+        lru.put(("s", str(i)), entry(1000))
+    assert lru.bytes <= 10_000
+    assert lru.get(("s", "19")) is not None and lru.get(("s", "0")) is None
+    lru.put(("s", "huge"), entry(9000))  # over a quarter of the cache: not kept
+    assert lru.get(("s", "huge")) is None
+
+
+# --- bounded inputs and answers ----------------------------------------------------------
+
+
+def test_request_body_over_the_limit_is_413(client: TestClient) -> None:
+    big = b'{"command": "' + b"x" * 10_000_000 + b'"}'
+    response = client.post(
+        "/api/explain", content=big, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(100):
+            yield b"x" * 100_000
+
+    streamed = client.post(
+        "/api/explain", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert streamed.status_code == 413
+
+
+def test_get_explain_validates_like_post(client: TestClient) -> None:
+    long_command = client.get("/api/explain", params={"command": "x" * 20_001})
+    assert long_command.status_code == 413  # like POST (kb.explain's MAX_COMMAND)
+    long_version = client.get("/api/explain", params={"command": "--tp 1", "version": "v" * 201})
+    assert long_version.status_code == 400
+    page = client.get("/explain", params={"command": "--tp 1", "compare": "v" * 201})
+    assert page.status_code in (400, 404)
+    post = client.post("/api/explain", json={"command": "x" * 20_001})
+    assert 400 <= post.status_code < 500
+
+
+def test_explain_answer_is_bounded(client: TestClient) -> None:
+    command = ("python -m sglang.launch_server " + "--tp-size 1 " * 2000)[:20_000]
+    response = client.post("/api/explain", json={"version": "v0.3.0", "command": command})
+    assert response.status_code == 200
+    body = response.json()
+    assert len(body["flags"]) == 200
+    assert body["truncated"]["flags"] > 1000
+    assert len(response.content) < 40 * len(command)
+    short = client.post("/api/explain", json={"version": "v0.3.0", "command": "--tp-size 2"})
+    assert short.json()["truncated"] is None
+
+
+@pytest.fixture(scope="module")
+def live_server(db: Path) -> Iterator[int]:
+    """One uvicorn server with the settings `flagatlas serve` uses, on a free port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn_config(
+        create_app(f"sqlite:///{db}"), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 20
+    while not server.started and time.time() < deadline:
+        time.sleep(0.05)
+    yield port
+    server.should_exit = True
+    thread.join(10)
+
+
+def raw_get(port: int, target: str) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        out = b""
+        while chunk := sock.recv(65536):
+            out += chunk
+    return out
+
+
+def test_megabyte_url_gets_414_not_a_reset(live_server: int) -> None:
+    answer = raw_get(live_server, "/v/v0.3.0/flags?q=" + "a" * 1_000_000)
+    assert answer.startswith(b"HTTP/1.1 414"), answer[:200]
+    assert raw_get(live_server, PAGE).startswith(b"HTTP/1.1 200")
+
+
+# --- workers ------------------------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie is dead; no init reaps it in some containers
+
+
+def _wait_gone(pids: list[int], seconds: float) -> list[int]:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_REUSEPORT, /proc")
+def test_serve_workers_spread_and_die_with_the_parent(db: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "serve", "--db", str(db), "--port", "0", "--workers", "2"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        if line.startswith("Built the search index"):  # it was missing: built before forking
+            line = proc.stderr.readline()
+        assert "with 2 workers" in line, line
+        port = int(line.split("http://127.0.0.1:")[1].split()[0])
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        deadline = time.time() + 30
+        # Each worker has its own listening socket on the port (SO_REUSEPORT).
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}{PAGE}", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        inodes = {w: _listening_inodes(w) for w in workers}
+        assert all(inodes.values()) and len(set().union(*inodes.values())) == 2
+        # 32 keep-alive clients land on both workers (counted by each worker's sockets).
+        clients = [httpx.Client(base_url=f"http://127.0.0.1:{port}") for _ in range(32)]
+        for c in clients:
+            assert c.get(PAGE).status_code == 200
+        counts = [_established(w, port) for w in workers]
+        assert sum(counts) == 32 and min(counts) >= 4, counts
+        for c in clients:
+            c.close()
+        proc.send_signal(signal.SIGKILL)
+        assert _wait_gone(workers, 15) == []
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    out = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            out.add(target[8:-1])
+    return out
+
+
+def _tcp_table() -> list[list[str]]:
+    rows = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            rows += [line.split() for line in Path(name).read_text().splitlines()[1:]]
+    return rows
+
+
+def _listening_inodes(pid: int) -> set[str]:
+    mine = _socket_inodes(pid)
+    return {row[9] for row in _tcp_table() if row[3] == "0A" and row[9] in mine}
+
+
+def _established(pid: int, port: int) -> int:
+    mine = _socket_inodes(pid)
+    local = f":{port:04X}"
+    return sum(
+        1 for row in _tcp_table() if row[3] == "01" and row[1].endswith(local) and row[9] in mine
+    )
+
+
+# --- a killed ingest leaves nothing behind ------------------------------------------------
+
+STALLING_INGEST = """
+import sys, time
+from pathlib import Path
+from ingest.runner import IngestOptions, run
+
+repo, db, marker = sys.argv[1:4]
+
+
+def stall(label):
+    if label == "v1.0.0":  # the pool is still analyzing v1.0.1's blobs
+        Path(marker).touch()
+        time.sleep(3600)
+
+
+opts = IngestOptions(repo=repo, db_url=f"sqlite:///{db}", web_url="https://example.invalid",
+                     cache_dir=Path(db).parent / "cache", jobs=2, before_commit=stall)
+run(opts)
+"""
+
+
+def build_wide_repo(root: Path) -> Path:
+    """Two releases of 300 modules each, all changed: more blobs than one worker batch."""
+    repo = root / "wide"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    for release in range(2):
+        write(repo, SERVER_ARGS, ERA2_SERVER_ARGS)
+        for i in range(300):
+            write(
+                repo,
+                f"python/sglang/srt/filler/mod_{i}.py",
+                f"def f_{i}_{release}(server_args):\n    return server_args.tp_size + {i}\n",
+            )
+        commit(repo, f"release {release}", f"2025-01-0{release + 1}T12:00:00Z", f"v1.0.{release}")
+    return repo
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG, /proc")
+def test_kill_9_of_an_ingest_leaves_no_process(tmp_path: Path) -> None:
+    repo = build_wide_repo(tmp_path)
+    marker = tmp_path / "stalled"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STALLING_INGEST, str(repo), str(tmp_path / "kb.db"), str(marker)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 120
+        while not marker.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "the ingest never reached v1.0.0's transaction"
+        family = _descendants(proc.pid)
+        names = [Path(f"/proc/{p}/cmdline").read_bytes() for p in family]
+        assert sum(b"cat-file" in n for n in names) >= 2, names  # one per pool worker
+        assert len(family) >= 4
+        proc.send_signal(signal.SIGKILL)
+        assert _wait_gone(family, 15) == []
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_gzip_body_is_real_gzip(db: Path) -> None:
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    with client.stream("GET", PAGE, headers={"Accept-Encoding": "gzip"}) as response:
+        raw = b"".join(response.iter_raw())
+    assert gzip.decompress(raw).startswith(b"<!doctype html>")
+
+
+def test_concurrent_misses_render_once() -> None:
+    """32 clients asking for the same cold page wait for one render (no thundering herd)."""
+    import asyncio
+
+    from app.respcache import ResponseCache
+
+    calls = 0
+
+    async def slow_app(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.05)
+        body = b"<p>" + b"x" * 2000 + b"</p>"
+        headers = [(b"content-type", b"text/html")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    cache = ResponseCache(slow_app, stamp=lambda: "1")
+
+    async def one() -> int:
+        sent: list[dict] = []
+
+        async def send(message) -> None:  # type: ignore[no-untyped-def]
+            sent.append(message)
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b""}
+
+        scope = {"type": "http", "method": "GET", "path": "/v/x/flags", "headers": []}
+        await cache(scope, receive, send)
+        return int(sent[0]["status"])
+
+    async def many() -> list[int]:
+        return await asyncio.gather(*(one() for _ in range(32)))
+
+    assert asyncio.run(many()) == [200] * 32
+    assert calls == 1
