@@ -44,7 +44,7 @@ def undecidable(value: object) -> bool:
 
 _SCALARS = (str, int, float, bool, type(None))
 
-_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -54,7 +54,7 @@ _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Pow: operator.pow,
 }
 
-_CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
     ast.Lt: operator.lt,
@@ -271,7 +271,7 @@ class Evaluator:
         return Undecidable("uses bitwise inversion")
 
     def _binop(self, node: ast.BinOp) -> Any:
-        fn = _BINOPS.get(type(node.op))
+        fn = ARITHMETIC.get(type(node.op))
         if fn is None:
             return Undecidable(f"uses the operator in {_source(node)}")
         left, right = self._value(node.left), self._value(node.right)
@@ -325,7 +325,7 @@ class Evaluator:
             right, str | tuple | frozenset | list | dict
         ):
             return Undecidable(f"tests membership in {type(right).__name__}")
-        fn = _CMPOPS[type(op)]
+        fn = COMPARISONS[type(op)]
         try:
             return bool(fn(left, right))
         except TypeError:

@@ -35,6 +35,7 @@ from kb.explain.predicates import (
     missing,
     unknown,
 )
+from kb.explain.safe_eval import ARITHMETIC, COMPARISONS
 from kb.pyast import NOT_LITERAL, literal, render_text
 
 MAX_STEPS = 60_000  # statements per run
@@ -281,25 +282,15 @@ class _Budget(Exception):
 # Helpers over values
 # --------------------------------------------------------------------------------------
 
+# safe_eval's operators, plus identity tests and bit operators; no `**` (safe_eval guards
+# its size, this interpreter has no such guard).
 _CMP: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
+    **COMPARISONS,
     ast.Is: lambda a, b: a is b if a is None or b is None or isinstance(a, bool) else a == b,
     ast.IsNot: lambda a, b: a is not b if a is None or b is None or isinstance(a, bool) else a != b,
 }
 _BIN: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
+    **{op: fn for op, fn in ARITHMETIC.items() if op is not ast.Pow},
     ast.BitOr: operator.or_,
     ast.BitAnd: operator.and_,
 }
