@@ -188,6 +188,18 @@ class Flag(Model):
     source: Citation
 
 
+class FacetValue(Model):
+    value: str
+    count: int  # rows of the filtered result with this value
+    selected: bool  # the value is one of the active filters
+    query: str  # the query string that adds (or, when selected, removes) this filter
+
+
+class Facet(Model):
+    name: str  # the query parameter it filters: kind | function | path | section
+    values: list[FacetValue]
+
+
 class FlagListItem(Flag):
     constraint_count: int  # constraint sites that read or affect the flag
 
@@ -196,6 +208,8 @@ class FlagList(Model):
     version: str
     q: str
     flags: list[FlagListItem]
+    section: str = ""  # the section filter
+    facets: list[Facet] = []  # by section, with counts
 
 
 class Constraint(Model):
@@ -385,7 +399,15 @@ class ConstraintList(Model):
     version: str
     flag: str  # the filter as given
     kind: str  # the kind filter, "" when none or unknown
-    constraints: list[Constraint]
+    constraints: list[Constraint]  # the rows of this page (all rows when per_page is 0)
+    function: str = ""  # the function filter
+    path: str = ""  # the file filter
+    sort: str = "path"  # path | line | kind | function
+    page: int = 1
+    per_page: int = 50  # 0: every row on one page (the exports)
+    pages: int = 1
+    total: int = 0  # rows of the whole filtered result
+    facets: list[Facet] = []
 
 
 class BackendValueRef(Model):

@@ -1,6 +1,11 @@
-"""Every constraint site of a version in one table, filterable by flag and kind."""
+"""Every constraint site of a version in one table: filters, facets with counts (kind,
+function, file), sort, pages, and CSV/JSON exports of the whole filtered result."""
 
 from __future__ import annotations
+
+import csv
+import io
+import json
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -9,51 +14,171 @@ from sqlmodel import Session
 from app.deps import SessionDep
 from app.templating import render
 from app.views.common import errors, page_context
+from app.views.listing import PER_PAGE, clamp_page, facet, query
 from kb.contract import ConstraintList
 from kb.queries import MAX_NAME, constraint_dict, filter_constraints, get_version
-from kb.schema import Version
+from kb.schema import ConstraintSite, Version
 
 router = APIRouter()
 
 KINDS = ("raise", "assert", "override", "warning")
+SORTS = {
+    "path": lambda s: (s.path, s.line),
+    "line": lambda s: (s.line, s.path),
+    "kind": lambda s: (s.kind, s.path, s.line),
+    "function": lambda s: (s.function, s.path, s.line),
+}
 
 
 def constraint_list(
-    session: Session, version: Version, flag: str = "", kind: str = ""
+    session: Session,
+    version: Version,
+    flag: str = "",
+    kind: str = "",
+    function: str = "",
+    path: str = "",
+    sort: str = "path",
+    page: int = 1,
+    per_page: int = PER_PAGE,
 ) -> ConstraintList:
     """Constraints that read or affect the flag named by `flag` (any of its names; text that
     names no flag matches as a substring of flag names), of one `kind` when it is one of
-    KINDS (another kind matches nothing)."""
-    out = [
-        constraint_dict(version, site) for site in filter_constraints(session, version, flag, kind)
+    KINDS (another kind matches nothing), in one `function` and one file `path`; facets
+    count the whole filtered result, `page` of `per_page` rows (0: all) are listed."""
+    sites: list[ConstraintSite] = [
+        s
+        for s in filter_constraints(session, version, flag, kind)
+        if (not function or s.function == function) and (not path or s.path == path)
     ]
+    sort = sort if sort in SORTS else "path"
+    sites.sort(key=SORTS[sort])
+    page, per_page, pages = clamp_page(page, per_page, len(sites))
+    shown = sites[(page - 1) * per_page : page * per_page] if per_page else sites
+    params = {
+        "flag": flag[:MAX_NAME],
+        "kind": kind if kind in KINDS else "",
+        "function": function[:MAX_NAME],
+        "path": path[:MAX_NAME],
+        "sort": "" if sort == "path" else sort,
+    }
     return ConstraintList.model_validate(
         {
             "version": version.name,
-            "flag": flag[:MAX_NAME],
-            "kind": kind if kind in KINDS else "",
-            "constraints": out,
+            "flag": params["flag"],
+            "kind": params["kind"],
+            "function": params["function"],
+            "path": params["path"],
+            "sort": sort,
+            "page": page,
+            "per_page": per_page,
+            "pages": pages,
+            "total": len(sites),
+            "constraints": [constraint_dict(version, s) for s in shown],
+            "facets": [
+                facet("kind", (s.kind for s in sites), params),
+                facet("function", (s.function for s in sites), params),
+                facet("path", (s.path for s in sites), params),
+            ],
         }
     )
 
 
+def constraints_csv(data: ConstraintList) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(
+        [
+            "kind",
+            "function",
+            "path",
+            "line",
+            "condition",
+            "message",
+            "flags",
+            "affects",
+            "writes",
+            "url",
+        ]
+    )
+    for c in data.constraints:
+        writer.writerow(
+            [
+                c.kind,
+                c.function,
+                c.source.path,
+                c.source.line,
+                c.condition,
+                c.message,
+                " ".join(c.flags),
+                " ".join(c.affects),
+                json.dumps(c.writes) if c.writes else "",
+                c.source.url,
+            ]
+        )
+    return out.getvalue()
+
+
 @router.get("/v/{version}/constraints", include_in_schema=False)
 def constraints_page(
-    request: Request, session: SessionDep, version: str, flag: str = "", kind: str = ""
+    request: Request,
+    session: SessionDep,
+    version: str,
+    flag: str = "",
+    kind: str = "",
+    function: str = "",
+    path: str = "",
+    sort: str = "path",
+    page: int = 1,
+    per_page: int = PER_PAGE,
+    format: str = "",
 ) -> Response:
     found = get_version(session, version)
+    if format in ("csv", "json"):  # the whole filtered result, every page
+        data = constraint_list(session, found, flag, kind, function, path, sort, 1, 0)
+        name = f"constraints-{found.name}.{format}"
+        headers = {"content-disposition": f'attachment; filename="{name}"'}
+        if format == "csv":
+            return Response(
+                constraints_csv(data), media_type="text/csv; charset=utf-8", headers=headers
+            )
+        return Response(data.model_dump_json(), media_type="application/json", headers=headers)
+    data = constraint_list(session, found, flag, kind, function, path, sort, page, per_page)
+    params = {
+        "flag": data.flag,
+        "kind": data.kind,
+        "function": data.function,
+        "path": data.path,
+        "sort": "" if data.sort == "path" else data.sort,
+    }
     context = {
         **page_context(session, found, "constraints"),
-        "data": constraint_list(session, found, flag, kind),
+        "data": data,
         "kinds": KINDS,
+        "sorts": list(SORTS),
+        "prev_query": query(params, page=str(data.page - 1)) if data.page > 1 else None,
+        "next_query": query(params, page=str(data.page + 1)) if data.page < data.pages else None,
+        "sort_queries": {s: query(params, sort="" if s == "path" else s) for s in SORTS},
+        "export_query": query(params),
     }
     return render(request, "constraints.html", context, block="constraint_rows")
 
 
-@router.get("/api/v/{version}/constraints", responses=errors(404))
+@router.get("/api/v/{version}/constraints", responses=errors(400, 404))
 def api_constraints(
-    session: SessionDep, version: str, flag: str = "", kind: str = ""
+    session: SessionDep,
+    version: str,
+    flag: str = "",
+    kind: str = "",
+    function: str = "",
+    path: str = "",
+    sort: str = "path",
+    page: int = 1,
+    per_page: int = PER_PAGE,
 ) -> ConstraintList:
-    """Every constraint site of a version (raise, assert, override, warning), filtered by a
-    flag (any of its names; text naming no flag matches part of a name) and a kind."""
-    return constraint_list(session, get_version(session, version), flag, kind)
+    """Constraint sites of a version (raise, assert, override, warning), filtered by a flag
+    (any of its names; text naming no flag matches part of a name), a kind, a function and
+    a file, sorted (path | line | kind | function), one page of `per_page` (0: all) with
+    facets counting the whole filtered result."""
+    return constraint_list(
+        session, get_version(session, version), flag, kind, function, path, sort, page, per_page
+    )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from itertools import groupby
 from typing import Any
 
@@ -13,7 +16,9 @@ from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
 from app.views import flag_parts as parts
+from app.views import listing
 from app.views.common import errors, page_context
+from app.views.listing import facet
 from kb.contract import FlagList, FlagPage
 from kb.queries import (
     MAX_NAME,
@@ -52,39 +57,112 @@ def matches(flag: dict[str, Any], query: str) -> bool:
     return q in (flag["help"] or "").lower()
 
 
-def flag_list(session: Session, version: Version, query: str) -> FlagList:
-    """The flags of a version in source order, filtered by `query`, with their badges."""
+def flag_list(session: Session, version: Version, query: str, section: str = "") -> FlagList:
+    """The flags of a version in source order, filtered by `query` and a `section` ("Other"
+    for flags in none), with their badges and a facet counting the matches per section."""
     rows = session.exec(
         select(Flag)
         .where(Flag.version_id == version.id)
         .order_by(col(Flag.path), col(Flag.line), col(Flag.id))
     )
     counts = constraint_counts(session, version)
-    flags = []
+    matched = []
     for row in rows:
         flag = flag_dict(version, row)
         if matches(flag, query[:MAX_NAME]):
             flag["constraint_count"] = counts.get(flag["name"], 0)
-            flags.append(flag)
-    return FlagList.model_validate({"version": version.name, "q": query[:MAX_NAME], "flags": flags})
+            matched.append(flag)
+    section = section[:MAX_NAME]
+    params = {"q": query[:MAX_NAME], "section": section}
+    in_section = [f for f in matched if not section or (f["section"] or "Other") == section]
+    return FlagList.model_validate(
+        {
+            "version": version.name,
+            "q": query[:MAX_NAME],
+            "section": section,
+            "flags": in_section,
+            "facets": [
+                facet("section", (f["section"] or "Other" for f in matched), params, limit=100)
+            ],
+        }
+    )
+
+
+def flags_csv(data: FlagList) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(
+        [
+            "name",
+            "aliases",
+            "dest",
+            "type",
+            "default",
+            "choices",
+            "section",
+            "deprecated",
+            "constraint_count",
+            "help",
+            "path",
+            "line",
+            "url",
+        ]
+    )
+    for f in data.flags:
+        writer.writerow(
+            [
+                f.name,
+                " ".join(f.aliases),
+                f.dest,
+                f.type or "",
+                "" if f.default is None else json.dumps(f.default, ensure_ascii=False),
+                "" if f.choices is None else json.dumps(f.choices, ensure_ascii=False),
+                f.section or "",
+                f.deprecated,
+                f.constraint_count,
+                f.help or "",
+                f.source.path,
+                f.source.line,
+                f.source.url,
+            ]
+        )
+    return out.getvalue()
 
 
 @router.get("/v/{version}/flags", include_in_schema=False)
-def flags_page(request: Request, session: SessionDep, version: str, q: str = "") -> Response:
+def flags_page(
+    request: Request,
+    session: SessionDep,
+    version: str,
+    q: str = "",
+    section: str = "",
+    format: str = "",
+) -> Response:
     found = get_version(session, version)
-    data = flag_list(session, found, q)
+    data = flag_list(session, found, q, section)
+    if format in ("csv", "json"):  # the whole filtered list as a download
+        headers = {"content-disposition": f'attachment; filename="flags-{found.name}.{format}"'}
+        if format == "csv":
+            return Response(flags_csv(data), media_type="text/csv; charset=utf-8", headers=headers)
+        return Response(data.model_dump_json(), media_type="application/json", headers=headers)
     sections = [
-        (section or "Other", list(group))
-        for section, group in groupby(data.flags, key=lambda f: f.section)
+        (name or "Other", list(group))
+        for name, group in groupby(data.flags, key=lambda f: f.section)
     ]
-    context = {**page_context(session, found, "flags"), "data": data, "sections": sections}
+    context = {
+        **page_context(session, found, "flags"),
+        "data": data,
+        "sections": sections,
+        "export_query": listing.query({"q": data.q, "section": data.section}),
+    }
     return render(request, "flags.html", context, block="flag_list")
 
 
 @router.get("/api/v/{version}/flags", responses=errors(404))
-def api_flags(session: SessionDep, version: str, q: str = "") -> FlagList:
-    """The flags of a version in source order; `q` filters by name, alias, dest or help."""
-    return flag_list(session, get_version(session, version), q)
+def api_flags(session: SessionDep, version: str, q: str = "", section: str = "") -> FlagList:
+    """The flags of a version in source order; `q` filters by name, alias, dest or help,
+    `section` by section ("Other": flags in none); `facets` counts matches per section."""
+    return flag_list(session, get_version(session, version), q, section)
 
 
 def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:

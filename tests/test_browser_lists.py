@@ -1,0 +1,53 @@
+"""The lists on a phone: facets, table and pager never scroll sideways at 390 px and flag
+names are not broken mid-name; screenshots under test-output/browser/. With
+FLAGATLAS_REAL_DB set, the same checks run on the real knowledge base's biggest list."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from browser_support import MARKS, PHONE, chromium, live_server, new_page, page_width, shot
+from dashboard_kb import build_kb
+
+pytestmark = MARKS
+
+REAL = os.environ.get("FLAGATLAS_REAL_DB", "")
+# A flag name wraps only where it is allowed to: one line box per <code> in a flag link.
+NAMES = "a.flag code, .facet code, code.fn, .facet a"
+ONE_LINE_NAMES = f"""() => [...document.querySelectorAll('{NAMES}')]
+  .filter(el => el.getClientRects().length > 1).map(el => el.textContent)"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as b:
+        yield b
+
+
+def check(browser: Any, base: str, urls: list[str], tag: str) -> None:
+    for dark in (False, True):
+        with new_page(browser, base, width=PHONE[0], height=PHONE[1], dark=dark) as pg:
+            for url in urls:
+                pg.goto(url)
+                assert pg.locator(".facet").count() >= 1, url
+                assert page_width(pg) <= 390, url
+                assert pg.evaluate(ONE_LINE_NAMES) == [], url
+                name = url.split("/")[-1].split("?")[0]
+                shot(pg, f"lists-{tag}-{name}-{'dark' if dark else 'light'}")
+            assert pg.errors == []
+
+
+def test_lists_fit_a_phone(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    db = build_kb(tmp_path_factory.mktemp("kb") / "kb.db")
+    with live_server(f"sqlite:///{db}") as base:
+        check(browser, base, ["/v/v0.3.0/constraints?per_page=2", "/v/v0.3.0/flags"], "fixture")
+
+
+@pytest.mark.skipif(not REAL, reason="set FLAGATLAS_REAL_DB to check the real lists")
+def test_real_lists_fit_a_phone(browser: Any) -> None:
+    with live_server(f"sqlite:///{REAL}") as base:
+        urls = ["/v/snapshot-2026-02-01/constraints", "/v/snapshot-2026-02-01/flags"]
+        check(browser, base, urls, "real")
