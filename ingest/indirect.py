@@ -487,8 +487,97 @@ def resolve(
                     users[c.path][alias].append(c)
         for path, by_alias in users.items():
             _follow(path, files[path], by_alias, read_text, sites, add)
+    _inherit(files, importers, read_text, sites)
     out = [{k: v for k, v in site.items() if k != "rank"} for site in sites.values()]
     return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
+
+
+CLASS_RE = re.compile(r"(?<![^\n])class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:")
+MAX_INHERIT = 2  # Qwen2MoeModel <- Qwen3MoeModel <- a subclass of that, no further
+
+
+def _inherit(
+    files: dict[str, str],
+    importers: dict[tuple[str, str], list[tuple[str, str]]],
+    read_text: Callable[[str], str],
+    sites: dict[tuple[str, str, int], dict[str, Any]],
+) -> None:
+    """A model class whose base is a class of another model file holding a use site gets the
+    site's flags, cited at its `class` line, the chain extended by the base's name. The base
+    resolves through the file's imports like any carrier (a name also defined in the file is
+    not followed), and a subclass that overrides every method holding the uses does not get
+    them unless it calls the base's. Only model files that import such a class are read."""
+    # (module, class) -> methods holding the uses, and per dest the shortest-chain site
+    users: dict[tuple[str, str], tuple[set[str], dict[str, dict[str, Any]]]] = {}
+    by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for site in sites.values():
+        if site["path"].startswith(MODELS_DIR):
+            by_path[site["path"]].append(site)
+    for path, found in by_path.items():
+        f = PyFile(read_text(files[path]))
+        for site in found:
+            d = f.enclosing(site["line"])
+            if d is None:
+                continue
+            top, method = d, d
+            while top.parent is not None:
+                method, top = top, top.parent
+            if top.kind != "class":
+                continue
+            _add_user(users, (module_of(path) or "", top.name), method.name, site)
+    for _round in range(MAX_INHERIT):
+        new: dict[tuple[str, str], tuple[set[str], dict[str, dict[str, Any]]]] = {}
+        for (module, base), (methods, best) in users.items():
+            for path, alias in importers.get((module, base), []):
+                if not path.startswith(MODELS_DIR) or module_of(path) == module:
+                    continue
+                text = read_text(files[path])
+                if re.search(rf"(?<![^\n])(?:def|class)[ \t]+{re.escape(alias)}\b", text):
+                    continue  # also defined here: two things, not followed
+                f = PyFile(text)
+                for m in CLASS_RE.finditer(text):
+                    if alias not in (b.strip() for b in m.group(2).split(",")):
+                        continue
+                    line = f.line_at(m.start())
+                    d = next((x for x in f.defs if x.line == line), None)
+                    if d is None or d.parent is not None:
+                        continue
+                    # A method overridden without calling the base's (super().m()) is not
+                    # inherited.
+                    block = "\n".join(f.lines[line - 1 : f.end_of(d)])
+                    own = {
+                        x.name
+                        for x in f.defs
+                        if x.parent == d and f"super().{x.name}(" not in block
+                    }
+                    if methods and methods <= own:
+                        continue  # every method holding a use is overridden
+                    for dest, site in best.items():
+                        skey = (dest, path, line)
+                        if skey in sites:
+                            continue
+                        sites[skey] = {
+                            "dest": dest, "path": path, "line": line,
+                            "text": f.text_of(line), "via": [*site["via"], base],
+                            "rank": (1, len(site["via"]) + 1),
+                        }  # fmt: skip
+                        _add_user(new, (module_of(path) or "", m.group(1)), None, sites[skey])
+                        new[(module_of(path) or "", m.group(1))][0].update(methods - own)
+        users = new
+
+
+def _add_user(
+    users: dict[tuple[str, str], tuple[set[str], dict[str, dict[str, Any]]]],
+    key: tuple[str, str],
+    method: str | None,
+    site: dict[str, Any],
+) -> None:
+    methods, best = users.setdefault(key, (set(), {}))
+    if method is not None:
+        methods.add(method)
+    old = best.get(site["dest"])
+    if old is None or len(old["via"]) > len(site["via"]):
+        best[site["dest"]] = site
 
 
 def _targets(

@@ -1,7 +1,8 @@
 """A synthetic SGLang-shaped repository for the second hop: a flag read into a module global,
 an accessor returning it, a class of accessors, functions named for the feature, model files
-with EntryClass; backend registries, dispatch dicts, containment in named constants and enum
-members reached through a receiver's type. Made-up flags and code, modelled on SGLang's shapes.
+with EntryClass and model classes inheriting a user's forward; backend registries, dispatch
+dicts, containment in named constants and enum members reached through a receiver's type.
+Made-up flags and code, modelled on SGLang's shapes.
 """
 
 from __future__ import annotations
@@ -212,6 +213,57 @@ class DeltaVLForConditionalGeneration(DeltaForCausalLM):
 EntryClass = [DeltaForCausalLM, DeltaVLForConditionalGeneration]
 """
 
+# Inherits AlphaMoe's forward, which calls model_forward_maybe_dbo: a user through its base.
+EPSILON_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+
+
+class EpsilonMoeForCausalLM(AlphaMoeForCausalLM):
+    def load_weights(self, weights):
+        return weights
+
+
+EntryClass = EpsilonMoeForCausalLM
+"""
+
+# Inherits Epsilon, so AlphaMoe's forward too: one more inheritance step.
+ETA_MODEL = """
+from sglang.srt.models.epsilon import EpsilonMoeForCausalLM
+
+
+class EtaMoeForCausalLM(EpsilonMoeForCausalLM):
+    pass
+
+
+EntryClass = EtaMoeForCausalLM
+"""
+
+# Inherits AlphaMoe but overrides the forward that holds the use: not a user.
+ZETA_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+
+
+class ZetaForCausalLM(AlphaMoeForCausalLM):
+    def forward(self, batch):
+        return self.layers
+
+
+EntryClass = ZetaForCausalLM
+"""
+
+# Overrides the forward but calls the base's: a user.
+THETA_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+
+
+class ThetaForCausalLM(AlphaMoeForCausalLM):
+    def forward(self, batch):
+        return super().forward(batch)
+
+
+EntryClass = ThetaForCausalLM
+"""
+
 
 def build_reach_repo(root: Path) -> Path:
     repo = root / "reach"
@@ -226,6 +278,10 @@ def build_reach_repo(root: Path) -> Path:
     write(repo, SRT + "models/beta.py", BETA_MODEL)
     write(repo, SRT + "models/gamma.py", GAMMA_MODEL)
     write(repo, SRT + "models/delta.py", DELTA_MODEL)
+    write(repo, SRT + "models/epsilon.py", EPSILON_MODEL)
+    write(repo, SRT + "models/eta.py", ETA_MODEL)
+    write(repo, SRT + "models/zeta.py", ZETA_MODEL)
+    write(repo, SRT + "models/theta.py", THETA_MODEL)
     add_choice_shapes(repo)
     commit(repo, "reach", "2025-09-01T12:00:00Z", "v0.4.0")
     return repo

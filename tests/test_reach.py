@@ -32,10 +32,18 @@ def get(client: TestClient, url: str, status: int = 200) -> Any:
 def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
     dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
     models = {m["name"]: m["via"] for m in dbo["models"]}
-    # beta imports an unrelated helper, gamma shadows the accessor with its own: neither uses it.
+    # beta imports an unrelated helper, gamma shadows the accessor with its own: neither uses
+    # it. epsilon inherits alpha's forward, eta inherits epsilon, theta overrides it calling
+    # super().forward(); zeta overrides it without: not a user.
+    alpha = ["IS_DBO_ENABLED", "is_dbo_enabled()", "model_forward_maybe_dbo"]
     assert models == {
-        "alpha_moe": ["IS_DBO_ENABLED", "is_dbo_enabled()", "model_forward_maybe_dbo"]
+        "alpha_moe": alpha,
+        "epsilon": [*alpha, "AlphaMoeForCausalLM"],
+        "eta": [*alpha, "AlphaMoeForCausalLM", "EpsilonMoeForCausalLM"],
+        "theta": [*alpha, "AlphaMoeForCausalLM"],
     }
+    epsilon = next(m for m in dbo["models"] if m["name"] == "epsilon")
+    assert epsilon["site"]["line"] == 4 and not epsilon["direct"]
     lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
     assert {m["name"]: m["via"] for m in lbo["models"]} == {
         "delta": [
@@ -66,7 +74,7 @@ def test_indirect_usages_are_apart_from_direct_reads(client: TestClient) -> None
 
 def test_models_pages(client: TestClient) -> None:
     models = {m["name"]: m for m in get(client, f"{V}/models")["models"]}
-    assert set(models) == {"alpha_moe", "beta", "gamma", "delta"}
+    assert set(models) == {"alpha_moe", "beta", "gamma", "delta", "epsilon", "eta", "zeta", "theta"}
     assert models["delta"]["architectures"] == [
         "DeltaForCausalLM",
         "DeltaVLForConditionalGeneration",
@@ -129,7 +137,7 @@ def test_compare_values(client: TestClient) -> None:
 def test_report(client: TestClient) -> None:
     body = get(client, f"{V}/report")
     assert {"counts", "choice_sites", "ambiguous_choice_sites", "warnings"} <= set(body)
-    assert body["counts"]["models"] == 4
+    assert body["counts"]["models"] == 8
     assert body["counts"]["indirect_usages"] >= 5
     assert 0 <= body["ambiguous_choice_sites"] <= body["choice_sites"]
     assert "Extraction report" in client.get("/v/v0.4.0/report").text
