@@ -8,7 +8,7 @@ PORT ?= 8000
 
 .PHONY: install run ingest serve test lint format openapi bench clean
 
-install: $(VENV)/.installed static/vendor/htmx.min.js
+install: $(VENV)/.installed static/vendor/htmx.min.js test-output/axe.min.js
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ static/vendor/htmx.min.js: package.json
 	npm install --no-audit --no-fund --silent
 	mkdir -p static/vendor
 	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
+
+# axe-core is for the browser tests only: kept out of static/ so the app never serves it;
+# the tests inject it with Playwright.
+test-output/axe.min.js: package.json static/vendor/htmx.min.js
+	mkdir -p test-output
+	cp node_modules/axe-core/axe.min.js $@
 
 ingest: install
 	$(BIN)/flagatlas ingest --repo "$(SGLANG_REPO)"

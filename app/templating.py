@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -99,7 +100,24 @@ def static_url(name: str) -> str:
     return f"/static/{name}?v={_static_hashes.get_or_make(name, lambda: _static_version(name))}"
 
 
+def series(names: list[str]) -> list[tuple[str, list[str]]]:
+    """Version names grouped for the picker, order kept: one group per release series
+    (v0.5.2rc0 and v0.5.6.post1 both in "v0.5"), snapshots in a group of their own."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        match = re.match(r"v?(\d+)\.(\d+)", name)
+        if name.startswith("snapshot"):
+            label = "Snapshots"
+        elif match:
+            label = f"v{match[1]}.{match[2]}"
+        else:
+            label = "Other"
+        groups.setdefault(label, []).append(name)
+    return list(groups.items())
+
+
 env.filters["show"] = show_value
+env.filters["series"] = series
 env.filters["synopsis"] = synopsis
 env.filters["md_cite"] = md_cite
 env.filters["md_constraint"] = md_constraint

@@ -1,5 +1,6 @@
 // Header search box: "/" focuses it, htmx shows results as you type (attributes in
-// base.html), Enter opens the top hit, Escape closes the list. No inline scripts (CSP).
+// base.html), Enter opens the top hit (or the option chosen with the arrow keys), Escape closes the list.
+// ARIA combobox: the box keeps focus; aria-activedescendant names the active option. No inline scripts (CSP).
 (function () {
   "use strict";
 
@@ -15,6 +16,7 @@
   function close() {
     var p = panel();
     if (p) p.innerHTML = "";
+    sync();
   }
 
   // The top hit of the list on screen, if it answers what is typed now.
@@ -42,10 +44,40 @@
       .catch(function () { form.submit(); });
   }
 
-  function links() {
+  function options() {
     var p = panel();
-    return p ? Array.prototype.slice.call(p.querySelectorAll("a.hit")) : [];
+    return p ? Array.prototype.slice.call(p.querySelectorAll("[role=option]")) : [];
   }
+
+  // Combobox state: expanded while the listbox is shown; the active option is announced
+  // through aria-activedescendant while focus stays in the box.
+  function sync() {
+    var input = box();
+    if (!input) return;
+    // A new list: nothing is active yet.
+    input.setAttribute("aria-expanded", options().length > 0 ? "true" : "false");
+    input.removeAttribute("aria-activedescendant");
+  }
+
+  function activate(input, opt) {
+    options().forEach(function (o) {
+      o.setAttribute("aria-selected", o === opt ? "true" : "false");
+      o.classList.toggle("active", o === opt);
+    });
+    if (opt) {
+      input.setAttribute("aria-activedescendant", opt.id);
+      opt.scrollIntoView({ block: "nearest" });
+    } else {
+      input.removeAttribute("aria-activedescendant");
+    }
+  }
+
+  function active(input) {
+    var id = input.getAttribute("aria-activedescendant");
+    return id ? document.getElementById(id) : null;
+  }
+
+  document.addEventListener("htmx:afterSwap", sync);
 
   document.addEventListener("keydown", function (event) {
     var input = box();
@@ -56,26 +88,22 @@
       input.select();
       return;
     }
-    if (event.target === input) {
-      if (event.key === "Enter" && !event.isComposing) {
-        event.preventDefault();
-        openTopHit(input);
-      } else if (event.key === "Escape") {
-        close();
-        input.blur();
-      } else if (event.key === "ArrowDown") {
-        var first = links()[0];
-        if (first) { event.preventDefault(); first.focus(); }
-      }
-      return;
+    if (event.target !== input) return;
+    var list = options();
+    var at = list.indexOf(active(input));
+    if (event.key === "Enter" && !event.isComposing) {
+      event.preventDefault();
+      if (at >= 0) window.location.href = list[at].href;
+      else openTopHit(input);
+    } else if (event.key === "Escape") {
+      if (list.length) close(); else input.blur();
+    } else if (event.key === "ArrowDown" && list.length) {
+      event.preventDefault();
+      activate(input, list[Math.min(at + 1, list.length - 1)]);
+    } else if (event.key === "ArrowUp" && list.length) {
+      event.preventDefault();
+      activate(input, at > 0 ? list[at - 1] : null);
     }
-    // Arrow keys walk the result list; Escape goes back to the box.
-    var list = links();
-    var at = list.indexOf(document.activeElement);
-    if (at < 0) return;
-    if (event.key === "ArrowDown" && at + 1 < list.length) { event.preventDefault(); list[at + 1].focus(); }
-    else if (event.key === "ArrowUp") { event.preventDefault(); (at > 0 ? list[at - 1] : input).focus(); }
-    else if (event.key === "Escape") { close(); input.focus(); }
   });
 
   // A click elsewhere closes the list.

@@ -78,7 +78,8 @@ def test_flag_page_answers_the_questions(client: TestClient) -> None:
     # Reads grouped by directory, then file; history; version switcher on the same page.
     area, name = RUNNER.rsplit("/", 1)
     assert f"<code>{area}/</code>" in html
-    assert f'<a href="/v/v0.3.0/source/{RUNNER}"><code>{name}</code></a>' in html
+    assert f"<summary><code>{name}</code>" in html
+    assert f'<a class="file-link" href="/v/v0.3.0/source/{RUNNER}">' in html
     assert 'name="page" value="flags/--moe-runner-backend"' in html
     assert "<script>" not in re.sub(r"<script src=[^>]*></script>", "", html)
 
