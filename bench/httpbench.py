@@ -35,18 +35,21 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server(db: str) -> Iterator[httpx.Client]:
+def server(db: str, pids: list[int] | None = None, root: Path = ROOT) -> Iterator[httpx.Client]:
     """`uvicorn app.main:create_app --factory` on the knowledge base; yields a keep-alive
-    client. One worker, like `flagatlas serve`."""
+    client. One worker, like `flagatlas serve`. The server's pid is appended to `pids`;
+    `root` is the checkout whose app is served (another one to compare against)."""
     port = _free_port()
     env = {**os.environ, "FLAGATLAS_DB": db}
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
         + ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT,
+        cwd=root,
         env=env,
     )
+    if pids is not None:
+        pids.append(proc.pid)
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
     try:
         for _ in range(200):
@@ -72,6 +75,12 @@ def timed(client: httpx.Client, url: str, headers: dict[str, str] | None = None)
     if response.status_code != 200:
         sys.exit(f"{url}: HTTP {response.status_code}")
     return elapsed
+
+
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, in ms (Linux, 10 ms ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -558,6 +558,12 @@ class Mark(Model):
     url: str
 
 
+class SourceLink(Model):
+    line: int
+    text: str  # the identifier or the string literal's text: "tp_size", "fa3", "--tp-size"
+    url: str  # its flag or value page at the same version
+
+
 class SourceFile(Model):
     version: str
     path: str
@@ -565,6 +571,7 @@ class SourceFile(Model):
     url: str
     text: str
     marks: list[Mark]
+    links: list[SourceLink]  # identifiers that link to a flag or value page
 
 
 # --- diff ----------------------------------------------------------------------------------

@@ -4,9 +4,9 @@
   document.documentElement.classList.add("js");
 
   // Source view: highlight #L12 or #L12-L20 and scroll it into view.
-  function highlightHash() {
+  function highlightHash(scroll) {
     var match = /^#L(\d+)(?:-L?(\d+))?$/.exec(window.location.hash);
-    document.querySelectorAll("tr.hl").forEach(function (row) { row.classList.remove("hl"); });
+    document.querySelectorAll("tr.hl, li.hl").forEach(function (row) { row.classList.remove("hl"); });
     if (!match) return;
     var first = parseInt(match[1], 10);
     var last = match[2] ? parseInt(match[2], 10) : first;
@@ -18,21 +18,27 @@
       row.classList.add("hl");
       if (!firstRow) firstRow = row;
     }
-    if (firstRow) firstRow.scrollIntoView({ block: last - first > 10 ? "start" : "center" });
+    if (firstRow && scroll !== false) firstRow.scrollIntoView({ block: last - first > 10 ? "start" : "center" });
   }
 
-  // Shift-click on a line number extends the selection into a range.
+  // A click on a line number (drawn by CSS in the gutter of li#L12) links to that line;
+  // shift-click extends the selection into a range. The page is not scrolled.
   function lineClick(event) {
-    var link = event.target.closest("td.ln a[href^='#L']");
-    if (!link || !event.shiftKey) return;
-    var match = /^#L(\d+)/.exec(window.location.hash);
-    if (!match) return;
+    var line = event.target.closest && event.target.closest("ol.source > li[id^='L']");
+    if (!line) return;
+    var gutter = parseFloat(getComputedStyle(line, "::before").width) || 0;
+    var left = line.parentElement.getBoundingClientRect().left;
+    if (event.clientX - left > gutter) return;  // a click in the code itself
     event.preventDefault();
-    var a = parseInt(match[1], 10);
-    var b = parseInt(link.getAttribute("href").slice(2), 10);
-    var range = "#L" + Math.min(a, b) + "-L" + Math.max(a, b);
-    history.replaceState(null, "", range);
-    highlightHash();
+    var n = parseInt(line.id.slice(1), 10);
+    var hash = "#L" + n;
+    var match = /^#L(\d+)/.exec(window.location.hash);
+    if (event.shiftKey && match) {
+      var a = parseInt(match[1], 10);
+      hash = "#L" + Math.min(a, n) + "-L" + Math.max(a, n);
+    }
+    history.replaceState(null, "", hash);
+    highlightHash(false);
   }
 
   function copyText(text, button) {

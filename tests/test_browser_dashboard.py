@@ -33,14 +33,16 @@ def page(browser: Any, server: str) -> Iterator[Any]:
 
 
 def in_view(pg: Any, selector: str) -> bool:
-    """The element is inside the viewport and not under the sticky header."""
+    """The element is inside the viewport and not under a sticky header (the site's, or the
+    source view's file header)."""
     return bool(
         pg.eval_on_selector(
             selector,
             """el => { const r = el.getBoundingClientRect();
-                       const h = document.querySelector('header.site').getBoundingClientRect();
-                       const top = getComputedStyle(document.querySelector('header.site'))
-                                     .position === 'sticky' ? h.bottom : 0;
+                       let top = 0;
+                       for (const h of document.querySelectorAll('header.site, .source-head'))
+                         if (getComputedStyle(h).position === 'sticky')
+                           top = Math.max(top, h.getBoundingClientRect().bottom);
                        return r.top >= top && r.bottom <= window.innerHeight; }""",
         )
     )
@@ -88,7 +90,7 @@ def test_citation_to_highlighted_source_line(page: Any) -> None:
     line = href.rsplit("#L", 1)[1].split("-")[0]
     link.click()
     page.wait_for_url(f"**/source/{ARGS}#L{line}*")
-    row = f"tr#L{line}"
+    row = f"li#L{line}"
     page.wait_for_selector(f"{row}.hl")
     assert "raise ValueError" in page.locator(row).inner_text()
     assert in_view(page, row)
@@ -96,9 +98,9 @@ def test_citation_to_highlighted_source_line(page: Any) -> None:
     # A range deep in the file: every line highlighted, the first scrolled into view.
     page.set_viewport_size({"width": 1280, "height": 300})
     page.goto(f"/v/v0.3.0/source/{ARGS}#L58-L60")
-    page.wait_for_selector("tr#L60.hl")
-    assert page.locator("tr.hl").count() == 3
-    assert in_view(page, "tr#L58")
+    page.wait_for_selector("li#L60.hl")
+    assert page.locator("li.hl").count() == 3
+    assert in_view(page, "li#L58")
     assert page.errors == []
 
 

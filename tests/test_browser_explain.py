@@ -85,7 +85,7 @@ def test_paste_read_findings_and_follow_a_citation(page: Any) -> None:
     line = href.rsplit("#L", 1)[1].split("-")[0]
     cite.click()
     page.wait_for_url(f"**/source/**#L{line}*")
-    row = page.locator(f"tr#L{line}")
+    row = page.locator(f"li#L{line}")
     row.wait_for()
     assert "hl" in (row.get_attribute("class") or "")
     assert "raise" in row.inner_text()

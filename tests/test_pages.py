@@ -134,11 +134,36 @@ def test_constraints_and_enums_pages(client: TestClient) -> None:
 
 def test_source_view(client: TestClient) -> None:
     html = page(client, f"/v/v0.3.0/source/{RUNNER}")
-    assert '<tr id="L5"' in html and 'href="#L5"' in html
-    assert 'class="cited"' in html and "handles &#39;triton&#39; of --moe-runner-backend" in html
-    assert '<span class="k">if</span>' in html  # pygments highlighting
+    assert "<li id=L2>" in html and 'id="source-lines"' in html
+    # A cited line: marked, and its title says what is cited there.
+    assert "<li id=L5 class=mk title=\"handles 'triton' of --moe-runner-backend\">" in html
+    assert "<span class=k>if</span>" in html  # highlighted
+    # Elixir-style links: a flag dest read from server_args, a choice value the knowledge
+    # base attributes to a flag on that line; "auto" (two flags accept it) stays plain.
+    flag = '<a href="/v/v0.3.0/flags/--moe-runner-backend">moe_runner_backend</a>'
+    assert f"server_args.{flag}" in html
+    value = "/v/v0.3.0/backends/--moe-runner-backend/triton"
+    assert f"<a class=s href=\"{value}\">'triton'</a>" in html
+    assert "<span class=s>'auto'</span>" in html
+    # In the file that defines the flags, `self.x` and option strings (aliases too) link.
+    html = page(client, f"/v/v0.3.0/source/{ARGS}")
+    assert 'self.<a href="/v/v0.3.0/flags/--pp-size">pp_size</a>' in html
+    assert "<a class=s href=\"/v/v0.3.0/flags/--tp-size\">'--tp'</a>" in html
+    # "auto" is linked where it is written in --moe-runner-backend's choices constant.
+    auto = "/v/v0.3.0/backends/--moe-runner-backend/auto"
+    assert f"<li id=L5>    <a class=s href=\"{auto}\">'auto'</a>" in html
+    assert 'title="defines --tp-size (to L' in html
     page(client, f"/v/v0.3.0/source/{RUNNER}x", 404)
     page(client, "/v/v0.3.0/source/python/../etc/passwd", 404)
+
+
+def test_source_json_twin_lists_the_links(client: TestClient) -> None:
+    data = client.get(f"/api/v/v0.3.0/source/{RUNNER}").json()
+    links = {(link["line"], link["text"]): link["url"] for link in data["links"]}
+    assert links[(4, "moe_runner_backend")] == "/v/v0.3.0/flags/--moe-runner-backend"
+    assert links[(5, "triton")] == "/v/v0.3.0/backends/--moe-runner-backend/triton"
+    assert (9, "auto") not in links
+    assert data["text"].splitlines()[3].startswith("    backend = server_args.moe_runner_backend")
 
 
 def test_unknown_pages_are_friendly_404s(client: TestClient) -> None:
