@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +16,8 @@ from fastapi import Request
 from fastapi.responses import Response
 from jinja2_fragments.fastapi import Jinja2Blocks
 
+from app import fragments
+from app.fragments import md_cite, md_constraint, series
 from kb.cache import Cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,31 +34,6 @@ env.lstrip_blocks = True
 def show_value(value: Any) -> str:
     """A literal value (default, choice, history value) as JSON: "auto", 1, true, null."""
     return json.dumps(value, ensure_ascii=False)
-
-
-def md_cite(cite: Any) -> str:
-    """A Markdown link to a citation on GitHub: [server_args.py#L5045](url)."""
-    name = cite["path"].rsplit("/", 1)[-1]
-    lines = f"L{cite['line']}" + (
-        f"-L{cite['end_line']}" if cite["end_line"] != cite["line"] else ""
-    )
-    return f"[{name}#{lines}]({cite['url']})"
-
-
-def md_constraint(site: Any, flag: str) -> str:
-    """One sentence about a constraint site, e.g. "`--x` raises when `cond` — [file#L1](url)"."""
-    cond = f"`{site['condition']}`" if site["condition"] else "unconditionally"
-    if site["kind"] == "override" and site["writes"]:
-        sets = ", ".join(f"`{k} = {v}`" for k, v in site["writes"].items())
-        what = f"when {cond}, {sets}" if site["condition"] else f"sets {sets}"
-    elif site["kind"] == "assert":
-        what = f"asserts {cond}"
-    else:
-        verb = {"raise": "raises", "warning": "warns", "override": "is overridden"}.get(
-            site["kind"], site["kind"]
-        )
-        what = f"{verb} when {cond}" if site["condition"] else f"{verb} {cond}"
-    return f"`{flag}` {what} — {md_cite(site['source'])}"
 
 
 def synopsis(flag: Any) -> str:
@@ -100,22 +76,6 @@ def static_url(name: str) -> str:
     return f"/static/{name}?v={_static_hashes.get_or_make(name, lambda: _static_version(name))}"
 
 
-def series(names: list[str]) -> list[tuple[str, list[str]]]:
-    """Version names grouped for the picker, order kept: one group per release series
-    (v0.5.2rc0 and v0.5.6.post1 both in "v0.5"), snapshots in a group of their own."""
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        match = re.match(r"v?(\d+)\.(\d+)", name)
-        if name.startswith("snapshot"):
-            label = "Snapshots"
-        elif match:
-            label = f"v{match[1]}.{match[2]}"
-        else:
-            label = "Other"
-        groups.setdefault(label, []).append(name)
-    return list(groups.items())
-
-
 env.filters["show"] = show_value
 env.filters["series"] = series
 env.filters["synopsis"] = synopsis
@@ -124,6 +84,15 @@ env.filters["md_constraint"] = md_constraint
 env.filters["first_line"] = first_line
 env.filters["q"] = lambda value: quote(str(value), safe="")
 env.globals["static_url"] = static_url
+env.globals["cite_html"] = fragments.cite
+env.globals["excerpt_html"] = fragments.excerpt
+env.globals["flag_link_html"] = fragments.flag_link
+env.globals["via_html"] = fragments.via
+env.globals["constraint_card_html"] = fragments.constraint_card
+env.globals["timeline_marks_html"] = fragments.timeline_marks
+env.globals["usage_rows_html"] = fragments.usage_rows
+env.globals["indirect_rows_html"] = fragments.indirect_rows
+env.globals["version_options_html"] = fragments.version_options
 
 
 def is_fragment_request(request: Request) -> bool:

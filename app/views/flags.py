@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.highlight import excerpt
@@ -27,16 +27,19 @@ from kb.queries import (
     choice_sites,
     constraint_counts,
     constraint_dict,
+    dest_names,
     enum_dict,
     flag_constraints,
     flag_dict,
     flag_enum,
     flag_history,
+    flag_name_set,
     flag_url,
     flag_usages,
     get_flag,
     get_version,
     usage_site_dict,
+    version_flag_dicts,
     version_names,
 )
 from kb.reach import flag_models, indirect_site_dict, indirect_usages
@@ -60,18 +63,11 @@ def matches(flag: dict[str, Any], query: str) -> bool:
 def flag_list(session: Session, version: Version, query: str, section: str = "") -> FlagList:
     """The flags of a version in source order, filtered by `query` and a `section` ("Other"
     for flags in none), with their badges and a facet counting the matches per section."""
-    rows = session.exec(
-        select(Flag)
-        .where(Flag.version_id == version.id)
-        .order_by(col(Flag.path), col(Flag.line), col(Flag.id))
-    )
     counts = constraint_counts(session, version)
     matched = []
-    for row in rows:
-        flag = flag_dict(version, row)
+    for flag in version_flag_dicts(session, version):
         if matches(flag, query[:MAX_NAME]):
-            flag["constraint_count"] = counts.get(flag["name"], 0)
-            matched.append(flag)
+            matched.append({**flag, "constraint_count": counts.get(flag["name"], 0)})
     section = section[:MAX_NAME]
     params = {"q": query[:MAX_NAME], "section": section}
     in_section = [f for f in matched if not section or (f["section"] or "Other") == section]
@@ -172,8 +168,7 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     sites = choice_sites(session, version, flag.name, choices)
     enum = flag_enum(session, version, flag.name)
     data["version"] = version.name
-    rows = session.exec(select(Flag.dest, Flag.name).where(Flag.version_id == version.id))
-    names = {dest: name for dest, name in rows.all()}
+    names = dest_names(session, version)
     data["constraints"] = [
         _flag_constraint(constraint_dict(version, c), flag.dest, names)
         for c in flag_constraints(session, version, flag.name)
@@ -226,11 +221,7 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
     names = sorted(
         {n for c in data["constraints"] for n in c["flags"] + c["affects"]} - {data["name"]}
     )
-    known = set(
-        session.exec(
-            select(Flag.name).where(Flag.version_id == version.id, col(Flag.name).in_(names))
-        )
-    )
+    known = flag_name_set(session, version)
     return [{"name": n, "url": flag_url(version, n), "known": n in known} for n in names]
 
 

@@ -1,0 +1,234 @@
+"""HTML fragments that pages repeat hundreds of times, built in Python as safe strings.
+
+A flag page cites ~30 places, shows ~300 lines of code and reads, and a version switcher of
+~120 versions; as Jinja macros and per-row loops these cost most of its render time (a
+macro call and an escape per value). Here each fragment is one f-string over values escaped
+once; the output is byte for byte what the macros in templates/_macros.html gave (they now
+call these), so the pages did not change. Every argument is a dict or a kb.contract model
+(both answer `x["field"]`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from kb.queries import quoted
+
+
+def md_cite(cite: Any) -> str:
+    """A Markdown link to a citation on GitHub: [server_args.py#L5045](url)."""
+    name = cite["path"].rsplit("/", 1)[-1]
+    lines = f"L{cite['line']}" + (
+        f"-L{cite['end_line']}" if cite["end_line"] != cite["line"] else ""
+    )
+    return f"[{name}#{lines}]({cite['url']})"
+
+
+def md_constraint(site: Any, flag: str) -> str:
+    """One sentence about a constraint site, e.g. "`--x` raises when `cond` — [file#L1](url)"."""
+    cond = f"`{site['condition']}`" if site["condition"] else "unconditionally"
+    if site["kind"] == "override" and site["writes"]:
+        sets = ", ".join(f"`{k} = {v}`" for k, v in site["writes"].items())
+        what = f"when {cond}, {sets}" if site["condition"] else f"sets {sets}"
+    elif site["kind"] == "assert":
+        what = f"asserts {cond}"
+    else:
+        verb = {"raise": "raises", "warning": "warns", "override": "is overridden"}.get(
+            site["kind"], site["kind"]
+        )
+        what = f"{verb} when {cond}" if site["condition"] else f"{verb} {cond}"
+    return f"`{flag}` {what} — {md_cite(site['source'])}"
+
+
+def cite(c: Any, label: str | None = None, md: str | None = None) -> Markup:
+    """A citation: the in-app link, GitHub, and copy buttons (permalink, Markdown)."""
+    permalink = escape(c["permalink"])
+    if not label:
+        end = c["end_line"]
+        label = f"{c['path']}#L{c['line']}" + (f"-L{end}" if end != c["line"] else "")
+    return Markup(
+        f'<span class="cite">\n'
+        f'  <a class="src" href="{permalink}">{escape(label)}</a>\n'
+        f'  <a class="gh" href="{escape(c["url"])}" rel="noopener noreferrer" '
+        f'title="Open at this commit on GitHub">GitHub</a>\n'
+        f'  <button type="button" class="copy" data-copy="{permalink}" data-absolute '
+        f'title="Copy a link to this line in Flag Atlas">Copy permalink</button>\n'
+        f'  <button type="button" class="copy" data-copy="{escape(md or md_cite(c))}" '
+        f'title="Copy a Markdown citation">Copy as Markdown</button>\n'
+        f"</span>"
+    )
+
+
+def excerpt(lines: Sequence[Mapping[str, Any]] | None) -> Markup:
+    """Highlighted source lines (`html` is already safe), the cited ones marked."""
+    if not lines:
+        return Markup("")
+    hit = ' class="hit"'
+    rows = "".join(
+        f'<tr{hit if line["hit"] else ""}><td class="ln">{line["line"]}</td>'
+        f'<td class="src">{escape(line["html"])}</td></tr>\n'
+        for line in lines
+    )
+    head = '<div class="excerpt"><table class="code"><tbody>\n'
+    return Markup(f"{head}{rows}</tbody></table></div>\n")
+
+
+def flag_link(version: Any, name: str) -> Markup:
+    return Markup(
+        f'<a class="flag" href="/v/{escape(quoted(version.name, ""))}/flags/'
+        f'{escape(quoted(str(name), ""))}"><code>{escape(name)}</code></a>'
+    )
+
+
+def via(chain: Iterable[str]) -> Markup:
+    links = " ← ".join(f"<code>{escape(link)}</code>" for link in chain)
+    return Markup(
+        f'<span class="via" title="how the flag\'s value reaches this line">via {links}</span>'
+    )
+
+
+def constraint_card(
+    c: Any, lines: Sequence[Mapping[str, Any]] | None, version: Any, flag: str
+) -> Markup:
+    """One constraint site on the flag page: what it does, when, the flags it reads and
+    affects, its full condition, its code and its citation."""
+    kind = escape(c["kind"])
+    out = [
+        f'<div class="constraint kind-{kind}">\n'
+        f'  <p class="head"><span class="badge kind">{kind}</span> in '
+        f"<code>{escape(c['function'])}</code></p>\n"
+    ]
+    out.append(
+        f'<p class="plain">when {escape(c["plain"])}</p>'
+        if c["plain"]
+        else '<p class="plain">always</p>'
+    )
+    if c["message"]:
+        out.append(f'<p class="message">“{escape(c["message"])}”</p>')
+    if c["writes"]:
+        sets = ", ".join(f"<code>{escape(k)} = {escape(v)}</code>" for k, v in c["writes"].items())
+        out.append(f"<p>sets {sets}</p>")
+    out.append('  <p class="flags-line">\n')
+    if c["flags"]:
+        out.append("reads " + "".join(f"{flag_link(version, n)} " for n in c["flags"]))
+    if c["affects"]:
+        out.append("· affects " + "".join(f"{flag_link(version, n)} " for n in c["affects"]))
+    out.append("  </p>\n")
+    if c["condition"]:
+        parts = "".join(
+            f'<li><code class="cond">{escape(p)}</code></li>'
+            for p in c["conditions"] or [c["condition"]]
+        )
+        out.append(
+            '<details class="cond-path"><summary>Full condition</summary>\n'
+            f"    <ol>{parts}</ol></details>"
+        )
+    if lines:
+        out.append(
+            f'<details class="code-toggle"><summary>Code</summary>{excerpt(lines)}</details>'
+        )
+    out.append(f"  <p>{cite(c['source'], md=md_constraint(c, flag))}</p>\n</div>")
+    return Markup("".join(out))
+
+
+def timeline_marks(marks: Sequence[Mapping[str, Any]], current: str, w: int = 8) -> Markup:
+    """The marks of the flag page's timeline strip (one per version, oldest first)."""
+    out = []
+    shapes = {
+        "added": '<rect class="mk" x="{x}" y="2" width="3" height="24"/>\n',
+        "default": '<circle class="mk" cx="{mid}" cy="14" r="3.5"/>\n',
+        "choices": '<path class="mk" d="M{mid} 8 l4 6 l-4 6 l-4 -6 z"/>\n',
+        "deprecated": '<path class="mk" d="M{mid} 6 l4 16 h-8 z"/>\n',
+        "changed": '<circle class="mk" cx="{mid}" cy="14" r="1.8"/>',
+    }
+    for i, m in enumerate(marks):
+        x = i * w
+        title = escape(m["title"])
+        state = m["state"]
+        if m["url"]:
+            here = m["version"] == current
+            shape = shapes.get(state, "").format(x=x, mid=x + w / 2)
+            out.append(
+                f'<a href="{escape(m["url"])}" class="tl-{escape(state)}'
+                f'{" tl-here" if here else ""}"><title>{title}</title>\n'
+                f'      <rect class="bar" x="{x}" y="10" width="{w - 1}" height="8"/>\n'
+                f"{shape}"
+                + (
+                    f'<rect class="here" x="{x - 0.5}" y="0.5" width="{w}" height="27"/>'
+                    if here
+                    else ""
+                )
+                + "    </a>\n"
+            )
+        elif state == "removed":
+            out.append(
+                f'<g class="tl-removed"><title>{title}</title><path class="mk" '
+                f'd="M{x + 1} 8 l6 12 m0 -12 l-6 12"/></g>\n'
+            )
+        else:
+            out.append(
+                f'<g class="tl-absent"><title>{title}</title><rect class="bar" x="{x}" y="13" '
+                f'width="{w - 1}" height="2"/></g>'
+            )
+    return Markup("".join(out))
+
+
+def usage_rows(sites: Sequence[int], usages: Sequence[Any]) -> Markup:
+    """The rows of one file's reads on the flag page (`sites` index into `usages`)."""
+    out = []
+    for i in sites:
+        s = usages[i]
+        out.append(
+            f'<tr><td class="ln"><a href="{escape(s["permalink"])}">{s["line"]}</a></td>'
+            f'<td class="src">{escape(s["text"])}</td><td class="acts"><a class="gh" '
+            f'href="{escape(s["url"])}" rel="noopener noreferrer">GitHub</a></td></tr>\n'
+        )
+    return Markup("".join(out))
+
+
+def indirect_rows(sites: Sequence[Any]) -> Markup:
+    """The rows of one file's reads through a chain on the flag page."""
+    out = []
+    for s in sites:
+        out.append(
+            f'<tr><td class="ln"><a href="{escape(s["permalink"])}">{s["line"]}</a></td>'
+            f'<td class="src">{escape(s["text"])}<br>{via(s["via"])}</td><td class="acts">'
+            f'<a class="gh" href="{escape(s["url"])}" rel="noopener noreferrer">GitHub</a>'
+            "</td></tr>\n"
+        )
+    return Markup("".join(out))
+
+
+def series(names: list[str]) -> list[tuple[str, list[str]]]:
+    """Version names grouped for the picker, order kept: one group per release series
+    (v0.5.2rc0 and v0.5.6.post1 both in "v0.5"), snapshots in a group of their own."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        match = re.match(r"v?(\d+)\.(\d+)", name)
+        if name.startswith("snapshot"):
+            label = "Snapshots"
+        elif match:
+            label = f"v{match[1]}.{match[2]}"
+        else:
+            label = "Other"
+        groups.setdefault(label, []).append(name)
+    return list(groups.items())
+
+
+def version_options(versions: Sequence[str], current: str, absent: Iterable[str] | None) -> Markup:
+    """The <optgroup>s of the version switcher (every page): one per release series."""
+    absent = absent or ()
+    out = []
+    for label, names in series(list(versions)):
+        out.append(f'        <optgroup label="{escape(label)}">\n')
+        for name in names:
+            n = escape(name)
+            selected = " selected" if name == current else ""
+            gone = " (absent)" if name in absent else ""
+            out.append(f'          <option value="{n}"{selected}>{n}{gone}</option>\n')
+        out.append("        </optgroup>\n")
+    return Markup("".join(out))
