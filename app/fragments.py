@@ -12,11 +12,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from kb.queries import quoted
+
+
+def _e(value: Any) -> str:
+    """Escaped like markupsafe.escape, with its entities (so the bytes match what Jinja's
+    autoescape gave; safe strings pass as they are), without a Markup object per value."""
+    if hasattr(value, "__html__"):
+        return str(value.__html__())
+    text = str(value)
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    if '"' in text:
+        text = text.replace('"', "&#34;")
+    if "'" in text:
+        text = text.replace("'", "&#39;")
+    return text
+
+
+def _d(obj: Any) -> Mapping[str, Any]:
+    """A dict, or a kb.contract model's field values (no aliased field is read here)."""
+    return obj if isinstance(obj, dict) else obj.__dict__
 
 
 def md_cite(cite: Any) -> str:
@@ -46,18 +71,19 @@ def md_constraint(site: Any, flag: str) -> str:
 
 def cite(c: Any, label: str | None = None, md: str | None = None) -> Markup:
     """A citation: the in-app link, GitHub, and copy buttons (permalink, Markdown)."""
-    permalink = escape(c["permalink"])
+    c = _d(c)
+    permalink = _e(c["permalink"])
     if not label:
         end = c["end_line"]
         label = f"{c['path']}#L{c['line']}" + (f"-L{end}" if end != c["line"] else "")
     return Markup(
         f'<span class="cite">\n'
-        f'  <a class="src" href="{permalink}">{escape(label)}</a>\n'
-        f'  <a class="gh" href="{escape(c["url"])}" rel="noopener noreferrer" '
+        f'  <a class="src" href="{permalink}">{_e(label)}</a>\n'
+        f'  <a class="gh" href="{_e(c["url"])}" rel="noopener noreferrer" '
         f'title="Open at this commit on GitHub">GitHub</a>\n'
         f'  <button type="button" class="copy" data-copy="{permalink}" data-absolute '
         f'title="Copy a link to this line in Flag Atlas">Copy permalink</button>\n'
-        f'  <button type="button" class="copy" data-copy="{escape(md or md_cite(c))}" '
+        f'  <button type="button" class="copy" data-copy="{_e(md or md_cite(c))}" '
         f'title="Copy a Markdown citation">Copy as Markdown</button>\n'
         f"</span>"
     )
@@ -70,8 +96,8 @@ def excerpt(lines: Sequence[Mapping[str, Any]] | None) -> Markup:
     hit = ' class="hit"'
     rows = "".join(
         f'<tr{hit if line["hit"] else ""}><td class="ln">{line["line"]}</td>'
-        f'<td class="src">{escape(line["html"])}</td></tr>\n'
-        for line in lines
+        f'<td class="src">{_e(line["html"])}</td></tr>\n'
+        for line in map(_d, lines)
     )
     head = '<div class="excerpt"><table class="code"><tbody>\n'
     return Markup(f"{head}{rows}</tbody></table></div>\n")
@@ -79,13 +105,13 @@ def excerpt(lines: Sequence[Mapping[str, Any]] | None) -> Markup:
 
 def flag_link(version: Any, name: str) -> Markup:
     return Markup(
-        f'<a class="flag" href="/v/{escape(quoted(version.name, ""))}/flags/'
-        f'{escape(quoted(str(name), ""))}"><code>{escape(name)}</code></a>'
+        f'<a class="flag" href="/v/{quoted(version.name, "")}/flags/'
+        f'{quoted(str(name), "")}"><code>{_e(name)}</code></a>'
     )
 
 
 def via(chain: Iterable[str]) -> Markup:
-    links = " ← ".join(f"<code>{escape(link)}</code>" for link in chain)
+    links = " ← ".join(f"<code>{_e(link)}</code>" for link in chain)
     return Markup(
         f'<span class="via" title="how the flag\'s value reaches this line">via {links}</span>'
     )
@@ -96,21 +122,22 @@ def constraint_card(
 ) -> Markup:
     """One constraint site on the flag page: what it does, when, the flags it reads and
     affects, its full condition, its code and its citation."""
-    kind = escape(c["kind"])
+    c = _d(c)
+    kind = _e(c["kind"])
     out = [
         f'<div class="constraint kind-{kind}">\n'
         f'  <p class="head"><span class="badge kind">{kind}</span> in '
-        f"<code>{escape(c['function'])}</code></p>\n"
+        f"<code>{_e(c['function'])}</code></p>\n"
     ]
     out.append(
-        f'<p class="plain">when {escape(c["plain"])}</p>'
+        f'<p class="plain">when {_e(c["plain"])}</p>'
         if c["plain"]
         else '<p class="plain">always</p>'
     )
     if c["message"]:
-        out.append(f'<p class="message">“{escape(c["message"])}”</p>')
+        out.append(f'<p class="message">“{_e(c["message"])}”</p>')
     if c["writes"]:
-        sets = ", ".join(f"<code>{escape(k)} = {escape(v)}</code>" for k, v in c["writes"].items())
+        sets = ", ".join(f"<code>{_e(k)} = {_e(v)}</code>" for k, v in c["writes"].items())
         out.append(f"<p>sets {sets}</p>")
     out.append('  <p class="flags-line">\n')
     if c["flags"]:
@@ -120,7 +147,7 @@ def constraint_card(
     out.append("  </p>\n")
     if c["condition"]:
         parts = "".join(
-            f'<li><code class="cond">{escape(p)}</code></li>'
+            f'<li><code class="cond">{_e(p)}</code></li>'
             for p in c["conditions"] or [c["condition"]]
         )
         out.append(
@@ -145,15 +172,15 @@ def timeline_marks(marks: Sequence[Mapping[str, Any]], current: str, w: int = 8)
         "deprecated": '<path class="mk" d="M{mid} 6 l4 16 h-8 z"/>\n',
         "changed": '<circle class="mk" cx="{mid}" cy="14" r="1.8"/>',
     }
-    for i, m in enumerate(marks):
+    for i, m in enumerate(map(_d, marks)):
         x = i * w
-        title = escape(m["title"])
+        title = _e(m["title"])
         state = m["state"]
         if m["url"]:
             here = m["version"] == current
             shape = shapes.get(state, "").format(x=x, mid=x + w / 2)
             out.append(
-                f'<a href="{escape(m["url"])}" class="tl-{escape(state)}'
+                f'<a href="{_e(m["url"])}" class="tl-{_e(state)}'
                 f'{" tl-here" if here else ""}"><title>{title}</title>\n'
                 f'      <rect class="bar" x="{x}" y="10" width="{w - 1}" height="8"/>\n'
                 f"{shape}"
@@ -181,11 +208,11 @@ def usage_rows(sites: Sequence[int], usages: Sequence[Any]) -> Markup:
     """The rows of one file's reads on the flag page (`sites` index into `usages`)."""
     out = []
     for i in sites:
-        s = usages[i]
+        s = _d(usages[i])
         out.append(
-            f'<tr><td class="ln"><a href="{escape(s["permalink"])}">{s["line"]}</a></td>'
-            f'<td class="src">{escape(s["text"])}</td><td class="acts"><a class="gh" '
-            f'href="{escape(s["url"])}" rel="noopener noreferrer">GitHub</a></td></tr>\n'
+            f'<tr><td class="ln"><a href="{_e(s["permalink"])}">{s["line"]}</a></td>'
+            f'<td class="src">{_e(s["text"])}</td><td class="acts"><a class="gh" '
+            f'href="{_e(s["url"])}" rel="noopener noreferrer">GitHub</a></td></tr>\n'
         )
     return Markup("".join(out))
 
@@ -193,19 +220,24 @@ def usage_rows(sites: Sequence[int], usages: Sequence[Any]) -> Markup:
 def indirect_rows(sites: Sequence[Any]) -> Markup:
     """The rows of one file's reads through a chain on the flag page."""
     out = []
-    for s in sites:
+    for s in map(_d, sites):
         out.append(
-            f'<tr><td class="ln"><a href="{escape(s["permalink"])}">{s["line"]}</a></td>'
-            f'<td class="src">{escape(s["text"])}<br>{via(s["via"])}</td><td class="acts">'
-            f'<a class="gh" href="{escape(s["url"])}" rel="noopener noreferrer">GitHub</a>'
+            f'<tr><td class="ln"><a href="{_e(s["permalink"])}">{s["line"]}</a></td>'
+            f'<td class="src">{_e(s["text"])}<br>{via(s["via"])}</td><td class="acts">'
+            f'<a class="gh" href="{_e(s["url"])}" rel="noopener noreferrer">GitHub</a>'
             "</td></tr>\n"
         )
     return Markup("".join(out))
 
 
-def series(names: list[str]) -> list[tuple[str, list[str]]]:
+def series(names: Sequence[str]) -> list[tuple[str, list[str]]]:
     """Version names grouped for the picker, order kept: one group per release series
     (v0.5.2rc0 and v0.5.6.post1 both in "v0.5"), snapshots in a group of their own."""
+    return [(label, list(group)) for label, group in _series(tuple(names))]
+
+
+@lru_cache(maxsize=64)
+def _series(names: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     groups: dict[str, list[str]] = {}
     for name in names:
         match = re.match(r"v?(\d+)\.(\d+)", name)
@@ -216,17 +248,17 @@ def series(names: list[str]) -> list[tuple[str, list[str]]]:
         else:
             label = "Other"
         groups.setdefault(label, []).append(name)
-    return list(groups.items())
+    return tuple((label, tuple(group)) for label, group in groups.items())
 
 
 def version_options(versions: Sequence[str], current: str, absent: Iterable[str] | None) -> Markup:
     """The <optgroup>s of the version switcher (every page): one per release series."""
     absent = absent or ()
     out = []
-    for label, names in series(list(versions)):
-        out.append(f'        <optgroup label="{escape(label)}">\n')
+    for label, names in _series(tuple(versions)):
+        out.append(f'        <optgroup label="{_e(label)}">\n')
         for name in names:
-            n = escape(name)
+            n = _e(name)
             selected = " selected" if name == current else ""
             gone = " (absent)" if name in absent else ""
             out.append(f'          <option value="{n}"{selected}>{n}{gone}</option>\n')

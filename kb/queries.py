@@ -487,17 +487,19 @@ def all_enums(session: Session, version: Version) -> list[Enum]:
 
 
 def flag_enum(session: Session, version: Version, name: str) -> Any | None:
-    """The enum whose members spell the flag's choices (a row with Enum's columns)."""
-    needle = f'"{name}"'
-    for enum in rows(
-        session,
-        select(Enum.__table__).where(  # type: ignore[attr-defined]
-            Enum.version_id == version.id, col(Enum.flags).contains(needle, autoescape=True)
-        ),
-    ):
-        if name in (loads(enum.flags) or []):
-            return enum
-    return None
+    """The enum whose members spell the flag's choices (a row with Enum's columns): the
+    first by id of those that name the flag. The version's map is built once per stamp."""
+
+    def make() -> dict[str, Any]:
+        table = Enum.__table__  # type: ignore[attr-defined]
+        found = rows(session, select(table).where(table.c.version_id == version.id))
+        first: dict[str, Any] = {}
+        for enum in sorted(found, key=lambda e: e.id):
+            for flag in loads(enum.flags) or []:
+                first.setdefault(flag, enum)
+        return first
+
+    return per_stamp(("enum-of-flag", version.id), make, session).get(name)
 
 
 def usage_site_dict(version: Version, site: UsageSite) -> dict[str, Any]:
@@ -527,7 +529,8 @@ def choice_site_dict(version: Version, site: ChoiceSite) -> dict[str, Any]:
         "value": site.value,
         "flag": site.flag,
         "attributed": site.flag is not None,
-        "candidates": loads(site.candidates) or [],
+        # Most sites are attributed: skip the JSON decoder for their empty list.
+        "candidates": [] if site.candidates == "[]" else loads(site.candidates) or [],
         "how": site.how,
         "basis": site.basis,
     }

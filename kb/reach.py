@@ -90,9 +90,12 @@ def _model_names(session: Session, version: Version) -> dict[str, str]:
     return per_stamp(("model-names", version.id), make, session)
 
 
-def flag_models(session: Session, version: Version, dest: str) -> list[dict[str, Any]]:
+def flag_models(
+    session: Session, version: Version, dest: str, indirect: list[Any] | None = None
+) -> list[dict[str, Any]]:
     """Model files that read the flag, directly or through a chain: one entry per model,
-    a direct read first, else the shortest chain."""
+    a direct read first, else the shortest chain. `indirect`: the flag's
+    `indirect_usages`, when the caller has read them already."""
     models = _model_names(session, version)
     best: dict[str, dict[str, Any]] = {}
     direct = rows(
@@ -106,7 +109,9 @@ def flag_models(session: Session, version: Version, dest: str) -> list[dict[str,
     for u in direct:
         if u.path in models and u.path not in best:
             best[u.path] = {"via": [], "direct": True, "site": citation(version, u.path, u.line)}
-    for row in indirect_usages(session, version, dest):
+    if indirect is None:
+        indirect = indirect_usages(session, version, dest)
+    for row in indirect:
         if row.path not in models:
             continue
         via = loads(row.via) or []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from functools import lru_cache
 from itertools import groupby
 from typing import Any
 
@@ -19,6 +20,7 @@ from app.views import flag_parts as parts
 from app.views import listing
 from app.views.common import errors, page_context
 from app.views.listing import facet
+from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
 from kb.queries import (
     MAX_NAME,
@@ -170,7 +172,7 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     data["version"] = version.name
     names = dest_names(session, version)
     data["constraints"] = [
-        _flag_constraint(constraint_dict(version, c), flag.dest, names)
+        _flag_constraint(constraint_dict(version, c), flag.dest, names, version.id)
         for c in flag_constraints(session, version, flag.name)
     ]
     data["usages"] = [usage_site_dict(version, u) for u in flag_usages(session, version, flag.dest)]
@@ -182,10 +184,9 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     data["history"] = flag_history(session, flag.name)
     data["related"] = related_flags(session, version, data)
     # Uses past the first read, each with its chain (ingest/indirect.py), kept apart.
-    data["indirect_usages"] = [
-        indirect_site_dict(version, u) for u in indirect_usages(session, version, flag.dest)
-    ]
-    data["models"] = flag_models(session, version, flag.dest)
+    indirect = indirect_usages(session, version, flag.dest)
+    data["indirect_usages"] = [indirect_site_dict(version, u) for u in indirect]
+    data["models"] = flag_models(session, version, flag.dest, indirect)
     members = {
         str(m.get("value", m["name"])): m["name"] for m in (data["enum"] or {}).get("members", [])
     }
@@ -207,13 +208,32 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     return FlagPage.model_validate(data)
 
 
-def _flag_constraint(site: dict[str, Any], dest: str, names: dict[str, str]) -> dict[str, Any]:
-    """A constraint site with what it does, the values of `dest` it tests, and its words."""
-    conditions = site["conditions"] or ([site["condition"]] if site["condition"] else [])
+def _flag_constraint(
+    site: dict[str, Any], dest: str, names: dict[str, str], version_id: int | None
+) -> dict[str, Any]:
+    """A constraint site with what it does, the values of `dest` it tests, and its words.
+    `names` is the version's dest -> option map (`dest_names`, one object per version and
+    stamp): the words of a condition are kept per (version, condition) while it lives."""
+    conditions = tuple(site["conditions"] or ([site["condition"]] if site["condition"] else []))
     site["effect"] = parts.EFFECTS.get(site["kind"], "warns")
-    site["values"] = parts.tested_values(conditions, dest)
-    site["plain"] = parts.plain_condition(conditions, names)
+    site["values"] = list(_tested_values(conditions, dest))
+    key = (version_id, conditions)
+    said = _plain_words.get(key)
+    if said is None or said[0] is not names:
+        said = (names, parts.plain_condition(list(conditions), names))
+        _plain_words.put(key, said)
+    site["plain"] = said[1]
     return site
+
+
+@lru_cache(maxsize=16384)
+def _tested_values(conditions: tuple[str, ...], dest: str) -> tuple[str, ...]:
+    return tuple(parts.tested_values(list(conditions), dest))
+
+
+# (version id, condition path) -> (the names map it was worded with, the words): an entry
+# counts only for the very map object it was made with, which changes with the KB stamp.
+_plain_words: Cache[tuple[dict[str, str], str]] = Cache(16384)
 
 
 def related_flags(session: Session, version: Version, data: dict[str, Any]) -> list[dict[str, Any]]:
