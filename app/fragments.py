@@ -10,6 +10,7 @@ call these), so the pages did not change. Every argument is a dict or a kb.contr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -42,6 +43,35 @@ def _e(value: Any) -> str:
 def _d(obj: Any) -> Mapping[str, Any]:
     """A dict, or a kb.contract model's field values (no aliased field is read here)."""
     return obj if isinstance(obj, dict) else obj.__dict__
+
+
+def show_value(value: Any) -> str:
+    """A literal value (default, choice, history value) as JSON: "auto", 1, true, null."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def synopsis(flag: Any) -> str:
+    """`--name TYPE (default X)` from a Flag (a kb.contract model or its dict)."""
+    parts = [flag["name"]]
+    action = flag["action"] or ""
+    if not action.startswith("store_") and action not in ("count", "help", "version"):
+        parts.append(flag["type"].upper() if flag["type"] else "VALUE")
+    if flag["nargs"] in ("*", "+"):
+        parts[-1] += " ..."
+    if flag["default"] is not None:
+        parts.append(f"(default {show_value(flag['default'])})")
+    elif flag["default_expr"]:
+        parts.append(f"(default {flag['default_expr']})")
+    return " ".join(parts)
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    """The first sentence of a help text, cut to `limit` characters."""
+    text = " ".join((text or "").split())
+    for end in (". ", "; "):
+        if end in text[:limit]:
+            return text[: text.index(end) + 1]
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def md_cite(cite: Any) -> str:
@@ -263,4 +293,79 @@ def version_options(versions: Sequence[str], current: str, absent: Iterable[str]
             gone = " (absent)" if name in absent else ""
             out.append(f'          <option value="{n}"{selected}>{n}{gone}</option>\n')
         out.append("        </optgroup>\n")
+    return Markup("".join(out))
+
+
+def flag_badges(f: Any) -> Markup:
+    """Deprecated, hidden, how many choices and constraints (a list item's badges)."""
+    f = _d(f)
+    out = []
+    if f["deprecated"]:
+        out.append('<span class="badge warn">deprecated</span>')
+    if f["hidden"]:
+        out.append('<span class="badge">hidden</span>')
+    if f["choices"]:
+        out.append(f'<span class="badge">{len(f["choices"])} choices</span>')
+    count = f["constraint_count"]
+    if count:
+        plural = "s" if count != 1 else ""
+        out.append(f'<span class="badge info">{_e(count)} constraint{plural}</span>')
+    return Markup("".join(out))
+
+
+def flag_items(flags: Iterable[Any]) -> Markup:
+    """The <li>s of a section of the flags list: synopsis, badges, the help's first line."""
+    out = []
+    for flag in flags:
+        f = _d(flag)
+        text = f'<p class="help">{_e(first_line(f["help"]))}</p>' if f["help"] else ""
+        out.append(
+            f'      <li>\n        <a class="syn" href="{_e(f["url"])}"><code>{_e(synopsis(f))}'
+            f"</code></a>\n        {flag_badges(f)}\n{text}      </li>\n"
+        )
+    return Markup("".join(out))
+
+
+def constraint_rows(constraints: Sequence[Any], version: Any) -> Markup:
+    """The <tr>s of the constraints list (one per site; a row saying so when none)."""
+    if not constraints:
+        return Markup('  <tr><td colspan="4" class="empty">No constraint matches.</td></tr>\n')
+    out = []
+    for site in constraints:
+        c = _d(site)
+        kind = _e(c["kind"])
+        what = [f'<code class="cond">{_e(c["condition"])}</code>' if c["condition"] else ""]
+        if c["message"]:
+            what.append(f'<p class="message">“{_e(c["message"])}”</p>')
+        if c["writes"]:
+            sets = ", ".join(f"<code>{_e(k)} = {_e(v)}</code>" for k, v in c["writes"].items())
+            what.append(f"<p>sets {sets}</p>")
+        links = "".join(f"{flag_link(version, n)} " for n in c["flags"])
+        if c["affects"]:
+            arrow = "".join(f"{flag_link(version, n)} " for n in c["affects"])
+            links += f'<span class="muted">→</span> {arrow}'
+        out.append(
+            f'  <tr class="kind-{kind}">\n'
+            f'    <td><span class="badge kind">{kind}</span></td>\n'
+            f'    <td><code class="fn">{_e(c["function"])}</code><br>{cite(c["source"])}</td>\n'
+            f"    <td>{''.join(what)}</td>\n"
+            f"    <td>{links}</td>\n"
+            "  </tr>\n"
+        )
+    return Markup("".join(out))
+
+
+_ON = '<td class="on">✓<span class="visually-hidden"> a choice</span></td>'
+_OFF = (
+    '<td class="off"><span aria-hidden="true">·</span>'
+    '<span class="visually-hidden">not a choice</span></td>'
+)
+
+
+def grid_rows(rows: Iterable[Any]) -> Markup:
+    """The rows of the flag page's choices × versions grid (a cell per run of versions)."""
+    out = []
+    for row in map(_d, rows):
+        cells = "".join(_ON if on else _OFF for on in row["cells"])
+        out.append(f'    <tr><th scope="row"><code>{_e(row["value"])}</code></th>{cells}</tr>\n')
     return Markup("".join(out))

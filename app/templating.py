@@ -7,7 +7,6 @@ fragment block gets just that block (jinja2-fragments), so filters swap in witho
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,7 +16,7 @@ from fastapi.responses import Response
 from jinja2_fragments.fastapi import Jinja2Blocks
 
 from app import fragments
-from app.fragments import md_cite, md_constraint, series
+from app.fragments import first_line, md_cite, md_constraint, series, show_value, synopsis
 from kb.cache import Cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,35 +28,6 @@ env = templates.env
 env.autoescape = True  # extracted text comes from an untrusted repository
 env.trim_blocks = True
 env.lstrip_blocks = True
-
-
-def show_value(value: Any) -> str:
-    """A literal value (default, choice, history value) as JSON: "auto", 1, true, null."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def synopsis(flag: Any) -> str:
-    """`--name TYPE (default X)` from a Flag (a kb.contract model or its dict)."""
-    parts = [flag["name"]]
-    action = flag["action"] or ""
-    if not action.startswith("store_") and action not in ("count", "help", "version"):
-        parts.append(flag["type"].upper() if flag["type"] else "VALUE")
-    if flag["nargs"] in ("*", "+"):
-        parts[-1] += " ..."
-    if flag["default"] is not None:
-        parts.append(f"(default {show_value(flag['default'])})")
-    elif flag["default_expr"]:
-        parts.append(f"(default {flag['default_expr']})")
-    return " ".join(parts)
-
-
-def first_line(text: str, limit: int = 160) -> str:
-    """The first sentence of a help text, cut to `limit` characters."""
-    text = " ".join((text or "").split())
-    for end in (". ", "; "):
-        if end in text[:limit]:
-            return text[: text.index(end) + 1]
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _static_version(name: str) -> str:
@@ -93,6 +63,10 @@ env.globals["timeline_marks_html"] = fragments.timeline_marks
 env.globals["usage_rows_html"] = fragments.usage_rows
 env.globals["indirect_rows_html"] = fragments.indirect_rows
 env.globals["version_options_html"] = fragments.version_options
+env.globals["flag_badges_html"] = fragments.flag_badges
+env.globals["flag_items_html"] = fragments.flag_items
+env.globals["constraint_rows_html"] = fragments.constraint_rows
+env.globals["grid_rows_html"] = fragments.grid_rows
 
 
 def is_fragment_request(request: Request) -> bool:

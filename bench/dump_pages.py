@@ -58,6 +58,7 @@ def urls(db: str, every: int) -> list[tuple[str, dict[str, str]]]:
             "constraints?flag=tp-size",
             "constraints?flag=moe",
             "constraints?per_page=0",
+            "constraints?flag=zzzz&kind=raise",
             "constraints?format=csv",
             "backends",
             "enums",

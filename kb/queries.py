@@ -404,7 +404,12 @@ def constraint_dict(version: Version, site: ConstraintSite) -> dict[str, Any]:
 
 
 def all_constraints(session: Session, version: Version) -> list[Any]:
-    return _sites_of(session, version, None)
+    """The version's constraint sites in source order, read once per stamp (every variant
+    of the constraints list filters and counts this one list)."""
+    found = per_stamp(
+        ("constraints", version.id), lambda: _sites_of(session, version, None), session
+    )
+    return list(found)
 
 
 def flag_constraints(session: Session, version: Version, name: str) -> list[Any]:
@@ -424,17 +429,20 @@ def filter_constraints(
     name of a flag (option, alias, dest, deprecated alias; any dashes or case): all the
     flags it names count. Text that names no flag matches as a substring of flag names (the
     filter runs as the user types)."""
-    extra: list[Any] = [ConstraintSite.kind == kind] if kind else []
+    sites = all_constraints(session, version)
+    if kind:
+        sites = [s for s in sites if s.kind == kind]
     key = name_key(flag[:MAX_NAME])
     if not key:
-        return _sites_of(session, version, None, *extra)
+        return sites
     named = select(Option.flag_id).where(Option.version_id == version.id, Option.key == key)
-    if session.exec(named.limit(1)).first() is None:
+    if not rows(session, named.limit(1)):
         named = select(Option.flag_id).where(
             Option.version_id == version.id, col(Option.key).contains(key, autoescape=True)
         )
     ids = select(ConstraintFlag.constraint_id).where(col(ConstraintFlag.flag_id).in_(named))
-    return _sites_of(session, version, ids, *extra)
+    wanted = {site_id for (site_id,) in rows(session, ids)}
+    return [s for s in sites if s.id in wanted]
 
 
 def _sites_of(session: Session, version: Version, ids: Any, *where: Any) -> list[Any]:
@@ -627,9 +635,13 @@ _history_cache: Cache[list[dict[str, Any]]] = Cache(2048)
 
 def kb_stamp(session: Session) -> str:
     """Changes whenever a version is added, re-ingested or removed (one tiny query)."""
-    count, last_id, last_ingest = rows(
-        session, select(func.count(), func.max(Version.id), func.max(Version.ingested_at))
-    )[0]
+    # Plain SQL: it runs on every request, and SQLAlchemy's statement machinery cost more
+    # than SQLite answering it. The stamp is opaque: ingested_at as the database stores it.
+    count, last_id, last_ingest = (
+        session.connection()
+        .exec_driver_sql("SELECT count(*), max(id), max(ingested_at) FROM version")
+        .one()
+    )
     return f"{count}:{last_id}:{last_ingest}"
 
 
