@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -21,6 +22,15 @@ MAX_LISTED = 4  # values spelled out in a plain-words list before "… (+N more)
 
 # Which change a version's mark shows when several fields changed there (first wins).
 MARK_ORDER = ("removed", "added", "renamed", "deprecated", "default", "choices")
+
+
+@lru_cache(maxsize=16384)
+def _parsed(condition: str) -> ast.expr:
+    """A condition's expression, parsed once per text: the same conditions come back on
+    every flag page that cites them, and parsing was most of the page's word-building time.
+    The tree is shared, so the readers below never change it. SyntaxError is not cached
+    and is raised again."""
+    return ast.parse(condition.strip(), mode="eval").body
 
 
 def _flag_of(node: ast.AST, names: dict[str, str]) -> str | None:
@@ -104,7 +114,7 @@ def plain_condition(conditions: list[str], names: dict[str, str]) -> str:
     said = []
     for part in conditions:
         try:
-            said.append(_words(ast.parse(part.strip(), mode="eval").body, names))
+            said.append(_words(_parsed(part), names))
         except SyntaxError:
             said.append(part)
     return " and ".join(said)
@@ -137,7 +147,7 @@ def tested_values(conditions: list[str], dest: str) -> list[str]:
 
     for part in conditions:
         try:
-            visit(ast.parse(part.strip(), mode="eval").body, False)
+            visit(_parsed(part), False)
         except SyntaxError:
             continue
     return list(dict.fromkeys(found))
