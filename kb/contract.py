@@ -587,6 +587,7 @@ class DiffSummary(Model):
     constraints_removed: int
     constraints_changed: int
     enums_changed: int
+    condition_groups: int = 0  # root causes of the constraints_changed (ConditionGroup)
     env_added: int = 0
     env_removed: int = 0
     env_changed: int = 0  # variables with a changed field
@@ -604,16 +605,30 @@ class FlagBrief(Model):
     dest: str
     help: str
     url: str
+    section: str | None = None  # the help section it is listed under, if any
 
 
 class FlagChange(FieldChange):
     name: str  # the flag's name at `to`
+    section: str | None = None  # its help section at `to`, when it has one
 
 
 class ConstraintChange(Model):
     from_: Constraint = From()
     to: Constraint
     condition: list[list[str]]  # word diff [[op, text]]
+    gained: list[str] = []  # clauses of `conditions` only at `to`, as written
+    lost: list[str] = []  # clauses only at `from`
+
+
+class ConditionGroup(Model):
+    """Condition changes with one root cause: every site that gained (or lost) `condition`,
+    as written or negated (an `elif` below it carries it negated)."""
+
+    change: Literal["gained", "lost", "reworded"]  # reworded: the clauses read the same
+    condition: str  # the clause without its outer `not`; "" when reworded
+    count: int
+    items: list[int]  # indices into `constraints_changed`
 
 
 class MemberChange(Model):
@@ -654,6 +669,7 @@ class Diff(Model):
     env_added: list[str] = []
     env_removed: list[str] = []
     env_changed: list[EnvChange] = []
+    condition_groups: list[ConditionGroup] = []  # constraints_changed by root cause, biggest first
 
 
 # --- search --------------------------------------------------------------------------------
