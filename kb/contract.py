@@ -319,26 +319,31 @@ class GraphNode(Model):
     url: str
     known: bool  # a flag of this version
     y: int  # its row in the picture
+    y_first: int = 0  # the rows of its edges, from y_first to y_last
+    y_last: int = 0
 
 
 class GraphEdge(Model):
     flag: str  # the other flag
     kind: str  # raise | assert | override | warning
     count: int  # constraint sites of this kind between the two flags
-    label: str  # the values of this flag they test, or the kind alone
+    label: str  # the values of this flag they test, or the kind alone (drawn on the edge)
     url: str  # the first such site's source line
     y1: int
     y2: int
+    sites: list[str] = []  # every such site's source line
 
 
 class ConstraintGraph(Model):
     """The flags a flag's constraint sites touch, laid out on the server for an SVG: the
-    flag on the left, one row per other flag, one edge per (flag, kind)."""
+    flag on the left, one edge per (other flag, kind), each in a row of its own: a curve
+    from the flag to `xm`, then straight to `x2` with its label written above it."""
 
     width: int
     height: int
     x1: int  # where edges leave the flag
     x2: int  # where they reach the other flags
+    xm: int = 0  # where an edge's curve ends and its labelled straight part begins
     nodes: list[GraphNode]
     edges: list[GraphEdge]
 

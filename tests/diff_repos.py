@@ -31,6 +31,25 @@ THIRD = [
     'if self.moe_runner_backend == "auto":\n    self.moe_runner_backend = "triton"',
 ]
 
+# Checks on --attention-backend in the newer release: several flags, several kinds each,
+# each triggered by some of its values (for the constraint graph's labelled edges).
+GRAPH_CHECKS = """\
+        if self.attention_backend == "fa3" and self.page_size > 64:
+            raise ValueError("fa3 supports pages of at most 64 tokens.")
+        if self.attention_backend == "fa4":
+            self.page_size = 128
+        if self.attention_backend in ["fa3", "fa4"] and self.kv_dtype == "fp8":
+            logger.warning("An fp8 cache with fa3 or fa4 is experimental.")
+        if self.attention_backend == "flashinfer" and self.tp_size > 8:
+            raise ValueError("flashinfer supports tensor parallelism up to 8.")
+        assert self.attention_backend != "triton" or self.chunk_size <= 8192, "triton chunks"
+        if self.attention_backend == "fa4" and self.enable_overlap:
+            self.enable_overlap = False
+            logger.warning("fa4 turns overlap off.")
+        if self.attention_backend == "triton" and self.moe_runner_backend == "auto":
+            self.moe_runner_backend = "triton"
+"""
+
 SECTIONS = {
     "Model and tokenizer": ["tokenizer-mode", "trust-remote-code", "revision", "load-format"],
     "Parallelism": ["dp-size", "ep-size", "nnodes", "node-rank", "dist-init-addr"],
@@ -85,6 +104,7 @@ def server_args(split: bool) -> str:
         + ':\n            raise ValueError("topk > 1 needs the flashinfer backend.")\n'
     )
     if split:
+        checks += GRAPH_CHECKS
         checks += (
             "        if self.max_running_requests is not None and self.max_running_requests < 1:\n"
             '            raise ValueError("--max-running-requests must be positive.")\n'
