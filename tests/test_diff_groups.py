@@ -84,11 +84,13 @@ def test_page_one_entry_per_cause_and_flags_by_section(client: Any) -> None:
 
 def test_additions_and_removals_say_so_in_words(client: Any) -> None:
     html = client.get(URL).text
+    # Lists under a heading that says "Added" (or "Removed"): "+" (or "−") on every item.
     added = html.split('id="added"')[1].split('id="removed"')[0]
-    assert added.count('<span class="visually-hidden">added </span>') == ADDED_FLAGS + 1
+    assert '<span class="visually-hidden">added </span>Added' in added
+    assert added.count('<span class="sym add" aria-hidden="true">+</span>') == ADDED_FLAGS + 1
     removed = html.split('id="removed"')[1].split('id="renamed"')[0]
     assert '<span class="sym del" aria-hidden="true">−</span>' in removed
-    assert '<span class="visually-hidden">removed </span>' in removed
+    assert '<span class="visually-hidden">removed </span>Removed' in removed
     # A choice added to a flag: "+" and the word, not a green background alone.
     changed = html.split('id="changed"')[1].split('id="constraints"')[0]
     assert re.search(r'<ins class="item">.*?added </span><code>fa4</code></ins>', changed)
