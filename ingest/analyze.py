@@ -21,7 +21,7 @@ from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
 from ingest.indirect import scan_structure
-from ingest.sites import scan
+from ingest.sites import LineIndex, scan
 from kb.pyast import PARSE_FAILURES
 
 ANALYZER_VERSION = 9
@@ -57,13 +57,14 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts["warnings"] = []
         facts["docs"] = parse_docs(data.decode("utf-8", "replace"), kind.removeprefix("docs_"))
         return facts
-    facts = scan(data)
+    index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
+    facts = scan(data, index)
     facts["warnings"] = []
-    env_sites, env_lines = scan_env(data, kind == "server_args")
+    env_sites, env_lines = scan_env(data, kind == "server_args", index)
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
-    shapes = scan_choice_shapes(data, facts["choices"])
+    shapes = scan_choice_shapes(data, facts["choices"], index)
     facts["lines"].update(shapes.pop("lines"))
     facts.update(shapes)
     if kind != "server_args":
