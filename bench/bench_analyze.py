@@ -93,17 +93,21 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
         facts[f"{sha}:{kind}"] = json.dumps(result, sort_keys=True)
 
     # The worker's packing: the same calls as analyze_batch, without reading the blobs again.
-    pack = getattr(analyze_mod, "pack_batch_item", None)
+    pack_delta = getattr(analyze_mod, "pack_delta", None)
+    text_frames: dict[str, Any] = {}
+    facts_frames: dict[str, Any] = {}
     t0 = time.process_time()
     packed_facts = packed_texts = 0
-    for (_sha, kind, path), data, result in zip(items, blobs, results, strict=True):
-        if pack is not None:
-            f, t = pack(data, kind, path, result)
-        else:
+    for (sha, kind, path), data, result in zip(items, blobs, results, strict=True):
+        raw = json.dumps(result, separators=(",", ":")).encode()
+        cited = analyze_mod.likely_cited(kind, result)
+        if pack_delta is not None:  # zstd deltas against the path's keyframe
+            f, _b = pack_delta(facts_frames, path, f"{sha}:{kind}", raw)
+            t = pack_delta(text_frames, path, sha, data)[0] if cited else None
+        else:  # zlib
             import zlib
 
-            f = zlib.compress(json.dumps(result, separators=(",", ":")).encode(), 1)
-            cited = analyze_mod.likely_cited(kind, result)
+            f = zlib.compress(raw, 1)
             t = zlib.compress(data, 1) if cited else None
         packed_facts += len(f)
         packed_texts += len(t) if t else 0
