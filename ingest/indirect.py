@@ -34,6 +34,7 @@ from ingest.pyfile import Def, PyFile
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
+COMMENT_RE = re.compile(rb"#[^\n]*")
 ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
 GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
 NAME_RE = re.compile(r"[A-Za-z_]\w*")
@@ -95,7 +96,10 @@ def _imports(data: bytes) -> list[list[Any]]:
             continue
         line += data.count(b"\n", pos, m.start())
         pos = m.start()
-        body = re.sub(rb"#[^\n]*", b"", m.group(2)).strip(b"()\\ \t\n")
+        body = m.group(2)
+        if b"#" in body:
+            body = COMMENT_RE.sub(b"", body)
+        body = body.strip(b"()\\ \t\n")
         for item in body.split(b","):
             parts = item.split()
             if len(parts) == 1 and parts[0] != b"*":
@@ -106,7 +110,14 @@ def _imports(data: bytes) -> list[list[Any]]:
 
 
 def _entry_classes(data: bytes) -> list[str]:
-    m = ENTRY_RE.search(data)
+    # The first `EntryClass` at a line start that matches (bytes.find, then the regex: a
+    # `^` under re.M would make the engine try every position).
+    m = None
+    pos = data.find(b"EntryClass")
+    while pos >= 0 and m is None:
+        if pos == 0 or data[pos - 1] == 10:
+            m = ENTRY_RE.match(data, pos)
+        pos = data.find(b"EntryClass", pos + 1)
     if not m:
         return []
     return [n for n in NAME_RE.findall(m.group(1).decode()) if n[0].isupper()]

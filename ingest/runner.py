@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import zlib
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -33,7 +32,15 @@ from ingest.git_source import (
 from ingest.store import existing_versions, load_facts, save_facts, write_version
 from ingest.versions import select
 from kb.procs import die_with_parent
-from kb.schema import EXTRACTOR_VERSION, check_schema, create_schema, drop_schema, make_engine
+from kb.schema import (
+    EXTRACTOR_VERSION,
+    check_schema,
+    create_schema,
+    drop_schema,
+    make_engine,
+    pack,
+    unpack,
+)
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
 
@@ -123,9 +130,10 @@ def run(
         last_needed.setdefault(index, []).append(key)
     packed = load_facts(engine, list(wanted))
     summary.blobs_cached = len(packed)
-    facts = {key: json.loads(zlib.decompress(data)) for key, data in packed.items()}
+    facts = {key: json.loads(data) for key, data in packed.items()}
     del packed
-    texts: dict[str, bytes] = {}  # sha -> zlib text, for blobs analyzed in this run
+    # sha -> (zstd text, the sha it is a delta against or None), for blobs analyzed in this run
+    texts: dict[str, tuple[bytes, str | None]] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -136,12 +144,19 @@ def run(
 
     reader: BlobReader | None = None
 
-    def blob_text(sha: str) -> bytes:
+    def raw_text(sha: str) -> bytes:
         nonlocal reader
-        if sha in texts:
-            return texts[sha]
+        packed = texts.get(sha)
+        if packed is not None and packed[1] is None:
+            return unpack(packed[0])
         reader = reader or BlobReader(gitdir)
-        return zlib.compress(reader.read(sha), 1)
+        return reader.read(sha)
+
+    def blob_text(sha: str, whole: bool = False) -> tuple[bytes, str | None]:
+        packed = texts.get(sha)
+        if packed is not None and (packed[1] is None or not whole):
+            return packed
+        return pack(raw_text(sha)), None
 
     module_texts: dict[str, str] = {}
 
@@ -149,7 +164,7 @@ def run(
         if sha not in module_texts:
             if len(module_texts) >= 256:  # the indirect-read analysis reads many: stay bounded
                 module_texts.pop(next(iter(module_texts)))
-            module_texts[sha] = zlib.decompress(blob_text(sha)).decode("utf-8", "replace")
+            module_texts[sha] = raw_text(sha).decode("utf-8", "replace")
         return module_texts[sha]
 
     def write(index: int) -> None:
@@ -180,13 +195,13 @@ def run(
     written = 0
     try:
         for batch in _analyze(gitdir, missing, opts.jobs):
-            save_facts(engine, [(key, packed_facts) for key, packed_facts, _f, _t in batch])
-            for key, _packed, blob_facts, text in batch:
-                facts[key] = blob_facts
-                if text is not None:
-                    texts[key.split(":", 1)[0]] = text
+            save_facts(engine, [(a.key, a.packed, a.facts_base) for a in batch])
+            for a in batch:
+                facts[a.key] = a.facts
+                if a.text is not None:
+                    texts[a.key.split(":", 1)[0]] = (a.text, a.text_base)
             # Every blob first needed before the last one of this batch is analyzed.
-            ready = first_needed[batch[-1][0]]
+            ready = first_needed[batch[-1].key]
             while written < ready:
                 write(written)
                 written += 1
