@@ -9,18 +9,20 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import pickle
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from ingest.analyze import _worker_init, analyze_batch, facts_key, kind_of
-from ingest.assemble import assemble
+from ingest.analyze import Analyzed, _worker_init, analyze_batch, facts_key, kind_of
+from ingest.assemble import Assembly
 from ingest.git_source import (
     BlobReader,
     Ref,
@@ -113,7 +115,7 @@ def run(
         summary.seconds = time.perf_counter() - started
         return summary
 
-    trees = {ref.label: list_files(gitdir, ref.commit) for ref in todo}
+    trees = _list_trees(gitdir, todo)
     wanted: dict[str, tuple[str, str, str]] = {}  # facts key -> (sha, kind, path)
     first_needed: dict[str, int] = {}  # facts key -> index of the first version that has it
     last_needed: dict[int, list[str]] = {}  # version index -> keys no later version has
@@ -128,10 +130,10 @@ def run(
                 first_needed[key] = index
     for key, index in last_seen.items():
         last_needed.setdefault(index, []).append(key)
-    packed = load_facts(engine, list(wanted))
-    summary.blobs_cached = len(packed)
-    facts = {key: json.loads(data) for key, data in packed.items()}
-    del packed
+    facts = PackedFacts()
+    for key, data in load_facts(engine, list(wanted)).items():
+        facts.add_json(key, data)
+    summary.blobs_cached = len(facts)
     # sha -> (zstd text, the sha it is a delta against or None), for blobs analyzed in this run
     texts: dict[str, tuple[bytes, str | None]] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
@@ -141,6 +143,10 @@ def run(
         key=lambda item: first_needed[facts_key(item[0], item[1])],
     )
     summary.blobs_analyzed = len(missing)
+    # What lives through the run (trees, the facts' bytes, imported modules) is left out of
+    # the cyclic garbage collector's scans, which otherwise cost seconds (and, in forked
+    # workers, would copy the pages they touch).
+    gc.freeze()
 
     reader: BlobReader | None = None
 
@@ -167,10 +173,12 @@ def run(
             module_texts[sha] = raw_text(sha).decode("utf-8", "replace")
         return module_texts[sha]
 
+    assembly = Assembly()  # keeps what consecutive versions share
+
     def write(index: int) -> None:
         ref = todo[index]
         t0 = time.perf_counter()
-        rows = assemble(trees[ref.label], facts, read_text)
+        rows = assembly.version(trees[ref.label], facts, read_text)
         write_version(
             engine,
             ref,
@@ -189,19 +197,20 @@ def run(
         on_version(s)
         # Facts and texts no later version needs are dropped: memory stays at the working set.
         for key in last_needed.pop(index, []):
-            facts.pop(key, None)
+            facts.pop(key)
             texts.pop(key.split(":", 1)[0], None)
+        gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
     try:
         for batch in _analyze(gitdir, missing, opts.jobs):
-            save_facts(engine, [(a.key, a.packed, a.facts_base) for a in batch])
-            for a in batch:
-                facts[a.key] = a.facts
+            save_facts(engine, [(a.key, a.packed, a.facts_base) for a, _pickled in batch])
+            for a, pickled in batch:
+                facts.add_pickle(a.key, pickled)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = (a.text, a.text_base)
             # Every blob first needed before the last one of this batch is analyzed.
-            ready = first_needed[batch[-1].key]
+            ready = first_needed[batch[-1][0].key]
             while written < ready:
                 write(written)
                 written += 1
@@ -211,6 +220,7 @@ def run(
     finally:
         if reader is not None:
             reader.close()
+        gc.unfreeze()
     # The search index is rebuilt from the database and swapped in atomically, so a running
     # server keeps answering meanwhile and then sees the new versions.
     from kb.search import build_index
@@ -218,6 +228,60 @@ def run(
     summary.index = build_index(opts.db_url, incremental=True)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+class PackedFacts:
+    """Blob facts kept as bytes until a version asks for them: a dict per blob costs ~5x its
+    pickle, and the workers run ahead of the versions being written. Each lookup decodes
+    (the assembly keeps what it decoded for as long as the file keeps its blob)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, tuple[bool, bytes]] = {}  # key -> (pickled?, bytes)
+
+    def add_json(self, key: str, data: bytes) -> None:
+        self._data[key] = (False, data)  # JSON, as load_facts gives it (deltas undone)
+
+    def add_pickle(self, key: str, data: bytes) -> None:
+        self._data[key] = (True, data)
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        pickled, data = self._data[key]
+        return pickle.loads(data) if pickled else json.loads(data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def pop(self, key: str) -> None:
+        self._data.pop(key, None)
+
+
+def _list_trees(gitdir: Path, refs: list[Ref]) -> dict[str, dict[str, str]]:
+    """Each version's files, listed by a few `git ls-tree` at once (the wait is git's). The
+    same path and sha strings are shared by every version that has them."""
+    strings: dict[str, str] = {}
+    share = strings.setdefault
+
+    def listed(ref: Ref) -> dict[str, str]:
+        return list_files(gitdir, ref.commit)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = list(pool.map(listed, refs))
+    return {
+        ref.label: {share(path, path): share(sha, sha) for path, sha in files.items()}
+        for ref, files in zip(refs, found, strict=True)
+    }
+
+
+def _analyze_packed(batch: list[tuple[str, str, str]]) -> list[tuple[Analyzed, bytes]]:
+    """analyze_batch, with each blob's facts pickled in the worker: the parent keeps the bytes
+    and decodes a blob's facts when a version first needs them."""
+    return [
+        (replace(a, facts={}), pickle.dumps(a.facts, protocol=pickle.HIGHEST_PROTOCOL))
+        for a in analyze_batch(batch)
+    ]
 
 
 def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
@@ -228,7 +292,7 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
     if jobs <= 1 or len(batches) == 1:
         _worker_init(str(gitdir))
         for batch in batches:
-            yield analyze_batch(batch)
+            yield _analyze_packed(batch)
         return
     # fork: workers start instantly and inherit the imported modules.
     with ProcessPoolExecutor(
@@ -237,7 +301,7 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
         initializer=_pool_init,
         initargs=(str(gitdir), os.getpid()),
     ) as pool:
-        yield from pool.map(analyze_batch, batches)
+        yield from pool.map(_analyze_packed, batches)
 
 
 def _pool_init(gitdir: str, parent: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -493,6 +494,8 @@ def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
     repo = build_many_versions_repo(tmp_path, 2)
     db = tmp_path / "kb.db"
     assert ingest_into(repo, db).index["incremental"] is False  # first build: from scratch
+    first = Path(os.path.realpath(f"{db}.search"))
+    before = {p.name: p.read_bytes() for p in first.iterdir()}
     text = (repo / SERVER_ARGS).read_text()
     text += '        parser.add_argument("--brand-new-knob", type=int, help="A new knob.")\n'
     write(repo, SERVER_ARGS, text)
@@ -506,6 +509,12 @@ def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
     # a fact indexed for the old versions now also holds for the new one
     assert index.search("--extra-0", version="v1.1.0")["results"][0]["name"] == "--extra-0"
     assert not index.search("brand new knob", version="v1.0.1")["results"]
+    # The previous build, which running servers may still read, is left as it was; its
+    # segments are shared with the new build (hard links), not copied.
+    second = Path(os.path.realpath(f"{db}.search"))
+    assert second != first and {p.name: p.read_bytes() for p in first.iterdir()} == before
+    segments = [p for p in first.iterdir() if p.suffix == ".seg"]
+    assert segments and all((second / p.name).stat().st_ino == p.stat().st_ino for p in segments)
 
 
 def test_pathological_sources_cost_a_warning_not_the_ingest(tmp_path: Path) -> None:
