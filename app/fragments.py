@@ -129,7 +129,7 @@ def excerpt(lines: Sequence[Mapping[str, Any]] | None) -> Markup:
         f'<td class="src">{_e(line["html"])}</td></tr>\n'
         for line in map(_d, lines)
     )
-    head = '<div class="excerpt"><table class="code"><tbody>\n'
+    head = '<div class="excerpt" tabindex="0"><table class="code"><tbody>\n'
     return Markup(f"{head}{rows}</tbody></table></div>\n")
 
 

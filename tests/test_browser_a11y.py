@@ -84,9 +84,11 @@ def context(browser: Any, server: str) -> Iterator[Any]:
 
 
 def axe_violations(pg: Any) -> list[str]:
-    """Serious and critical axe-core violations on the page, one line per node."""
+    """Serious and critical axe-core violations on the page, one line per node, with every
+    fold (<details>) opened: axe skips hidden content, and readers open them."""
     if not AXE.exists():
         pytest.fail(f"{AXE} missing: run `make install` (copies axe-core from node_modules)")
+    pg.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
     pg.add_script_tag(path=str(AXE))
     result = pg.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
     return [

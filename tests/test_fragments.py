@@ -32,7 +32,7 @@ OLD_MACROS = """
 {%- endmacro %}
 {% macro excerpt(lines) -%}
 {% if lines %}
-<div class="excerpt"><table class="code"><tbody>
+<div class="excerpt" tabindex="0"><table class="code"><tbody>
 {% for l in lines %}<tr{% if l.hit %} class="hit"{% endif %}><td class="ln">{{ l.line }}</td><td class="src">{{ l.html }}</td></tr>
 {% endfor %}
 </tbody></table></div>
