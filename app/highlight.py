@@ -2,7 +2,7 @@
 
 A blob sha names immutable content, so its text and its highlighted lines are cached forever
 (bounded LRUs). The markup is small on purpose: the source view of a 5,600-line file is one
-`<span id="L…">` per line and one `<span class="…">` per coloured token, in the few colours
+`<li id=L…>` per line and one `<span class="…">` per coloured token, in the few colours
 the page shows (comment, string, number, keyword, builtin, function, class, decorator);
 whitespace, operators and plain names are bare text. Python is split by one compiled regular
 expression (the scan runs in C; pygments' lexer took 10x as long on `server_args.py`), other
