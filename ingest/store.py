@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, up
 from ingest.assemble import VersionRows
 from ingest.git_source import Ref
 from ingest.versions import order, sort_key
-from kb.factored import delete_version, forget, tables, write_rows
+from kb.factored import analyze, delete_version, forget, tables, write_rows
 from kb.relations import insert_rows as _insert
 from kb.relations import write_relations_of
 from kb.schema import (
@@ -139,6 +139,7 @@ def write_version(
                 conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have]
             )
             _write_rows(conn, t, vid, rows)
+            analyze(conn)
             _rerank(conn)
             if before_commit is not None:
                 before_commit(ref.label)
@@ -243,9 +244,6 @@ def _tuples(name: str, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> None:
     """Environment variables, their sites and the docs entries of one version."""
 
-    def as_json(value: Any) -> str | None:
-        return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
-
     write_rows(
         conn,
         "envvar",
@@ -304,6 +302,14 @@ def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> None:
     )
 
 
+# json.dumps(value, ensure_ascii=False, default=str), with one encoder for every call.
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def as_json(value: Any) -> str | None:
+    return None if value is None else _encode(value)
+
+
 ENV_VAR_COLUMNS = [
     "name", "declared", "type", "default_expr", "replacement", "comment", "section", "reads",
     "writes", "path", "line", "end_line",
@@ -312,9 +318,6 @@ ENV_SITE_COLUMNS = ["name", "access", "how", "function", "path", "line", "end_li
 
 
 def _flag_row(f: dict[str, Any]) -> dict[str, Any]:
-    def as_json(value: Any) -> str | None:
-        return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
-
     return {
         "name": f["name"],
         "dest": f["dest"],

@@ -209,6 +209,17 @@ def delete_version(conn: Connection, version_id: int) -> None:
     forget(conn.engine)
 
 
+def analyze(conn: Connection) -> None:
+    """Refresh SQLite's statistics of the factored tables (sampled: milliseconds), so that a
+    lookup by value starts from the fact's index, not from the version's every row."""
+    if conn.dialect.name != "sqlite":
+        return  # PostgreSQL's autovacuum analyzes
+    conn.exec_driver_sql("PRAGMA analysis_limit=400")
+    for table in tables().values():
+        conn.exec_driver_sql(f'ANALYZE "{table.fact.name}"')
+        conn.exec_driver_sql(f'ANALYZE "{table.loc.name}"')
+
+
 def orm_writes(session: Session, _context: Any, _instances: Any) -> None:
     """before_flush: the views take no INSERT, UPDATE or DELETE, so new, changed and deleted
     ORM objects of factored models are written here (write_rows, update_row, a delete of

@@ -1,9 +1,10 @@
 """The knowledge base schema: the one contract between ingest/ (writes) and app/ (reads).
 
-Every per-version fact row carries ``version_id``. JSON columns hold small lists/dicts as
-text so the schema stays portable across SQLAlchemy backends. Blob text is stored once per
-git blob sha (zlib), and ``VersionFile`` maps a version's cited paths to blobs, the way
-Bootlin's Elixir indexes blobs rather than trees.
+Every per-version fact row carries ``version_id``; the big per-version tables are views over
+facts stored once and thin per-version locations (kb/factored.py). JSON columns hold small
+lists/dicts as text so the schema stays portable across SQLAlchemy backends. Blob text is
+stored once per git blob sha (zlib), and ``VersionFile`` maps a version's cited paths to
+blobs, the way Bootlin's Elixir indexes blobs rather than trees.
 """
 
 from __future__ import annotations
@@ -401,8 +402,14 @@ def loads(value: str | None) -> Any:
     return None if value is None else json.loads(value)
 
 
+# One encoder for every call: json.dumps with options builds a new JSONEncoder each time.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if not value and isinstance(value, list):
+        return "[]"  # most JSON list columns are empty
+    return _encode(value)
 
 
 def option_to_dest(option: str) -> str:
