@@ -131,34 +131,24 @@ def _placeholders(conn: Connection, n: int) -> str:
     return ", ".join([mark] * n)
 
 
-def _next_id(conn: Connection, table: Table) -> int:
-    return (conn.exec_driver_sql(f'SELECT max(id) FROM "{table.name}"').scalar() or 0) + 1
+def _cursor(conn: Connection) -> Any:
+    """The DBAPI cursor of the connection's open transaction: a version's few bulk statements
+    skip SQLAlchemy's per-statement work."""
+    return conn.connection.cursor()
 
 
-def _intern(
-    conn: Connection, table: Factored, rows: Iterable[tuple[Any, ...]]
-) -> list[tuple[int, tuple[Any, ...]]]:
-    """(fact id, location values) of each row; new facts are inserted."""
-    ids = fact_index(conn).ids[table.name]
-    n_fact = len(table.fact_cols)
-    next_fact = _next_id(conn, table.fact)
-    new_facts: list[tuple[Any, ...]] = []
-    out = []
-    for row in rows:
-        fact = row[:n_fact]
-        fact_id = ids.get(fact)
-        if fact_id is None:
-            fact_id = ids[fact] = next_fact
-            new_facts.append((next_fact, *fact))
-            next_fact += 1
-        out.append((fact_id, row[n_fact:]))
+def _next_id(cur: Any, table: Table) -> int:
+    cur.execute(f'SELECT max(id) FROM "{table.name}"')
+    return (cur.fetchone()[0] or 0) + 1
+
+
+def _insert_facts(
+    conn: Connection, cur: Any, table: Factored, new_facts: list[tuple[Any, ...]]
+) -> None:
     if new_facts:
         cols = ", ".join(f'"{c}"' for c in ["id", *table.fact_cols])
-        conn.exec_driver_sql(
-            f'INSERT INTO "{table.fact.name}" ({cols}) VALUES ({_placeholders(conn, n_fact + 1)})',
-            new_facts,
-        )
-    return out
+        marks = _placeholders(conn, len(table.fact_cols) + 1)
+        cur.executemany(f'INSERT INTO "{table.fact.name}" ({cols}) VALUES ({marks})', new_facts)
 
 
 def write_rows(
@@ -168,31 +158,48 @@ def write_rows(
     columns then the location columns (Factored.fact_cols + loc_cols). Returns the rows' ids
     (the view's id column), in order."""
     table = tables()[name]
-    first = _next_id(conn, table.loc)
-    locs = [
-        (first + i, version_id, fact_id, *where)
-        for i, (fact_id, where) in enumerate(_intern(conn, table, rows))
-    ]
+    ids = fact_index(conn).ids[name]
+    cur = _cursor(conn)
+    n_fact = len(table.fact_cols)
+    next_fact = _next_id(cur, table.fact)
+    first = next_loc = _next_id(cur, table.loc)
+    new_facts: list[tuple[Any, ...]] = []
+    locs: list[tuple[Any, ...]] = []
+    for row in rows:
+        fact = row[:n_fact]
+        fact_id = ids.get(fact)
+        if fact_id is None:
+            fact_id = ids[fact] = next_fact
+            new_facts.append((next_fact, *fact))
+            next_fact += 1
+        locs.append((next_loc, version_id, fact_id, *row[n_fact:]))
+        next_loc += 1
+    _insert_facts(conn, cur, table, new_facts)
     if locs:
         cols = ", ".join(f'"{c}"' for c in ["id", "version_id", "fact_id", *table.loc_cols])
-        conn.exec_driver_sql(
-            f'INSERT INTO "{table.loc.name}" ({cols}) '
-            f"VALUES ({_placeholders(conn, 3 + len(table.loc_cols))})",
-            locs,
-        )
-    return list(range(first, first + len(locs)))
+        marks = _placeholders(conn, 3 + len(table.loc_cols))
+        cur.executemany(f'INSERT INTO "{table.loc.name}" ({cols}) VALUES ({marks})', locs)
+    cur.close()
+    return list(range(first, next_loc))
 
 
 def update_row(conn: Connection, name: str, row_id: int, row: tuple[Any, ...]) -> None:
     """Give one version row new values (copy on write: the fact it shared with other
     versions stays theirs)."""
     table = tables()[name]
-    [(fact_id, where)] = _intern(conn, table, [row])
+    ids = fact_index(conn).ids[name]
+    cur = _cursor(conn)
+    fact, where = row[: len(table.fact_cols)], row[len(table.fact_cols) :]
+    fact_id = ids.get(fact)
+    if fact_id is None:
+        fact_id = ids[fact] = _next_id(cur, table.fact)
+        _insert_facts(conn, cur, table, [(fact_id, *fact)])
     sets = ", ".join(f'"{c}" = {_placeholders(conn, 1)}' for c in ["fact_id", *table.loc_cols])
-    conn.exec_driver_sql(
+    cur.execute(
         f'UPDATE "{table.loc.name}" SET {sets} WHERE id = {_placeholders(conn, 1)}',
         (fact_id, *where, row_id),
     )
+    cur.close()
 
 
 def delete_version(conn: Connection, version_id: int) -> None:
