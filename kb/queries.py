@@ -357,11 +357,13 @@ def _sites_of(session: Session, version: Version, ids: Any, *where: Any) -> list
 def constraint_counts(session: Session, version: Version) -> dict[str, int]:
     """How many constraint sites read or affect each option (for the flags list's badges)."""
     sites = select(ConstraintSite.id).where(ConstraintSite.version_id == version.id)
-    option = func.coalesce(Flag.name, ConstraintFlag.option)
+    # The flag's name by a correlated lookup, not a LEFT JOIN: SQLite materializes a view
+    # (flag is one, kb/factored.py) on the right of a LEFT JOIN, every version's rows.
+    name = select(Flag.name).where(col(Flag.id) == ConstraintFlag.flag_id).scalar_subquery()
+    option = func.coalesce(name, ConstraintFlag.option)
     rows = session.exec(
         select(option, func.count(func.distinct(ConstraintFlag.constraint_id)))
         .select_from(ConstraintFlag)
-        .outerjoin(Flag, col(Flag.id) == ConstraintFlag.flag_id)
         .where(col(ConstraintFlag.constraint_id).in_(sites))
         .group_by(option)
     )
