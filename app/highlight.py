@@ -32,7 +32,7 @@ from sqlmodel import Session
 
 from kb.cache import Cache
 from kb.queries import version_file_sha
-from kb.schema import Blob, Version, unpack_text
+from kb.schema import Version, blob_text
 
 # Files this big are shown as plain text: highlighting them would stall the page.
 MAX_HIGHLIGHT = 2_000_000
@@ -252,10 +252,10 @@ def blob_lines(session: Session, sha: str) -> list[str] | None:
     cached = _text_cache.get(sha)
     if cached is not None:
         return cached
-    blob = session.get(Blob, sha)
-    if blob is None:
+    text = blob_text(session, sha)
+    if text is None:
         return None
-    lines = unpack_text(blob.text).split("\n")
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     _text_cache.put(sha, lines)

@@ -7,8 +7,6 @@ fragment block gets just that block (jinja2-fragments), so filters swap in witho
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +15,8 @@ from fastapi import Request
 from fastapi.responses import Response
 from jinja2_fragments.fastapi import Jinja2Blocks
 
+from app import fragments
+from app.fragments import first_line, md_cite, md_constraint, series, show_value, synopsis
 from kb.cache import Cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,60 +28,6 @@ env = templates.env
 env.autoescape = True  # extracted text comes from an untrusted repository
 env.trim_blocks = True
 env.lstrip_blocks = True
-
-
-def show_value(value: Any) -> str:
-    """A literal value (default, choice, history value) as JSON: "auto", 1, true, null."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def md_cite(cite: Any) -> str:
-    """A Markdown link to a citation on GitHub: [server_args.py#L5045](url)."""
-    name = cite["path"].rsplit("/", 1)[-1]
-    lines = f"L{cite['line']}" + (
-        f"-L{cite['end_line']}" if cite["end_line"] != cite["line"] else ""
-    )
-    return f"[{name}#{lines}]({cite['url']})"
-
-
-def md_constraint(site: Any, flag: str) -> str:
-    """One sentence about a constraint site, e.g. "`--x` raises when `cond` — [file#L1](url)"."""
-    cond = f"`{site['condition']}`" if site["condition"] else "unconditionally"
-    if site["kind"] == "override" and site["writes"]:
-        sets = ", ".join(f"`{k} = {v}`" for k, v in site["writes"].items())
-        what = f"when {cond}, {sets}" if site["condition"] else f"sets {sets}"
-    elif site["kind"] == "assert":
-        what = f"asserts {cond}"
-    else:
-        verb = {"raise": "raises", "warning": "warns", "override": "is overridden"}.get(
-            site["kind"], site["kind"]
-        )
-        what = f"{verb} when {cond}" if site["condition"] else f"{verb} {cond}"
-    return f"`{flag}` {what} — {md_cite(site['source'])}"
-
-
-def synopsis(flag: Any) -> str:
-    """`--name TYPE (default X)` from a Flag (a kb.contract model or its dict)."""
-    parts = [flag["name"]]
-    action = flag["action"] or ""
-    if not action.startswith("store_") and action not in ("count", "help", "version"):
-        parts.append(flag["type"].upper() if flag["type"] else "VALUE")
-    if flag["nargs"] in ("*", "+"):
-        parts[-1] += " ..."
-    if flag["default"] is not None:
-        parts.append(f"(default {show_value(flag['default'])})")
-    elif flag["default_expr"]:
-        parts.append(f"(default {flag['default_expr']})")
-    return " ".join(parts)
-
-
-def first_line(text: str, limit: int = 160) -> str:
-    """The first sentence of a help text, cut to `limit` characters."""
-    text = " ".join((text or "").split())
-    for end in (". ", "; "):
-        if end in text[:limit]:
-            return text[: text.index(end) + 1]
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _static_version(name: str) -> str:
@@ -100,22 +46,6 @@ def static_url(name: str) -> str:
     return f"/static/{name}?v={_static_hashes.get_or_make(name, lambda: _static_version(name))}"
 
 
-def series(names: list[str]) -> list[tuple[str, list[str]]]:
-    """Version names grouped for the picker, order kept: one group per release series
-    (v0.5.2rc0 and v0.5.6.post1 both in "v0.5"), snapshots in a group of their own."""
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        match = re.match(r"v?(\d+)\.(\d+)", name)
-        if name.startswith("snapshot"):
-            label = "Snapshots"
-        elif match:
-            label = f"v{match[1]}.{match[2]}"
-        else:
-            label = "Other"
-        groups.setdefault(label, []).append(name)
-    return list(groups.items())
-
-
 env.filters["show"] = show_value
 env.filters["series"] = series
 env.filters["synopsis"] = synopsis
@@ -124,6 +54,19 @@ env.filters["md_constraint"] = md_constraint
 env.filters["first_line"] = first_line
 env.filters["q"] = lambda value: quote(str(value), safe="")
 env.globals["static_url"] = static_url
+env.globals["cite_html"] = fragments.cite
+env.globals["excerpt_html"] = fragments.excerpt
+env.globals["flag_link_html"] = fragments.flag_link
+env.globals["via_html"] = fragments.via
+env.globals["constraint_card_html"] = fragments.constraint_card
+env.globals["timeline_marks_html"] = fragments.timeline_marks
+env.globals["usage_rows_html"] = fragments.usage_rows
+env.globals["indirect_rows_html"] = fragments.indirect_rows
+env.globals["version_options_html"] = fragments.version_options
+env.globals["flag_badges_html"] = fragments.flag_badges
+env.globals["flag_items_html"] = fragments.flag_items
+env.globals["constraint_rows_html"] = fragments.constraint_rows
+env.globals["grid_rows_html"] = fragments.grid_rows
 
 
 def is_fragment_request(request: Request) -> bool:

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -63,6 +64,34 @@ def wait_up(url: str, seconds: float = 120) -> None:
     sys.exit(f"{url} did not come up")
 
 
+def worker_pids(pid: int) -> list[int]:
+    """The server's worker processes (its children), or the server itself with one worker."""
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        children += [int(p) for p in task.read_text().split()]
+    return children or [pid]
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def busy_cores() -> float:
+    """Cores busy machine-wide over the next 0.5 s (every process, not only ours)."""
+
+    def sample() -> tuple[int, int]:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        idle = values[3] + values[4]
+        return sum(values) - idle, sum(values)
+
+    busy0, total0 = sample()
+    time.sleep(0.5)
+    busy1, total1 = sample()
+    return (os.cpu_count() or 1) * (busy1 - busy0) / max(total1 - total0, 1)
+
+
 @contextmanager
 def flagatlas(db: str, workers: int, cache_mb: int) -> Iterator[str]:
     port = free_port()
@@ -79,10 +108,14 @@ def flagatlas(db: str, workers: int, cache_mb: int) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     try:
         wait_up(base + STATIC)
+        SERVERS[base] = proc.pid
         yield base
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+SERVERS: dict[str, int] = {}  # base URL -> server pid
 
 
 def timed(client: httpx.Client, url: str, headers: dict[str, str] | None = None) -> float:
@@ -131,6 +164,30 @@ def warm_views(base: str, rounds: int) -> None:
     print(f"warm pinned pages: worst median {worst:.2f}x the static file (target <= 2x): "
           + ("PASS" if worst <= 2 else "FAIL"))  # fmt: skip
     print(f"If-None-Match {etag} -> {status}: " + ("PASS" if status == 304 else "FAIL"))
+
+
+def heavy_flags(db: str, count: int) -> list[str]:
+    """The `count` flags of VERSION with the most constraint sites and reads (not FLAG)."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    found = con.execute(
+        "SELECT f.name, (SELECT count(*) FROM constraint_flag c WHERE c.flag_id = f.id)"
+        " + (SELECT count(*) FROM usagesite u WHERE u.version_id = f.version_id"
+        "    AND u.dest = f.dest) AS weight"
+        " FROM flag f JOIN version v ON v.id = f.version_id WHERE v.name = ?"
+        " ORDER BY weight DESC, f.name LIMIT ?",
+        (VERSION, count + 1),
+    ).fetchall()
+    return [name for name, _weight in found if f"/v/{VERSION}/flags/{name}" != FLAG][:count]
+
+
+def first_views(base: str, db: str, count: int) -> None:
+    """Each of `count` heavy flag pages viewed once, after one other page warmed the
+    process: a first view with nothing of that page in any cache (the medians above repeat
+    one URL, whose per-flag history is then cached)."""
+    with httpx.Client(base_url=base, timeout=60) as c:
+        c.get(FLAG)
+        times = [timed(c, f"/v/{VERSION}/flags/{name}") for name in heavy_flags(db, count)]
+    print(describe(f"  first view of {len(times)} other heavy flag pages", times))
 
 
 def uncached_views(base: str, rounds: int) -> None:
@@ -194,6 +251,7 @@ def main() -> None:
 
         print("\n2. uncached views (FLAGATLAS_CACHE_MB=0, 1 worker)")
         with flagatlas(db, 1, 0) as base:
+            first_views(base, db, 20)
             uncached_views(base, args.rounds)
 
         print(f"\n3. wrk, 32 connections, {args.seconds}s each, on {FLAG}")
@@ -204,9 +262,20 @@ def main() -> None:
                     # One request first (fills the history cache), then every worker.
                     httpx.get(base + FLAG, timeout=120)
                     wrk(base + FLAG, 2)
+                    idle = busy_cores()  # what the rest of the machine uses meanwhile
+                    pids = worker_pids(SERVERS[base])
+                    before = [cpu_seconds(p) for p in pids]
+                    start = time.perf_counter()
                     rates[(cache, workers)] = wrk(base + FLAG, args.seconds)
+                    wall = time.perf_counter() - start
+                    used = [cpu_seconds(p) - b for p, b in zip(pids, before, strict=True)]
                 label = "cached" if cache else "uncached"
-                print(f"  {label:<8} --workers {workers}: {rates[(cache, workers)]:8.1f} req/s")
+                shares = " + ".join(f"{u / wall:.2f}" for u in used)
+                print(
+                    f"  {label:<8} --workers {workers}: {rates[(cache, workers)]:8.1f} req/s;"
+                    f" worker CPU {shares} cores; other load before: {idle:.2f} of"
+                    f" {os.cpu_count()} cores busy"
+                )
         for cache in (0, 64):
             ratio = rates[(cache, 2)] / max(rates[(cache, 1)], 1e-9)
             label = "cached" if cache else "uncached"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,9 @@ from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
 from ingest.indirect import scan_structure
-from ingest.sites import scan
+from ingest.sites import LineIndex, scan
 from kb.pyast import PARSE_FAILURES
+from kb.schema import pack
 
 ANALYZER_VERSION = 9
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
@@ -57,13 +58,14 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts["warnings"] = []
         facts["docs"] = parse_docs(data.decode("utf-8", "replace"), kind.removeprefix("docs_"))
         return facts
-    facts = scan(data)
+    index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
+    facts = scan(data, index)
     facts["warnings"] = []
-    env_sites, env_lines = scan_env(data, kind == "server_args")
+    env_sites, env_lines = scan_env(data, kind == "server_args", index)
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
-    shapes = scan_choice_shapes(data, facts["choices"])
+    shapes = scan_choice_shapes(data, facts["choices"], index)
     facts["lines"].update(shapes.pop("lines"))
     facts.update(shapes)
     if kind != "server_args":
@@ -133,17 +135,60 @@ def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
 
 _reader: BlobReader | None = None
 
+# Deltas: each worker keeps, per path, the last text (and facts JSON) it stored whole, and
+# stores the next ones of that path as zstd deltas against it while they stay small. A delta's
+# base is always whole, so a read is at most two decompressions.
+MAX_DELTAS = 16  # deltas against one keyframe before the next is stored whole
+SMALL = 8  # a delta over 1/SMALL of the raw size is stored whole (and becomes the keyframe)
+
+
+@dataclass
+class _Keyframe:
+    key: str
+    data: bytes
+    deltas: int = 0
+
+
+_text_frames: dict[str, _Keyframe] = {}
+_facts_frames: dict[str, _Keyframe] = {}
+
+
+def pack_delta(
+    frames: dict[str, _Keyframe], path: str, key: str, data: bytes
+) -> tuple[bytes, str | None]:
+    """(zstd of `data`, None) or (a delta, the key of its base) against the path's keyframe."""
+    frame = frames.get(path)
+    if frame is not None and frame.deltas < MAX_DELTAS:
+        delta = pack(data, frame.data)
+        if len(delta) <= len(data) // SMALL:
+            frame.deltas += 1
+            return delta, frame.key
+    frames[path] = _Keyframe(key, data)
+    return pack(data), None
+
 
 def _worker_init(gitdir: str) -> None:
     global _reader
     _reader = BlobReader(Path(gitdir))
+    _text_frames.clear()
+    _facts_frames.clear()
 
 
-def analyze_batch(
-    items: list[tuple[str, str, str]],
-) -> list[tuple[str, bytes, dict[str, Any], bytes | None]]:
-    """Worker entry: [(sha, kind, path)] -> [(facts key, zlib JSON facts for the cache, the
-    facts themselves, zlib text or None)].
+@dataclass
+class Analyzed:
+    """One blob's result from a worker: its facts and their packed form, and its packed
+    text when it is likely to be cited."""
+
+    key: str
+    facts: dict[str, Any]
+    packed: bytes  # zstd JSON, a delta when facts_base is set
+    facts_base: str | None
+    text: bytes | None
+    text_base: str | None  # the blob sha `text` is a delta against
+
+
+def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
+    """Worker entry: [(sha, kind, path)] -> their facts, packed.
 
     The text is kept for blobs likely to be cited, so the parent can store it without
     reading the blob again.
@@ -153,7 +198,11 @@ def analyze_batch(
     blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
     for (sha, kind, path), data in zip(items, blobs, strict=True):
         facts = analyze(data, kind, path)
-        packed = zlib.compress(json.dumps(facts, separators=(",", ":")).encode(), 1)
-        text = zlib.compress(data, 1) if likely_cited(kind, facts) else None
-        out.append((facts_key(sha, kind), packed, facts, text))
+        key = facts_key(sha, kind)
+        raw = json.dumps(facts, separators=(",", ":")).encode()
+        packed, facts_base = pack_delta(_facts_frames, path, key, raw)
+        text, text_base = None, None
+        if likely_cited(kind, facts):
+            text, text_base = pack_delta(_text_frames, path, sha, data)
+        out.append(Analyzed(key, facts, packed, facts_base, text, text_base))
     return out

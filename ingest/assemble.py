@@ -15,15 +15,15 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from ingest import actions
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.choices import registry_subject
 from ingest.constraints import site_key
 from ingest.env_rows import docs_rows, env_rows
-from ingest.indirect import absolute, model_rows, module_of, resolve
-from ingest.modules import Modules
+from ingest.indirect import Resolver, absolute, model_rows, module_of
+from ingest.modules import Memo, Modules
 from ingest.static_eval import Unknown, plain
 
 # Packages with a ServerArgs class of their own (the diffusion server): their
@@ -163,78 +163,195 @@ SIMULATION_FILES = frozenset(
 )
 
 
+class Facts(Protocol):
+    """facts key -> a blob's facts (a dict, or the ingest's store that decodes on demand)."""
+
+    def __getitem__(self, key: str, /) -> dict[str, Any]: ...
+
+
+class _Blob:
+    """One file of a version and what follows from its facts alone: computed when first
+    asked, kept while the file keeps this blob (consecutive versions share most blobs)."""
+
+    def __init__(self, path: str, sha: str, facts: dict[str, Any]) -> None:
+        self.path, self.sha, self.facts = path, sha, facts
+        self.other_program = path.startswith(OTHER_PROGRAMS)
+        self.enum_names = [e["name"] for e in facts["enums"]]
+
+    # Each derived value is computed on first use (functools.cached_property takes a lock
+    # per access in Python 3.11: too slow for the ~360,000 accesses of an ingest).
+    _usages: tuple[frozenset[str], list[dict[str, Any]]] | None = None
+    _choice_keys: tuple[frozenset[str], frozenset[str], frozenset[str]] | None | bool = False
+    _registry: list[tuple[str, int, str]] | None = None
+    _constraint_keys: list[str] | None = None
+
+    @property
+    def usages(self) -> tuple[frozenset[str], list[dict[str, Any]]]:
+        """(dests read, one row per (dest, line), the first read of it on the line)."""
+        if self._usages is None:
+            self._usages = self._find_usages()
+        return self._usages
+
+    def _find_usages(self) -> tuple[frozenset[str], list[dict[str, Any]]]:
+        seen: set[tuple[str, int]] = set()
+        lines = self.facts["lines"]
+        out = []
+        for name, line, access in self.facts["reads"]:
+            if (name, line) in seen:
+                continue
+            seen.add((name, line))
+            text = lines.get(str(line), "")
+            row = {"dest": name, "access": access, "path": self.path, "line": line, "text": text}
+            out.append(row)
+        return frozenset(r["dest"] for r in out), out
+
+    @property
+    def constraint_keys(self) -> list[str]:
+        if self._constraint_keys is None:
+            self._constraint_keys = [site_key(s) for s in self.facts.get("constraints", [])]
+        return self._constraint_keys
+
+    @property
+    def choice_keys(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
+        """(values that may be a flag's choice, `is_<x>()` method names, enum classes
+        referenced); None when the file has a named container (its values come from
+        elsewhere) and must always be looked at."""
+        if self._choice_keys is False:
+            self._choice_keys = self._find_choice_keys()
+        return self._choice_keys  # type: ignore[return-value]
+
+    def _find_choice_keys(
+        self,
+    ) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
+        f = self.facts
+        if f.get("named_contains"):
+            return None
+        values = {value for value, _line, _func in f.get("registry", [])}
+        values.update(key for entries, _l, _s in f.get("dispatch", []) for key, _line in entries)
+        calls: set[str] = set()
+        for value, _line, _tail, how in f["choices"]:
+            (calls if how == "is_call" else values).add(value)
+        classes = {cls for cls, _member, _line in f["enum_refs"]}
+        return frozenset(values), frozenset(calls), frozenset(classes)
+
+    @property
+    def registry(self) -> list[tuple[str, int, str]]:
+        """The registry entries with the flag each registry's name spells."""
+        if self._registry is None:
+            self._registry = [
+                (value, line, registry_subject(func))
+                for value, line, func in self.facts.get("registry", [])
+            ]
+        return self._registry
+
+
+class Assembly:
+    """Assembles the versions of one ingest, oldest first. What depends on a blob alone is
+    computed once and kept while later versions still have the blob (see `_Blob`, and
+    `indirect.Resolver` for the indirect reads); each version then filters it by its own
+    flags. The rows are those `assemble()` gives for each version on its own."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, _Blob] = {}  # the previous version's files
+        self.env_cache: dict[str, Any] = {}
+        self.modules_memo: Memo = {}
+        self.resolver = Resolver()
+
+    def _files(self, files: dict[str, str], facts: Facts) -> dict[str, _Blob]:
+        from ingest.analyze import facts_key
+
+        old, out = self.blobs, {}
+        for path, sha in files.items():
+            blob = old.get(path)
+            if blob is None or blob.sha != sha:
+                blob = _Blob(path, sha, facts[facts_key(sha, kind_of(path))])
+            out[path] = blob
+        self.blobs = out
+        return out
+
+    def version(
+        self,
+        files: dict[str, str],
+        facts: Facts,
+        read_text: Callable[[str], str] | None = None,
+    ) -> VersionRows:
+        """`files`: path -> sha of the version; `facts`: facts key -> facts of every file
+        (only the version's own files are looked up); `read_text(sha)`: a blob's text, to
+        resolve choices imported from other modules and follow indirect reads."""
+        rows = VersionRows()
+        blobs = self._files(files, facts)
+
+        def facts_of(path: str) -> dict[str, Any]:
+            return blobs[path].facts
+
+        if SERVER_ARGS_PATH not in files:
+            rows.warnings.append({"path": SERVER_ARGS_PATH, "line": 0, "what": "file not found"})
+            return rows
+        main = facts_of(SERVER_ARGS_PATH)
+        rows.era = main.get("era", 1)
+        rows.flags = [dict(f) for f in main.get("flags", [])]
+        rows.cited[SERVER_ARGS_PATH] = files[SERVER_ARGS_PATH]
+        for path, sha in files.items():  # what explain's simulation reads besides server_args
+            if path in SIMULATION_FILES or (path.startswith(HOOK_DIR) and path.endswith(".py")):
+                rows.cited[path] = sha
+        modules = Modules(files, read_text, self.modules_memo)
+        local_actions = main.get("action_classes", {})
+        for flag in rows.flags:
+            if flag.get("choices_external"):
+                _resolve_external_choices(flag, modules, rows)
+            if flag.get("const_external"):
+                with contextlib.suppress(Unknown):  # else the source text stays
+                    flag["const"] = plain(modules.fold(*flag["const_external"]))
+            _settle_action(flag, local_actions, modules, rows)
+        rows.cited.update(modules.used)
+        for blob in blobs.values():
+            rows.warnings.extend(blob.facts.get("warnings", []))
+
+        # dest -> option; a deprecated alias sharing a dest never wins over the live flag.
+        option_of: dict[str, str] = {}
+        for flag in sorted(rows.flags, key=lambda f: f["deprecated"], reverse=True):
+            option_of[flag["dest"]] = flag["name"]
+        by_option = {f["name"]: f for f in rows.flags}
+
+        _constraints(rows, blobs, option_of)
+        _usages(rows, blobs, option_of)
+        self.env_cache = {p: e for p, e in self.env_cache.items() if p in files}
+        rows.env_vars, rows.env_sites, rows.env_prefix_aliases = env_rows(
+            files, facts_of, option_of, rows.cited, self.env_cache
+        )
+        rows.docs = docs_rows(files, facts_of, rows.cited)
+        rows.models = model_rows(files, facts_of)
+        if read_text is not None:
+            rows.indirect = self.resolver.resolve(
+                files,
+                facts_of,
+                option_of,
+                read_text,
+                lambda p: p == SERVER_ARGS_PATH or p.startswith(OTHER_PROGRAMS),
+            )
+            for site in rows.indirect:
+                rows.cited[site["path"]] = files[site["path"]]
+
+        enums = [
+            (path, e)
+            for path, blob in blobs.items()
+            if blob.enum_names and path.startswith("python/sglang/") and not blob.other_program
+            for e in blob.facts["enums"]
+        ]
+        rows.enums = _link_enums(enums, rows.flags)
+        for enum in rows.enums:
+            rows.cited[enum["path"]] = files[enum["path"]]
+        _choice_sites(rows, blobs, option_of, by_option)
+        return rows
+
+
 def assemble(
     files: dict[str, str],
     facts: dict[str, dict[str, Any]],
     read_text: Callable[[str], str] | None = None,
 ) -> VersionRows:
-    """`files`: path -> sha of the version; `facts`: facts key -> facts of every file;
-    `read_text(sha)`: a blob's text, to resolve choices imported from other modules."""
-    from ingest.analyze import facts_key
-
-    rows = VersionRows()
-
-    def facts_of(path: str) -> dict[str, Any]:
-        return facts[facts_key(files[path], kind_of(path))]
-
-    if SERVER_ARGS_PATH not in files:
-        rows.warnings.append({"path": SERVER_ARGS_PATH, "line": 0, "what": "file not found"})
-        return rows
-    main = facts_of(SERVER_ARGS_PATH)
-    rows.era = main.get("era", 1)
-    rows.flags = [dict(f) for f in main.get("flags", [])]
-    rows.cited[SERVER_ARGS_PATH] = files[SERVER_ARGS_PATH]
-    for path, sha in files.items():  # what explain's simulation reads besides server_args
-        if path in SIMULATION_FILES or (path.startswith(HOOK_DIR) and path.endswith(".py")):
-            rows.cited[path] = sha
-    modules = Modules(files, read_text)
-    local_actions = main.get("action_classes", {})
-    for flag in rows.flags:
-        if flag.get("choices_external"):
-            _resolve_external_choices(flag, modules, rows)
-        if flag.get("const_external"):
-            with contextlib.suppress(Unknown):  # else the source text stays
-                flag["const"] = plain(modules.fold(*flag["const_external"]))
-        _settle_action(flag, local_actions, modules, rows)
-    rows.cited.update(modules.used)
-    for path in files:
-        rows.warnings.extend(facts_of(path).get("warnings", []))
-
-    # dest -> option; a deprecated alias sharing a dest never wins over the live flag.
-    option_of: dict[str, str] = {}
-    for flag in sorted(rows.flags, key=lambda f: f["deprecated"], reverse=True):
-        option_of[flag["dest"]] = flag["name"]
-    by_option = {f["name"]: f for f in rows.flags}
-
-    _constraints(rows, files, facts_of, option_of)
-    _usages(rows, files, facts_of, option_of)
-    rows.env_vars, rows.env_sites, rows.env_prefix_aliases = env_rows(
-        files, facts_of, option_of, rows.cited
-    )
-    rows.docs = docs_rows(files, facts_of, rows.cited)
-    rows.models = model_rows(files, facts_of)
-    if read_text is not None:
-        rows.indirect = resolve(
-            files,
-            facts_of,
-            option_of,
-            read_text,
-            lambda p: p == SERVER_ARGS_PATH or p.startswith(OTHER_PROGRAMS),
-        )
-        for site in rows.indirect:
-            rows.cited[site["path"]] = files[site["path"]]
-
-    enums = [
-        (path, e)
-        for path in files
-        if path.startswith("python/sglang/") and not path.startswith(OTHER_PROGRAMS)
-        for e in facts_of(path)["enums"]
-    ]
-    rows.enums = _link_enums(enums, rows.flags)
-    for enum in rows.enums:
-        rows.cited[enum["path"]] = files[enum["path"]]
-    _choice_sites(rows, files, facts_of, option_of, by_option)
-    return rows
+    """One version's rows on their own (an ingest uses one `Assembly` for all its versions)."""
+    return Assembly().version(files, facts, read_text)
 
 
 def _resolve_external_choices(flag: dict[str, Any], modules: Modules, rows: VersionRows) -> None:
@@ -297,11 +414,11 @@ def _settle_action(
         flag["deprecated_kind"] = "soft"  # said in the help only; using it does nothing else
 
 
-def _constraints(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> None:
-    for path in files:
+def _constraints(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str]) -> None:
+    for path, blob in blobs.items():
         if path != SERVER_ARGS_PATH and not path.startswith(HOOK_DIR):
             continue
-        for site in facts_of(path).get("constraints", []):
+        for site, key in zip(blob.facts.get("constraints", []), blob.constraint_keys, strict=True):
             flags = [option_of[d] for d in site["flags"] if d in option_of]
             affects = [option_of[d] for d in site["affects"] if d in option_of]
             writes = {d: v for d, v in site["writes"].items() if d in option_of}
@@ -315,33 +432,22 @@ def _constraints(rows: VersionRows, files, facts_of, option_of: dict[str, str]) 
                     "flags": list(dict.fromkeys(flags)),
                     "affects": list(dict.fromkeys(affects)),
                     "writes": writes,
-                    "key": site_key(site),
+                    "key": key,
                 }
             )
-            rows.cited[path] = files[path]
+            rows.cited[path] = blob.sha
 
 
-def _usages(rows: VersionRows, files, facts_of, option_of: dict[str, str]) -> None:
-    for path, sha in files.items():
-        if path.startswith(OTHER_PROGRAMS):
+def _usages(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str]) -> None:
+    dests = option_of.keys()
+    for path, blob in blobs.items():
+        if blob.other_program or not blob.facts["reads"]:
             continue
-        f = facts_of(path)
-        seen = set()
-        lines = f["lines"]
-        for name, line, access in f["reads"]:
-            if name not in option_of or (name, line) in seen:
-                continue
-            seen.add((name, line))
-            rows.usages.append(
-                {
-                    "dest": name,
-                    "access": access,
-                    "path": path,
-                    "line": line,
-                    "text": lines.get(str(line), ""),
-                }
-            )
-            rows.cited[path] = sha
+        read, found = blob.usages
+        if dests.isdisjoint(read):  # iterates the smaller side
+            continue
+        rows.usages.extend([dict(row) for row in found if row["dest"] in option_of])
+        rows.cited[path] = blob.sha
 
 
 # Words that say what kind of thing a name is, not which one: `dsa_decode_impl` is about
@@ -394,6 +500,7 @@ class Attributor:
         self.option_of = option_of
         self.dest_of = {f["name"]: f["dest"] for f in flags}
         self.dynamic = {f["name"] for f in flags if f["choices_dynamic"]}
+        self._answers: dict[tuple[str, str], tuple[str | None, list[str], str] | None] = {}
         self.accepting: dict[str, list[str]] = defaultdict(list)  # value -> options
         for flag in flags:
             if flag["deprecated"]:
@@ -424,6 +531,12 @@ class Attributor:
     def value(self, value: str, tail: str) -> tuple[str | None, list[str], str] | None:
         """(flag, candidates, basis) for a string value compared with `tail`; None when the
         site is not about a choice (or is about another flag's value)."""
+        key = (value, tail)
+        if key not in self._answers:  # the same comparisons recur in many files
+            self._answers[key] = self._value(value, tail)
+        return self._answers[key]
+
+    def _value(self, value: str, tail: str) -> tuple[str | None, list[str], str] | None:
         candidates = self.accepting.get(value)
         if not candidates:
             return None
@@ -487,7 +600,9 @@ class _SiteCollector:
         self.rows.cited[self.path] = self.sha
 
 
-def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> None:
+def _choice_sites(
+    rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str], by_option
+) -> None:
     who = Attributor(rows.flags, option_of)
     enum_by_name: dict[str, list[dict[str, Any]]] = defaultdict(list)
     is_method: dict[str, list[tuple[dict[str, Any], str]]] = defaultdict(list)
@@ -500,21 +615,28 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
         for method, member in methods.items():
             if member in members:
                 is_method[method].append((enum, member))
-    module_paths = {m: p for p in files if (m := module_of(p)) is not None}
+    module_paths: dict[str, str] | None = None  # built when a file imports a named constant
     # Enum classes no flag is linked to (ForwardMode): `forward_mode.is_decode()` is theirs.
     linked_names = {e["name"] for e in rows.enums}
-    other_enums = {e["name"] for path in files for e in facts_of(path)["enums"]} - linked_names
+    other_enums = {n for b in blobs.values() for n in b.enum_names} - linked_names
+    accepting = who.accepting.keys()
 
-    for path, sha in files.items():
-        if path.startswith(OTHER_PROGRAMS):
+    for path, blob in blobs.items():
+        if blob.other_program:
             continue
-        f = facts_of(path)
-        collector = _SiteCollector(rows, path, sha, f["lines"])
+        keys = blob.choice_keys
+        if keys is not None and (
+            accepting.isdisjoint(keys[0])
+            and not any(k in is_method for k in keys[1])
+            and not any(k in enum_by_name for k in keys[2])
+        ):
+            continue  # nothing in the file is a choice of this version's flags
+        f = blob.facts
+        collector = _SiteCollector(rows, path, blob.sha, f["lines"])
         add = collector.add
         types = f.get("types", {})
         # Registries first: the most explicit shape, then the rest.
-        for value, line, func in f.get("registry", []):
-            subject = registry_subject(func)
+        for value, line, subject in blob.registry:
             found = who.value(value, subject)
             if found is not None:
                 add(value, line, "registry", *found)
@@ -522,7 +644,7 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
             _dispatch(who, entries, subject, add)
         for value, line, tail, how in f["choices"]:
             if how == "is_call":
-                if _other_enum(tail, types, other_enums):
+                if value not in is_method or _other_enum(tail, types, other_enums):
                     continue
                 _is_call(who, is_method, types, value, line, tail, add)
                 continue
@@ -530,7 +652,9 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
             if found is not None:
                 add(value, line, how, *found)
         for const, line, tail in f.get("named_contains", []):
-            for value in _const_values(const, path, f, facts_of, files, module_paths):
+            if module_paths is None:
+                module_paths = {m: p for p in blobs if (m := module_of(p)) is not None}
+            for value in _const_values(const, path, f, blobs, module_paths):
                 found = who.value(value, tail)
                 if found is not None and found[0] is None:
                     # the constant's name may say what it lists: ..._ATTENTION_BACKENDS
@@ -545,9 +669,14 @@ def _choice_sites(rows: VersionRows, files, facts_of, option_of, by_option) -> N
                 add(m["value"], line, "enum", enum["primary"], enum["flags"], "enum")
 
 
+@lru_cache(maxsize=65536)
+def _camel(snake: str) -> str:
+    return "".join(w.capitalize() for w in snake.split("_"))
+
+
 def _other_enum(tail: str, types: dict[str, str], other_enums: set[str]) -> bool:
     """The receiver is typed (or named) as an enum that backs no flag."""
-    camel = "".join(w.capitalize() for w in tail.split("_"))
+    camel = _camel(tail)
     known = types.get(tail, "")
     return camel in other_enums or (known.startswith("type:") and known[5:] in other_enums)
 
@@ -626,7 +755,7 @@ def _dispatch(who: Attributor, entries: list[list[Any]], subject: str, add) -> N
         add(key, line, "dispatch", flag, top, basis)
 
 
-def _const_values(const, path, f, facts_of, files, module_paths) -> list[str]:
+def _const_values(const, path, f, blobs: dict[str, _Blob], module_paths) -> list[str]:
     """The values of a named list/set/tuple constant: defined in this file, or imported."""
     if const in f.get("consts", {}):
         return f["consts"][const]
@@ -636,5 +765,5 @@ def _const_values(const, path, f, facts_of, files, module_paths) -> list[str]:
             continue
         target = module_paths.get(absolute(module, mod, path.endswith("/__init__.py")))
         if target is not None:
-            return facts_of(target).get("consts", {}).get(name, [])
+            return blobs[target].facts.get("consts", {}).get(name, [])
     return []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingest.sites import VALUE, _in_comment, _Lines, _string_items, subject_tail
+from ingest.sites import VALUE, LineIndex, _in_comment, _Lines, _string_items, subject_tail
 
 REGISTRY_RE = re.compile(rb"register\w*\(\s*([\"'])(" + VALUE + rb")\1")
 NAME_BEFORE_RE = re.compile(r"([A-Za-z_][\w.]*)$")
@@ -29,8 +29,10 @@ REGISTRY_WORDS = {"register", "registry", "factory", "registered", "self", "cls"
 MAX_TYPED = 20  # receivers looked up per file
 
 
-def scan_choice_shapes(data: bytes, choices: list[list[Any]]) -> dict[str, Any]:
-    lines = _Lines(data)
+def scan_choice_shapes(
+    data: bytes, choices: list[list[Any]], index: LineIndex | None = None
+) -> dict[str, Any]:
+    lines = _Lines(data, index)
     out: dict[str, Any] = {}
     if b"register" in data:
         registry = []

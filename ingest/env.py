@@ -23,6 +23,7 @@ import ast
 import re
 from typing import Any
 
+from ingest.sites import LineIndex
 from kb.pyast import NOT_LITERAL, literal
 
 ENVIRON_PATH = "python/sglang/srt/environ.py"
@@ -79,17 +80,9 @@ class _Text:
     """Line access over one file by byte offsets: only the lines a site needs are decoded
     (decoding and splitting every file would cost more than the scan itself)."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, index: LineIndex | None = None) -> None:
         self.data = data
-        self._at = (0, 1)  # (offset, its line number): each pass counts on from the last
-
-    def number(self, offset: int) -> int:
-        last, no = self._at
-        if offset < last:
-            last, no = 0, 1
-        no += self.data.count(b"\n", last, offset)
-        self._at = (offset, no)
-        return no
+        self.number = (index or LineIndex(data)).number
 
     def start(self, offset: int) -> int:
         """Offset of the start of the line holding `offset`."""
@@ -189,12 +182,14 @@ def _strip_strings(text: str) -> str:
     return re.sub(r"\"[^\"]*\"|'[^']*'", '""', text)
 
 
-def scan_env(data: bytes, flags_file: bool = False) -> tuple[list[list[Any]], dict[str, str]]:
+def scan_env(
+    data: bytes, flags_file: bool = False, index: LineIndex | None = None
+) -> tuple[list[list[Any]], dict[str, str]]:
     """Sites [name, line, end_line, access, how, default, cast, function, dests] and the
     texts of their lines. `flags_file`: `self.x` reads are flag reads (server_args.py)."""
     if b"env" not in data and b"SGL" not in data:
         return [], {}
-    text = _Text(data)
+    text = _Text(data, index)
     found: dict[tuple[str, int], list[Any]] = {}
 
     def add(name: str, offset: int, access: str, how: str, default: Any, cast: str | None) -> None:

@@ -24,15 +24,18 @@ def env_rows(
     facts_of: Callable[[str], dict[str, Any]],
     option_of: dict[str, str],
     cited: dict[str, str],
+    cache: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(variables, sites, prefix aliases); cites the files they come from in `cited`."""
+    """(variables, sites, prefix aliases); cites the files they come from in `cited`.
+
+    `cache` (path -> what one blob gave) carries a file's sites over to the next version
+    while its blob and the options of the dests it reads stay the same."""
     decl: dict[str, Any] = {"vars": [], "prefix_aliases": []}
     if ENVIRON_PATH in files:
         decl = facts_of(ENVIRON_PATH).get("env_decl") or decl
         if decl["vars"]:
             cited[ENVIRON_PATH] = files[ENVIRON_PATH]
-    # The deprecated_name="X" string of a declaration is not a read of X.
-    spans = {line for v in decl["vars"] for line in range(v["line"], v["end_line"] + 1)}
+    cache = {} if cache is None else cache
     sites: list[dict[str, Any]] = []
     for path, sha in files.items():
         if path.startswith(OTHER_PROGRAMS) or not path.endswith(".py"):
@@ -41,26 +44,15 @@ def env_rows(
         found = facts.get("env") or []
         if not found:
             continue
-        lines = facts["lines"]
-        for name, line, end, access, how, default, cast, function, dests in found:
-            if path == ENVIRON_PATH and line in spans:
-                continue
-            flags = list(dict.fromkeys(option_of[d] for d in dests if d in option_of))
-            sites.append(
-                {
-                    "name": name,
-                    "access": access,
-                    "how": how,
-                    "default": default,
-                    "cast": cast,
-                    "function": function,
-                    "flags": flags,
-                    "path": path,
-                    "line": line,
-                    "end_line": end,
-                    "text": lines.get(str(line), ""),
-                }
-            )
+        entry = cache.get(path)
+        if entry is None or entry[0] != sha:
+            dests = tuple(dict.fromkeys(d for site in found for d in site[8]))
+            entry = (sha, dests, None, [])
+        options = tuple(option_of.get(d) for d in entry[1])
+        if entry[2] != options:
+            entry = (sha, entry[1], options, _file_sites(path, facts, decl, option_of))
+        cache[path] = entry
+        sites.extend(dict(site) for site in entry[3])
         cited[path] = sha
 
     by_name: dict[str, list[dict[str, Any]]] = {}
@@ -123,6 +115,39 @@ def env_rows(
     return variables, sites, decl["prefix_aliases"]
 
 
+def _file_sites(
+    path: str, facts: dict[str, Any], decl: dict[str, Any], option_of: dict[str, str]
+) -> list[dict[str, Any]]:
+    # The deprecated_name="X" string of a declaration is not a read of X.
+    spans = (
+        {line for v in decl["vars"] for line in range(v["line"], v["end_line"] + 1)}
+        if path == ENVIRON_PATH
+        else set()
+    )
+    lines = facts["lines"]
+    sites = []
+    for name, line, end, access, how, default, cast, function, dests in facts["env"]:
+        if line in spans:
+            continue
+        flags = list(dict.fromkeys(option_of[d] for d in dests if d in option_of))
+        sites.append(
+            {
+                "name": name,
+                "access": access,
+                "how": how,
+                "default": default,
+                "cast": cast,
+                "function": function,
+                "flags": flags,
+                "path": path,
+                "line": line,
+                "end_line": end,
+                "text": lines.get(str(line), ""),
+            }
+        )
+    return sites
+
+
 def _source_rank(site: dict[str, Any]) -> tuple[bool, bool, bool, str, int]:
     """Where an undeclared variable is best cited: a real read (not a bare string or a
     write), outside tests, with a default, then the earliest path."""
@@ -139,7 +164,8 @@ def docs_rows(
     files: dict[str, str], facts_of: Callable[[str], dict[str, Any]], cited: dict[str, str]
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for path, sha in sorted(files.items()):
+    for path in sorted(p for p in files if p.startswith("docs/")):
+        sha = files[path]
         entries = facts_of(path).get("docs") if path.startswith("docs/") else None
         if entries is None:
             continue

@@ -34,6 +34,7 @@ from ingest.pyfile import Def, PyFile
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
+COMMENT_RE = re.compile(rb"#[^\n]*")
 ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
 GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
 NAME_RE = re.compile(r"[A-Za-z_]\w*")
@@ -95,7 +96,10 @@ def _imports(data: bytes) -> list[list[Any]]:
             continue
         line += data.count(b"\n", pos, m.start())
         pos = m.start()
-        body = re.sub(rb"#[^\n]*", b"", m.group(2)).strip(b"()\\ \t\n")
+        body = m.group(2)
+        if b"#" in body:
+            body = COMMENT_RE.sub(b"", body)
+        body = body.strip(b"()\\ \t\n")
         for item in body.split(b","):
             parts = item.split()
             if len(parts) == 1 and parts[0] != b"*":
@@ -106,7 +110,14 @@ def _imports(data: bytes) -> list[list[Any]]:
 
 
 def _entry_classes(data: bytes) -> list[str]:
-    m = ENTRY_RE.search(data)
+    # The first `EntryClass` at a line start that matches (bytes.find, then the regex: a
+    # `^` under re.M would make the engine try every position).
+    m = None
+    pos = data.find(b"EntryClass")
+    while pos >= 0 and m is None:
+        if pos == 0 or data[pos - 1] == 10:
+            m = ENTRY_RE.match(data, pos)
+        pos = data.find(b"EntryClass", pos + 1)
     if not m:
         return []
     return [n for n in NAME_RE.findall(m.group(1).decode()) if n[0].isupper()]
@@ -376,6 +387,7 @@ def module_of(path: str) -> str | None:
     return mod[: -len(".__init__")] if mod.endswith(".__init__") else mod
 
 
+@lru_cache(maxsize=65536)
 def absolute(module: str, importer: str, is_package: bool) -> str:
     """`from .utils import x` in sglang.srt.layers.moe.foo -> sglang.srt.layers.moe.utils."""
     if not module.startswith("."):
@@ -401,10 +413,6 @@ class Carrier:
     lazy: bool = False  # found while following uses (its own module's uses count too)
 
 
-_FILE_CACHE: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}
-_BIND_CACHE: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
-
-
 def _bindings(path: str, imports: list[list[Any]]) -> dict[str, tuple[str, str]]:
     """alias -> (absolute module, name) of a file's imports; an alias imported from two
     places is left out."""
@@ -412,13 +420,350 @@ def _bindings(path: str, imports: list[list[Any]]) -> dict[str, tuple[str, str]]
     if mod is None:
         return {}
     is_pkg = path.endswith("/__init__.py")
-    seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    out: dict[str, tuple[str, str]] = {}
+    twice: set[str] = set()
     for module, name, alias, _line in imports:
-        seen[alias].add((absolute(module, mod, is_pkg), name))
-    return {alias: next(iter(t)) for alias, t in seen.items() if len(t) == 1}
+        target = (absolute(module, mod, is_pkg), name)
+        old = out.setdefault(alias, target)
+        if old != target:
+            twice.add(alias)
+    for alias in twice:
+        del out[alias]
+    return out
 
 
-_DEFS_CACHE: dict[str, list[tuple[str, int]]] = {}
+Target = tuple[str, str]  # (module, name)
+Sites = dict[tuple[str, str, int], dict[str, Any]]
+# (line, class name, methods it defines without calling the base's, text of the line)
+Subclass = tuple[int, str, frozenset[str], str]
+
+
+class Resolver:
+    """Resolves the indirect reads of versions one after another, oldest first.
+
+    Consecutive versions share almost all their blobs, so what depends on a blob alone is
+    kept between versions and dropped once no version has the blob any more: each file's
+    import bindings (and the import graph built from them, updated for the changed files
+    only), its carriers, the uses found in it for a set of names, its top-level definitions,
+    and the model classes' outlines `_inherit` needs. Only following the carriers is done
+    per version, from those pieces; its results are the same as resolving from scratch.
+    """
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}  # the previous version's files (skipped ones left out)
+        self.bound: dict[str, dict[str, Target]] = {}  # path -> its unique bindings
+        # target -> path -> aliases bound to it there (in the file's order)
+        self.graph: dict[Target, dict[str, list[str]]] = defaultdict(dict)
+        self.carriers: dict[str, list[dict[str, Any]]] = {}  # path -> its own carriers
+        self.uses: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}  # (sha, patterns) ->
+        self.defs: dict[str, list[tuple[str, int]]] = {}  # sha -> top-level (name, line)
+        self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
+        self.subclasses: dict[tuple[str, str], list[Subclass]] = {}  # (sha, base alias) ->
+        self.position: dict[str, int] = {}  # path -> its place in the version's listing
+        self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
+        self._reexports: dict[Target, list[tuple[str, str]]] = {}
+
+    def _update(self, files: dict[str, str], facts_of: Callable[[str], dict[str, Any]]) -> None:
+        """Bring the import graph and the carriers up to this version's files."""
+        old = self.files
+        for path in old.keys() - files.keys():
+            self._unbind(path)
+        for path, sha in files.items():
+            if old.get(path) == sha:
+                continue
+            self._unbind(path)
+            f = facts_of(path)
+            unique = _bindings(path, f.get("imports") or [])
+            self.bound[path] = unique
+            for alias, target in unique.items():
+                self.graph[target].setdefault(path, []).append(alias)
+            if f.get("carriers"):
+                self.carriers[path] = f["carriers"]
+        self.files = files
+        self.position = {path: i for i, path in enumerate(files)}
+        self._importers, self._reexports = {}, {}
+        shas = set(files.values())  # a blob no longer in the version: its entries go
+        self.uses = {k: v for k, v in self.uses.items() if k[0] in shas}
+        self.subclasses = {k: v for k, v in self.subclasses.items() if k[0] in shas}
+        self.defs = {k: v for k, v in self.defs.items() if k in shas}
+        self.outline = {k: v for k, v in self.outline.items() if k in shas}
+
+    def _unbind(self, path: str) -> None:
+        for target in self.bound.pop(path, {}).values():
+            by_path = self.graph[target]
+            by_path.pop(path, None)
+            if not by_path:
+                del self.graph[target]
+        self.carriers.pop(path, None)
+
+    def importers(self, target: Target) -> list[tuple[str, str]]:
+        """(path, alias) of every binding of `target`, in the order the files are listed."""
+        found = self._importers.get(target)
+        if found is None:
+            by_path = self.graph.get(target, {})
+            paths = sorted(by_path, key=self.position.__getitem__)
+            found = [(p, a) for p in paths for a in by_path[p]]
+            self._importers[target] = found
+        return found
+
+    def reexports(self, target: Target) -> list[tuple[str, str]]:
+        """(module, alias) of every binding of `target`: where it is also importable from."""
+        found = self._reexports.get(target)
+        if found is None:
+            found = [(module_of(p) or "", a) for p, a in self.importers(target)]
+            self._reexports[target] = found
+        return found
+
+    def resolve(
+        self,
+        files: dict[str, str],
+        facts_of: Callable[[str], dict[str, Any]],
+        option_of: dict[str, str] | Any,
+        read_text: Callable[[str], str],
+        skip: Callable[[str], bool],
+    ) -> list[dict[str, Any]]:
+        """Indirect use sites of one version: [{"dest", "path", "line", "text", "via"}]."""
+        self._update({p: s for p, s in files.items() if not skip(p)}, facts_of)
+        frontier: list[Carrier] = []
+        known: set[tuple[str, str, str | None]] = set()
+
+        def add(c: Carrier) -> None:
+            key = (c.module, c.name, c.member)
+            if key not in known and c.dests:
+                known.add(key)
+                frontier.append(c)
+
+        for path in sorted(self.carriers, key=self.position.__getitem__):
+            mod = module_of(path)
+            for raw in self.carriers[path]:
+                dests = tuple(d for d in raw["dests"] if d in option_of)
+                if mod is not None and dests:
+                    add(
+                        Carrier(
+                            mod,
+                            raw["name"],
+                            raw["member"],
+                            raw["kind"],
+                            dests,
+                            tuple(raw["chain"]),
+                            path,
+                            raw["line"],
+                        )
+                    )
+
+        sites: Sites = {}
+        while frontier:
+            current, frontier[:] = list(frontier), []
+            users: dict[str, dict[str, list[Carrier]]] = defaultdict(lambda: defaultdict(list))
+            for c in current:
+                for target in self._targets(c):
+                    for path, alias in self.importers(target):
+                        if path != c.path:
+                            users[path][alias].append(c)
+                if c.lazy:  # SboFlags.a() returning cls.b(): uses inside its own module
+                    for alias in [c.name] if c.member is None else ["cls", "self", c.name]:
+                        users[c.path][alias].append(c)
+            for path, by_alias in users.items():
+                self._follow(path, files[path], by_alias, read_text, sites, add)
+        self._inherit(files, read_text, sites)
+        out = [{k: v for k, v in site.items() if k != "rank"} for site in sites.values()]
+        return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
+
+    def _targets(self, c: Carrier) -> list[Target]:
+        out, todo = [(c.module, c.name)], [(c.module, c.name)]
+        for _ in range(3):
+            todo = [t for target in todo for t in self.reexports(target)]
+            out.extend(todo)
+        return out
+
+    def _inherit(self, files: dict[str, str], read_text: Callable[[str], str], sites: Sites):
+        """A model class whose base is a class of another model file holding a use site gets
+        the site's flags, cited at its `class` line, the chain extended by the base's name.
+        The base resolves through the file's imports like any carrier (a name also defined
+        in the file is not followed), and a subclass that overrides every method holding the
+        uses does not get them unless it calls the base's. Only model files that import such
+        a class are read."""
+        # (module, class) -> methods holding the uses, and per dest the shortest-chain site
+        users: dict[Target, tuple[set[str], dict[str, dict[str, Any]]]] = {}
+        by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for site in sites.values():
+            if site["path"].startswith(MODELS_DIR):
+                by_path[site["path"]].append(site)
+        for path, found in by_path.items():
+            for site in found:
+                where = self._class_method(files[path], site["line"], read_text)
+                if where is not None:
+                    _add_user(users, (module_of(path) or "", where[0]), where[1], site)
+        for _round in range(MAX_INHERIT):
+            new: dict[Target, tuple[set[str], dict[str, dict[str, Any]]]] = {}
+            for (module, base), (methods, best) in users.items():
+                for path, alias in self.importers((module, base)):
+                    if not path.startswith(MODELS_DIR) or module_of(path) == module:
+                        continue
+                    for line, name, own, text in self._subclasses(files[path], alias, read_text):
+                        if methods and methods <= own:
+                            continue  # every method holding a use is overridden
+                        for dest, site in best.items():
+                            skey = (dest, path, line)
+                            if skey in sites:
+                                continue
+                            sites[skey] = {
+                                "dest": dest, "path": path, "line": line, "text": text,
+                                "via": [*site["via"], base], "rank": (1, len(site["via"]) + 1),
+                            }  # fmt: skip
+                            _add_user(new, (module_of(path) or "", name), None, sites[skey])
+                            new[(module_of(path) or "", name)][0].update(methods - own)
+            users = new
+
+    def _class_method(
+        self, sha: str, line: int, read_text: Callable[[str], str]
+    ) -> tuple[str, str] | None:
+        """(top-level class, its method) holding `line`; None outside a class."""
+        by_line = self.outline.setdefault(sha, {})
+        if line not in by_line:
+            f = _pyfile(sha, read_text)
+            d = f.enclosing(line)
+            found = None
+            if d is not None:
+                top, method = d, d
+                while top.parent is not None:
+                    method, top = top, top.parent
+                found = (top.kind, top.name, method.name)
+            by_line[line] = found
+        where = by_line[line]
+        return None if where is None or where[0] != "class" else (where[1], where[2])
+
+    def _subclasses(self, sha: str, alias: str, read_text: Callable[[str], str]) -> list[Subclass]:
+        """Top-level classes of a file deriving from `alias`, unless it also defines it."""
+        key = (sha, alias)
+        if key in self.subclasses:
+            return self.subclasses[key]
+        text = read_text(sha)
+        out: list[Subclass] = []
+        # A name also defined here is two things: not followed.
+        padded = "\n" + text  # newline-led patterns (see pyfile.TOP_DEF_RE)
+        if not re.search(rf"\n(?:def|class)[ \t]+{re.escape(alias)}\b", padded):
+            f = _pyfile(sha, read_text)
+            for m in CLASS_RE.finditer(padded):
+                if alias not in (b.strip() for b in m.group(2).split(",")):
+                    continue
+                line = f.line_at(m.start())  # the class is at m.start() + 1 in `padded`
+                d = next((x for x in f.defs if x.line == line), None)
+                if d is None or d.parent is not None:
+                    continue
+                # A method overridden without calling the base's (super().m()) is not
+                # inherited.
+                block = "\n".join(f.lines[line - 1 : f.end_of(d)])
+                own = frozenset(
+                    x.name for x in f.defs if x.parent == d and f"super().{x.name}(" not in block
+                )
+                out.append((line, m.group(1), own, f.text_of(line)))
+        self.subclasses[key] = out
+        return out
+
+    def _follow(
+        self,
+        path: str,
+        sha: str,
+        by_alias: dict[str, list[Carrier]],
+        read_text: Callable[[str], str],
+        sites: Sites,
+        add: Callable[[Carrier], None],
+    ) -> None:
+        """Record the uses of `by_alias`'s carriers in one file and add the carriers it
+        makes."""
+        mod = module_of(path) or ""
+        patterns = tuple(
+            sorted(
+                {
+                    (alias, c.member if c.kind != "named" else None, (alias, c.member))
+                    for alias, cs in by_alias.items()
+                    for c in cs
+                },
+                key=lambda p: (p[0], p[1] or "", p[2][1] or ""),
+            )
+        )
+        key = (sha, patterns)
+        cached = self.uses.get(key)
+        if cached is None:
+            f = _pyfile(sha, read_text)
+            cached = file_uses(f, list(patterns))
+            self.uses[key] = cached
+            if sha not in self.defs:
+                self.defs[sha] = f.module_defs()
+        defs = self.defs[sha]
+        local_defs = {name for name, _line in defs}
+        for use in cached:
+            alias, member = use.carrier
+            for c in by_alias[alias]:
+                if c.path != path and alias in local_defs:
+                    continue  # the name is also defined here: two things, not followed
+                if c.kind != "named" and c.member is not None and member != c.member:
+                    continue
+                # A use that names the method (SboFlags.x()) is cited through it rather than
+                # through the class; then the shortest chain wins.
+                rank = (0 if member is not None and member == c.member else 1, len(c.chain))
+                for dest in c.dests:
+                    skey = (dest, path, use.line)
+                    old = sites.get(skey)
+                    if old is None or old["rank"] > rank:
+                        sites[skey] = {
+                            "dest": dest, "path": path, "line": use.line, "text": use.text,
+                            "via": list(c.chain), "rank": rank,
+                        }  # fmt: skip
+                if len(c.chain) >= MAX_CHAIN:
+                    continue
+                if use.accessor is not None:
+                    name, acc_member = use.accessor
+                    add(
+                        Carrier(
+                            mod,
+                            name,
+                            acc_member,
+                            "function",
+                            c.dests,
+                            (*c.chain, display(name, acc_member, "function")),
+                            path,
+                            use.def_line,
+                            True,
+                        )
+                    )
+        # Definitions named for the feature, in a module that uses the feature's carrier.
+        carriers = [
+            c
+            for alias, cs in by_alias.items()
+            for c in cs
+            if len(c.chain) < MAX_CHAIN and (c.path == path or alias not in local_defs)
+        ]
+        used = {u.carrier[0] for u in cached}
+        for c in carriers:
+            word = _chain_topic(c.chain)
+            if word is None or not any(a in used for a, cs in by_alias.items() if c in cs):
+                continue
+            dests = tuple(d for d in c.dests if names_feature(word, d))
+            if not dests:
+                continue
+            for name, line in defs:
+                if not name.startswith("_") and word in _words(name):
+                    add(
+                        Carrier(mod, name, None, "named", dests, (*c.chain, name), path, line, True)
+                    )
+
+
+_RECENT: dict[str, PyFile] = {}
+RECENT_FILES = 32  # model files and their bases: a few MB of text and outlines
+
+
+def _pyfile(sha: str, read_text: Callable[[str], str]) -> PyFile:
+    """A blob's text and outline, kept while it is among the last RECENT_FILES asked for
+    (a version asks about the same files several times; the next version mostly too)."""
+    f = _RECENT.pop(sha, None)
+    if f is None:
+        if len(_RECENT) >= RECENT_FILES:
+            _RECENT.pop(next(iter(_RECENT)))
+        f = PyFile(read_text(sha))
+    _RECENT[sha] = f  # the most recently used last
+    return f
 
 
 def resolve(
@@ -428,142 +773,12 @@ def resolve(
     read_text: Callable[[str], str],
     skip: Callable[[str], bool],
 ) -> list[dict[str, Any]]:
-    """Indirect use sites of one version: [{"dest", "path", "line", "text", "via"}]."""
-    # alias bindings per file, resolved to (module, name); ambiguous ones dropped
-    reexports: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    importers: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)  # -> (path, alias)
-    for path, sha in files.items():
-        if skip(path):
-            continue
-        unique = _BIND_CACHE.get((path, sha))
-        if unique is None:
-            unique = _bindings(path, facts_of(path).get("imports") or [])
-            _BIND_CACHE[(path, sha)] = unique
-        mod = module_of(path)
-        for alias, target in unique.items():
-            reexports[target].append((mod or "", alias))
-            importers[target].append((path, alias))
-
-    frontier: list[Carrier] = []
-    known: set[tuple[str, str, str | None]] = set()
-
-    def add(c: Carrier) -> None:
-        key = (c.module, c.name, c.member)
-        if key not in known and c.dests:
-            known.add(key)
-            frontier.append(c)
-
-    for path in files:
-        if skip(path):
-            continue
-        mod = module_of(path)
-        for raw in facts_of(path).get("carriers", []):
-            dests = tuple(d for d in raw["dests"] if d in option_of)
-            if mod is not None and dests:
-                add(
-                    Carrier(
-                        mod,
-                        raw["name"],
-                        raw["member"],
-                        raw["kind"],
-                        dests,
-                        tuple(raw["chain"]),
-                        path,
-                        raw["line"],
-                    )
-                )
-
-    sites: dict[tuple[str, str, int], dict[str, Any]] = {}
-    while frontier:
-        current, frontier[:] = list(frontier), []
-        users: dict[str, dict[str, list[Carrier]]] = defaultdict(lambda: defaultdict(list))
-        for c in current:
-            for target in _targets(c, reexports):
-                for path, alias in importers.get(target, []):
-                    if path != c.path:
-                        users[path][alias].append(c)
-            if c.lazy:  # SboFlags.a() returning cls.b(): uses inside its own module
-                for alias in [c.name] if c.member is None else ["cls", "self", c.name]:
-                    users[c.path][alias].append(c)
-        for path, by_alias in users.items():
-            _follow(path, files[path], by_alias, read_text, sites, add)
-    _inherit(files, importers, read_text, sites)
-    out = [{k: v for k, v in site.items() if k != "rank"} for site in sites.values()]
-    return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
+    """Indirect use sites of one version, resolved from scratch."""
+    return Resolver().resolve(files, facts_of, option_of, read_text, skip)
 
 
-CLASS_RE = re.compile(r"(?<![^\n])class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:")
+CLASS_RE = re.compile(r"\nclass[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:")
 MAX_INHERIT = 2  # Qwen2MoeModel <- Qwen3MoeModel <- a subclass of that, no further
-
-
-def _inherit(
-    files: dict[str, str],
-    importers: dict[tuple[str, str], list[tuple[str, str]]],
-    read_text: Callable[[str], str],
-    sites: dict[tuple[str, str, int], dict[str, Any]],
-) -> None:
-    """A model class whose base is a class of another model file holding a use site gets the
-    site's flags, cited at its `class` line, the chain extended by the base's name. The base
-    resolves through the file's imports like any carrier (a name also defined in the file is
-    not followed), and a subclass that overrides every method holding the uses does not get
-    them unless it calls the base's. Only model files that import such a class are read."""
-    # (module, class) -> methods holding the uses, and per dest the shortest-chain site
-    users: dict[tuple[str, str], tuple[set[str], dict[str, dict[str, Any]]]] = {}
-    by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for site in sites.values():
-        if site["path"].startswith(MODELS_DIR):
-            by_path[site["path"]].append(site)
-    for path, found in by_path.items():
-        f = PyFile(read_text(files[path]))
-        for site in found:
-            d = f.enclosing(site["line"])
-            if d is None:
-                continue
-            top, method = d, d
-            while top.parent is not None:
-                method, top = top, top.parent
-            if top.kind != "class":
-                continue
-            _add_user(users, (module_of(path) or "", top.name), method.name, site)
-    for _round in range(MAX_INHERIT):
-        new: dict[tuple[str, str], tuple[set[str], dict[str, dict[str, Any]]]] = {}
-        for (module, base), (methods, best) in users.items():
-            for path, alias in importers.get((module, base), []):
-                if not path.startswith(MODELS_DIR) or module_of(path) == module:
-                    continue
-                text = read_text(files[path])
-                if re.search(rf"(?<![^\n])(?:def|class)[ \t]+{re.escape(alias)}\b", text):
-                    continue  # also defined here: two things, not followed
-                f = PyFile(text)
-                for m in CLASS_RE.finditer(text):
-                    if alias not in (b.strip() for b in m.group(2).split(",")):
-                        continue
-                    line = f.line_at(m.start())
-                    d = next((x for x in f.defs if x.line == line), None)
-                    if d is None or d.parent is not None:
-                        continue
-                    # A method overridden without calling the base's (super().m()) is not
-                    # inherited.
-                    block = "\n".join(f.lines[line - 1 : f.end_of(d)])
-                    own = {
-                        x.name
-                        for x in f.defs
-                        if x.parent == d and f"super().{x.name}(" not in block
-                    }
-                    if methods and methods <= own:
-                        continue  # every method holding a use is overridden
-                    for dest, site in best.items():
-                        skey = (dest, path, line)
-                        if skey in sites:
-                            continue
-                        sites[skey] = {
-                            "dest": dest, "path": path, "line": line,
-                            "text": f.text_of(line), "via": [*site["via"], base],
-                            "rank": (1, len(site["via"]) + 1),
-                        }  # fmt: skip
-                        _add_user(new, (module_of(path) or "", m.group(1)), None, sites[skey])
-                        new[(module_of(path) or "", m.group(1))][0].update(methods - own)
-        users = new
 
 
 def _add_user(
@@ -578,102 +793,6 @@ def _add_user(
     old = best.get(site["dest"])
     if old is None or len(old["via"]) > len(site["via"]):
         best[site["dest"]] = site
-
-
-def _targets(
-    c: Carrier, reexports: dict[tuple[str, str], list[tuple[str, str]]]
-) -> list[tuple[str, str]]:
-    out, todo = [(c.module, c.name)], [(c.module, c.name)]
-    for _ in range(3):
-        todo = [t for target in todo for t in reexports.get(target, [])]
-        out.extend(todo)
-    return out
-
-
-def _follow(
-    path: str,
-    sha: str,
-    by_alias: dict[str, list[Carrier]],
-    read_text: Callable[[str], str],
-    sites: dict[tuple[str, str, int], dict[str, Any]],
-    add: Callable[[Carrier], None],
-) -> None:
-    """Record the uses of `by_alias`'s carriers in one file and add the carriers it makes."""
-    mod = module_of(path) or ""
-    patterns = tuple(
-        sorted(
-            {
-                (alias, c.member if c.kind != "named" else None, (alias, c.member))
-                for alias, cs in by_alias.items()
-                for c in cs
-            },
-            key=lambda p: (p[0], p[1] or "", p[2][1] or ""),
-        )
-    )
-    key = (sha, patterns)
-    cached = _FILE_CACHE.get(key)
-    f: PyFile | None = None
-    if cached is None:
-        f = PyFile(read_text(sha))
-        cached = file_uses(f, list(patterns))
-        if len(_FILE_CACHE) > 20000:
-            _FILE_CACHE.clear()
-        _FILE_CACHE[key] = cached
-        _DEFS_CACHE[sha] = f.module_defs()
-    local_defs = {name for name, _line in _DEFS_CACHE.get(sha, [])}
-    for use in cached:
-        alias, member = use.carrier
-        for c in by_alias[alias]:
-            if c.path != path and alias in local_defs:
-                continue  # the name is also defined here: two things, not followed
-            if c.kind != "named" and c.member is not None and member != c.member:
-                continue
-            # A use that names the method (SboFlags.x()) is cited through it rather than
-            # through the class; then the shortest chain wins.
-            rank = (0 if member is not None and member == c.member else 1, len(c.chain))
-            for dest in c.dests:
-                skey = (dest, path, use.line)
-                old = sites.get(skey)
-                if old is None or old["rank"] > rank:
-                    sites[skey] = {
-                        "dest": dest, "path": path, "line": use.line, "text": use.text,
-                        "via": list(c.chain), "rank": rank,
-                    }  # fmt: skip
-            if len(c.chain) >= MAX_CHAIN:
-                continue
-            if use.accessor is not None:
-                name, acc_member = use.accessor
-                add(
-                    Carrier(
-                        mod,
-                        name,
-                        acc_member,
-                        "function",
-                        c.dests,
-                        (*c.chain, display(name, acc_member, "function")),
-                        path,
-                        use.def_line,
-                        True,
-                    )
-                )
-    # Definitions named for the feature, in a module that uses the feature's carrier.
-    carriers = [
-        c
-        for alias, cs in by_alias.items()
-        for c in cs
-        if len(c.chain) < MAX_CHAIN and (c.path == path or alias not in local_defs)
-    ]
-    used = {u.carrier[0] for u in cached}
-    for c in carriers:
-        word = _chain_topic(c.chain)
-        if word is None or not any(a in used for a, cs in by_alias.items() if c in cs):
-            continue
-        dests = tuple(d for d in c.dests if names_feature(word, d))
-        if not dests:
-            continue
-        for name, line in _DEFS_CACHE.get(sha, []):
-            if not name.startswith("_") and word in _words(name):
-                add(Carrier(mod, name, None, "named", dests, (*c.chain, name), path, line, True))
 
 
 @lru_cache(maxsize=65536)

@@ -59,15 +59,70 @@ def _parsed(text: str, module: str) -> tuple[Scope, tuple[str, ...]] | None:
     return Scope.of(tree.body, package), tuple(stars)
 
 
-class Modules:
-    """The modules of one version: files (path -> sha) and a way to read a blob's text."""
+# (question, its arguments) -> answers of earlier versions: [(files looked up: path -> sha
+# or None, the answer, the modules it was taken from)]
+Memo = dict[tuple[Any, ...], list[tuple[dict[str, str | None], Any, list[tuple[str, str]]]]]
+MEMO_ANSWERS = 4  # answers kept per question (the newest first)
 
-    def __init__(self, files: dict[str, str], read_text: Callable[[str], str] | None) -> None:
+
+class _Raised:
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+class Modules:
+    """The modules of one version: files (path -> sha) and a way to read a blob's text.
+
+    With a `memo` shared by consecutive versions, a question (`fold`, `class_def`) is
+    answered as before when every file its answer looked up still has the same blob (or is
+    still absent): folding is pure in the texts it reads."""
+
+    def __init__(
+        self,
+        files: dict[str, str],
+        read_text: Callable[[str], str] | None,
+        memo: Memo | None = None,
+    ) -> None:
         self.files, self.read_text = files, read_text
         self.used: dict[str, str] = {}  # path -> sha of every module a value came from
+        self.memo = memo
+        self._deps: dict[str, str | None] | None = None  # recorded while answering
+        self._used_log: list[tuple[str, str]] = []
 
     def path_of(self, module: str) -> str | None:
-        return next((p for p in module_path_candidates(module) if p in self.files), None)
+        for p in module_path_candidates(module):
+            if self._deps is not None:
+                self._deps[p] = self.files.get(p)
+            if p in self.files:
+                return p
+        return None
+
+    def _memoized(self, key: tuple[Any, ...], answer: Callable[[], Any]) -> Any:
+        """answer(), or an earlier version's answer whose files are unchanged."""
+        if self.memo is None or self._deps is not None:  # no memo, or inside a question
+            return answer()
+        earlier = self.memo.setdefault(key, [])
+        found = next(
+            (a for a in earlier if all(self.files.get(p) == s for p, s in a[0].items())), None
+        )
+        if found is None:
+            self._deps, self._used_log = {}, []
+            try:
+                outcome = answer()
+            except Unknown as exc:
+                outcome = _Raised(str(exc))
+            finally:
+                found = (self._deps, None, self._used_log)
+                self._deps = None
+            found = (found[0], outcome, found[2])
+            earlier.insert(0, found)
+            del earlier[MEMO_ANSWERS:]
+        _deps, outcome, used = found
+        for path, sha in used:
+            self.used[path] = sha
+        if isinstance(outcome, _Raised):
+            raise Unknown(outcome.message)
+        return outcome
 
     def text(self, module: str) -> tuple[str, str] | None:
         path = self.path_of(module)
@@ -107,6 +162,7 @@ class Modules:
         if name in scope.names or name in scope.classes:
             value = fold(ast.Name(id=name, ctx=ast.Load()), scope)
             self.used[path] = self.files[path]
+            self._used_log.append((path, self.files[path]))
             return value, path
         for star in stars:
             try:
@@ -120,6 +176,10 @@ class Modules:
 
     def fold(self, expr_src: str, imports: dict[str, list[str]]) -> Any:
         """Fold an expression from server_args.py whose imported names are `imports`."""
+        key = ("fold", expr_src, tuple(sorted((k, tuple(v)) for k, v in imports.items())))
+        return self._memoized(key, lambda: self._fold(expr_src, imports))
+
+    def _fold(self, expr_src: str, imports: dict[str, list[str]]) -> Any:
         try:
             expr = ast.parse(expr_src, mode="eval").body
         except (SyntaxError, *PARSE_FAILURES) as exc:
@@ -134,6 +194,9 @@ class Modules:
 
     def class_def(self, module: str, name: str) -> tuple[ast.ClassDef, str] | None:
         """A class defined in (or re-exported by) a module, with the path it is in."""
+        return self._memoized(("class_def", module, name), lambda: self._class_def(module, name))
+
+    def _class_def(self, module: str, name: str) -> tuple[ast.ClassDef, str] | None:
         try:
             value, path = self.locate(module, name)
         except Unknown:

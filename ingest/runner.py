@@ -9,19 +9,20 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import pickle
 import time
-import zlib
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from ingest.analyze import _worker_init, analyze_batch, facts_key, kind_of
-from ingest.assemble import assemble
+from ingest.analyze import Analyzed, _worker_init, analyze_batch, facts_key, kind_of
+from ingest.assemble import Assembly
 from ingest.git_source import (
     BlobReader,
     Ref,
@@ -33,7 +34,15 @@ from ingest.git_source import (
 from ingest.store import existing_versions, load_facts, save_facts, write_version
 from ingest.versions import select
 from kb.procs import die_with_parent
-from kb.schema import EXTRACTOR_VERSION, check_schema, create_schema, drop_schema, make_engine
+from kb.schema import (
+    EXTRACTOR_VERSION,
+    check_schema,
+    create_schema,
+    drop_schema,
+    make_engine,
+    pack,
+    unpack,
+)
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
 
@@ -106,7 +115,7 @@ def run(
         summary.seconds = time.perf_counter() - started
         return summary
 
-    trees = {ref.label: list_files(gitdir, ref.commit) for ref in todo}
+    trees = _list_trees(gitdir, todo)
     wanted: dict[str, tuple[str, str, str]] = {}  # facts key -> (sha, kind, path)
     first_needed: dict[str, int] = {}  # facts key -> index of the first version that has it
     last_needed: dict[int, list[str]] = {}  # version index -> keys no later version has
@@ -121,11 +130,12 @@ def run(
                 first_needed[key] = index
     for key, index in last_seen.items():
         last_needed.setdefault(index, []).append(key)
-    packed = load_facts(engine, list(wanted))
-    summary.blobs_cached = len(packed)
-    facts = {key: json.loads(zlib.decompress(data)) for key, data in packed.items()}
-    del packed
-    texts: dict[str, bytes] = {}  # sha -> zlib text, for blobs analyzed in this run
+    facts = PackedFacts()
+    for key, data in load_facts(engine, list(wanted)).items():
+        facts.add_json(key, data)
+    summary.blobs_cached = len(facts)
+    # sha -> (zstd text, the sha it is a delta against or None), for blobs analyzed in this run
+    texts: dict[str, tuple[bytes, str | None]] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -133,15 +143,26 @@ def run(
         key=lambda item: first_needed[facts_key(item[0], item[1])],
     )
     summary.blobs_analyzed = len(missing)
+    # What lives through the run (trees, the facts' bytes, imported modules) is left out of
+    # the cyclic garbage collector's scans, which otherwise cost seconds (and, in forked
+    # workers, would copy the pages they touch).
+    gc.freeze()
 
     reader: BlobReader | None = None
 
-    def blob_text(sha: str) -> bytes:
+    def raw_text(sha: str) -> bytes:
         nonlocal reader
-        if sha in texts:
-            return texts[sha]
+        packed = texts.get(sha)
+        if packed is not None and packed[1] is None:
+            return unpack(packed[0])
         reader = reader or BlobReader(gitdir)
-        return zlib.compress(reader.read(sha), 1)
+        return reader.read(sha)
+
+    def blob_text(sha: str, whole: bool = False) -> tuple[bytes, str | None]:
+        packed = texts.get(sha)
+        if packed is not None and (packed[1] is None or not whole):
+            return packed
+        return pack(raw_text(sha)), None
 
     module_texts: dict[str, str] = {}
 
@@ -149,13 +170,15 @@ def run(
         if sha not in module_texts:
             if len(module_texts) >= 256:  # the indirect-read analysis reads many: stay bounded
                 module_texts.pop(next(iter(module_texts)))
-            module_texts[sha] = zlib.decompress(blob_text(sha)).decode("utf-8", "replace")
+            module_texts[sha] = raw_text(sha).decode("utf-8", "replace")
         return module_texts[sha]
+
+    assembly = Assembly()  # keeps what consecutive versions share
 
     def write(index: int) -> None:
         ref = todo[index]
         t0 = time.perf_counter()
-        rows = assemble(trees[ref.label], facts, read_text)
+        rows = assembly.version(trees[ref.label], facts, read_text)
         write_version(
             engine,
             ref,
@@ -174,19 +197,20 @@ def run(
         on_version(s)
         # Facts and texts no later version needs are dropped: memory stays at the working set.
         for key in last_needed.pop(index, []):
-            facts.pop(key, None)
+            facts.pop(key)
             texts.pop(key.split(":", 1)[0], None)
+        gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
     try:
         for batch in _analyze(gitdir, missing, opts.jobs):
-            save_facts(engine, [(key, packed_facts) for key, packed_facts, _f, _t in batch])
-            for key, _packed, blob_facts, text in batch:
-                facts[key] = blob_facts
-                if text is not None:
-                    texts[key.split(":", 1)[0]] = text
+            save_facts(engine, [(a.key, a.packed, a.facts_base) for a, _pickled in batch])
+            for a, pickled in batch:
+                facts.add_pickle(a.key, pickled)
+                if a.text is not None:
+                    texts[a.key.split(":", 1)[0]] = (a.text, a.text_base)
             # Every blob first needed before the last one of this batch is analyzed.
-            ready = first_needed[batch[-1][0]]
+            ready = first_needed[batch[-1][0].key]
             while written < ready:
                 write(written)
                 written += 1
@@ -196,6 +220,7 @@ def run(
     finally:
         if reader is not None:
             reader.close()
+        gc.unfreeze()
     # The search index is rebuilt from the database and swapped in atomically, so a running
     # server keeps answering meanwhile and then sees the new versions.
     from kb.search import build_index
@@ -203,6 +228,60 @@ def run(
     summary.index = build_index(opts.db_url, incremental=True)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+class PackedFacts:
+    """Blob facts kept as bytes until a version asks for them: a dict per blob costs ~5x its
+    pickle, and the workers run ahead of the versions being written. Each lookup decodes
+    (the assembly keeps what it decoded for as long as the file keeps its blob)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, tuple[bool, bytes]] = {}  # key -> (pickled?, bytes)
+
+    def add_json(self, key: str, data: bytes) -> None:
+        self._data[key] = (False, data)  # JSON, as load_facts gives it (deltas undone)
+
+    def add_pickle(self, key: str, data: bytes) -> None:
+        self._data[key] = (True, data)
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        pickled, data = self._data[key]
+        return pickle.loads(data) if pickled else json.loads(data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def pop(self, key: str) -> None:
+        self._data.pop(key, None)
+
+
+def _list_trees(gitdir: Path, refs: list[Ref]) -> dict[str, dict[str, str]]:
+    """Each version's files, listed by a few `git ls-tree` at once (the wait is git's). The
+    same path and sha strings are shared by every version that has them."""
+    strings: dict[str, str] = {}
+    share = strings.setdefault
+
+    def listed(ref: Ref) -> dict[str, str]:
+        return list_files(gitdir, ref.commit)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = list(pool.map(listed, refs))
+    return {
+        ref.label: {share(path, path): share(sha, sha) for path, sha in files.items()}
+        for ref, files in zip(refs, found, strict=True)
+    }
+
+
+def _analyze_packed(batch: list[tuple[str, str, str]]) -> list[tuple[Analyzed, bytes]]:
+    """analyze_batch, with each blob's facts pickled in the worker: the parent keeps the bytes
+    and decodes a blob's facts when a version first needs them."""
+    return [
+        (replace(a, facts={}), pickle.dumps(a.facts, protocol=pickle.HIGHEST_PROTOCOL))
+        for a in analyze_batch(batch)
+    ]
 
 
 def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
@@ -213,7 +292,7 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
     if jobs <= 1 or len(batches) == 1:
         _worker_init(str(gitdir))
         for batch in batches:
-            yield analyze_batch(batch)
+            yield _analyze_packed(batch)
         return
     # fork: workers start instantly and inherit the imported modules.
     with ProcessPoolExecutor(
@@ -222,7 +301,7 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
         initializer=_pool_init,
         initargs=(str(gitdir), os.getpid()),
     ) as pool:
-        yield from pool.map(analyze_batch, batches)
+        yield from pool.map(_analyze_packed, batches)
 
 
 def _pool_init(gitdir: str, parent: int) -> None:

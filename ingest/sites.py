@@ -29,9 +29,12 @@ READ_RES = [
 ]
 WRITE_AFTER = re.compile(rb"\s*(?:[+\-*/|&]?=)(?!=)")
 VALUE = rb"[A-Za-z0-9_][\w.\-/:+]{0,63}"
-COMPARE_RE = re.compile(rb"[=!]=\s*\(?\s*([\"'])(" + VALUE + rb")\1")
+# `==` and `!=` each literal-led (a leading [=!] made the engine try every `=` of a file);
+# their matches cannot overlap, so merged by offset they are the single pattern's.
+COMPARE_RES = [re.compile(op + rb"\s*\(?\s*([\"'])(" + VALUE + rb")\1") for op in (rb"==", rb"!=")]
 CONTAINS_RE = re.compile(rb" in\s*[\(\[\{]")
 STRING_ITEM_RE = re.compile(rb"\s*([\"'])(" + VALUE + rb")\1\s*\Z")
+COMMENT_RE = re.compile(rb"#[^\n]*")
 CLOSING = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 IS_CALL_RE = re.compile(rb"\.is_([a-z0-9_]+)\(\)")
 ENUM_REF_RE = re.compile(rb"\.([A-Z][A-Z0-9_]*[A-Z0-9])\b")
@@ -42,26 +45,53 @@ SUBJECT_RE = re.compile(
     r"\s*(?:not)?\s*$"
 )
 CLASS_TAIL_RE = re.compile(r"([A-Z][A-Za-z0-9_]*)$")
+WORD_BYTES = {
+    bytes([c]) for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+}
 MAX_LINE = 240
 
 
-class _Lines:
-    """Line numbers and texts of byte offsets. Offsets mostly arrive in increasing order
-    (one regex pass at a time), so newlines are counted incrementally with bytes.count."""
+class LineIndex:
+    """Line numbers and texts of byte offsets in one file, shared by every scan of it.
+
+    Each scan visits offsets in increasing order, one regex pass after another; newlines are
+    counted from the nearest offset already numbered (a sorted list of checkpoints), so the
+    file is counted through about once in all instead of once per pass."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self._offset = 0
-        self._line = 1
-        self.texts: dict[int, str] = {}
-        self._line_starts: dict[int, int] = {}
+        self._offsets = [0]
+        self._numbers = [1]
+        self._texts: dict[int, str] = {}
 
     def number(self, offset: int) -> int:
-        if offset < self._offset:
-            self._offset, self._line = 0, 1
-        self._line += self.data.count(b"\n", self._offset, offset)
-        self._offset = offset
-        return self._line
+        i = bisect.bisect_right(self._offsets, offset) - 1
+        base = self._offsets[i]
+        no = self._numbers[i] + self.data.count(b"\n", base, offset)
+        if offset != base:
+            self._offsets.insert(i + 1, offset)
+            self._numbers.insert(i + 1, no)
+        return no
+
+    def text(self, no: int, offset: int) -> str:
+        """The stripped text of line `no`, which holds `offset`."""
+        text = self._texts.get(no)
+        if text is None:
+            start = self.data.rfind(b"\n", 0, offset) + 1
+            end = self.data.find(b"\n", offset)
+            line = self.data[start : end if end >= 0 else len(self.data)]
+            text = self._texts[no] = line.decode("utf-8", "replace").strip()[:MAX_LINE]
+        return text
+
+
+class _Lines:
+    """One scan's view of a LineIndex: the texts of the lines it cited, in citing order."""
+
+    def __init__(self, data: bytes, index: LineIndex | None = None) -> None:
+        self.data = data
+        self.index = index or LineIndex(data)
+        self.number = self.index.number
+        self.texts: dict[int, str] = {}
 
     def prefix(self, offset: int) -> str:
         """The text of the line from its start up to `offset`."""
@@ -70,10 +100,7 @@ class _Lines:
 
     def record(self, no: int, offset: int) -> int:
         if no not in self.texts:
-            start = self.data.rfind(b"\n", 0, offset) + 1
-            end = self.data.find(b"\n", offset)
-            text = self.data[start : end if end >= 0 else len(self.data)]
-            self.texts[no] = text.decode("utf-8", "replace").strip()[:MAX_LINE]
+            self.texts[no] = self.index.text(no, offset)
         return no
 
     def at(self, offset: int) -> int:
@@ -146,8 +173,8 @@ def subject_tail(prefix: str) -> str:
     return last
 
 
-def scan(data: bytes) -> dict[str, Any]:
-    lines = _Lines(data)
+def scan(data: bytes, index: LineIndex | None = None) -> dict[str, Any]:
+    lines = _Lines(data, index)
     reads: list[list[Any]] = []
     if b"server_args" in data:
         spans: list[tuple[int, int]] | None = None
@@ -163,7 +190,10 @@ def scan(data: bytes) -> dict[str, Any]:
                 write = bool(WRITE_AFTER.match(data, m.end())) and rx is READ_RES[0]
                 reads.append([name, lines.at(m.start()), "write" if write else "read"])
     choices: list[list[Any]] = []
-    for m in COMPARE_RE.finditer(data):
+    compares = [m for rx in COMPARE_RES for m in rx.finditer(data)]
+    if b"!=" in data and b"==" in data:
+        compares.sort(key=lambda m: m.start())
+    for m in compares:
         prefix = lines.prefix(m.start())
         if _in_comment(prefix):
             continue
@@ -188,6 +218,8 @@ def scan(data: bytes) -> dict[str, Any]:
     enum_refs: list[list[Any]] = []
     if b"." in data:
         for m in ENUM_REF_RE.finditer(data):
+            if data[m.start() - 1 : m.start()] not in WORD_BYTES:
+                continue  # `Class.MEMBER` needs a name just before the dot
             cls = CLASS_TAIL_RE.search(lines.prefix(m.start()))
             if cls and not cls.group(1).isupper():
                 enum_refs.append([cls.group(1), m.group(1).decode(), lines.at(m.start())])
@@ -205,7 +237,9 @@ def _string_items(data: bytes, open_at: int) -> list[str]:
     close = data.find(bytes([CLOSING[data[open_at]]]), open_at, open_at + 800)
     if close < 0:
         return []
-    body = re.sub(rb"#[^\n]*", b"", data[open_at + 1 : close])
+    body = data[open_at + 1 : close]
+    if b"#" in body:
+        body = COMMENT_RE.sub(b"", body)
     items = [item for item in body.split(b",") if item.strip()]
     values = []
     for item in items:

@@ -33,6 +33,7 @@ from kb.schema import (
     Version,
     VersionFile,
     dumps,
+    unpack,
 )
 
 # The per-version tables that are tables (the factored ones are views: kb.factored).
@@ -47,34 +48,90 @@ def existing_versions(engine: Engine) -> dict[str, int]:
 
 
 def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
+    """key -> facts JSON of the keys cached by this analyzer version (deltas undone)."""
     from ingest.analyze import ANALYZER_VERSION
 
-    out: dict[str, bytes] = {}
     table = BlobFacts.__table__  # type: ignore[attr-defined]
-    with engine.connect() as conn:
-        for i in range(0, len(keys), 900):
-            chunk = keys[i : i + 900]
+
+    def fetch(conn: Connection, wanted: list[str]) -> dict[str, tuple[bytes, str | None]]:
+        found: dict[str, tuple[bytes, str | None]] = {}
+        for i in range(0, len(wanted), 900):
             rows = conn.execute(
-                select(table.c.key, table.c.facts).where(
-                    table.c.key.in_(chunk), table.c.analyzer_version == ANALYZER_VERSION
+                select(table.c.key, table.c.facts, table.c.base).where(
+                    table.c.key.in_(wanted[i : i + 900]),
+                    table.c.analyzer_version == ANALYZER_VERSION,
                 )
             )
-            out.update({k: f for k, f in rows})
+            found.update({k: (f, b) for k, f, b in rows})
+        return found
+
+    with engine.connect() as conn:
+        rows = fetch(conn, keys)
+        bases = sorted({b for _f, b in rows.values() if b is not None} - rows.keys())
+        rows.update(fetch(conn, bases))
+    whole = {k: unpack(f) for k, (f, b) in rows.items() if b is None}
+    out: dict[str, bytes] = {}
+    for key in keys:
+        if key not in rows:
+            continue
+        packed, base = rows[key]
+        if base is None:
+            out[key] = whole[key]
+        elif base in whole:  # else analyzed again
+            out[key] = unpack(packed, whole[base])
     return out
 
 
-def save_facts(engine: Engine, batch: list[tuple[str, bytes]]) -> None:
+def save_facts(engine: Engine, batch: list[tuple[str, bytes, str | None]]) -> None:
+    """(key, packed facts, the key they are a delta against or None)."""
     from ingest.analyze import ANALYZER_VERSION
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
     with engine.begin() as conn:
         # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
-        conn.execute(delete(table).where(table.c.key.in_([k for k, _f in batch])))
+        conn.execute(delete(table).where(table.c.key.in_([k for k, _f, _b in batch])))
         _insert(
             conn,
             table,
-            [{"key": k, "analyzer_version": ANALYZER_VERSION, "facts": f} for k, f in batch],
+            [
+                {"key": k, "analyzer_version": ANALYZER_VERSION, "facts": f, "base": b}
+                for k, f, b in batch
+            ],
         )
+
+
+# blob sha -> (packed text, the sha it is a delta against or None); whole=True: no delta.
+BlobText = Callable[[str, bool], tuple[bytes, str | None]]
+
+
+def blob_rows(conn: Connection, shas: list[str], blob_text: BlobText) -> list[dict[str, Any]]:
+    """Blob rows for the shas not stored yet, with the bases their deltas need. A delta
+    whose base is stored as a delta itself (by an earlier run) is stored whole instead."""
+    rows: dict[str, dict[str, Any]] = {}
+    for sha in sorted(set(shas) - stored_blobs(conn, shas)):
+        text, base = blob_text(sha, False)
+        rows[sha] = {"sha": sha, "text": text, "base": base}
+    bases = sorted({r["base"] for r in rows.values() if r["base"]})
+    table = Blob.__table__  # type: ignore[attr-defined]
+    stored: dict[str, str | None] = {}
+    for i in range(0, len(bases), 900):
+        chunk = bases[i : i + 900]
+        found = conn.execute(select(table.c.sha, table.c.base).where(table.c.sha.in_(chunk)))
+        stored.update({sha: base for sha, base in found})
+    for base in bases:
+        if base in rows:
+            whole = rows[base]["base"] is None
+        elif base in stored:
+            whole = stored[base] is None
+        else:
+            text, none = blob_text(base, True)
+            rows[base] = {"sha": base, "text": text, "base": none}
+            whole = True
+        if not whole:  # its dependants are stored whole
+            for row in rows.values():
+                if row["base"] == base:
+                    row["text"], row["base"] = blob_text(row["sha"], True)
+    return list(rows.values())
 
 
 def stored_blobs(conn: Connection, shas: list[str]) -> set[str]:
@@ -94,7 +151,7 @@ def write_version(
     rows: VersionRows,
     web_url: str,
     seconds: float,
-    blob_text: Callable[[str], bytes],
+    blob_text: BlobText,
     before_commit: Callable[[str], None] | None = None,
 ) -> None:
     """Replace (or add) `ref`'s rows in one transaction, then re-rank every version.
@@ -134,10 +191,7 @@ def write_version(
                 result = conn.execute(insert(t[Version]).values(position=0, **values))
                 vid = result.inserted_primary_key[0]  # type: ignore[index]
             shas = sorted(set(rows.cited.values()))
-            have = stored_blobs(conn, shas)
-            _insert(
-                conn, t[Blob], [{"sha": s, "text": blob_text(s)} for s in shas if s not in have]
-            )
+            _insert(conn, t[Blob], blob_rows(conn, shas, blob_text))
             _write_rows(conn, t, vid, rows)
             versions = _rerank(conn)
             if versions & (versions - 1) == 0:

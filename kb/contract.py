@@ -319,26 +319,31 @@ class GraphNode(Model):
     url: str
     known: bool  # a flag of this version
     y: int  # its row in the picture
+    y_first: int = 0  # the rows of its edges, from y_first to y_last
+    y_last: int = 0
 
 
 class GraphEdge(Model):
     flag: str  # the other flag
     kind: str  # raise | assert | override | warning
     count: int  # constraint sites of this kind between the two flags
-    label: str  # the values of this flag they test, or the kind alone
+    label: str  # the values of this flag they test, or the kind alone (drawn on the edge)
     url: str  # the first such site's source line
     y1: int
     y2: int
+    sites: list[str] = []  # every such site's source line
 
 
 class ConstraintGraph(Model):
     """The flags a flag's constraint sites touch, laid out on the server for an SVG: the
-    flag on the left, one row per other flag, one edge per (flag, kind)."""
+    flag on the left, one edge per (other flag, kind), each in a row of its own: a curve
+    from the flag to `xm`, then straight to `x2` with its label written above it."""
 
     width: int
     height: int
     x1: int  # where edges leave the flag
     x2: int  # where they reach the other flags
+    xm: int = 0  # where an edge's curve ends and its labelled straight part begins
     nodes: list[GraphNode]
     edges: list[GraphEdge]
 
@@ -587,6 +592,7 @@ class DiffSummary(Model):
     constraints_removed: int
     constraints_changed: int
     enums_changed: int
+    condition_groups: int = 0  # root causes of the constraints_changed (ConditionGroup)
     env_added: int = 0
     env_removed: int = 0
     env_changed: int = 0  # variables with a changed field
@@ -604,16 +610,30 @@ class FlagBrief(Model):
     dest: str
     help: str
     url: str
+    section: str | None = None  # the help section it is listed under, if any
 
 
 class FlagChange(FieldChange):
     name: str  # the flag's name at `to`
+    section: str | None = None  # its help section at `to`, when it has one
 
 
 class ConstraintChange(Model):
     from_: Constraint = From()
     to: Constraint
     condition: list[list[str]]  # word diff [[op, text]]
+    gained: list[str] = []  # clauses of `conditions` only at `to`, as written
+    lost: list[str] = []  # clauses only at `from`
+
+
+class ConditionGroup(Model):
+    """Condition changes with one root cause: every site that gained (or lost) `condition`,
+    as written or negated (an `elif` below it carries it negated)."""
+
+    change: Literal["gained", "lost", "reworded"]  # reworded: the clauses read the same
+    condition: str  # the clause without its outer `not`; "" when reworded
+    count: int
+    items: list[int]  # indices into `constraints_changed`
 
 
 class MemberChange(Model):
@@ -654,6 +674,7 @@ class Diff(Model):
     env_added: list[str] = []
     env_removed: list[str] = []
     env_changed: list[EnvChange] = []
+    condition_groups: list[ConditionGroup] = []  # constraints_changed by root cause, biggest first
 
 
 # --- search --------------------------------------------------------------------------------

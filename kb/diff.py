@@ -7,6 +7,7 @@ history and the diff page can never disagree.
 
 from __future__ import annotations
 
+import ast
 import difflib
 from collections import Counter
 from collections.abc import Iterable
@@ -145,6 +146,62 @@ def pair_constraints(
     }
 
 
+def clause_root(clause: str) -> str:
+    """A condition clause without its outer `not`: a site under an `elif` carries the earlier
+    branch's test negated, so one upstream change shows up in both spellings."""
+    try:
+        node = ast.parse(clause.strip(), mode="eval").body
+    except SyntaxError:
+        text = " ".join(clause.split())
+        return text[4:] if text.startswith("not ") else text
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node = node.operand
+    return ast.unparse(node)
+
+
+def _path(site: ConstraintSite) -> list[str]:
+    """A site's condition path (its whole condition when no path was recorded)."""
+    return loads(site.conditions) or ([site.condition] if site.condition else [])
+
+
+def condition_change(old: list[str], new: list[str]) -> dict[str, list[str]]:
+    """The clauses of a site's condition path only at the new end ("gained") and only at the
+    old end ("lost"), as written."""
+    return {
+        "gained": [c for c in new if c not in old],
+        "lost": [c for c in old if c not in new],
+    }
+
+
+def group_condition_changes(changes: list[dict[str, list[str]]]) -> list[dict[str, Any]]:
+    """Condition changes with one root cause as one group. The clause gained (or lost) by the
+    most sites, negated or not, takes every site that has it; the rest are grouped again the
+    same way. Returns [{"change": "gained" | "lost" | "reworded", "condition", "items": [index
+    into `changes`]}], biggest first; "reworded" holds sites whose clauses read the same."""
+    events: list[list[tuple[str, str]]] = [
+        list(
+            dict.fromkeys(
+                [("gained", clause_root(c)) for c in ch["gained"]]
+                + [("lost", clause_root(c)) for c in ch["lost"]]
+            )
+        )
+        for ch in changes
+    ]
+    left = set(range(len(changes)))
+    groups: list[dict[str, Any]] = []
+    while left:
+        counts: Counter[tuple[str, str]] = Counter(e for i in sorted(left) for e in events[i])
+        if not counts:
+            groups.append({"change": "reworded", "condition": "", "items": sorted(left)})
+            break
+        # Most sites first; a gained clause before a lost one; then the first seen.
+        best = max(counts, key=lambda e: (counts[e], e[0] == "gained"))
+        items = [i for i in sorted(left) if best in events[i]]
+        groups.append({"change": best[0], "condition": best[1], "items": items})
+        left -= set(items)
+    return groups
+
+
 def _members(enum: Enum) -> dict[str, Any]:
     return {m["name"]: m.get("value") for m in loads(enum.members) or []}
 
@@ -275,6 +332,10 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "flags_to": b,
         **diff_env(session, old, new),
     }
+    # One entry per root cause of the condition changes (an upstream `elif` rewrites many).
+    clauses = [condition_change(_path(o), _path(n)) for o, n in result["constraints_changed"]]
+    result["condition_changes"] = clauses
+    result["condition_groups"] = group_condition_changes(clauses)
     result["summary"] = {
         "added": len(added),
         "removed": len(removed),
@@ -284,6 +345,7 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "constraints_added": len(result["constraints_added"]),
         "constraints_removed": len(result["constraints_removed"]),
         "constraints_changed": len(result["constraints_changed"]),
+        "condition_groups": len(result["condition_groups"]),
         "enums_changed": len(enums["added"]) + len(enums["removed"]) + len(enums["changed"]),
         "env_added": len(result["env_added"]),
         "env_removed": len(result["env_removed"]),

@@ -23,6 +23,8 @@ from kb.queries import (
     did_you_mean,
     flag_enum,
     get_flag,
+    per_stamp,
+    rows,
 )
 from kb.schema import (
     ConstraintSite,
@@ -44,12 +46,14 @@ def indirect_site_dict(version: Version, row: IndirectUsage) -> dict[str, Any]:
     return {**citation(version, row.path, row.line), "text": row.text, "via": loads(row.via) or []}
 
 
-def indirect_usages(session: Session, version: Version, dest: str) -> list[IndirectUsage]:
+def indirect_usages(session: Session, version: Version, dest: str) -> list[Any]:
+    """Uses of `dest` past the first hop, in source order (rows with IndirectUsage's columns)."""
     return list(
-        session.exec(
-            select(IndirectUsage)
+        rows(
+            session,
+            select(IndirectUsage.__table__)  # type: ignore[attr-defined]
             .where(IndirectUsage.version_id == version.id, IndirectUsage.dest == dest)
-            .order_by(col(IndirectUsage.path), col(IndirectUsage.line))
+            .order_by(col(IndirectUsage.path), col(IndirectUsage.line)),
         )
     )
 
@@ -73,22 +77,41 @@ def _models(session: Session, version: Version) -> list[ModelFile]:
     )
 
 
-def flag_models(session: Session, version: Version, dest: str) -> list[dict[str, Any]]:
+def _model_names(session: Session, version: Version) -> dict[str, str]:
+    """path -> name of the version's model files, read once per stamp."""
+
+    def make() -> dict[str, str]:
+        found = rows(
+            session,
+            select(ModelFile.path, ModelFile.name).where(ModelFile.version_id == version.id),
+        )
+        return {path: name for path, name in found}
+
+    return per_stamp(("model-names", version.id), make, session)
+
+
+def flag_models(
+    session: Session, version: Version, dest: str, indirect: list[Any] | None = None
+) -> list[dict[str, Any]]:
     """Model files that read the flag, directly or through a chain: one entry per model,
-    a direct read first, else the shortest chain."""
-    models = {m.path: m for m in _models(session, version)}
+    a direct read first, else the shortest chain. `indirect`: the flag's
+    `indirect_usages`, when the caller has read them already."""
+    models = _model_names(session, version)
     best: dict[str, dict[str, Any]] = {}
-    direct = session.exec(
-        select(UsageSite).where(
+    direct = rows(
+        session,
+        select(UsageSite.path, UsageSite.line).where(
             UsageSite.version_id == version.id,
             UsageSite.dest == dest,
             col(UsageSite.path).startswith(MODELS_DIR),
-        )
+        ),
     )
     for u in direct:
         if u.path in models and u.path not in best:
             best[u.path] = {"via": [], "direct": True, "site": citation(version, u.path, u.line)}
-    for row in indirect_usages(session, version, dest):
+    if indirect is None:
+        indirect = indirect_usages(session, version, dest)
+    for row in indirect:
         if row.path not in models:
             continue
         via = loads(row.via) or []
@@ -101,9 +124,9 @@ def flag_models(session: Session, version: Version, dest: str) -> list[dict[str,
             }
     return [
         {
-            "name": models[path].name,
+            "name": models[path],
             "path": path,
-            "url": model_url(version, models[path].name),
+            "url": model_url(version, models[path]),
             **found,
         }
         for path, found in sorted(best.items())

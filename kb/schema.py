@@ -3,21 +3,32 @@
 Every per-version fact row carries ``version_id``; the big per-version tables are views over
 facts stored once and thin per-version locations (kb/factored.py). JSON columns hold small
 lists/dicts as text so the schema stays portable across SQLAlchemy backends. Blob text is
-stored once per git blob sha (zlib), and ``VersionFile`` maps a version's cited paths to
-blobs, the way Bootlin's Elixir indexes blobs rather than trees.
+stored once per git blob sha (zstd, most as a delta against an earlier text of the same path),
+and ``VersionFile`` maps a version's cited paths to blobs, the way Bootlin's Elixir indexes
+blobs rather than trees.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Index, LargeBinary, MetaData, event, inspect, text
-from sqlmodel import Column, Field, SQLModel, create_engine
+import zstandard
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Index,
+    LargeBinary,
+    MetaData,
+    event,
+    inspect,
+    select,
+    text,
+)
+from sqlmodel import Column, Field, Session, SQLModel, create_engine
 
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
@@ -26,7 +37,8 @@ EXTRACTOR_VERSION = 10
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 4  # 3: indirectusage, modelfile, choicesite.basis; 4: facts stored once
+SCHEMA_VERSION = 5  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
+# 5: facts stored once (kb/factored.py)
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -268,8 +280,12 @@ class VersionFile(SQLModel, table=True):
 
 
 class Blob(SQLModel, table=True):
+    """A cited file's text: zstd of its UTF-8, or a zstd delta against the text of `base`
+    (an earlier blob of the same path, itself stored whole): see pack_text/blob_text."""
+
     sha: str = Field(primary_key=True)
-    text: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zlib-compressed UTF-8
+    text: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    base: str | None = None
 
 
 class BlobFacts(SQLModel, table=True):
@@ -277,7 +293,8 @@ class BlobFacts(SQLModel, table=True):
 
     key: str = Field(primary_key=True)  # "{blob sha}:{analyzer kind}"
     analyzer_version: int
-    facts: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zlib JSON
+    facts: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zstd JSON (pack)
+    base: str | None = None  # the key whose facts JSON `facts` is a delta against
 
 
 class Meta(SQLModel, table=True):
@@ -389,12 +406,55 @@ def drop_schema(engine: Engine) -> None:
     forget(engine)
 
 
+# --- compact storage of texts and facts -----------------------------------------------------
+# zstd (not the stdlib's zlib): a raw-content dictionary makes a delta of one text against
+# another, and successive versions of a file differ in a few lines. A row either holds a
+# whole text (its `base` is None) or a delta against a base that is whole, so a read is at
+# most two decompressions.
+
+LEVEL = 3  # higher levels cost several times the CPU for a few percent
+
+
+def pack(data: bytes, base: bytes | None = None) -> bytes:
+    """zstd of `data`, as a delta against `base` when one is given."""
+    if base is None:
+        return zstandard.ZstdCompressor(level=LEVEL).compress(data)
+    prefix = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    return zstandard.ZstdCompressor(level=LEVEL, dict_data=prefix).compress(data)
+
+
+def unpack(data: bytes, base: bytes | None = None) -> bytes:
+    if base is None:
+        return zstandard.ZstdDecompressor().decompress(data)
+    prefix = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    return zstandard.ZstdDecompressor(dict_data=prefix).decompress(data)
+
+
 def pack_text(text: str) -> bytes:
-    return zlib.compress(text.encode("utf-8", "surrogateescape"), 1)
+    """A whole text, as stored in Blob.text with no base."""
+    return pack(text.encode("utf-8", "surrogateescape"))
 
 
-def unpack_text(data: bytes) -> str:
-    return zlib.decompress(data).decode("utf-8", "replace")
+def unpack_text(data: bytes, base: bytes | None = None) -> str:
+    return unpack(data, base).decode("utf-8", "replace")
+
+
+def blob_text(conn: Session | Connection, sha: str) -> str | None:
+    """The text of blob `sha` (its base read too when it is a delta), None when missing.
+    `conn`: a SQLModel Session or a SQLAlchemy Connection."""
+    if isinstance(conn, Session):
+        conn = conn.connection()
+    table = Blob.__table__  # type: ignore[attr-defined]
+    row = conn.execute(select(table.c.text, table.c.base).where(table.c.sha == sha)).first()
+    if row is None:
+        return None
+    base = None
+    if row.base is not None:
+        found = conn.execute(select(table.c.text).where(table.c.sha == row.base)).first()
+        if found is None:
+            return None
+        base = unpack(found.text)
+    return unpack_text(row.text, base)
 
 
 def loads(value: str | None) -> Any:

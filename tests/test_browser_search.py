@@ -67,11 +67,11 @@ def test_search_page_and_diff_page_render(page: Any) -> None:
     assert page.locator("mark", has_text="flashinfer_cutlass").count() >= 1
     shot(page, "search-page")
     page.goto("/diff/s1...s2")
-    assert "1 removed" in page.locator("p.summary").inner_text()
+    assert "1 removed" in page.locator("nav.diff-counts").inner_text()
     shot(page, "diff-page")
     page.select_option("select[name=from]", "s2")
     page.select_option("select[name=to]", "s1")
     page.get_by_role("button", name="Compare").click()
     page.wait_for_url("**/diff/s2...s1")
-    assert "1 added" in page.locator("p.summary").inner_text()
+    assert "1 added" in page.locator("nav.diff-counts").inner_text()
     assert not page.errors, page.errors

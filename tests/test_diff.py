@@ -3,6 +3,7 @@ planted by hand through the schema models (names and texts are synthetic)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,14 @@ import pytest
 from planted_kb import build_kb, flag
 from sqlmodel import Session, select
 
-from kb.diff import diff_versions, flag_history, word_diff
+from kb.diff import (
+    clause_root,
+    condition_change,
+    diff_versions,
+    flag_history,
+    group_condition_changes,
+    word_diff,
+)
 from kb.schema import Version, make_engine
 
 # Per version: flags, constraints (key, kind, function, message, line), enums.
@@ -230,7 +238,8 @@ def test_api_diff_contract(client: Any) -> None:
 
 def test_diff_page_links_both_versions(client: Any) -> None:
     html = client.get("/diff/v1...v2").text
-    assert "1 added" in html and "1 removed" in html and "4 renamed" in html
+    counts = re.sub(r"<[^>]+>", "", html.split('id="summary"')[1].split("</nav>")[0])
+    assert "1 added" in counts and "1 removed" in counts and "4 renamed" in counts
     assert 'href="/v/v2/flags/--fresh"' in html and 'href="/v/v1/flags/--gone"' in html
     # A changed flag links to its page at both ends; a renamed one under each name.
     assert 'href="/v/v1/flags/--alpha"' in html and 'href="/v/v2/flags/--alpha"' in html
@@ -299,3 +308,41 @@ def test_ingested_three_era_kb(request: pytest.FixtureRequest) -> None:
     assert "Fp4GemmRunnerBackend" in {e["name"] for e in d["enums_removed"]}
     back = client.get("/api/diff/v0.3.0/v0.1.0").json()
     assert back["summary"]["added"] >= 1 and back["from"] == "v0.3.0"
+
+
+def test_clause_root_drops_the_outer_not_only() -> None:
+    assert clause_root("not (arch in ['A'] and (not sparse(cfg)))") == (
+        "arch in ['A'] and (not sparse(cfg))"
+    )
+    assert clause_root("not is_npu()") == "is_npu()"
+    assert clause_root("  arch in  ['A']") == "arch in ['A']"
+    assert clause_root("not (a) and b") == "not a and b"  # the `not` binds to `(a)` only
+    assert clause_root("not (unbalanced") == "(unbalanced"  # not Python: text only
+
+
+def test_condition_changes_grouped_by_root_cause() -> None:
+    """One split `if`: the sites under it gain the model test, those in its `elif` branches
+    gain it negated; an unrelated rewrite and a reworded site stay apart."""
+    old_if = "arch in ['A'] and (not sparse(cfg))"
+    changes = [
+        condition_change([old_if, "x is None"], ["arch in ['A']", "not sparse(cfg)", "x is None"]),
+        condition_change(
+            [f"not ({old_if})", "arch in ['B']"], ["not (arch in ['A'])", "arch in ['B']"]
+        ),
+        condition_change(["topk > 1 and b != 'f'"], ["topk > 1 and b not in ['f', 'g']"]),
+        condition_change([old_if, "y"], ["arch in ['A']", "not sparse(cfg)", "y"]),
+        condition_change(["same"], ["same"]),
+    ]
+    assert changes[1] == {"gained": ["not (arch in ['A'])"], "lost": [f"not ({old_if})"]}
+    groups = group_condition_changes(changes)
+    assert groups == [
+        {"change": "gained", "condition": "arch in ['A']", "items": [0, 1, 3]},
+        {"change": "gained", "condition": "topk > 1 and b not in ['f', 'g']", "items": [2]},
+        {"change": "reworded", "condition": "", "items": [4]},
+    ]
+    assert group_condition_changes([]) == []
+
+
+def test_diff_summary_counts_condition_causes(planted: str) -> None:
+    d = _diff(planted, "v1", "v2")
+    assert d["summary"]["constraints_changed"] == 1 and d["summary"]["condition_groups"] == 1

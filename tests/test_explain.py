@@ -523,12 +523,13 @@ def test_cli_reads_stdin(db_url: str) -> None:
 
 
 def test_fixture_citations_point_at_the_cited_line(session: Session) -> None:
-    from kb.schema import Blob, VersionFile, unpack_text
+    from kb.schema import VersionFile, blob_text
 
     version = get_version(session, "v0.2.0")
     site = next(s for s in facts(session).sites if s.key == "tbo-a2a")
     sha = session.get(VersionFile, (version.id, explain_kb.ARGS)).sha  # type: ignore[union-attr]
-    text = unpack_text(session.get(Blob, sha).text)  # type: ignore[union-attr]
+    text = blob_text(session, sha)
+    assert text is not None
     assert "raise" in text.splitlines()[site.line - 1]
     assert Path(explain_kb.ARGS).name == "server_args.py"
 

@@ -3,6 +3,8 @@ grouping by effect and value, and the timeline replayed from the history."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.views import flag_parts as parts
 
 NAMES = {"moe_runner_backend": "--moe-runner-backend", "quantization": "--quantization"}
@@ -80,3 +82,50 @@ def test_choice_grid_one_column_per_run_of_equal_lists() -> None:
         ("b", [False, True]),
     ]
     assert parts.choice_grid(history[:1], None, marks) is None
+
+
+def _site(kind: str, flags: list[str], values: list[str], line: int) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "flags": flags,
+        "affects": [],
+        "values": values,
+        "source": {"permalink": f"/v/x/source/server_args.py#L{line}"},
+    }
+
+
+def test_constraint_graph_gives_each_edge_a_row_and_every_site() -> None:
+    related = [
+        {"name": "--page-size", "url": "/p", "known": True},
+        {"name": "--tp-size", "url": "/t", "known": False},
+    ]
+    sites = [
+        _site("raise", ["--attention-backend", "--page-size"], ["fa3"], 10),
+        _site("override", ["--attention-backend"], ["fa4"], 20) | {"affects": ["--page-size"]},
+        _site("raise", ["--attention-backend", "--page-size"], ["fa4"], 30),
+        _site("warning", ["--tp-size"], [], 40),
+    ]
+    g = parts.constraint_graph(sites, "--attention-backend", related)
+    labels = [(e["flag"], e["label"], e["sites"]) for e in g["edges"]]
+    assert labels == [
+        (
+            "--page-size",
+            "raise ×2 when fa3, fa4",
+            ["/v/x/source/server_args.py#L10", "/v/x/source/server_args.py#L30"],
+        ),
+        ("--page-size", "override when fa4", ["/v/x/source/server_args.py#L20"]),
+        ("--tp-size", "warning", ["/v/x/source/server_args.py#L40"]),
+    ]
+    assert [e["url"] for e in g["edges"]] == [s[2][0] for s in labels]
+    # One row per edge, a wider gap between flags; a flag's name sits between its rows.
+    ys = [e["y2"] for e in g["edges"]]
+    assert ys[1] - ys[0] == parts.GRAPH_ROW
+    assert ys[2] - ys[1] == parts.GRAPH_ROW + parts.GRAPH_GAP
+    page, tp = g["nodes"]
+    assert (page["y_first"], page["y_last"]) == (ys[0], ys[1]) and page["y"] == sum(ys[:2]) // 2
+    assert tp["y"] == ys[2]
+    # The straight part is long enough for the longest label; the names come after it.
+    longest = max(len(e["label"]) for e in g["edges"])
+    assert g["x2"] - g["xm"] >= longest * 7
+    assert g["width"] > g["x2"] + len("--tp-size") * 7
+    assert all(e["y1"] == g["height"] // 2 for e in g["edges"])

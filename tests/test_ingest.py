@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -236,14 +237,40 @@ def test_enums_linked_and_choice_sites_attributed(kb_db: Path) -> None:
 
 
 def test_cited_blobs_are_stored(kb_db: Path) -> None:
-    import zlib
+    from sqlalchemy import create_engine
+
+    from kb.schema import blob_text
 
     files = sites(kb_db, "versionfile", "v0.2.0")
     paths = {f["path"] for f in files}
     assert SERVER_ARGS in paths and "python/sglang/srt/layers/moe/layer.py" in paths
     sha = next(f["sha"] for f in files if f["path"] == SERVER_ARGS)
-    (blob,) = rows(kb_db, "select text from blob where sha = ?", sha)
-    assert b"def check_server_args" in zlib.decompress(blob["text"])
+    with create_engine(f"sqlite:///{kb_db}").connect() as conn:
+        text = blob_text(conn, sha)
+    assert text is not None and "def check_server_args" in text
+
+
+def test_blob_texts_and_facts_are_deltas_against_whole_rows(kb_db: Path) -> None:
+    # server_args.py changes between the fixture's versions: its later texts are stored as
+    # deltas against an earlier one that is stored whole (a read is two decompressions).
+    from sqlalchemy import create_engine
+
+    from kb.schema import blob_text
+
+    deltas = rows(kb_db, "select sha, base from blob where base is not null")
+    assert deltas
+    for row in deltas:
+        (base,) = rows(kb_db, "select base from blob where sha = ?", row["base"])
+        assert base["base"] is None
+    with create_engine(f"sqlite:///{kb_db}").connect() as conn:
+        for f in sites(kb_db, "versionfile", "v0.2.0"):
+            text = blob_text(conn, f["sha"])
+            assert text is not None and len(text) > 0
+    facts = rows(kb_db, "select key, base from blobfacts where base is not null")
+    assert facts
+    for row in facts:
+        (base,) = rows(kb_db, "select base from blobfacts where key = ?", row["base"])
+        assert base["base"] is None
 
 
 def test_default_tags_are_releases_only(three_era_repo: Path) -> None:
@@ -467,6 +494,8 @@ def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
     repo = build_many_versions_repo(tmp_path, 2)
     db = tmp_path / "kb.db"
     assert ingest_into(repo, db).index["incremental"] is False  # first build: from scratch
+    first = Path(os.path.realpath(f"{db}.search"))
+    before = {p.name: p.read_bytes() for p in first.iterdir()}
     text = (repo / SERVER_ARGS).read_text()
     text += '        parser.add_argument("--brand-new-knob", type=int, help="A new knob.")\n'
     write(repo, SERVER_ARGS, text)
@@ -480,6 +509,12 @@ def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
     # a fact indexed for the old versions now also holds for the new one
     assert index.search("--extra-0", version="v1.1.0")["results"][0]["name"] == "--extra-0"
     assert not index.search("brand new knob", version="v1.0.1")["results"]
+    # The previous build, which running servers may still read, is left as it was; its
+    # segments are shared with the new build (hard links), not copied.
+    second = Path(os.path.realpath(f"{db}.search"))
+    assert second != first and {p.name: p.read_bytes() for p in first.iterdir()} == before
+    segments = [p for p in first.iterdir() if p.suffix == ".seg"]
+    assert segments and all((second / p.name).stat().st_ino == p.stat().st_ino for p in segments)
 
 
 def test_pathological_sources_cost_a_warning_not_the_ingest(tmp_path: Path) -> None:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from app.deps import SessionDep
 from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import Diff
-from kb.diff import diff_versions, word_diff
+from kb.diff import clause_root, diff_versions, word_diff
 from kb.queries import (
     NotFound,
     citation,
@@ -24,7 +26,7 @@ from kb.queries import (
     ordered_versions,
     version_names,
 )
-from kb.schema import Version
+from kb.schema import EnvVar, Version
 
 router = APIRouter()
 
@@ -40,7 +42,15 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
 
     def brief(v: Version, flags: dict[str, Any], name: str) -> dict[str, Any]:
         flag = flags[name]
-        return {"name": name, "dest": flag.dest, "help": flag.help, "url": flag_url(v, name)}
+        return {
+            "name": name,
+            "dest": flag.dest,
+            "help": flag.help,
+            "url": flag_url(v, name),
+            "section": flag.section,
+        }
+
+    sections = {name: f.section for name, f in d["flags_to"].items()}
 
     return Diff.model_validate(
         {
@@ -53,7 +63,7 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
             "added_flags": [brief(b, d["flags_to"], n) for n in d["added"]],
             "removed_flags": [brief(a, d["flags_from"], n) for n in d["removed"]],
             "renamed": [{**r, "dest": d["flags_to"][r["to"]].dest} for r in d["renamed"]],
-            "changed": d["changed"],
+            "changed": [{**c, "section": sections.get(c["name"])} for c in d["changed"]],
             "constraints_added": [constraint_dict(b, c) for c in d["constraints_added"]],
             "constraints_removed": [constraint_dict(a, c) for c in d["constraints_removed"]],
             "constraints_changed": changed_constraints(d),
@@ -72,6 +82,7 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
             "env_added": d["env_added"],
             "env_removed": d["env_removed"],
             "env_changed": d["env_changed"],
+            "condition_groups": [{**g, "count": len(g["items"])} for g in d["condition_groups"]],
         }
     )
 
@@ -83,8 +94,11 @@ def changed_constraints(d: dict[str, Any]) -> list[dict[str, Any]]:
             "from": constraint_dict(d["from"], old),
             "to": constraint_dict(d["to"], new),
             "condition": word_diff(old.condition, new.condition),
+            **clauses,
         }
-        for old, new in d["constraints_changed"]
+        for (old, new), clauses in zip(
+            d["constraints_changed"], d["condition_changes"], strict=True
+        )
     ]
 
 
@@ -147,10 +161,74 @@ def _changed_groups(d: Diff) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for c in d.changed:
         group = groups.setdefault(
-            c.name, {"name": c.name, "from_name": old_name.get(c.name, c.name)}
+            c.name,
+            {"name": c.name, "from_name": old_name.get(c.name, c.name), "section": c.section},
         )
         group.setdefault("changes", []).append(c)
     return list(groups.values())
+
+
+# A list longer than this starts folded (its groups closed); shorter lists start open.
+FOLD = 20
+OTHER = "Other"  # the group of flags (or variables) listed under no section
+
+
+def _grouped(
+    items: list[Any], key: Callable[[Any], str | None], fold: int = FOLD
+) -> list[dict[str, Any]]:
+    """Items grouped by `key` (None -> OTHER), groups by name with OTHER last; each group
+    starts open when the whole list has at most `fold` items."""
+    groups: dict[str, list[Any]] = {}
+    for item in items:
+        groups.setdefault(key(item) or OTHER, []).append(item)
+    names = sorted(groups, key=lambda n: (n == OTHER, n.lower()))
+    return [{"name": n, "items": groups[n], "open": len(items) <= fold} for n in names]
+
+
+def _condition_groups(d: Diff) -> list[dict[str, Any]]:
+    """Each root cause with its sites, what kinds they are, and how many carry the clause
+    negated (they sit in a later branch of the `if` that changed)."""
+    out = []
+    for g in d.condition_groups:
+        sites = [d.constraints_changed[i] for i in g.items]
+        clauses = [c for s in sites for c in (s.gained if g.change == "gained" else s.lost)]
+        negated = sum(
+            1
+            for s in sites
+            if any(
+                c.strip().startswith("not") and clause_root(c) == g.condition
+                for c in (s.gained if g.change == "gained" else s.lost)
+            )
+        )
+        kinds = Counter(s.to.kind for s in sites)
+        # Sites with the very same clause changes share one listing of them.
+        variants: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Any]] = {}
+        for site in sites:
+            variants.setdefault((tuple(site.lost), tuple(site.gained)), []).append(site)
+        out.append(
+            {
+                "group": g,
+                "sites": sites,
+                "variants": [
+                    {"lost": lost, "gained": gained, "sites": group}
+                    for (lost, gained), group in variants.items()
+                ],
+                "kinds": kinds.most_common(),
+                "functions": sorted({s.to.function for s in sites}),
+                "negated": negated,
+                "written": next((c for c in clauses if clause_root(c) == g.condition), ""),
+                "open": len(sites) <= 3,
+            }
+        )
+    return out
+
+
+def _env_sections(session: Session, version: Version) -> dict[str, str | None]:
+    rows = session.exec(
+        select(EnvVar.name, EnvVar.section).where(EnvVar.version_id == version.id)
+    ).all()
+    # A heading comment of only rules ("# =====") names no section.
+    return {name: sec if sec and any(ch.isalnum() for ch in sec) else None for name, sec in rows}
 
 
 @router.get("/diff/{spec}", include_in_schema=False)
@@ -170,12 +248,28 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
     except _Reply as reply:
         return reply.response
     d = diff_model(session, va, vb)
+    env_a, env_b = _env_sections(session, va), _env_sections(session, vb)
+    changed = _changed_groups(d)
     context = {
         "d": d,
         "a": va,
         "b": vb,
         "names": version_names(session),
-        "changed_groups": _changed_groups(d),
+        "added_groups": _grouped(d.added_flags, lambda f: f.section),
+        "removed_groups": _grouped(d.removed_flags, lambda f: f.section),
+        "changed_groups": _grouped(changed, lambda g: g["section"]),
+        "condition_groups": _condition_groups(d),
+        "constraint_groups": {
+            "added": _grouped(d.constraints_added, lambda c: c.function),
+            "removed": _grouped(d.constraints_removed, lambda c: c.function),
+        },
+        "env_groups": {
+            # Names alone wrap several to a line: a longer list stays readable open.
+            "added": _grouped(d.env_added, env_b.get, 3 * FOLD),
+            "removed": _grouped(d.env_removed, env_a.get, 3 * FOLD),
+            "changed": _grouped(d.env_changed, lambda c: env_b.get(c.name)),
+        },
+        "fold": FOLD,
         "flag_url": flag_url,
         "swap_url": diff_url(vb.name, va.name),
         "api_url": f"/api/diff/{quote(va.name, safe='')}/{quote(vb.name, safe='')}",

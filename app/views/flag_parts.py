@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -21,6 +22,15 @@ MAX_LISTED = 4  # values spelled out in a plain-words list before "… (+N more)
 
 # Which change a version's mark shows when several fields changed there (first wins).
 MARK_ORDER = ("removed", "added", "renamed", "deprecated", "default", "choices")
+
+
+@lru_cache(maxsize=16384)
+def _parsed(condition: str) -> ast.expr:
+    """A condition's expression, parsed once per text: the same conditions come back on
+    every flag page that cites them, and parsing was most of the page's word-building time.
+    The tree is shared, so the readers below never change it. SyntaxError is not cached
+    and is raised again."""
+    return ast.parse(condition.strip(), mode="eval").body
 
 
 def _flag_of(node: ast.AST, names: dict[str, str]) -> str | None:
@@ -104,7 +114,7 @@ def plain_condition(conditions: list[str], names: dict[str, str]) -> str:
     said = []
     for part in conditions:
         try:
-            said.append(_words(ast.parse(part.strip(), mode="eval").body, names))
+            said.append(_words(_parsed(part), names))
         except SyntaxError:
             said.append(part)
     return " and ".join(said)
@@ -137,7 +147,7 @@ def tested_values(conditions: list[str], dest: str) -> list[str]:
 
     for part in conditions:
         try:
-            visit(ast.parse(part.strip(), mode="eval").body, False)
+            visit(_parsed(part), False)
         except SyntaxError:
             continue
     return list(dict.fromkeys(found))
@@ -281,21 +291,22 @@ def sections(data: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-GRAPH_ROW = 26  # px between the rows of the constraint graph
+GRAPH_ROW = 24  # px between two edges' rows in the constraint graph
+GRAPH_GAP = 8  # more px between the rows of two different flags
+LABEL_CHAR = 7.3  # px a character of the 12 px monospace edge labels takes (a little over)
+NAME_CHAR = 7.9  # px a character of the 13 px flag names takes
 KIND_ORDER = ("raise", "assert", "override", "warning")
 
 
 def constraint_graph(
     constraints: list[dict[str, Any]], flag: str, related: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """One row per other flag the sites touch; one edge per (flag, kind), labelled with the
-    values of `flag` its sites test and linking to the first of them."""
+    """One edge per (other flag, kind), labelled in the picture with the values of `flag`
+    its sites test and linking to the first of them (`sites` has them all). Each edge has a
+    row of its own: it curves from `flag` to `xm`, then runs straight to the other flag at
+    `x2`, its label written above the straight part, so labels never cross a line or each
+    other; the rows of one flag are bracketed together at its name."""
     rows = {r["name"]: i for i, r in enumerate(related)}
-    height = max(len(related), 1) * GRAPH_ROW + 8
-    nodes = [
-        {"name": r["name"], "url": r["url"], "known": r["known"], "y": 4 + i * GRAPH_ROW + 13}
-        for i, r in enumerate(related)
-    ]
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for c in constraints:
         for other in dict.fromkeys(c["flags"] + c["affects"]):
@@ -303,17 +314,11 @@ def constraint_graph(
                 continue
             edge = seen.setdefault(
                 (other, c["kind"]),
-                {
-                    "flag": other,
-                    "kind": c["kind"],
-                    "count": 0,
-                    "values": [],
-                    "url": c["source"]["permalink"],
-                },
+                {"flag": other, "kind": c["kind"], "count": 0, "values": [], "sites": []},
             )
             edge["count"] += 1
             edge["values"] += [v for v in c["values"] if v not in edge["values"]]
-    edges = []
+            edge["sites"].append(c["source"]["permalink"])
     ranked = sorted(
         seen.values(),
         key=lambda e: (
@@ -321,19 +326,49 @@ def constraint_graph(
             KIND_ORDER.index(e["kind"]) if e["kind"] in KIND_ORDER else 9,
         ),
     )
-    for edge in ranked:
-        values = edge.pop("values")
-        times = f" ×{edge['count']}" if edge["count"] > 1 else ""
-        edge["label"] = f"{edge['kind']}{times}" + (f" when {_some(values)}" if values else "")
+    edges: list[dict[str, Any]] = []
+    nodes: list[dict[str, Any]] = []
+    y = 16
+    for r in related:
+        first = y
+        for edge in (e for e in ranked if e["flag"] == r["name"]):
+            values = edge.pop("values")
+            times = f" ×{edge['count']}" if edge["count"] > 1 else ""
+            edge["label"] = f"{edge['kind']}{times}" + (f" when {_some(values)}" if values else "")
+            edge["url"] = edge["sites"][0]
+            edge["y2"] = y
+            edges.append(edge)
+            y += GRAPH_ROW
+        y = max(y, first + GRAPH_ROW)  # a row for its name even without an edge
+        last = y - GRAPH_ROW
+        nodes.append(
+            {
+                "name": r["name"],
+                "url": r["url"],
+                "known": r["known"],
+                "y": (first + last) // 2,
+                "y_first": first,
+                "y_last": last,
+            }
+        )
+        y += GRAPH_GAP
+    height = max(y - GRAPH_ROW - GRAPH_GAP + 12, 32)
+    for edge in edges:
         edge["y1"] = height // 2
-        edge["y2"] = nodes[rows[edge["flag"]]]["y"]
-        edges.append(edge)
-    # Several kinds between the same two flags: fan their ends apart so each stays visible.
-    for name in rows:
-        mine = [e for e in edges if e["flag"] == name]
-        for k, e in enumerate(mine):
-            e["y2"] += (2 * k - (len(mine) - 1)) * 3
-    return {"width": 900, "height": height, "x1": 250, "x2": 520, "nodes": nodes, "edges": edges}
+    x1 = 8 + round(len(flag) * NAME_CHAR) + 10
+    xm = x1 + 100
+    x2 = xm + 12 + round(max((len(e["label"]) for e in edges), default=0) * LABEL_CHAR)
+    longest = max((len(n["name"]) + (0 if n["known"] else 30) for n in nodes), default=0)
+    width = x2 + 12 + round(longest * NAME_CHAR) + 8
+    return {
+        "width": width,
+        "height": height,
+        "x1": x1,
+        "xm": xm,
+        "x2": x2,
+        "nodes": nodes,
+        "edges": edges,
+    }
 
 
 def choice_grid(

@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+from functools import lru_cache
 from itertools import groupby
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.highlight import excerpt
@@ -19,6 +20,7 @@ from app.views import flag_parts as parts
 from app.views import listing
 from app.views.common import errors, page_context
 from app.views.listing import facet
+from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
 from kb.queries import (
     MAX_NAME,
@@ -27,16 +29,19 @@ from kb.queries import (
     choice_sites,
     constraint_counts,
     constraint_dict,
+    dest_names,
     enum_dict,
     flag_constraints,
     flag_dict,
     flag_enum,
     flag_history,
+    flag_name_set,
     flag_url,
     flag_usages,
     get_flag,
     get_version,
     usage_site_dict,
+    version_flag_dicts,
     version_names,
 )
 from kb.reach import flag_models, indirect_site_dict, indirect_usages
@@ -60,18 +65,11 @@ def matches(flag: dict[str, Any], query: str) -> bool:
 def flag_list(session: Session, version: Version, query: str, section: str = "") -> FlagList:
     """The flags of a version in source order, filtered by `query` and a `section` ("Other"
     for flags in none), with their badges and a facet counting the matches per section."""
-    rows = session.exec(
-        select(Flag)
-        .where(Flag.version_id == version.id)
-        .order_by(col(Flag.path), col(Flag.line), col(Flag.id))
-    )
     counts = constraint_counts(session, version)
     matched = []
-    for row in rows:
-        flag = flag_dict(version, row)
+    for flag in version_flag_dicts(session, version):
         if matches(flag, query[:MAX_NAME]):
-            flag["constraint_count"] = counts.get(flag["name"], 0)
-            matched.append(flag)
+            matched.append({**flag, "constraint_count": counts.get(flag["name"], 0)})
     section = section[:MAX_NAME]
     params = {"q": query[:MAX_NAME], "section": section}
     in_section = [f for f in matched if not section or (f["section"] or "Other") == section]
@@ -172,10 +170,9 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     sites = choice_sites(session, version, flag.name, choices)
     enum = flag_enum(session, version, flag.name)
     data["version"] = version.name
-    rows = session.exec(select(Flag.dest, Flag.name).where(Flag.version_id == version.id))
-    names = {dest: name for dest, name in rows.all()}
+    names = dest_names(session, version)
     data["constraints"] = [
-        _flag_constraint(constraint_dict(version, c), flag.dest, names)
+        _flag_constraint(constraint_dict(version, c), flag.dest, names, version.id)
         for c in flag_constraints(session, version, flag.name)
     ]
     data["usages"] = [usage_site_dict(version, u) for u in flag_usages(session, version, flag.dest)]
@@ -187,10 +184,9 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     data["history"] = flag_history(session, flag.name)
     data["related"] = related_flags(session, version, data)
     # Uses past the first read, each with its chain (ingest/indirect.py), kept apart.
-    data["indirect_usages"] = [
-        indirect_site_dict(version, u) for u in indirect_usages(session, version, flag.dest)
-    ]
-    data["models"] = flag_models(session, version, flag.dest)
+    indirect = indirect_usages(session, version, flag.dest)
+    data["indirect_usages"] = [indirect_site_dict(version, u) for u in indirect]
+    data["models"] = flag_models(session, version, flag.dest, indirect)
     members = {
         str(m.get("value", m["name"])): m["name"] for m in (data["enum"] or {}).get("members", [])
     }
@@ -212,13 +208,32 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     return FlagPage.model_validate(data)
 
 
-def _flag_constraint(site: dict[str, Any], dest: str, names: dict[str, str]) -> dict[str, Any]:
-    """A constraint site with what it does, the values of `dest` it tests, and its words."""
-    conditions = site["conditions"] or ([site["condition"]] if site["condition"] else [])
+def _flag_constraint(
+    site: dict[str, Any], dest: str, names: dict[str, str], version_id: int | None
+) -> dict[str, Any]:
+    """A constraint site with what it does, the values of `dest` it tests, and its words.
+    `names` is the version's dest -> option map (`dest_names`, one object per version and
+    stamp): the words of a condition are kept per (version, condition) while it lives."""
+    conditions = tuple(site["conditions"] or ([site["condition"]] if site["condition"] else []))
     site["effect"] = parts.EFFECTS.get(site["kind"], "warns")
-    site["values"] = parts.tested_values(conditions, dest)
-    site["plain"] = parts.plain_condition(conditions, names)
+    site["values"] = list(_tested_values(conditions, dest))
+    key = (version_id, conditions)
+    said = _plain_words.get(key)
+    if said is None or said[0] is not names:
+        said = (names, parts.plain_condition(list(conditions), names))
+        _plain_words.put(key, said)
+    site["plain"] = said[1]
     return site
+
+
+@lru_cache(maxsize=16384)
+def _tested_values(conditions: tuple[str, ...], dest: str) -> tuple[str, ...]:
+    return tuple(parts.tested_values(list(conditions), dest))
+
+
+# (version id, condition path) -> (the names map it was worded with, the words): an entry
+# counts only for the very map object it was made with, which changes with the KB stamp.
+_plain_words: Cache[tuple[dict[str, str], str]] = Cache(16384)
 
 
 def related_flags(session: Session, version: Version, data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -226,11 +241,7 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
     names = sorted(
         {n for c in data["constraints"] for n in c["flags"] + c["affects"]} - {data["name"]}
     )
-    known = set(
-        session.exec(
-            select(Flag.name).where(Flag.version_id == version.id, col(Flag.name).in_(names))
-        )
-    )
+    known = flag_name_set(session, version)
     return [{"name": n, "url": flag_url(version, n), "known": n in known} for n in names]
 
 

@@ -21,15 +21,14 @@ from kb.explain.simulate import Module
 from kb.queries import citation, session_stamp
 from kb.relations import CLI_KINDS
 from kb.schema import (
-    Blob,
     ConstraintSite,
     EnvVar,
     Flag,
     Option,
     Version,
     VersionFile,
+    blob_text,
     loads,
-    unpack_text,
 )
 
 _facts_cache: Cache[VersionFacts] = Cache(8)  # version id -> its facts
@@ -167,8 +166,7 @@ def version_modules(session: Session, version: Version) -> Callable[[str], Modul
     )
 
     def text_of(sha: str) -> str | None:
-        blob = session.get(Blob, sha)
-        return unpack_text(blob.text) if blob is not None else None
+        return blob_text(session, sha)
 
     def load(path: str) -> Module | None:
         sha = files.get(path)

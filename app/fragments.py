@@ -1,0 +1,371 @@
+"""HTML fragments that pages repeat hundreds of times, built in Python as safe strings.
+
+A flag page cites ~30 places, shows ~300 lines of code and reads, and a version switcher of
+~120 versions; as Jinja macros and per-row loops these cost most of its render time (a
+macro call and an escape per value). Here each fragment is one f-string over values escaped
+once; the output is byte for byte what the macros in templates/_macros.html gave (they now
+call these), so the pages did not change. Every argument is a dict or a kb.contract model
+(both answer `x["field"]`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from markupsafe import Markup
+
+from kb.queries import quoted
+
+
+def _e(value: Any) -> str:
+    """Escaped like markupsafe.escape, with its entities (so the bytes match what Jinja's
+    autoescape gave; safe strings pass as they are), without a Markup object per value."""
+    if hasattr(value, "__html__"):
+        return str(value.__html__())
+    text = str(value)
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    if '"' in text:
+        text = text.replace('"', "&#34;")
+    if "'" in text:
+        text = text.replace("'", "&#39;")
+    return text
+
+
+def _d(obj: Any) -> Mapping[str, Any]:
+    """A dict, or a kb.contract model's field values (no aliased field is read here)."""
+    return obj if isinstance(obj, dict) else obj.__dict__
+
+
+def show_value(value: Any) -> str:
+    """A literal value (default, choice, history value) as JSON: "auto", 1, true, null."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def synopsis(flag: Any) -> str:
+    """`--name TYPE (default X)` from a Flag (a kb.contract model or its dict)."""
+    parts = [flag["name"]]
+    action = flag["action"] or ""
+    if not action.startswith("store_") and action not in ("count", "help", "version"):
+        parts.append(flag["type"].upper() if flag["type"] else "VALUE")
+    if flag["nargs"] in ("*", "+"):
+        parts[-1] += " ..."
+    if flag["default"] is not None:
+        parts.append(f"(default {show_value(flag['default'])})")
+    elif flag["default_expr"]:
+        parts.append(f"(default {flag['default_expr']})")
+    return " ".join(parts)
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    """The first sentence of a help text, cut to `limit` characters."""
+    text = " ".join((text or "").split())
+    for end in (". ", "; "):
+        if end in text[:limit]:
+            return text[: text.index(end) + 1]
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def md_cite(cite: Any) -> str:
+    """A Markdown link to a citation on GitHub: [server_args.py#L5045](url)."""
+    name = cite["path"].rsplit("/", 1)[-1]
+    lines = f"L{cite['line']}" + (
+        f"-L{cite['end_line']}" if cite["end_line"] != cite["line"] else ""
+    )
+    return f"[{name}#{lines}]({cite['url']})"
+
+
+def md_constraint(site: Any, flag: str) -> str:
+    """One sentence about a constraint site, e.g. "`--x` raises when `cond` — [file#L1](url)"."""
+    cond = f"`{site['condition']}`" if site["condition"] else "unconditionally"
+    if site["kind"] == "override" and site["writes"]:
+        sets = ", ".join(f"`{k} = {v}`" for k, v in site["writes"].items())
+        what = f"when {cond}, {sets}" if site["condition"] else f"sets {sets}"
+    elif site["kind"] == "assert":
+        what = f"asserts {cond}"
+    else:
+        verb = {"raise": "raises", "warning": "warns", "override": "is overridden"}.get(
+            site["kind"], site["kind"]
+        )
+        what = f"{verb} when {cond}" if site["condition"] else f"{verb} {cond}"
+    return f"`{flag}` {what} — {md_cite(site['source'])}"
+
+
+def cite(c: Any, label: str | None = None, md: str | None = None) -> Markup:
+    """A citation: the in-app link, GitHub, and copy buttons (permalink, Markdown)."""
+    c = _d(c)
+    permalink = _e(c["permalink"])
+    if not label:
+        end = c["end_line"]
+        label = f"{c['path']}#L{c['line']}" + (f"-L{end}" if end != c["line"] else "")
+    return Markup(
+        f'<span class="cite">\n'
+        f'  <a class="src" href="{permalink}">{_e(label)}</a>\n'
+        f'  <a class="gh" href="{_e(c["url"])}" rel="noopener noreferrer" '
+        f'title="Open at this commit on GitHub">GitHub</a>\n'
+        f'  <button type="button" class="copy" data-copy="{permalink}" data-absolute '
+        f'title="Copy a link to this line in Flag Atlas">Copy permalink</button>\n'
+        f'  <button type="button" class="copy" data-copy="{_e(md or md_cite(c))}" '
+        f'title="Copy a Markdown citation">Copy as Markdown</button>\n'
+        f"</span>"
+    )
+
+
+def excerpt(lines: Sequence[Mapping[str, Any]] | None) -> Markup:
+    """Highlighted source lines (`html` is already safe), the cited ones marked."""
+    if not lines:
+        return Markup("")
+    hit = ' class="hit"'
+    rows = "".join(
+        f'<tr{hit if line["hit"] else ""}><td class="ln">{line["line"]}</td>'
+        f'<td class="src">{_e(line["html"])}</td></tr>\n'
+        for line in map(_d, lines)
+    )
+    head = '<div class="excerpt"><table class="code"><tbody>\n'
+    return Markup(f"{head}{rows}</tbody></table></div>\n")
+
+
+def flag_link(version: Any, name: str) -> Markup:
+    return Markup(
+        f'<a class="flag" href="/v/{quoted(version.name, "")}/flags/'
+        f'{quoted(str(name), "")}"><code>{_e(name)}</code></a>'
+    )
+
+
+def via(chain: Iterable[str]) -> Markup:
+    links = " ← ".join(f"<code>{_e(link)}</code>" for link in chain)
+    return Markup(
+        f'<span class="via" title="how the flag\'s value reaches this line">via {links}</span>'
+    )
+
+
+def constraint_card(
+    c: Any, lines: Sequence[Mapping[str, Any]] | None, version: Any, flag: str
+) -> Markup:
+    """One constraint site on the flag page: what it does, when, the flags it reads and
+    affects, its full condition, its code and its citation."""
+    c = _d(c)
+    kind = _e(c["kind"])
+    out = [
+        f'<div class="constraint kind-{kind}">\n'
+        f'  <p class="head"><span class="badge kind">{kind}</span> in '
+        f"<code>{_e(c['function'])}</code></p>\n"
+    ]
+    out.append(
+        f'<p class="plain">when {_e(c["plain"])}</p>'
+        if c["plain"]
+        else '<p class="plain">always</p>'
+    )
+    if c["message"]:
+        out.append(f'<p class="message">“{_e(c["message"])}”</p>')
+    if c["writes"]:
+        sets = ", ".join(f"<code>{_e(k)} = {_e(v)}</code>" for k, v in c["writes"].items())
+        out.append(f"<p>sets {sets}</p>")
+    out.append('  <p class="flags-line">\n')
+    if c["flags"]:
+        out.append("reads " + "".join(f"{flag_link(version, n)} " for n in c["flags"]))
+    if c["affects"]:
+        out.append("· affects " + "".join(f"{flag_link(version, n)} " for n in c["affects"]))
+    out.append("  </p>\n")
+    if c["condition"]:
+        parts = "".join(
+            f'<li><code class="cond">{_e(p)}</code></li>'
+            for p in c["conditions"] or [c["condition"]]
+        )
+        out.append(
+            '<details class="cond-path"><summary>Full condition</summary>\n'
+            f"    <ol>{parts}</ol></details>"
+        )
+    if lines:
+        out.append(
+            f'<details class="code-toggle"><summary>Code</summary>{excerpt(lines)}</details>'
+        )
+    out.append(f"  <p>{cite(c['source'], md=md_constraint(c, flag))}</p>\n</div>")
+    return Markup("".join(out))
+
+
+def timeline_marks(marks: Sequence[Mapping[str, Any]], current: str, w: int = 8) -> Markup:
+    """The marks of the flag page's timeline strip (one per version, oldest first)."""
+    out = []
+    shapes = {
+        "added": '<rect class="mk" x="{x}" y="2" width="3" height="24"/>\n',
+        "default": '<circle class="mk" cx="{mid}" cy="14" r="3.5"/>\n',
+        "choices": '<path class="mk" d="M{mid} 8 l4 6 l-4 6 l-4 -6 z"/>\n',
+        "deprecated": '<path class="mk" d="M{mid} 6 l4 16 h-8 z"/>\n',
+        "changed": '<circle class="mk" cx="{mid}" cy="14" r="1.8"/>',
+    }
+    for i, m in enumerate(map(_d, marks)):
+        x = i * w
+        title = _e(m["title"])
+        state = m["state"]
+        if m["url"]:
+            here = m["version"] == current
+            shape = shapes.get(state, "").format(x=x, mid=x + w / 2)
+            out.append(
+                f'<a href="{_e(m["url"])}" class="tl-{_e(state)}'
+                f'{" tl-here" if here else ""}"><title>{title}</title>\n'
+                f'      <rect class="bar" x="{x}" y="10" width="{w - 1}" height="8"/>\n'
+                f"{shape}"
+                + (
+                    f'<rect class="here" x="{x - 0.5}" y="0.5" width="{w}" height="27"/>'
+                    if here
+                    else ""
+                )
+                + "    </a>\n"
+            )
+        elif state == "removed":
+            out.append(
+                f'<g class="tl-removed"><title>{title}</title><path class="mk" '
+                f'd="M{x + 1} 8 l6 12 m0 -12 l-6 12"/></g>\n'
+            )
+        else:
+            out.append(
+                f'<g class="tl-absent"><title>{title}</title><rect class="bar" x="{x}" y="13" '
+                f'width="{w - 1}" height="2"/></g>'
+            )
+    return Markup("".join(out))
+
+
+def usage_rows(sites: Sequence[int], usages: Sequence[Any]) -> Markup:
+    """The rows of one file's reads on the flag page (`sites` index into `usages`)."""
+    out = []
+    for i in sites:
+        s = _d(usages[i])
+        out.append(
+            f'<tr><td class="ln"><a href="{_e(s["permalink"])}">{s["line"]}</a></td>'
+            f'<td class="src">{_e(s["text"])}</td><td class="acts"><a class="gh" '
+            f'href="{_e(s["url"])}" rel="noopener noreferrer">GitHub</a></td></tr>\n'
+        )
+    return Markup("".join(out))
+
+
+def indirect_rows(sites: Sequence[Any]) -> Markup:
+    """The rows of one file's reads through a chain on the flag page."""
+    out = []
+    for s in map(_d, sites):
+        out.append(
+            f'<tr><td class="ln"><a href="{_e(s["permalink"])}">{s["line"]}</a></td>'
+            f'<td class="src">{_e(s["text"])}<br>{via(s["via"])}</td><td class="acts">'
+            f'<a class="gh" href="{_e(s["url"])}" rel="noopener noreferrer">GitHub</a>'
+            "</td></tr>\n"
+        )
+    return Markup("".join(out))
+
+
+def series(names: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Version names grouped for the picker, order kept: one group per release series
+    (v0.5.2rc0 and v0.5.6.post1 both in "v0.5"), snapshots in a group of their own."""
+    return [(label, list(group)) for label, group in _series(tuple(names))]
+
+
+@lru_cache(maxsize=64)
+def _series(names: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        match = re.match(r"v?(\d+)\.(\d+)", name)
+        if name.startswith("snapshot"):
+            label = "Snapshots"
+        elif match:
+            label = f"v{match[1]}.{match[2]}"
+        else:
+            label = "Other"
+        groups.setdefault(label, []).append(name)
+    return tuple((label, tuple(group)) for label, group in groups.items())
+
+
+def version_options(versions: Sequence[str], current: str, absent: Iterable[str] | None) -> Markup:
+    """The <optgroup>s of the version switcher (every page): one per release series."""
+    absent = absent or ()
+    out = []
+    for label, names in _series(tuple(versions)):
+        out.append(f'        <optgroup label="{_e(label)}">\n')
+        for name in names:
+            n = _e(name)
+            selected = " selected" if name == current else ""
+            gone = " (absent)" if name in absent else ""
+            out.append(f'          <option value="{n}"{selected}>{n}{gone}</option>\n')
+        out.append("        </optgroup>\n")
+    return Markup("".join(out))
+
+
+def flag_badges(f: Any) -> Markup:
+    """Deprecated, hidden, how many choices and constraints (a list item's badges)."""
+    f = _d(f)
+    out = []
+    if f["deprecated"]:
+        out.append('<span class="badge warn">deprecated</span>')
+    if f["hidden"]:
+        out.append('<span class="badge">hidden</span>')
+    if f["choices"]:
+        out.append(f'<span class="badge">{len(f["choices"])} choices</span>')
+    count = f["constraint_count"]
+    if count:
+        plural = "s" if count != 1 else ""
+        out.append(f'<span class="badge info">{_e(count)} constraint{plural}</span>')
+    return Markup("".join(out))
+
+
+def flag_items(flags: Iterable[Any]) -> Markup:
+    """The <li>s of a section of the flags list: synopsis, badges, the help's first line."""
+    out = []
+    for flag in flags:
+        f = _d(flag)
+        text = f'<p class="help">{_e(first_line(f["help"]))}</p>' if f["help"] else ""
+        out.append(
+            f'      <li>\n        <a class="syn" href="{_e(f["url"])}"><code>{_e(synopsis(f))}'
+            f"</code></a>\n        {flag_badges(f)}\n{text}      </li>\n"
+        )
+    return Markup("".join(out))
+
+
+def constraint_rows(constraints: Sequence[Any], version: Any) -> Markup:
+    """The <tr>s of the constraints list (one per site; a row saying so when none)."""
+    if not constraints:
+        return Markup('  <tr><td colspan="4" class="empty">No constraint matches.</td></tr>\n')
+    out = []
+    for site in constraints:
+        c = _d(site)
+        kind = _e(c["kind"])
+        what = [f'<code class="cond">{_e(c["condition"])}</code>' if c["condition"] else ""]
+        if c["message"]:
+            what.append(f'<p class="message">“{_e(c["message"])}”</p>')
+        if c["writes"]:
+            sets = ", ".join(f"<code>{_e(k)} = {_e(v)}</code>" for k, v in c["writes"].items())
+            what.append(f"<p>sets {sets}</p>")
+        links = "".join(f"{flag_link(version, n)} " for n in c["flags"])
+        if c["affects"]:
+            arrow = "".join(f"{flag_link(version, n)} " for n in c["affects"])
+            links += f'<span class="muted">→</span> {arrow}'
+        out.append(
+            f'  <tr class="kind-{kind}">\n'
+            f'    <td><span class="badge kind">{kind}</span></td>\n'
+            f'    <td><code class="fn">{_e(c["function"])}</code><br>{cite(c["source"])}</td>\n'
+            f"    <td>{''.join(what)}</td>\n"
+            f"    <td>{links}</td>\n"
+            "  </tr>\n"
+        )
+    return Markup("".join(out))
+
+
+_ON = '<td class="on">✓<span class="visually-hidden"> a choice</span></td>'
+_OFF = (
+    '<td class="off"><span aria-hidden="true">·</span>'
+    '<span class="visually-hidden">not a choice</span></td>'
+)
+
+
+def grid_rows(rows: Iterable[Any]) -> Markup:
+    """The rows of the flag page's choices × versions grid (a cell per run of versions)."""
+    out = []
+    for row in map(_d, rows):
+        cells = "".join(_ON if on else _OFF for on in row["cells"])
+        out.append(f'    <tr><th scope="row"><code>{_e(row["value"])}</code></th>{cells}</tr>\n')
+    return Markup("".join(out))

@@ -1,0 +1,185 @@
+"""Per-blob analysis CPU (what the ingest's workers do), this checkout against another, in one run.
+
+    .venv/bin/python bench/bench_analyze.py --repo /path/to/tagged/sglang.git --against TREE
+
+Every distinct (blob, kind) of every tag is read once with one `git cat-file --batch`, then
+each checkout's `ingest.analyze.analyze` runs over all of them in a child process (its own
+`sys.path`), timed with time.process_time: in all, per analyzer (the functions
+ingest/analyze.py calls, wrapped), and the worker's packing (facts and texts compressed, as
+analyze_batch does). The facts of both are compared as canonical JSON: the count that differ
+must be 0. `--profile N` prints the cProfile of this checkout's analysis, top N functions.
+`--limit N` analyzes only the first N blobs (a quick look).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pickle
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _items(repo: Path, limit: int | None) -> list[tuple[str, str, str]]:
+    from ingest.analyze import facts_key, kind_of
+    from ingest.git_source import list_files, list_tags
+
+    wanted: dict[str, tuple[str, str, str]] = {}
+    for ref in sorted(list_tags(repo), key=lambda r: r.date):
+        for path, sha in list_files(repo, ref.commit).items():
+            kind = kind_of(path)
+            wanted.setdefault(facts_key(sha, kind), (sha, kind, path))
+    items = list(wanted.values())
+    return items[:limit] if limit else items
+
+
+def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> None:
+    """Analyze every item with the code of `code`; write timings and facts to `out`."""
+    sys.path.insert(0, str(code))
+    import ingest.analyze as analyze_mod
+    from ingest.git_source import BlobReader
+
+    assert Path(analyze_mod.__file__).is_relative_to(code), analyze_mod.__file__
+    items = pickle.loads(items_file.read_bytes())
+    reader = BlobReader(repo)
+    blobs = list(reader.read_many([sha for sha, _k, _p in items]))
+    reader.close()
+
+    # Each analyzer analyze() calls, wrapped to add its CPU time (nested calls counted once
+    # in each: the figures are per function, the total is measured around analyze()).
+    spent: dict[str, float] = {}
+    targets = [
+        name
+        for name, fn in vars(analyze_mod).items()
+        if callable(fn)
+        and getattr(fn, "__module__", "").startswith("ingest.")
+        and getattr(fn, "__module__", "") != "ingest.analyze"
+        and not isinstance(fn, type)
+    ]
+    for name in targets:
+        fn = getattr(analyze_mod, name)
+
+        def timed(*args: Any, _fn: Any = fn, _name: str = name, **kw: Any) -> Any:
+            t = time.process_time()
+            try:
+                return _fn(*args, **kw)
+            finally:
+                spent[_name] = spent.get(_name, 0.0) + time.process_time() - t
+
+        setattr(analyze_mod, name, timed)
+
+    prof = cProfile.Profile() if profile else None
+    facts: dict[str, str] = {}
+    t0 = time.process_time()
+    if prof:
+        prof.enable()
+    results = [
+        analyze_mod.analyze(data, kind, path)
+        for (_sha, kind, path), data in zip(items, blobs, strict=True)
+    ]
+    if prof:
+        prof.disable()
+    analysis = time.process_time() - t0
+    for (sha, kind, _path), result in zip(items, results, strict=True):
+        facts[f"{sha}:{kind}"] = json.dumps(result, sort_keys=True)
+
+    # The worker's packing: the same calls as analyze_batch, without reading the blobs again.
+    pack_delta = getattr(analyze_mod, "pack_delta", None)
+    text_frames: dict[str, Any] = {}
+    facts_frames: dict[str, Any] = {}
+    t0 = time.process_time()
+    packed_facts = packed_texts = 0
+    for (sha, kind, path), data, result in zip(items, blobs, results, strict=True):
+        raw = json.dumps(result, separators=(",", ":")).encode()
+        cited = analyze_mod.likely_cited(kind, result)
+        if pack_delta is not None:  # zstd deltas against the path's keyframe
+            f, _b = pack_delta(facts_frames, path, f"{sha}:{kind}", raw)
+            t = pack_delta(text_frames, path, sha, data)[0] if cited else None
+        else:  # zlib
+            import zlib
+
+            f = zlib.compress(raw, 1)
+            t = zlib.compress(data, 1) if cited else None
+        packed_facts += len(f)
+        packed_texts += len(t) if t else 0
+    packing = time.process_time() - t0
+    stats = ""
+    if prof:
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(profile)
+        stats = s.getvalue()
+    out.write_bytes(
+        pickle.dumps(
+            {
+                "analysis": analysis,
+                "packing": packing,
+                "per": spent,
+                "facts": facts,
+                "packed_facts": packed_facts,
+                "packed_texts": packed_texts,
+                "profile": stats,
+            }
+        )
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--repo", type=Path, required=True)
+    p.add_argument("--against", type=Path, help="another checkout of Flag Atlas (the before)")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--profile", type=int, default=0, help="cProfile: top N functions")
+    p.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        code, items_file, out, profile = args.child
+        child(Path(code), args.repo, Path(items_file), Path(out), int(profile))
+        return
+    sys.path.insert(0, str(ROOT))
+    items = _items(args.repo, args.limit)
+    print(f"{len(items)} distinct blobs")
+    runs: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        items_file = Path(tmp) / "items.pickle"
+        items_file.write_bytes(pickle.dumps(items))
+        trees = [("this", ROOT)] + ([("against", args.against)] if args.against else [])
+        for label, tree in trees:
+            out = Path(tmp) / f"{label}.pickle"
+            profile = args.profile if label == "this" else 0
+            subprocess.run(
+                [sys.executable, __file__, "--repo", str(args.repo), "--child",
+                 str(tree), str(items_file), str(out), str(profile)],
+                check=True,
+            )  # fmt: skip
+            runs[label] = pickle.loads(out.read_bytes())
+    for label, run in runs.items():
+        print(
+            f"{label}: analysis {run['analysis']:.2f} s CPU, packing {run['packing']:.2f} s; "
+            f"packed facts {run['packed_facts'] / 1e6:.1f} MB, "
+            f"texts kept {run['packed_texts'] / 1e6:.1f} MB"
+        )
+        for name, s in sorted(run["per"].items(), key=lambda kv: -kv[1]):
+            print(f"    {name:28} {s:6.2f} s")
+    if "against" in runs:
+        a, b = runs["against"], runs["this"]
+        both = (b["analysis"] + b["packing"]) / (a["analysis"] + a["packing"])
+        print(f"ratio analysis {b['analysis'] / a['analysis']:.2f}, analysis+packing {both:.2f}")
+        differ = [k for k in a["facts"] if a["facts"][k] != b["facts"].get(k)]
+        print(f"facts that differ: {len(differ)} of {len(a['facts'])}")
+        for key in differ[:5]:
+            print("   ", key)
+    if runs["this"]["profile"]:
+        print(runs["this"]["profile"])
+
+
+if __name__ == "__main__":
+    main()

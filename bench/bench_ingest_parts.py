@@ -1,0 +1,75 @@
+"""Main-process CPU of a full ingest, by part: assembly, writing, search index.
+
+    .venv/bin/python bench/bench_ingest_parts.py --repo CLONE [--tree OTHER_CHECKOUT]
+
+Runs `ingest.runner.run` of this checkout (or `--tree`'s) in this process into a fresh
+database, with time.process_time() summed around each version's assembly, each version's
+write and the search index build, so a change is compared with main's in one script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, required=True)
+    parser.add_argument("--tree", type=Path, help="the checkout whose code to run")
+    parser.add_argument("--db", type=Path, help="database to write (default: a temporary one)")
+    opts = parser.parse_args()
+    sys.path.insert(0, str((opts.tree or Path(__file__).resolve().parent.parent).resolve()))
+    import ingest.runner as runner
+    import kb.search as search
+
+    cpu: Counter[str] = Counter()
+
+    def timed(name: str, fn):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                cpu[name] += time.process_time() - start
+
+        return wrapper
+
+    if hasattr(runner, "Assembly"):
+        runner.Assembly.version = timed("assemble", runner.Assembly.version)  # type: ignore[method-assign]
+    else:
+        runner.assemble = timed("assemble", runner.assemble)  # type: ignore[attr-defined]
+    runner.write_version = timed("write_version", runner.write_version)
+    import gc
+
+    gc_start: list[float] = []
+
+    def on_gc(phase: str, info: dict) -> None:  # type: ignore[type-arg]
+        if phase == "start":
+            gc_start.append(time.process_time())
+        elif gc_start:
+            cpu[f"gc gen{info['generation']}"] += time.process_time() - gc_start.pop()
+
+    gc.callbacks.append(on_gc)
+    search.build_index = timed("build_index", search.build_index)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = opts.db or Path(tmp) / "kb.db"
+        start, wall = time.process_time(), time.perf_counter()
+        runner.run(
+            runner.IngestOptions(
+                repo=str(opts.repo), db_url=f"sqlite:///{db}", web_url="https://example.org",
+                cache_dir=Path(tmp) / "cache", tags="*",
+            )
+        )  # fmt: skip
+        total, wall = time.process_time() - start, time.perf_counter() - wall
+    print(f"tree {opts.tree or 'this'}: main process {total:.2f} s CPU, {wall:.2f} s wall")
+    for name, seconds in cpu.most_common():
+        print(f"  {name:<14} {seconds:6.2f} s CPU")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""app/fragments.py builds in Python what Jinja macros and loops built: the bytes must be the
+same (pages did not change), and per-stamp data must follow a re-ingest."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import explain_kb
+import pytest
+from markupsafe import Markup, escape
+from sqlmodel import Session, select
+
+from app import fragments
+from app.templating import env
+from kb.contract import Citation
+from kb.queries import dest_names, get_version, version_flag_dicts
+from kb.schema import Flag, make_engine
+
+NASTY = "a<b>&\"c\"'d' → é"
+
+# The macros as they were before app/fragments.py (templates/_macros.html, flags.html).
+OLD_MACROS = """
+{% macro cite(c, label=none, md=none) -%}
+<span class="cite">
+  <a class="src" href="{{ c.permalink }}">{{ label or (c.path ~ '#L' ~ c.line ~ ('-L' ~ c.end_line if c.end_line != c.line else '')) }}</a>
+  <a class="gh" href="{{ c.url }}" rel="noopener noreferrer" title="Open at this commit on GitHub">GitHub</a>
+  <button type="button" class="copy" data-copy="{{ c.permalink }}" data-absolute title="Copy a link to this line in Flag Atlas">Copy permalink</button>
+  <button type="button" class="copy" data-copy="{{ md or (c|md_cite) }}" title="Copy a Markdown citation">Copy as Markdown</button>
+</span>
+{%- endmacro %}
+{% macro excerpt(lines) -%}
+{% if lines %}
+<div class="excerpt"><table class="code"><tbody>
+{% for l in lines %}<tr{% if l.hit %} class="hit"{% endif %}><td class="ln">{{ l.line }}</td><td class="src">{{ l.html }}</td></tr>
+{% endfor %}
+</tbody></table></div>
+{% endif %}
+{%- endmacro %}
+{% macro flag_badges(f) -%}
+{% if f.deprecated %}<span class="badge warn">deprecated</span>{% endif %}
+{% if f.hidden %}<span class="badge">hidden</span>{% endif %}
+{% if f.choices %}<span class="badge">{{ f.choices|length }} choices</span>{% endif %}
+{% if f.constraint_count %}<span class="badge info">{{ f.constraint_count }} constraint{{ 's' if f.constraint_count != 1 }}</span>{% endif %}
+{%- endmacro %}
+{% macro grid(rows) -%}
+{% for r in rows %}
+    <tr><th scope="row"><code>{{ r.value }}</code></th>{% for on in r.cells %}<td class="{{ 'on' if on else 'off' }}">{% if on %}✓<span class="visually-hidden"> a choice</span>{% else %}<span aria-hidden="true">·</span><span class="visually-hidden">not a choice</span>{% endif %}</td>{% endfor %}</tr>
+    {% endfor %}
+{%- endmacro %}
+{% macro via(chain) -%}
+<span class="via" title="how the flag's value reaches this line">via {% for link in chain %}<code>{{ link }}</code>{{ ' ← ' if not loop.last }}{% endfor %}</span>
+{%- endmacro %}
+"""  # noqa: E501
+
+
+def old(call: str, **values: Any) -> str:
+    return env.from_string(OLD_MACROS + "{{ " + call + " }}").render(**values).lstrip("\n")
+
+
+@pytest.mark.parametrize("value", [NASTY, "", 42, None, Markup("<b>safe</b>")])
+def test_escaping_matches_markupsafe(value: Any) -> None:
+    assert fragments._e(value) == str(escape(value))
+
+
+def test_fragments_match_the_macros_they_replace() -> None:
+    source = {
+        "path": f"dir/{NASTY}.py",
+        "line": 3,
+        "end_line": 5,
+        "url": f"https://x/{NASTY}",
+        "permalink": f"/v/{NASTY}#L3",
+    }
+    for c in (source, Citation.model_validate(source)):
+        assert str(fragments.cite(c)) == old("cite(c)", c=c)
+        assert str(fragments.cite(c, label=NASTY, md=NASTY)) == old(
+            "cite(c, label=x, md=x)", c=c, x=NASTY
+        )
+    lines = [
+        {"line": 1, "html": Markup("<span>x</span>"), "hit": False},
+        {"line": 2, "html": Markup("&lt;y"), "hit": True},
+    ]
+    assert str(fragments.excerpt(lines)) == old("excerpt(lines)", lines=lines)
+    assert str(fragments.excerpt([])) == old("excerpt(lines)", lines=[])
+    rows = [{"value": NASTY, "cells": [True, False]}, {"value": "1", "cells": [False, True]}]
+    assert str(fragments.grid_rows(rows)) == old("grid(rows)", rows=rows)
+    chain = [NASTY, "b", "c"]
+    assert str(fragments.via(chain)) == old("via(chain)", chain=chain)
+    for flag in (
+        {"deprecated": True, "hidden": True, "choices": ["a", "b"], "constraint_count": 1},
+        {"deprecated": False, "hidden": False, "choices": None, "constraint_count": 3},
+        {"deprecated": False, "hidden": False, "choices": [], "constraint_count": 0},
+    ):
+        assert str(fragments.flag_badges(flag)) == old("flag_badges(f)", f=flag)
+
+
+def test_per_stamp_data_follows_a_reingest(tmp_path: Path) -> None:
+    engine = make_engine(explain_kb.build(tmp_path / "kb.db"))
+    with Session(engine) as session:
+        version = get_version(session, "v0.2.0")
+        before = {f["name"]: f["help"] for f in version_flag_dicts(session, version)}
+        assert dest_names(session, version)["pp_size"] == "--pp-size"
+        # What a re-ingest does: new facts and a newer ingested_at (a new stamp).
+        version.ingested_at = version.ingested_at + timedelta(days=1)
+        flag = session.exec(
+            select(Flag).where(Flag.version_id == version.id, Flag.name == "--pp-size")
+        ).one()
+        flag.help = "Renamed help."
+        session.add(version)
+        session.add(flag)
+        session.commit()
+    with Session(engine) as session:
+        version = get_version(session, "v0.2.0")
+        after = {f["name"]: f["help"] for f in version_flag_dicts(session, version)}
+    assert before["--pp-size"] != "Renamed help." and after["--pp-size"] == "Renamed help."
