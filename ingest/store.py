@@ -145,6 +145,14 @@ def stored_blobs(conn: Connection, shas: list[str]) -> set[str]:
     return found
 
 
+def refresh_statistics(engine: Engine) -> None:
+    """The planner's statistics once more after a run: those taken at 1, 2, 4... versions
+    can predate a table's first rows (indirectusage's were of 4 rows at 124 versions, and its
+    lookup by dest scanned every fact)."""
+    with engine.begin() as conn:
+        analyze(conn)
+
+
 def write_version(
     engine: Engine,
     ref: Ref,

@@ -189,3 +189,21 @@ def test_forced_reingest_on_postgres(three_era_repo: Path, tmp_path: Path) -> No
     assert before[2] > 0
     ingest(force=True, tags="v0.2.0")
     assert state() == before
+
+
+def test_statistics_count_every_version_after_an_ingest(
+    three_era_repo: Path, tmp_path: Path
+) -> None:
+    """Statistics taken at 1, 2, 4... versions are refreshed at the end of a run: the planner
+    must not choose plans on a table's size of a few versions ago."""
+    db = tmp_path / "kb.db"
+    ingest_into(three_era_repo, db, jobs=1)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM version").fetchone()[0] == 3
+    for name in ("flag", "usagesite"):
+        rows = conn.execute(f"SELECT count(*) FROM {name}_loc").fetchone()[0]
+        stat = conn.execute(
+            "SELECT stat FROM sqlite_stat1 WHERE tbl = ? AND idx LIKE 'ix_%'", (f"{name}_loc",)
+        ).fetchone()[0]
+        assert int(stat.split()[0]) == rows
+    conn.close()
