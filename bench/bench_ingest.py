@@ -136,17 +136,19 @@ def forget_newest(db: Path, repo: Path) -> str:
     for c in others:
         seen |= blobs(c)
     only_newest = blobs(commit) - seen
+    names = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
     with conn:
-        conn.execute(
-            "delete from constraint_flag where constraint_id in "
-            "(select id from constraintsite where version_id = ?)",
-            (vid,),
-        )
+        conn.execute("delete from constraint_flag where version_id = ?", (vid,))
         tables = ["option", "flag", "enum", "constraintsite", "usagesite", "choicesite"]
-        for table in [*tables, "versionfile", "envvar", "envsite", "docentry"]:
-            conn.execute(f"delete from {table} where version_id = ?", (vid,))
-        for table in ["indirectusage", "modelfile"]:
-            conn.execute(f"delete from {table} where version_id = ?", (vid,))
+        tables += ["versionfile", "envvar", "envsite", "docentry", "indirectusage", "modelfile"]
+        for table in tables:
+            if f"{table}_loc" in names:  # schema 4: a view over facts and their locations
+                conn.execute(f"delete from {table}_loc where version_id = ?", (vid,))
+                conn.execute(
+                    f"delete from {table}_fact where id not in (select fact_id from {table}_loc)"
+                )
+            else:
+                conn.execute(f"delete from {table} where version_id = ?", (vid,))
         conn.execute("delete from version where id = ?", (vid,))
         for sha in only_newest:
             conn.execute("delete from blobfacts where key like ?", (sha + ":%",))

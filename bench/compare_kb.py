@@ -6,7 +6,9 @@ Prints the versions whose row counts differ in any per-version table (none when 
 the schema kept the extraction), then the versions whose rows differ in content (each
 table's rows of a version, sorted, without the id columns, over the columns both files
 have), the totals, and both files' sizes. Reads the files with sqlite3 directly, so
-databases of any schema version compare; a table one file lacks is left out.
+databases of any schema version compare; a table one file lacks is left out. The rows that
+point at a flag or a constraint site are also compared with it named by its content
+(`option->flag`, `constraint_flag->site`), since ids may differ between files.
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ TABLES = [
     "flag", "option", "constraintsite", "constraint_flag", "enum", "usagesite", "choicesite",
     "envvar", "envsite", "docentry", "indirectusage", "modelfile", "versionfile",
 ]  # fmt: skip
+
+
+# The id columns left out above, followed to what they name.
+RELATIONS = {
+    "option->flag": "SELECT o.version_id, o.key, o.name, f.name, f.line FROM option o "
+    "JOIN flag f ON f.id = o.flag_id",
+    "constraint_flag->site": "SELECT cf.version_id, c.key, c.line, cf.option, cf.role, f.name "
+    "FROM constraint_flag cf JOIN constraintsite c ON c.id = cf.constraint_id "
+    "LEFT JOIN flag f ON f.id = cf.flag_id",
+}
 
 
 def _tables(conn: sqlite3.Connection) -> dict[str, list[str]]:
@@ -56,6 +68,9 @@ def contents(db: Path, columns: dict[str, list[str]]) -> dict[tuple[str, str], s
         keep = [c for c in cols if c != "id" and not c.endswith("_id")]
         select = ", ".join(f'"{c}"' for c in keep)
         for vid, *values in conn.execute(f'SELECT version_id, {select} FROM "{table}"'):
+            rows.setdefault((names[vid], table), []).append(repr(values))
+    for table, sql in RELATIONS.items():
+        for vid, *values in conn.execute(sql):
             rows.setdefault((names[vid], table), []).append(repr(values))
     conn.close()
     return {

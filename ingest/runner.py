@@ -31,7 +31,13 @@ from ingest.git_source import (
     open_repo,
     resolve_ref,
 )
-from ingest.store import existing_versions, load_facts, save_facts, write_version
+from ingest.store import (
+    existing_versions,
+    load_facts,
+    refresh_statistics,
+    save_facts,
+    write_version,
+)
 from ingest.versions import select
 from kb.procs import die_with_parent
 from kb.schema import (
@@ -221,6 +227,8 @@ def run(
         if reader is not None:
             reader.close()
         gc.unfreeze()
+    if written:
+        refresh_statistics(engine)
     # The search index is rebuilt from the database and swapped in atomically, so a running
     # server keeps answering meanwhile and then sees the new versions.
     from kb.search import build_index

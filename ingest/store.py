@@ -11,43 +11,33 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
 
 from ingest.assemble import VersionRows
 from ingest.git_source import Ref
 from ingest.versions import order, sort_key
+from kb.factored import analyze, delete_version, forget, tables, write_rows
 from kb.relations import insert_rows as _insert
-from kb.relations import write_relations
+from kb.relations import write_relations_of
 from kb.schema import (
     EXTRACTOR_VERSION,
     Blob,
     BlobFacts,
-    ChoiceSite,
     ConstraintFlag,
-    ConstraintSite,
-    DocEntry,
     Enum,
-    EnvSite,
-    EnvVar,
-    Flag,
-    IndirectUsage,
     ModelFile,
     Option,
-    UsageSite,
     Version,
     VersionFile,
     dumps,
     unpack,
 )
 
-# Children before the rows they reference (foreign keys are enforced); constraint_flag rows
-# go first, with their sites (see write_version).
-PER_VERSION_TABLES = [
-    Option, Flag, Enum, ConstraintSite, UsageSite, ChoiceSite, EnvVar, EnvSite, DocEntry,
-    IndirectUsage, ModelFile, VersionFile,
-]  # fmt: skip
+# The per-version tables that are tables (the factored ones are views: kb.factored).
+PER_VERSION_TABLES = [ConstraintFlag, Option, Enum, ModelFile, VersionFile]
 
 
 def existing_versions(engine: Engine) -> dict[str, int]:
@@ -155,6 +145,14 @@ def stored_blobs(conn: Connection, shas: list[str]) -> set[str]:
     return found
 
 
+def refresh_statistics(engine: Engine) -> None:
+    """The planner's statistics once more after a run: those taken at 1, 2, 4... versions
+    can predate a table's first rows (indirectusage's were of 4 rows at 124 versions, and its
+    lookup by dest scanned every fact)."""
+    with engine.begin() as conn:
+        analyze(conn)
+
+
 def write_version(
     engine: Engine,
     ref: Ref,
@@ -169,7 +167,6 @@ def write_version(
     `before_commit(label)` runs inside the open transaction (tests use it to kill -9 there).
     """
     t = {m: m.__table__ for m in [Version, Blob, *PER_VERSION_TABLES]}  # type: ignore[attr-defined]
-    cf = ConstraintFlag.__table__  # type: ignore[attr-defined]
     report = {
         "counts": rows.counts(),
         "warnings": rows.warnings,
@@ -188,144 +185,194 @@ def write_version(
         "report": dumps(report),
         "ingested_at": datetime.now(UTC),
     }
-    with engine.begin() as conn:
-        vid = conn.execute(select(t[Version].c.id).where(t[Version].c.name == ref.label)).scalar()
-        if vid is not None:
-            sites = select(t[ConstraintSite].c.id).where(t[ConstraintSite].c.version_id == vid)
-            conn.execute(delete(cf).where(cf.c.constraint_id.in_(sites)))
-            for model in PER_VERSION_TABLES:
-                conn.execute(delete(t[model]).where(t[model].c.version_id == vid))
-            conn.execute(update(t[Version]).where(t[Version].c.id == vid).values(**values))
-        else:
-            result = conn.execute(insert(t[Version]).values(position=0, **values))
-            vid = result.inserted_primary_key[0]  # type: ignore[index]
-        _insert(conn, t[Flag], [_flag_row(vid, f) for f in rows.flags])
-        _insert(
-            conn,
-            t[Enum],
-            [
-                {
-                    "version_id": vid,
-                    "name": e["name"],
-                    "path": e["path"],
-                    "line": e["line"],
-                    "end_line": e["end_line"],
-                    "members": dumps(e["members"]),
-                    "flags": dumps(e["flags"]),
-                }
-                for e in rows.enums
-            ],
-        )
-        _insert(
-            conn,
-            t[ConstraintSite],
-            [
-                {
-                    "version_id": vid,
-                    "kind": c["kind"],
-                    "function": c["function"],
-                    "condition": " and ".join(c["conditions"]),
-                    "conditions": dumps(c["conditions"]),
-                    "message": c["message"],
-                    "flags": dumps(c["flags"]),
-                    "affects": dumps(c["affects"]),
-                    "writes": dumps(c["writes"]),
-                    "key": c["key"],
-                    "path": c["path"],
-                    "line": c["line"],
-                    "end_line": c["end_line"],
-                }
-                for c in rows.constraints
-            ],
-        )
-        _insert(conn, t[UsageSite], [{"version_id": vid, **u} for u in rows.usages])
-        _insert(
-            conn,
-            t[ChoiceSite],
-            [
-                {"version_id": vid, **c, "candidates": dumps(c["candidates"])}
-                for c in rows.choice_sites
-            ],
-        )
-        _insert_env(conn, t, vid, rows)
-        _insert(conn, t[Blob], blob_rows(conn, sorted(set(rows.cited.values())), blob_text))
-        _insert(
-            conn,
-            t[IndirectUsage],
-            [{"version_id": vid, **u, "via": dumps(u["via"])} for u in rows.indirect],
-        )
-        _insert(
-            conn,
-            t[ModelFile],
-            [
-                {"version_id": vid, **m, "architectures": dumps(m["architectures"])}
-                for m in rows.models
-            ],
-        )
-        _insert(
-            conn,
-            t[VersionFile],
-            [{"version_id": vid, "path": p, "sha": s} for p, s in rows.cited.items()],
-        )
-        write_relations(conn, vid)
-        _rerank(conn)
-        if before_commit is not None:
-            before_commit(ref.label)
+    try:
+        with engine.begin() as conn:
+            vid = conn.execute(
+                select(t[Version].c.id).where(t[Version].c.name == ref.label)
+            ).scalar()
+            if vid is not None:
+                for model in PER_VERSION_TABLES:
+                    conn.execute(delete(t[model]).where(t[model].c.version_id == vid))
+                delete_version(conn, vid)
+                conn.execute(update(t[Version]).where(t[Version].c.id == vid).values(**values))
+            else:
+                result = conn.execute(insert(t[Version]).values(position=0, **values))
+                vid = result.inserted_primary_key[0]  # type: ignore[index]
+            shas = sorted(set(rows.cited.values()))
+            _insert(conn, t[Blob], blob_rows(conn, shas, blob_text))
+            _write_rows(conn, t, vid, rows)
+            versions = _rerank(conn)
+            if versions & (versions - 1) == 0:
+                # Table statistics (7 ms) at 1, 2, 4, 8... versions: the shares they give
+                # the query planner hardly move as versions are added.
+                analyze(conn)
+            if before_commit is not None:
+                before_commit(ref.label)
+    except BaseException:
+        forget(engine)  # the facts it interned were rolled back
+        raise
 
 
-def _insert_env(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows) -> None:
+def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows) -> None:
+    """A version's rows: the factored tables' as (fact..., line...) tuples in the column
+    order of kb.factored, the others as dicts."""
+    flags = [_flag_row(f) for f in rows.flags]
+    flag_ids = write_rows(conn, "flag", vid, _tuples("flag", flags))
+    sites = [
+        {
+            "kind": c["kind"],
+            "function": c["function"],
+            "condition": " and ".join(c["conditions"]),
+            "conditions": dumps(c["conditions"]),
+            "message": c["message"],
+            "flags": dumps(c["flags"]),
+            "affects": dumps(c["affects"]),
+            "writes": dumps(c["writes"]),
+            "key": c["key"],
+            "path": c["path"],
+            "line": c["line"],
+            "end_line": c["end_line"],
+        }
+        for c in rows.constraints
+    ]
+    site_ids = write_rows(conn, "constraintsite", vid, _tuples("constraintsite", sites))
+    write_rows(conn, "usagesite", vid, _tuples("usagesite", rows.usages))
+    write_rows(
+        conn,
+        "choicesite",
+        vid,
+        _tuples(
+            "choicesite",
+            [{**c, "candidates": dumps(c["candidates"])} for c in rows.choice_sites],
+        ),
+    )
+    _insert_env(conn, vid, rows)
+    write_rows(
+        conn,
+        "indirectusage",
+        vid,
+        _tuples("indirectusage", [{**u, "via": dumps(u["via"])} for u in rows.indirect]),
+    )
+    _insert(
+        conn,
+        t[Enum],
+        [
+            {
+                "version_id": vid,
+                "name": e["name"],
+                "path": e["path"],
+                "line": e["line"],
+                "end_line": e["end_line"],
+                "members": dumps(e["members"]),
+                "flags": dumps(e["flags"]),
+            }
+            for e in rows.enums
+        ],
+    )
+    _insert(
+        conn,
+        t[ModelFile],
+        [{"version_id": vid, **m, "architectures": dumps(m["architectures"])} for m in rows.models],
+    )
+    _insert(
+        conn,
+        t[VersionFile],
+        [{"version_id": vid, "path": p, "sha": s} for p, s in rows.cited.items()],
+    )
+    write_relations_of(
+        conn,
+        vid,
+        [
+            (
+                fid,
+                f["name"],
+                f["dest"],
+                f["aliases"],
+                f["deprecated"],
+                f["replacement"],
+                f["argparse_dest"],
+                f["negation"],
+            )
+            for fid, f in zip(flag_ids, flags, strict=True)
+        ],  # fmt: skip
+        [(sid, c["flags"], c["affects"]) for sid, c in zip(site_ids, sites, strict=True)],
+    )
+
+
+def _tuples(name: str, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Rows as tuples of kb.factored's fact then location columns."""
+    table = tables()[name]
+    row = itemgetter(*table.fact_cols, *table.loc_cols)
+    return [row(r) for r in rows]
+
+
+def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> None:
     """Environment variables, their sites and the docs entries of one version."""
 
-    def as_json(value: Any) -> str | None:
-        return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+    write_rows(
+        conn,
+        "envvar",
+        vid,
+        _tuples(
+            "envvar",
+            [
+                {
+                    **{k: v[k] for k in ENV_VAR_COLUMNS},
+                    "default": as_json(v["default"]),
+                    "deprecated_names": dumps(v["deprecated_names"]),
+                    "flags": dumps(v["flags"]),
+                }
+                for v in rows.env_vars
+            ],
+        ),
+    )
+    write_rows(
+        conn,
+        "envsite",
+        vid,
+        _tuples(
+            "envsite",
+            [
+                {
+                    **{k: s[k] for k in ENV_SITE_COLUMNS},
+                    "default": as_json(s["default"]),
+                    "flags": dumps(s["flags"]),
+                }
+                for s in rows.env_sites
+            ],
+        ),
+    )
+    write_rows(
+        conn,
+        "docentry",
+        vid,
+        _tuples(
+            "docentry",
+            [
+                {
+                    "kind": d["kind"],
+                    "name": d["names"][0],
+                    "names": dumps(d["names"]),
+                    "form": d["form"],
+                    "description": d["description"],
+                    "default": d["default"],
+                    "choices": as_json(d["choices"]),
+                    "type": d["type"],
+                    "path": d["path"],
+                    "line": d["line"],
+                }
+                for d in rows.docs
+            ],
+        ),
+    )
 
-    _insert(
-        conn,
-        t[EnvVar],
-        [
-            {
-                "version_id": vid,
-                **{k: v[k] for k in ENV_VAR_COLUMNS},
-                "default": as_json(v["default"]),
-                "deprecated_names": dumps(v["deprecated_names"]),
-                "flags": dumps(v["flags"]),
-            }
-            for v in rows.env_vars
-        ],
-    )
-    _insert(
-        conn,
-        t[EnvSite],
-        [
-            {
-                "version_id": vid,
-                **{k: s[k] for k in ENV_SITE_COLUMNS},
-                "default": as_json(s["default"]),
-                "flags": dumps(s["flags"]),
-            }
-            for s in rows.env_sites
-        ],
-    )
-    _insert(
-        conn,
-        t[DocEntry],
-        [
-            {
-                "version_id": vid,
-                "kind": d["kind"],
-                "name": d["names"][0],
-                "names": dumps(d["names"]),
-                "form": d["form"],
-                "description": d["description"],
-                "default": d["default"],
-                "choices": as_json(d["choices"]),
-                "type": d["type"],
-                "path": d["path"],
-                "line": d["line"],
-            }
-            for d in rows.docs
-        ],
-    )
+
+# json.dumps(value, ensure_ascii=False, default=str), with one encoder for every call.
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def as_json(value: Any) -> str | None:
+    return None if value is None else _encode(value)
 
 
 ENV_VAR_COLUMNS = [
@@ -335,12 +382,8 @@ ENV_VAR_COLUMNS = [
 ENV_SITE_COLUMNS = ["name", "access", "how", "function", "path", "line", "end_line", "text"]
 
 
-def _flag_row(vid: int, f: dict[str, Any]) -> dict[str, Any]:
-    def as_json(value: Any) -> str | None:
-        return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
-
+def _flag_row(f: dict[str, Any]) -> dict[str, Any]:
     return {
-        "version_id": vid,
         "name": f["name"],
         "dest": f["dest"],
         "argparse_dest": f.get("argparse_dest") or f["dest"],
@@ -377,10 +420,22 @@ def _flag_row(vid: int, f: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _rerank(conn: Connection) -> None:
+def _rerank(conn: Connection) -> int:
+    """Set every version's position; only the rows whose position changed are updated
+    (appending the newest version changes one), in one executemany. Returns how many
+    versions there are."""
     table = Version.__table__  # type: ignore[attr-defined]
-    rows = conn.execute(select(table.c.id, table.c.name, table.c.date)).all()
-    labels = order((name, date) for _id, name, date in rows)
-    ids = {name: vid for vid, name, _date in rows}
-    for position, label in enumerate(labels):
-        conn.execute(update(table).where(table.c.id == ids[label]).values(position=position))
+    rows = conn.execute(select(table.c.id, table.c.name, table.c.date, table.c.position)).all()
+    labels = order((name, date) for _id, name, date, _pos in rows)
+    current = {name: (vid, pos) for vid, name, _date, pos in rows}
+    changed = [
+        {"vid": current[label][0], "pos": position}
+        for position, label in enumerate(labels)
+        if current[label][1] != position
+    ]
+    if changed:
+        conn.execute(
+            update(table).where(table.c.id == bindparam("vid")).values(position=bindparam("pos")),
+            changed,
+        )
+    return len(rows)

@@ -11,6 +11,7 @@ import fnmatch
 import re
 from collections.abc import Iterable
 from datetime import datetime
+from functools import lru_cache
 
 from packaging.version import InvalidVersion, Version
 
@@ -19,6 +20,7 @@ from ingest.git_source import Ref
 RELEASE_TAG = re.compile(r"^v\d+(\.\d+)+")
 
 
+@lru_cache(maxsize=4096)  # order() runs after every version written, over all of them
 def parse_version(label: str) -> Version | None:
     if not RELEASE_TAG.match(label):
         return None

@@ -19,6 +19,7 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, or_, select
 
 from kb.cache import Cache, Stamp
+from kb.factored import tables
 from kb.relations import RANK
 from kb.schema import (
     ChoiceSite,
@@ -154,8 +155,10 @@ def get_version(session: Session, name: str) -> Version:
 
 
 def flag_counts(session: Session) -> dict[int, int]:
-    rows = session.exec(select(Flag.version_id, func.count()).group_by(col(Flag.version_id)))
-    return {version_id: count for version_id, count in rows}
+    # From the flag view's location table: SQLite would join every fact to count them.
+    loc = tables()["flag"].loc
+    found = rows(session, select(loc.c.version_id, func.count()).group_by(loc.c.version_id))
+    return {version_id: count for version_id, count in found}
 
 
 def version_dict(version: Version, flags: int) -> dict[str, Any]:
@@ -461,12 +464,14 @@ def constraint_counts(session: Session, version: Version) -> dict[str, int]:
 
     def make() -> dict[str, int]:
         sites = select(ConstraintSite.id).where(ConstraintSite.version_id == version.id)
-        option = func.coalesce(Flag.name, ConstraintFlag.option)
+        # The flag's name by a correlated lookup, not a LEFT JOIN: SQLite materializes a view
+        # (flag is one, kb/factored.py) on the right of a LEFT JOIN, every version's rows.
+        name = select(Flag.name).where(col(Flag.id) == ConstraintFlag.flag_id).scalar_subquery()
+        option = func.coalesce(name, ConstraintFlag.option)
         found = rows(
             session,
             select(option, func.count(func.distinct(ConstraintFlag.constraint_id)))
             .select_from(ConstraintFlag)
-            .outerjoin(Flag, col(Flag.id) == ConstraintFlag.flag_id)
             .where(col(ConstraintFlag.constraint_id).in_(sites))
             .group_by(option),
         )

@@ -111,6 +111,14 @@ def write_relations(conn: Connection, version_id: int) -> None:
     sites = conn.execute(
         select(c.c.id, c.c.flags, c.c.affects).where(c.c.version_id == version_id)
     ).all()
+    write_relations_of(conn, version_id, flags, sites)
+
+
+def write_relations_of(
+    conn: Connection, version_id: int, flags: Sequence[Any], sites: Sequence[Any]
+) -> None:
+    """Insert the relation rows of a version from its flags (rows as option_rows takes them,
+    in id order) and constraint sites (id, flags JSON, affects JSON)."""
     flag_ids: dict[str, int] = {}
     for row in flags:
         flag_ids.setdefault(row[1], row[0])

@@ -1,10 +1,11 @@
 """The knowledge base schema: the one contract between ingest/ (writes) and app/ (reads).
 
-Every per-version fact row carries ``version_id``. JSON columns hold small lists/dicts as
-text so the schema stays portable across SQLAlchemy backends. Blob text is stored once per
-git blob sha (zstd, most as a delta against an earlier text of the same path), and
-``VersionFile`` maps a version's cited paths to blobs, the way Bootlin's Elixir indexes blobs
-rather than trees.
+Every per-version fact row carries ``version_id``; the big per-version tables are views over
+facts stored once and thin per-version locations (kb/factored.py). JSON columns hold small
+lists/dicts as text so the schema stays portable across SQLAlchemy backends. Blob text is
+stored once per git blob sha (zstd, most as a delta against an earlier text of the same path),
+and ``VersionFile`` maps a version's cited paths to blobs, the way Bootlin's Elixir indexes
+blobs rather than trees.
 """
 
 from __future__ import annotations
@@ -29,12 +30,15 @@ from sqlalchemy import (
 )
 from sqlmodel import Column, Field, Session, SQLModel, create_engine
 
+from kb.factored import VIEW_NAMES, create_views, forget, tables
+
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
 EXTRACTOR_VERSION = 10
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 4  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs
+SCHEMA_VERSION = 5  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
+# 5: facts stored once (kb/factored.py)
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -105,7 +109,7 @@ class Option(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     version_id: int = Field(foreign_key="version.id")
     key: str  # name_key(name): "pp_size" for --pp-size and for pp_size
-    flag_id: int = Field(foreign_key="flag.id", index=True)
+    flag_id: int = Field(index=True)  # flag.id (a view: no foreign key)
     name: str  # as spelled: "--pp-size", "pp_size"
     kind: str  # option | alias | dest | argparse_dest | deprecated_alias | negation
 
@@ -147,9 +151,9 @@ class ConstraintFlag(SQLModel, table=True):
 
     __tablename__ = "constraint_flag"
     id: int | None = Field(default=None, primary_key=True)
-    constraint_id: int = Field(foreign_key="constraintsite.id", index=True)
+    constraint_id: int = Field(index=True)  # constraintsite.id (a view: no foreign key)
     version_id: int = Field(foreign_key="version.id")
-    flag_id: int | None = Field(default=None, foreign_key="flag.id", index=True)
+    flag_id: int | None = Field(default=None, index=True)  # flag.id
     option: str | None = None  # only when the version defines no flag of that name
     role: str  # reads | affects
 
@@ -355,8 +359,11 @@ def make_engine(url: str, readonly: bool = False) -> Engine:
 
 
 def create_schema(engine: Engine) -> None:
-    SQLModel.metadata.create_all(engine)
+    tables()  # the factored tables join the metadata
+    md = SQLModel.metadata
+    md.create_all(engine, tables=[t for t in md.sorted_tables if t.name not in VIEW_NAMES])
     with engine.begin() as conn:
+        create_views(conn)
         table = Meta.__table__  # type: ignore[attr-defined]
         if conn.execute(table.select().where(table.c.key == "schema_version")).first() is None:
             conn.execute(table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
@@ -390,9 +397,13 @@ def check_schema(engine: Engine, empty_ok: bool = False) -> None:
 
 def drop_schema(engine: Engine) -> None:
     """Drop every table in the database, whatever its schema (for a rebuild)."""
-    tables = MetaData()
-    tables.reflect(engine)
-    tables.drop_all(engine)
+    with engine.begin() as conn:
+        for view in inspect(conn).get_view_names():
+            conn.exec_driver_sql(f'DROP VIEW "{view}"')
+    found = MetaData()
+    found.reflect(engine)
+    found.drop_all(engine)
+    forget(engine)
 
 
 # --- compact storage of texts and facts -----------------------------------------------------
@@ -451,8 +462,14 @@ def loads(value: str | None) -> Any:
     return None if value is None else json.loads(value)
 
 
+# One encoder for every call: json.dumps with options builds a new JSONEncoder each time.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if not value and isinstance(value, list):
+        return "[]"  # most JSON list columns are empty
+    return _encode(value)
 
 
 def option_to_dest(option: str) -> str:
