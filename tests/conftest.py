@@ -1,8 +1,11 @@
-"""Shared fixtures: a knowledge base ingested from the synthetic three-era repository."""
+"""Shared fixtures: a knowledge base ingested from the synthetic three-era repository, and
+one browser per browser-test module."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,3 +36,12 @@ def kb_db(three_era_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     db = tmp_path_factory.mktemp("kb") / "flagatlas.db"
     ingest_into(three_era_repo, db, refs=[("dev", "dev")], jobs=1)
     return db
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless chromium per browser-test module (Debian's, see tests/browser_support)."""
+    from browser_support import chromium
+
+    with chromium() as b:
+        yield b

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import LAPTOP, MARKS, PHONE, chromium, live_server, page_width, shot
+from browser_support import LAPTOP, MARKS, PHONE, live_server, page_width, shot
 from dashboard_kb import ARGS, build_kb
 
 from kb.search import build_index
@@ -51,12 +51,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     build_index(url)
     with live_server(url) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture

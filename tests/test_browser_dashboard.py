@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_support import MARKS, chromium, live_server, new_page, shot
+from browser_support import MARKS, live_server, new_page, shot
 from dashboard_kb import ARGS, RUNNER, build_kb
 
 pytestmark = MARKS
@@ -18,12 +18,6 @@ pytestmark = MARKS
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with live_server(f"sqlite:///{build_kb(tmp_path_factory.mktemp('kb') / 'kb.db')}") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture

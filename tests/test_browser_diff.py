@@ -43,12 +43,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
-
-
 def size_name(width: int, dark: bool) -> str:
     return f"{'laptop' if width > 800 else 'phone'}-{'dark' if dark else 'light'}"
 

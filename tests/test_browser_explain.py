@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 
 import explain_kb
 import pytest
-from browser_support import MARKS, chromium, live_server, new_page
+from browser_support import MARKS, live_server, new_page
 from browser_support import shot as full_shot
 
 pytestmark = MARKS
@@ -27,12 +27,6 @@ COMMAND = (
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with live_server(explain_kb.build(tmp_path_factory.mktemp("kb") / "kb.db")) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from browser_support import (
     MARKS,
     PHONE,
     SHOTS,
-    chromium,
     live_server,
     new_page,
     page_width,
@@ -41,12 +40,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     with live_server(url) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def page_bottom(pg: Any, selector: str) -> float:

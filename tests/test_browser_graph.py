@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_support import LAPTOP, MARKS, PHONE, SHOTS, chromium, live_server, new_page, page_width
+from browser_support import LAPTOP, MARKS, PHONE, SHOTS, live_server, new_page, page_width
 
 from tests.diff_repos import build_diff_kb
 
@@ -40,12 +40,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{REAL or build_diff_kb(tmp_path_factory.mktemp('graphkb'))}"
     with live_server(url) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def test_edges_are_labelled_in_the_picture_and_link_to_sites(browser: Any, server: str) -> None:

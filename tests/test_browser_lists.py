@@ -5,11 +5,10 @@ FLAGATLAS_REAL_DB set, the same checks run on the real knowledge base's biggest 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_support import MARKS, PHONE, chromium, live_server, new_page, page_width, shot
+from browser_support import MARKS, PHONE, live_server, new_page, page_width, shot
 from dashboard_kb import build_kb
 
 pytestmark = MARKS
@@ -19,12 +18,6 @@ REAL = os.environ.get("FLAGATLAS_REAL_DB", "")
 NAMES = "a.flag code, .facet code, code.fn, .facet a"
 ONE_LINE_NAMES = f"""() => [...document.querySelectorAll('{NAMES}')]
   .filter(el => el.getClientRects().length > 1).map(el => el.textContent)"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def check(browser: Any, base: str, urls: list[str], tag: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_support import MARKS, chromium, live_server, new_page
+from browser_support import MARKS, live_server, new_page
 from browser_support import shot as full_shot
 
 from tests.conftest import ingest_into
@@ -30,12 +30,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     ingest_into(build_sim_repo(root), db, jobs=1)
     with live_server(f"sqlite:///{db}") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from browser_support import (
     LAPTOP,
     MARKS,
     PHONE,
-    chromium,
     live_server,
     new_page,
     page_width,
@@ -31,12 +30,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{build_kb(tmp_path_factory.mktemp('kb') / 'kb.db')}"
     with live_server(url) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture
