@@ -27,11 +27,13 @@ def ingest(
     ),
     since: str | None = typer.Option(None, "--since", help="Only versions from this one on."),
     latest: int | None = typer.Option(None, "--latest", help="Only the newest N versions."),
+    # No envvar here: database_url() reads FLAGATLAS_DB itself, after DATABASE_URL (as every
+    # other command does); typer's envvar made FLAGATLAS_DB win over DATABASE_URL.
     db: str | None = typer.Option(
         None,
         "--db",
-        envvar="FLAGATLAS_DB",
-        help="SQLite path (default data/flagatlas.db); DATABASE_URL takes any SQLAlchemy URL.",
+        help="SQLite path (default: FLAGATLAS_DB, else data/flagatlas.db); DATABASE_URL "
+        "takes any SQLAlchemy URL.",
     ),
     web_url: str | None = typer.Option(
         None,

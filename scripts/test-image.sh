@@ -2,9 +2,10 @@
 # Build the Docker image and check it for real: start a Docker daemon if none answers, make
 # a Debian bookworm base image with debootstrap + `docker import` (for machines without
 # Docker Hub), build the Dockerfile on it, run the container with a synthetic fixture
-# repository mounted, let it ingest on first start, and fetch pages until they answer.
+# repository mounted, let it ingest on first start, and fetch pages until they answer; then
+# run compose.yaml (PostgreSQL, ingest, web) with the same image and check its pages.
 #
-#   scripts/test-image.sh            # as root; needs docker.io and debootstrap (apt-get)
+#   scripts/test-image.sh            # as root; needs docker.io, docker-compose, debootstrap
 #
 # Environment: WORK (scratch directory, default /tmp/flagatlas-image), PORT (default 18080),
 # MIRROR (Debian mirror for debootstrap, default deb.debian.org), KEEP=1 keeps the container.
@@ -109,4 +110,39 @@ echo "health check: $health"
 [ "$health" = healthy ] || fail=1
 "${docker[@]}" top "$NAME" | sed 's/^/  /'
 [ "$fail" = 0 ] || { "${docker[@]}" logs "$NAME" 2>&1 | tail -30; exit 1; }
+"${docker[@]}" rm -f "$NAME" >/dev/null
 step "image OK"
+
+# compose.yaml as a team runs it: PostgreSQL, the one-shot ingest, then the web service once
+# the ingest has completed. Docker Hub's postgres image is out of reach here, so a stand-in
+# built from Debian's PostgreSQL takes its place (POSTGRES_IMAGE); the images are the ones
+# built above (--no-build); the override mounts the fixture repository for the ingest.
+step "compose: build the PostgreSQL stand-in"
+PGIMAGE=flagatlas-postgres:test
+DOCKER_BUILDKIT=0 "${docker[@]}" build -q --network host --build-arg BASE="$BASE" \
+  -t "$PGIMAGE" scripts/postgres-image >/dev/null
+printf 'services:\n  ingest:\n    image: %s\n    volumes: ["%s:/sglang:ro"]\n  web:\n    image: %s\n' \
+  "$IMAGE" "$repo" "$IMAGE" >"$WORK/compose.test.yaml"
+PROJECT=flagatlas-test-$$
+compose=(docker-compose -p "$PROJECT" -f compose.yaml -f "$WORK/compose.test.yaml")
+export POSTGRES_IMAGE=$PGIMAGE SGLANG_REPO=/sglang FLAGATLAS_PORT=$((PORT + 1))
+compose_down() { "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true; cleanup; }
+trap compose_down EXIT
+step "compose up (db healthy -> ingest completes -> web)"
+"${compose[@]}" up -d --no-build 2>&1 | sed 's/^/  /'
+base="http://127.0.0.1:$FLAGATLAS_PORT"
+for _ in $(seq 180); do curl -fsS "$base/api/versions" >/dev/null 2>&1 && break; sleep 1; done
+"${compose[@]}" ps | sed 's/^/  /'
+step "compose: pages from PostgreSQL"
+check /api/versions 200 '"v0.3.0"'
+check /v/v0.3.0/flags/--moe-runner-backend 200 'moe'
+check '/api/search?q=moe' 200 'moe'
+check /v/v0.3.0/source/python/sglang/srt/server_args.py 200 '<li id=L1'
+ingest_exit=$("${docker[@]}" inspect -f '{{.State.ExitCode}}' "$("${compose[@]}" ps -q ingest)")
+echo "ingest service exit code: $ingest_exit"
+[ "$ingest_exit" = 0 ] || fail=1
+versions=$("${compose[@]}" exec -T db psql -U flagatlas -d flagatlas -tAc 'select count(*) from version')
+echo "versions in PostgreSQL: $versions"
+[ "$versions" -gt 0 ] || fail=1
+[ "$fail" = 0 ] || { "${compose[@]}" logs --tail 30 2>&1; exit 1; }
+step "compose OK"
