@@ -22,29 +22,24 @@ from app.views.common import errors, page_context
 from app.views.listing import facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
+from kb.flagsites import version_sites
 from kb.queries import (
     MAX_NAME,
     backend_url,
-    choice_site_dict,
-    choice_sites,
     constraint_counts,
-    constraint_dict,
     dest_names,
     enum_dict,
-    flag_constraints,
     flag_dict,
     flag_enum,
     flag_history,
     flag_name_set,
     flag_url,
-    flag_usages,
     get_flag,
     get_version,
-    usage_site_dict,
     version_flag_dicts,
     version_names,
 )
-from kb.reach import flag_models, indirect_site_dict, indirect_usages
+from kb.reach import MODELS_DIR, flag_models
 from kb.schema import Flag, Version
 
 router = APIRouter()
@@ -164,29 +159,30 @@ def api_flags(session: SessionDep, version: str, q: str = "", section: str = "")
 
 
 def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
-    """The flag page: Flag + constraints, usages, choice sites, enum, history, related."""
+    """The flag page: Flag + constraints, usages, choice sites, enum, history, related.
+    The sites come from the version's `VersionSites` (read once per stamp, kb/flagsites.py)."""
     data = flag_dict(version, flag)
     choices = [str(c) for c in data["choices"] or []]
-    sites = choice_sites(session, version, flag.name, choices)
+    shared = version_sites(session, version)
+    sites = shared.choice_dicts(flag.name, choices)
     enum = flag_enum(session, version, flag.name)
     data["version"] = version.name
     names = dest_names(session, version)
     data["constraints"] = [
-        _flag_constraint(constraint_dict(version, c), flag.dest, names, version.id)
-        for c in flag_constraints(session, version, flag.name)
+        _flag_constraint({**c}, flag.dest, names, version.id)
+        for c in shared.constraint_dicts(flag.name)
     ]
-    data["usages"] = [usage_site_dict(version, u) for u in flag_usages(session, version, flag.dest)]
+    data["usages"] = shared.usage_dicts(flag.dest)
     data["choice_counts"] = {value: len(found) for value, found in sites.items()}
-    data["choice_sites"] = {
-        value: [choice_site_dict(version, s) for s in found] for value, found in sites.items()
-    }
+    data["choice_sites"] = sites
     data["enum"] = enum_dict(version, enum) if enum is not None else None
     data["history"] = flag_history(session, flag.name)
     data["related"] = related_flags(session, version, data)
     # Uses past the first read, each with its chain (ingest/indirect.py), kept apart.
-    indirect = indirect_usages(session, version, flag.dest)
-    data["indirect_usages"] = [indirect_site_dict(version, u) for u in indirect]
-    data["models"] = flag_models(session, version, flag.dest, indirect)
+    indirect = shared.indirect.get(flag.dest, [])
+    data["indirect_usages"] = shared.indirect_dicts(flag.dest)
+    direct = [u for u in shared.usages.get(flag.dest, ()) if u.path.startswith(MODELS_DIR)]
+    data["models"] = flag_models(session, version, flag.dest, indirect, direct)
     members = {
         str(m.get("value", m["name"])): m["name"] for m in (data["enum"] or {}).get("members", [])
     }
