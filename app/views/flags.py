@@ -7,6 +7,7 @@ import io
 import json
 from functools import lru_cache
 from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -159,8 +160,14 @@ def api_flags(session: SessionDep, version: str, q: str = "", section: str = "")
 
 
 def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
-    """The flag page: Flag + constraints, usages, choice sites, enum, history, related.
-    The sites come from the version's `VersionSites` (read once per stamp, kb/flagsites.py)."""
+    """The flag page: Flag + constraints, usages, choice sites, enum, history, related."""
+    return FlagPage.model_validate(flag_page_dict(session, version, flag))
+
+
+def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, Any]:
+    """`flag_page_data` as the plain dict the HTML page renders (validating it into the
+    contract's models cost the page 2 ms; the JSON twin validates the same dict). The sites
+    come from the version's `VersionSites` (read once per stamp, kb/flagsites.py)."""
     data = flag_dict(version, flag)
     choices = [str(c) for c in data["choices"] or []]
     shared = version_sites(session, version)
@@ -201,7 +208,7 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     data["choice_grid"] = parts.choice_grid(data["history"], data["choices"], data["timeline"])
     data["graph"] = parts.constraint_graph(data["constraints"], flag.name, data["related"])
     data["sections"] = parts.sections(data)
-    return FlagPage.model_validate(data)
+    return data
 
 
 def _flag_constraint(
@@ -244,34 +251,32 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
 @router.get("/v/{version}/flags/{flag}", include_in_schema=False)
 def flag_page(request: Request, session: SessionDep, version: str, flag: str) -> Response:
     found = get_version(session, version)
-    data = flag_page_data(session, found, get_flag(session, found, flag))
-    src = data.source
-    definition = excerpt(session, found, src.path, src.line, src.end_line, context=1)
+    data = flag_page_dict(session, found, get_flag(session, found, flag))
+    src = data["source"]
+    definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
     names = version_names(session)
     context = {
-        **page_context(session, found, f"flags/{data.name}", _absent(names, data), names),
+        **page_context(session, found, f"flags/{data['name']}", _absent(names, data), names),
         "flag": data,
         "definition": definition,
         # Highlighted source of each constraint site (presentation only: not in the JSON).
         "excerpts": [
-            excerpt(session, found, c.source.path, c.source.line, c.source.end_line)
-            for c in data.constraints
-        ],
-        "usages_by_file": [
-            (path, list(group)) for path, group in groupby(data.usages, key=lambda u: u.path)
+            excerpt(session, found, s["path"], s["line"], s["end_line"])
+            for s in (c["source"] for c in data["constraints"])
         ],
         "indirect_by_file": [
             (path, list(group))
-            for path, group in groupby(data.indirect_usages, key=lambda u: u.path)
+            for path, group in groupby(data["indirect_usages"], key=itemgetter("path"))
         ],
     }
     return render(request, "flag.html", context)
 
 
-def _absent(names: list[str], data: FlagPage) -> set[str]:
+def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
     """Versions (`names` newest first) where the flag does not exist, replayed from its
     added/removed history."""
-    events = {c.version: c.field for c in data.history if c.field in ("added", "removed")}
+    history = data["history"]
+    events = {c["version"]: c["field"] for c in history if c["field"] in ("added", "removed")}
     absent: set[str] = set()
     exists = False
     for name in reversed(names):
