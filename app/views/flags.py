@@ -12,8 +12,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from markupsafe import Markup
 from sqlmodel import Session
 
+from app import fragments
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
@@ -37,6 +39,7 @@ from kb.queries import (
     flag_url,
     get_flag,
     get_version,
+    per_stamp,
     version_flag_dicts,
     version_names,
 )
@@ -61,6 +64,13 @@ def matches(flag: dict[str, Any], query: str) -> bool:
 def flag_list(session: Session, version: Version, query: str, section: str = "") -> FlagList:
     """The flags of a version in source order, filtered by `query` and a `section` ("Other"
     for flags in none), with their badges and a facet counting the matches per section."""
+    return FlagList.model_validate(flag_list_dict(session, version, query, section))
+
+
+def flag_list_dict(
+    session: Session, version: Version, query: str, section: str = ""
+) -> dict[str, Any]:
+    """`flag_list` as the plain dict the HTML page renders (the JSON twin validates it)."""
     counts = constraint_counts(session, version)
     matched = []
     for flag in version_flag_dicts(session, version):
@@ -69,17 +79,34 @@ def flag_list(session: Session, version: Version, query: str, section: str = "")
     section = section[:MAX_NAME]
     params = {"q": query[:MAX_NAME], "section": section}
     in_section = [f for f in matched if not section or (f["section"] or "Other") == section]
-    return FlagList.model_validate(
-        {
-            "version": version.name,
-            "q": query[:MAX_NAME],
-            "section": section,
-            "flags": in_section,
-            "facets": [
-                facet("section", (f["section"] or "Other" for f in matched), params, limit=100)
-            ],
-        }
-    )
+    return {
+        "version": version.name,
+        "q": query[:MAX_NAME],
+        "section": section,
+        "flags": in_section,
+        "facets": [facet("section", (f["section"] or "Other" for f in matched), params, limit=100)],
+    }
+
+
+def _item_key(flag: dict[str, Any]) -> tuple[str, str]:
+    return flag["name"], flag["source"]["permalink"]
+
+
+def flag_items(session: Session, version: Version, flags: list[dict[str, Any]]) -> Markup:
+    """The <li>s of `flags` (items of `flag_list_dict`): each flag's is made once per stamp
+    for every flag of the version (a pre-escaped fragment: synopsis, badges, help's first
+    line), which every variant of the list (filters, sections) then joins."""
+
+    def make() -> dict[tuple[str, str], str]:
+        counts = constraint_counts(session, version)
+        items: dict[tuple[str, str], str] = {}
+        for flag in version_flag_dicts(session, version):
+            item = {**flag, "constraint_count": counts.get(flag["name"], 0)}
+            items[_item_key(item)] = str(fragments.flag_items([item]))
+        return items
+
+    made = per_stamp(("flag-items", version.id), make, session)
+    return Markup("".join(made.get(_item_key(f)) or str(fragments.flag_items([f])) for f in flags))
 
 
 def flags_csv(data: FlagList) -> str:
@@ -133,21 +160,22 @@ def flags_page(
     format: str = "",
 ) -> Response:
     found = get_version(session, version)
-    data = flag_list(session, found, q, section)
     if format in ("csv", "json"):  # the whole filtered list as a download
+        data = flag_list(session, found, q, section)
         headers = {"content-disposition": f'attachment; filename="flags-{found.name}.{format}"'}
         if format == "csv":
             return Response(flags_csv(data), media_type="text/csv; charset=utf-8", headers=headers)
         return Response(data.model_dump_json(), media_type="application/json", headers=headers)
+    listed = flag_list_dict(session, found, q, section)
     sections = [
-        (name or "Other", list(group))
-        for name, group in groupby(data.flags, key=lambda f: f.section)
+        (name or "Other", flag_items(session, found, list(group)))
+        for name, group in groupby(listed["flags"], key=itemgetter("section"))
     ]
     context = {
         **page_context(session, found, "flags"),
-        "data": data,
+        "data": listed,
         "sections": sections,
-        "export_query": listing.query({"q": data.q, "section": data.section}),
+        "export_query": listing.query({"q": listed["q"], "section": listed["section"]}),
     }
     return render(request, "flags.html", context, block="flag_list")
 
