@@ -369,3 +369,58 @@ def grid_rows(rows: Iterable[Any]) -> Markup:
         cells = "".join(_ON if on else _OFF for on in row["cells"])
         out.append(f'    <tr><th scope="row"><code>{_e(row["value"])}</code></th>{cells}</tr>\n')
     return Markup("".join(out))
+
+
+def graph_edges(g: Mapping[str, Any], flag: str) -> Markup:
+    """The edges of the flag page's constraint graph (`flag_parts.constraint_graph`)."""
+    x1, xm, x2 = g["x1"], g["xm"], g["x2"]
+    mid = (x1 + xm) // 2
+    me = _e(flag)
+    out = []
+    for e in map(_d, g["edges"]):
+        label = _e(e["label"])
+        count = e["count"]
+        more = f" (opens the first of {count} sites)" if count > 1 else ""
+        y1, y2 = e["y1"], e["y2"]
+        out.append(
+            f'      <a href="{_e(e["url"])}" class="edge k-{_e(e["kind"])}"><title>{me} – '
+            f"{_e(e['flag'])}: {label}{more}</title>\n"
+            f'        <path d="M{x1} {y1} C{mid} {y1} {mid} {y2} {xm} {y2} H{x2}"/>\n'
+            f'        <text class="elabel" x="{xm + 6}" y="{y2 - 5}">{label}</text>\n'
+            "      </a>\n"
+        )
+    return Markup("".join(out))
+
+
+def graph_nodes(g: Mapping[str, Any], version: str) -> Markup:
+    """The other flags of the constraint graph, bracketed when they have several edges."""
+    x2 = g["x2"]
+    out = []
+    for n in map(_d, g["nodes"]):
+        if n["y_last"] > n["y_first"]:
+            out.append(f'<path class="bracket" d="M{x2} {n["y_first"]} V{n["y_last"]}"/>')
+        at = f'x="{x2 + 8}" y="{n["y"] + 4}"'
+        name = _e(n["name"])
+        if n["known"]:
+            out.append(f'<a href="{_e(n["url"])}" class="node"><text {at}>{name}</text></a>')
+        else:
+            out.append(f'<text class="node absent" {at}>{name} (not in {_e(version)})</text>')
+    return Markup("".join(out))
+
+
+def graph_edge_list(g: Mapping[str, Any]) -> Markup:
+    """The graph's edges as a list of links (under the picture)."""
+    out = []
+    for e in map(_d, g["edges"]):
+        sites = e["sites"]
+        more = ""
+        if len(sites) > 1:
+            links = ", ".join(
+                f'<a href="{_e(u)}" title="{_e(u.split("/source/", 1)[1])}">'
+                f"{_e(u.rsplit('#', 1)[1])}</a>"
+                for u in sites[:6]
+            )
+            rest = f", {len(sites) - 6} more under Constraints" if len(sites) > 6 else ""
+            more = f' <span class="sites">({links}{rest})</span>'
+        out.append(f'<li><a href="{_e(e["url"])}">{_e(e["flag"])}</a>: {_e(e["label"])}{more}</li>')
+    return Markup("".join(out))

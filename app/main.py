@@ -261,8 +261,11 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     app.include_router(env.router)
     app.include_router(docsdrift.router)
     # The source view of a big file is ~1.5 MB of HTML; compressed it is a tenth of that.
+    # Level 3, not 5: this compresses every uncached reply as it goes (the heavy flag page's
+    # 231 KB: 1.0 ms against 1.8 ms, 22 KB against 19 KB); cached replies are compressed
+    # once, harder (app/respcache.py).
     # Outermost last: limits -> security headers -> cached pinned pages -> gzip -> routes.
-    app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=5)
+    app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=3)
     if cache_mb is None:
         cache_mb = int(os.environ.get("FLAGATLAS_CACHE_MB", "64"))
     if cache_mb > 0:

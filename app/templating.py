@@ -46,6 +46,23 @@ def static_url(name: str) -> str:
     return f"/static/{name}?v={_static_hashes.get_or_make(name, lambda: _static_version(name))}"
 
 
+_DICT_ATTRS = frozenset(dir(dict))
+_jinja_getattr = env.getattr
+
+
+def _getattr(obj: Any, attribute: str) -> Any:
+    """Jinja's `x.name`, the same answer sooner for a plain dict: Jinja tries the attribute
+    first (only dict's own methods exist) and reads the key after the AttributeError; pages
+    rendered from the API's dicts do this a thousand times."""
+    if type(obj) is dict and attribute not in _DICT_ATTRS:
+        try:
+            return obj[attribute]
+        except KeyError:
+            return env.undefined(obj=obj, name=attribute)
+    return _jinja_getattr(obj, attribute)
+
+
+env.getattr = _getattr  # type: ignore[method-assign]
 env.filters["show"] = show_value
 env.filters["series"] = series
 env.filters["synopsis"] = synopsis
@@ -67,6 +84,9 @@ env.globals["flag_badges_html"] = fragments.flag_badges
 env.globals["flag_items_html"] = fragments.flag_items
 env.globals["constraint_rows_html"] = fragments.constraint_rows
 env.globals["grid_rows_html"] = fragments.grid_rows
+env.globals["graph_edges_html"] = fragments.graph_edges
+env.globals["graph_nodes_html"] = fragments.graph_nodes
+env.globals["graph_edge_list_html"] = fragments.graph_edge_list
 
 
 def is_fragment_request(request: Request) -> bool:

@@ -10,6 +10,11 @@
    throughput against the flag page's, in the same run.
 
     .venv/bin/python bench/bench_serving.py [--db PATH] [--seconds 8] [--no-datasette]
+        [--against OTHER_CHECKOUT]
+
+With `--against`, the uncached views (2.) and the uncached one-worker wrk run (3.) are also
+measured on another checkout's server (its own .venv), alternately with this one's, and
+printed as ratios: on a loaded machine the absolute figures move, the ratios much less.
 
 Needs `wrk` (apt-get install wrk). The database is copied first (the servers never write it,
 Datasette is run with -i, but the copy keeps the original out of any doubt).
@@ -93,14 +98,16 @@ def busy_cores() -> float:
 
 
 @contextmanager
-def flagatlas(db: str, workers: int, cache_mb: int) -> Iterator[str]:
+def flagatlas(db: str, workers: int, cache_mb: int, root: Path = ROOT) -> Iterator[str]:
+    """`flagatlas serve` of the checkout at `root` (with its own .venv unless it is this one)."""
     port = free_port()
     env = {**os.environ, "FLAGATLAS_CACHE_MB": str(cache_mb)}
     env.pop("DATABASE_URL", None)
-    cmd = [sys.executable, "-m", "cli", "serve", "--db", db, "--port", str(port)]
+    python = sys.executable if root == ROOT else str(root / ".venv" / "bin" / "python")
+    cmd = [python, "-m", "cli", "serve", "--db", db, "--port", str(port)]
     proc = subprocess.Popen(
         [*cmd, "--workers", str(workers)],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -190,14 +197,16 @@ def first_views(base: str, db: str, count: int) -> None:
     print(describe(f"  first view of {len(times)} other heavy flag pages", times))
 
 
-def uncached_views(base: str, rounds: int) -> None:
+def uncached_views(base: str, rounds: int) -> dict[str, float]:
+    """Median ms of each uncached page (and the static file's, under "static")."""
     targets = {FLAG: 8.0, FLAGS: 15.0, CONSTRAINTS: 15.0}
     with httpx.Client(base_url=base, timeout=60) as c:
         first = {url: timed(c, url) for url in targets}
-        per: dict[str, list[float]] = {u: [] for u in targets}
+        per: dict[str, list[float]] = {u: [] for u in [*targets, STATIC]}
         for _ in range(rounds):
-            for url in targets:
+            for url in [*targets, STATIC]:
                 per[url].append(timed(c, url))
+    print(describe("  static file (same server)", per[STATIC]))
     for url, target in targets.items():
         median = statistics.median(per[url])
         verdict = "PASS" if median < target else "FAIL"
@@ -205,6 +214,7 @@ def uncached_views(base: str, rounds: int) -> None:
             describe("  uncached " + url.replace(f"/v/{VERSION}", "…"), per[url])
             + f"  first {first[url]:.1f} ms; target < {target:.0f} ms: {verdict}"
         )
+    return {url: statistics.median(values) for url, values in per.items()}
 
 
 @contextmanager
@@ -237,7 +247,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--no-datasette", action="store_true")
+    parser.add_argument("--against", type=Path, help="another checkout (the before)")
     args = parser.parse_args()
+    against = args.against.resolve() if args.against else None
     if not shutil.which("wrk"):
         sys.exit("wrk is missing: apt-get install wrk")
     with tempfile.TemporaryDirectory() as tmp:
@@ -250,32 +262,54 @@ def main() -> None:
             warm_views(base, args.rounds)
 
         print("\n2. uncached views (FLAGATLAS_CACHE_MB=0, 1 worker)")
-        with flagatlas(db, 1, 0) as base:
-            first_views(base, db, 20)
-            uncached_views(base, args.rounds)
+        medians: dict[str, list[dict[str, float]]] = {"this": [], "against": []}
+        for turn in range(2 if against else 1):
+            for who, root in [("this", ROOT)] + ([("against", against)] if against else []):
+                with flagatlas(db, 1, 0, root) as base:
+                    print(f" {who} ({root}), turn {turn + 1}")
+                    if turn == 0:
+                        first_views(base, db, 20)
+                    medians[who].append(uncached_views(base, args.rounds))
+        if against:
+            print(" this / against, median of each turn's medians (ms):")
+            for url in (FLAG, FLAGS, CONSTRAINTS, STATIC):
+                a = statistics.median(m[url] for m in medians["this"])
+                b = statistics.median(m[url] for m in medians["against"])
+                name = url.replace(f"/v/{VERSION}", "…")
+                print(f"  {name:<34} {b:8.2f} -> {a:8.2f}  {a / b:.2f}x")
 
         print(f"\n3. wrk, 32 connections, {args.seconds}s each, on {FLAG}")
         rates: dict[tuple[int, int], float] = {}
-        for cache in (0, 64):
-            for workers in (1, 2):
-                with flagatlas(db, workers, cache) as base:
-                    # One request first (fills the history cache), then every worker.
-                    httpx.get(base + FLAG, timeout=120)
-                    wrk(base + FLAG, 2)
-                    idle = busy_cores()  # what the rest of the machine uses meanwhile
-                    pids = worker_pids(SERVERS[base])
-                    before = [cpu_seconds(p) for p in pids]
-                    start = time.perf_counter()
-                    rates[(cache, workers)] = wrk(base + FLAG, args.seconds)
-                    wall = time.perf_counter() - start
-                    used = [cpu_seconds(p) - b for p, b in zip(pids, before, strict=True)]
-                label = "cached" if cache else "uncached"
-                shares = " + ".join(f"{u / wall:.2f}" for u in used)
-                print(
-                    f"  {label:<8} --workers {workers}: {rates[(cache, workers)]:8.1f} req/s;"
-                    f" worker CPU {shares} cores; other load before: {idle:.2f} of"
-                    f" {os.cpu_count()} cores busy"
-                )
+        runs = [(0, 1, ROOT), (0, 2, ROOT), (64, 1, ROOT), (64, 2, ROOT)]
+        if against:
+            runs.insert(1, (0, 1, against))
+        other: float | None = None
+        for cache, workers, root in runs:
+            with flagatlas(db, workers, cache, root) as base:
+                # One request first (fills the history cache), then every worker.
+                httpx.get(base + FLAG, timeout=120)
+                wrk(base + FLAG, 2)
+                idle = busy_cores()  # what the rest of the machine uses meanwhile
+                pids = worker_pids(SERVERS[base])
+                before = [cpu_seconds(p) for p in pids]
+                start = time.perf_counter()
+                rate = wrk(base + FLAG, args.seconds)
+                wall = time.perf_counter() - start
+                used = [cpu_seconds(p) - b for p, b in zip(pids, before, strict=True)]
+            if root == ROOT:
+                rates[(cache, workers)] = rate
+            else:
+                other = rate
+            label = ("cached" if cache else "uncached") + ("" if root == ROOT else " AGAINST")
+            shares = " + ".join(f"{u / wall:.2f}" for u in used)
+            print(
+                f"  {label:<8} --workers {workers}: {rate:8.1f} req/s;"
+                f" worker CPU {shares} cores; other load before: {idle:.2f} of"
+                f" {os.cpu_count()} cores busy"
+            )
+        if other:
+            ratio = rates[(0, 1)] / other
+            print(f"  uncached --workers 1: this = {ratio:.2f}x the other checkout's throughput")
         for cache in (0, 64):
             ratio = rates[(cache, 2)] / max(rates[(cache, 1)], 1e-9)
             label = "cached" if cache else "uncached"
@@ -285,17 +319,22 @@ def main() -> None:
         if not args.no_datasette:
             print("\n4. Datasette on the same file, wrk 32 connections")
             with datasette(db) as base:
+                # A row page of a table (since schema 5 `flag` is a view, which has none).
                 row = base + "/kb/flag/1"
+                if httpx.get(row, timeout=120).status_code != 200:
+                    row = base + "/kb/flag_fact/1"
                 httpx.get(row, timeout=120)
                 wrk(row, 2)
                 rate = wrk(row, args.seconds)
-            print(f"  datasette row page /kb/flag/1: {rate:8.1f} req/s")
+            print(f"  datasette row page {row.removeprefix(base)}: {rate:8.1f} req/s")
             for (cache, workers), ours in sorted(rates.items()):
                 label = "cached" if cache else "uncached"
                 print(
                     f"  flag page {label} --workers {workers}: {ours / rate:.2f}x Datasette's"
                     " row page (target >= 1x)"
                 )
+            if other:
+                print(f"  the other checkout's flag page uncached --workers 1: {other / rate:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,12 @@
 """CPU per uncached view (response cache off) of a few heavy pages, in-process, in this
-checkout; run it from two checkouts on their own databases to compare them.
+checkout, or this checkout against another one in the same run:
 
     .venv/bin/python bench/bench_views.py KB.db [--calls 50] [--cold]
+    .venv/bin/python bench/bench_views.py KB.db --against OTHER_CHECKOUT [--rounds 5]
+
+With `--against`, each checkout's own bench_views.py runs (its own .venv) in a subprocess,
+alternately, `--rounds` times each, so both see the same load; the figure per page is the
+median over the rounds, and the ratio is this checkout's over the other's.
 
 Each page is fetched a few times to warm up, then `--calls` times; the figure is
 time.process_time per call. `--cold` empties every in-process cache (kb.cache.Cache: the
@@ -14,6 +19,8 @@ import argparse
 import gc
 import json
 import os
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,12 +47,50 @@ URLS = {
 }
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_in(checkout: Path, db: str, calls: int, cold: bool) -> dict[str, float | str]:
+    """One run of `checkout`'s bench_views.py with its own interpreter (a subprocess)."""
+    python = checkout / ".venv" / "bin" / "python"
+    cmd = [str(python), str(checkout / "bench" / "bench_views.py"), db, "--calls", str(calls)]
+    out = subprocess.run(
+        cmd + (["--cold"] if cold else []), cwd=checkout, capture_output=True, text=True
+    )
+    if out.returncode:
+        sys.exit(f"{checkout}: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def compare(args: argparse.Namespace) -> None:
+    runs: dict[str, list[dict[str, float | str]]] = {"this": [], "against": []}
+    for _ in range(args.rounds):
+        runs["against"].append(run_in(Path(args.against).resolve(), args.db, args.calls, args.cold))
+        runs["this"].append(run_in(ROOT, args.db, args.calls, args.cold))
+    cold = " (--cold)" if args.cold else ""
+    print(f"ms CPU per view{cold}, median of {args.rounds} alternating runs of {args.calls} calls")
+    print(f"{'page':<14}{'against':>10}{'this':>10}{'ratio':>8}")
+    for name in URLS:
+        before = [float(v) for r in runs["against"] if isinstance(v := r.get(name), float | int)]
+        after = [float(v) for r in runs["this"] if isinstance(v := r.get(name), float | int)]
+        if not before or not after:
+            print(f"{name:<14}{'-':>10}{'-':>10}")
+            continue
+        b, a = statistics.median(before), statistics.median(after)
+        print(f"{name:<14}{b:>10.2f}{a:>10.2f}{a / b:>7.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("db")
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--cold", action="store_true")
+    parser.add_argument("--against", help="another checkout of Flag Atlas (the before)")
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    if args.against:
+        compare(args)
+        return
     client = TestClient(create_app(f"sqlite:///{args.db}", cache_mb=0))
     caches: list[Cache] = []
 

@@ -363,20 +363,25 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     dest = option_to_dest(name)
     option = "--" + dest.replace("_", "-") if not name.startswith("-") else name
 
-    versions = session.exec(select(Version).order_by(col(Version.position))).all()
+    # Plain rows (Core), not ORM objects: building those was half of a history's time, and
+    # a flag page's first view waits for its history.
+    conn = session.connection()
+    vtable = Version.__table__  # type: ignore[attr-defined]
+    versions = conn.execute(select(vtable.c.id, vtable.c.name).order_by(vtable.c.position)).all()
     ids = [v.id for v in versions]
+    table = Flag.__table__  # type: ignore[attr-defined]
 
-    def rows(version_ids: list[int | None], *conds: Any) -> list[Flag]:
+    def rows(version_ids: list[int | None], *conds: Any) -> list[Any]:
         # version_id IN (...) lets SQLite probe the (version_id, name) index per version.
-        stmt = select(Flag).where(col(Flag.version_id).in_(version_ids), *conds)
-        return list(session.exec(stmt).all())
+        stmt = select(table).where(table.c.version_id.in_(version_ids), *conds)
+        return list(conn.execute(stmt).all())
 
-    found = rows(ids, Flag.name == option)
+    found = rows(ids, table.c.name == option)
     # Names the flag had before a rename: its own aliases (e.g. a deprecated old spelling).
     former = {a for f in found if f.name == option for a in loads(f.aliases) or []}
     former.discard(option)
     if former:
-        found += rows(ids, col(Flag.name).in_(former))
+        found += rows(ids, table.c.name.in_(former))
     # Where neither name exists, the option may be another flag's alias, or its dest may
     # belong to an option under another name (scans only those versions' flags).
     present = {f.version_id for f in found}
@@ -387,14 +392,14 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
             Option.key == name_key(option),
             col(Option.kind).in_(["option", "alias", "dest", "argparse_dest"]),
         )
-        found += rows(missing, col(Flag.id).in_(other))
-    per_version: dict[int, list[Flag]] = {}
+        found += rows(missing, table.c.id.in_(other))
+    per_version: dict[int, list[Any]] = {}
     for flag in found:
         per_version.setdefault(flag.version_id, []).append(flag)
     if not per_version:
         return []
 
-    def best(candidates: list[Flag]) -> Flag | None:
+    def best(candidates: list[Any]) -> Any:
         # The option itself, then a former name, then the option as an alias, then the dest.
         for test in (
             lambda f: f.name == option,
@@ -408,7 +413,7 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
         return None
 
     events: list[dict[str, Any]] = []
-    prev: Flag | None = None
+    prev: Any = None
     for version in versions:
         candidates = per_version.get(version.id or -1)
         row = best(candidates) if candidates else None

@@ -91,21 +91,33 @@ def _model_names(session: Session, version: Version) -> dict[str, str]:
 
 
 def flag_models(
-    session: Session, version: Version, dest: str, indirect: list[Any] | None = None
+    session: Session,
+    version: Version,
+    dest: str,
+    indirect: list[Any] | None = None,
+    direct: list[Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Model files that read the flag, directly or through a chain: one entry per model,
     a direct read first, else the shortest chain. `indirect`: the flag's
-    `indirect_usages`, when the caller has read them already."""
+    `indirect_usages`, `direct`: its reads under MODELS_DIR in source order, when the
+    caller has them."""
     models = _model_names(session, version)
     best: dict[str, dict[str, Any]] = {}
-    direct = rows(
-        session,
-        select(UsageSite.path, UsageSite.line).where(
-            UsageSite.version_id == version.id,
-            UsageSite.dest == dest,
-            col(UsageSite.path).startswith(MODELS_DIR),
-        ),
-    )
+    if direct is None:
+        direct = list(
+            rows(
+                session,
+                select(UsageSite.path, UsageSite.line)
+                .where(
+                    UsageSite.version_id == version.id,
+                    UsageSite.dest == dest,
+                    col(UsageSite.path).startswith(MODELS_DIR),
+                )
+                # The first read in the file is the one cited (without an order, SQLite's
+                # plan picked one: the read whose fact was stored first).
+                .order_by(col(UsageSite.path), col(UsageSite.line), col(UsageSite.id)),
+            )
+        )
     for u in direct:
         if u.path in models and u.path not in best:
             best[u.path] = {"via": [], "direct": True, "site": citation(version, u.path, u.line)}

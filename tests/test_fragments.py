@@ -95,6 +95,57 @@ def test_fragments_match_the_macros_they_replace() -> None:
         assert str(fragments.flag_badges(flag)) == old("flag_badges(f)", f=flag)
 
 
+# The constraint graph's loops as flag.html had them before fragments.graph_* (the whole
+# SVG, so the whitespace the block tags left between the parts is checked too).
+OLD_GRAPH = """
+    <svg>
+      <text class="me">{{ flag.name }}</text>
+      {% for e in g.edges %}
+      <a href="{{ e.url }}" class="edge k-{{ e.kind }}"><title>{{ flag.name }} – {{ e.flag }}: {{ e.label }}{% if e.count > 1 %} (opens the first of {{ e.count }} sites){% endif %}</title>
+        <path d="M{{ g.x1 }} {{ e.y1 }} C{{ (g.x1 + g.xm) // 2 }} {{ e.y1 }} {{ (g.x1 + g.xm) // 2 }} {{ e.y2 }} {{ g.xm }} {{ e.y2 }} H{{ g.x2 }}"/>
+        <text class="elabel" x="{{ g.xm + 6 }}" y="{{ e.y2 - 5 }}">{{ e.label }}</text>
+      </a>
+      {% endfor %}
+      {% for n in g.nodes %}
+      {% if n.y_last > n.y_first %}<path class="bracket" d="M{{ g.x2 }} {{ n.y_first }} V{{ n.y_last }}"/>{% endif %}
+      {% if n.known %}<a href="{{ n.url }}" class="node"><text x="{{ g.x2 + 8 }}" y="{{ n.y + 4 }}">{{ n.name }}</text></a>{% else %}<text class="node absent" x="{{ g.x2 + 8 }}" y="{{ n.y + 4 }}">{{ n.name }} (not in {{ version.name }})</text>{% endif %}
+      {% endfor %}
+    </svg>
+      <ul class="edge-list">{% for e in g.edges %}<li><a href="{{ e.url }}">{{ e.flag }}</a>: {{ e.label }}{% if e.sites|length > 1 %} <span class="sites">({% for u in e.sites[:6] %}<a href="{{ u }}" title="{{ u.split('/source/', 1)[1] }}">{{ u.rsplit('#', 1)[1] }}</a>{{ ', ' if not loop.last }}{% endfor %}{% if e.sites|length > 6 %}, {{ e.sites|length - 6 }} more under Constraints{% endif %})</span>{% endif %}</li>{% endfor %}</ul>
+"""  # noqa: E501
+NEW_GRAPH = """
+    <svg>
+      <text class="me">{{ flag.name }}</text>
+{{ graph_edges_html(g, flag.name) }}{{ graph_nodes_html(g, version.name) }}    </svg>
+      <ul class="edge-list">{{ graph_edge_list_html(g) }}</ul>
+"""
+
+
+def test_the_constraint_graph_matches_the_loops_it_replaces() -> None:
+    from app.views.flag_parts import constraint_graph
+
+    def site(n: int) -> dict[str, Any]:
+        return {"permalink": f"/v/{NASTY}/source/p/{NASTY}.py#L{n}"}
+
+    constraints = [
+        {"flags": ["--x", NASTY], "affects": ["--y"], "kind": "raise", "values": ["a"]},
+        *({"flags": ["--x", "--y"], "affects": [], "kind": "warning", "values": []},) * 8,
+    ]
+    for i, c in enumerate(constraints):
+        c["source"] = site(i + 1)
+    related = [
+        {"name": NASTY, "url": f"/v/x/flags/{NASTY}", "known": False},
+        {"name": "--y", "url": "/v/x/flags/--y", "known": True},
+        {"name": "--z", "url": "/v/x/flags/--z", "known": True},  # no edge of its own
+    ]
+    graph = constraint_graph(constraints, "--x", related)
+    assert any(len(e["sites"]) > 6 for e in graph["edges"])  # "… more under Constraints"
+    values = {"g": graph, "flag": {"name": "--x<"}, "version": {"name": NASTY}}
+    assert env.from_string(NEW_GRAPH).render(**values) == env.from_string(OLD_GRAPH).render(
+        **values
+    )
+
+
 def test_per_stamp_data_follows_a_reingest(tmp_path: Path) -> None:
     engine = make_engine(explain_kb.build(tmp_path / "kb.db"))
     with Session(engine) as session:
@@ -114,3 +165,10 @@ def test_per_stamp_data_follows_a_reingest(tmp_path: Path) -> None:
         version = get_version(session, "v0.2.0")
         after = {f["name"]: f["help"] for f in version_flag_dicts(session, version)}
     assert before["--pp-size"] != "Renamed help." and after["--pp-size"] == "Renamed help."
+
+
+def test_attribute_lookup_on_dicts_answers_as_jinja_does() -> None:
+    """The fast `x.name` for plain dicts (app/templating.py) keeps Jinja's rules: dict's
+    own methods first, then the key, else undefined."""
+    template = env.from_string("{{ d.name }}|{{ d.missing }}|{{ d.items() | list | length }}")
+    assert template.render(d={"name": NASTY, "items": 5}) == escape(NASTY) + "||2"

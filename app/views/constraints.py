@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -16,7 +17,14 @@ from app.templating import render
 from app.views.common import errors, page_context
 from app.views.listing import PER_PAGE, clamp_page, facet, query
 from kb.contract import ConstraintList
-from kb.queries import MAX_NAME, constraint_dict, filter_constraints, get_version
+from kb.queries import (
+    MAX_NAME,
+    all_constraints,
+    constraint_dict,
+    filter_constraints,
+    get_version,
+    per_stamp,
+)
 from kb.schema import ConstraintSite, Version
 
 router = APIRouter()
@@ -45,6 +53,24 @@ def constraint_list(
     names no flag matches as a substring of flag names), of one `kind` when it is one of
     KINDS (another kind matches nothing), in one `function` and one file `path`; facets
     count the whole filtered result, `page` of `per_page` rows (0: all) are listed."""
+    return ConstraintList.model_validate(
+        constraint_list_dict(session, version, flag, kind, function, path, sort, page, per_page)
+    )
+
+
+def constraint_list_dict(
+    session: Session,
+    version: Version,
+    flag: str = "",
+    kind: str = "",
+    function: str = "",
+    path: str = "",
+    sort: str = "path",
+    page: int = 1,
+    per_page: int = PER_PAGE,
+) -> dict[str, Any]:
+    """`constraint_list` as the plain dict the HTML page renders (the JSON twin validates
+    it); the sites' dicts are made once per stamp (`constraint_dicts`) and shared."""
     sites: list[ConstraintSite] = [
         s
         for s in filter_constraints(session, version, flag, kind)
@@ -61,25 +87,34 @@ def constraint_list(
         "path": path[:MAX_NAME],
         "sort": "" if sort == "path" else sort,
     }
-    return ConstraintList.model_validate(
-        {
-            "version": version.name,
-            "flag": params["flag"],
-            "kind": params["kind"],
-            "function": params["function"],
-            "path": params["path"],
-            "sort": sort,
-            "page": page,
-            "per_page": per_page,
-            "pages": pages,
-            "total": len(sites),
-            "constraints": [constraint_dict(version, s) for s in shown],
-            "facets": [
-                facet("kind", (s.kind for s in sites), params),
-                facet("function", (s.function for s in sites), params),
-                facet("path", (s.path for s in sites), params),
-            ],
-        }
+    shaped = constraint_dicts(session, version)
+    return {
+        "version": version.name,
+        "flag": params["flag"],
+        "kind": params["kind"],
+        "function": params["function"],
+        "path": params["path"],
+        "sort": sort,
+        "page": page,
+        "per_page": per_page,
+        "pages": pages,
+        "total": len(sites),
+        "constraints": [shaped.get(s.id or 0) or constraint_dict(version, s) for s in shown],
+        "facets": [
+            facet("kind", (s.kind for s in sites), params),
+            facet("function", (s.function for s in sites), params),
+            facet("path", (s.path for s in sites), params),
+        ],
+    }
+
+
+def constraint_dicts(session: Session, version: Version) -> dict[int, dict[str, Any]]:
+    """site id -> `constraint_dict` of every constraint site of the version, once per stamp
+    (shared: read, never changed)."""
+    return per_stamp(  # type: ignore[no-any-return]
+        ("constraint-dicts", version.id),
+        lambda: {s.id: constraint_dict(version, s) for s in all_constraints(session, version)},
+        session,
     )
 
 
@@ -134,29 +169,31 @@ def constraints_page(
 ) -> Response:
     found = get_version(session, version)
     if format in ("csv", "json"):  # the whole filtered result, every page
-        data = constraint_list(session, found, flag, kind, function, path, sort, 1, 0)
+        whole = constraint_list(session, found, flag, kind, function, path, sort, 1, 0)
         name = f"constraints-{found.name}.{format}"
         headers = {"content-disposition": f'attachment; filename="{name}"'}
         if format == "csv":
             return Response(
-                constraints_csv(data), media_type="text/csv; charset=utf-8", headers=headers
+                constraints_csv(whole), media_type="text/csv; charset=utf-8", headers=headers
             )
-        return Response(data.model_dump_json(), media_type="application/json", headers=headers)
-    data = constraint_list(session, found, flag, kind, function, path, sort, page, per_page)
+        return Response(whole.model_dump_json(), media_type="application/json", headers=headers)
+    data = constraint_list_dict(session, found, flag, kind, function, path, sort, page, per_page)
     params = {
-        "flag": data.flag,
-        "kind": data.kind,
-        "function": data.function,
-        "path": data.path,
-        "sort": "" if data.sort == "path" else data.sort,
+        "flag": data["flag"],
+        "kind": data["kind"],
+        "function": data["function"],
+        "path": data["path"],
+        "sort": "" if data["sort"] == "path" else data["sort"],
     }
     context = {
         **page_context(session, found, "constraints"),
         "data": data,
         "kinds": KINDS,
         "sorts": list(SORTS),
-        "prev_query": query(params, page=str(data.page - 1)) if data.page > 1 else None,
-        "next_query": query(params, page=str(data.page + 1)) if data.page < data.pages else None,
+        "prev_query": query(params, page=str(data["page"] - 1)) if data["page"] > 1 else None,
+        "next_query": (
+            query(params, page=str(data["page"] + 1)) if data["page"] < data["pages"] else None
+        ),
         "sort_queries": {s: query(params, sort="" if s == "path" else s) for s in SORTS},
         "export_query": query(params),
     }

@@ -7,12 +7,15 @@ import io
 import json
 from functools import lru_cache
 from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from markupsafe import Markup
 from sqlmodel import Session
 
+from app import fragments
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
@@ -22,29 +25,25 @@ from app.views.common import errors, page_context
 from app.views.listing import facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
+from kb.flagsites import version_sites
 from kb.queries import (
     MAX_NAME,
     backend_url,
-    choice_site_dict,
-    choice_sites,
     constraint_counts,
-    constraint_dict,
     dest_names,
     enum_dict,
-    flag_constraints,
     flag_dict,
     flag_enum,
     flag_history,
     flag_name_set,
     flag_url,
-    flag_usages,
     get_flag,
     get_version,
-    usage_site_dict,
+    per_stamp,
     version_flag_dicts,
     version_names,
 )
-from kb.reach import flag_models, indirect_site_dict, indirect_usages
+from kb.reach import MODELS_DIR, flag_models
 from kb.schema import Flag, Version
 
 router = APIRouter()
@@ -65,6 +64,13 @@ def matches(flag: dict[str, Any], query: str) -> bool:
 def flag_list(session: Session, version: Version, query: str, section: str = "") -> FlagList:
     """The flags of a version in source order, filtered by `query` and a `section` ("Other"
     for flags in none), with their badges and a facet counting the matches per section."""
+    return FlagList.model_validate(flag_list_dict(session, version, query, section))
+
+
+def flag_list_dict(
+    session: Session, version: Version, query: str, section: str = ""
+) -> dict[str, Any]:
+    """`flag_list` as the plain dict the HTML page renders (the JSON twin validates it)."""
     counts = constraint_counts(session, version)
     matched = []
     for flag in version_flag_dicts(session, version):
@@ -73,17 +79,34 @@ def flag_list(session: Session, version: Version, query: str, section: str = "")
     section = section[:MAX_NAME]
     params = {"q": query[:MAX_NAME], "section": section}
     in_section = [f for f in matched if not section or (f["section"] or "Other") == section]
-    return FlagList.model_validate(
-        {
-            "version": version.name,
-            "q": query[:MAX_NAME],
-            "section": section,
-            "flags": in_section,
-            "facets": [
-                facet("section", (f["section"] or "Other" for f in matched), params, limit=100)
-            ],
-        }
-    )
+    return {
+        "version": version.name,
+        "q": query[:MAX_NAME],
+        "section": section,
+        "flags": in_section,
+        "facets": [facet("section", (f["section"] or "Other" for f in matched), params, limit=100)],
+    }
+
+
+def _item_key(flag: dict[str, Any]) -> tuple[str, str]:
+    return flag["name"], flag["source"]["permalink"]
+
+
+def flag_items(session: Session, version: Version, flags: list[dict[str, Any]]) -> Markup:
+    """The <li>s of `flags` (items of `flag_list_dict`): each flag's is made once per stamp
+    for every flag of the version (a pre-escaped fragment: synopsis, badges, help's first
+    line), which every variant of the list (filters, sections) then joins."""
+
+    def make() -> dict[tuple[str, str], str]:
+        counts = constraint_counts(session, version)
+        items: dict[tuple[str, str], str] = {}
+        for flag in version_flag_dicts(session, version):
+            item = {**flag, "constraint_count": counts.get(flag["name"], 0)}
+            items[_item_key(item)] = str(fragments.flag_items([item]))
+        return items
+
+    made = per_stamp(("flag-items", version.id), make, session)
+    return Markup("".join(made.get(_item_key(f)) or str(fragments.flag_items([f])) for f in flags))
 
 
 def flags_csv(data: FlagList) -> str:
@@ -137,21 +160,22 @@ def flags_page(
     format: str = "",
 ) -> Response:
     found = get_version(session, version)
-    data = flag_list(session, found, q, section)
     if format in ("csv", "json"):  # the whole filtered list as a download
+        data = flag_list(session, found, q, section)
         headers = {"content-disposition": f'attachment; filename="flags-{found.name}.{format}"'}
         if format == "csv":
             return Response(flags_csv(data), media_type="text/csv; charset=utf-8", headers=headers)
         return Response(data.model_dump_json(), media_type="application/json", headers=headers)
+    listed = flag_list_dict(session, found, q, section)
     sections = [
-        (name or "Other", list(group))
-        for name, group in groupby(data.flags, key=lambda f: f.section)
+        (name or "Other", flag_items(session, found, list(group)))
+        for name, group in groupby(listed["flags"], key=itemgetter("section"))
     ]
     context = {
         **page_context(session, found, "flags"),
-        "data": data,
+        "data": listed,
         "sections": sections,
-        "export_query": listing.query({"q": data.q, "section": data.section}),
+        "export_query": listing.query({"q": listed["q"], "section": listed["section"]}),
     }
     return render(request, "flags.html", context, block="flag_list")
 
@@ -165,28 +189,35 @@ def api_flags(session: SessionDep, version: str, q: str = "", section: str = "")
 
 def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     """The flag page: Flag + constraints, usages, choice sites, enum, history, related."""
+    return FlagPage.model_validate(flag_page_dict(session, version, flag))
+
+
+def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, Any]:
+    """`flag_page_data` as the plain dict the HTML page renders (validating it into the
+    contract's models cost the page 2 ms; the JSON twin validates the same dict). The sites
+    come from the version's `VersionSites` (read once per stamp, kb/flagsites.py)."""
     data = flag_dict(version, flag)
     choices = [str(c) for c in data["choices"] or []]
-    sites = choice_sites(session, version, flag.name, choices)
+    shared = version_sites(session, version)
+    sites = shared.choice_dicts(flag.name, choices)
     enum = flag_enum(session, version, flag.name)
     data["version"] = version.name
     names = dest_names(session, version)
     data["constraints"] = [
-        _flag_constraint(constraint_dict(version, c), flag.dest, names, version.id)
-        for c in flag_constraints(session, version, flag.name)
+        _flag_constraint({**c}, flag.dest, names, version.id)
+        for c in shared.constraint_dicts(flag.name)
     ]
-    data["usages"] = [usage_site_dict(version, u) for u in flag_usages(session, version, flag.dest)]
+    data["usages"] = shared.usage_dicts(flag.dest)
     data["choice_counts"] = {value: len(found) for value, found in sites.items()}
-    data["choice_sites"] = {
-        value: [choice_site_dict(version, s) for s in found] for value, found in sites.items()
-    }
+    data["choice_sites"] = sites
     data["enum"] = enum_dict(version, enum) if enum is not None else None
     data["history"] = flag_history(session, flag.name)
     data["related"] = related_flags(session, version, data)
     # Uses past the first read, each with its chain (ingest/indirect.py), kept apart.
-    indirect = indirect_usages(session, version, flag.dest)
-    data["indirect_usages"] = [indirect_site_dict(version, u) for u in indirect]
-    data["models"] = flag_models(session, version, flag.dest, indirect)
+    indirect = shared.indirect.get(flag.dest, [])
+    data["indirect_usages"] = shared.indirect_dicts(flag.dest)
+    direct = [u for u in shared.usages.get(flag.dest, ()) if u.path.startswith(MODELS_DIR)]
+    data["models"] = flag_models(session, version, flag.dest, indirect, direct)
     members = {
         str(m.get("value", m["name"])): m["name"] for m in (data["enum"] or {}).get("members", [])
     }
@@ -205,7 +236,7 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     data["choice_grid"] = parts.choice_grid(data["history"], data["choices"], data["timeline"])
     data["graph"] = parts.constraint_graph(data["constraints"], flag.name, data["related"])
     data["sections"] = parts.sections(data)
-    return FlagPage.model_validate(data)
+    return data
 
 
 def _flag_constraint(
@@ -248,34 +279,32 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
 @router.get("/v/{version}/flags/{flag}", include_in_schema=False)
 def flag_page(request: Request, session: SessionDep, version: str, flag: str) -> Response:
     found = get_version(session, version)
-    data = flag_page_data(session, found, get_flag(session, found, flag))
-    src = data.source
-    definition = excerpt(session, found, src.path, src.line, src.end_line, context=1)
+    data = flag_page_dict(session, found, get_flag(session, found, flag))
+    src = data["source"]
+    definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
     names = version_names(session)
     context = {
-        **page_context(session, found, f"flags/{data.name}", _absent(names, data), names),
+        **page_context(session, found, f"flags/{data['name']}", _absent(names, data), names),
         "flag": data,
         "definition": definition,
         # Highlighted source of each constraint site (presentation only: not in the JSON).
         "excerpts": [
-            excerpt(session, found, c.source.path, c.source.line, c.source.end_line)
-            for c in data.constraints
-        ],
-        "usages_by_file": [
-            (path, list(group)) for path, group in groupby(data.usages, key=lambda u: u.path)
+            excerpt(session, found, s["path"], s["line"], s["end_line"])
+            for s in (c["source"] for c in data["constraints"])
         ],
         "indirect_by_file": [
             (path, list(group))
-            for path, group in groupby(data.indirect_usages, key=lambda u: u.path)
+            for path, group in groupby(data["indirect_usages"], key=itemgetter("path"))
         ],
     }
     return render(request, "flag.html", context)
 
 
-def _absent(names: list[str], data: FlagPage) -> set[str]:
+def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
     """Versions (`names` newest first) where the flag does not exist, replayed from its
     added/removed history."""
-    events = {c.version: c.field for c in data.history if c.field in ("added", "removed")}
+    history = data["history"]
+    events = {c["version"]: c["field"] for c in history if c["field"] in ("added", "removed")}
     absent: set[str] = set()
     exists = False
     for name in reversed(names):
