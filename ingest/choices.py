@@ -24,6 +24,8 @@ LINE_KEY_RE = re.compile(rb"[ \t]*\{?[ \t]*([\"'])(" + VALUE + rb")\1:[ \t]*[\w(
 CONST_IN_RE = re.compile(rb" in\s+(?:self\.|cls\.)?([A-Z_][A-Z0-9_]{2,})\b(?!\s*[\[.(])")
 # `NAME = [` / `(` / `{`, checked at the start of the line where ` = [` was found.
 CONST_LINE_RE = re.compile(rb"[ \t]*([A-Z_][A-Z0-9_]{2,})[ \t]*(?::[^=\n]*)?=[ \t]*([\[\(\{])")
+CONST_OPEN_RE = re.compile(rb" = [\[\(\{]")
+OPENERS = {b" = [": 0, b" = (": 1, b" = {": 2}
 ASSIGN_BEFORE_RE = re.compile(r"(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*(?:\w+\()?\{?\s*$")
 REGISTRY_WORDS = {"register", "registry", "factory", "registered", "self", "cls"}
 MAX_TYPED = 20  # receivers looked up per file
@@ -60,16 +62,15 @@ def scan_choice_shapes(
         if named:
             out["named_contains"] = named
     consts = {}
-    for opener in (b" = [", b" = (", b" = {"):  # bytes.find: C speed, no regex scan
-        pos = data.find(opener)
-        while pos >= 0:
-            start = data.rfind(b"\n", 0, pos) + 1
-            c = CONST_LINE_RE.match(data, start) if pos - start < 60 else None
-            if c is not None and c.end() == pos + 4:
-                values = _string_items(data, pos + 3)
-                if values:
-                    consts[c.group(1).decode()] = values
-            pos = data.find(opener, pos + 4)
+    # One literal-led pass for the three openers; the constants are taken opener by opener
+    # (a later one of a name wins, in the place of the first).
+    for _opener, pos in sorted((OPENERS[m[0]], m.start()) for m in CONST_OPEN_RE.finditer(data)):
+        start = data.rfind(b"\n", 0, pos) + 1
+        c = CONST_LINE_RE.match(data, start) if pos - start < 60 else None
+        if c is not None and c.end() == pos + 4:
+            values = _string_items(data, pos + 3)
+            if values:
+                consts[c.group(1).decode()] = values
     if consts:
         out["consts"] = consts
     receivers = {tail for _v, _l, tail, how in choices if how == "is_call" and tail}

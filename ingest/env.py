@@ -157,18 +157,20 @@ class _Text:
 
         A regex over a growing window behind `pos` (the lines in between are nested deeper
         and never looked at one by one)."""
+        # Led by the literal newline, so the engine skips from line to line (a leading `^|`
+        # made it try every offset); the file's first line is checked on its own.
         rx = _SHALLOW.get(limit)
         if rx is None:
-            rx = _SHALLOW[limit] = re.compile(rb"(?:^|\n) {0,%d}(?=[^ \n])" % (limit - 1))
+            rx = _SHALLOW[limit] = re.compile(rb"\n {0,%d}(?=[^ \n])" % (limit - 1))
+        end = pos - 1 if pos > 0 else 0
         window = 512
         while True:
             lo = max(0, pos - window)
-            matches = list(rx.finditer(self.data, lo, pos - 1 if pos > 0 else 0))
+            matches = list(rx.finditer(self.data, lo, end))
             if matches:
-                found = matches[-1].start()
-                return found + 1 if self.data[found : found + 1] == b"\n" else found
+                return matches[-1].start() + 1
             if lo == 0:
-                return -1
+                return 0 if rx.match(b"\n" + self.data[:end], 0) else -1
             window *= 4
 
     def _header(self, start: int) -> str:

@@ -198,6 +198,7 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
         }
 
     done: set[int] = set()
+    has_global = "global " in text
     for line in sorted(read_lines):
         d = f.enclosing(line)
         if d is None:
@@ -213,17 +214,14 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
             continue
         # Only two kinds of function can make a carrier: one declaring `global`, and one short
         # enough to be an accessor. The others (most reads) are never parsed.
-        block = f.lines[d.line - 1 : f.end_of(d)] if d.line not in done else []
+        # (no line can start with `global ` in a file without the word)
+        block = f.lines[d.line - 1 : f.end_of(d)] if has_global and d.line not in done else []
         done.add(d.line)
         if any(b.lstrip().startswith("global ") for b in block):
             node = f.node(d)
-            declared = {
-                n
-                for sub in ast.walk(node or ast.Module(body=[], type_ignores=[]))
-                if isinstance(sub, ast.Global)
-                for n in sub.names
-            }
-            for sub in ast.walk(node or ast.Module(body=[], type_ignores=[])):
+            subs = list(ast.walk(node)) if node is not None else []  # one walk, used twice
+            declared = {n for sub in subs if isinstance(sub, ast.Global) for n in sub.names}
+            for sub in subs:
                 if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
                     targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                     for target in targets:

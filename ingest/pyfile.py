@@ -72,6 +72,7 @@ class PyFile:
         self._ends: dict[int, int] = {}
         self._starts: list[int] | None = None  # offset of each line, for end_of
         self._nodes: dict[int, ast.AST | None] = {}
+        self._return_nodes: dict[int, list[ast.Return]] = {}
 
     @property
     def defs(self) -> list[Def]:
@@ -124,7 +125,8 @@ class PyFile:
         # A regex finds the lines indented no deeper (the lines between, nested deeper, are
         # never looked at one by one); each is then checked as the line-by-line rule would.
         if self._starts is None:
-            self._starts = [0, *accumulate(len(line) + 1 for line in self.lines)]
+            # (line length + 1) summed, by C-level callables: no Python call per line
+            self._starts = [0, *accumulate(map((1).__add__, map(len, self.lines)))]
         rx = _SHALLOW.get(d.indent)
         if rx is None:
             rx = _SHALLOW[d.indent] = re.compile(rf"\n[ \t]{{0,{d.indent}}}(?=[^ \t\n])")
@@ -149,13 +151,17 @@ class PyFile:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         limit = _indent(text) if _significant(text) else 1 << 30
         defs = self.defs
-        for i in range(bisect_left(self._def_lines, line) - 1, -1, -1):
-            d = defs[i]
-            if d.indent >= limit:
-                continue
-            if self.end_of(d) >= line:
-                return d
-            limit = d.indent
+        i = bisect_left(self._def_lines, line) - 1
+        d: Def | None = defs[i] if i >= 0 else None
+        # The nearest def above a def `d` that is indented less than `d` is its parent (the
+        # defs between are nested deeper), so the parent chain visits, in order, the defs
+        # the walk back through all of them would check.
+        while d is not None:
+            if d.indent < limit:
+                if self.end_of(d) >= line:
+                    return d
+                limit = d.indent
+            d = d.parent
         return None
 
     def top(self, d: Def) -> Def:
@@ -174,6 +180,19 @@ class PyFile:
                 self._nodes[d.line] = None
         return self._nodes[d.line]
 
+    def _returns(self, d: Def) -> list[ast.Return]:
+        """The `return <value>` statements of `d`'s block in walk order, found once per def
+        (a function reads flags on many lines)."""
+        found = self._return_nodes.get(d.line)
+        if found is None:
+            node = self.node(d)
+            found = self._return_nodes[d.line] = [
+                sub
+                for sub in (ast.walk(node) if node is not None else ())
+                if isinstance(sub, ast.Return) and sub.value is not None
+            ]
+        return found
+
     def returns_at(self, d: Def, line: int) -> ast.Return | None:
         """The `return` statement of function `d` that spans `line`, when `d` is short
         enough to be an accessor."""
@@ -185,14 +204,10 @@ class PyFile:
             for no in range(max(d.line, line - 6), line + 1)
         ):
             return None
-        node = self.node(d)
-        if node is None:
-            return None
         rel = line - d.line + 1
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Return) and sub.value is not None:
-                if sub.lineno <= rel <= (sub.end_lineno or sub.lineno):
-                    return sub
+        for sub in self._returns(d):
+            if sub.lineno <= rel <= (sub.end_lineno or sub.lineno):
+                return sub
         return None
 
     def module_defs(self) -> list[tuple[str, int]]:

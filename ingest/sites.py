@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from functools import lru_cache
 from typing import Any
 
 from kb.pyast import NOT_LITERAL, PARSE_FAILURES, literal
@@ -108,6 +109,7 @@ class _Lines:
         return self.record(self.number(offset), offset)
 
 
+@lru_cache(maxsize=1 << 16)  # the same lines recur in every version of a file
 def _in_comment(prefix: str) -> bool:
     """Whether a match sits after a `#` on its line (a mention in a comment, not code);
     a `#` inside a string literal (`"#" + server_args.x`) starts no comment."""
@@ -157,6 +159,7 @@ def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
     return i >= 0 and spans[i][0] <= offset < spans[i][1]
 
 
+@lru_cache(maxsize=1 << 16)
 def subject_tail(prefix: str) -> str:
     """The name a comparison is about: `self.moe_runner_backend` -> moe_runner_backend,
     `get_moe_runner_backend()` -> moe_runner_backend, `d["attention_backend"]` -> same."""

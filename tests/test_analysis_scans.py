@@ -1,0 +1,113 @@
+"""The per-blob scans' faster paths give what the plain walks they replace give (synthetic
+sources modelled on SGLang's shapes)."""
+
+from __future__ import annotations
+
+from ingest.choices import scan_choice_shapes
+from ingest.env import _Text, scan_env
+from ingest.indirect import find_carriers
+from ingest.pyfile import Def, PyFile
+
+NESTED = """\
+import os
+
+
+class Scheduler:
+    def __init__(self, server_args):
+        self.a = server_args.alpha
+
+        def helper():
+            if server_args.beta:
+                return server_args.gamma
+            return None
+
+        self.b = helper()
+
+    @property
+    def mode(self):
+        return self.a
+
+    def other(self):
+        pass
+
+
+def module_level(server_args):
+    x = 1
+    return server_args.delta
+
+
+if True:
+    def under_if():
+        return 2
+y = 3
+"""
+
+
+def _enclosing_by_walk(f: PyFile, line: int) -> Def | None:
+    """The rule enclosing() implements, walking back through every def above the line."""
+    text = f.lines[line - 1]
+    limit = len(text) - len(text.lstrip(" \t")) if text.strip() else 1 << 30
+    for d in reversed([d for d in f.defs if d.line < line]):
+        if d.indent >= limit:
+            continue
+        if f.end_of(d) >= line:
+            return d
+        limit = d.indent
+    return None
+
+
+def test_enclosing_follows_parents_as_the_walk_back_does() -> None:
+    f = PyFile(NESTED)
+    found = {line: f.enclosing(line) for line in range(1, len(f.lines) + 1)}
+    assert found == {line: _enclosing_by_walk(f, line) for line in found}
+    assert found[10] is not None and found[10].name == "helper"
+    assert found[13] is not None and found[13].name == "__init__"
+    assert found[25] is not None and found[25].name == "module_level"
+    assert found[31] is None  # `y = 3` at module level after a def nested in an `if`
+
+
+def test_carriers_with_global_and_accessors() -> None:
+    text = (
+        "IS_X = None\n\n\ndef init(server_args):\n    global IS_X\n"
+        "    IS_X = server_args.enable_x\n\n\ndef is_x_enabled():\n    return IS_X\n"
+    )
+    carriers = find_carriers(text, {6})
+    assert [(c["name"], c["kind"], c["dests"]) for c in carriers] == [
+        ("IS_X", "global", ["enable_x"]),
+        ("is_x_enabled", "function", ["enable_x"]),
+    ]
+    # Without the word `global` in the file, a function's assignment carries nothing.
+    assert find_carriers(text.replace("global IS_X", "pass"), {6}) == []
+
+
+def test_shallower_line_on_the_first_line_and_far_above() -> None:
+    body = "".join(f"        x{i} = {i}\n" for i in range(400))  # a deep block of 5 KB
+    data = ("if cond:\n    def f():\n" + body + '        os.environ["SGLANG_A"] = "1"\n').encode()
+    text = _Text(data)
+    site = data.index(b'        os.environ["SGLANG_A"]')
+    assert text._shallower_before(site, 8) == data.index(b"    def f")
+    assert text._shallower_before(data.index(b"    def f"), 4) == 0  # the first line
+    assert text.context(site) == ("f", [])
+
+
+def test_env_site_conditions_read_through_the_shallower_walk() -> None:
+    data = (
+        "def setup(server_args):\n"
+        + "".join(f"    y{i} = {i}\n" for i in range(300))
+        + "    if server_args.enable_nvls:\n"
+        + '        os.environ["NCCL_NVLS_ENABLE"] = "1"\n'
+    ).encode()
+    (site,) = scan_env(data)[0]
+    assert site[0] == "NCCL_NVLS_ENABLE" and site[3] == "write"
+    assert site[7:] == ["setup", ["enable_nvls"]]
+
+
+def test_constants_keep_their_first_place_and_last_value() -> None:
+    data = b'B_CHOICES = ("x", "y")\nA_CHOICES = ["a", "b"]\nC_CHOICES = {"c"}\nB_CHOICES = ["z"]\n'
+    consts = scan_choice_shapes(data, [])["consts"]
+    # Taken opener by opener ("[", then "(", then "{"), each in file order.
+    assert list(consts.items()) == [
+        ("A_CHOICES", ["a", "b"]),
+        ("B_CHOICES", ["x", "y"]),
+        ("C_CHOICES", ["c"]),
+    ]
