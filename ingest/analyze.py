@@ -135,74 +135,37 @@ def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
 
 _reader: BlobReader | None = None
 
-# Deltas: each worker keeps, per path, the last text (and facts JSON) it stored whole, and
-# stores the next ones of that path as zstd deltas against it while they stay small. A delta's
-# base is always whole, so a read is at most two decompressions.
-MAX_DELTAS = 16  # deltas against one keyframe before the next is stored whole
-SMALL = 8  # a delta over 1/SMALL of the raw size is stored whole (and becomes the keyframe)
-
-
-@dataclass
-class _Keyframe:
-    key: str
-    data: bytes
-    deltas: int = 0
-
-
-_text_frames: dict[str, _Keyframe] = {}
-_facts_frames: dict[str, _Keyframe] = {}
-
-
-def pack_delta(
-    frames: dict[str, _Keyframe], path: str, key: str, data: bytes
-) -> tuple[bytes, str | None]:
-    """(zstd of `data`, None) or (a delta, the key of its base) against the path's keyframe."""
-    frame = frames.get(path)
-    if frame is not None and frame.deltas < MAX_DELTAS:
-        delta = pack(data, frame.data)
-        if len(delta) <= len(data) // SMALL:
-            frame.deltas += 1
-            return delta, frame.key
-    frames[path] = _Keyframe(key, data)
-    return pack(data), None
-
 
 def _worker_init(gitdir: str) -> None:
     global _reader
     _reader = BlobReader(Path(gitdir))
-    _text_frames.clear()
-    _facts_frames.clear()
 
 
 @dataclass
 class Analyzed:
-    """One blob's result from a worker: its facts and their packed form, and its packed
-    text when it is likely to be cited."""
+    """One blob's result from a worker: its facts and their JSON, and its text zstd'd whole
+    when it is likely to be cited. The parent stores both as deltas against the previous
+    ones of the path (ingest.store.Chains): only it sees every version in order."""
 
     key: str
+    path: str
     facts: dict[str, Any]
-    packed: bytes  # zstd JSON, a delta when facts_base is set
-    facts_base: str | None
-    text: bytes | None
-    text_base: str | None  # the blob sha `text` is a delta against
+    json: bytes  # the facts as stored (BlobFacts.facts once unpacked)
+    text: bytes | None  # pack(the blob's bytes)
 
 
 def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
-    """Worker entry: [(sha, kind, path)] -> their facts, packed.
+    """Worker entry: [(sha, kind, path)] -> their facts.
 
-    The text is kept for blobs likely to be cited, so the parent can store it without
-    reading the blob again.
+    The text is kept (compressed) for blobs likely to be cited, so the parent can store it
+    without reading the blob again.
     """
     assert _reader is not None
     out = []
     blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
     for (sha, kind, path), data in zip(items, blobs, strict=True):
         facts = analyze(data, kind, path)
-        key = facts_key(sha, kind)
         raw = json.dumps(facts, separators=(",", ":")).encode()
-        packed, facts_base = pack_delta(_facts_frames, path, key, raw)
-        text, text_base = None, None
-        if likely_cited(kind, facts):
-            text, text_base = pack_delta(_text_frames, path, sha, data)
-        out.append(Analyzed(key, facts, packed, facts_base, text, text_base))
+        text = pack(data) if likely_cited(kind, facts) else None
+        out.append(Analyzed(facts_key(sha, kind), path, facts, raw, text))
     return out

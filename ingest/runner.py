@@ -32,6 +32,7 @@ from ingest.git_source import (
     resolve_ref,
 )
 from ingest.store import (
+    Chains,
     existing_versions,
     load_facts,
     refresh_statistics,
@@ -42,11 +43,12 @@ from ingest.versions import select
 from kb.procs import die_with_parent
 from kb.schema import (
     EXTRACTOR_VERSION,
+    MAX_FACTS_CHAIN,
+    MAX_TEXT_CHAIN,
     check_schema,
     create_schema,
     drop_schema,
     make_engine,
-    pack,
     unpack,
 )
 
@@ -140,8 +142,8 @@ def run(
     for key, data in load_facts(engine, list(wanted)).items():
         facts.add_json(key, data)
     summary.blobs_cached = len(facts)
-    # sha -> (zstd text, the sha it is a delta against or None), for blobs analyzed in this run
-    texts: dict[str, tuple[bytes, str | None]] = {}
+    # sha -> pack(text), for blobs analyzed in this run that are likely to be cited
+    texts: dict[str, bytes] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -159,16 +161,16 @@ def run(
     def raw_text(sha: str) -> bytes:
         nonlocal reader
         packed = texts.get(sha)
-        if packed is not None and packed[1] is None:
-            return unpack(packed[0])
+        if packed is not None:
+            return unpack(packed)
         reader = reader or BlobReader(gitdir)
         return reader.read(sha)
 
-    def blob_text(sha: str, whole: bool = False) -> tuple[bytes, str | None]:
-        packed = texts.get(sha)
-        if packed is not None and (packed[1] is None or not whole):
-            return packed
-        return pack(raw_text(sha)), None
+    def blob_text(sha: str) -> tuple[bytes, bytes | None]:
+        return raw_text(sha), texts.get(sha)
+
+    # Each path's texts and facts JSON as deltas against the previous ones in version order.
+    text_chains, facts_chains = Chains(MAX_TEXT_CHAIN), Chains(MAX_FACTS_CHAIN)
 
     module_texts: dict[str, str] = {}
 
@@ -192,6 +194,7 @@ def run(
             opts.web_url,
             time.perf_counter() - t0,
             blob_text,
+            text_chains,
             opts.before_commit,
         )
         c = rows.counts()
@@ -210,11 +213,11 @@ def run(
     written = 0
     try:
         for batch in _analyze(gitdir, missing, opts.jobs):
-            save_facts(engine, [(a.key, a.packed, a.facts_base) for a, _pickled in batch])
+            save_facts(engine, [(a.key, a.path, a.json) for a, _pickled in batch], facts_chains)
             for a, pickled in batch:
                 facts.add_pickle(a.key, pickled)
                 if a.text is not None:
-                    texts[a.key.split(":", 1)[0]] = (a.text, a.text_base)
+                    texts[a.key.split(":", 1)[0]] = a.text
             # Every blob first needed before the last one of this batch is analyzed.
             ready = first_needed[batch[-1][0].key]
             while written < ready:
