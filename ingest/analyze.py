@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import json
+import pickle
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
 from ingest.indirect import scan_structure
 from ingest.sites import LineIndex, scan
+from kb.codec import pack
+from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES
-from kb.schema import pack
 
 ANALYZER_VERSION = 9
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
@@ -139,6 +141,29 @@ _reader: BlobReader | None = None
 def _worker_init(gitdir: str) -> None:
     global _reader
     _reader = BlobReader(Path(gitdir))
+
+
+# The pool's entry points live here, not in ingest.runner: its workers start from a server
+# that imported this module alone (no database layers, no GitPython), so each is ~25 MiB
+# instead of a fork of the ingest (~85 MiB, counted again in every worker).
+
+
+def pool_init(gitdir: str, ingest: int) -> None:
+    # A `kill -9` of the ingest runs no clean-up: each worker watches the ingest itself (its
+    # parent is the fork server, which lives while any worker does), and the kernel ends
+    # the worker's `git cat-file` with it.
+    die_with_parent()
+    exit_with(ingest)
+    _worker_init(gitdir)
+
+
+def analyze_packed(batch: list[tuple[str, str, str]]) -> list[tuple[Analyzed, bytes]]:
+    """analyze_batch, with each blob's facts pickled in the worker: the parent keeps the bytes
+    and decodes a blob's facts when a version first needs them."""
+    return [
+        (replace(a, facts={}), pickle.dumps(a.facts, protocol=pickle.HIGHEST_PROTOCOL))
+        for a in analyze_batch(batch)
+    ]
 
 
 @dataclass

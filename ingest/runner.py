@@ -16,12 +16,12 @@ import pickle
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from ingest.analyze import Analyzed, _worker_init, analyze_batch, facts_key, kind_of
+from ingest.analyze import _worker_init, analyze_packed, facts_key, kind_of, pool_init
 from ingest.assemble import Assembly
 from ingest.git_source import (
     BlobReader,
@@ -40,16 +40,13 @@ from ingest.store import (
     write_version,
 )
 from ingest.versions import select
-from kb.procs import die_with_parent
+from kb.codec import MAX_FACTS_CHAIN, MAX_TEXT_CHAIN, unpack
 from kb.schema import (
     EXTRACTOR_VERSION,
-    MAX_FACTS_CHAIN,
-    MAX_TEXT_CHAIN,
     check_schema,
     create_schema,
     drop_schema,
     make_engine,
-    unpack,
 )
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
@@ -286,15 +283,6 @@ def _list_trees(gitdir: Path, refs: list[Ref]) -> dict[str, dict[str, str]]:
     }
 
 
-def _analyze_packed(batch: list[tuple[str, str, str]]) -> list[tuple[Analyzed, bytes]]:
-    """analyze_batch, with each blob's facts pickled in the worker: the parent keeps the bytes
-    and decodes a blob's facts when a version first needs them."""
-    return [
-        (replace(a, facts={}), pickle.dumps(a.facts, protocol=pickle.HIGHEST_PROTOCOL))
-        for a in analyze_batch(batch)
-    ]
-
-
 def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
     """Yield analyzed batches; in worker processes when there is enough work to share."""
     batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
@@ -303,22 +291,19 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
     if jobs <= 1 or len(batches) == 1:
         _worker_init(str(gitdir))
         for batch in batches:
-            yield _analyze_packed(batch)
+            yield analyze_packed(batch)
         return
-    # fork: workers start instantly and inherit the imported modules.
+    # Workers forked from a server that imported ingest.analyze alone: a fork of the ingest
+    # would carry (and count in each worker) its imports and trees.
+    context = get_context("forkserver")
+    context.set_forkserver_preload(["ingest.analyze"])
     with ProcessPoolExecutor(
         max_workers=jobs,
-        mp_context=get_context("fork"),
-        initializer=_pool_init,
+        mp_context=context,
+        initializer=pool_init,
         initargs=(str(gitdir), os.getpid()),
     ) as pool:
-        yield from pool.map(_analyze_packed, batches)
-
-
-def _pool_init(gitdir: str, parent: int) -> None:
-    # A `kill -9` of the ingest runs no clean-up: the kernel ends the workers instead.
-    die_with_parent(parent=parent)
-    _worker_init(gitdir)
+        yield from pool.map(analyze_packed, batches)
 
 
 def summary_json(summary: IngestSummary) -> dict[str, Any]:

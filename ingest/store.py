@@ -19,13 +19,12 @@ from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, up
 from ingest.assemble import VersionRows
 from ingest.git_source import Ref
 from ingest.versions import order, sort_key
+from kb.codec import CHAIN_BYTES, MAX_READ_CHAIN, SMALL, pack, unpack
 from kb.factored import analyze, delete_version, forget, tables, write_rows
 from kb.relations import insert_rows as _insert
 from kb.relations import write_relations_of
 from kb.schema import (
     EXTRACTOR_VERSION,
-    MAX_READ_CHAIN,
-    SMALL,
     Blob,
     BlobFacts,
     ConstraintFlag,
@@ -35,8 +34,6 @@ from kb.schema import (
     Version,
     VersionFile,
     dumps,
-    pack,
-    unpack,
 )
 
 # The per-version tables that are tables (the factored ones are views: kb.factored).
@@ -52,13 +49,15 @@ def existing_versions(engine: Engine) -> dict[str, int]:
 
 class Chains:
     """Stores each text (or facts JSON) of a path as a zstd delta against the previous one
-    stored in this run, up to `max_depth` deltas in a row: the parent sees the versions in
-    order, so the base is the neighbour the delta is smallest against. Keeps the last raw
-    bytes of each path (what the next delta needs)."""
+    stored in this run: the parent sees the versions in order, so the base is the neighbour
+    the delta is smallest against. A chain ends (the next row is whole) after `max_depth`
+    deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
+    it decompresses). Keeps the last raw bytes of each path: what the next delta needs."""
 
-    def __init__(self, max_depth: int) -> None:
-        self.max_depth = max_depth
-        self._last: dict[str, tuple[str, int, bytes]] = {}  # path -> (key, depth, raw)
+    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES) -> None:
+        self.max_depth, self.max_bytes = max_depth, max_bytes
+        # path -> (key, depth, bytes a read of it decompresses, raw)
+        self._last: dict[str, tuple[str, int, int, bytes]] = {}
 
     def pack(
         self, path: str, key: str, data: bytes, whole: bytes | None = None
@@ -66,12 +65,12 @@ class Chains:
         """(packed, the key it is a delta against or None, depth). `whole`: pack(data) if the
         caller has it already."""
         last = self._last.get(path)
-        if last is not None and last[1] < self.max_depth:
-            delta = pack(data, last[2])
+        if last is not None and last[1] < self.max_depth and last[2] + len(data) <= self.max_bytes:
+            delta = pack(data, last[3])
             if len(delta) <= len(data) // SMALL:
-                self._last[path] = (key, last[1] + 1, data)
+                self._last[path] = (key, last[1] + 1, last[2] + len(data), data)
                 return delta, last[0], last[1] + 1
-        self._last[path] = (key, 0, data)
+        self._last[path] = (key, 0, len(data), data)
         return (whole if whole is not None else pack(data)), None, 0
 
 

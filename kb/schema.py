@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import zstandard
 from sqlalchemy import (
     Connection,
     Engine,
@@ -29,6 +28,17 @@ from sqlalchemy import (
 )
 from sqlmodel import Column, Field, Session, SQLModel, create_engine
 
+from kb.codec import (  # noqa: F401 (the codec's names, for readers of the schema)
+    CHAIN_BYTES,
+    LEVEL,
+    MAX_FACTS_CHAIN,
+    MAX_READ_CHAIN,
+    MAX_TEXT_CHAIN,
+    SMALL,
+    pack,
+    unpack,
+    unpack_chain,
+)
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
@@ -410,44 +420,7 @@ def drop_schema(engine: Engine) -> None:
     forget(engine)
 
 
-# --- compact storage of texts and facts -----------------------------------------------------
-# zstd (not the stdlib's zlib): a raw-content dictionary makes a delta of one text against
-# another, and successive versions of a file differ in a few lines. A row holds a whole text
-# (its `base` is None) or a delta against the previous text of its path, which may be a
-# delta itself: a read undoes at most MAX_TEXT_CHAIN deltas (about 1.6 ms for the largest
-# file, server_args.py). Every frame carries a checksum of its content, so a delta undone
-# against the wrong base raises instead of returning another text.
-
-LEVEL = 3  # higher levels cost several times the CPU for a few percent
-MAX_TEXT_CHAIN = 32  # longest chain of blob text deltas (the source view reads one)
-MAX_FACTS_CHAIN = 8  # of facts deltas: an ingest reads thousands of them
-SMALL = 4  # a delta over 1/SMALL of the raw size is not worth a link: stored whole
-MAX_READ_CHAIN = 1024  # a read gives up beyond this (two runs' chains can meet; never loops)
-
-
-def pack(data: bytes, base: bytes | None = None) -> bytes:
-    """zstd of `data` with a content checksum, as a delta against `base` when one is given."""
-    if base is None:
-        return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).compress(data)
-    prefix = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-    compressor = zstandard.ZstdCompressor(level=LEVEL, dict_data=prefix, write_checksum=True)
-    return compressor.compress(data)
-
-
-def unpack(data: bytes, base: bytes | None = None) -> bytes:
-    """The bytes `pack(…, base)` packed; zstandard.ZstdError when `base` is not the one."""
-    if base is None:
-        return zstandard.ZstdDecompressor().decompress(data)
-    prefix = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-    return zstandard.ZstdDecompressor(dict_data=prefix).decompress(data)
-
-
-def unpack_chain(frames: list[bytes]) -> bytes:
-    """Undo a chain given as [whole frame, delta, delta, ...] (oldest first)."""
-    data = unpack(frames[0])
-    for frame in frames[1:]:
-        data = unpack(frame, data)
-    return data
+# --- compact storage of texts and facts: kb.codec (zstd chains of deltas) ------------------
 
 
 def pack_text(text: str) -> bytes:

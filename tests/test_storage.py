@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,10 @@ def test_chains_link_the_previous_row_up_to_their_bound() -> None:
         (None, 0), ("k0", 1), ("k1", 2), (None, 0), ("k3", 1), ("k4", 2),
     ]  # fmt: skip
     assert unpack_chain([p for p, _b, _d in out[:3]]) == texts[2]
+    # A read decompresses at most max_bytes: here three texts' worth.
+    budget = Chains(max_depth=10, max_bytes=3 * len(texts[5]))
+    depths = [budget.pack("a.py", f"k{i}", t)[2] for i, t in enumerate(texts)]
+    assert depths == [0, 1, 2, 0, 1, 2]
     # Another path has its own chain; a text unlike the last is stored whole.
     assert chains.pack("b.py", "b0", texts[0])[1] is None
     assert chains.pack("a.py", "k6", bytes(range(256)) * 40)[1:] == (None, 0)
@@ -124,3 +129,20 @@ def test_a_wrong_or_missing_base_is_never_read_as_the_text(
     missing = {gone} | {k for k, b in links.items() if b == gone}
     found = load_facts(create_engine(f"sqlite:///{db}"), sorted(links))
     assert len(missing) == 2 and set(found) == set(links) - missing
+
+
+def test_analysis_workers_import_no_database_layers() -> None:
+    # The pool's workers are forked from a server that imported ingest.analyze alone: what
+    # it imports is in every worker (sqlalchemy, sqlmodel and GitPython are ~40 MiB).
+    code = (
+        "import sys, ingest.analyze; "
+        "print(sorted(m for m in ('sqlalchemy', 'sqlmodel', 'git') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
+    assert out.strip() == "[]"
