@@ -219,16 +219,18 @@ def compare(repo: Path, other: Path, rounds: int) -> None:
     wall: dict[str, list[float]] = {"this": [], "other": []}
     cpu: dict[str, list[float]] = {"this": [], "other": []}
     sizes: dict[str, int] = {}
+    peaks: dict[str, list[int]] = {"this": [], "other": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(rounds):
             for label, root in (("other", other), ("this", ROOT)):
                 db = Path(tmp) / f"{label}-{i}.db"
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                seconds, _peak, _s = run_ingest(
+                seconds, peak, _s = run_ingest(
                     ["--repo", str(repo), "--tags", "*", "--db", str(db)], root
                 )
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 wall[label].append(seconds)
+                peaks[label].append(peak)
                 cpu[label].append(
                     after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
                 )
@@ -247,6 +249,10 @@ def compare(repo: Path, other: Path, rounds: int) -> None:
     print(
         f"database size           {sizes['this'] / 2**20:7.1f} MiB this, "
         f"{sizes['other'] / 2**20:.1f} MiB {other.name}"
+    )
+    print(
+        f"peak memory (tree)      {max(peaks['this']) / 2**20:7.0f} MiB this, "
+        f"{max(peaks['other']) / 2**20:.0f} MiB {other.name}"
     )
 
 
