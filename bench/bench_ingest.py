@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sqlite3
 import statistics
 import subprocess
@@ -61,10 +60,12 @@ def git_grep(repo: Path) -> float:
     return time.perf_counter() - start
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and all its descendants."""
+def tree_rss(pid: int, cpu: dict[int, float] | None = None) -> int:
+    """Resident bytes of `pid` and all its descendants; `cpu` gets each one's own CPU
+    seconds so far (utime + stime)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    ticks: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -73,7 +74,9 @@ def tree_rss(pid: int) -> int:
             status = Path(f"/proc/{entry}/status").read_text()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        fields = stat.rsplit(")", 1)[1].split()
+        ppid = int(fields[1])
+        ticks[int(entry)] = int(fields[11]) + int(fields[12])
         children.setdefault(ppid, []).append(int(entry))
         for line in status.splitlines():
             if line.startswith("VmRSS:"):
@@ -82,13 +85,22 @@ def tree_rss(pid: int) -> int:
     while todo:
         p = todo.pop()
         total += rss.get(p, 0)
+        if cpu is not None and p in ticks:
+            cpu[p] = max(cpu.get(p, 0.0), ticks[p] / CLOCK_TICKS)
         todo.extend(children.get(p, []))
     return total
 
 
-def run_ingest(args: list[str], root: Path = ROOT) -> tuple[float, int, dict]:
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def run_ingest(
+    args: list[str], root: Path = ROOT, cpu: dict[int, float] | None = None
+) -> tuple[float, int, dict]:
     """Time `flagatlas ingest ARGS` run from the checkout `root` (`python -m cli` imports
-    the code of its working directory)."""
+    the code of its working directory). `cpu` gets the CPU seconds of every process of the
+    tree, sampled with the memory (rusage misses pool workers the ingest does not wait for,
+    such as a fork server's)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [*FLAGATLAS, "ingest", *args, "--json"],
@@ -102,7 +114,7 @@ def run_ingest(args: list[str], root: Path = ROOT) -> tuple[float, int, dict]:
     def sample() -> None:
         nonlocal peak
         while proc.poll() is None:
-            peak = max(peak, tree_rss(proc.pid))
+            peak = max(peak, tree_rss(proc.pid, cpu))
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample)
@@ -214,24 +226,24 @@ def main() -> None:
 
 def compare(repo: Path, other: Path, rounds: int) -> None:
     """Full ingests of this checkout and `other`, alternating, into fresh databases. CPU
-    seconds (the process tree's, from rusage) are printed beside wall time: on a busy
+    seconds (the process tree's, sampled every 20 ms from /proc: each process's own time,
+    so one shorter than a sample may be missed) are printed beside wall time: on a busy
     machine they vary far less."""
     wall: dict[str, list[float]] = {"this": [], "other": []}
     cpu: dict[str, list[float]] = {"this": [], "other": []}
     sizes: dict[str, int] = {}
+    peaks: dict[str, list[int]] = {"this": [], "other": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(rounds):
             for label, root in (("other", other), ("this", ROOT)):
                 db = Path(tmp) / f"{label}-{i}.db"
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                seconds, _peak, _s = run_ingest(
-                    ["--repo", str(repo), "--tags", "*", "--db", str(db)], root
+                sampled: dict[int, float] = {}
+                seconds, peak, _s = run_ingest(
+                    ["--repo", str(repo), "--tags", "*", "--db", str(db)], root, sampled
                 )
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 wall[label].append(seconds)
-                cpu[label].append(
-                    after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-                )
+                peaks[label].append(peak)
+                cpu[label].append(sum(sampled.values()))
                 sizes[label] = db.stat().st_size
     median = {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in wall}
     for label, name in (("this", "this tree"), ("other", other.name)):
@@ -247,6 +259,10 @@ def compare(repo: Path, other: Path, rounds: int) -> None:
     print(
         f"database size           {sizes['this'] / 2**20:7.1f} MiB this, "
         f"{sizes['other'] / 2**20:.1f} MiB {other.name}"
+    )
+    print(
+        f"peak memory (tree)      {max(peaks['this']) / 2**20:7.0f} MiB this, "
+        f"{max(peaks['other']) / 2**20:.0f} MiB {other.name}"
     )
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import json
+import pickle
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
 from ingest.indirect import scan_structure
 from ingest.sites import LineIndex, scan
+from kb.codec import pack
+from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES
-from kb.schema import pack
 
 ANALYZER_VERSION = 9
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
@@ -135,74 +137,60 @@ def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
 
 _reader: BlobReader | None = None
 
-# Deltas: each worker keeps, per path, the last text (and facts JSON) it stored whole, and
-# stores the next ones of that path as zstd deltas against it while they stay small. A delta's
-# base is always whole, so a read is at most two decompressions.
-MAX_DELTAS = 16  # deltas against one keyframe before the next is stored whole
-SMALL = 8  # a delta over 1/SMALL of the raw size is stored whole (and becomes the keyframe)
-
-
-@dataclass
-class _Keyframe:
-    key: str
-    data: bytes
-    deltas: int = 0
-
-
-_text_frames: dict[str, _Keyframe] = {}
-_facts_frames: dict[str, _Keyframe] = {}
-
-
-def pack_delta(
-    frames: dict[str, _Keyframe], path: str, key: str, data: bytes
-) -> tuple[bytes, str | None]:
-    """(zstd of `data`, None) or (a delta, the key of its base) against the path's keyframe."""
-    frame = frames.get(path)
-    if frame is not None and frame.deltas < MAX_DELTAS:
-        delta = pack(data, frame.data)
-        if len(delta) <= len(data) // SMALL:
-            frame.deltas += 1
-            return delta, frame.key
-    frames[path] = _Keyframe(key, data)
-    return pack(data), None
-
 
 def _worker_init(gitdir: str) -> None:
     global _reader
     _reader = BlobReader(Path(gitdir))
-    _text_frames.clear()
-    _facts_frames.clear()
+
+
+# The pool's entry points live here, not in ingest.runner: its workers start from a server
+# that imported this module alone (no database layers, no GitPython), so each is ~25 MiB
+# instead of a fork of the ingest (~85 MiB, counted again in every worker).
+
+
+def pool_init(gitdir: str, ingest: int) -> None:
+    # A `kill -9` of the ingest runs no clean-up: each worker watches the ingest itself (its
+    # parent is the fork server, which lives while any worker does), and the kernel ends
+    # the worker's `git cat-file` with it.
+    die_with_parent()
+    exit_with(ingest)
+    _worker_init(gitdir)
+
+
+def analyze_packed(batch: list[tuple[str, str, str]]) -> list[tuple[Analyzed, bytes]]:
+    """analyze_batch, with each blob's facts pickled in the worker: the parent keeps the bytes
+    and decodes a blob's facts when a version first needs them."""
+    return [
+        (replace(a, facts={}), pickle.dumps(a.facts, protocol=pickle.HIGHEST_PROTOCOL))
+        for a in analyze_batch(batch)
+    ]
 
 
 @dataclass
 class Analyzed:
-    """One blob's result from a worker: its facts and their packed form, and its packed
-    text when it is likely to be cited."""
+    """One blob's result from a worker: its facts and their JSON, and its text zstd'd whole
+    when it is likely to be cited. The parent stores both as deltas against the previous
+    ones of the path (ingest.store.Chains): only it sees every version in order."""
 
     key: str
+    path: str
     facts: dict[str, Any]
-    packed: bytes  # zstd JSON, a delta when facts_base is set
-    facts_base: str | None
-    text: bytes | None
-    text_base: str | None  # the blob sha `text` is a delta against
+    json: bytes  # the facts as stored (BlobFacts.facts once unpacked)
+    text: bytes | None  # pack(the blob's bytes)
 
 
 def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
-    """Worker entry: [(sha, kind, path)] -> their facts, packed.
+    """Worker entry: [(sha, kind, path)] -> their facts.
 
-    The text is kept for blobs likely to be cited, so the parent can store it without
-    reading the blob again.
+    The text is kept (compressed) for blobs likely to be cited, so the parent can store it
+    without reading the blob again.
     """
     assert _reader is not None
     out = []
     blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
     for (sha, kind, path), data in zip(items, blobs, strict=True):
         facts = analyze(data, kind, path)
-        key = facts_key(sha, kind)
         raw = json.dumps(facts, separators=(",", ":")).encode()
-        packed, facts_base = pack_delta(_facts_frames, path, key, raw)
-        text, text_base = None, None
-        if likely_cited(kind, facts):
-            text, text_base = pack_delta(_text_frames, path, sha, data)
-        out.append(Analyzed(key, facts, packed, facts_base, text, text_base))
+        text = pack(data) if likely_cited(kind, facts) else None
+        out.append(Analyzed(facts_key(sha, kind), path, facts, raw, text))
     return out

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import git
-
 from kb.procs import die_with_parent
 
 DEFAULT_REPO = "https://github.com/sgl-project/sglang.git"
@@ -58,6 +56,8 @@ def git_env() -> dict[str, str]:
 
 def open_repo(repo: str, cache_dir: Path) -> Path:
     """Return a local git directory for `repo`, cloning or fetching a URL into `cache_dir`."""
+    import git  # here, not at the top: the analysis workers import this module
+
     if not is_url(repo):
         path = Path(repo).expanduser()
         try:
@@ -110,6 +110,8 @@ def _git(repo: Path, *args: str) -> str:
 
 def list_tags(repo: Path) -> list[Ref]:
     """Every tag with the commit it points to (annotated tags peeled) and its commit date."""
+    import git  # here, not at the top: the analysis workers import this module
+
     refs = []
     for tag in git.Repo(repo).tags:
         try:
@@ -123,6 +125,8 @@ def list_tags(repo: Path) -> list[Ref]:
 
 
 def resolve_ref(repo: Path, ref: str, label: str | None = None) -> Ref:
+    import git  # here, not at the top: the analysis workers import this module
+
     try:
         commit = git.Repo(repo).commit(ref)
     except (git.BadName, ValueError) as exc:

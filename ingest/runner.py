@@ -16,12 +16,12 @@ import pickle
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from ingest.analyze import Analyzed, _worker_init, analyze_batch, facts_key, kind_of
+from ingest.analyze import _worker_init, analyze_packed, facts_key, kind_of, pool_init
 from ingest.assemble import Assembly
 from ingest.git_source import (
     BlobReader,
@@ -32,6 +32,7 @@ from ingest.git_source import (
     resolve_ref,
 )
 from ingest.store import (
+    Chains,
     existing_versions,
     load_facts,
     refresh_statistics,
@@ -39,15 +40,13 @@ from ingest.store import (
     write_version,
 )
 from ingest.versions import select
-from kb.procs import die_with_parent
+from kb.codec import MAX_FACTS_CHAIN, MAX_TEXT_CHAIN, unpack
 from kb.schema import (
     EXTRACTOR_VERSION,
     check_schema,
     create_schema,
     drop_schema,
     make_engine,
-    pack,
-    unpack,
 )
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
@@ -140,8 +139,8 @@ def run(
     for key, data in load_facts(engine, list(wanted)).items():
         facts.add_json(key, data)
     summary.blobs_cached = len(facts)
-    # sha -> (zstd text, the sha it is a delta against or None), for blobs analyzed in this run
-    texts: dict[str, tuple[bytes, str | None]] = {}
+    # sha -> pack(text), for blobs analyzed in this run that are likely to be cited
+    texts: dict[str, bytes] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -159,16 +158,16 @@ def run(
     def raw_text(sha: str) -> bytes:
         nonlocal reader
         packed = texts.get(sha)
-        if packed is not None and packed[1] is None:
-            return unpack(packed[0])
+        if packed is not None:
+            return unpack(packed)
         reader = reader or BlobReader(gitdir)
         return reader.read(sha)
 
-    def blob_text(sha: str, whole: bool = False) -> tuple[bytes, str | None]:
-        packed = texts.get(sha)
-        if packed is not None and (packed[1] is None or not whole):
-            return packed
-        return pack(raw_text(sha)), None
+    def blob_text(sha: str) -> tuple[bytes, bytes | None]:
+        return raw_text(sha), texts.get(sha)
+
+    # Each path's texts and facts JSON as deltas against the previous ones in version order.
+    text_chains, facts_chains = Chains(MAX_TEXT_CHAIN), Chains(MAX_FACTS_CHAIN)
 
     module_texts: dict[str, str] = {}
 
@@ -192,6 +191,7 @@ def run(
             opts.web_url,
             time.perf_counter() - t0,
             blob_text,
+            text_chains,
             opts.before_commit,
         )
         c = rows.counts()
@@ -210,11 +210,11 @@ def run(
     written = 0
     try:
         for batch in _analyze(gitdir, missing, opts.jobs):
-            save_facts(engine, [(a.key, a.packed, a.facts_base) for a, _pickled in batch])
+            save_facts(engine, [(a.key, a.path, a.json) for a, _pickled in batch], facts_chains)
             for a, pickled in batch:
                 facts.add_pickle(a.key, pickled)
                 if a.text is not None:
-                    texts[a.key.split(":", 1)[0]] = (a.text, a.text_base)
+                    texts[a.key.split(":", 1)[0]] = a.text
             # Every blob first needed before the last one of this batch is analyzed.
             ready = first_needed[batch[-1][0].key]
             while written < ready:
@@ -283,15 +283,6 @@ def _list_trees(gitdir: Path, refs: list[Ref]) -> dict[str, dict[str, str]]:
     }
 
 
-def _analyze_packed(batch: list[tuple[str, str, str]]) -> list[tuple[Analyzed, bytes]]:
-    """analyze_batch, with each blob's facts pickled in the worker: the parent keeps the bytes
-    and decodes a blob's facts when a version first needs them."""
-    return [
-        (replace(a, facts={}), pickle.dumps(a.facts, protocol=pickle.HIGHEST_PROTOCOL))
-        for a in analyze_batch(batch)
-    ]
-
-
 def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
     """Yield analyzed batches; in worker processes when there is enough work to share."""
     batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
@@ -300,22 +291,19 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
     if jobs <= 1 or len(batches) == 1:
         _worker_init(str(gitdir))
         for batch in batches:
-            yield _analyze_packed(batch)
+            yield analyze_packed(batch)
         return
-    # fork: workers start instantly and inherit the imported modules.
+    # Workers forked from a server that imported ingest.analyze alone: a fork of the ingest
+    # would carry (and count in each worker) its imports and trees.
+    context = get_context("forkserver")
+    context.set_forkserver_preload(["ingest.analyze"])
     with ProcessPoolExecutor(
         max_workers=jobs,
-        mp_context=get_context("fork"),
-        initializer=_pool_init,
+        mp_context=context,
+        initializer=pool_init,
         initargs=(str(gitdir), os.getpid()),
     ) as pool:
-        yield from pool.map(_analyze_packed, batches)
-
-
-def _pool_init(gitdir: str, parent: int) -> None:
-    # A `kill -9` of the ingest runs no clean-up: the kernel ends the workers instead.
-    die_with_parent(parent=parent)
-    _worker_init(gitdir)
+        yield from pool.map(analyze_packed, batches)
 
 
 def summary_json(summary: IngestSummary) -> dict[str, Any]:

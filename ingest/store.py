@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, up
 from ingest.assemble import VersionRows
 from ingest.git_source import Ref
 from ingest.versions import order, sort_key
+from kb.codec import CHAIN_BYTES, MAX_READ_CHAIN, SMALL, pack, unpack
 from kb.factored import analyze, delete_version, forget, tables, write_rows
 from kb.relations import insert_rows as _insert
 from kb.relations import write_relations_of
@@ -33,7 +34,6 @@ from kb.schema import (
     Version,
     VersionFile,
     dumps,
-    unpack,
 )
 
 # The per-version tables that are tables (the factored ones are views: kb.factored).
@@ -47,91 +47,115 @@ def existing_versions(engine: Engine) -> dict[str, int]:
         return {name: ev for name, ev in rows}
 
 
+class Chains:
+    """Stores each text (or facts JSON) of a path as a zstd delta against the previous one
+    stored in this run: the parent sees the versions in order, so the base is the neighbour
+    the delta is smallest against. A chain ends (the next row is whole) after `max_depth`
+    deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
+    it decompresses). Keeps the last raw bytes of each path: what the next delta needs."""
+
+    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES) -> None:
+        self.max_depth, self.max_bytes = max_depth, max_bytes
+        # path -> (key, depth, bytes a read of it decompresses, raw)
+        self._last: dict[str, tuple[str, int, int, bytes]] = {}
+
+    def pack(
+        self, path: str, key: str, data: bytes, whole: bytes | None = None
+    ) -> tuple[bytes, str | None, int]:
+        """(packed, the key it is a delta against or None, depth). `whole`: pack(data) if the
+        caller has it already."""
+        last = self._last.get(path)
+        if last is not None and last[1] < self.max_depth and last[2] + len(data) <= self.max_bytes:
+            delta = pack(data, last[3])
+            if len(delta) <= len(data) // SMALL:
+                self._last[path] = (key, last[1] + 1, last[2] + len(data), data)
+                return delta, last[0], last[1] + 1
+        self._last[path] = (key, 0, len(data), data)
+        return (whole if whole is not None else pack(data)), None, 0
+
+
 def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
-    """key -> facts JSON of the keys cached by this analyzer version (deltas undone)."""
+    """key -> facts JSON of the keys cached by this analyzer version (deltas undone); a key
+    whose chain is broken is left out (analyzed again)."""
     from ingest.analyze import ANALYZER_VERSION
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
-
-    def fetch(conn: Connection, wanted: list[str]) -> dict[str, tuple[bytes, str | None]]:
-        found: dict[str, tuple[bytes, str | None]] = {}
-        for i in range(0, len(wanted), 900):
-            rows = conn.execute(
-                select(table.c.key, table.c.facts, table.c.base).where(
-                    table.c.key.in_(wanted[i : i + 900]),
-                    table.c.analyzer_version == ANALYZER_VERSION,
-                )
-            )
-            found.update({k: (f, b) for k, f, b in rows})
-        return found
-
+    rows: dict[str, tuple[bytes, str | None]] = {}
+    wanted = list(keys)
     with engine.connect() as conn:
-        rows = fetch(conn, keys)
-        bases = sorted({b for _f, b in rows.values() if b is not None} - rows.keys())
-        rows.update(fetch(conn, bases))
-    whole = {k: unpack(f) for k, (f, b) in rows.items() if b is None}
-    out: dict[str, bytes] = {}
+        for _round in range(MAX_READ_CHAIN):  # each round fetches the bases the last one named
+            for i in range(0, len(wanted), 900):
+                found = conn.execute(
+                    select(table.c.key, table.c.facts, table.c.base).where(
+                        table.c.key.in_(wanted[i : i + 900]),
+                        table.c.analyzer_version == ANALYZER_VERSION,
+                    )
+                )
+                rows.update({k: (f, b) for k, f, b in found})
+            wanted = sorted({b for _f, b in rows.values() if b is not None} - rows.keys())
+            if not wanted:
+                break
+    decoded: dict[str, bytes | None] = {}
     for key in keys:
         if key not in rows:
             continue
-        packed, base = rows[key]
-        if base is None:
-            out[key] = whole[key]
-        elif base in whole:  # else analyzed again
-            out[key] = unpack(packed, whole[base])
-    return out
+        chain = [key]  # this key, then its bases, until one decoded or whole
+        while chain[-1] not in decoded and (base := rows[chain[-1]][1]) is not None:
+            if base not in rows or len(chain) > MAX_READ_CHAIN:
+                decoded[chain[-1]] = None  # broken: the whole chain above it too
+                break
+            chain.append(base)
+        data = decoded.get(chain[-1])
+        if chain[-1] not in decoded:
+            data = unpack(rows[chain[-1]][0])
+            decoded[chain[-1]] = data
+        for link in reversed(chain[:-1]):
+            data = None if data is None else unpack(rows[link][0], data)
+            decoded[link] = data
+    return {k: d for k in keys if (d := decoded.get(k)) is not None}
 
 
-def save_facts(engine: Engine, batch: list[tuple[str, bytes, str | None]]) -> None:
-    """(key, packed facts, the key they are a delta against or None)."""
+def save_facts(engine: Engine, batch: list[tuple[str, str, bytes]], chains: Chains) -> None:
+    """(key, path, facts JSON): stored as deltas along the path's chain."""
     from ingest.analyze import ANALYZER_VERSION
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
+    rows = []
+    for key, path, data in batch:
+        packed, base, depth = chains.pack(path, key, data)
+        rows.append(
+            {
+                "key": key,
+                "analyzer_version": ANALYZER_VERSION,
+                "facts": packed,
+                "base": base,
+                "depth": depth,
+            }
+        )
     with engine.begin() as conn:
         # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
-        conn.execute(delete(table).where(table.c.key.in_([k for k, _f, _b in batch])))
-        _insert(
-            conn,
-            table,
-            [
-                {"key": k, "analyzer_version": ANALYZER_VERSION, "facts": f, "base": b}
-                for k, f, b in batch
-            ],
-        )
+        conn.execute(delete(table).where(table.c.key.in_([k for k, _p, _d in batch])))
+        _insert(conn, table, rows)
 
 
-# blob sha -> (packed text, the sha it is a delta against or None); whole=True: no delta.
-BlobText = Callable[[str, bool], tuple[bytes, str | None]]
+# blob sha -> (its bytes, pack(its bytes) when already at hand).
+BlobText = Callable[[str], tuple[bytes, bytes | None]]
 
 
-def blob_rows(conn: Connection, shas: list[str], blob_text: BlobText) -> list[dict[str, Any]]:
-    """Blob rows for the shas not stored yet, with the bases their deltas need. A delta
-    whose base is stored as a delta itself (by an earlier run) is stored whole instead."""
-    rows: dict[str, dict[str, Any]] = {}
-    for sha in sorted(set(shas) - stored_blobs(conn, shas)):
-        text, base = blob_text(sha, False)
-        rows[sha] = {"sha": sha, "text": text, "base": base}
-    bases = sorted({r["base"] for r in rows.values() if r["base"]})
-    table = Blob.__table__  # type: ignore[attr-defined]
-    stored: dict[str, str | None] = {}
-    for i in range(0, len(bases), 900):
-        chunk = bases[i : i + 900]
-        found = conn.execute(select(table.c.sha, table.c.base).where(table.c.sha.in_(chunk)))
-        stored.update({sha: base for sha, base in found})
-    for base in bases:
-        if base in rows:
-            whole = rows[base]["base"] is None
-        elif base in stored:
-            whole = stored[base] is None
-        else:
-            text, none = blob_text(base, True)
-            rows[base] = {"sha": base, "text": text, "base": none}
-            whole = True
-        if not whole:  # its dependants are stored whole
-            for row in rows.values():
-                if row["base"] == base:
-                    row["text"], row["base"] = blob_text(row["sha"], True)
-    return list(rows.values())
+def blob_rows(
+    conn: Connection, cited: dict[str, str], blob_text: BlobText, chains: Chains
+) -> list[dict[str, Any]]:
+    """Blob rows for the cited (path -> sha) not stored yet: deltas along each path's chain,
+    whose bases this run stored before (an earlier version, or an earlier row here)."""
+    new = set(cited.values()) - stored_blobs(conn, sorted(set(cited.values())))
+    rows = []
+    for path, sha in sorted(cited.items()):
+        if sha in new:
+            new.discard(sha)  # a blob at two paths is stored once
+            data, whole = blob_text(sha)
+            text, base, depth = chains.pack(path, sha, data, whole)
+            rows.append({"sha": sha, "text": text, "base": base, "depth": depth})
+    return rows
 
 
 def stored_blobs(conn: Connection, shas: list[str]) -> set[str]:
@@ -160,6 +184,7 @@ def write_version(
     web_url: str,
     seconds: float,
     blob_text: BlobText,
+    chains: Chains,
     before_commit: Callable[[str], None] | None = None,
 ) -> None:
     """Replace (or add) `ref`'s rows in one transaction, then re-rank every version.
@@ -198,8 +223,7 @@ def write_version(
             else:
                 result = conn.execute(insert(t[Version]).values(position=0, **values))
                 vid = result.inserted_primary_key[0]  # type: ignore[index]
-            shas = sorted(set(rows.cited.values()))
-            _insert(conn, t[Blob], blob_rows(conn, shas, blob_text))
+            _insert(conn, t[Blob], blob_rows(conn, rows.cited, blob_text, chains))
             _write_rows(conn, t, vid, rows)
             versions = _rerank(conn)
             if versions & (versions - 1) == 0:

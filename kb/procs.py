@@ -43,3 +43,26 @@ def die_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> Non
     _prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+def exit_with(pid: int) -> None:
+    """End this process as soon as process `pid` exits, whether or not it is our parent (a
+    pool worker started by a fork server outlives the ingest that asked for it otherwise).
+
+    A daemon thread waits on a pidfd (Linux 5.3+); elsewhere this is a no-op.
+    """
+    import select
+    import threading
+
+    try:
+        fd = os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+    except ProcessLookupError:
+        os._exit(1)
+    except (AttributeError, OSError):
+        return
+
+    def wait() -> None:
+        select.select([fd], [], [])
+        os._exit(1)
+
+    threading.Thread(target=wait, daemon=True, name=f"exit-with-{pid}").start()

@@ -3,7 +3,7 @@
 Every per-version fact row carries ``version_id``; the big per-version tables are views over
 facts stored once and thin per-version locations (kb/factored.py). JSON columns hold small
 lists/dicts as text so the schema stays portable across SQLAlchemy backends. Blob text is
-stored once per git blob sha (zstd, most as a delta against an earlier text of the same path),
+stored once per git blob sha (zstd, most as a delta against the previous text of the same path),
 and ``VersionFile`` maps a version's cited paths to blobs, the way Bootlin's Elixir indexes
 blobs rather than trees.
 """
@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import zstandard
 from sqlalchemy import (
     Connection,
     Engine,
@@ -25,11 +24,21 @@ from sqlalchemy import (
     MetaData,
     event,
     inspect,
-    select,
     text,
 )
 from sqlmodel import Column, Field, Session, SQLModel, create_engine
 
+from kb.codec import (  # noqa: F401 (the codec's names, for readers of the schema)
+    CHAIN_BYTES,
+    LEVEL,
+    MAX_FACTS_CHAIN,
+    MAX_READ_CHAIN,
+    MAX_TEXT_CHAIN,
+    SMALL,
+    pack,
+    unpack,
+    unpack_chain,
+)
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
@@ -37,8 +46,9 @@ EXTRACTOR_VERSION = 10
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 5  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
-# 5: facts stored once (kb/factored.py)
+SCHEMA_VERSION = 6  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
+# 5: facts stored once (kb/factored.py); 6: delta chains (Blob.depth), checksummed frames,
+# versionfile WITHOUT ROWID
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -274,6 +284,8 @@ class ModelFile(SQLModel, table=True):
 class VersionFile(SQLModel, table=True):
     """Cited files of a version: path -> blob sha."""
 
+    # Clustered on its key: a rowid table would store every (version, path) twice.
+    __table_args__ = {"sqlite_with_rowid": False}
     version_id: int = Field(foreign_key="version.id", primary_key=True)
     path: str = Field(primary_key=True)
     sha: str = Field(foreign_key="blob.sha")
@@ -281,11 +293,12 @@ class VersionFile(SQLModel, table=True):
 
 class Blob(SQLModel, table=True):
     """A cited file's text: zstd of its UTF-8, or a zstd delta against the text of `base`
-    (an earlier blob of the same path, itself stored whole): see pack_text/blob_text."""
+    (the previous blob of the same path, itself whole or a delta): see blob_text."""
 
     sha: str = Field(primary_key=True)
     text: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     base: str | None = None
+    depth: int = 0  # deltas to undo to read it: 0 when whole, else the base's depth + 1
 
 
 class BlobFacts(SQLModel, table=True):
@@ -295,6 +308,7 @@ class BlobFacts(SQLModel, table=True):
     analyzer_version: int
     facts: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zstd JSON (pack)
     base: str | None = None  # the key whose facts JSON `facts` is a delta against
+    depth: int = 0  # as Blob.depth
 
 
 class Meta(SQLModel, table=True):
@@ -406,28 +420,7 @@ def drop_schema(engine: Engine) -> None:
     forget(engine)
 
 
-# --- compact storage of texts and facts -----------------------------------------------------
-# zstd (not the stdlib's zlib): a raw-content dictionary makes a delta of one text against
-# another, and successive versions of a file differ in a few lines. A row either holds a
-# whole text (its `base` is None) or a delta against a base that is whole, so a read is at
-# most two decompressions.
-
-LEVEL = 3  # higher levels cost several times the CPU for a few percent
-
-
-def pack(data: bytes, base: bytes | None = None) -> bytes:
-    """zstd of `data`, as a delta against `base` when one is given."""
-    if base is None:
-        return zstandard.ZstdCompressor(level=LEVEL).compress(data)
-    prefix = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-    return zstandard.ZstdCompressor(level=LEVEL, dict_data=prefix).compress(data)
-
-
-def unpack(data: bytes, base: bytes | None = None) -> bytes:
-    if base is None:
-        return zstandard.ZstdDecompressor().decompress(data)
-    prefix = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-    return zstandard.ZstdDecompressor(dict_data=prefix).decompress(data)
+# --- compact storage of texts and facts: kb.codec (zstd chains of deltas) ------------------
 
 
 def pack_text(text: str) -> bytes:
@@ -435,26 +428,25 @@ def pack_text(text: str) -> bytes:
     return pack(text.encode("utf-8", "surrogateescape"))
 
 
-def unpack_text(data: bytes, base: bytes | None = None) -> str:
-    return unpack(data, base).decode("utf-8", "replace")
+# The row and the bases it needs, newest first, in one statement (SQLite and PostgreSQL).
+_CHAIN = text(
+    "WITH RECURSIVE chain(text, base, n) AS ("
+    " SELECT text, base, 0 FROM blob WHERE sha = :sha"
+    " UNION ALL SELECT b.text, b.base, c.n + 1 FROM blob b JOIN chain c ON b.sha = c.base"
+    f" WHERE c.n < {MAX_READ_CHAIN}) "
+    "SELECT text, base FROM chain ORDER BY n"
+)
 
 
 def blob_text(conn: Session | Connection, sha: str) -> str | None:
-    """The text of blob `sha` (its base read too when it is a delta), None when missing.
+    """The text of blob `sha` (its chain of bases undone), None when it or a base is missing.
     `conn`: a SQLModel Session or a SQLAlchemy Connection."""
     if isinstance(conn, Session):
         conn = conn.connection()
-    table = Blob.__table__  # type: ignore[attr-defined]
-    row = conn.execute(select(table.c.text, table.c.base).where(table.c.sha == sha)).first()
-    if row is None:
+    rows = conn.execute(_CHAIN, {"sha": sha}).all()
+    if not rows or rows[-1].base is not None:
         return None
-    base = None
-    if row.base is not None:
-        found = conn.execute(select(table.c.text).where(table.c.sha == row.base)).first()
-        if found is None:
-            return None
-        base = unpack(found.text)
-    return unpack_text(row.text, base)
+    return unpack_chain([r.text for r in reversed(rows)]).decode("utf-8", "replace")
 
 
 def loads(value: str | None) -> Any:

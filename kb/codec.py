@@ -1,0 +1,48 @@
+"""zstd of texts and facts JSON, whole or as a delta against another text (the codec of
+kb.schema's Blob and BlobFacts rows). Only the standard library and zstandard: the ingest's
+analysis workers import it without the database layers.
+
+A raw-content dictionary makes a delta of one text against another, and successive versions
+of a file differ in a few lines. A row holds a whole text (its `base` is None) or a delta
+against the previous text of its path, which may be a delta itself: a read undoes at most
+MAX_TEXT_CHAIN deltas and decompresses at most CHAIN_BYTES (server_args.py, 344 kB, is read
+through at most 11 deltas: ~1.5 ms). Every frame carries a checksum of its content, so a
+delta undone against the wrong base raises zstandard.ZstdError instead of returning another
+text.
+"""
+
+from __future__ import annotations
+
+import zstandard
+
+LEVEL = 3  # higher levels cost several times the CPU for a few percent
+MAX_TEXT_CHAIN = 32  # longest chain of blob text deltas (the source view reads one)
+MAX_FACTS_CHAIN = 8  # of facts deltas: an ingest reads thousands of them
+CHAIN_BYTES = 4_000_000  # most bytes a read of one row decompresses, its bases' included
+SMALL = 4  # a delta over 1/SMALL of the raw size is not worth a link: stored whole
+MAX_READ_CHAIN = 1024  # a read gives up beyond this (two runs' chains can meet; never loops)
+
+
+def pack(data: bytes, base: bytes | None = None) -> bytes:
+    """zstd of `data` with a content checksum, as a delta against `base` when one is given."""
+    if base is None:
+        return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).compress(data)
+    prefix = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    compressor = zstandard.ZstdCompressor(level=LEVEL, dict_data=prefix, write_checksum=True)
+    return compressor.compress(data)
+
+
+def unpack(data: bytes, base: bytes | None = None) -> bytes:
+    """The bytes `pack(…, base)` packed; zstandard.ZstdError when `base` is not the one."""
+    if base is None:
+        return zstandard.ZstdDecompressor().decompress(data)
+    prefix = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    return zstandard.ZstdDecompressor(dict_data=prefix).decompress(data)
+
+
+def unpack_chain(frames: list[bytes]) -> bytes:
+    """Undo a chain given as [whole frame, delta, delta, ...] (oldest first)."""
+    data = unpack(frames[0])
+    for frame in frames[1:]:
+        data = unpack(frame, data)
+    return data
