@@ -276,6 +276,17 @@ def test_search_finds_variables(client: TestClient) -> None:
     assert by_old_name[0]["name"] == "SGLANG_WIDGET_FUSE"
     by_words = get(client, "/api/search?q=tokens per chunk&version=v0.5.0")["results"]
     assert by_words[0]["name"] == "SGLANG_CHUNK_SIZE"
+    # The page and the header's dropdown group them (an env hit was a 500 there).
+    page = client.get("/search?q=SGLANG_WIDGET_COMPILE&version=v0.5.0")
+    assert page.status_code == 200, page.text[:300]
+    assert "<h2>Environment variables</h2>" in page.text
+    assert 'href="/v/v0.5.0/env/SGLANG_WIDGET_COMPILE"' in page.text
+    drop = client.get(
+        "/search?q=SGLANG_WIDGET&version=v0.5.0",
+        headers={"HX-Request": "true", "HX-Target": "search-results"},
+    )
+    assert drop.status_code == 200 and 'role="listbox"' in drop.text
+    assert "/v/v0.5.0/env/SGLANG_WIDGET_COMPILE" in drop.text
 
 
 # --- explain ----------------------------------------------------------------------------------

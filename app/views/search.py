@@ -22,6 +22,7 @@ GROUPS = {
     "choice": "Values",
     "member": "Enum members",
     "enum": "Enums",
+    "env": "Environment variables",
     "constraint": "Constraints",
 }
 DROPDOWN_LIMIT = 8
