@@ -25,7 +25,7 @@ from ingest.sites import LineIndex, scan
 from kb.pyast import PARSE_FAILURES
 from kb.schema import pack
 
-ANALYZER_VERSION = 9
+ANALYZER_VERSION = 10
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -26,7 +26,7 @@ import ast
 import re
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -35,6 +35,7 @@ from ingest.pyfile import Def, PyFile
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
 COMMENT_RE = re.compile(rb"#[^\n]*")
+IMPORT_AS_RE = re.compile(rb"import[ \t]+(sglang(?:\.\w+)+)[ \t]+as[ \t]+(\w+)[ \t]*(?:#|\n|$)")
 ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
 GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
 NAME_RE = re.compile(r"[A-Za-z_]\w*")
@@ -106,6 +107,16 @@ def _imports(data: bytes) -> list[list[Any]]:
                 out.append([module, parts[0].decode(), parts[0].decode(), line])
             elif len(parts) == 3 and parts[1] == b"as":
                 out.append([module, parts[0].decode(), parts[2].decode(), line])
+    # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
+    # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
+    at = data.find(b"import sglang.")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        found = IMPORT_AS_RE.match(data, at)
+        if found and not data[start:at].strip(b" \t"):
+            module, name = found.group(1).decode().rsplit(".", 1)
+            out.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
+        at = data.find(b"import sglang.", at + 1)
     return out
 
 
@@ -434,8 +445,6 @@ def _bindings(path: str, imports: list[list[Any]]) -> dict[str, tuple[str, str]]
 
 Target = tuple[str, str]  # (module, name)
 Sites = dict[tuple[str, str, int], dict[str, Any]]
-# (line, class name, methods it defines without calling the base's, text of the line)
-Subclass = tuple[int, str, frozenset[str], str]
 
 
 class Resolver:
@@ -458,7 +467,7 @@ class Resolver:
         self.uses: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}  # (sha, patterns) ->
         self.defs: dict[str, list[tuple[str, int]]] = {}  # sha -> top-level (name, line)
         self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
-        self.subclasses: dict[tuple[str, str], list[Subclass]] = {}  # (sha, base alias) ->
+        self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
         self._reexports: dict[Target, list[tuple[str, str]]] = {}
@@ -484,7 +493,7 @@ class Resolver:
         self._importers, self._reexports = {}, {}
         shas = set(files.values())  # a blob no longer in the version: its entries go
         self.uses = {k: v for k, v in self.uses.items() if k[0] in shas}
-        self.subclasses = {k: v for k, v in self.subclasses.items() if k[0] in shas}
+        self.relations = {k: v for k, v in self.relations.items() if k[0] in shas}
         self.defs = {k: v for k, v in self.defs.items() if k in shas}
         self.outline = {k: v for k, v in self.outline.items() if k in shas}
 
@@ -577,43 +586,103 @@ class Resolver:
         return out
 
     def _inherit(self, files: dict[str, str], read_text: Callable[[str], str], sites: Sites):
-        """A model class whose base is a class of another model file holding a use site gets
-        the site's flags, cited at its `class` line, the chain extended by the base's name.
-        The base resolves through the file's imports like any carrier (a name also defined
-        in the file is not followed), and a subclass that overrides every method holding the
-        uses does not get them unless it calls the base's. Only model files that import such
-        a class are read."""
-        # (module, class) -> methods holding the uses, and per dest the shortest-chain site
-        users: dict[Target, tuple[set[str], dict[str, dict[str, Any]]]] = {}
-        by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for site in sites.values():
+        """Model classes reached from a class of a model file holding a use site get the
+        site's flags, the chain extended by one link per step, in two ways:
+        - inheritance: `class Qwen3MoeModel(Qwen2MoeModel)` (or `(qwen2_moe.Qwen2MoeModel)`
+          through a module import): the link is the base's name; a subclass that overrides
+          every method holding the uses without calling `super()` does not get them;
+        - composition: `self.model = Glm4MoeModel(...)` in a class's `__init__` (also inside
+          `make_layers(lambda ...: X(...))` or a list): the link is `self.model = X(…)`.
+        A step into another model file records a site there (the class line, or the
+        assignment line); a step inside one file (DeepseekV2ForCausalLM holding
+        DeepseekV2Model) records none (the file has one) but is followed on. Names resolve
+        through the file's imports like any carrier (a name also defined in the importing
+        file is two things: not followed). MAX_CLASS_HOPS steps into other files at most; only
+        model files that import such a class (or its module) are read."""
+        users: dict[Target, _User] = {}  # (module, class) ->
+        for site in sorted(sites.values(), key=lambda s: (s["path"], s["line"], s["dest"])):
             if site["path"].startswith(MODELS_DIR):
-                by_path[site["path"]].append(site)
-        for path, found in by_path.items():
-            for site in found:
-                where = self._class_method(files[path], site["line"], read_text)
+                where = self._class_method(files[site["path"]], site["line"], read_text)
                 if where is not None:
-                    _add_user(users, (module_of(path) or "", where[0]), where[1], site)
-        for _round in range(MAX_INHERIT):
-            new: dict[Target, tuple[set[str], dict[str, dict[str, Any]]]] = {}
-            for (module, base), (methods, best) in users.items():
-                for path, alias in self.importers((module, base)):
-                    if not path.startswith(MODELS_DIR) or module_of(path) == module:
-                        continue
-                    for line, name, own, text in self._subclasses(files[path], alias, read_text):
-                        if methods and methods <= own:
+                    key = (module_of(site["path"]) or "", where[0])
+                    _add_user(users, key, site["path"], 0, site["dest"], site["via"])
+                    users[key].methods.add(where[1])
+        done = {(key, dest) for key, user in users.items() for dest in user.best}
+        # Breadth first, so the shortest chain wins; steps inside a file are bounded by its
+        # classes (`done`), steps into another file by MAX_CLASS_HOPS.
+        while users:
+            new: dict[Target, _User] = {}
+            for (module, cls), user in sorted(users.items()):
+                found = [(user.path, cls, True)]  # other classes of its own file
+                if user.hops < MAX_CLASS_HOPS:
+                    for path, ref in self._class_refs(module, cls):
+                        if path.startswith(MODELS_DIR) and module_of(path) != module:
+                            found.append((path, ref, False))
+                for path, ref, local in found:
+                    for rel in self._relations(files[path], ref, cls, local, read_text):
+                        kind, line, name, own, text, link = rel
+                        if kind == "inherit" and user.methods and user.methods <= own:
                             continue  # every method holding a use is overridden
-                        for dest, site in best.items():
-                            skey = (dest, path, line)
-                            if skey in sites:
+                        key = (module_of(path) or "", name)
+                        hops = user.hops + (0 if local else 1)
+                        for dest, via in sorted(user.best.items()):
+                            if (key, dest) in done:
                                 continue
-                            sites[skey] = {
-                                "dest": dest, "path": path, "line": line, "text": text,
-                                "via": [*site["via"], base], "rank": (1, len(site["via"]) + 1),
-                            }  # fmt: skip
-                            _add_user(new, (module_of(path) or "", name), None, sites[skey])
-                            new[(module_of(path) or "", name)][0].update(methods - own)
+                            done.add((key, dest))
+                            chain = [*via, link]
+                            _add_user(new, key, path, hops, dest, chain)
+                            if not local and (dest, path, line) not in sites:
+                                sites[(dest, path, line)] = {
+                                    "dest": dest, "path": path, "line": line, "text": text,
+                                    "via": chain, "rank": (1, len(chain)),
+                                }  # fmt: skip
+                        if key in new:
+                            new[key].methods.update(
+                                user.methods - own if kind == "inherit" else own
+                            )
             users = new
+
+    def _class_refs(self, module: str, cls: str) -> list[tuple[str, str]]:
+        """(path, how the file names the class) of the files importing it: its alias, or
+        `alias.Class` where the file imports the class's module."""
+        out = list(self.importers((module, cls)))
+        parent, _, last = module.rpartition(".")
+        if parent:
+            out.extend((path, f"{alias}.{cls}") for path, alias in self.importers((parent, last)))
+        return out
+
+    def _relations(
+        self, sha: str, ref: str, cls: str, local: bool, read_text: Callable[[str], str]
+    ) -> list[Relation]:
+        """The top-level classes of a file deriving from `ref` or holding an instance of it
+        (`ref` is how the file names class `cls`; `local`: the file defining it)."""
+        key = (sha, ref, local)
+        if key in self.relations:
+            return self.relations[key]
+        text = read_text(sha)
+        out: list[Relation] = []
+        padded = "\n" + text  # newline-led patterns (see pyfile.TOP_DEF_RE)
+        head = ref.split(".")[0]
+        # A name also defined here is two things: not followed.
+        if ref in text and (local or not _defines(padded, head)):
+            f = _pyfile(sha, read_text)
+            for m in CLASS_RE.finditer(padded):
+                if ref not in (b.strip() for b in m.group(2).split(",")) or m.group(1) == cls:
+                    continue
+                line = f.line_at(m.start())  # the class is at m.start() + 1 in `padded`
+                d = next((x for x in f.defs if x.line == line), None)
+                if d is None or d.parent is not None:
+                    continue
+                # A method overridden without calling the base's (super().m()) is not
+                # inherited.
+                block = "\n".join(f.lines[line - 1 : f.end_of(d)])
+                own = frozenset(
+                    x.name for x in f.defs if x.parent == d and f"super().{x.name}(" not in block
+                )
+                out.append(("inherit", line, m.group(1), own, f.text_of(line), cls))
+            out.extend(_holders(f, ref, cls))
+        self.relations[key] = out
+        return out
 
     def _class_method(
         self, sha: str, line: int, read_text: Callable[[str], str]
@@ -632,34 +701,6 @@ class Resolver:
             by_line[line] = found
         where = by_line[line]
         return None if where is None or where[0] != "class" else (where[1], where[2])
-
-    def _subclasses(self, sha: str, alias: str, read_text: Callable[[str], str]) -> list[Subclass]:
-        """Top-level classes of a file deriving from `alias`, unless it also defines it."""
-        key = (sha, alias)
-        if key in self.subclasses:
-            return self.subclasses[key]
-        text = read_text(sha)
-        out: list[Subclass] = []
-        # A name also defined here is two things: not followed.
-        padded = "\n" + text  # newline-led patterns (see pyfile.TOP_DEF_RE)
-        if not re.search(rf"\n(?:def|class)[ \t]+{re.escape(alias)}\b", padded):
-            f = _pyfile(sha, read_text)
-            for m in CLASS_RE.finditer(padded):
-                if alias not in (b.strip() for b in m.group(2).split(",")):
-                    continue
-                line = f.line_at(m.start())  # the class is at m.start() + 1 in `padded`
-                d = next((x for x in f.defs if x.line == line), None)
-                if d is None or d.parent is not None:
-                    continue
-                # A method overridden without calling the base's (super().m()) is not
-                # inherited.
-                block = "\n".join(f.lines[line - 1 : f.end_of(d)])
-                own = frozenset(
-                    x.name for x in f.defs if x.parent == d and f"super().{x.name}(" not in block
-                )
-                out.append((line, m.group(1), own, f.text_of(line)))
-        self.subclasses[key] = out
-        return out
 
     def _follow(
         self,
@@ -778,21 +819,105 @@ def resolve(
 
 
 CLASS_RE = re.compile(r"\nclass[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:")
-MAX_INHERIT = 2  # Qwen2MoeModel <- Qwen3MoeModel <- a subclass of that, no further
+# Steps into another model file from a class holding a use: Qwen2MoeModel <- Qwen3MoeModel
+# (qwen3_moe) <- a subclass of that; DeepseekV3ForCausalLM <- MistralLarge3ForCausalLM
+# (mistral_large_3) <- held by PixtralForConditionalGeneration (pixtral); no further.
+MAX_CLASS_HOPS = 2
+# (inherit | hold, line, class name, methods it defines without calling the base's (inherit)
+# or the methods holding the use (hold), text of the line, link of the chain)
+Relation = tuple[str, int, str, frozenset[str], str, str]
+INIT = frozenset({"__init__"})
+
+
+def _holders(f: PyFile, ref: str, cls: str) -> list[Relation]:
+    """Top-level classes whose `__init__` assigns `self.x` a value built by calling `ref`:
+    `self.model = Glm4MoeModel(...)`, or inside it (`make_layers(..., lambda i, p:
+    DecoderLayer(...))`, a list of them)."""
+    inits: dict[int, Def] = {}
+    pos = f.text.find(ref)
+    while pos >= 0:
+        end = pos + len(ref)
+        before = f.text[pos - 1] if pos else " "
+        if not (before.isalnum() or before in "_.") and f.text[end : end + 1] in ("(", " "):
+            d = f.enclosing(f.line_at(pos))
+            top = d.parent if d is not None else None
+            if (
+                d is not None
+                and d.name == "__init__"
+                and top is not None
+                and top.kind == "class"
+                and top.parent is None
+                and top.name != cls
+            ):
+                inits[d.line] = d
+        pos = f.text.find(ref, end)
+    out: list[Relation] = []
+    for d in inits.values():
+        node = f.node(d)
+        if node is None or d.parent is None:
+            continue
+        for sub in ast.walk(node):
+            if not isinstance(sub, (ast.Assign, ast.AnnAssign)) or sub.value is None:
+                continue
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            # `self.layers, self.start, self.end = make_layers(...)`: the first one
+            flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            attrs = [
+                t.attr
+                for t in flat
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                if t.value.id == "self"
+            ]
+            calls = [
+                c for c in ast.walk(sub.value) if isinstance(c, ast.Call) and _dotted(c.func) == ref
+            ]
+            if not attrs or not calls:
+                continue
+            line = d.line + sub.lineno - 1
+            direct = sub.value is calls[0]
+            link = f"self.{attrs[0]} = {'' if direct else '…'}{cls}(…)"
+            out.append(("hold", line, d.parent.name, INIT, f.text_of(line), link))
+    return sorted(out)
+
+
+def _defines(padded: str, name: str) -> bool:
+    """Whether a file ("\n" + its text) defines `name` at the top level: def, class or an
+    assignment."""
+    return bool(
+        re.search(
+            rf"\n(?:(?:def|class)[ \t]+{re.escape(name)}\b|{re.escape(name)}[ \t]*=[^=])", padded
+        )
+    )
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+@dataclass
+class _User:
+    """A model class reached by flags: where it is, the methods holding the uses (a
+    subclass overriding them all without `super()` is not reached), per dest the shortest
+    chain, and the steps into other files taken to reach it."""
+
+    path: str
+    hops: int
+    methods: set[str] = field(default_factory=set)
+    best: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _add_user(
-    users: dict[tuple[str, str], tuple[set[str], dict[str, dict[str, Any]]]],
-    key: tuple[str, str],
-    method: str | None,
-    site: dict[str, Any],
+    users: dict[Target, _User], key: Target, path: str, hops: int, dest: str, via: list[str]
 ) -> None:
-    methods, best = users.setdefault(key, (set(), {}))
-    if method is not None:
-        methods.add(method)
-    old = best.get(site["dest"])
-    if old is None or len(old["via"]) > len(site["via"]):
-        best[site["dest"]] = site
+    user = users.setdefault(key, _User(path, hops))
+    old = user.best.get(dest)
+    if old is None or len(old) > len(via):
+        user.best[dest] = via
 
 
 @lru_cache(maxsize=65536)
