@@ -15,6 +15,8 @@ Two phases, like the rest of the ingest:
   carrier too; in a module that uses a carrier whose name spells a feature (`tbo`), the
   module's top-level definitions named for that feature (`model_forward_maybe_tbo`) are
   followed as well. Everything else is a use site, recorded with its chain, never followed.
+- then model classes (`_inherit`): from the classes of model files holding a use, to the
+  classes deriving from them or holding an instance of them (`self.model = X(...)`).
 
 Only files that import a carrier are read in the second phase, and only the blocks around
 the uses are parsed.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -468,6 +471,8 @@ class Resolver:
         self.defs: dict[str, list[tuple[str, int]]] = {}  # sha -> top-level (name, line)
         self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
         self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
+        self.classes: dict[str, list[_Class]] = {}  # sha -> its top-level classes
+        self.members: dict[tuple[str, int], list[tuple[int, str]]] = {}  # (sha, class line) ->
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
         self._reexports: dict[Target, list[tuple[str, str]]] = {}
@@ -494,6 +499,8 @@ class Resolver:
         shas = set(files.values())  # a blob no longer in the version: its entries go
         self.uses = {k: v for k, v in self.uses.items() if k[0] in shas}
         self.relations = {k: v for k, v in self.relations.items() if k[0] in shas}
+        self.classes = {k: v for k, v in self.classes.items() if k in shas}
+        self.members = {k: v for k, v in self.members.items() if k[0] in shas}
         self.defs = {k: v for k, v in self.defs.items() if k in shas}
         self.outline = {k: v for k, v in self.outline.items() if k in shas}
 
@@ -605,7 +612,7 @@ class Resolver:
                 where = self._class_method(files[site["path"]], site["line"], read_text)
                 if where is not None:
                     key = (module_of(site["path"]) or "", where[0])
-                    _add_user(users, key, site["path"], 0, site["dest"], site["via"])
+                    _add_user(users, key, site["path"], site["dest"], site["via"], 0)
                     users[key].methods.add(where[1])
         done = {(key, dest) for key, user in users.items() for dest in user.best}
         # Breadth first, so the shortest chain wins; steps inside a file are bounded by its
@@ -614,7 +621,7 @@ class Resolver:
             new: dict[Target, _User] = {}
             for (module, cls), user in sorted(users.items()):
                 found = [(user.path, cls, True)]  # other classes of its own file
-                if user.hops < MAX_CLASS_HOPS:
+                if user.hops < MAX_CLASS_HOPS:  # the fewest of its dests
                     for path, ref in self._class_refs(module, cls):
                         if path.startswith(MODELS_DIR) and module_of(path) != module:
                             found.append((path, ref, False))
@@ -624,18 +631,19 @@ class Resolver:
                         if kind == "inherit" and user.methods and user.methods <= own:
                             continue  # every method holding a use is overridden
                         key = (module_of(path) or "", name)
-                        hops = user.hops + (0 if local else 1)
-                        for dest, via in sorted(user.best.items()):
-                            if (key, dest) in done:
+                        for dest, (via, hops) in sorted(user.best.items()):
+                            if not local and hops >= MAX_CLASS_HOPS:
                                 continue
-                            done.add((key, dest))
                             chain = [*via, link]
-                            _add_user(new, key, path, hops, dest, chain)
+                            # cited even where the class reads the flag another way too
                             if not local and (dest, path, line) not in sites:
                                 sites[(dest, path, line)] = {
                                     "dest": dest, "path": path, "line": line, "text": text,
                                     "via": chain, "rank": (1, len(chain)),
                                 }  # fmt: skip
+                            if (key, dest) not in done:
+                                done.add((key, dest))
+                                _add_user(new, key, path, dest, chain, hops + (not local))
                         if key in new:
                             new[key].methods.update(
                                 user.methods - own if kind == "inherit" else own
@@ -657,50 +665,50 @@ class Resolver:
         """The top-level classes of a file deriving from `ref` or holding an instance of it
         (`ref` is how the file names class `cls`; `local`: the file defining it)."""
         key = (sha, ref, local)
-        if key in self.relations:
-            return self.relations[key]
+        found = self.relations.get(key)
+        if found is not None:
+            return found
         text = read_text(sha)
         out: list[Relation] = []
-        padded = "\n" + text  # newline-led patterns (see pyfile.TOP_DEF_RE)
-        head = ref.split(".")[0]
         # A name also defined here is two things: not followed.
-        if ref in text and (local or not _defines(padded, head)):
-            f = _pyfile(sha, read_text)
-            for m in CLASS_RE.finditer(padded):
-                if ref not in (b.strip() for b in m.group(2).split(",")) or m.group(1) == cls:
-                    continue
-                line = f.line_at(m.start())  # the class is at m.start() + 1 in `padded`
-                d = next((x for x in f.defs if x.line == line), None)
-                if d is None or d.parent is not None:
-                    continue
-                # A method overridden without calling the base's (super().m()) is not
-                # inherited.
-                block = "\n".join(f.lines[line - 1 : f.end_of(d)])
-                own = frozenset(
-                    x.name for x in f.defs if x.parent == d and f"super().{x.name}(" not in block
-                )
-                out.append(("inherit", line, m.group(1), own, f.text_of(line), cls))
-            out.extend(_holders(f, ref, cls))
+        if ref in text and (local or not _defines("\n" + text, ref.split(".")[0])):
+            classes = self._index(sha, text)
+            for c in classes:
+                if ref in c.bases and c.name != cls:
+                    out.append(("inherit", c.line, c.name, _own(text, c), c.text, cls))
+            out.extend(_holders(text, classes, ref, cls))
         self.relations[key] = out
         return out
 
     def _class_method(
         self, sha: str, line: int, read_text: Callable[[str], str]
     ) -> tuple[str, str] | None:
-        """(top-level class, its method) holding `line`; None outside a class."""
+        """(top-level class, its method) holding `line`; None outside a class. The method is
+        the last one of the class's own defs starting at or above the line (the class
+        itself above the first)."""
         by_line = self.outline.setdefault(sha, {})
         if line not in by_line:
-            f = _pyfile(sha, read_text)
-            d = f.enclosing(line)
+            text = read_text(sha)
             found = None
-            if d is not None:
-                top, method = d, d
-                while top.parent is not None:
-                    method, top = top, top.parent
-                found = (top.kind, top.name, method.name)
+            for c in self._index(sha, text):
+                if c.line <= line <= c.last:
+                    method = c.name
+                    members = self.members.get((sha, c.line))
+                    if members is None:
+                        members = self.members[(sha, c.line)] = _methods(text, c)
+                    for no, name in members:
+                        if no <= line:
+                            method = name
+                    found = ("class", c.name, method)
             by_line[line] = found
         where = by_line[line]
-        return None if where is None or where[0] != "class" else (where[1], where[2])
+        return None if where is None else (where[1], where[2])
+
+    def _index(self, sha: str, text: str) -> list[_Class]:
+        found = self.classes.get(sha)
+        if found is None:
+            found = self.classes[sha] = class_index(text)
+        return found
 
     def _follow(
         self,
@@ -818,7 +826,10 @@ def resolve(
     return Resolver().resolve(files, facts_of, option_of, read_text, skip)
 
 
-CLASS_RE = re.compile(r"\nclass[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:")
+TOP_CLASS_RE = re.compile(r"\nclass[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
+METHOD_RE = re.compile(r"\n([ \t]+)(?:async[ \t]+)?def[ \t]+(\w+)")
+# The next significant line indented no deeper than N (closing brackets do not end a block)
+SHALLOW_RE = {0: re.compile(r"\n(?=[^ \t\n#)\]}])")}
 # Steps into another model file from a class holding a use: Qwen2MoeModel <- Qwen3MoeModel
 # (qwen3_moe) <- a subclass of that; DeepseekV3ForCausalLM <- MistralLarge3ForCausalLM
 # (mistral_large_3) <- held by PixtralForConditionalGeneration (pixtral); no further.
@@ -827,97 +838,176 @@ MAX_CLASS_HOPS = 2
 # or the methods holding the use (hold), text of the line, link of the chain)
 Relation = tuple[str, int, str, frozenset[str], str, str]
 INIT = frozenset({"__init__"})
+# `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
+SELF_ASSIGN_RE = re.compile(
+    r"[ \t]*self\.(\w+)(?:[ \t]*,[ \t]*self\.\w+)*[ \t]*(?::[^=\n]*)?=(?!=)(.*)"
+)
 
 
-def _holders(f: PyFile, ref: str, cls: str) -> list[Relation]:
+@dataclass(frozen=True)
+class _Class:
+    name: str
+    line: int
+    last: int  # its last line
+    bases: tuple[str, ...]  # as written: `Qwen2MoeModel`, `qwen2_moe.Qwen2MoeModel`
+    span: tuple[int, int]  # offsets of its block in the text
+    init: tuple[int, int, int] | None  # its `__init__`: offsets of start and end, first line
+    text: str  # of the `class` line
+
+
+def class_index(text: str) -> list[_Class]:
+    """A file's top-level classes, by literal-led searches over the text (no outline of
+    every def: a model file has hundreds); blocks end, as in PyFile, at the next significant
+    line indented no deeper."""
+    padded = "\n" + text
+    out: list[_Class] = []
+    line, last = 0, 0
+    for m in TOP_CLASS_RE.finditer(padded):
+        line += padded.count("\n", last, m.start() + 1)
+        last = m.start() + 1
+        stop = SHALLOW_RE[0].search(padded, m.end())
+        end = stop.start() if stop else len(padded)  # offsets in `padded`: text's + 1
+        init = None
+        at = padded.find("def __init__", m.end(), end)
+        while at >= 0 and init is None:
+            start = padded.rfind("\n", 0, at) + 1
+            prefix = padded[start:at]
+            indent = len(prefix.expandtabs())
+            if indent and not prefix.strip(" \t") or prefix.strip() == "async":
+                rx = SHALLOW_RE.get(indent) or SHALLOW_RE.setdefault(
+                    indent, re.compile(rf"\n[ \t]{{0,{indent}}}(?=[^ \t\n#)\]}}])")
+                )
+                stop = rx.search(padded, at, end)
+                first = line + padded.count("\n", m.start() + 1, start)
+                init = (start - 1, (stop.start() if stop else end) - 1, first)
+            at = padded.find("def __init__", at + 1, end)
+        bases = tuple(b.strip() for b in (m.group(2) or "").split(",") if b.strip())
+        head = padded[m.start() + 1 : padded.find("\n", m.start() + 1, end) % (end + 1)]
+        last_line = line + padded.count("\n", m.start() + 1, end)
+        span = (m.start(), end - 1)
+        out.append(_Class(m.group(1), line, last_line, bases, span, init, head.strip()[:240]))
+    return out
+
+
+def _methods(text: str, c: _Class) -> list[tuple[int, str]]:
+    """(line, name) of the defs directly in a class's block (str.find of "def ", then the
+    line's prefix: a regex led by the indentation would try every line)."""
+    block = text[c.span[0] : c.span[1]]
+    defs: list[tuple[int, int, str]] = []  # offset, indentation, name
+    pos = block.find("def ")
+    while pos >= 0:
+        start = block.rfind("\n", 0, pos) + 1
+        prefix = block[start:pos]
+        if prefix and (not prefix.strip(" \t") or prefix.strip() == "async"):
+            word = NAME_RE.match(block, pos + 4)
+            if word:
+                defs.append((start, len(prefix.expandtabs()) - len(prefix.strip()), word.group()))
+        pos = block.find("def ", pos + 4)
+    indent = min((i for _at, i, _n in defs), default=0)
+    out, line, last = [], c.line, 0
+    for at, i, name in defs:
+        line += block.count("\n", last, at)
+        last = at
+        if i == indent:
+            out.append((line, name))
+    return out
+
+
+def _own(text: str, c: _Class) -> frozenset[str]:
+    """The methods a class defines without calling the base's (`super().m()`): those it
+    does not inherit."""
+    block = text[c.span[0] : c.span[1]]
+    return frozenset(n for _l, n in _methods(text, c) if f"super().{n}(" not in block)
+
+
+def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relation]:
     """Top-level classes whose `__init__` assigns `self.x` a value built by calling `ref`:
     `self.model = Glm4MoeModel(...)`, or inside it (`make_layers(..., lambda i, p:
-    DecoderLayer(...))`, a list of them)."""
-    inits: dict[int, Def] = {}
-    pos = f.text.find(ref)
+    DecoderLayer(...))`, a list of them): the statement holding the call starts with
+    `self.x =`."""
+    out: list[Relation] = []
+    inits = [(c.init, c.name) for c in classes if c.init is not None and c.name != cls]
+    if not inits:
+        return out
+    blocks: dict[int, tuple[list[str], list[int]]] = {}  # __init__'s offset -> lines, starts
+    pos = text.find(ref)
     while pos >= 0:
         end = pos + len(ref)
-        before = f.text[pos - 1] if pos else " "
-        if not (before.isalnum() or before in "_.") and f.text[end : end + 1] in ("(", " "):
-            d = f.enclosing(f.line_at(pos))
-            top = d.parent if d is not None else None
-            if (
-                d is not None
-                and d.name == "__init__"
-                and top is not None
-                and top.kind == "class"
-                and top.parent is None
-                and top.name != cls
-            ):
-                inits[d.line] = d
-        pos = f.text.find(ref, end)
-    out: list[Relation] = []
-    for d in inits.values():
-        node = f.node(d)
-        if node is None or d.parent is None:
-            continue
-        for sub in ast.walk(node):
-            if not isinstance(sub, (ast.Assign, ast.AnnAssign)) or sub.value is None:
-                continue
-            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-            # `self.layers, self.start, self.end = make_layers(...)`: the first one
-            flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
-            attrs = [
-                t.attr
-                for t in flat
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                if t.value.id == "self"
-            ]
-            calls = [
-                c for c in ast.walk(sub.value) if isinstance(c, ast.Call) and _dotted(c.func) == ref
-            ]
-            if not attrs or not calls:
-                continue
-            line = d.line + sub.lineno - 1
-            direct = sub.value is calls[0]
-            link = f"self.{attrs[0]} = {'' if direct else '…'}{cls}(…)"
-            out.append(("hold", line, d.parent.name, INIT, f.text_of(line), link))
-    return sorted(out)
+        before = text[pos - 1] if pos else " "
+        if not (before.isalnum() or before in "_.") and text[end : end + 1] in ("(", " "):
+            for (a, b, first_line), owner in inits:
+                if not a < pos < b:
+                    continue
+                if a not in blocks:
+                    lines = text[a:b].split("\n")
+                    blocks[a] = (lines, _statements(lines))
+                lines, starts = blocks[a]
+                at = text.count("\n", a, pos)  # the call's line in the block
+                first = starts[bisect_right(starts, at) - 1]
+                m = SELF_ASSIGN_RE.match(lines[first])
+                if m:
+                    direct = m.group(2).lstrip().startswith(ref)
+                    link = f"self.{m.group(1)} = {'' if direct else '…'}{cls}(…)"
+                    text_of = lines[first].strip()[:240]
+                    out.append(("hold", first_line + first, owner, INIT, text_of, link))
+        pos = text.find(ref, end)
+    return sorted(set(out))
+
+
+def _statements(lines: list[str]) -> list[int]:
+    """The indexes of the lines that start a statement: no bracket left open before them
+    (brackets in comments left out; in strings, rare in `__init__`, not)."""
+    out, depth = [], 0
+    for no, text in enumerate(lines):
+        if "#" in text:
+            text = text[: text.index("#")]
+        if depth <= 0 and text.strip():
+            out.append(no)
+            depth = 0
+        depth += text.count("(") + text.count("[") + text.count("{")
+        depth -= text.count(")") + text.count("]") + text.count("}")
+    return out
 
 
 def _defines(padded: str, name: str) -> bool:
     """Whether a file ("\n" + its text) defines `name` at the top level: def, class or an
-    assignment."""
-    return bool(
-        re.search(
-            rf"\n(?:(?:def|class)[ \t]+{re.escape(name)}\b|{re.escape(name)}[ \t]*=[^=])", padded
-        )
-    )
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
+    assignment (str.find for each form, then a check at the hit)."""
+    for lead in ("\ndef ", "\nclass "):
+        at = padded.find(lead + name)
+        while at >= 0:
+            after = padded[at + len(lead) + len(name) : at + len(lead) + len(name) + 1]
+            if not (after.isalnum() or after == "_"):
+                return True
+            at = padded.find(lead + name, at + 1)
+    at = padded.find(f"\n{name}")
+    while at >= 0:
+        rest = padded[at + 1 + len(name) : at + 1 + len(name) + 64].lstrip(" \t")
+        if rest[:1] == "=" and rest[1:2] != "=":
+            return True
+        at = padded.find(f"\n{name}", at + 1)
+    return False
 
 
 @dataclass
 class _User:
     """A model class reached by flags: where it is, the methods holding the uses (a
-    subclass overriding them all without `super()` is not reached), per dest the shortest
-    chain, and the steps into other files taken to reach it."""
+    subclass overriding them all without `super()` is not reached), and per dest the
+    shortest chain with the steps into other files it took."""
 
     path: str
-    hops: int
+    hops: int  # the fewest steps into other files of its dests
     methods: set[str] = field(default_factory=set)
-    best: dict[str, list[str]] = field(default_factory=dict)
+    best: dict[str, tuple[list[str], int]] = field(default_factory=dict)
 
 
 def _add_user(
-    users: dict[Target, _User], key: Target, path: str, hops: int, dest: str, via: list[str]
+    users: dict[Target, _User], key: Target, path: str, dest: str, via: list[str], hops: int
 ) -> None:
     user = users.setdefault(key, _User(path, hops))
+    user.hops = min(user.hops, hops)
     old = user.best.get(dest)
-    if old is None or len(old) > len(via):
-        user.best[dest] = via
+    if old is None or len(old[0]) > len(via):
+        user.best[dest] = (via, hops)
 
 
 @lru_cache(maxsize=65536)
