@@ -396,6 +396,19 @@ class PiForCausalLM(alpha_moe.AlphaMoeForCausalLM):
 EntryClass = PiForCausalLM
 """
 
+# Holds kappa's model: a third step into another file, past MAX_CLASS_HOPS: not followed.
+RHO_MODEL = """
+from sglang.srt.models.kappa import KappaVLForConditionalGeneration
+
+
+class RhoForConditionalGeneration:
+    def __init__(self, config):
+        self.inner = KappaVLForConditionalGeneration(config)
+
+
+EntryClass = RhoForConditionalGeneration
+"""
+
 HOLDING_MODELS = {
     "alpha_nextn": ALPHA_NEXTN_MODEL,
     "iota": IOTA_MODEL,
@@ -405,6 +418,7 @@ HOLDING_MODELS = {
     "xi": XI_MODEL,
     "omicron": OMICRON_MODEL,
     "pi": PI_MODEL,
+    "rho": RHO_MODEL,
 }
 
 

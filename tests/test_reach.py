@@ -44,7 +44,8 @@ def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
         "theta": [*alpha, "AlphaMoeForCausalLM"],
     }
     # mu's holder name is imported from two places, nu replaces the draft model's
-    # `__init__` (and builds alpha outside one), pi also assigns the module's name: no user.
+    # `__init__` (and builds alpha outside one), pi also assigns the module's name, rho
+    # holds kappa's model (a third step into another file): no user.
     assert set(models) - BEFORE_HOLDING == {"alpha_nextn", "iota", "kappa", "xi", "omicron"}
     epsilon = next(m for m in dbo["models"] if m["name"] == "epsilon")
     assert epsilon["site"]["line"] == 4 and not epsilon["direct"]
