@@ -27,7 +27,7 @@ from kb.codec import pack
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES
 
-ANALYZER_VERSION = 9
+ANALYZER_VERSION = 10
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

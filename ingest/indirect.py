@@ -15,6 +15,8 @@ Two phases, like the rest of the ingest:
   carrier too; in a module that uses a carrier whose name spells a feature (`tbo`), the
   module's top-level definitions named for that feature (`model_forward_maybe_tbo`) are
   followed as well. Everything else is a use site, recorded with its chain, never followed.
+- then model classes (`_inherit`): from the classes of model files holding a use, to the
+  classes deriving from them or holding an instance of them (`self.model = X(...)`).
 
 Only files that import a carrier are read in the second phase, and only the blocks around
 the uses are parsed.
@@ -24,9 +26,10 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -35,6 +38,7 @@ from ingest.pyfile import Def, PyFile
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
 COMMENT_RE = re.compile(rb"#[^\n]*")
+IMPORT_AS_RE = re.compile(rb"import[ \t]+(sglang(?:\.\w+)+)[ \t]+as[ \t]+(\w+)[ \t]*(?:#|\n|$)")
 ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
 GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
 NAME_RE = re.compile(r"[A-Za-z_]\w*")
@@ -106,6 +110,16 @@ def _imports(data: bytes) -> list[list[Any]]:
                 out.append([module, parts[0].decode(), parts[0].decode(), line])
             elif len(parts) == 3 and parts[1] == b"as":
                 out.append([module, parts[0].decode(), parts[2].decode(), line])
+    # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
+    # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
+    at = data.find(b"import sglang.")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        found = IMPORT_AS_RE.match(data, at)
+        if found and not data[start:at].strip(b" \t"):
+            module, name = found.group(1).decode().rsplit(".", 1)
+            out.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
+        at = data.find(b"import sglang.", at + 1)
     return out
 
 
@@ -432,8 +446,6 @@ def _bindings(path: str, imports: list[list[Any]]) -> dict[str, tuple[str, str]]
 
 Target = tuple[str, str]  # (module, name)
 Sites = dict[tuple[str, str, int], dict[str, Any]]
-# (line, class name, methods it defines without calling the base's, text of the line)
-Subclass = tuple[int, str, frozenset[str], str]
 
 
 class Resolver:
@@ -456,7 +468,9 @@ class Resolver:
         self.uses: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}  # (sha, patterns) ->
         self.defs: dict[str, list[tuple[str, int]]] = {}  # sha -> top-level (name, line)
         self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
-        self.subclasses: dict[tuple[str, str], list[Subclass]] = {}  # (sha, base alias) ->
+        self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
+        self.classes: dict[str, list[_Class]] = {}  # sha -> its top-level classes
+        self.members: dict[tuple[str, int], list[tuple[int, str]]] = {}  # (sha, class line) ->
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
         self._reexports: dict[Target, list[tuple[str, str]]] = {}
@@ -482,7 +496,9 @@ class Resolver:
         self._importers, self._reexports = {}, {}
         shas = set(files.values())  # a blob no longer in the version: its entries go
         self.uses = {k: v for k, v in self.uses.items() if k[0] in shas}
-        self.subclasses = {k: v for k, v in self.subclasses.items() if k[0] in shas}
+        self.relations = {k: v for k, v in self.relations.items() if k[0] in shas}
+        self.classes = {k: v for k, v in self.classes.items() if k in shas}
+        self.members = {k: v for k, v in self.members.items() if k[0] in shas}
         self.defs = {k: v for k, v in self.defs.items() if k in shas}
         self.outline = {k: v for k, v in self.outline.items() if k in shas}
 
@@ -575,89 +591,122 @@ class Resolver:
         return out
 
     def _inherit(self, files: dict[str, str], read_text: Callable[[str], str], sites: Sites):
-        """A model class whose base is a class of another model file holding a use site gets
-        the site's flags, cited at its `class` line, the chain extended by the base's name.
-        The base resolves through the file's imports like any carrier (a name also defined
-        in the file is not followed), and a subclass that overrides every method holding the
-        uses does not get them unless it calls the base's. Only model files that import such
-        a class are read."""
-        # (module, class) -> methods holding the uses, and per dest the shortest-chain site
-        users: dict[Target, tuple[set[str], dict[str, dict[str, Any]]]] = {}
-        by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for site in sites.values():
+        """Model classes reached from a class of a model file holding a use site get the
+        site's flags, the chain extended by one link per step, in two ways:
+        - inheritance: `class Qwen3MoeModel(Qwen2MoeModel)` (or `(qwen2_moe.Qwen2MoeModel)`
+          through a module import): the link is the base's name; a subclass that overrides
+          every method holding the uses without calling `super()` does not get them;
+        - composition: `self.model = Glm4MoeModel(...)` in a class's `__init__` (also inside
+          `make_layers(lambda ...: X(...))` or a list): the link is `self.model = X(…)`.
+        A step into another model file records a site there (the class line, or the
+        assignment line); a step inside one file (DeepseekV2ForCausalLM holding
+        DeepseekV2Model) records none (the file has one) but is followed on. Names resolve
+        through the file's imports like any carrier (a name also defined in the importing
+        file is two things: not followed). MAX_CLASS_HOPS steps into other files at most; only
+        model files that import such a class (or its module) are read."""
+        users: dict[Target, _User] = {}  # (module, class) ->
+        for site in sorted(sites.values(), key=lambda s: (s["path"], s["line"], s["dest"])):
             if site["path"].startswith(MODELS_DIR):
-                by_path[site["path"]].append(site)
-        for path, found in by_path.items():
-            for site in found:
-                where = self._class_method(files[path], site["line"], read_text)
+                where = self._class_method(files[site["path"]], site["line"], read_text)
                 if where is not None:
-                    _add_user(users, (module_of(path) or "", where[0]), where[1], site)
-        for _round in range(MAX_INHERIT):
-            new: dict[Target, tuple[set[str], dict[str, dict[str, Any]]]] = {}
-            for (module, base), (methods, best) in users.items():
-                for path, alias in self.importers((module, base)):
-                    if not path.startswith(MODELS_DIR) or module_of(path) == module:
-                        continue
-                    for line, name, own, text in self._subclasses(files[path], alias, read_text):
-                        if methods and methods <= own:
+                    key = (module_of(site["path"]) or "", where[0])
+                    _add_user(users, key, site["path"], site["dest"], site["via"], 0)
+                    users[key].methods.add(where[1])
+        done = {(key, dest) for key, user in users.items() for dest in user.best}
+        # Breadth first, so the shortest chain wins; steps inside a file are bounded by its
+        # classes (`done`), steps into another file by MAX_CLASS_HOPS.
+        while users:
+            new: dict[Target, _User] = {}
+            for (module, cls), user in sorted(users.items()):
+                found = [(user.path, cls, True)]  # other classes of its own file
+                if user.hops < MAX_CLASS_HOPS:  # the fewest of its dests
+                    for path, ref in self._class_refs(module, cls):
+                        if path.startswith(MODELS_DIR) and module_of(path) != module:
+                            found.append((path, ref, False))
+                for path, ref, local in found:
+                    for rel in self._relations(files[path], ref, cls, local, read_text):
+                        kind, line, name, own, text, link = rel
+                        if kind == "inherit" and user.methods and user.methods <= own:
                             continue  # every method holding a use is overridden
-                        for dest, site in best.items():
-                            skey = (dest, path, line)
-                            if skey in sites:
+                        key = (module_of(path) or "", name)
+                        for dest, (via, hops) in sorted(user.best.items()):
+                            if not local and hops >= MAX_CLASS_HOPS:
                                 continue
-                            sites[skey] = {
-                                "dest": dest, "path": path, "line": line, "text": text,
-                                "via": [*site["via"], base], "rank": (1, len(site["via"]) + 1),
-                            }  # fmt: skip
-                            _add_user(new, (module_of(path) or "", name), None, sites[skey])
-                            new[(module_of(path) or "", name)][0].update(methods - own)
+                            chain = [*via, link]
+                            # cited even where the class reads the flag another way too
+                            if not local and (dest, path, line) not in sites:
+                                sites[(dest, path, line)] = {
+                                    "dest": dest, "path": path, "line": line, "text": text,
+                                    "via": chain, "rank": (1, len(chain)),
+                                }  # fmt: skip
+                            if (key, dest) not in done:
+                                done.add((key, dest))
+                                _add_user(new, key, path, dest, chain, hops + (not local))
+                        if key in new:
+                            new[key].methods.update(
+                                user.methods - own if kind == "inherit" else own
+                            )
             users = new
+
+    def _class_refs(self, module: str, cls: str) -> list[tuple[str, str]]:
+        """(path, how the file names the class) of the files importing it: its alias, or
+        `alias.Class` where the file imports the class's module."""
+        out = list(self.importers((module, cls)))
+        parent, _, last = module.rpartition(".")
+        if parent:
+            out.extend((path, f"{alias}.{cls}") for path, alias in self.importers((parent, last)))
+        return out
+
+    def _relations(
+        self, sha: str, ref: str, cls: str, local: bool, read_text: Callable[[str], str]
+    ) -> list[Relation]:
+        """The top-level classes of a file deriving from `ref` or holding an instance of it
+        (`ref` is how the file names class `cls`; `local`: the file defining it)."""
+        key = (sha, ref, local)
+        found = self.relations.get(key)
+        if found is not None:
+            return found
+        text = read_text(sha)
+        out: list[Relation] = []
+        # A name also defined here is two things: not followed.
+        if ref in text and (local or not _defines("\n" + text, ref.split(".")[0])):
+            classes = self._index(sha, text)
+            for c in classes:
+                if ref in c.bases and c.name != cls:
+                    out.append(("inherit", c.line, c.name, _own(text, c), c.text, cls))
+            out.extend(_holders(text, classes, ref, cls))
+        self.relations[key] = out
+        return out
 
     def _class_method(
         self, sha: str, line: int, read_text: Callable[[str], str]
     ) -> tuple[str, str] | None:
-        """(top-level class, its method) holding `line`; None outside a class."""
+        """(top-level class, its method) holding `line`; None outside a class. The method is
+        the last one of the class's own defs starting at or above the line (the class
+        itself above the first)."""
         by_line = self.outline.setdefault(sha, {})
         if line not in by_line:
-            f = _pyfile(sha, read_text)
-            d = f.enclosing(line)
+            text = read_text(sha)
             found = None
-            if d is not None:
-                top, method = d, d
-                while top.parent is not None:
-                    method, top = top, top.parent
-                found = (top.kind, top.name, method.name)
+            for c in self._index(sha, text):
+                if c.line <= line <= c.last:
+                    method = c.name
+                    members = self.members.get((sha, c.line))
+                    if members is None:
+                        members = self.members[(sha, c.line)] = _methods(text, c)
+                    for no, name in members:
+                        if no <= line:
+                            method = name
+                    found = ("class", c.name, method)
             by_line[line] = found
         where = by_line[line]
-        return None if where is None or where[0] != "class" else (where[1], where[2])
+        return None if where is None else (where[1], where[2])
 
-    def _subclasses(self, sha: str, alias: str, read_text: Callable[[str], str]) -> list[Subclass]:
-        """Top-level classes of a file deriving from `alias`, unless it also defines it."""
-        key = (sha, alias)
-        if key in self.subclasses:
-            return self.subclasses[key]
-        text = read_text(sha)
-        out: list[Subclass] = []
-        # A name also defined here is two things: not followed.
-        padded = "\n" + text  # newline-led patterns (see pyfile.TOP_DEF_RE)
-        if not re.search(rf"\n(?:def|class)[ \t]+{re.escape(alias)}\b", padded):
-            f = _pyfile(sha, read_text)
-            for m in CLASS_RE.finditer(padded):
-                if alias not in (b.strip() for b in m.group(2).split(",")):
-                    continue
-                line = f.line_at(m.start())  # the class is at m.start() + 1 in `padded`
-                d = next((x for x in f.defs if x.line == line), None)
-                if d is None or d.parent is not None:
-                    continue
-                # A method overridden without calling the base's (super().m()) is not
-                # inherited.
-                block = "\n".join(f.lines[line - 1 : f.end_of(d)])
-                own = frozenset(
-                    x.name for x in f.defs if x.parent == d and f"super().{x.name}(" not in block
-                )
-                out.append((line, m.group(1), own, f.text_of(line)))
-        self.subclasses[key] = out
-        return out
+    def _index(self, sha: str, text: str) -> list[_Class]:
+        found = self.classes.get(sha)
+        if found is None:
+            found = self.classes[sha] = class_index(text)
+        return found
 
     def _follow(
         self,
@@ -775,22 +824,188 @@ def resolve(
     return Resolver().resolve(files, facts_of, option_of, read_text, skip)
 
 
-CLASS_RE = re.compile(r"\nclass[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:")
-MAX_INHERIT = 2  # Qwen2MoeModel <- Qwen3MoeModel <- a subclass of that, no further
+TOP_CLASS_RE = re.compile(r"\nclass[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
+METHOD_RE = re.compile(r"\n([ \t]+)(?:async[ \t]+)?def[ \t]+(\w+)")
+# The next significant line indented no deeper than N (closing brackets do not end a block)
+SHALLOW_RE = {0: re.compile(r"\n(?=[^ \t\n#)\]}])")}
+# Steps into another model file from a class holding a use: Qwen2MoeModel <- Qwen3MoeModel
+# (qwen3_moe) <- a subclass of that; DeepseekV3ForCausalLM <- MistralLarge3ForCausalLM
+# (mistral_large_3) <- held by PixtralForConditionalGeneration (pixtral); no further.
+MAX_CLASS_HOPS = 2
+# (inherit | hold, line, class name, methods it defines without calling the base's (inherit)
+# or the methods holding the use (hold), text of the line, link of the chain)
+Relation = tuple[str, int, str, frozenset[str], str, str]
+INIT = frozenset({"__init__"})
+# `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
+SELF_ASSIGN_RE = re.compile(
+    r"[ \t]*self\.(\w+)(?:[ \t]*,[ \t]*self\.\w+)*[ \t]*(?::[^=\n]*)?=(?!=)(.*)"
+)
+
+
+@dataclass(frozen=True)
+class _Class:
+    name: str
+    line: int
+    last: int  # its last line
+    bases: tuple[str, ...]  # as written: `Qwen2MoeModel`, `qwen2_moe.Qwen2MoeModel`
+    span: tuple[int, int]  # offsets of its block in the text
+    init: tuple[int, int, int] | None  # its `__init__`: offsets of start and end, first line
+    text: str  # of the `class` line
+
+
+def class_index(text: str) -> list[_Class]:
+    """A file's top-level classes, by literal-led searches over the text (no outline of
+    every def: a model file has hundreds); blocks end, as in PyFile, at the next significant
+    line indented no deeper."""
+    padded = "\n" + text
+    out: list[_Class] = []
+    line, last = 0, 0
+    for m in TOP_CLASS_RE.finditer(padded):
+        line += padded.count("\n", last, m.start() + 1)
+        last = m.start() + 1
+        stop = SHALLOW_RE[0].search(padded, m.end())
+        end = stop.start() if stop else len(padded)  # offsets in `padded`: text's + 1
+        init = None
+        at = padded.find("def __init__", m.end(), end)
+        while at >= 0 and init is None:
+            start = padded.rfind("\n", 0, at) + 1
+            prefix = padded[start:at]
+            indent = len(prefix.expandtabs())
+            if indent and not prefix.strip(" \t") or prefix.strip() == "async":
+                rx = SHALLOW_RE.get(indent) or SHALLOW_RE.setdefault(
+                    indent, re.compile(rf"\n[ \t]{{0,{indent}}}(?=[^ \t\n#)\]}}])")
+                )
+                stop = rx.search(padded, at, end)
+                first = line + padded.count("\n", m.start() + 1, start)
+                init = (start - 1, (stop.start() if stop else end) - 1, first)
+            at = padded.find("def __init__", at + 1, end)
+        bases = tuple(b.strip() for b in (m.group(2) or "").split(",") if b.strip())
+        head = padded[m.start() + 1 : padded.find("\n", m.start() + 1, end) % (end + 1)]
+        last_line = line + padded.count("\n", m.start() + 1, end)
+        span = (m.start(), end - 1)
+        out.append(_Class(m.group(1), line, last_line, bases, span, init, head.strip()[:240]))
+    return out
+
+
+def _methods(text: str, c: _Class) -> list[tuple[int, str]]:
+    """(line, name) of the defs directly in a class's block (str.find of "def ", then the
+    line's prefix: a regex led by the indentation would try every line)."""
+    block = text[c.span[0] : c.span[1]]
+    defs: list[tuple[int, int, str]] = []  # offset, indentation, name
+    pos = block.find("def ")
+    while pos >= 0:
+        start = block.rfind("\n", 0, pos) + 1
+        prefix = block[start:pos]
+        if prefix and (not prefix.strip(" \t") or prefix.strip() == "async"):
+            word = NAME_RE.match(block, pos + 4)
+            if word:
+                defs.append((start, len(prefix.expandtabs()) - len(prefix.strip()), word.group()))
+        pos = block.find("def ", pos + 4)
+    indent = min((i for _at, i, _n in defs), default=0)
+    out, line, last = [], c.line, 0
+    for at, i, name in defs:
+        line += block.count("\n", last, at)
+        last = at
+        if i == indent:
+            out.append((line, name))
+    return out
+
+
+def _own(text: str, c: _Class) -> frozenset[str]:
+    """The methods a class defines without calling the base's (`super().m()`): those it
+    does not inherit."""
+    block = text[c.span[0] : c.span[1]]
+    return frozenset(n for _l, n in _methods(text, c) if f"super().{n}(" not in block)
+
+
+def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relation]:
+    """Top-level classes whose `__init__` assigns `self.x` a value built by calling `ref`:
+    `self.model = Glm4MoeModel(...)`, or inside it (`make_layers(..., lambda i, p:
+    DecoderLayer(...))`, a list of them): the statement holding the call starts with
+    `self.x =`."""
+    out: list[Relation] = []
+    inits = [(c.init, c.name) for c in classes if c.init is not None and c.name != cls]
+    if not inits:
+        return out
+    blocks: dict[int, tuple[list[str], list[int]]] = {}  # __init__'s offset -> lines, starts
+    pos = text.find(ref)
+    while pos >= 0:
+        end = pos + len(ref)
+        before = text[pos - 1] if pos else " "
+        if not (before.isalnum() or before in "_.") and text[end : end + 1] in ("(", " "):
+            for (a, b, first_line), owner in inits:
+                if not a < pos < b:
+                    continue
+                if a not in blocks:
+                    lines = text[a:b].split("\n")
+                    blocks[a] = (lines, _statements(lines))
+                lines, starts = blocks[a]
+                at = text.count("\n", a, pos)  # the call's line in the block
+                first = starts[bisect_right(starts, at) - 1]
+                m = SELF_ASSIGN_RE.match(lines[first])
+                if m:
+                    direct = m.group(2).lstrip().startswith(ref)
+                    link = f"self.{m.group(1)} = {'' if direct else '…'}{cls}(…)"
+                    text_of = lines[first].strip()[:240]
+                    out.append(("hold", first_line + first, owner, INIT, text_of, link))
+        pos = text.find(ref, end)
+    return sorted(set(out))
+
+
+def _statements(lines: list[str]) -> list[int]:
+    """The indexes of the lines that start a statement: no bracket left open before them
+    (brackets in comments left out; in strings, rare in `__init__`, not)."""
+    out, depth = [], 0
+    for no, text in enumerate(lines):
+        if "#" in text:
+            text = text[: text.index("#")]
+        if depth <= 0 and text.strip():
+            out.append(no)
+            depth = 0
+        depth += text.count("(") + text.count("[") + text.count("{")
+        depth -= text.count(")") + text.count("]") + text.count("}")
+    return out
+
+
+def _defines(padded: str, name: str) -> bool:
+    """Whether a file ("\n" + its text) defines `name` at the top level: def, class or an
+    assignment (str.find for each form, then a check at the hit)."""
+    for lead in ("\ndef ", "\nclass "):
+        at = padded.find(lead + name)
+        while at >= 0:
+            after = padded[at + len(lead) + len(name) : at + len(lead) + len(name) + 1]
+            if not (after.isalnum() or after == "_"):
+                return True
+            at = padded.find(lead + name, at + 1)
+    at = padded.find(f"\n{name}")
+    while at >= 0:
+        rest = padded[at + 1 + len(name) : at + 1 + len(name) + 64].lstrip(" \t")
+        if rest[:1] == "=" and rest[1:2] != "=":
+            return True
+        at = padded.find(f"\n{name}", at + 1)
+    return False
+
+
+@dataclass
+class _User:
+    """A model class reached by flags: where it is, the methods holding the uses (a
+    subclass overriding them all without `super()` is not reached), and per dest the
+    shortest chain with the steps into other files it took."""
+
+    path: str
+    hops: int  # the fewest steps into other files of its dests
+    methods: set[str] = field(default_factory=set)
+    best: dict[str, tuple[list[str], int]] = field(default_factory=dict)
 
 
 def _add_user(
-    users: dict[tuple[str, str], tuple[set[str], dict[str, dict[str, Any]]]],
-    key: tuple[str, str],
-    method: str | None,
-    site: dict[str, Any],
+    users: dict[Target, _User], key: Target, path: str, dest: str, via: list[str], hops: int
 ) -> None:
-    methods, best = users.setdefault(key, (set(), {}))
-    if method is not None:
-        methods.add(method)
-    old = best.get(site["dest"])
-    if old is None or len(old["via"]) > len(site["via"]):
-        best[site["dest"]] = site
+    user = users.setdefault(key, _User(path, hops))
+    user.hops = min(user.hops, hops)
+    old = user.best.get(dest)
+    if old is None or len(old[0]) > len(via):
+        user.best[dest] = (via, hops)
 
 
 @lru_cache(maxsize=65536)

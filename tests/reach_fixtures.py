@@ -1,6 +1,7 @@
 """A synthetic SGLang-shaped repository for the second hop: a flag read into a module global,
 an accessor returning it, a class of accessors, functions named for the feature, model files
-with EntryClass and model classes inheriting a user's forward; backend registries, dispatch
+with EntryClass, model classes inheriting a user's forward (also through a module) and
+classes holding a user (`self.model = X(...)`); backend registries, dispatch
 dicts, containment in named constants and enum members reached through a receiver's type.
 Made-up flags and code, modelled on SGLang's shapes.
 """
@@ -265,6 +266,162 @@ EntryClass = ThetaForCausalLM
 """
 
 
+# --- composition and inheritance through a module attribute ---------------------------------
+
+# A draft model holding the base model and delegating to it: a user through `self.model`.
+ALPHA_NEXTN_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+
+
+class AlphaNextNForCausalLM:
+    def __init__(self, config):
+        self.config = config
+        self.model = AlphaMoeForCausalLM(config)
+
+    def forward(self, batch):
+        return self.model.forward(batch)
+
+
+EntryClass = AlphaNextNForCausalLM
+"""
+
+# Layers built by a lambda and unpacked with the layer range (held, one step into this file),
+# a wrapper of that model in the same file (a step inside it: no second site here).
+IOTA_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+from sglang.srt.utils import make_layers
+
+
+class IotaModel:
+    def __init__(self, config):
+        self.layers, self.start_layer, self.end_layer = make_layers(
+            config.num_layers,
+            lambda idx, prefix: AlphaMoeForCausalLM(config),
+        )
+
+
+class IotaForCausalLM:
+    def __init__(self, config):
+        self.model = IotaModel(config)
+
+
+EntryClass = IotaForCausalLM
+"""
+
+# A multimodal wrapper holding iota's language model: one more file.
+KAPPA_MODEL = """
+from sglang.srt.models.iota import IotaForCausalLM
+
+
+class KappaVLForConditionalGeneration:
+    def __init__(self, config):
+        self.vision = None
+        self.language_model = IotaForCausalLM(config.text_config)
+
+
+EntryClass = KappaVLForConditionalGeneration
+"""
+
+# The holder's name is imported from two places: two things, not followed. Building the
+# model outside `__init__` is not holding it.
+MU_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+from sglang.srt.models.beta import BetaForCausalLM as AlphaMoeForCausalLM
+
+
+class MuForCausalLM:
+    def __init__(self, config):
+        self.model = AlphaMoeForCausalLM(config)
+
+
+EntryClass = MuForCausalLM
+"""
+
+# Derives from the draft model but builds its own `__init__` without `super()` (as
+# glm4_moe_nextn does): `self.model` is no longer alpha's, not a user. A model built in a
+# method other than `__init__` is not held.
+NU_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+from sglang.srt.models.alpha_nextn import AlphaNextNForCausalLM
+
+
+class NuForCausalLM(AlphaNextNForCausalLM):
+    def __init__(self, config):
+        self.model = None
+
+
+class NuLoader:
+    def load(self, config):
+        self.model = AlphaMoeForCausalLM(config)
+
+
+EntryClass = NuForCausalLM
+"""
+
+# The base named through a module: `from ... import alpha_moe`, `import ... as am`.
+XI_MODEL = """
+from sglang.srt.models import alpha_moe
+
+
+class XiForCausalLM(alpha_moe.AlphaMoeForCausalLM):
+    pass
+
+
+EntryClass = XiForCausalLM
+"""
+
+OMICRON_MODEL = """
+import sglang.srt.models.alpha_moe as am
+
+
+class OmicronForCausalLM(am.AlphaMoeForCausalLM):
+    def load_weights(self, weights):
+        return weights
+
+
+EntryClass = OmicronForCausalLM
+"""
+
+# The module's name is also assigned here: two things, not followed.
+PI_MODEL = """
+from sglang.srt.models import alpha_moe
+
+alpha_moe = None
+
+
+class PiForCausalLM(alpha_moe.AlphaMoeForCausalLM):
+    pass
+
+
+EntryClass = PiForCausalLM
+"""
+
+# Holds kappa's model: a third step into another file, past MAX_CLASS_HOPS: not followed.
+RHO_MODEL = """
+from sglang.srt.models.kappa import KappaVLForConditionalGeneration
+
+
+class RhoForConditionalGeneration:
+    def __init__(self, config):
+        self.inner = KappaVLForConditionalGeneration(config)
+
+
+EntryClass = RhoForConditionalGeneration
+"""
+
+HOLDING_MODELS = {
+    "alpha_nextn": ALPHA_NEXTN_MODEL,
+    "iota": IOTA_MODEL,
+    "kappa": KAPPA_MODEL,
+    "mu": MU_MODEL,
+    "nu": NU_MODEL,
+    "xi": XI_MODEL,
+    "omicron": OMICRON_MODEL,
+    "pi": PI_MODEL,
+    "rho": RHO_MODEL,
+}
+
+
 def build_reach_repo(root: Path) -> Path:
     repo = root / "reach"
     repo.mkdir(parents=True)
@@ -282,6 +439,8 @@ def build_reach_repo(root: Path) -> Path:
     write(repo, SRT + "models/eta.py", ETA_MODEL)
     write(repo, SRT + "models/zeta.py", ZETA_MODEL)
     write(repo, SRT + "models/theta.py", THETA_MODEL)
+    for name, text in HOLDING_MODELS.items():
+        write(repo, SRT + f"models/{name}.py", text)
     add_choice_shapes(repo)
     commit(repo, "reach", "2025-09-01T12:00:00Z", "v0.4.0")
     return repo

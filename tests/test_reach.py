@@ -10,9 +10,10 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from tests.conftest import ingest_into
-from tests.reach_fixtures import build_reach_repo
+from tests.reach_fixtures import HOLDING_MODELS, build_reach_repo
 
 V = "/api/v/v0.4.0"
+BEFORE_HOLDING = {"alpha_moe", "beta", "gamma", "delta", "epsilon", "eta", "zeta", "theta"}
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +37,29 @@ def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
     # it. epsilon inherits alpha's forward, eta inherits epsilon, theta overrides it calling
     # super().forward(); zeta overrides it without: not a user.
     alpha = ["IS_DBO_ENABLED", "is_dbo_enabled()", "model_forward_maybe_dbo"]
-    assert models == {
+    assert {k: v for k, v in models.items() if k in BEFORE_HOLDING} == {
         "alpha_moe": alpha,
         "epsilon": [*alpha, "AlphaMoeForCausalLM"],
         "eta": [*alpha, "AlphaMoeForCausalLM", "EpsilonMoeForCausalLM"],
         "theta": [*alpha, "AlphaMoeForCausalLM"],
     }
+    # mu's holder name is imported from two places, nu replaces the draft model's
+    # `__init__` (and builds alpha outside one), pi also assigns the module's name, rho
+    # holds kappa's model (a third step into another file): no user.
+    assert set(models) - BEFORE_HOLDING == {"alpha_nextn", "iota", "kappa", "xi", "omicron"}
     epsilon = next(m for m in dbo["models"] if m["name"] == "epsilon")
     assert epsilon["site"]["line"] == 4 and not epsilon["direct"]
+    # held (`self.model = ...`), in a lambda of layers, then by a wrapper of that model in
+    # the same file and by a file holding the wrapper; the base named through its module
+    assert models["alpha_nextn"] == [*alpha, "self.model = AlphaMoeForCausalLM(…)"]
+    iota = [*alpha, "self.layers = …AlphaMoeForCausalLM(…)"]
+    assert models["iota"] == iota
+    assert models["kappa"] == [
+        *iota,
+        "self.model = IotaModel(…)",
+        "self.language_model = IotaForCausalLM(…)",
+    ]
+    assert models["xi"] == models["omicron"] == [*alpha, "AlphaMoeForCausalLM"]
     lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
     assert {m["name"]: m["via"] for m in lbo["models"]} == {
         "delta": [
@@ -53,6 +69,19 @@ def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
             "LboFlags.fuse_inside_lbo()",
         ]
     }
+
+
+def test_holding_and_module_bases_are_cited_where_they_are(client: TestClient) -> None:
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    sites = {m["name"]: (m["site"]["line"], m["direct"]) for m in dbo["models"]}
+    # the assignment's line (the first of a multi-line one), the class line
+    assert sites["alpha_nextn"] == (7, False) and sites["iota"] == (7, False)
+    assert sites["kappa"] == (7, False) and sites["xi"] == (4, False)
+    iota = [
+        (u["line"], u["text"]) for u in dbo["indirect_usages"] if u["path"].endswith("/iota.py")
+    ]
+    # IotaForCausalLM holding IotaModel is a step inside the file: no second site there
+    assert iota == [(7, "self.layers, self.start_layer, self.end_layer = make_layers(")]
 
 
 def test_indirect_usages_are_apart_from_direct_reads(client: TestClient) -> None:
@@ -74,7 +103,7 @@ def test_indirect_usages_are_apart_from_direct_reads(client: TestClient) -> None
 
 def test_models_pages(client: TestClient) -> None:
     models = {m["name"]: m for m in get(client, f"{V}/models")["models"]}
-    assert set(models) == {"alpha_moe", "beta", "gamma", "delta", "epsilon", "eta", "zeta", "theta"}
+    assert set(models) == BEFORE_HOLDING | set(HOLDING_MODELS)
     assert models["delta"]["architectures"] == [
         "DeltaForCausalLM",
         "DeltaVLForConditionalGeneration",
@@ -137,7 +166,7 @@ def test_compare_values(client: TestClient) -> None:
 def test_report(client: TestClient) -> None:
     body = get(client, f"{V}/report")
     assert {"counts", "choice_sites", "ambiguous_choice_sites", "warnings"} <= set(body)
-    assert body["counts"]["models"] == 8
+    assert body["counts"]["models"] == len(BEFORE_HOLDING | set(HOLDING_MODELS))
     assert body["counts"]["indirect_usages"] >= 5
     assert 0 <= body["ambiguous_choice_sites"] <= body["choice_sites"]
     assert "Extraction report" in client.get("/v/v0.4.0/report").text
