@@ -21,6 +21,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from sqlmodel import Session
+
 from ingest.analyze import _worker_init, analyze_packed, facts_key, kind_of, pool_init
 from ingest.assemble import Assembly
 from ingest.git_source import (
@@ -48,6 +50,7 @@ from kb.schema import (
     drop_schema,
     make_engine,
 )
+from kb.search import IndexBuild, default_index_dir
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
 
@@ -179,12 +182,17 @@ def run(
         return module_texts[sha]
 
     assembly = Assembly()  # keeps what consecutive versions share
+    # The search index is extended as versions are written (while the workers analyze), in
+    # a build of its own that is swapped in at the end: a running server keeps answering
+    # meanwhile, and a killed ingest leaves the index as it was.
+    with Session(engine) as session:
+        search_index = IndexBuild(session, default_index_dir(opts.db_url))
 
     def write(index: int) -> None:
         ref = todo[index]
         t0 = time.perf_counter()
         rows = assembly.version(trees[ref.label], facts, read_text)
-        write_version(
+        vid = write_version(
             engine,
             ref,
             rows,
@@ -194,6 +202,8 @@ def run(
             text_chains,
             opts.before_commit,
         )
+        with Session(engine) as session:
+            search_index.add(session, {vid})
         c = rows.counts()
         s = VersionSummary(
             ref.label, rows.era, c["flags"], c["enums"], c["constraints"], c["usages"],
@@ -208,6 +218,7 @@ def run(
         gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
+    finished = False
     try:
         for batch in _analyze(gitdir, missing, opts.jobs):
             save_facts(engine, [(a.key, a.path, a.json) for a, _pickled in batch], facts_chains)
@@ -223,17 +234,17 @@ def run(
         while written < len(todo):
             write(written)
             written += 1
+        if written:
+            refresh_statistics(engine)
+        with Session(engine) as session:
+            summary.index = search_index.finish(session)
+        finished = True
     finally:
         if reader is not None:
             reader.close()
+        if not finished:
+            search_index.cancel()
         gc.unfreeze()
-    if written:
-        refresh_statistics(engine)
-    # The search index is rebuilt from the database and swapped in atomically, so a running
-    # server keeps answering meanwhile and then sees the new versions.
-    from kb.search import build_index
-
-    summary.index = build_index(opts.db_url, incremental=True)
     summary.seconds = time.perf_counter() - started
     return summary
 
