@@ -20,6 +20,7 @@ import bisect
 import gc
 import hashlib
 import heapq
+import itertools
 import json
 import os
 import re
@@ -39,6 +40,7 @@ from whoosh import index as windex
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.fields import STORED, TEXT, Schema
 from whoosh.query import Or, Term
+from whoosh.writing import SegmentWriter
 
 from kb.diff import constraint_fingerprint  # diff owns what "the same site" means
 from kb.schema import ConstraintSite, Enum, EnvVar, Flag, Version, loads, make_engine
@@ -133,10 +135,12 @@ class _Doc:
     key: tuple[Any, ...] = ()
     versions: set[int] = field(default_factory=set)
     locs: dict[int, list[Any]] = field(default_factory=dict)
+    fid: str = ""
 
 
-# Facts of one kind are numbered together (see IndexBuild.finish).
-_GROUP = {"flag": 0, "choice": 0, "enum": 1, "member": 1, "env": 2, "constraint": 3}
+# Facts of one kind are numbered together, in this order (see IndexBuild).
+KINDS = {"flag": 0, "choice": 0, "enum": 1, "member": 1, "env": 2, "constraint": 3}
+GROUPS = 4
 
 
 def _versions(session: Session) -> list[dict[str, Any]]:
@@ -421,15 +425,61 @@ class IndexBuild:
         self.incremental = previous is not None
         self.indexed: set[int] = set(self.base)
         self.docs: dict[tuple[Any, ...], _Doc] = {}  # the facts of the versions added
+        self.added = 0
+        # New facts are numbered as a build from scratch numbers them (flags, enums, env,
+        # constraints; each oldest version first): ties in the text ranking go to the lower
+        # number, so answers do not depend on how the index was built. So each kind has a
+        # segment of its own, written as versions come, and `finish` lists them in that
+        # order. One process: Whoosh's multiprocess writer took more CPU in all, was not
+        # faster on two cores, and its forked children each counted the ingest's memory again.
+        self.writers = [
+            SegmentWriter(self.ix, limitmb=64, _lk=group == GROUPS - 1) for group in range(GROUPS)
+        ]
 
     def add(self, session: Session, vids: set[int]) -> None:
-        """Collect the facts of the versions `vids` (a version indexed already is skipped)."""
+        """Index the facts of the versions `vids` (a version indexed already is skipped)."""
         vids = vids - self.indexed
-        if vids:
-            self.indexed |= vids
-            _collect(session, vids, self.docs)
+        if not vids:
+            return
+        self.indexed |= vids
+        known = len(self.docs)
+        _collect(session, vids, self.docs)
+        for d in itertools.islice(self.docs.values(), known, None):
+            d.fid = fact_id(d.key)
+            if d.fid in self.facts:
+                continue  # indexed by the build this one started from
+            self.added += 1
+            self.writers[KINDS[d.kind]].add_document(
+                text=d.text,
+                data={
+                    "fid": d.fid,
+                    "kind": d.kind,
+                    "name": d.name,
+                    "flag": d.flag,
+                    "keys": d.keys,
+                    "aliases": d.aliases,
+                    "toks": d.toks,
+                    "snippet": d.snippet,
+                    "deprecated": d.deprecated,
+                },
+            )
+
+    def _commit(self) -> None:
+        """Write the kinds' segments after the existing ones, in kind order, under one table
+        of contents (the last writer's commit, which holds the lock)."""
+        *others, last = self.writers
+        segments = []
+        for writer in others:
+            if writer._added:
+                segments.append(writer._finalize_segment())
+            else:
+                writer._close_segment()
+        last.commit(mergetype=lambda _writer, existing: [*existing, *segments])
 
     def cancel(self) -> None:
+        for writer in self.writers:
+            writer._close_segment()
+        self.writers[-1]._finish()  # releases the lock
         self.ix.close()
         shutil.rmtree(self.target, ignore_errors=True)
 
@@ -444,38 +494,15 @@ class IndexBuild:
             self.cancel()  # a version it holds was written again or removed meanwhile
             self._start(None)
         self.add(session, set(now))
-        # One process: Whoosh's multiprocess writer (procs=2) took more CPU in all, was not
-        # faster on two cores, and its forked children each counted the ingest's memory again.
-        writer = self.ix.writer(limitmb=256)
-        added = 0
-        # New facts are numbered as a build from scratch numbers them (flags, enums, env,
-        # constraints; each oldest version first): ties in the text ranking go to the lower
-        # number, so the answers do not depend on how the index was built.
-        for d in sorted(self.docs.values(), key=lambda d: _GROUP[d.kind]):
-            fid = fact_id(d.key)
-            fact = self.facts.get(fid)
+        for d in self.docs.values():
+            fact = self.facts.get(d.fid)
             locs = {str(k): v for k, v in d.locs.items()}
-            if fact is not None:  # already indexed: it now also holds for the new versions
+            if fact is None:
+                self.facts[d.fid] = {"versions": sorted(d.versions), "locs": locs}
+            else:  # indexed before: it now also holds for the new versions
                 fact["versions"] = sorted(set(fact["versions"]) | d.versions)
                 fact["locs"].update(locs)
-                continue
-            self.facts[fid] = {"versions": sorted(d.versions), "locs": locs}
-            added += 1
-            writer.add_document(
-                text=d.text,
-                data={
-                    "fid": fid,
-                    "kind": d.kind,
-                    "name": d.name,
-                    "flag": d.flag,
-                    "keys": d.keys,
-                    "aliases": d.aliases,
-                    "toks": d.toks,
-                    "snippet": d.snippet,
-                    "deprecated": d.deprecated,
-                },
-            )
-        writer.commit(merge=False)  # appending a segment keeps an update proportional to it
+        self._commit()
         self.ix.close()
         (self.target / "facts.json").write_text(json.dumps(self.facts, separators=(",", ":")))
         meta = {"format": INDEX_FORMAT, "versions": versions, "docs": len(self.facts)}
@@ -498,7 +525,7 @@ class IndexBuild:
         return {
             "path": str(link),
             "docs": len(self.facts),
-            "added": added,
+            "added": self.added,
             "incremental": self.incremental,
             "versions": len(versions),
             "seconds": round(time.perf_counter() - self.started, 3),
