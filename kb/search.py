@@ -237,10 +237,12 @@ def _collect(
                 )
                 new(("choice", name, value), vid, doc)
 
-    enums = select(Enum).order_by(col(Enum.id))
+    # Plain rows (read by attribute like the models): no ORM object per row of every version.
+    enum_table = Enum.__table__  # type: ignore[attr-defined]
+    enums = sa_select(enum_table).order_by(enum_table.c.id)
     if only is not None:
-        enums = enums.where(col(Enum.version_id).in_(only))
-    for enum in session.exec(enums).all():
+        enums = enums.where(enum_table.c.version_id.in_(only))
+    for enum in session.connection().execute(enums):
         vid = enum.version_id
         members = loads(enum.members) or []
         linked = loads(enum.flags) or []
@@ -278,12 +280,13 @@ def _collect(
 
     _collect_env(session, only, known, new)
 
-    sites = select(ConstraintSite).order_by(col(ConstraintSite.id))
+    site_table = ConstraintSite.__table__  # type: ignore[attr-defined]
+    sites = sa_select(site_table).order_by(site_table.c.id)
     if only is not None:
-        sites = sites.where(col(ConstraintSite.version_id).in_(only))
-    for site in session.exec(sites).all():
+        sites = sites.where(site_table.c.version_id.in_(only))
+    for site in session.connection().execute(sites):
         vid = site.version_id
-        key = ("constraint", constraint_fingerprint(site))
+        key = ("constraint", constraint_fingerprint(site))  # type: ignore[arg-type]  # row ~ model
         fact = known(key, vid)
         if fact is None:
             flags = loads(site.flags) or []
