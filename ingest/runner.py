@@ -53,6 +53,7 @@ from kb.schema import (
 from kb.search import IndexBuild, default_index_dir
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
+GC_THRESHOLD = gc.get_threshold()  # Python's (the workers, forked from a server, keep it)
 
 
 @dataclass
@@ -157,8 +158,7 @@ def run(
     gc.freeze()
     # A version's rows are many small containers that live until it is written: a young
     # collection every 700 of them rescanned the same rows dozens of times (~1 s of CPU).
-    threshold = gc.get_threshold()
-    gc.set_threshold(50_000, *threshold[1:])
+    gc.set_threshold(50_000, *GC_THRESHOLD[1:])
 
     reader: BlobReader | None = None
 
@@ -248,7 +248,7 @@ def run(
             reader.close()
         if not finished:
             search_index.cancel()
-        gc.set_threshold(*threshold)
+        gc.set_threshold(*GC_THRESHOLD)
         gc.unfreeze()
     summary.seconds = time.perf_counter() - started
     return summary

@@ -389,9 +389,9 @@ def _link_or_copy(src: str, dst: str) -> None:
 class IndexBuild:
     """A build of the index in progress, in a directory of its own until `finish` swaps it in.
 
-    The ingest calls `add` after writing each version, so the facts are collected while the
-    workers still analyze (no reading of every version after the last one); `finish` adds
-    whatever other versions the database has, writes the new facts to Whoosh and swaps.
+    The ingest calls `add` after writing each version, so its facts are indexed while the
+    workers still analyze (no rebuild from every version after the last one); `finish` adds
+    whatever other versions the database has, commits the Whoosh segments and swaps.
     With `incremental`, the build starts from a copy of the current one when the database
     only gained versions since it: then existing facts gain version ids in facts.json and
     new facts are appended to the Whoosh index. Anything else (a version re-ingested or
@@ -469,7 +469,9 @@ class IndexBuild:
 
     def _commit(self) -> None:
         """Write the kinds' segments after the existing ones, in kind order, under one table
-        of contents (the last writer's commit, which holds the lock)."""
+        of contents (the last writer's commit, which holds the lock). The others are finished
+        with the steps SegmentWriter.commit takes for its own segment (the tests of the
+        index's numbering and incremental builds would catch a Whoosh that changed them)."""
         *others, last = self.writers
         segments = []
         for writer in others:
