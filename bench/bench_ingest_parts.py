@@ -56,6 +56,9 @@ def main() -> None:
 
     gc.callbacks.append(on_gc)
     search.build_index = timed("build_index", search.build_index)
+    if hasattr(search, "IndexBuild"):  # the index extended as versions are written
+        search.IndexBuild.add = timed("index add", search.IndexBuild.add)  # type: ignore[method-assign]
+        search.IndexBuild.finish = timed("index finish", search.IndexBuild.finish)  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as tmp:
         db = opts.db or Path(tmp) / "kb.db"
         start, wall = time.process_time(), time.perf_counter()

@@ -21,6 +21,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from sqlmodel import Session
+
 from ingest.analyze import _worker_init, analyze_packed, facts_key, kind_of, pool_init
 from ingest.assemble import Assembly
 from ingest.git_source import (
@@ -48,8 +50,10 @@ from kb.schema import (
     drop_schema,
     make_engine,
 )
+from kb.search import IndexBuild, default_index_dir
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
+GC_THRESHOLD = gc.get_threshold()  # Python's (the workers, forked from a server, keep it)
 
 
 @dataclass
@@ -152,6 +156,9 @@ def run(
     # the cyclic garbage collector's scans, which otherwise cost seconds (and, in forked
     # workers, would copy the pages they touch).
     gc.freeze()
+    # A version's rows are many small containers that live until it is written: a young
+    # collection every 700 of them rescanned the same rows dozens of times (~1 s of CPU).
+    gc.set_threshold(50_000, *GC_THRESHOLD[1:])
 
     reader: BlobReader | None = None
 
@@ -179,12 +186,17 @@ def run(
         return module_texts[sha]
 
     assembly = Assembly()  # keeps what consecutive versions share
+    # The search index is extended as versions are written (while the workers analyze), in
+    # a build of its own that is swapped in at the end: a running server keeps answering
+    # meanwhile, and a killed ingest leaves the index as it was.
+    with Session(engine) as session:
+        search_index = IndexBuild(session, default_index_dir(opts.db_url))
 
     def write(index: int) -> None:
         ref = todo[index]
         t0 = time.perf_counter()
         rows = assembly.version(trees[ref.label], facts, read_text)
-        write_version(
+        vid = write_version(
             engine,
             ref,
             rows,
@@ -194,6 +206,8 @@ def run(
             text_chains,
             opts.before_commit,
         )
+        with Session(engine) as session:
+            search_index.add(session, {vid})
         c = rows.counts()
         s = VersionSummary(
             ref.label, rows.era, c["flags"], c["enums"], c["constraints"], c["usages"],
@@ -208,6 +222,7 @@ def run(
         gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
+    finished = False
     try:
         for batch in _analyze(gitdir, missing, opts.jobs):
             save_facts(engine, [(a.key, a.path, a.json) for a, _pickled in batch], facts_chains)
@@ -223,17 +238,18 @@ def run(
         while written < len(todo):
             write(written)
             written += 1
+        if written:
+            refresh_statistics(engine)
+        with Session(engine) as session:
+            summary.index = search_index.finish(session)
+        finished = True
     finally:
         if reader is not None:
             reader.close()
+        if not finished:
+            search_index.cancel()
+        gc.set_threshold(*GC_THRESHOLD)
         gc.unfreeze()
-    if written:
-        refresh_statistics(engine)
-    # The search index is rebuilt from the database and swapped in atomically, so a running
-    # server keeps answering meanwhile and then sees the new versions.
-    from kb.search import build_index
-
-    summary.index = build_index(opts.db_url, incremental=True)
     summary.seconds = time.perf_counter() - started
     return summary
 

@@ -186,8 +186,9 @@ def write_version(
     blob_text: BlobText,
     chains: Chains,
     before_commit: Callable[[str], None] | None = None,
-) -> None:
+) -> int:
     """Replace (or add) `ref`'s rows in one transaction, then re-rank every version.
+    Returns the version's id.
 
     `before_commit(label)` runs inside the open transaction (tests use it to kill -9 there).
     """
@@ -235,6 +236,7 @@ def write_version(
     except BaseException:
         forget(engine)  # the facts it interned were rolled back
         raise
+    return int(vid)
 
 
 def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows) -> None:

@@ -20,6 +20,7 @@ import bisect
 import gc
 import hashlib
 import heapq
+import itertools
 import json
 import os
 import re
@@ -37,13 +38,14 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 from whoosh import index as windex
 from whoosh.analysis import StemmingAnalyzer
-from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
+from whoosh.fields import STORED, TEXT, Schema
 from whoosh.query import Or, Term
+from whoosh.writing import SegmentWriter
 
 from kb.diff import constraint_fingerprint  # diff owns what "the same site" means
 from kb.schema import ConstraintSite, Enum, EnvVar, Flag, Version, loads, make_engine
 
-INDEX_FORMAT = 4  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 5  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
 KIND_ORDER = {"flag": 0, "choice": 1, "member": 2, "enum": 3, "env": 4, "constraint": 5}
@@ -62,17 +64,9 @@ class UnknownVersion(SearchError):
 
 
 def _schema() -> Schema:
-    # scorable=True on the keyword fields only gives them a lengths column: without it Whoosh
-    # 2.7 checks for the missing column file once per posting, tripling the build time.
-    return Schema(
-        kind=ID(stored=True),
-        key=KEYWORD(lowercase=True, scorable=True),  # normalized option, dest, value names
-        alias=KEYWORD(lowercase=True, scorable=True),  # normalized aliases
-        tok=KEYWORD(lowercase=True, scorable=True),  # words of the names
-        text=TEXT(analyzer=StemmingAnalyzer()),  # help, messages, conditions, choices
-        fid=ID(stored=True, unique=True),  # fact id: versions and locations live in facts.json
-        data=STORED,
-    )
+    # Names are looked up in memory (_Names, from the stored data); Whoosh only ranks words
+    # of the text, by frequency (no positions: no phrase queries), which halves its cost.
+    return Schema(text=TEXT(analyzer=StemmingAnalyzer(), phrase=False), data=STORED)
 
 
 # --- text helpers -------------------------------------------------------------------------
@@ -141,6 +135,12 @@ class _Doc:
     key: tuple[Any, ...] = ()
     versions: set[int] = field(default_factory=set)
     locs: dict[int, list[Any]] = field(default_factory=dict)
+    fid: str = ""
+
+
+# Facts of one kind are numbered together, in this order (see IndexBuild).
+KINDS = {"flag": 0, "choice": 0, "enum": 1, "member": 1, "env": 2, "constraint": 3}
+GROUPS = 4
 
 
 def _versions(session: Session) -> list[dict[str, Any]]:
@@ -150,10 +150,14 @@ def _versions(session: Session) -> list[dict[str, Any]]:
     ]
 
 
-def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
+def _collect(
+    session: Session,
+    only: set[int] | None = None,
+    docs: dict[tuple[Any, ...], _Doc] | None = None,
+) -> dict[tuple[Any, ...], _Doc]:
     """Every distinct fact of the knowledge base (or of the versions `only`), with the ids of
-    the versions it holds for."""
-    docs: dict[tuple[Any, ...], _Doc] = {}
+    the versions it holds for, by key; added to `docs` (the facts of other versions)."""
+    docs = {} if docs is None else docs
 
     def known(key: tuple[Any, ...], vid: int) -> _Doc | None:
         """The fact if another version already had it (now held for `vid` too)."""
@@ -180,8 +184,9 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
         Flag.argparse_dest,  # argparse's own dest ("tensor_parallel_size"): searchable too
         Flag.negation,  # the --no-x of a BooleanOptionalAction
     ]
-    # Plain rows, not ORM objects: every flag of every version passes here.
-    flag_query = sa_select(*flag_cols)
+    # Plain rows, not ORM objects: every flag of every version passes here. In row order,
+    # so facts are numbered alike whether indexed at once or version by version.
+    flag_query = sa_select(*flag_cols).order_by(col(Flag.id))
     if only is not None:
         flag_query = flag_query.where(col(Flag.version_id).in_(only))
     for row in session.connection().execute(flag_query):
@@ -232,8 +237,12 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
                 )
                 new(("choice", name, value), vid, doc)
 
-    enums = select(Enum) if only is None else select(Enum).where(col(Enum.version_id).in_(only))
-    for enum in session.exec(enums).all():
+    # Plain rows (read by attribute like the models): no ORM object per row of every version.
+    enum_table = Enum.__table__  # type: ignore[attr-defined]
+    enums = sa_select(enum_table).order_by(enum_table.c.id)
+    if only is not None:
+        enums = enums.where(enum_table.c.version_id.in_(only))
+    for enum in session.connection().execute(enums):
         vid = enum.version_id
         members = loads(enum.members) or []
         linked = loads(enum.flags) or []
@@ -271,12 +280,13 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
 
     _collect_env(session, only, known, new)
 
-    sites = select(ConstraintSite)
+    site_table = ConstraintSite.__table__  # type: ignore[attr-defined]
+    sites = sa_select(site_table).order_by(site_table.c.id)
     if only is not None:
-        sites = sites.where(col(ConstraintSite.version_id).in_(only))
-    for site in session.exec(sites).all():
+        sites = sites.where(site_table.c.version_id.in_(only))
+    for site in session.connection().execute(sites):
         vid = site.version_id
-        key = ("constraint", constraint_fingerprint(site))
+        key = ("constraint", constraint_fingerprint(site))  # type: ignore[arg-type]  # row ~ model
         fact = known(key, vid)
         if fact is None:
             flags = loads(site.flags) or []
@@ -297,7 +307,7 @@ def _collect(session: Session, only: set[int] | None = None) -> list[_Doc]:
             )
         # The line moves between versions; results link to the line at the version asked.
         fact.locs.setdefault(vid, [site.path, site.line, site.end_line])
-    return list(docs.values())
+    return docs
 
 
 def _collect_env(session: Session, only: set[int] | None, known: Any, new: Any) -> None:
@@ -314,7 +324,7 @@ def _collect_env(session: Session, only: set[int] | None, known: Any, new: Any) 
         EnvVar.section,
         EnvVar.flags,
     ]
-    query = sa_select(*cols)
+    query = sa_select(*cols).order_by(col(EnvVar.id))
     if only is not None:
         query = query.where(col(EnvVar.version_id).in_(only))
     for row in session.connection().execute(query):
@@ -353,13 +363,8 @@ def fact_id(key: tuple[Any, ...]) -> str:
     return hashlib.sha1(json.dumps(key, default=str).encode()).hexdigest()[:20]
 
 
-def _previous_build(link: Path, versions: list[dict[str, Any]]) -> tuple[Path, dict] | None:
-    """The current build and its facts, when the database only gained versions since it.
-
-    Then only the new versions' facts need indexing: existing facts gain version ids in
-    facts.json and new facts are appended to a copy of the Whoosh index. Anything else (a
-    version re-ingested or removed, another index format) rebuilds from scratch.
-    """
+def _previous_build(link: Path) -> tuple[Path, dict[str, Any], dict[str, Any]] | None:
+    """The current build: (its directory, its meta, its facts), or None."""
     real = Path(os.path.realpath(link))
     if not link.is_symlink() or not _current_format(str(real)):
         return None
@@ -368,10 +373,7 @@ def _previous_build(link: Path, versions: list[dict[str, Any]]) -> tuple[Path, d
         facts = json.loads((real / "facts.json").read_text())
     except (OSError, ValueError):
         return None
-    now = {v["id"]: v.get("stamp") for v in versions}
-    if any(now.get(v["id"]) != v.get("stamp") for v in meta["versions"]):
-        return None
-    return real, facts
+    return real, meta, facts
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -384,108 +386,178 @@ def _link_or_copy(src: str, dst: str) -> None:
     shutil.copy2(src, dst)
 
 
+class IndexBuild:
+    """A build of the index in progress, in a directory of its own until `finish` swaps it in.
+
+    The ingest calls `add` after writing each version, so its facts are indexed while the
+    workers still analyze (no rebuild from every version after the last one); `finish` adds
+    whatever other versions the database has, commits the Whoosh segments and swaps.
+    With `incremental`, the build starts from a copy of the current one when the database
+    only gained versions since it: then existing facts gain version ids in facts.json and
+    new facts are appended to the Whoosh index. Anything else (a version re-ingested or
+    removed, another index format) makes `finish` rebuild from scratch.
+    """
+
+    def __init__(self, session: Session, link: Path, incremental: bool = True) -> None:
+        started = time.perf_counter()
+        self.link = link
+        self.builds = link.parent / (link.name + ".d")
+        self.builds.mkdir(parents=True, exist_ok=True)
+        previous = _previous_build(link) if incremental else None
+        now = {v["id"]: v["stamp"] for v in _versions(session)}
+        if previous is not None and any(
+            now.get(v["id"]) != v.get("stamp") for v in previous[1]["versions"]
+        ):
+            previous = None
+        self._start(previous)
+        self.seconds = time.perf_counter() - started  # spent on the index (an ingest's part)
+
+    def _start(self, previous: tuple[Path, dict[str, Any], dict[str, Any]] | None) -> None:
+        self.target = self.builds / f"{time.time_ns():020d}-{os.getpid()}"  # sorts by time
+        self.base: dict[int, str] = {}  # version id -> stamp, of the build started from
+        self.facts: dict[str, dict[str, Any]] = {}
+        if previous is not None:
+            # Whoosh never rewrites a segment or table of contents in place (a commit writes
+            # new ones), so those are hard-linked rather than copied; the rest is small.
+            shutil.copytree(previous[0], self.target, copy_function=_link_or_copy)
+            self.ix = windex.open_dir(str(self.target))
+            self.base = {v["id"]: v["stamp"] for v in previous[1]["versions"]}
+            self.facts = previous[2]
+        else:
+            self.target.mkdir()
+            self.ix = windex.create_in(str(self.target), _schema())
+        self.incremental = previous is not None
+        self.indexed: set[int] = set(self.base)
+        self.docs: dict[tuple[Any, ...], _Doc] = {}  # the facts of the versions added
+        self.added = 0
+        # New facts are numbered as a build from scratch numbers them (flags, enums, env,
+        # constraints; each oldest version first): ties in the text ranking go to the lower
+        # number, so answers do not depend on how the index was built. So each kind has a
+        # segment of its own, written as versions come, and `finish` lists them in that
+        # order. One process: Whoosh's multiprocess writer took more CPU in all, was not
+        # faster on two cores, and its forked children each counted the ingest's memory again.
+        self.writers = [
+            SegmentWriter(self.ix, limitmb=64, _lk=group == GROUPS - 1) for group in range(GROUPS)
+        ]
+
+    def add(self, session: Session, vids: set[int]) -> None:
+        """Index the facts of the versions `vids` (a version indexed already is skipped)."""
+        vids = vids - self.indexed
+        if not vids:
+            return
+        started = time.perf_counter()
+        self.indexed |= vids
+        known = len(self.docs)
+        _collect(session, vids, self.docs)
+        for d in itertools.islice(self.docs.values(), known, None):
+            d.fid = fact_id(d.key)
+            if d.fid in self.facts:
+                continue  # indexed by the build this one started from
+            self.added += 1
+            self.writers[KINDS[d.kind]].add_document(
+                text=d.text,
+                data={
+                    "fid": d.fid,
+                    "kind": d.kind,
+                    "name": d.name,
+                    "flag": d.flag,
+                    "keys": d.keys,
+                    "aliases": d.aliases,
+                    "toks": d.toks,
+                    "snippet": d.snippet,
+                    "deprecated": d.deprecated,
+                },
+            )
+        self.seconds += time.perf_counter() - started
+
+    def _commit(self) -> None:
+        """Write the kinds' segments after the existing ones, in kind order, under one table
+        of contents (the last writer's commit, which holds the lock). The others are finished
+        with the steps SegmentWriter.commit takes for its own segment (the tests of the
+        index's numbering and incremental builds would catch a Whoosh that changed them)."""
+        *others, last = self.writers
+        segments = []
+        for writer in others:
+            if writer._added:
+                segments.append(writer._finalize_segment())
+            else:
+                writer._close_segment()
+        last.commit(mergetype=lambda _writer, existing: [*existing, *segments])
+
+    def cancel(self) -> None:
+        for writer in self.writers:
+            writer._close_segment()
+        self.writers[-1]._finish()  # releases the lock
+        self.ix.close()
+        shutil.rmtree(self.target, ignore_errors=True)
+
+    def finish(self, session: Session) -> dict[str, Any]:
+        """Index the versions not indexed yet, commit, and swap the build in atomically.
+        Returns {"path", "docs", "added", "incremental", "versions", "seconds"}."""
+        started, seconds = time.perf_counter(), self.seconds
+        versions = _versions(session)
+        now = {v["id"]: v["stamp"] for v in versions}
+        if any(now.get(vid) != stamp for vid, stamp in self.base.items()) or not (
+            self.indexed <= now.keys()
+        ):
+            self.cancel()  # a version it holds was written again or removed meanwhile
+            self._start(None)
+        self.add(session, set(now))
+        for d in self.docs.values():
+            fact = self.facts.get(d.fid)
+            locs = {str(k): v for k, v in d.locs.items()}
+            if fact is None:
+                self.facts[d.fid] = {"versions": sorted(d.versions), "locs": locs}
+            else:  # indexed before: it now also holds for the new versions
+                fact["versions"] = sorted(set(fact["versions"]) | d.versions)
+                fact["locs"].update(locs)
+        self._commit()
+        self.ix.close()
+        (self.target / "facts.json").write_text(json.dumps(self.facts, separators=(",", ":")))
+        meta = {"format": INDEX_FORMAT, "versions": versions, "docs": len(self.facts)}
+        (self.target / "meta.json").write_text(json.dumps(meta))
+        previous = Path(os.path.realpath(self.link)) if self.link.is_symlink() else None
+        # Atomic swap: a new symlink renamed over the old one.
+        link = self.link
+        tmp = link.parent / f".{link.name}.tmp-{os.getpid()}"
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(os.path.relpath(self.target, link.parent))
+        if link.exists() and not link.is_symlink():
+            shutil.rmtree(link)  # an index left by hand: replaced once, then swaps are atomic
+        os.replace(tmp, link)
+        # Keep the previous build for searchers still reading it; drop older ones (and any
+        # a killed build left).
+        for old in self.builds.iterdir():
+            if old.resolve() not in (self.target.resolve(), previous):
+                shutil.rmtree(old, ignore_errors=True)
+        return {
+            "path": str(link),
+            "docs": len(self.facts),
+            "added": self.added,
+            "incremental": self.incremental,
+            "versions": len(versions),
+            "seconds": round(seconds + time.perf_counter() - started, 3),
+        }
+
+
 def build_index(
     db_url: str, index_dir: Path | None = None, incremental: bool = False
 ) -> dict[str, Any]:
     """(Re)build the search index of the database at `db_url` and swap it in atomically.
 
-    Called at the end of an ingest and by `flagatlas reindex`. Returns
-    {"path", "docs", "versions", "seconds"}.
+    Called by `flagatlas reindex` and a server finding no index (the ingest uses IndexBuild
+    as it writes versions). With `incremental`, only the versions the current build lacks
+    are indexed, when the database only gained versions since it. Returns {"path", "docs",
+    "added", "incremental", "versions", "seconds"}.
     """
-    started = time.perf_counter()
     link = Path(index_dir) if index_dir else default_index_dir(db_url)
     engine = make_engine(db_url, readonly=True)
     try:
         with Session(engine) as session:
-            versions = _versions(session)
-            # After an ingest that only added versions, index just those (the ingest wrote
-            # them); `flagatlas reindex` and anything unexpected rebuild from scratch.
-            previous = _previous_build(link, versions) if incremental else None
-            if previous is not None:
-                known = {
-                    v["id"] for v in json.loads((previous[0] / "meta.json").read_text())["versions"]
-                }
-                docs = _collect(session, {v["id"] for v in versions} - known)
-            else:
-                docs = _collect(session)
+            return IndexBuild(session, link, incremental).finish(session)
     finally:
         engine.dispose()
-
-    builds = link.parent / (link.name + ".d")
-    builds.mkdir(parents=True, exist_ok=True)
-    target = builds / f"{time.time_ns():020d}-{os.getpid()}"  # sorts by build time
-    facts: dict[str, dict[str, Any]] = {}
-    if previous is not None:
-        # Whoosh never rewrites a segment or table of contents in place (a commit writes new
-        # ones), so those are hard-linked rather than copied; the rest is small and copied.
-        shutil.copytree(previous[0], target, copy_function=_link_or_copy)
-        ix = windex.open_dir(str(target))
-        facts = previous[1]
-    else:
-        target.mkdir()
-        ix = windex.create_in(str(target), _schema())
-    # One process: Whoosh's multiprocess writer (procs=2) took more CPU in all (4.2 s against
-    # 3.3 s for the 124 tags' 5,041 facts), was not faster on two cores, and its forked
-    # children each counted the ingest's resident memory again (the ingest's peak).
-    writer = ix.writer(limitmb=256)
-    added = 0
-    for d in docs:
-        fid = fact_id(d.key)
-        fact = facts.get(fid)
-        if fact is not None:  # already indexed: it now also holds for the new versions
-            fact["versions"] = sorted(set(fact["versions"]) | d.versions)
-            fact["locs"].update({str(k): v for k, v in d.locs.items()})
-            continue
-        facts[fid] = {
-            "versions": sorted(d.versions),
-            "locs": {str(k): v for k, v in d.locs.items()},
-        }
-        added += 1
-        writer.add_document(
-            kind=d.kind,
-            key=" ".join(d.keys),
-            alias=" ".join(d.aliases),
-            tok=" ".join(d.toks),
-            text=d.text,
-            fid=fid,
-            data={
-                "fid": fid,
-                "kind": d.kind,
-                "name": d.name,
-                "flag": d.flag,
-                "keys": d.keys,
-                "aliases": d.aliases,
-                "toks": d.toks,
-                "snippet": d.snippet,
-                "deprecated": d.deprecated,
-            },
-        )
-    writer.commit(merge=False)  # appending a segment keeps an update proportional to it
-    ix.close()
-    (target / "facts.json").write_text(json.dumps(facts, separators=(",", ":")))
-    meta = {"format": INDEX_FORMAT, "versions": versions, "docs": len(facts)}
-    (target / "meta.json").write_text(json.dumps(meta))
-
-    # Atomic swap: a new symlink renamed over the old one.
-    tmp = link.parent / f".{link.name}.tmp-{os.getpid()}"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(os.path.relpath(target, link.parent))
-    if link.exists() and not link.is_symlink():
-        shutil.rmtree(link)  # an index left by hand: replaced once, then swaps are atomic
-    os.replace(tmp, link)
-    # Keep the previous build for searchers still reading it; drop older ones.
-    for old in sorted(builds.iterdir())[:-2]:
-        if old.resolve() != target.resolve():
-            shutil.rmtree(old, ignore_errors=True)
-    return {
-        "path": str(link),
-        "docs": len(facts),
-        "added": added,
-        "incremental": previous is not None,
-        "versions": len(versions),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
 
 
 # --- querying -----------------------------------------------------------------------------

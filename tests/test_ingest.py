@@ -512,6 +512,66 @@ def test_search_index_is_extended_incrementally(tmp_path: Path) -> None:
     assert segments and all((second / p.name).stat().st_ino == p.stat().st_ino for p in segments)
 
 
+def _index_contents(link: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The stored facts in document-number order, and facts.json."""
+    from whoosh import index as windex
+
+    ix = windex.open_dir(os.path.realpath(link))
+    with ix.searcher() as searcher:
+        docs = [fields["data"] for _n, fields in searcher.reader().iter_docs()]
+    return docs, json.loads(Path(os.path.realpath(link), "facts.json").read_text())
+
+
+def test_index_built_as_versions_are_written_equals_one_built_from_scratch(
+    tmp_path: Path,
+) -> None:
+    """Facts are collected version by version during the ingest, yet numbered as a build
+    from scratch numbers them: ties in the text ranking go to the lower number."""
+    from kb.search import build_index
+
+    repo = build_many_versions_repo(tmp_path, 3)
+    db = tmp_path / "kb.db"
+    assert ingest_into(repo, db).index["incremental"] is False
+    build_index(f"sqlite:///{db}", tmp_path / "scratch")
+    ingested, scratch = _index_contents(Path(f"{db}.search")), _index_contents(tmp_path / "scratch")
+    assert [d["kind"] for d in ingested[0]][:1] == ["flag"] and ingested == scratch
+
+
+def test_failed_ingest_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    repo = build_many_versions_repo(tmp_path, 3)
+    db = tmp_path / "kb.db"
+    ingest_into(repo, db, tags="v1.0.0")
+    link = Path(f"{db}.search")
+    before = os.path.realpath(link)
+
+    def fail(label: str) -> None:
+        if label == "v1.0.2":
+            raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        ingest_into(repo, db, before_commit=fail)
+    assert os.path.realpath(link) == before  # v1.0.1 is in the database, not yet searchable
+    assert [p.name for p in Path(f"{db}.search.d").iterdir()] == [Path(before).name]
+    summary = ingest_into(repo, db)  # the next ingest indexes what the failed one wrote
+    assert summary.index["incremental"] is True and summary.index["versions"] == 3
+    from kb.search import SearchIndex
+
+    assert SearchIndex(link).versions() == ["v1.0.2", "v1.0.1", "v1.0.0"]
+
+
+def test_forced_reingest_rebuilds_the_index(tmp_path: Path) -> None:
+    repo = build_many_versions_repo(tmp_path, 2)
+    db = tmp_path / "kb.db"
+    ingest_into(repo, db)
+    summary = ingest_into(repo, db, force=True, tags="v1.0.0")
+    assert summary.index["incremental"] is False and summary.index["versions"] == 2
+    build_index_of = _index_contents(Path(f"{db}.search"))
+    from kb.search import build_index
+
+    build_index(f"sqlite:///{db}", tmp_path / "scratch")
+    assert build_index_of == _index_contents(tmp_path / "scratch")
+
+
 def test_pathological_sources_cost_a_warning_not_the_ingest(tmp_path: Path) -> None:
     repo = build_many_versions_repo(tmp_path, 1)
     deep = "X = " + "+".join(["1"] * 100_000) + "\n"  # too deep for the parser
