@@ -25,6 +25,7 @@ from ingest.env_rows import docs_rows, env_rows
 from ingest.indirect import Resolver, absolute, model_rows, module_of
 from ingest.modules import Memo, Modules
 from ingest.static_eval import Unknown, plain
+from kb.dests import dest_rank
 
 # Packages with a ServerArgs class of their own (the diffusion server): their
 # `server_args.x` reads and backend checks are about that program's flags, not these.
@@ -307,9 +308,10 @@ class Assembly:
         for blob in blobs.values():
             rows.warnings.extend(blob.facts.get("warnings", []))
 
-        # dest -> option; a deprecated alias sharing a dest never wins over the live flag.
+        # dest -> option; of flags sharing a dest the best (kb.dests) is written last.
         option_of: dict[str, str] = {}
-        for flag in sorted(rows.flags, key=lambda f: f["deprecated"], reverse=True):
+        ranked = sorted(rows.flags, key=lambda f: dest_rank(f["name"], f["dest"], f["deprecated"]))
+        for flag in ranked:
             option_of[flag["dest"]] = flag["name"]
         by_option = {f["name"]: f for f in rows.flags}
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from kb.dests import dest_rank
 from kb.env import all_env
 from kb.queries import all_flags, citation, did_you_mean, version_paths
 from kb.schema import DocEntry, EnvVar, Flag, Version, loads
@@ -87,7 +88,8 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
     for f in flags:
         for n in [f.name, *(loads(f.aliases) or [])]:
             by_name.setdefault(n, f)
-    by_dest = {f.dest: f for f in sorted(flags, key=lambda f: f.deprecated, reverse=True)}
+    ranked = sorted(flags, key=lambda f: dest_rank(f.name, f.dest, f.deprecated))
+    by_dest = {f.dest: f for f in ranked}
 
     def flag_of(entry: DocEntry) -> Flag | None:
         for n in loads(entry.names) or []:

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from kb.dests import dest_rank
 from kb.queries import (
     MAX_NAME,
     NotFound,
@@ -150,7 +151,7 @@ def _option_of(session: Session, version: Version) -> dict[str, str]:
     rows = session.exec(
         select(Flag.dest, Flag.name, Flag.deprecated).where(Flag.version_id == version.id)
     )
-    for dest, name, _deprecated in sorted(rows, key=lambda r: r[2], reverse=True):
+    for dest, name, _deprecated in sorted(rows, key=lambda r: dest_rank(r[1], r[0], r[2])):
         out[dest] = name
     return out
 

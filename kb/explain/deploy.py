@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb.dests import dest_rank
 from kb.explain.analysis import Analysis
 from kb.explain.envvars import assignments
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
@@ -84,8 +85,8 @@ class _Index:
 
     def __init__(self, facts: VersionFacts, canon: Callable[[str], str]) -> None:
         self.by_dest: dict[str, FlagSpec] = {}
-        for flag in facts.flags:
-            self.by_dest.setdefault(canon(flag.dest), flag)
+        for flag in sorted(facts.flags, key=lambda f: dest_rank(f.name, f.dest, f.deprecated)):
+            self.by_dest[canon(flag.dest)] = flag  # the best of flags sharing a dest, last
         self.sites: dict[tuple[str, int], SiteSpec] = {(s.path, s.line): s for s in facts.sites}
 
     def option(self, dest: str) -> str | None:
