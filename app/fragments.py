@@ -152,6 +152,25 @@ def constraint_card(
 ) -> Markup:
     """One constraint site on the flag page: what it does, when, the flags it reads and
     affects, its full condition, its code and its citation."""
+    return Markup(constraint_card_body(c, lines, version) + constraint_card_tail(c, flag))
+
+
+# What a constraint card shows apart from its citation: the same on every flag page that
+# cites the site (app/views/flags.py keeps it per site and KB stamp).
+CARD_FIELDS = (
+    "kind", "function", "plain", "message", "writes", "flags", "affects", "condition",
+    "conditions",
+)  # fmt: skip
+
+
+def constraint_card_tail(c: Any, flag: str) -> str:
+    """The card's citation (its Markdown names `flag`) and its end."""
+    c = _d(c)
+    return f"  <p>{cite(c['source'], md=md_constraint(c, flag))}</p>\n</div>"
+
+
+def constraint_card_body(c: Any, lines: Sequence[Mapping[str, Any]] | None, version: Any) -> str:
+    """The card up to its citation: reads CARD_FIELDS of `c`, `lines` and `version.name`."""
     c = _d(c)
     kind = _e(c["kind"])
     out = [
@@ -188,8 +207,7 @@ def constraint_card(
         out.append(
             f'<details class="code-toggle"><summary>Code</summary>{excerpt(lines)}</details>'
         )
-    out.append(f"  <p>{cite(c['source'], md=md_constraint(c, flag))}</p>\n</div>")
-    return Markup("".join(out))
+    return "".join(out)
 
 
 def timeline_marks(marks: Sequence[Mapping[str, Any]], current: str, w: int = 8) -> Markup:

@@ -336,6 +336,34 @@ def get_flag(session: Session, version: Version, raw: str, replaced: bool = Fals
     )
 
 
+def get_flag_row(session: Session, version: Version, raw: str) -> Any:
+    """`get_flag` as a plain row with Flag's columns (attribute access like a Flag), for
+    pages that only read it: the option probe is a Core query and the row comes from the
+    version's per-stamp rows, without the ORM join of the flag view (0.8 ms a page)."""
+    key = name_key(raw[:MAX_NAME])
+    if key:
+        opt = Option.__table__  # type: ignore[attr-defined]
+        probe = select(opt.c.flag_id, opt.c.kind, opt.c.name).where(
+            opt.c.version_id == version.id, opt.c.key == key
+        )
+        found = rows(session, probe)
+        if found:
+            spelled = raw.strip()
+            best = min(found, key=lambda r: (RANK[r[1]], r[2] != spelled, r[0]))
+            row = _flag_rows_by_id(session, version).get(best[0])
+            if row is not None:
+                return row
+    return get_flag(session, version, raw)  # NotFound with suggestions (or the ORM's answer)
+
+
+def _flag_rows_by_id(session: Session, version: Version) -> dict[int, Any]:
+    return per_stamp(
+        ("flags-by-id", version.id),
+        lambda: {row.id: row for row in _flag_rows(session, version)},
+        session,
+    )
+
+
 def _flag_rows(session: Session, version: Version) -> list[Any]:
     """The version's flags in source order (rows with Flag's columns), once per stamp."""
 

@@ -172,3 +172,45 @@ def test_attribute_lookup_on_dicts_answers_as_jinja_does() -> None:
     own methods first, then the key, else undefined."""
     template = env.from_string("{{ d.name }}|{{ d.missing }}|{{ d.items() | list | length }}")
     assert template.render(d={"name": NASTY, "items": 5}) == escape(NASTY) + "||2"
+
+
+def test_constraint_cards_kept_per_site_answer_for_each_flag(tmp_path: Path) -> None:
+    """A card's body is kept per site and shared by the pages of the flags it cites; each
+    page's card is still the whole `constraint_card` naming its own flag."""
+    from app.highlight import excerpt
+    from app.views.flags import constraint_cards
+
+    source = {
+        "path": f"dir/{NASTY}.py", "line": 3, "end_line": 4, "url": f"https://x/{NASTY}",
+        "permalink": f"/v/{NASTY}/source/dir#L3",
+    }  # fmt: skip
+    site = {
+        "kind": "raise", "function": NASTY, "plain": NASTY, "message": NASTY,
+        "writes": {NASTY: NASTY}, "flags": [NASTY, "--a"], "affects": ["--b"],
+        "condition": NASTY, "conditions": [NASTY, "x"], "source": source,
+    }  # fmt: skip
+    engine = make_engine(explain_kb.build(tmp_path / "kb.db"))
+    with Session(engine) as session:
+        version = get_version(session, "v0.2.0")
+        lines = excerpt(session, version, source["path"], 3, 4)
+        for flag in ("--a", NASTY, "--a"):
+            [card] = constraint_cards(session, version, [dict(site)], flag)
+            assert card == fragments.constraint_card(site, lines, version, flag)
+            assert escape(f"`{flag}`") in card
+        other = {**site, "plain": "other words"}
+        [card] = constraint_cards(session, version, [other], "--a")
+        assert card == fragments.constraint_card(other, lines, version, "--a")
+
+
+def test_flag_row_answers_as_get_flag(tmp_path: Path) -> None:
+    from kb.queries import NotFound, get_flag, get_flag_row
+
+    engine = make_engine(explain_kb.build(tmp_path / "kb.db"))
+    with Session(engine) as session:
+        version = get_version(session, "v0.2.0")
+        names = [f["name"] for f in version_flag_dicts(session, version)]
+        for raw in names + [n.upper() for n in names] + [n.lstrip("-") for n in names]:
+            flag, row = get_flag(session, version, raw), get_flag_row(session, version, raw)
+            assert {k: getattr(flag, k) for k in row._fields} == row._asdict()
+        with pytest.raises(NotFound):
+            get_flag_row(session, version, "--no-such-flag")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Hashable
 from functools import lru_cache
 from itertools import groupby
 from operator import itemgetter
@@ -37,9 +38,10 @@ from kb.queries import (
     flag_history,
     flag_name_set,
     flag_url,
-    get_flag,
+    get_flag_row,
     get_version,
     per_stamp,
+    session_stamp,
     version_flag_dicts,
     version_names,
 )
@@ -279,7 +281,7 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
 @router.get("/v/{version}/flags/{flag}", include_in_schema=False)
 def flag_page(request: Request, session: SessionDep, version: str, flag: str) -> Response:
     found = get_version(session, version)
-    data = flag_page_dict(session, found, get_flag(session, found, flag))
+    data = flag_page_dict(session, found, get_flag_row(session, found, flag))
     src = data["source"]
     definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
     names = version_names(session)
@@ -287,17 +289,46 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
         **page_context(session, found, f"flags/{data['name']}", _absent(names, data), names),
         "flag": data,
         "definition": definition,
-        # Highlighted source of each constraint site (presentation only: not in the JSON).
-        "excerpts": [
-            excerpt(session, found, s["path"], s["line"], s["end_line"])
-            for s in (c["source"] for c in data["constraints"])
-        ],
+        "cards": constraint_cards(session, found, data["constraints"], data["name"]),
         "indirect_by_file": [
             (path, list(group))
             for path, group in groupby(data["indirect_usages"], key=itemgetter("path"))
         ],
     }
     return render(request, "flag.html", context)
+
+
+# A constraint card up to its citation (fragments.constraint_card_body) by what it shows,
+# per KB stamp: a site is cited on the page of every flag it reads or affects.
+_card_bodies: Cache[str] = Cache(16384)
+
+
+def _frozen(value: Any) -> Hashable:
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value  # type: ignore[no-any-return]
+
+
+def constraint_cards(
+    session: Session, version: Version, constraints: list[dict[str, Any]], flag: str
+) -> list[Markup]:
+    """The flag page's constraint cards, in `constraints` order, with the highlighted code
+    of each site (presentation only: not in the JSON)."""
+    stamp = session_stamp(session)
+    cards = []
+    for c in constraints:
+        src = c["source"]
+        fields = tuple(_frozen(c[name]) for name in fragments.CARD_FIELDS)
+        key = (version.id, src["path"], src["line"], src["end_line"], fields)
+        body = _card_bodies.get(key, stamp)
+        if body is None:
+            lines = excerpt(session, version, src["path"], src["line"], src["end_line"])
+            body = fragments.constraint_card_body(c, lines, version)
+            _card_bodies.put(key, body, stamp)
+        cards.append(Markup(body + fragments.constraint_card_tail(c, flag)))
+    return cards
 
 
 def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
@@ -321,4 +352,4 @@ def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
 def api_flag(session: SessionDep, version: str, flag: str) -> FlagPage:
     """One flag (by option, alias or dest, any dashes or case) with everything about it."""
     found = get_version(session, version)
-    return flag_page_data(session, found, get_flag(session, found, flag))
+    return flag_page_data(session, found, get_flag_row(session, found, flag))
