@@ -278,6 +278,23 @@ def indirect_rows(sites: Sequence[Any]) -> Markup:
     return Markup("".join(out))
 
 
+def indirect_files(groups: Sequence[tuple[str, Sequence[Any]]], version: Any) -> Markup:
+    """The flag page's reads through a chain, one fold per file (the first five open)."""
+    q = quoted(version.name, "")
+    out = []
+    for i, (path, sites) in enumerate(groups, 1):
+        p = _e(path)
+        out.append(
+            f'  <details class="usage-file"{" open" if i <= 5 else ""}>\n'
+            f'    <summary><code>{p}</code> <span class="muted">{len(sites)}</span></summary>\n'
+            f'    <a class="file-link" href="/v/{q}/source/{p}">whole file</a>\n'
+            '    <div class="excerpt" tabindex="0"><table class="code usages"><tbody>\n'
+            f"{indirect_rows(sites)}    </tbody></table></div>\n"
+            "  </details>\n"
+        )
+    return Markup("".join(out))
+
+
 def series(names: Sequence[str]) -> list[tuple[str, list[str]]]:
     """Version names grouped for the picker, order kept: one group per release series
     (v0.5.2rc0 and v0.5.6.post1 both in "v0.5"), snapshots in a group of their own."""
@@ -300,8 +317,13 @@ def _series(names: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 def version_options(versions: Sequence[str], current: str, absent: Iterable[str] | None) -> Markup:
-    """The <optgroup>s of the version switcher (every page): one per release series."""
-    absent = absent or ()
+    """The <optgroup>s of the version switcher (every page): one per release series. Made
+    once per (versions, current, absent): the pages of a version's flags share a few."""
+    return Markup(_version_options(tuple(versions), current, frozenset(absent or ())))
+
+
+@lru_cache(maxsize=512)
+def _version_options(versions: tuple[str, ...], current: str, absent: frozenset[str]) -> str:
     out = []
     for label, names in _series(tuple(versions)):
         out.append(f'        <optgroup label="{_e(label)}">\n')
@@ -311,7 +333,7 @@ def version_options(versions: Sequence[str], current: str, absent: Iterable[str]
             gone = " (absent)" if name in absent else ""
             out.append(f'          <option value="{n}"{selected}>{n}{gone}</option>\n')
         out.append("        </optgroup>\n")
-    return Markup("".join(out))
+    return "".join(out)
 
 
 def flag_badges(f: Any) -> Markup:

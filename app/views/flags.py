@@ -41,6 +41,7 @@ from kb.queries import (
     get_flag_row,
     get_version,
     per_stamp,
+    read_version,
     session_stamp,
     version_flag_dicts,
     version_names,
@@ -280,7 +281,7 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
 
 @router.get("/v/{version}/flags/{flag}", include_in_schema=False)
 def flag_page(request: Request, session: SessionDep, version: str, flag: str) -> Response:
-    found = get_version(session, version)
+    found = read_version(session, version)
     data = flag_page_dict(session, found, get_flag_row(session, found, flag))
     src = data["source"]
     definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
@@ -303,12 +304,20 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
 _card_bodies: Cache[str] = Cache(16384)
 
 
-def _frozen(value: Any) -> Hashable:
-    if isinstance(value, dict):
-        return tuple((k, _frozen(v)) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
-    return value  # type: ignore[no-any-return]
+def _card_key(c: dict[str, Any]) -> Hashable:
+    """Every field the body shows (fragments.CARD_FIELDS), hashable; falsy lists and dicts
+    show alike. A value that cannot be hashed is keyed by its repr."""
+    writes = c["writes"]
+    key = (
+        c["kind"], c["function"], c["plain"], c["message"],
+        tuple(writes.items()) if writes else None, tuple(c["flags"] or ()),
+        tuple(c["affects"] or ()), c["condition"], tuple(c["conditions"] or ()),
+    )  # fmt: skip
+    try:
+        hash(key)
+    except TypeError:
+        return repr(key)
+    return key
 
 
 def constraint_cards(
@@ -320,8 +329,7 @@ def constraint_cards(
     cards = []
     for c in constraints:
         src = c["source"]
-        fields = tuple(_frozen(c[name]) for name in fragments.CARD_FIELDS)
-        key = (version.id, src["path"], src["line"], src["end_line"], fields)
+        key = (version.id, src["path"], src["line"], src["end_line"], _card_key(c))
         body = _card_bodies.get(key, stamp)
         if body is None:
             lines = excerpt(session, version, src["path"], src["line"], src["end_line"])
