@@ -152,6 +152,25 @@ def constraint_card(
 ) -> Markup:
     """One constraint site on the flag page: what it does, when, the flags it reads and
     affects, its full condition, its code and its citation."""
+    return Markup(constraint_card_body(c, lines, version) + constraint_card_tail(c, flag))
+
+
+# What a constraint card shows apart from its citation: the same on every flag page that
+# cites the site (app/views/flags.py keeps it per site and KB stamp).
+CARD_FIELDS = (
+    "kind", "function", "plain", "message", "writes", "flags", "affects", "condition",
+    "conditions",
+)  # fmt: skip
+
+
+def constraint_card_tail(c: Any, flag: str) -> str:
+    """The card's citation (its Markdown names `flag`) and its end."""
+    c = _d(c)
+    return f"  <p>{cite(c['source'], md=md_constraint(c, flag))}</p>\n</div>"
+
+
+def constraint_card_body(c: Any, lines: Sequence[Mapping[str, Any]] | None, version: Any) -> str:
+    """The card up to its citation: reads CARD_FIELDS of `c`, `lines` and `version.name`."""
     c = _d(c)
     kind = _e(c["kind"])
     out = [
@@ -188,8 +207,7 @@ def constraint_card(
         out.append(
             f'<details class="code-toggle"><summary>Code</summary>{excerpt(lines)}</details>'
         )
-    out.append(f"  <p>{cite(c['source'], md=md_constraint(c, flag))}</p>\n</div>")
-    return Markup("".join(out))
+    return "".join(out)
 
 
 def timeline_marks(marks: Sequence[Mapping[str, Any]], current: str, w: int = 8) -> Markup:
@@ -260,6 +278,23 @@ def indirect_rows(sites: Sequence[Any]) -> Markup:
     return Markup("".join(out))
 
 
+def indirect_files(groups: Sequence[tuple[str, Sequence[Any]]], version: Any) -> Markup:
+    """The flag page's reads through a chain, one fold per file (the first five open)."""
+    q = quoted(version.name, "")
+    out = []
+    for i, (path, sites) in enumerate(groups, 1):
+        p = _e(path)
+        out.append(
+            f'  <details class="usage-file"{" open" if i <= 5 else ""}>\n'
+            f'    <summary><code>{p}</code> <span class="muted">{len(sites)}</span></summary>\n'
+            f'    <a class="file-link" href="/v/{q}/source/{p}">whole file</a>\n'
+            '    <div class="excerpt" tabindex="0"><table class="code usages"><tbody>\n'
+            f"{indirect_rows(sites)}    </tbody></table></div>\n"
+            "  </details>\n"
+        )
+    return Markup("".join(out))
+
+
 def series(names: Sequence[str]) -> list[tuple[str, list[str]]]:
     """Version names grouped for the picker, order kept: one group per release series
     (v0.5.2rc0 and v0.5.6.post1 both in "v0.5"), snapshots in a group of their own."""
@@ -282,8 +317,13 @@ def _series(names: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 def version_options(versions: Sequence[str], current: str, absent: Iterable[str] | None) -> Markup:
-    """The <optgroup>s of the version switcher (every page): one per release series."""
-    absent = absent or ()
+    """The <optgroup>s of the version switcher (every page): one per release series. Made
+    once per (versions, current, absent): the pages of a version's flags share a few."""
+    return Markup(_version_options(tuple(versions), current, frozenset(absent or ())))
+
+
+@lru_cache(maxsize=512)
+def _version_options(versions: tuple[str, ...], current: str, absent: frozenset[str]) -> str:
     out = []
     for label, names in _series(tuple(versions)):
         out.append(f'        <optgroup label="{_e(label)}">\n')
@@ -293,7 +333,7 @@ def version_options(versions: Sequence[str], current: str, absent: Iterable[str]
             gone = " (absent)" if name in absent else ""
             out.append(f'          <option value="{n}"{selected}>{n}{gone}</option>\n')
         out.append("        </optgroup>\n")
-    return Markup("".join(out))
+    return "".join(out)
 
 
 def flag_badges(f: Any) -> Markup:

@@ -142,6 +142,12 @@ def get_version(session: Session, name: str) -> Version:
     """The version named `name`, in the session (a writer may change and commit it), taken
     from the per-stamp copy without a query (`merge(load=False)`: 0.07 ms against 0.65 ms
     for the SELECT)."""
+    return session.merge(read_version(session, name), load=False)
+
+
+def read_version(session: Session, name: str) -> Version:
+    """`get_version` for pages that only read it: the per-stamp instance itself (detached,
+    shared by every request: never change it), without the merge into the session."""
     version = _versions(session).by_name.get(name)
     if version is None:
         names = version_names(session)
@@ -151,7 +157,7 @@ def get_version(session: Session, name: str) -> Version:
             f"No version named {name[:MAX_NAME]!r} has been ingested.",
             did_you_mean(name, names) or names[:3],
         )
-    return session.merge(version, load=False)
+    return version
 
 
 def flag_counts(session: Session) -> dict[int, int]:
@@ -333,6 +339,34 @@ def get_flag(session: Session, version: Version, raw: str, replaced: bool = Fals
         did_you_mean(raw, flag_names(session, version)),
         nearest_versions(session, version, names) if names else [],
         version=version.name,
+    )
+
+
+def get_flag_row(session: Session, version: Version, raw: str) -> Any:
+    """`get_flag` as a plain row with Flag's columns (attribute access like a Flag), for
+    pages that only read it: the option probe is a Core query and the row comes from the
+    version's per-stamp rows, without the ORM join of the flag view (0.8 ms a page)."""
+    key = name_key(raw[:MAX_NAME])
+    if key:
+        opt = Option.__table__  # type: ignore[attr-defined]
+        probe = select(opt.c.flag_id, opt.c.kind, opt.c.name).where(
+            opt.c.version_id == version.id, opt.c.key == key
+        )
+        found = rows(session, probe)
+        if found:
+            spelled = raw.strip()
+            best = min(found, key=lambda r: (RANK[r[1]], r[2] != spelled, r[0]))
+            row = _flag_rows_by_id(session, version).get(best[0])
+            if row is not None:
+                return row
+    return get_flag(session, version, raw)  # NotFound with suggestions (or the ORM's answer)
+
+
+def _flag_rows_by_id(session: Session, version: Version) -> dict[int, Any]:
+    return per_stamp(
+        ("flags-by-id", version.id),
+        lambda: {row.id: row for row in _flag_rows(session, version)},
+        session,
     )
 
 

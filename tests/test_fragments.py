@@ -172,3 +172,104 @@ def test_attribute_lookup_on_dicts_answers_as_jinja_does() -> None:
     own methods first, then the key, else undefined."""
     template = env.from_string("{{ d.name }}|{{ d.missing }}|{{ d.items() | list | length }}")
     assert template.render(d={"name": NASTY, "items": 5}) == escape(NASTY) + "||2"
+
+
+def test_constraint_cards_kept_per_site_answer_for_each_flag(tmp_path: Path) -> None:
+    """A card's body is kept per site and shared by the pages of the flags it cites; each
+    page's card is still the whole `constraint_card` naming its own flag."""
+    from app.highlight import excerpt
+    from app.views.flags import constraint_cards
+
+    source = {
+        "path": f"dir/{NASTY}.py", "line": 3, "end_line": 4, "url": f"https://x/{NASTY}",
+        "permalink": f"/v/{NASTY}/source/dir#L3",
+    }  # fmt: skip
+    site = {
+        "kind": "raise", "function": NASTY, "plain": NASTY, "message": NASTY,
+        "writes": {NASTY: NASTY}, "flags": [NASTY, "--a"], "affects": ["--b"],
+        "condition": NASTY, "conditions": [NASTY, "x"], "source": source,
+    }  # fmt: skip
+    engine = make_engine(explain_kb.build(tmp_path / "kb.db"))
+    with Session(engine) as session:
+        version = get_version(session, "v0.2.0")
+        lines = excerpt(session, version, source["path"], 3, 4)
+        for flag in ("--a", NASTY, "--a"):
+            [card] = constraint_cards(session, version, [dict(site)], flag)
+            assert card == fragments.constraint_card(site, lines, version, flag)
+            assert escape(f"`{flag}`") in card
+        other = {**site, "plain": "other words"}
+        [card] = constraint_cards(session, version, [other], "--a")
+        assert card == fragments.constraint_card(other, lines, version, "--a")
+
+
+def test_flag_row_answers_as_get_flag(tmp_path: Path) -> None:
+    from kb.queries import NotFound, get_flag, get_flag_row
+
+    engine = make_engine(explain_kb.build(tmp_path / "kb.db"))
+    with Session(engine) as session:
+        version = get_version(session, "v0.2.0")
+        names = [f["name"] for f in version_flag_dicts(session, version)]
+        for raw in names + [n.upper() for n in names] + [n.lstrip("-") for n in names]:
+            flag, row = get_flag(session, version, raw), get_flag_row(session, version, raw)
+            assert {k: getattr(flag, k) for k in row._fields} == row._asdict()
+        with pytest.raises(NotFound):
+            get_flag_row(session, version, "--no-such-flag")
+
+
+def test_version_options_made_once_answer_for_their_arguments() -> None:
+    """The switcher is kept per (versions, current, absent): each answer is its own."""
+    names = ["v0.5.1", NASTY, "snapshot-1", "v0.4.0"]
+    seen = set()
+    for current, absent in [("v0.5.1", set()), (NASTY, set()), ("v0.5.1", {NASTY})] * 2:
+        html = fragments.version_options(names, current, absent)
+        assert f'<option value="{escape(current)}" selected>' in html
+        assert html.count(" selected") == 1
+        assert (f"{escape(NASTY)} (absent)" in html) == (NASTY in absent)
+        seen.add(str(html))
+    assert len(seen) == 3
+
+
+def test_read_version_is_get_version_unattached(tmp_path: Path) -> None:
+    from kb.queries import NotFound, read_version
+
+    engine = make_engine(explain_kb.build(tmp_path / "kb.db"))
+    with Session(engine) as session:
+        shared = read_version(session, "v0.2.0")
+        assert shared not in session and shared.name == "v0.2.0"
+        assert get_version(session, "v0.2.0").id == shared.id
+        with pytest.raises(NotFound):
+            read_version(session, "v9.9.9")
+
+
+# flag.html's loop over the files of reads through a chain, before fragments.indirect_files.
+OLD_INDIRECT = """<section>
+  {% for path, sites in indirect_by_file %}
+  <details class="usage-file"{% if loop.index <= 5 %} open{% endif %}>
+    <summary><code>{{ path }}</code> <span class="muted">{{ sites|length }}</span></summary>
+    <a class="file-link" href="/v/{{ version.name|q }}/source/{{ path }}">whole file</a>
+    <div class="excerpt" tabindex="0"><table class="code usages"><tbody>
+{{ indirect_rows_html(sites) }}    </tbody></table></div>
+  </details>
+  {% else %}
+  <p class="empty">Nothing found.</p>
+  {% endfor %}
+</section>"""
+NEW_INDIRECT = """<section>
+  {% if indirect_by_file %}
+{{ indirect_files_html(indirect_by_file, version) }}{% else %}
+  <p class="empty">Nothing found.</p>
+  {% endif %}
+</section>"""
+
+
+@pytest.mark.parametrize("files", [0, 1, 7])
+def test_indirect_files_match_the_loop_they_replace(files: int) -> None:
+    class V:
+        name = f"v/{NASTY}"
+
+    site = {"permalink": f"/p/{NASTY}", "line": 4, "text": NASTY, "url": NASTY, "via": [NASTY]}
+    groups = [(f"dir/{NASTY}{i}.py", [site] * (i + 1)) for i in range(files)]
+    values = {"indirect_by_file": groups, "version": V()}
+    old = env.from_string(OLD_INDIRECT).render(**values)
+    assert env.from_string(NEW_INDIRECT).render(**values) == old
+    assert old.count(" open>") == min(files, 5)

@@ -11,6 +11,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
+from kb.queries import quoted
+
 EFFECTS = {"raise": "requires", "assert": "requires", "override": "overrides", "warning": "warns"}
 EFFECT_TITLES = {
     "requires": "Requires (raises or asserts)",
@@ -249,7 +251,14 @@ def timeline(
     if first is not None:
         name = first["to"]
     for version in names_oldest_first:
-        changes = by_version.get(version, [])
+        changes = by_version.get(version)
+        if not changes:  # most versions: no change, the mark only says whether it exists
+            plain = "present" if exists else "absent"
+            url = f"/v/{quoted(version, '')}/flags/{quoted(name, '')}" if exists else None
+            marks.append(
+                {"version": version, "url": url, "state": plain, "title": f"{version}: {plain}"}
+            )
+            continue
         fields = [c["field"] for c in changes]
         for c in changes:
             if c["field"] in ("added", "renamed"):
@@ -263,7 +272,7 @@ def timeline(
             state = "present" if exists else "absent"
         words = "; ".join(_change_words(c) for c in changes)
         title = f"{version}: {words}" if words else f"{version}: {state}"
-        url = f"/v/{quote(version, safe='')}/flags/{quote(name, safe='')}" if exists else None
+        url = f"/v/{quoted(version, '')}/flags/{quoted(name, '')}" if exists else None
         marks.append({"version": version, "url": url, "state": state, "title": title})
     return marks
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Hashable
 from functools import lru_cache
 from itertools import groupby
 from operator import itemgetter
@@ -37,9 +38,11 @@ from kb.queries import (
     flag_history,
     flag_name_set,
     flag_url,
-    get_flag,
+    get_flag_row,
     get_version,
     per_stamp,
+    read_version,
+    session_stamp,
     version_flag_dicts,
     version_names,
 )
@@ -278,8 +281,8 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
 
 @router.get("/v/{version}/flags/{flag}", include_in_schema=False)
 def flag_page(request: Request, session: SessionDep, version: str, flag: str) -> Response:
-    found = get_version(session, version)
-    data = flag_page_dict(session, found, get_flag(session, found, flag))
+    found = read_version(session, version)
+    data = flag_page_dict(session, found, get_flag_row(session, found, flag))
     src = data["source"]
     definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
     names = version_names(session)
@@ -287,17 +290,53 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
         **page_context(session, found, f"flags/{data['name']}", _absent(names, data), names),
         "flag": data,
         "definition": definition,
-        # Highlighted source of each constraint site (presentation only: not in the JSON).
-        "excerpts": [
-            excerpt(session, found, s["path"], s["line"], s["end_line"])
-            for s in (c["source"] for c in data["constraints"])
-        ],
+        "cards": constraint_cards(session, found, data["constraints"], data["name"]),
         "indirect_by_file": [
             (path, list(group))
             for path, group in groupby(data["indirect_usages"], key=itemgetter("path"))
         ],
     }
     return render(request, "flag.html", context)
+
+
+# A constraint card up to its citation (fragments.constraint_card_body) by what it shows,
+# per KB stamp: a site is cited on the page of every flag it reads or affects.
+_card_bodies: Cache[str] = Cache(16384)
+
+
+def _card_key(c: dict[str, Any]) -> Hashable:
+    """Every field the body shows (fragments.CARD_FIELDS), hashable; falsy lists and dicts
+    show alike. A value that cannot be hashed is keyed by its repr."""
+    writes = c["writes"]
+    key = (
+        c["kind"], c["function"], c["plain"], c["message"],
+        tuple(writes.items()) if writes else None, tuple(c["flags"] or ()),
+        tuple(c["affects"] or ()), c["condition"], tuple(c["conditions"] or ()),
+    )  # fmt: skip
+    try:
+        hash(key)
+    except TypeError:
+        return repr(key)
+    return key
+
+
+def constraint_cards(
+    session: Session, version: Version, constraints: list[dict[str, Any]], flag: str
+) -> list[Markup]:
+    """The flag page's constraint cards, in `constraints` order, with the highlighted code
+    of each site (presentation only: not in the JSON)."""
+    stamp = session_stamp(session)
+    cards = []
+    for c in constraints:
+        src = c["source"]
+        key = (version.id, src["path"], src["line"], src["end_line"], _card_key(c))
+        body = _card_bodies.get(key, stamp)
+        if body is None:
+            lines = excerpt(session, version, src["path"], src["line"], src["end_line"])
+            body = fragments.constraint_card_body(c, lines, version)
+            _card_bodies.put(key, body, stamp)
+        cards.append(Markup(body + fragments.constraint_card_tail(c, flag)))
+    return cards
 
 
 def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
@@ -321,4 +360,4 @@ def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
 def api_flag(session: SessionDep, version: str, flag: str) -> FlagPage:
     """One flag (by option, alias or dest, any dashes or case) with everything about it."""
     found = get_version(session, version)
-    return flag_page_data(session, found, get_flag(session, found, flag))
+    return flag_page_data(session, found, get_flag_row(session, found, flag))
