@@ -281,8 +281,14 @@ def flags_named(session: Session, version: Version, raw: str) -> list[Flag]:
         .where(Option.version_id == version.id, Option.key == key)
     ).all()
     spelled = raw.strip()
-    ranked = sorted(rows, key=lambda r: (RANK[r[1]], r[2] != spelled, r[0].id))
+    ranked = sorted(rows, key=lambda r: _match_order(r[1], r[2], r[0].id, spelled))
     return list({flag.id: flag for flag, _kind, _name in ranked}.values())
+
+
+def _match_order(kind: str, name: str, flag_id: int | None, spelled: str) -> tuple[int, bool, int]:
+    """Which flag a name means, best first: the kind of name it is (RANK), then the exact
+    spelling, then the flag's id (a total order)."""
+    return (RANK[kind], name != spelled, flag_id or 0)
 
 
 def find_flag(session: Session, version: Version, raw: str) -> Flag | None:
@@ -355,7 +361,7 @@ def get_flag_row(session: Session, version: Version, raw: str) -> Any:
         found = rows(session, probe)
         if found:
             spelled = raw.strip()
-            best = min(found, key=lambda r: (RANK[r[1]], r[2] != spelled, r[0]))
+            best = min(found, key=lambda r: _match_order(r[1], r[2], r[0], spelled))
             row = _flag_rows_by_id(session, version).get(best[0])
             if row is not None:
                 return row
