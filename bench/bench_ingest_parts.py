@@ -76,6 +76,8 @@ def main() -> None:
     if hasattr(search, "IndexBuild"):  # the index extended as versions are written
         search.IndexBuild.add = timed("index add", search.IndexBuild.add)  # type: ignore[method-assign]
         search.IndexBuild.finish = timed("index finish", search.IndexBuild.finish)  # type: ignore[method-assign]
+    if hasattr(search.IndexBuild, "add_rows"):  # fed the rows just written
+        search.IndexBuild.add_rows = timed("index add", search.IndexBuild.add_rows)  # type: ignore[method-assign]
     # Parts inside those above (or elsewhere in the main process), where this tree has them.
     import ingest.store as store
 
@@ -84,7 +86,7 @@ def main() -> None:
         "blob_rows": (store, "blob_rows"),
         "relations": (store, "write_relations_of"),
         "write_rows": (store, "write_rows"),
-        "collect": (search, "_collect"),
+        "collect": (search, "_collect_rows" if hasattr(search, "_collect_rows") else "_collect"),
     }
     if hasattr(runner, "PackedFacts"):
         inner["facts decode"] = (runner.PackedFacts, "__getitem__")

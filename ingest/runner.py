@@ -201,7 +201,7 @@ def run(
         ref = todo[index]
         t0 = time.perf_counter()
         rows = assembly.version(trees[ref.label], facts, read_text)
-        vid = write_version(
+        stored = write_version(
             engine,
             ref,
             rows,
@@ -211,8 +211,7 @@ def run(
             text_chains,
             opts.before_commit,
         )
-        with Session(engine) as session:
-            search_index.add(session, {vid})
+        search_index.add_rows(stored.vid, stored.index_rows)
         c = rows.counts()
         s = VersionSummary(
             ref.label, rows.era, c["flags"], c["enums"], c["constraints"], c["usages"],
