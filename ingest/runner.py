@@ -228,17 +228,25 @@ def run(
     written = 0
     finished = False
     try:
+        # The facts cache's rows wait for the next version to be written: one transaction
+        # for the batches that came meanwhile, not one each.
+        pending: list[tuple[str, str, bytes]] = []
         for batch in _analyze(gitdir, missing, opts.jobs):
-            save_facts(engine, [(a.key, a.path, a.json) for a in batch], facts_chains)
+            pending.extend((a.key, a.path, a.json) for a in batch)
             for a in batch:
                 facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
             # Every blob first needed before the last one of this batch is analyzed.
             ready = first_needed[batch[-1].key]
+            if written < ready:
+                save_facts(engine, pending, facts_chains)
+                pending = []
             while written < ready:
                 write(written)
                 written += 1
+        if pending:
+            save_facts(engine, pending, facts_chains)
         while written < len(todo):
             write(written)
             written += 1

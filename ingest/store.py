@@ -135,7 +135,9 @@ def save_facts(engine: Engine, batch: list[tuple[str, str, bytes]], chains: Chai
         )
     with engine.begin() as conn:
         # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
-        conn.execute(delete(table).where(table.c.key.in_([k for k, _p, _d in batch])))
+        keys = [k for k, _p, _d in batch]
+        for i in range(0, len(keys), 900):
+            conn.execute(delete(table).where(table.c.key.in_(keys[i : i + 900])))
         _insert(conn, table, rows)
 
 
