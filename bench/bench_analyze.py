@@ -92,25 +92,28 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
     for (sha, kind, _path), result in zip(items, results, strict=True):
         facts[f"{sha}:{kind}"] = json.dumps(result, sort_keys=True)
 
-    # The worker's packing: the same calls as analyze_batch, without reading the blobs again.
-    pack_delta = getattr(analyze_mod, "pack_delta", None)
-    text_frames: dict[str, Any] = {}
-    facts_frames: dict[str, Any] = {}
+    # The worker's packing: what analyze_batch does with each blob's facts (`packed`), then
+    # the pool's pickling of each batch's results to the parent (64 blobs a batch).
     t0 = time.process_time()
     packed_facts = packed_texts = 0
+    batch: list[Any] = []
     for (sha, kind, path), data, result in zip(items, blobs, results, strict=True):
-        raw = json.dumps(result, separators=(",", ":")).encode()
-        cited = analyze_mod.likely_cited(kind, result)
-        if pack_delta is not None:  # zstd deltas against the path's keyframe
-            f, _b = pack_delta(facts_frames, path, f"{sha}:{kind}", raw)
-            t = pack_delta(text_frames, path, sha, data)[0] if cited else None
-        else:  # zlib
-            import zlib
-
-            f = zlib.compress(raw, 1)
-            t = zlib.compress(data, 1) if cited else None
+        if hasattr(analyze_mod, "packed"):
+            a = analyze_mod.packed(sha, kind, path, data, result)
+            f, t, sent = a.json, a.text, a
+        else:  # main before it: json + pickle of the facts, zstd of likely-cited texts
+            f = json.dumps(result, separators=(",", ":")).encode()
+            cited = analyze_mod.likely_cited(kind, result)
+            t = analyze_mod.pack(data) if cited else None
+            a = analyze_mod.Analyzed(f"{sha}:{kind}", path, {}, f, t)
+            sent = (a, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+        batch.append(sent)
+        if len(batch) == 64:
+            pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+            batch = []
         packed_facts += len(f)
         packed_texts += len(t) if t else 0
+    pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
     packing = time.process_time() - t0
     stats = ""
     if prof:
@@ -164,7 +167,7 @@ def main() -> None:
     for label, run in runs.items():
         print(
             f"{label}: analysis {run['analysis']:.2f} s CPU, packing {run['packing']:.2f} s; "
-            f"packed facts {run['packed_facts'] / 1e6:.1f} MB, "
+            f"facts JSON {run['packed_facts'] / 1e6:.1f} MB, "
             f"texts kept {run['packed_texts'] / 1e6:.1f} MB"
         )
         for name, s in sorted(run["per"].items(), key=lambda kv: -kv[1]):

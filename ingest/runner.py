@@ -10,9 +10,7 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
-import pickle
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -23,7 +21,14 @@ from typing import Any
 
 from sqlmodel import Session
 
-from ingest.analyze import _worker_init, analyze_packed, facts_key, kind_of, pool_init
+from ingest.analyze import (
+    _worker_init,
+    analyze_batch,
+    facts_key,
+    kind_of,
+    loads_facts,
+    pool_init,
+)
 from ingest.assemble import Assembly
 from ingest.git_source import (
     BlobReader,
@@ -141,7 +146,7 @@ def run(
         last_needed.setdefault(index, []).append(key)
     facts = PackedFacts()
     for key, data in load_facts(engine, list(wanted)).items():
-        facts.add_json(key, data)
+        facts.add(key, data)
     summary.blobs_cached = len(facts)
     # sha -> pack(text), for blobs analyzed in this run that are likely to be cited
     texts: dict[str, bytes] = {}
@@ -196,7 +201,7 @@ def run(
         ref = todo[index]
         t0 = time.perf_counter()
         rows = assembly.version(trees[ref.label], facts, read_text)
-        vid = write_version(
+        stored = write_version(
             engine,
             ref,
             rows,
@@ -206,8 +211,7 @@ def run(
             text_chains,
             opts.before_commit,
         )
-        with Session(engine) as session:
-            search_index.add(session, {vid})
+        search_index.add_rows(stored.vid, stored.index_rows)
         c = rows.counts()
         s = VersionSummary(
             ref.label, rows.era, c["flags"], c["enums"], c["constraints"], c["usages"],
@@ -224,17 +228,25 @@ def run(
     written = 0
     finished = False
     try:
+        # The facts cache's rows wait for the next version to be written: one transaction
+        # for the batches that came meanwhile, not one each.
+        pending: list[tuple[str, str, bytes]] = []
         for batch in _analyze(gitdir, missing, opts.jobs):
-            save_facts(engine, [(a.key, a.path, a.json) for a, _pickled in batch], facts_chains)
-            for a, pickled in batch:
-                facts.add_pickle(a.key, pickled)
+            pending.extend((a.key, a.path, a.json) for a in batch)
+            for a in batch:
+                facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
             # Every blob first needed before the last one of this batch is analyzed.
-            ready = first_needed[batch[-1][0].key]
+            ready = first_needed[batch[-1].key]
+            if written < ready:
+                save_facts(engine, pending, facts_chains)
+                pending = []
             while written < ready:
                 write(written)
                 written += 1
+        if pending:
+            save_facts(engine, pending, facts_chains)
         while written < len(todo):
             write(written)
             written += 1
@@ -255,22 +267,19 @@ def run(
 
 
 class PackedFacts:
-    """Blob facts kept as bytes until a version asks for them: a dict per blob costs ~5x its
-    pickle, and the workers run ahead of the versions being written. Each lookup decodes
-    (the assembly keeps what it decoded for as long as the file keeps its blob)."""
+    """Blob facts kept as their JSON bytes until a version asks for them: a dict per blob
+    costs ~5x its JSON, and the workers run ahead of the versions being written. Each
+    lookup decodes (the assembly keeps what it decoded for as long as the file keeps its
+    blob)."""
 
     def __init__(self) -> None:
-        self._data: dict[str, tuple[bool, bytes]] = {}  # key -> (pickled?, bytes)
+        self._data: dict[str, bytes] = {}  # key -> facts JSON (as stored, deltas undone)
 
-    def add_json(self, key: str, data: bytes) -> None:
-        self._data[key] = (False, data)  # JSON, as load_facts gives it (deltas undone)
-
-    def add_pickle(self, key: str, data: bytes) -> None:
-        self._data[key] = (True, data)
+    def add(self, key: str, data: bytes) -> None:
+        self._data[key] = data
 
     def __getitem__(self, key: str) -> dict[str, Any]:
-        pickled, data = self._data[key]
-        return pickle.loads(data) if pickled else json.loads(data)
+        return loads_facts(self._data[key])
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
@@ -307,7 +316,7 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
     if jobs <= 1 or len(batches) == 1:
         _worker_init(str(gitdir))
         for batch in batches:
-            yield analyze_packed(batch)
+            yield analyze_batch(batch)
         return
     # Workers forked from a server that imported ingest.analyze alone: a fork of the ingest
     # would carry (and count in each worker) its imports and trees.
@@ -319,7 +328,7 @@ def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
         initializer=pool_init,
         initargs=(str(gitdir), os.getpid()),
     ) as pool:
-        yield from pool.map(analyze_packed, batches)
+        yield from pool.map(analyze_batch, batches)
 
 
 def summary_json(summary: IngestSummary) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
 
@@ -35,6 +35,7 @@ from kb.schema import (
     VersionFile,
     dumps,
 )
+from kb.search import EnumRow, IndexRows, SiteRow
 
 # The per-version tables that are tables (the factored ones are views: kb.factored).
 PER_VERSION_TABLES = [ConstraintFlag, Option, Enum, ModelFile, VersionFile]
@@ -134,7 +135,9 @@ def save_facts(engine: Engine, batch: list[tuple[str, str, bytes]], chains: Chai
         )
     with engine.begin() as conn:
         # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
-        conn.execute(delete(table).where(table.c.key.in_([k for k, _p, _d in batch])))
+        keys = [k for k, _p, _d in batch]
+        for i in range(0, len(keys), 900):
+            conn.execute(delete(table).where(table.c.key.in_(keys[i : i + 900])))
         _insert(conn, table, rows)
 
 
@@ -186,9 +189,9 @@ def write_version(
     blob_text: BlobText,
     chains: Chains,
     before_commit: Callable[[str], None] | None = None,
-) -> int:
+) -> Written:
     """Replace (or add) `ref`'s rows in one transaction, then re-rank every version.
-    Returns the version's id.
+    Returns the version's id and its rows as the search index reads them.
 
     `before_commit(label)` runs inside the open transaction (tests use it to kill -9 there).
     """
@@ -225,7 +228,7 @@ def write_version(
                 result = conn.execute(insert(t[Version]).values(position=0, **values))
                 vid = result.inserted_primary_key[0]  # type: ignore[index]
             _insert(conn, t[Blob], blob_rows(conn, rows.cited, blob_text, chains))
-            _write_rows(conn, t, vid, rows)
+            index_rows = _write_rows(conn, t, vid, rows)
             versions = _rerank(conn)
             if versions & (versions - 1) == 0:
                 # Table statistics (7 ms) at 1, 2, 4, 8... versions: the shares they give
@@ -236,12 +239,17 @@ def write_version(
     except BaseException:
         forget(engine)  # the facts it interned were rolled back
         raise
-    return int(vid)
+    return Written(int(vid), index_rows)
 
 
-def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows) -> None:
+class Written(NamedTuple):
+    vid: int
+    index_rows: IndexRows  # for IndexBuild.add_rows: what it would read back
+
+
+def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows) -> IndexRows:
     """A version's rows: the factored tables' as (fact..., line...) tuples in the column
-    order of kb.factored, the others as dicts."""
+    order of kb.factored, the others as dicts. Returns those the search index reads."""
     flags = [_flag_row(f) for f in rows.flags]
     flag_ids = write_rows(conn, "flag", vid, _tuples("flag", flags))
     sites = [
@@ -272,29 +280,26 @@ def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows
             [{**c, "candidates": dumps(c["candidates"])} for c in rows.choice_sites],
         ),
     )
-    _insert_env(conn, vid, rows)
+    env_vars = _insert_env(conn, vid, rows)
     write_rows(
         conn,
         "indirectusage",
         vid,
         _tuples("indirectusage", [{**u, "via": dumps(u["via"])} for u in rows.indirect]),
     )
-    _insert(
-        conn,
-        t[Enum],
-        [
-            {
-                "version_id": vid,
-                "name": e["name"],
-                "path": e["path"],
-                "line": e["line"],
-                "end_line": e["end_line"],
-                "members": dumps(e["members"]),
-                "flags": dumps(e["flags"]),
-            }
-            for e in rows.enums
-        ],
-    )
+    enums = [
+        {
+            "version_id": vid,
+            "name": e["name"],
+            "path": e["path"],
+            "line": e["line"],
+            "end_line": e["end_line"],
+            "members": dumps(e["members"]),
+            "flags": dumps(e["flags"]),
+        }
+        for e in rows.enums
+    ]
+    _insert(conn, t[Enum], enums)
     _insert(
         conn,
         t[ModelFile],
@@ -323,6 +328,27 @@ def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows
         ],  # fmt: skip
         [(sid, c["flags"], c["affects"]) for sid, c in zip(site_ids, sites, strict=True)],
     )
+    return IndexRows(
+        [(vid, *_INDEX_FLAG(f)) for f in flags],
+        [EnumRow(vid, e["name"], e["path"], e["members"], e["flags"]) for e in enums],
+        [(vid, *_INDEX_ENV(v)) for v in env_vars],
+        [SiteRow(vid, *_INDEX_SITE(c)) for c in sites],
+    )
+
+
+# The columns kb.search reads of each (IndexRows), after version_id.
+_INDEX_FLAG = itemgetter(
+    "name", "dest", "aliases", "help", "section", "choices", "deprecated", "argparse_dest",
+    "negation",
+)  # fmt: skip
+_INDEX_ENV = itemgetter(
+    "name", "type", "default", "default_expr", "deprecated_names", "replacement", "comment",
+    "section", "flags",
+)  # fmt: skip
+_INDEX_SITE = itemgetter(
+    "key", "kind", "function", "condition", "message", "flags", "affects", "path", "line",
+    "end_line",
+)  # fmt: skip
 
 
 def _tuples(name: str, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -332,26 +358,19 @@ def _tuples(name: str, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [row(r) for r in rows]
 
 
-def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> None:
-    """Environment variables, their sites and the docs entries of one version."""
-
-    write_rows(
-        conn,
-        "envvar",
-        vid,
-        _tuples(
-            "envvar",
-            [
-                {
-                    **{k: v[k] for k in ENV_VAR_COLUMNS},
-                    "default": as_json(v["default"]),
-                    "deprecated_names": dumps(v["deprecated_names"]),
-                    "flags": dumps(v["flags"]),
-                }
-                for v in rows.env_vars
-            ],
-        ),
-    )
+def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> list[dict[str, Any]]:
+    """Environment variables, their sites and the docs entries of one version. Returns the
+    environment variables' rows."""
+    env_vars = [
+        {
+            **{k: v[k] for k in ENV_VAR_COLUMNS},
+            "default": as_json(v["default"]),
+            "deprecated_names": dumps(v["deprecated_names"]),
+            "flags": dumps(v["flags"]),
+        }
+        for v in rows.env_vars
+    ]
+    write_rows(conn, "envvar", vid, _tuples("envvar", env_vars))
     write_rows(
         conn,
         "envsite",
@@ -391,6 +410,7 @@ def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> None:
             ],
         ),
     )
+    return env_vars
 
 
 # json.dumps(value, ensure_ascii=False, default=str), with one encoder for every call.

@@ -27,9 +27,10 @@ import re
 import shutil
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from rapidfuzz import process
@@ -150,6 +151,46 @@ def _versions(session: Session) -> list[dict[str, Any]]:
     ]
 
 
+class IndexRows(NamedTuple):
+    """One version's rows as the index reads them (the ingest hands over what it just wrote,
+    instead of reading it back): flags as (version_id, name, dest, aliases, help, section,
+    choices, deprecated, argparse_dest, negation), env vars as (version_id, name, type,
+    default, default_expr, deprecated_names, replacement, comment, section, flags); JSON
+    columns as the JSON text stored, in the order written."""
+
+    flags: Iterable[tuple[Any, ...]]
+    enums: Iterable[EnumRow]
+    env: Iterable[tuple[Any, ...]]
+    sites: Iterable[SiteRow]
+
+
+class EnumRow(NamedTuple):
+    version_id: int
+    name: str
+    path: str
+    members: str
+    flags: str
+
+
+class SiteRow(NamedTuple):
+    version_id: int
+    key: str
+    kind: str
+    function: str
+    condition: str
+    message: str
+    flags: str
+    affects: str
+    path: str
+    line: int
+    end_line: int
+
+
+def _each(session: Session, query: Any) -> Iterator[Any]:
+    """The rows of `query`, executed when first iterated."""
+    yield from session.connection().execute(query)
+
+
 def _collect(
     session: Session,
     only: set[int] | None = None,
@@ -157,21 +198,6 @@ def _collect(
 ) -> dict[tuple[Any, ...], _Doc]:
     """Every distinct fact of the knowledge base (or of the versions `only`), with the ids of
     the versions it holds for, by key; added to `docs` (the facts of other versions)."""
-    docs = {} if docs is None else docs
-
-    def known(key: tuple[Any, ...], vid: int) -> _Doc | None:
-        """The fact if another version already had it (now held for `vid` too)."""
-        doc = docs.get(key)
-        if doc is not None:
-            doc.versions.add(vid)
-        return doc
-
-    def new(key: tuple[Any, ...], vid: int, doc: _Doc) -> _Doc:
-        doc.key = key
-        doc.versions.add(vid)
-        docs[key] = doc
-        return doc
-
     flag_cols: list[Any] = [
         Flag.version_id,
         Flag.name,
@@ -187,9 +213,58 @@ def _collect(
     # Plain rows, not ORM objects: every flag of every version passes here. In row order,
     # so facts are numbered alike whether indexed at once or version by version.
     flag_query = sa_select(*flag_cols).order_by(col(Flag.id))
+    enum_table = Enum.__table__  # type: ignore[attr-defined]
+    c = enum_table.c
+    enums = sa_select(c.version_id, c.name, c.path, c.members, c.flags).order_by(c.id)
+    site_table = ConstraintSite.__table__  # type: ignore[attr-defined]
+    sites = sa_select(site_table).order_by(site_table.c.id)
+    env_cols: list[Any] = [
+        EnvVar.version_id,
+        EnvVar.name,
+        EnvVar.type,
+        EnvVar.default,
+        EnvVar.default_expr,
+        EnvVar.deprecated_names,
+        EnvVar.replacement,
+        EnvVar.comment,
+        EnvVar.section,
+        EnvVar.flags,
+    ]
+    env = sa_select(*env_cols).order_by(col(EnvVar.id))
     if only is not None:
         flag_query = flag_query.where(col(Flag.version_id).in_(only))
-    for row in session.connection().execute(flag_query):
+        enums = enums.where(c.version_id.in_(only))
+        sites = sites.where(site_table.c.version_id.in_(only))
+        env = env.where(col(EnvVar.version_id).in_(only))
+    rows = IndexRows(
+        _each(session, flag_query),
+        _each(session, enums),
+        _each(session, env),
+        _each(session, sites),
+    )
+    return _collect_rows(rows, docs)
+
+
+def _collect_rows(
+    rows: IndexRows, docs: dict[tuple[Any, ...], _Doc] | None = None
+) -> dict[tuple[Any, ...], _Doc]:
+    """The facts of `rows` by key, added to `docs` (see _collect)."""
+    docs = {} if docs is None else docs
+
+    def known(key: tuple[Any, ...], vid: int) -> _Doc | None:
+        """The fact if another version already had it (now held for `vid` too)."""
+        doc = docs.get(key)
+        if doc is not None:
+            doc.versions.add(vid)
+        return doc
+
+    def new(key: tuple[Any, ...], vid: int, doc: _Doc) -> _Doc:
+        doc.key = key
+        doc.versions.add(vid)
+        docs[key] = doc
+        return doc
+
+    for row in rows.flags:
         (
             vid,
             name,
@@ -237,12 +312,7 @@ def _collect(
                 )
                 new(("choice", name, value), vid, doc)
 
-    # Plain rows (read by attribute like the models): no ORM object per row of every version.
-    enum_table = Enum.__table__  # type: ignore[attr-defined]
-    enums = sa_select(enum_table).order_by(enum_table.c.id)
-    if only is not None:
-        enums = enums.where(enum_table.c.version_id.in_(only))
-    for enum in session.connection().execute(enums):
+    for enum in rows.enums:
         vid = enum.version_id
         members = loads(enum.members) or []
         linked = loads(enum.flags) or []
@@ -278,13 +348,9 @@ def _collect(
                 )
                 new(key, vid, doc)
 
-    _collect_env(session, only, known, new)
+    _collect_env(rows.env, known, new)
 
-    site_table = ConstraintSite.__table__  # type: ignore[attr-defined]
-    sites = sa_select(site_table).order_by(site_table.c.id)
-    if only is not None:
-        sites = sites.where(site_table.c.version_id.in_(only))
-    for site in session.connection().execute(sites):
+    for site in rows.sites:
         vid = site.version_id
         key = ("constraint", constraint_fingerprint(site))  # type: ignore[arg-type]  # row ~ model
         fact = known(key, vid)
@@ -310,24 +376,9 @@ def _collect(
     return docs
 
 
-def _collect_env(session: Session, only: set[int] | None, known: Any, new: Any) -> None:
+def _collect_env(rows: Iterable[tuple[Any, ...]], known: Any, new: Any) -> None:
     """Environment variables: found by name, deprecated name, or words of their comment."""
-    cols: list[Any] = [
-        EnvVar.version_id,
-        EnvVar.name,
-        EnvVar.type,
-        EnvVar.default,
-        EnvVar.default_expr,
-        EnvVar.deprecated_names,
-        EnvVar.replacement,
-        EnvVar.comment,
-        EnvVar.section,
-        EnvVar.flags,
-    ]
-    query = sa_select(*cols).order_by(col(EnvVar.id))
-    if only is not None:
-        query = query.where(col(EnvVar.version_id).in_(only))
-    for row in session.connection().execute(query):
+    for row in rows:
         vid, name, type_, default, default_expr, deprecated_j, replacement, comment, section = row[
             :9
         ]
@@ -449,6 +500,23 @@ class IndexBuild:
         self.indexed |= vids
         known = len(self.docs)
         _collect(session, vids, self.docs)
+        self._write_new(known)
+        self.seconds += time.perf_counter() - started
+
+    def add_rows(self, vid: int, rows: IndexRows) -> None:
+        """Index version `vid` from its rows as just written (`add`, without reading them
+        back): the ingest's way."""
+        if vid in self.indexed:
+            return
+        started = time.perf_counter()
+        self.indexed.add(vid)
+        known = len(self.docs)
+        _collect_rows(rows, self.docs)
+        self._write_new(known)
+        self.seconds += time.perf_counter() - started
+
+    def _write_new(self, known: int) -> None:
+        """Give Whoosh the facts found since the first `known` (those it lacks)."""
         for d in itertools.islice(self.docs.values(), known, None):
             d.fid = fact_id(d.key)
             if d.fid in self.facts:
@@ -468,7 +536,6 @@ class IndexBuild:
                     "deprecated": d.deprecated,
                 },
             )
-        self.seconds += time.perf_counter() - started
 
     def _commit(self) -> None:
         """Write the kinds' segments after the existing ones, in kind order, under one table

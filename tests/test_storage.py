@@ -146,3 +146,21 @@ def test_analysis_workers_import_no_database_layers() -> None:
         cwd=Path(__file__).resolve().parent.parent,
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_facts_json_keeps_what_json_keeps() -> None:
+    """orjson encodes most facts, but writes a non-finite float as null: those facts (and
+    integers past 64 bits) go through json, and every form reads back as json.loads reads it."""
+    from ingest.analyze import dumps_facts, loads_facts
+
+    plain = {"reads": [["tp_size", 3, "read"]], "env": [], "lines": {"3": "é ✓ x"}}
+    inf_env = {**plain, "env": [{"name": "X", "default": float("inf")}]}
+    flags = {**plain, "flags": [{"name": "--x", "default": float("-inf"), "const": 2**70}]}
+    for kind, facts in [("plain", plain), ("plain", inf_env), ("server_args", flags)]:
+        data = dumps_facts(kind, facts)
+        assert loads_facts(data) == json.loads(data) == json.loads(json.dumps(facts))
+    assert loads_facts(dumps_facts("plain", inf_env))["env"][0]["default"] == float("inf")
+    assert loads_facts(dumps_facts("plain", {**plain, "consts": {"BIG": [2**70]}})) == {
+        **plain,
+        "consts": {"BIG": [2**70]},
+    }
