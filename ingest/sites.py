@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import copy
 import re
 from functools import lru_cache
 from typing import Any
@@ -261,43 +262,63 @@ def scan_enums(data: bytes) -> list[dict[str, Any]]:
         if b"Enum" not in m.group(2):
             continue
         start_line = padded.count(b"\n", 0, m.start() + 1)  # 1-based line of `class`
-        end = re.compile(rb"\n(?=[^\s#])").search(padded, m.end())
-        block = padded[m.start() + 1 : end.start() if end else len(padded)]
-        try:
-            tree = ast.parse(block.decode("utf-8", "replace"))
-        except (SyntaxError, *PARSE_FAILURES):
+        end = BLOCK_END_RE.search(padded, m.end())
+        parsed = _enum_block(padded[m.start() + 1 : end.start() if end else len(padded)])
+        if parsed is None:
             continue
-        cls = tree.body[0]
-        if not isinstance(cls, ast.ClassDef):
-            continue
-        members = []
-        methods: dict[str, str] = {}
-        for stmt in cls.body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                target = stmt.targets[0]
-                if isinstance(target, ast.Name) and not target.id.startswith("_"):
-                    value = literal(stmt.value)
-                    if value is NOT_LITERAL:
-                        src = ast.unparse(stmt.value)
-                        value = target.id.lower() if src in ("auto()", "enum.auto()") else src
-                    members.append(
-                        {"name": target.id, "value": value, "line": start_line + stmt.lineno - 1}
-                    )
-            elif isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("is_"):
-                # `def is_x(self): return self == Cls.MEMBER` names the member it tests.
-                for sub in ast.walk(stmt):
-                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
-                        if sub.value.id == cls.name:
-                            methods[stmt.name[3:]] = sub.attr
-                            break
-        if members:
-            enums.append(
-                {
-                    "name": cls.name,
-                    "line": start_line,
-                    "end_line": start_line + (cls.end_lineno or 1) - 1,
-                    "members": members,
-                    "is_methods": methods,
-                }
-            )
+        name, members, methods, end_line = parsed
+        enums.append(
+            {
+                "name": name,
+                "line": start_line,
+                "end_line": start_line + end_line - 1,
+                "members": [
+                    {"name": n, "value": _fresh(v), "line": start_line + no - 1}
+                    for n, v, no in members
+                ],
+                "is_methods": dict(methods),
+            }
+        )
     return enums
+
+
+BLOCK_END_RE = re.compile(rb"\n(?=[^\s#])")
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a cached member value that a caller could change (a list or dict)."""
+    return value if isinstance(value, (str, int, float, type(None))) else copy.deepcopy(value)
+
+
+@lru_cache(maxsize=512)  # an enum class block recurs unchanged in most versions of its file
+def _enum_block(block: bytes) -> tuple[str, tuple[Any, ...], tuple[Any, ...], int] | None:
+    """(name, ((member, value, line in block), ...), ((is_x, member), ...), end line in
+    block) of an enum class block with members, else None."""
+    try:
+        tree = ast.parse(block.decode("utf-8", "replace"))
+    except (SyntaxError, *PARSE_FAILURES):
+        return None
+    cls = tree.body[0]
+    if not isinstance(cls, ast.ClassDef):
+        return None
+    members = []
+    methods: dict[str, str] = {}
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name) and not target.id.startswith("_"):
+                value = literal(stmt.value)
+                if value is NOT_LITERAL:
+                    src = ast.unparse(stmt.value)
+                    value = target.id.lower() if src in ("auto()", "enum.auto()") else src
+                members.append((target.id, value, stmt.lineno))
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("is_"):
+            # `def is_x(self): return self == Cls.MEMBER` names the member it tests.
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
+                    if sub.value.id == cls.name:
+                        methods[stmt.name[3:]] = sub.attr
+                        break
+    if not members:
+        return None
+    return cls.name, tuple(members), tuple(methods.items()), cls.end_lineno or 1

@@ -111,3 +111,36 @@ def test_constants_keep_their_first_place_and_last_value() -> None:
         ("B_CHOICES", ["x", "y"]),
         ("C_CHOICES", ["c"]),
     ]
+
+
+ENUM_BLOCK = b"""class AttentionBackend(str, Enum):
+    FA3 = "fa3"
+    TRITON = "triton"
+    OPTIONS = ["a", "b"]
+
+    def is_fa3(self):
+        return self == AttentionBackend.FA3
+"""
+
+
+def test_enum_blocks_parsed_once_keep_each_files_lines() -> None:
+    from ingest.sites import scan_enums
+
+    first = scan_enums(b"import enum\n\n" + ENUM_BLOCK)
+    # The same block further down another file: its lines are that file's (the block's
+    # parse is shared, its numbering is not).
+    second = scan_enums(b"import enum\n" + b"x = 1\n" * 10 + b"\n" + ENUM_BLOCK + b"y = 2\n")
+    for enums, at in ((first, 3), (second, 13)):
+        (enum,) = enums
+        assert (enum["name"], enum["line"], enum["end_line"]) == ("AttentionBackend", at, at + 6)
+        assert [(m["name"], m["value"], m["line"]) for m in enum["members"]] == [
+            ("FA3", "fa3", at + 1),
+            ("TRITON", "triton", at + 2),
+            ("OPTIONS", ["a", "b"], at + 3),
+        ]
+        assert enum["is_methods"] == {"fa3": "FA3"}
+    # A caller changing what it got changes nothing for the next file with the block.
+    first[0]["members"][2]["value"].append("c")
+    first[0]["is_methods"].clear()
+    (again,) = scan_enums(ENUM_BLOCK)
+    assert again["members"][2]["value"] == ["a", "b"] and again["is_methods"] == {"fa3": "FA3"}
