@@ -164,7 +164,10 @@ def list_files(repo: Path, commit: str) -> dict[str, str]:
     return files
 
 
-PACK_WINDOW, PACK_LIMIT = "4m", "24m"  # see BlobReader
+# See BlobReader. Reading the 15,156 distinct blobs of SGLang's history in version order:
+# 4m/24m held 47 MiB resident in git, 2m/8m 21 MiB, for 0.76 -> 0.93 s of git's CPU (in
+# the readers' processes, beside the workers): three readers run at an ingest's peak.
+PACK_WINDOW, PACK_LIMIT = "2m", "8m"
 
 # Object names sent to `cat-file --batch` before reading the answers: 41 bytes each, so a
 # chunk is ~10 KB, far below the 64 KB pipe buffer.
