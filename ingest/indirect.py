@@ -133,21 +133,15 @@ def _imports(data: bytes) -> list[list[Any]]:
         start = data.rfind(b"\n", 0, m.start()) + 1
         if data[start : m.start()].strip(b" \t"):
             continue  # not at the start of a line
-        module = m.group(1).decode()
-        if not (module.startswith(".") or module.startswith("sglang")):
-            continue
         line += data.count(b"\n", pos, m.start())
         pos = m.start()
-        body = m.group(2)
-        if b"#" in body:
-            body = COMMENT_RE.sub(b"", body)
-        body = body.strip(b"()\\ \t\n")
-        for item in body.split(b","):
-            parts = item.split()
-            if len(parts) == 1 and parts[0] != b"*":
-                out.append([module, parts[0].decode(), parts[0].decode(), line])
-            elif len(parts) == 3 and parts[1] == b"as":
-                out.append([module, parts[0].decode(), parts[2].decode(), line])
+        statement = m.group()
+        names = _IMPORTED.get(statement)
+        if names is None:
+            if len(_IMPORTED) >= MAX_IMPORTED:
+                _IMPORTED.clear()
+            names = _IMPORTED[statement] = _imported(m.group(1), m.group(2))
+        out.extend([module, name, alias, line] for module, name, alias in names)
     # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
     # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
     at = data.find(b"import sglang.")
@@ -158,6 +152,29 @@ def _imports(data: bytes) -> list[list[Any]]:
             module, name = found.group(1).decode().rsplit(".", 1)
             out.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
         at = data.find(b"import sglang.", at + 1)
+    return out
+
+
+# The same import statements recur in every version of a file and across files: what one
+# names is read once per worker (statement text -> (module, name, alias) triples).
+_IMPORTED: dict[bytes, list[tuple[str, str, str]]] = {}
+MAX_IMPORTED = 50_000  # ~10 MB at most; cleared when full
+
+
+def _imported(module_b: bytes, body: bytes) -> list[tuple[str, str, str]]:
+    module = module_b.decode()
+    if not (module.startswith(".") or module.startswith("sglang")):
+        return []
+    if b"#" in body:
+        body = COMMENT_RE.sub(b"", body)
+    body = body.strip(b"()\\ \t\n")
+    out = []
+    for item in body.split(b","):
+        parts = item.split()
+        if len(parts) == 1 and parts[0] != b"*":
+            out.append((module, parts[0].decode(), parts[0].decode()))
+        elif len(parts) == 3 and parts[1] == b"as":
+            out.append((module, parts[0].decode(), parts[2].decode()))
     return out
 
 
@@ -253,7 +270,7 @@ def find_carriers(
             "line": line,
         }
 
-    done: set[int] = set()
+    done: dict[int, _Block] = {}  # def line -> what its block gives
     has_global = "global " in text
     for line in sorted(read_lines):
         d = f.enclosing(line)
@@ -271,10 +288,10 @@ def find_carriers(
         # Only two kinds of function can make a carrier: one declaring `global`, and one short
         # enough to be an accessor. The others (most reads) are never parsed.
         # (no line can start with `global ` in a file without the word)
-        block = f.lines[d.line - 1 : f.end_of(d)] if memo is not None or has_global else []
-        known = memo.block("\n".join(block)) if memo is not None else _Block()
-        if d.line not in done:
-            done.add(d.line)
+        known = done.get(d.line)
+        if known is None:  # the first read in this function
+            block = f.lines[d.line - 1 : f.end_of(d)] if memo is not None or has_global else []
+            known = done[d.line] = memo.block("\n".join(block)) if memo is not None else _Block()
             if known.globals is None:
                 known.globals = _globals(f, d, block) if has_global else []
             for name, assigned, at in known.globals:

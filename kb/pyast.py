@@ -46,6 +46,12 @@ def literal(node: ast.AST | None) -> Any:
 
 
 def source(node: ast.AST) -> str:
+    # `x` and `a.x` (most types, actions and receivers) as ast.unparse writes them, without
+    # its visitor.
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
     return ast.unparse(node)
 
 
