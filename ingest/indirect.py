@@ -133,15 +133,21 @@ def _imports(data: bytes) -> list[list[Any]]:
         start = data.rfind(b"\n", 0, m.start()) + 1
         if data[start : m.start()].strip(b" \t"):
             continue  # not at the start of a line
+        module = m.group(1).decode()
+        if not (module.startswith(".") or module.startswith("sglang")):
+            continue
         line += data.count(b"\n", pos, m.start())
         pos = m.start()
-        statement = m.group()
-        names = _IMPORTED.get(statement)
-        if names is None:
-            if len(_IMPORTED) >= MAX_IMPORTED:
-                _IMPORTED.clear()
-            names = _IMPORTED[statement] = _imported(m.group(1), m.group(2))
-        out.extend([module, name, alias, line] for module, name, alias in names)
+        body = m.group(2)
+        if b"#" in body:
+            body = COMMENT_RE.sub(b"", body)
+        body = body.strip(b"()\\ \t\n")
+        for item in body.split(b","):
+            parts = item.split()
+            if len(parts) == 1 and parts[0] != b"*":
+                out.append([module, parts[0].decode(), parts[0].decode(), line])
+            elif len(parts) == 3 and parts[1] == b"as":
+                out.append([module, parts[0].decode(), parts[2].decode(), line])
     # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
     # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
     at = data.find(b"import sglang.")
@@ -152,29 +158,6 @@ def _imports(data: bytes) -> list[list[Any]]:
             module, name = found.group(1).decode().rsplit(".", 1)
             out.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
         at = data.find(b"import sglang.", at + 1)
-    return out
-
-
-# The same import statements recur in every version of a file and across files: what one
-# names is read once per worker (statement text -> (module, name, alias) triples).
-_IMPORTED: dict[bytes, list[tuple[str, str, str]]] = {}
-MAX_IMPORTED = 50_000  # ~10 MB at most; cleared when full
-
-
-def _imported(module_b: bytes, body: bytes) -> list[tuple[str, str, str]]:
-    module = module_b.decode()
-    if not (module.startswith(".") or module.startswith("sglang")):
-        return []
-    if b"#" in body:
-        body = COMMENT_RE.sub(b"", body)
-    body = body.strip(b"()\\ \t\n")
-    out = []
-    for item in body.split(b","):
-        parts = item.split()
-        if len(parts) == 1 and parts[0] != b"*":
-            out.append((module, parts[0].decode(), parts[0].decode()))
-        elif len(parts) == 3 and parts[1] == b"as":
-            out.append((module, parts[0].decode(), parts[2].decode()))
     return out
 
 
@@ -272,7 +255,13 @@ def find_carriers(
 
     done: dict[int, _Block] = {}  # def line -> what its block gives
     has_global = "global " in text
+    declares = has_global and _declares_global(text)
     for line in sorted(read_lines):
+        # A line gives a carrier only through a function declaring `global`, a `return`
+        # near it or a module-level assignment: the others need no outline.
+        if not declares and not f.maybe_return(line):
+            if line > len(f.lines) or not GLOBAL_ASSIGN_RE.match(f.lines[line - 1]):
+                continue
         d = f.enclosing(line)
         if d is None:
             m = GLOBAL_ASSIGN_RE.match(f.lines[line - 1]) if line <= len(f.lines) else None
@@ -316,6 +305,17 @@ def find_carriers(
         if len(found) == before:
             break
     return list(found.values())
+
+
+def _declares_global(text: str) -> bool:
+    """Whether a line starts (after its indentation) with `global `."""
+    at = text.find("global ")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        if start == at or text[start:at].isspace():
+            return True
+        at = text.find("global ", at + 1)
+    return False
 
 
 def _globals(f: PyFile, d: Def, block: list[str]) -> list[tuple[str, list[str], int]]:

@@ -184,3 +184,18 @@ def test_the_worker_memo_is_per_path_and_bounded(monkeypatch: pytest.MonkeyPatch
         indirect.scan_structure(data, reads, path)
     assert list(indirect._BLOCKS) == ["b.py", "c.py"]
     assert indirect.scan_structure(data, reads, "c.py") == indirect.scan_structure(data, reads)
+
+
+def test_lines_far_from_any_return_still_carry_through_global_or_module_level() -> None:
+    # No `return` near either read: the global statement and the module-level assignment
+    # are what make them carriers (find_carriers skips other such lines unread).
+    text = (
+        "IS_Y = get_global_server_args().enable_y\n\n\n"
+        "def init(server_args):\n    global IS_X\n    x = 1\n    y = 2\n"
+        "    IS_X = server_args.enable_x\n"
+    )
+    found = [(c["name"], c["kind"], c["dests"], c["line"]) for c in find_carriers(text, {1, 8})]
+    assert found == [("IS_Y", "global", ["enable_y"], 1), ("IS_X", "global", ["enable_x"], 8)]
+    # ... and in a file without any `global` statement.
+    alone = text.split("\n\n\n")[0] + "\n\n\ndef f():\n    pass\n"
+    assert [c["name"] for c in find_carriers(alone, {1})] == ["IS_Y"]
