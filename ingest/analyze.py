@@ -24,10 +24,11 @@ from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import extract_flags
 from ingest.git_source import BlobReader
 from ingest.indirect import scan_structure
+from ingest.reuse import parse_server_args
 from ingest.sites import LineIndex, scan
 from kb.codec import pack_fast
 from kb.procs import die_with_parent, exit_with
-from kb.pyast import PARSE_FAILURES
+from kb.pyast import PARSE_FAILURES, gc_paused
 
 ANALYZER_VERSION = 10
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
@@ -73,16 +74,27 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     facts["lines"].update(shapes.pop("lines"))
     facts.update(shapes)
     if kind != "server_args":
-        facts.update(scan_structure(data, facts["reads"]))
+        facts.update(scan_structure(data, facts["reads"], path))
     if kind == "plain":
         return facts
     text = data.decode("utf-8", "replace")
+    with gc_paused():
+        _parsed(facts, text, kind, path)
+    return facts
+
+
+def _parsed(facts: dict[str, Any], text: str, kind: str, path: str) -> None:
+    """The facts read from the whole file's tree: flags, constraints, declarations."""
     try:
-        tree = ast.parse(text)
-        if kind == "environ":
-            facts["env_decl"] = extract_declarations(tree, text, path)
-            return facts
-        facts["constraints"] = extract_constraints(tree, path)
+        if kind == "server_args":
+            # Unchanged methods of the last version of the path are not parsed again.
+            tree, facts["constraints"] = parse_server_args(text, path)
+        else:
+            tree = ast.parse(text)
+            if kind == "environ":
+                facts["env_decl"] = extract_declarations(tree, text, path)
+                return
+            facts["constraints"] = extract_constraints(tree, path)
         if kind == "server_args":
             extraction = extract_flags(tree, text, path)
             facts["flags"] = extraction.flags
@@ -96,7 +108,6 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         )
     except PARSE_FAILURES as exc:  # too deeply nested for the parser: skip, don't abort
         facts["warnings"].append({"path": path, "line": 0, "what": f"not parsed: {exc!r}"[:200]})
-    return facts
 
 
 SELF_ATTR_RE = re.compile(r"\bself\.([a-z_][a-z0-9_]*)\b(\s*(?:[+\-*/|&]?=)(?!=))?")

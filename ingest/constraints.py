@@ -49,7 +49,16 @@ def _takes_server_args(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def extract_constraints(tree: ast.Module, path: str) -> list[dict[str, Any]]:
     sites: list[dict[str, Any]] = []
     for qualname, func in scan_functions(tree):
-        _walk(func.body, [], qualname, path, sites)
+        sites.extend(function_sites(qualname, func, path))
+    return sites
+
+
+def function_sites(
+    qualname: str, func: ast.FunctionDef | ast.AsyncFunctionDef, path: str
+) -> list[dict[str, Any]]:
+    """The sites of one function: they depend on its text alone (ingest.reuse relies on it)."""
+    sites: list[dict[str, Any]] = []
+    _walk(func.body, [], qualname, path, sites)
     return sites
 
 

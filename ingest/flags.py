@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -251,7 +252,8 @@ def extract_flags(tree: ast.Module, text: str, path: str) -> Extraction:
     for func in _functions(tree):
         # Only functions that contain an add_argument call are read (text pre-check).
         lo, hi = func.lineno, func.end_lineno or func.lineno
-        if not any(lo <= n <= hi for n in call_lines):
+        at = bisect_left(call_lines, lo)  # call_lines ascend
+        if at == len(call_lines) or call_lines[at] > hi:
             continue
         statements = list(_statements(func.body))
         local = {
@@ -435,7 +437,7 @@ def _set_default(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo) 
 def _set_help(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo, out: Extraction):
     if node is None:
         return
-    if source(node) == "argparse.SUPPRESS":
+    if isinstance(node, ast.Attribute) and source(node) == "argparse.SUPPRESS":
         flag["hidden"] = True
         return
     text = render_text(node, info.strings)

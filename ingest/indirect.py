@@ -60,14 +60,52 @@ STOP_WORDS = {
 # --- per blob ------------------------------------------------------------------------------
 
 
-def scan_structure(data: bytes, reads: list[list[Any]]) -> dict[str, Any]:
+def scan_structure(data: bytes, reads: list[list[Any]], path: str | None = None) -> dict[str, Any]:
+    """`path` keeps what the file's functions gave for the next version of the path (a
+    worker analyzes the versions of a path oldest first)."""
     out: dict[str, Any] = {"imports": _imports(data)}
     if b"EntryClass" in data:
         out["entry"] = _entry_classes(data)
     read_lines = {line for _name, line, access in reads if access == "read"}
     if read_lines and _may_carry(data, read_lines):
-        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines)
+        memo = None if path is None else BlockMemo(_BLOCKS.pop(path, {}))
+        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines, memo)
+        if memo is not None and memo.new:
+            _BLOCKS[path] = memo.new  # type: ignore[index]
+            while len(_BLOCKS) > MEMO_PATHS:
+                _BLOCKS.pop(next(iter(_BLOCKS)))
     return out
+
+
+@dataclass
+class _Block:
+    """What one function gave find_carriers, lines relative to its `def` line: the
+    globals it assigns from flags (name, dests, line), and per read line the dests of the
+    short `return` holding it (None: no such return)."""
+
+    globals: list[tuple[str, list[str], int]] | None = None
+    returns: dict[int, list[str] | None] = field(default_factory=dict)
+
+
+@dataclass
+class BlockMemo:
+    """The functions of the last version of a path (by the text of their block) and those
+    of this one. A block's results depend on its text alone; what depends on where it
+    stands (the class holding it, its line) is applied on reuse."""
+
+    old: dict[str, _Block]
+    new: dict[str, _Block] = field(default_factory=dict)
+
+    def block(self, text: str) -> _Block:
+        found = self.new.get(text)
+        if found is None:
+            found = self.new[text] = self.old.get(text) or _Block()
+        return found
+
+
+# path -> block text -> results: the paths analyzed last in this worker, one version each.
+_BLOCKS: dict[str, dict[str, _Block]] = {}
+MEMO_PATHS = 512
 
 
 def _may_carry(data: bytes, read_lines: set[int]) -> bool:
@@ -75,7 +113,7 @@ def _may_carry(data: bytes, read_lines: set[int]) -> bool:
     level, or a `return` on or just above a read."""
     if b"global " in data:
         return True
-    lines = data.split(b"\n")
+    lines = data.split(b"\n", max(read_lines))  # the lines up to the last read (and the rest)
     for no in read_lines:
         if no <= len(lines) and not lines[no - 1][:1].isspace():
             return True
@@ -191,8 +229,12 @@ def display(name: str, member: str | None, kind: str) -> str:
     return f"{name}()" if member is None else f"{name}.{member}()"
 
 
-def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
-    """Globals assigned from a flag read and short functions returning one, in one file."""
+def find_carriers(
+    text: str, read_lines: set[int], memo: BlockMemo | None = None
+) -> list[dict[str, Any]]:
+    """Globals assigned from a flag read and short functions returning one, in one file.
+    With `memo`, a function whose block is unchanged since the last version is not parsed
+    again."""
     f = PyFile(text)
     found: dict[tuple[str, str | None], dict[str, Any]] = {}
 
@@ -211,9 +253,15 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
             "line": line,
         }
 
-    done: set[int] = set()
+    done: dict[int, _Block] = {}  # def line -> what its block gives
     has_global = "global " in text
+    declares = has_global and _declares_global(text)
     for line in sorted(read_lines):
+        # A line gives a carrier only through a function declaring `global`, a `return`
+        # near it or a module-level assignment: the others need no outline.
+        if not declares and not f.maybe_return(line):
+            if line > len(f.lines) or not GLOBAL_ASSIGN_RE.match(f.lines[line - 1]):
+                continue
         d = f.enclosing(line)
         if d is None:
             m = GLOBAL_ASSIGN_RE.match(f.lines[line - 1]) if line <= len(f.lines) else None
@@ -229,31 +277,21 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
         # Only two kinds of function can make a carrier: one declaring `global`, and one short
         # enough to be an accessor. The others (most reads) are never parsed.
         # (no line can start with `global ` in a file without the word)
-        block = f.lines[d.line - 1 : f.end_of(d)] if has_global and d.line not in done else []
-        done.add(d.line)
-        if any(b.lstrip().startswith("global ") for b in block):
-            node = f.node(d)
-            subs = list(ast.walk(node)) if node is not None else []  # one walk, used twice
-            declared = {n for sub in subs if isinstance(sub, ast.Global) for n in sub.names}
-            for sub in subs:
-                if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
-                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-                    for target in targets:
-                        if isinstance(target, ast.Name) and target.id in declared:
-                            add(
-                                target.id,
-                                None,
-                                "global",
-                                flag_reads(sub.value),
-                                [],
-                                d.line + sub.lineno - 1,
-                            )
-        ret = f.returns_at(d, line)
+        known = done.get(d.line)
+        if known is None:  # the first read in this function
+            block = f.lines[d.line - 1 : f.end_of(d)] if memo is not None or has_global else []
+            known = done[d.line] = memo.block("\n".join(block)) if memo is not None else _Block()
+            if known.globals is None:
+                known.globals = _globals(f, d, block) if has_global else []
+            for name, assigned, at in known.globals:
+                add(name, None, "global", assigned, [], d.line + at)
+        rel = line - d.line
+        if rel not in known.returns:
+            known.returns[rel] = _return_dests(f, d, line)
         ident = _carrier_id(f, d)
-        if ret is not None and ident is not None and ret.value is not None:
-            dests = flag_reads(ret.value)
-            if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
-                add(ident[0], ident[1], "function", dests, [], d.line)
+        returned = known.returns[rel]
+        if returned is not None and ident is not None:
+            add(ident[0], ident[1], "function", returned, [], d.line)
     # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED).
     for _round in range(2):
         before = len(found)
@@ -267,6 +305,47 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
         if len(found) == before:
             break
     return list(found.values())
+
+
+def _declares_global(text: str) -> bool:
+    """Whether a line starts (after its indentation) with `global `."""
+    at = text.find("global ")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        if start == at or text[start:at].isspace():
+            return True
+        at = text.find("global ", at + 1)
+    return False
+
+
+def _globals(f: PyFile, d: Def, block: list[str]) -> list[tuple[str, list[str], int]]:
+    """(name, dests, line relative to `def`) of each global a function declaring `global`
+    assigns; none when no line of its block starts with `global `."""
+    out: list[tuple[str, list[str], int]] = []
+    if not any(b.lstrip().startswith("global ") for b in block):
+        return out
+    node = f.node(d)
+    subs = list(ast.walk(node)) if node is not None else []  # one walk, used twice
+    declared = {n for sub in subs if isinstance(sub, ast.Global) for n in sub.names}
+    for sub in subs:
+        if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id in declared:
+                    out.append((target.id, flag_reads(sub.value), sub.lineno - 1))
+    return out
+
+
+def _return_dests(f: PyFile, d: Def, line: int) -> list[str] | None:
+    """The dests of the short function's `return` that holds `line`, if it makes `d` an
+    accessor (a few flags, a small expression)."""
+    ret = f.returns_at(d, line)
+    if ret is None or ret.value is None:
+        return None
+    dests = flag_reads(ret.value)
+    if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
+        return dests
+    return None
 
 
 def _local_patterns(
