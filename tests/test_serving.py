@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+import zstandard
 from dashboard_kb import build_kb
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
@@ -74,6 +75,64 @@ def test_gzip_and_identity_are_distinct_representations(client: TestClient) -> N
     assert zipped.headers["etag"] != plain.headers["etag"]
     raw = client.get(PAGE, headers={"Accept-Encoding": "gzip"})
     assert int(raw.headers["content-length"]) < len(plain.content)
+
+
+def test_zstd_first_then_gzip_then_identity(db: Path) -> None:
+    """Cached and uncached alike: zstd to a client that accepts it, gzip to one that accepts
+    only gzip (or refuses zstd with q=0), the bytes as they are otherwise; each its own ETag."""
+    for cache_mb in (64, 0):
+        client = TestClient(create_app(f"sqlite:///{db}", cache_mb=cache_mb))
+        plain = client.get(PAGE, headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in plain.headers
+        for accept, coding in [
+            ("gzip, deflate, br, zstd", "zstd"),
+            ("zstd;q=0, gzip", "gzip"),
+            ("gzip", "gzip"),
+        ]:
+            with client.stream("GET", PAGE, headers={"Accept-Encoding": accept}) as response:
+                raw = b"".join(response.iter_raw())
+                headers = response.headers
+            assert headers["content-encoding"] == coding, (cache_mb, accept)
+            assert "Accept-Encoding" in headers["vary"]
+            if coding == "zstd":
+                body = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+            else:
+                body = gzip.decompress(raw)
+            assert body == plain.content, (cache_mb, accept)
+            if cache_mb:
+                assert int(headers["content-length"]) == len(raw)
+                assert headers["etag"] not in (plain.headers["etag"], "")
+        api = client.get("/api" + PAGE, headers={"Accept-Encoding": "zstd"})
+        assert api.json()["name"] == "--moe-runner-backend"  # httpx decodes zstd itself
+    with client.stream(
+        "GET", "/static/vendor/htmx.min.js", headers={"Accept-Encoding": "zstd"}
+    ) as r:
+        raw = b"".join(r.iter_raw())
+        assert r.headers["content-encoding"] == "zstd"
+    expected = (ROOT / "static" / "vendor" / "htmx.min.js").read_bytes()
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(raw) == expected
+
+
+def test_a_streamed_body_is_one_zstd_stream() -> None:
+    """A reply sent in chunks is compressed as it goes (each chunk flushed, so the client
+    can read it) into one zstd frame without a content-length."""
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from app.compression import Compression
+
+    parts = [f"<p>part {i} ".encode() * 400 for i in range(5)]
+
+    def stream(request):  # type: ignore[no-untyped-def]
+        return StreamingResponse(iter(parts), media_type="text/html")
+
+    client = TestClient(Compression(Starlette(routes=[Route("/s", stream)])))
+    with client.stream("GET", "/s", headers={"Accept-Encoding": "zstd"}) as r:
+        raw = b"".join(r.iter_raw())
+        assert r.headers["content-encoding"] == "zstd" and "content-length" not in r.headers
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(raw) == b"".join(parts)
+    assert len(raw) < len(b"".join(parts)) // 10
 
 
 def test_head_and_json_twin_and_htmx_variant(db: Path) -> None:
@@ -135,7 +194,7 @@ def test_lru_is_bounded_by_bytes() -> None:
     lru = ByteLRU(10_000)
 
     def entry(size: int) -> Entry:
-        return Entry(200, [], b"x" * size, b'"a"', None, b'"a-gz"')
+        return Entry(200, [], b"x" * size, b'"a"')
 
     for i in range(20):
         lru.put(("s", str(i)), entry(1000))
@@ -143,6 +202,13 @@ def test_lru_is_bounded_by_bytes() -> None:
     assert lru.get(("s", "19")) is not None and lru.get(("s", "0")) is None
     lru.put(("s", "huge"), entry(9000))  # over a quarter of the cache: not kept
     assert lru.get(("s", "huge")) is None
+    # An encoding made later counts: putting the same entry again adds its bytes.
+    grown = lru.get(("s", "19"))
+    assert grown is not None
+    before, count = lru.bytes, len(lru.items)
+    grown.encoded["zstd"] = b"z" * 500
+    lru.put(("s", "19"), grown)
+    assert lru.bytes == before + 500 and len(lru.items) == count
 
 
 # --- bounded inputs and answers ----------------------------------------------------------
