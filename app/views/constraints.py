@@ -14,7 +14,7 @@ from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.templating import render
-from app.views.common import errors, page_context
+from app.views.common import error_response, errors, page_context
 from app.views.listing import PER_PAGE, clamp_page, facet, query
 from kb.contract import ConstraintList
 from kb.queries import (
@@ -52,7 +52,8 @@ def constraint_list(
     """Constraints that read or affect the flag named by `flag` (any of its names; text that
     names no flag matches as a substring of flag names), of one `kind` when it is one of
     KINDS (another kind matches nothing), in one `function` and one file `path`; facets
-    count the whole filtered result, `page` of `per_page` rows (0: all) are listed."""
+    count the whole filtered result, `page` of `per_page` rows (0: all) are listed. The
+    routes answer another kind with a 400 naming these (`unknown_kind`)."""
     return ConstraintList.model_validate(
         constraint_list_dict(session, version, flag, kind, function, path, sort, page, per_page)
     )
@@ -106,6 +107,17 @@ def constraint_list_dict(
             facet("path", (s.path for s in sites), params),
         ],
     }
+
+
+def unknown_kind(request: Request, kind: str) -> Response | None:
+    """A 400 for a `kind` that is none of KINDS (it would list nothing, as if the version
+    had no such sites), suggesting each valid kind with the rest of the query kept."""
+    if not kind or kind in KINDS:
+        return None
+    params = dict(request.query_params)
+    links = [{"name": k, "url": f"{request.url.path}?{query(params, kind=k)}"} for k in KINDS]
+    detail = f"Unknown constraint kind {kind[:MAX_NAME]!r}: the kinds are {', '.join(KINDS)}."
+    return error_response(request, 400, detail, links, kind="parameter", name="kind")
 
 
 def constraint_dicts(session: Session, version: Version) -> dict[int, dict[str, Any]]:
@@ -168,6 +180,8 @@ def constraints_page(
     format: str = "",
 ) -> Response:
     found = get_version(session, version)
+    if (bad := unknown_kind(request, kind)) is not None:
+        return bad
     if format in ("csv", "json"):  # the whole filtered result, every page
         whole = constraint_list(session, found, flag, kind, function, path, sort, 1, 0)
         name = f"constraints-{found.name}.{format}"
@@ -202,6 +216,7 @@ def constraints_page(
 
 @router.get("/api/v/{version}/constraints", responses=errors(400, 404))
 def api_constraints(
+    request: Request,
     session: SessionDep,
     version: str,
     flag: str = "",
@@ -215,7 +230,9 @@ def api_constraints(
     """Constraint sites of a version (raise, assert, override, warning), filtered by a flag
     (any of its names; text naming no flag matches part of a name), a kind, a function and
     a file, sorted (path | line | kind | function), one page of `per_page` (0: all) with
-    facets counting the whole filtered result."""
-    return constraint_list(
-        session, get_version(session, version), flag, kind, function, path, sort, page, per_page
-    )
+    facets counting the whole filtered result. A kind that is none of the four is a 400
+    whose `suggestions` are the four."""
+    found = get_version(session, version)
+    if (bad := unknown_kind(request, kind)) is not None:
+        return bad  # type: ignore[return-value]
+    return constraint_list(session, found, flag, kind, function, path, sort, page, per_page)
