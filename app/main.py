@@ -18,7 +18,7 @@ from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.compression import Compression
-from app.limits import MAX_BODY, URLLimit
+from app.limits import BODY_TOO_LARGE, Limits
 from app.respcache import CheapStamp, ResponseCache
 from app.templating import STATIC
 from app.views import (
@@ -192,7 +192,6 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
         docs_url=None,
         redoc_url=None,
         openapi_url="/api/openapi.json",
-        max_body_size=MAX_BODY,  # 413 past it, declared or chunked
     )
     without_phantom_422(app)
     with_url_limit(app)
@@ -230,6 +229,8 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
             detail = f"Nothing here: {request.url.path[:MAX_NAME]}"
             links = [{"name": "Home", "url": "/"}, {"name": "Latest flags", "url": "/latest/flags"}]
             return error_response(request, 404, detail, links)
+        if exc.status_code == 413:  # a chunked body past the limit (app/limits.py)
+            return error_response(request, 413, BODY_TOO_LARGE, kind="body")
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
             headers["Allow"] = allowed_methods(request, headers.get("Allow", ""))
@@ -273,7 +274,7 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
         app.add_middleware(ResponseCache, stamp=stamp, max_bytes=cache_mb * 1024 * 1024)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(HeadAsGet)
-    app.add_middleware(URLLimit)
+    app.add_middleware(Limits)
     # Start-up objects (modules, templates, routes) live for the whole process: move them out
     # of the collector's generations so collections during requests do not walk them again.
     gc.collect()

@@ -215,11 +215,15 @@ def test_lru_is_bounded_by_bytes() -> None:
 
 
 def test_request_body_over_the_limit_is_413(client: TestClient) -> None:
+    """413 as an ErrorBody (it was FastAPI's plain text), whether the body declares its
+    length (answered before routing, on any path) or comes in chunks (counted as read)."""
     big = b'{"command": "' + b"x" * 10_000_000 + b'"}'
-    response = client.post(
-        "/api/explain", content=big, headers={"content-type": "application/json"}
-    )
-    assert response.status_code == 413
+    for path in ("/api/explain", "/explain", "/v/v0.3.0/flags", "/nope"):
+        response = client.post(path, content=big, headers={"content-type": "application/json"})
+        assert response.status_code == 413, path
+        assert response.headers["content-type"] == "application/json", path
+        body = response.json()
+        assert body["kind"] == "body" and "262144 bytes" in body["detail"], path
 
     def chunks() -> Iterator[bytes]:
         for _ in range(100):
@@ -229,6 +233,10 @@ def test_request_body_over_the_limit_is_413(client: TestClient) -> None:
         "/api/explain", content=chunks(), headers={"content-type": "application/json"}
     )
     assert streamed.status_code == 413
+    assert streamed.json()["kind"] == "body"
+    # At the limit, the body is read and judged as usual (here: not an explain request).
+    fits = client.post("/api/explain", content=b"x" * 262_144)
+    assert fits.status_code in (400, 422)
 
 
 def test_get_explain_validates_like_post(client: TestClient) -> None:
@@ -287,6 +295,23 @@ def test_megabyte_url_gets_414_not_a_reset(live_server: int) -> None:
     answer = raw_get(live_server, "/v/v0.3.0/flags?q=" + "a" * 1_000_000)
     assert answer.startswith(b"HTTP/1.1 414"), answer[:200]
     assert raw_get(live_server, PAGE).startswith(b"HTTP/1.1 200")
+
+
+def test_oversized_body_over_http_is_json_413(live_server: int) -> None:
+    """Through the real server (uvicorn + h11), where FastAPI's limit answered text/plain."""
+    with socket.create_connection(("127.0.0.1", live_server), timeout=20) as sock:
+        sock.sendall(
+            b"POST /api/explain HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 400000\r\nConnection: close\r\n\r\n" + b"x" * 65536
+        )
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413"), head[:200]
+    assert b"content-type: application/json" in head.lower()
+    assert b'"kind": "body"' in body
 
 
 # --- workers ------------------------------------------------------------------------------
