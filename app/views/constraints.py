@@ -19,7 +19,6 @@ from app.views.listing import PER_PAGE, clamp_page, facet, query
 from kb.contract import ConstraintList
 from kb.queries import (
     MAX_NAME,
-    all_constraints,
     constraint_dict,
     filter_constraints,
     get_version,
@@ -71,7 +70,7 @@ def constraint_list_dict(
     per_page: int = PER_PAGE,
 ) -> dict[str, Any]:
     """`constraint_list` as the plain dict the HTML page renders (the JSON twin validates
-    it); the sites' dicts are made once per stamp (`constraint_dicts`) and shared."""
+    it); each shown site's dict is made once per stamp (`constraint_dicts`) and shared."""
     sites: list[ConstraintSite] = [
         s
         for s in filter_constraints(session, version, flag, kind)
@@ -88,7 +87,6 @@ def constraint_list_dict(
         "path": path[:MAX_NAME],
         "sort": "" if sort == "path" else sort,
     }
-    shaped = constraint_dicts(session, version)
     return {
         "version": version.name,
         "flag": params["flag"],
@@ -100,7 +98,7 @@ def constraint_list_dict(
         "per_page": per_page,
         "pages": pages,
         "total": len(sites),
-        "constraints": [shaped.get(s.id or 0) or constraint_dict(version, s) for s in shown],
+        "constraints": constraint_dicts(session, version, shown),
         "facets": [
             facet("kind", (s.kind for s in sites), params),
             facet("function", (s.function for s in sites), params),
@@ -120,14 +118,21 @@ def unknown_kind(request: Request, kind: str) -> Response | None:
     return error_response(request, 400, detail, links, kind="parameter", name="kind")
 
 
-def constraint_dicts(session: Session, version: Version) -> dict[int, dict[str, Any]]:
-    """site id -> `constraint_dict` of every constraint site of the version, once per stamp
-    (shared: read, never changed)."""
-    return per_stamp(  # type: ignore[no-any-return]
-        ("constraint-dicts", version.id),
-        lambda: {s.id: constraint_dict(version, s) for s in all_constraints(session, version)},
-        session,
-    )
+def constraint_dicts(
+    session: Session, version: Version, sites: list[ConstraintSite]
+) -> list[dict[str, Any]]:
+    """`constraint_dict` of each of `sites`, each made on its first use and then kept for
+    the stamp (shared: read, never changed). Made for the page shown, not for every site of
+    the version: a first view of the list built all 408 of snapshot-2026-02-01's dicts
+    (~10 ms) to show 50 (~1 ms)."""
+    made: dict[int, dict[str, Any]] = per_stamp(("constraint-dicts", version.id), dict, session)
+    out = []
+    for site in sites:
+        shaped = made.get(site.id or 0)
+        if shaped is None:
+            shaped = made[site.id or 0] = constraint_dict(version, site)
+        out.append(shaped)
+    return out
 
 
 def constraints_csv(data: ConstraintList) -> str:
