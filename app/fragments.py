@@ -464,3 +464,116 @@ def graph_edge_list(g: Mapping[str, Any]) -> Markup:
             more = f' <span class="sites">({links}{rest})</span>'
         out.append(f'<li><a href="{_e(e["url"])}">{_e(e["flag"])}</a>: {_e(e["label"])}{more}</li>')
     return Markup("".join(out))
+
+
+# --- the flag page's remaining loops (templates/flag.html calls these; each gives the bytes
+# its Jinja loop gave: tests/test_fragments.py renders both over hostile strings) ---------
+
+
+def toc_items(sections: Iterable[Any]) -> Markup:
+    """The "On this page" <li>s (sub-entries for the constraint groups)."""
+    out = []
+    for s in map(_d, sections):
+        sub = ' class="sub"' if s["id"].startswith("c-") else ""
+        count = f' <span class="muted">{_e(s["count"])}</span>' if s["count"] is not None else ""
+        out.append(f'<li{sub}><a href="#{_e(s["id"])}">{_e(s["title"])}</a>{count}</li>')
+    return Markup("".join(out))
+
+
+def choice_rows(rows: Iterable[Any], default: Any, with_enum: Any) -> Markup:
+    """The choices table's rows: value (and whether it is the default), enum member, sites."""
+    out = []
+    for row in map(_d, rows):
+        badge = ' <span class="badge">default</span>' if row["value"] == default else ""
+        member = ""
+        if with_enum:
+            shown = (
+                f"<code>{_e(row['member'])}</code>"
+                if row["member"]
+                else '<span class="muted">—</span>'
+            )
+            member = f'<td class="member">{shown}</td>'
+        out.append(
+            f'    <tr><td class="value"><a href="{_e(row["url"])}"><code>{_e(row["value"])}'
+            f"</code></a>{badge}</td>\n{member}"
+            f'      <td class="num">{_e(row["sites"])}</td></tr>\n'
+        )
+    return Markup("".join(out))
+
+
+def constraint_groups(groups: Iterable[Any], cards: Sequence[Any], total: int) -> Markup:
+    """The constraint sites by what they do, then by the value they test (`cards[i]` is the
+    i-th site's card); every fold open when the flag has at most six sites."""
+    opened = " open" if total <= 6 else ""
+    out = []
+    for g in map(_d, groups):
+        effect = _e(g["effect"])
+        out.append(
+            f'  <section id="c-{effect}" class="cgroup effect-{effect}">\n'
+            f"    <h3>{_e(g['title'])} <small>{_e(g['count'])}</small></h3>\n"
+        )
+        for v in map(_d, g["values"]):
+            sites = v["sites"]
+            plural = "s" if len(sites) != 1 else ""
+            out.append(
+                f'    <details class="vgroup"{opened}>\n'
+                f'      <summary><span class="vlabel">{_e(v["label"])}</span> '
+                f'<span class="muted">{len(sites)} site{plural}</span></summary>\n'
+                + "".join(_e(cards[i]) for i in sites)
+                + "    </details>\n"
+            )
+        out.append("  </section>\n")
+    return Markup("".join(out))
+
+
+def model_items(models: Iterable[Any]) -> Markup:
+    """The models that read the flag, directly or through a chain, each cited."""
+    out = []
+    for m in map(_d, models):
+        how = '<span class="muted">reads it directly</span>' if m["direct"] else via(m["via"])
+        site = _d(m["site"])
+        path = _e(m["path"]).replace("python/sglang/srt/", "")
+        out.append(
+            f'    <li><a href="{_e(m["url"])}"><code>{_e(m["name"])}</code></a>\n'
+            f'{how}      <a class="src" href="{_e(site["permalink"])}">{path}#L'
+            f"{_e(site['line'])}</a></li>\n"
+        )
+    return Markup("".join(out))
+
+
+def usage_areas(areas: Iterable[Any], usages: Sequence[Any]) -> Markup:
+    """The reads by directory, then by file (a fold per file, open up to five reads)."""
+    out = []
+    for a in map(_d, areas):
+        out.append(
+            f'  <h3 class="area"><code>{_e(a["area"])}/</code> <small>{_e(a["count"])}'
+            "</small></h3>\n"
+        )
+        for f in map(_d, a["files"]):
+            sites = f["sites"]
+            out.append(
+                f'  <details class="usage-file"{" open" if len(sites) <= 5 else ""}>\n'
+                f"    <summary><code>{_e(f['path'].rsplit('/', 1)[-1])}</code> "
+                f'<span class="muted">{len(sites)}</span></summary>\n'
+                f'    <a class="file-link" href="{_e(f["url"])}">whole file</a>\n'
+                '    <div class="excerpt" tabindex="0"><table class="code usages"><tbody>\n'
+                f"{usage_rows(sites, usages)}    </tbody></table></div>\n"
+                "  </details>\n"
+            )
+    return Markup("".join(out))
+
+
+def grid_columns(columns: Iterable[Any]) -> Markup:
+    """The choice grid's column heads: the first version of each run (and its last)."""
+    out = []
+    for c in map(_d, columns):
+        until = (
+            f'<br><span class="muted">to <code>{_e(c["until"])}</code></span>'
+            if c["until"] != c["version"]
+            else ""
+        )
+        out.append(
+            f'<th scope="col"><a href="{_e(c["url"])}"><code>{_e(c["version"])}</code></a>'
+            f"{until}</th>"
+        )
+    return Markup("".join(out))

@@ -88,6 +88,12 @@ env.globals["grid_rows_html"] = fragments.grid_rows
 env.globals["graph_edges_html"] = fragments.graph_edges
 env.globals["graph_nodes_html"] = fragments.graph_nodes
 env.globals["graph_edge_list_html"] = fragments.graph_edge_list
+env.globals["toc_items_html"] = fragments.toc_items
+env.globals["choice_rows_html"] = fragments.choice_rows
+env.globals["constraint_groups_html"] = fragments.constraint_groups
+env.globals["model_items_html"] = fragments.model_items
+env.globals["usage_areas_html"] = fragments.usage_areas
+env.globals["grid_columns_html"] = fragments.grid_columns
 
 
 def is_fragment_request(request: Request) -> bool:

@@ -23,6 +23,7 @@ Datasette is run with -i, but the copy keeps the original out of any doubt).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -81,6 +82,16 @@ def cpu_seconds(pid: int) -> float:
     """user + system CPU time of a process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ns(pid: int) -> int:
+    """Nanoseconds on a CPU of every thread of a process so far (schedstat: exact, where the
+    clock ticks of /proc/PID/stat count 10 ms at a time)."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread that ended
+            total += int(stat.read_text().split()[0])
+    return total
 
 
 def busy_cores() -> float:
@@ -198,23 +209,36 @@ def first_views(base: str, db: str, count: int) -> None:
 
 
 def uncached_views(base: str, rounds: int) -> dict[str, float]:
-    """Median ms of each uncached page (and the static file's, under "static")."""
+    """Median ms of each uncached page (and the static file's, under "static"), and the
+    server's CPU ms per request of each (under "cpu " + URL): on a machine that others load,
+    the latency moves with their load, the CPU a request costs much less."""
     targets = {FLAG: 8.0, FLAGS: 15.0, CONSTRAINTS: 15.0}
+    pid = worker_pids(SERVERS[base])[0]
     with httpx.Client(base_url=base, timeout=60) as c:
         first = {url: timed(c, url) for url in targets}
         per: dict[str, list[float]] = {u: [] for u in [*targets, STATIC]}
+        cpu: dict[str, int] = dict.fromkeys(per, 0)
         for _ in range(rounds):
             for url in [*targets, STATIC]:
+                before = cpu_ns(pid)
                 per[url].append(timed(c, url))
-    print(describe("  static file (same server)", per[STATIC]))
+                cpu[url] += cpu_ns(pid) - before
+    load = os.getloadavg()[0]
+    print(
+        describe("  static file (same server)", per[STATIC])
+        + f"  CPU {cpu[STATIC] / rounds / 1e6:.2f} ms/request"
+    )
     for url, target in targets.items():
         median = statistics.median(per[url])
         verdict = "PASS" if median < target else "FAIL"
         print(
             describe("  uncached " + url.replace(f"/v/{VERSION}", "…"), per[url])
-            + f"  first {first[url]:.1f} ms; target < {target:.0f} ms: {verdict}"
+            + f"  first {first[url]:.1f} ms; CPU {cpu[url] / rounds / 1e6:.2f} ms/request;"
+            + f" target < {target:.0f} ms: {verdict} (load average {load:.2f})"
         )
-    return {url: statistics.median(values) for url, values in per.items()}
+    out = {url: statistics.median(values) for url, values in per.items()}
+    out.update({"cpu " + url: used / rounds / 1e6 for url, used in cpu.items()})
+    return out
 
 
 @contextmanager
@@ -271,12 +295,17 @@ def main() -> None:
                         first_views(base, db, 20)
                     medians[who].append(uncached_views(base, args.rounds))
         if against:
-            print(" this / against, median of each turn's medians (ms):")
+            print(" this / against, median of each turn's medians (ms), and server CPU:")
             for url in (FLAG, FLAGS, CONSTRAINTS, STATIC):
                 a = statistics.median(m[url] for m in medians["this"])
                 b = statistics.median(m[url] for m in medians["against"])
+                ca = statistics.median(m["cpu " + url] for m in medians["this"])
+                cb = statistics.median(m["cpu " + url] for m in medians["against"])
                 name = url.replace(f"/v/{VERSION}", "…")
-                print(f"  {name:<34} {b:8.2f} -> {a:8.2f}  {a / b:.2f}x")
+                print(
+                    f"  {name:<34} {b:8.2f} -> {a:8.2f}  {a / b:.2f}x;"
+                    f"  CPU {cb:6.2f} -> {ca:6.2f} ms/request  {ca / cb:.2f}x"
+                )
 
         print(f"\n3. wrk, 32 connections, {args.seconds}s each, on {FLAG}")
         rates: dict[tuple[int, int], float] = {}

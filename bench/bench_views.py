@@ -98,7 +98,11 @@ def main() -> None:
         if not args.cold:
             return
         if not caches:
+            # create_app froze the start-up objects (gc.freeze): the caches are among them,
+            # and gc.get_objects() lists no frozen object (--cold found none, emptied none).
+            gc.unfreeze()
             caches.extend(o for o in gc.get_objects() if isinstance(o, Cache))
+            gc.freeze()
         for cache in caches:
             cache._items.clear()
             cache._states.clear()

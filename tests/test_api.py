@@ -164,6 +164,34 @@ def test_enums_and_constraints(client: TestClient) -> None:
     assert [c["flags"] for c in asserts] == [["--tp-size"]]
 
 
+def test_unknown_constraint_kind_is_a_400_naming_the_kinds(client: TestClient) -> None:
+    """An unknown kind answered 200 with an empty list, as if the version had no such
+    sites: the JSON twin, the page, its htmx fragment and its downloads now say it is not
+    a kind and link each valid one (the rest of the query kept)."""
+    kinds = ["raise", "assert", "override", "warning"]
+    api = client.get("/api/v/v0.2.0/constraints?kind=rasie&flag=tp-size")
+    assert api.status_code == 400
+    body = api.json()
+    assert (body["kind"], body["name"]) == ("parameter", "kind")
+    assert [s["name"] for s in body["suggestions"]] == kinds
+    assert "'rasie'" in body["detail"] and "raise, assert, override, warning" in body["detail"]
+    first = body["suggestions"][0]["url"]
+    assert first.startswith("/api/v/v0.2.0/constraints?") and "flag=tp-size" in first
+    assert client.get(first).status_code == 200
+    for url, headers in [
+        ("/v/v0.2.0/constraints?kind=Raise", {}),
+        ("/v/v0.2.0/constraints?kind=x", {"HX-Request": "true"}),
+        ("/v/v0.2.0/constraints?kind=x&format=csv", {}),
+    ]:
+        page = client.get(url, headers=headers)
+        assert page.status_code == 400, url
+        assert 'href="/v/v0.2.0/constraints?kind=override' in page.text
+    # The known kinds, an empty kind and an unknown version answer as before.
+    for kind in ["", *kinds]:
+        assert client.get(f"/api/v/v0.2.0/constraints?kind={kind}").status_code == 200
+    assert client.get("/api/v/v9.9.9/constraints?kind=x").status_code == 404
+
+
 def test_backends(client: TestClient) -> None:
     backends = get(client, "/api/v/v0.3.0/backends")["backends"]
     assert [b["flag"] for b in backends] == [

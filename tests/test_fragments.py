@@ -273,3 +273,156 @@ def test_indirect_files_match_the_loop_they_replace(files: int) -> None:
     old = env.from_string(OLD_INDIRECT).render(**values)
     assert env.from_string(NEW_INDIRECT).render(**values) == old
     assert old.count(" open>") == min(files, 5)
+
+
+# flag.html's loops as they were before fragments.toc_items, choice_rows, constraint_groups,
+# grid_columns, model_items and usage_areas (the page around each kept, so the whitespace that
+# trim_blocks/lstrip_blocks leave at the seams is compared too).
+OLD_FLAG_LOOPS = """{% from "_macros.html" import via %}
+<nav>
+  <ul>{% for s in flag.sections %}<li{% if s.id.startswith('c-') %} class="sub"{% endif %}><a href="#{{ s.id }}">{{ s.title }}</a>{% if s.count is not none %} <span class="muted">{{ s.count }}</span>{% endif %}</li>{% endfor %}</ul>
+</nav>
+  <table class="choices-table">
+    <tbody>
+    {% for row in flag.choice_rows %}
+    <tr><td class="value"><a href="{{ row.url }}"><code>{{ row.value }}</code></a>{% if row.value == flag.default %} <span class="badge">default</span>{% endif %}</td>
+      {% if flag.enum %}<td class="member">{% if row.member %}<code>{{ row.member }}</code>{% else %}<span class="muted">—</span>{% endif %}</td>{% endif %}
+      <td class="num">{{ row.sites }}</td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+<section id="constraints">
+  <h2>Constraints <small>{{ flag.constraints|length }}</small></h2>
+  {% for g in flag.constraint_groups %}
+  <section id="c-{{ g.effect }}" class="cgroup effect-{{ g.effect }}">
+    <h3>{{ g.title }} <small>{{ g.count }}</small></h3>
+    {% for v in g["values"] %}
+    <details class="vgroup"{% if flag.constraints|length <= 6 %} open{% endif %}>
+      <summary><span class="vlabel">{{ v.label }}</span> <span class="muted">{{ v.sites|length }} site{{ 's' if v.sites|length != 1 }}</span></summary>
+      {% for i in v.sites %}{{ cards[i] }}{% endfor %}
+    </details>
+    {% endfor %}
+  </section>
+  {% else %}
+  <p class="empty">No constraint site reads or changes this flag.</p>
+  {% endfor %}
+</section>
+    <thead><tr><th scope="col">Value</th>{% for c in flag.columns %}<th scope="col"><a href="{{ c.url }}"><code>{{ c.version }}</code></a>{% if c.until != c.version %}<br><span class="muted">to <code>{{ c.until }}</code></span>{% endif %}</th>{% endfor %}</tr></thead>
+<section id="models">
+  {% if flag.models %}
+  <ul class="models">
+    {% for m in flag.models %}
+    <li><a href="{{ m.url }}"><code>{{ m.name }}</code></a>
+      {% if m.direct %}<span class="muted">reads it directly</span>{% else %}{{ via(m.via) }}{% endif %}
+      <a class="src" href="{{ m.site.permalink }}">{{ m.path|replace('python/sglang/srt/', '') }}#L{{ m.site.line }}</a></li>
+    {% endfor %}
+  </ul>
+  {% endif %}
+</section>
+<section id="usages">
+  {% for a in flag.usage_areas %}
+  <h3 class="area"><code>{{ a.area }}/</code> <small>{{ a.count }}</small></h3>
+  {% for f in a.files %}
+  <details class="usage-file"{% if f.sites|length <= 5 %} open{% endif %}>
+    <summary><code>{{ f.path.rsplit('/', 1)[-1] }}</code> <span class="muted">{{ f.sites|length }}</span></summary>
+    <a class="file-link" href="{{ f.url }}">whole file</a>
+    <div class="excerpt" tabindex="0"><table class="code usages"><tbody>
+{{ usage_rows_html(f.sites, flag.usages) }}    </tbody></table></div>
+  </details>
+  {% endfor %}
+  {% else %}
+  <p class="empty">No place in the code reads <code>{{ flag.dest }}</code>.</p>
+  {% endfor %}
+</section>"""  # noqa: E501
+NEW_FLAG_LOOPS = """<nav>
+  <ul>{{ toc_items_html(flag.sections) }}</ul>
+</nav>
+  <table class="choices-table">
+    <tbody>
+{{ choice_rows_html(flag.choice_rows, flag.default, flag.enum) }}    </tbody>
+  </table>
+<section id="constraints">
+  <h2>Constraints <small>{{ flag.constraints|length }}</small></h2>
+  {% if flag.constraint_groups %}
+{{ constraint_groups_html(flag.constraint_groups, cards, flag.constraints|length) }}{% else %}
+  <p class="empty">No constraint site reads or changes this flag.</p>
+  {% endif %}
+</section>
+    <thead><tr><th scope="col">Value</th>{{ grid_columns_html(flag.columns) }}</tr></thead>
+<section id="models">
+  {% if flag.models %}
+  <ul class="models">
+{{ model_items_html(flag.models) }}  </ul>
+  {% endif %}
+</section>
+<section id="usages">
+  {% if flag.usage_areas %}
+{{ usage_areas_html(flag.usage_areas, flag.usages) }}{% else %}
+  <p class="empty">No place in the code reads <code>{{ flag.dest }}</code>.</p>
+  {% endif %}
+</section>"""
+
+
+@pytest.mark.parametrize("size", [0, 1, 7])
+def test_flag_page_loops_match_the_fragments_that_replace_them(size: int) -> None:
+    """Every value hostile, every branch taken somewhere: sizes 0 (empty lists), 1
+    (singular words, folds open) and 7 (plural, folds closed past the limits)."""
+    sites = list(range(size))
+    usage = {"permalink": f"/p/{NASTY}", "line": 3, "text": NASTY, "url": NASTY}
+    flag = {
+        "default": NASTY,
+        "enum": {"name": NASTY} if size != 1 else None,
+        "dest": NASTY,
+        "sections": [
+            {"id": i, "title": NASTY, "count": c}
+            for i, c in [("summary", None), (f"c-{NASTY}", 0), ("usages", size)]
+        ][: size + 1],
+        "choice_rows": [
+            {"url": f"/b/{NASTY}", "value": v, "member": m, "sites": i}
+            for i, (v, m) in enumerate([(NASTY, NASTY), ("x", None), (1, "")] * size)
+        ],
+        "constraints": sites,
+        "constraint_groups": [
+            {
+                "effect": f"e{g}{NASTY}",
+                "title": NASTY,
+                "count": size,
+                "values": [{"label": NASTY, "sites": sites[: v + 1]} for v in range(size)],
+            }
+            for g in range(min(size, 2))
+        ],
+        "columns": [
+            {"url": f"/v/{NASTY}", "version": NASTY, "until": u}
+            for u in [NASTY, "v1", NASTY + "x"][:size]
+        ],
+        "models": [
+            {
+                "url": f"/m/{NASTY}",
+                "name": NASTY,
+                "direct": i % 2 == 0,
+                "via": [NASTY, "b"],
+                "path": f"python/sglang/srt/models/{NASTY}.py",
+                "site": {"permalink": f"/s/{NASTY}", "line": i},
+            }
+            for i in range(size)
+        ],
+        "usages": [usage] * 3,
+        "usage_areas": [
+            {
+                "area": NASTY,
+                "count": a,
+                "files": [
+                    {"path": f"d/{NASTY}/f{n}.py", "url": f"/u/{NASTY}", "sites": [0, 1, 2] * n}
+                    for n in range(1, size + 1)
+                ],
+            }
+            for a in range(min(size, 2))
+        ],
+    }
+    cards = [Markup(f'<div class="card">{i} {escape(NASTY)}</div>\n') for i in sites]
+    values = {"flag": flag, "cards": cards}
+    old = env.from_string(OLD_FLAG_LOOPS).render(**values)
+    new = env.from_string(NEW_FLAG_LOOPS).render(**values)
+    assert new == old
+    assert ('class="vgroup" open>' in old) == (size == 1)
+    assert ('class="vgroup">' in old) == (size == 7)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
@@ -112,3 +113,28 @@ def test_flags_facet_by_section_and_export_csv(client: TestClient) -> None:
     assert names == [f["name"] for f in narrowed["flags"]]
     html = client.get("/v/v0.3.0/flags").text
     assert f"?{value['query']}" in html and "format=csv" in html
+
+
+def test_a_page_of_the_list_makes_the_dicts_of_its_sites_only(tmp_path: Path) -> None:
+    """A first view of the constraints list makes the dicts of the sites it shows (it made
+    all of the version's), each kept for the stamp and the same as made alone."""
+    from sqlmodel import Session
+
+    from app.views.constraints import constraint_list_dict
+    from kb.queries import all_constraints, constraint_dict, per_stamp, read_version
+
+    db = build_kb(tmp_path / "kb.db")
+    app = create_app(f"sqlite:///{db}", cache_mb=0)
+    with Session(app.state.engine) as session:
+        version = read_version(session, "v0.3.0")
+        sites = all_constraints(session, version)
+        assert len(sites) >= 3
+        first = constraint_list_dict(session, version, per_page=1)
+        made = per_stamp(("constraint-dicts", version.id), dict, session)
+        assert list(made) == [sites[0].id]
+        second = constraint_list_dict(session, version, per_page=1, page=2)
+        assert list(made) == [sites[0].id, sites[1].id]
+        assert first["constraints"] == [constraint_dict(version, sites[0])]
+        assert second["constraints"][0] is made[sites[1].id]
+        again = constraint_list_dict(session, version, per_page=1)
+        assert again["constraints"][0] is first["constraints"][0]

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+import zstandard
 from dashboard_kb import build_kb
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
@@ -74,6 +75,64 @@ def test_gzip_and_identity_are_distinct_representations(client: TestClient) -> N
     assert zipped.headers["etag"] != plain.headers["etag"]
     raw = client.get(PAGE, headers={"Accept-Encoding": "gzip"})
     assert int(raw.headers["content-length"]) < len(plain.content)
+
+
+def test_zstd_first_then_gzip_then_identity(db: Path) -> None:
+    """Cached and uncached alike: zstd to a client that accepts it, gzip to one that accepts
+    only gzip (or refuses zstd with q=0), the bytes as they are otherwise; each its own ETag."""
+    for cache_mb in (64, 0):
+        client = TestClient(create_app(f"sqlite:///{db}", cache_mb=cache_mb))
+        plain = client.get(PAGE, headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in plain.headers
+        for accept, coding in [
+            ("gzip, deflate, br, zstd", "zstd"),
+            ("zstd;q=0, gzip", "gzip"),
+            ("gzip", "gzip"),
+        ]:
+            with client.stream("GET", PAGE, headers={"Accept-Encoding": accept}) as response:
+                raw = b"".join(response.iter_raw())
+                headers = response.headers
+            assert headers["content-encoding"] == coding, (cache_mb, accept)
+            assert "Accept-Encoding" in headers["vary"]
+            if coding == "zstd":
+                body = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+            else:
+                body = gzip.decompress(raw)
+            assert body == plain.content, (cache_mb, accept)
+            if cache_mb:
+                assert int(headers["content-length"]) == len(raw)
+                assert headers["etag"] not in (plain.headers["etag"], "")
+        api = client.get("/api" + PAGE, headers={"Accept-Encoding": "zstd"})
+        assert api.json()["name"] == "--moe-runner-backend"  # httpx decodes zstd itself
+    with client.stream(
+        "GET", "/static/vendor/htmx.min.js", headers={"Accept-Encoding": "zstd"}
+    ) as r:
+        raw = b"".join(r.iter_raw())
+        assert r.headers["content-encoding"] == "zstd"
+    expected = (ROOT / "static" / "vendor" / "htmx.min.js").read_bytes()
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(raw) == expected
+
+
+def test_a_streamed_body_is_one_zstd_stream() -> None:
+    """A reply sent in chunks is compressed as it goes (each chunk flushed, so the client
+    can read it) into one zstd frame without a content-length."""
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from app.compression import Compression
+
+    parts = [f"<p>part {i} ".encode() * 400 for i in range(5)]
+
+    def stream(request):  # type: ignore[no-untyped-def]
+        return StreamingResponse(iter(parts), media_type="text/html")
+
+    client = TestClient(Compression(Starlette(routes=[Route("/s", stream)])))
+    with client.stream("GET", "/s", headers={"Accept-Encoding": "zstd"}) as r:
+        raw = b"".join(r.iter_raw())
+        assert r.headers["content-encoding"] == "zstd" and "content-length" not in r.headers
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(raw) == b"".join(parts)
+    assert len(raw) < len(b"".join(parts)) // 10
 
 
 def test_head_and_json_twin_and_htmx_variant(db: Path) -> None:
@@ -135,7 +194,7 @@ def test_lru_is_bounded_by_bytes() -> None:
     lru = ByteLRU(10_000)
 
     def entry(size: int) -> Entry:
-        return Entry(200, [], b"x" * size, b'"a"', None, b'"a-gz"')
+        return Entry(200, [], b"x" * size, b'"a"')
 
     for i in range(20):
         lru.put(("s", str(i)), entry(1000))
@@ -143,17 +202,28 @@ def test_lru_is_bounded_by_bytes() -> None:
     assert lru.get(("s", "19")) is not None and lru.get(("s", "0")) is None
     lru.put(("s", "huge"), entry(9000))  # over a quarter of the cache: not kept
     assert lru.get(("s", "huge")) is None
+    # An encoding made later counts: putting the same entry again adds its bytes.
+    grown = lru.get(("s", "19"))
+    assert grown is not None
+    before, count = lru.bytes, len(lru.items)
+    grown.encoded["zstd"] = b"z" * 500
+    lru.put(("s", "19"), grown)
+    assert lru.bytes == before + 500 and len(lru.items) == count
 
 
 # --- bounded inputs and answers ----------------------------------------------------------
 
 
 def test_request_body_over_the_limit_is_413(client: TestClient) -> None:
+    """413 as an ErrorBody (it was FastAPI's plain text), whether the body declares its
+    length (answered before routing, on any path) or comes in chunks (counted as read)."""
     big = b'{"command": "' + b"x" * 10_000_000 + b'"}'
-    response = client.post(
-        "/api/explain", content=big, headers={"content-type": "application/json"}
-    )
-    assert response.status_code == 413
+    for path in ("/api/explain", "/explain", "/v/v0.3.0/flags", "/nope"):
+        response = client.post(path, content=big, headers={"content-type": "application/json"})
+        assert response.status_code == 413, path
+        assert response.headers["content-type"] == "application/json", path
+        body = response.json()
+        assert body["kind"] == "body" and "262144 bytes" in body["detail"], path
 
     def chunks() -> Iterator[bytes]:
         for _ in range(100):
@@ -163,6 +233,10 @@ def test_request_body_over_the_limit_is_413(client: TestClient) -> None:
         "/api/explain", content=chunks(), headers={"content-type": "application/json"}
     )
     assert streamed.status_code == 413
+    assert streamed.json()["kind"] == "body"
+    # At the limit, the body is read and judged as usual (here: not an explain request).
+    fits = client.post("/api/explain", content=b"x" * 262_144)
+    assert fits.status_code in (400, 422)
 
 
 def test_get_explain_validates_like_post(client: TestClient) -> None:
@@ -221,6 +295,23 @@ def test_megabyte_url_gets_414_not_a_reset(live_server: int) -> None:
     answer = raw_get(live_server, "/v/v0.3.0/flags?q=" + "a" * 1_000_000)
     assert answer.startswith(b"HTTP/1.1 414"), answer[:200]
     assert raw_get(live_server, PAGE).startswith(b"HTTP/1.1 200")
+
+
+def test_oversized_body_over_http_is_json_413(live_server: int) -> None:
+    """Through the real server (uvicorn + h11), where FastAPI's limit answered text/plain."""
+    with socket.create_connection(("127.0.0.1", live_server), timeout=20) as sock:
+        sock.sendall(
+            b"POST /api/explain HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 400000\r\nConnection: close\r\n\r\n" + b"x" * 65536
+        )
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413"), head[:200]
+    assert b"content-type: application/json" in head.lower()
+    assert b'"kind": "body"' in body
 
 
 # --- workers ------------------------------------------------------------------------------
