@@ -1,0 +1,113 @@
+"""Pieces of a blob, and what the last version of its path gave for each of them.
+
+A path's consecutive versions share most of their text: cut at blank lines, about 70% of the
+bytes of SGLang's history are in pieces that the last version of the same path already had.
+A scan whose findings in a piece depend on that piece alone can keep those pieces' results
+(line numbers relative to the piece) and scan only the new ones. The ingest sends all the
+versions of a path to the same worker, oldest first, so the memo of the last version hits.
+
+Pieces never cut a triple-quoted string (a docstring with blank lines stays whole). They may
+cut a bracketed expression that holds a blank line: a scan that looks across lines must
+check that what it needs lies inside the piece.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CUT = b"\n\n"
+TRIPLE_QUOTES = (b'"""', b"'''")
+
+
+def string_spans(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each triple-quoted string, from its opening quote to past its closing
+    one (an unclosed one runs to the end). bytes.find only: a regex costs several times more."""
+    spans: list[tuple[int, int]] = []
+    following = {q: data.find(q) for q in TRIPLE_QUOTES}  # next opening of each kind
+    while live := [(at, q) for q, at in following.items() if at >= 0]:
+        start, quote = min(live)
+        end = data.find(quote, start + 3)
+        end = len(data) if end < 0 else end + 3
+        spans.append((start, end))
+        for q, at in following.items():  # search again only for openings now passed
+            if 0 <= at < end:
+                following[q] = data.find(q, end)
+    return spans
+
+
+def pieces(data: bytes) -> list[tuple[int, bytes]]:
+    """(first line, text) of each piece of `data`: the text between blank lines, with
+    neighbours joined where the cut would fall inside a triple-quoted string. The pieces
+    joined by CUT give `data` back."""
+    parts = data.split(CUT)
+    out: list[tuple[int, bytes]] = []
+    line = 1
+    if TRIPLE_QUOTES[0] not in data and TRIPLE_QUOTES[1] not in data:
+        for part in parts:
+            out.append((line, part))
+            line += part.count(b"\n") + 2
+        return out
+    spans = iter(string_spans(data))
+    past = (len(data) + 1, len(data) + 1)  # after the last span: beyond every cut
+    start, end = next(spans, past)
+    offset = 0  # where the current part starts in data
+    held: list[bytes] = []
+    for part in parts:
+        offset += len(part)  # the cut after this part is at data[offset : offset + 2]
+        while end <= offset:  # spans that end before this cut
+            start, end = next(spans, past)
+        if start < offset:  # the cut is inside a string: join the next part
+            held.append(part)
+            offset += len(CUT)
+            continue
+        if held:
+            held.append(part)
+            part = CUT.join(held)
+            held = []
+        out.append((line, part))
+        line += part.count(b"\n") + 2
+        offset += len(CUT)
+    return out  # (the last part has no cut after it: nothing is left held)
+
+
+# (first line of the piece in the blob, its text, scan name -> that scan's result for this
+# text). The dict is shared with the memo: fill it in, never change a result once there; line
+# numbers in a result are relative to the piece (1 = its first line). Plain tuples: a blob has
+# ~60 pieces and the history 850 k, so an object each would cost more than the lookups.
+Piece = tuple[int, bytes, dict[str, Any]]
+
+
+class PieceMemo:
+    """Per worker: for the last `paths` paths, each piece of the last version analyzed here
+    -> what each scan found in it.
+
+    Memory is the text of those versions (the keys) plus the results; a path's entry is
+    replaced by its next version's."""
+
+    def __init__(self, paths: int = 4096) -> None:
+        self.paths = paths
+        self._last: dict[str, dict[bytes, dict[str, Any]]] = {}
+        self.hits = self.misses = 0
+
+    def pieces(self, path: str | None, data: bytes) -> list[Piece]:
+        """The pieces of `data`, with the results the last version of `path` had for the
+        same text (a text repeated in this version shares one results dict)."""
+        old = self._last.pop(path, {}) if path is not None else {}
+        new: dict[bytes, dict[str, Any]] = {}
+        out: list[Piece] = []
+        for line, text in pieces(data):
+            results = new.get(text)
+            if results is None:
+                results = old.get(text)
+                if results is None:
+                    results = {}
+                    self.misses += 1
+                else:
+                    self.hits += 1
+                new[text] = results
+            out.append((line, text, results))
+        if path is not None:
+            self._last[path] = new
+            while len(self._last) > self.paths:
+                self._last.pop(next(iter(self._last)))
+        return out
