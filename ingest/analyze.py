@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from ingest.choices import scan_choice_shapes
+from ingest.chunks import Piece, PieceMemo
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
@@ -57,6 +58,24 @@ def facts_key(sha: str, kind: str) -> str:
     return f"{sha}:{kind}"
 
 
+# The pieces of the last version of each path analyzed in this worker, with what each line
+# scan found in them (ingest/chunks.py): the scans keep the results of unchanged pieces.
+PIECES = PieceMemo()
+
+
+class BlobPieces:
+    """A blob's pieces, cut and looked up in the memo once, when a scan first asks."""
+
+    def __init__(self, path: str | None, data: bytes) -> None:
+        self.path, self.data = path, data
+        self._pieces: list[Piece] | None = None
+
+    def get(self) -> list[Piece]:
+        if self._pieces is None:
+            self._pieces = PIECES.pieces(self.path, self.data)
+        return self._pieces
+
+
 def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     if kind.startswith("docs_"):
         facts = empty_facts()
@@ -64,6 +83,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts["docs"] = parse_docs(data.decode("utf-8", "replace"), kind.removeprefix("docs_"))
         return facts
     index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
+    pieces = BlobPieces(path, data)  # noqa: F841 (the line scans take it up one by one)
     facts = scan(data, index)
     facts["warnings"] = []
     env_sites, env_lines = scan_env(data, kind == "server_args", index)
