@@ -12,8 +12,14 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -22,6 +28,7 @@ from typing import Any
 from sqlmodel import Session
 
 from ingest.analyze import (
+    Analyzed,
     _worker_init,
     analyze_batch,
     facts_key,
@@ -33,6 +40,7 @@ from ingest.assemble import Assembly
 from ingest.git_source import (
     BlobReader,
     Ref,
+    blob_sizes,
     list_files,
     list_tags,
     open_repo,
@@ -231,14 +239,15 @@ def run(
         # The facts cache's rows wait for the next version to be written: one transaction
         # for the batches that came meanwhile, not one each.
         pending: list[tuple[str, str, bytes]] = []
-        for batch in _analyze(gitdir, missing, opts.jobs):
+        for batch, ready in _analyze(
+            gitdir, missing, opts.jobs, lambda item: first_needed[facts_key(item[0], item[1])]
+        ):
             pending.extend((a.key, a.path, a.json) for a in batch)
             for a in batch:
                 facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
-            # Every blob first needed before the last one of this batch is analyzed.
-            ready = first_needed[batch[-1].key]
+            ready = min(ready, len(todo))
             if written < ready:
                 save_facts(engine, pending, facts_chains)
                 pending = []
@@ -308,27 +317,82 @@ def _list_trees(gitdir: Path, refs: list[Ref]) -> dict[str, dict[str, str]]:
     }
 
 
-def _analyze(gitdir: Path, items: list[tuple[str, str, str]], jobs: int):
-    """Yield analyzed batches; in worker processes when there is enough work to share."""
-    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
-    if not batches:
+Item = tuple[str, str, str]  # (sha, kind, path)
+
+
+def _analyze(
+    gitdir: Path, items: list[Item], jobs: int, first_needed: Callable[[Item], int]
+) -> Iterator[tuple[list[Analyzed], int]]:
+    """Yield (analyzed batch, n): with it, the blobs of the first n versions are all in.
+
+    `items` come oldest version first. With several workers, each path's blobs go to one
+    worker in that order (ingest/chunks.py: a worker keeps what the last version of a path
+    gave, piece by piece), the paths shared out by size so the workers finish together."""
+    if not items:
         return
-    if jobs <= 1 or len(batches) == 1:
+    if jobs <= 1 or len(items) <= BATCH:
         _worker_init(str(gitdir))
-        for batch in batches:
-            yield analyze_batch(batch)
+        for start in range(0, len(items), BATCH):
+            batch = items[start : start + BATCH]
+            rest = items[start + BATCH : start + BATCH + 1]
+            yield analyze_batch(batch), first_needed(rest[0]) if rest else 1 << 62
         return
+    shards = [
+        [shard[i : i + BATCH] for i in range(0, len(shard), BATCH)]
+        for shard in _by_path(items, jobs, blob_sizes(gitdir, [sha for sha, _k, _p in items]))
+    ]
     # Workers forked from a server that imported ingest.analyze alone: a fork of the ingest
-    # would carry (and count in each worker) its imports and trees.
+    # would carry (and count in each worker) its imports and trees. One single-worker pool a
+    # shard: a shared pool would hand a path's next batch to whichever worker is free.
     context = get_context("forkserver")
     context.set_forkserver_preload(["ingest.analyze"])
-    with ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=context,
-        initializer=pool_init,
-        initargs=(str(gitdir), os.getpid()),
-    ) as pool:
-        yield from pool.map(analyze_batch, batches)
+    pools = [
+        ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=context,
+            initializer=pool_init,
+            initargs=(str(gitdir), os.getpid()),
+        )
+        for _shard in shards
+    ]
+    try:
+        queues = [
+            deque((pool.submit(analyze_batch, batch), batch) for batch in shard)
+            for pool, shard in zip(pools, shards, strict=True)
+        ]
+        while any(queues):
+            wait([q[0][0] for q in queues if q], return_when=FIRST_COMPLETED)
+            for queue in queues:
+                while queue and queue[0][0].done():  # each shard's batches in order
+                    future, _batch = queue.popleft()
+                    analyzed = future.result()
+                    # A version is complete when no shard still holds a blob it needs.
+                    yield (
+                        analyzed,
+                        min((first_needed(q[0][1][0]) for q in queues if q), default=1 << 62),
+                    )
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _by_path(items: list[Item], shards: int, sizes: dict[str, int]) -> list[list[Item]]:
+    """`items` in `shards` lists, each path's in one, in their order; the largest paths
+    placed first, each in the lightest shard. A parsed file (server_args.py, hooks) costs
+    about twice a scanned one a byte."""
+    load: dict[str, int] = {}
+    for sha, kind, path in items:
+        load[path] = load.get(path, 0) + sizes.get(sha, 0) * (1 if kind == "plain" else 2)
+    totals = [0] * shards
+    shard_of: dict[str, int] = {}
+    for path, size in sorted(load.items(), key=lambda kv: (-kv[1], kv[0])):
+        lightest = totals.index(min(totals))
+        shard_of[path] = lightest
+        totals[lightest] += size
+    out: list[list[Item]] = [[] for _ in range(shards)]
+    for item in items:
+        out[shard_of[item[2]]].append(item)
+    return [shard for shard in out if shard]
 
 
 def summary_json(summary: IngestSummary) -> dict[str, Any]:
