@@ -33,8 +33,8 @@ from kb.schema import (
     Option,
     Version,
     VersionFile,
-    dumps,
 )
+from kb.schema import dumps as _dumps
 from kb.search import EnumRow, IndexRows, SiteRow
 
 # The per-version tables that are tables (the factored ones are views: kb.factored).
@@ -59,6 +59,7 @@ class Chains:
         self.max_depth, self.max_bytes = max_depth, max_bytes
         # path -> (key, depth, bytes a read of it decompresses, raw)
         self._last: dict[str, tuple[str, int, int, bytes]] = {}
+        self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
 
     def pack(
         self, path: str, key: str, data: bytes, whole: bytes | None = None
@@ -116,8 +117,9 @@ def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
     return {k: d for k in keys if (d := decoded.get(k)) is not None}
 
 
-def save_facts(engine: Engine, batch: list[tuple[str, str, bytes]], chains: Chains) -> None:
-    """(key, path, facts JSON): stored as deltas along the path's chain."""
+def save_facts(conn: Connection, batch: list[tuple[str, str, bytes]], chains: Chains) -> None:
+    """(key, path, facts JSON): stored as deltas along the path's chain, in `conn`'s
+    transaction (the ingest's: that of the next version it writes, one commit for both)."""
     from ingest.analyze import ANALYZER_VERSION
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
@@ -133,12 +135,11 @@ def save_facts(engine: Engine, batch: list[tuple[str, str, bytes]], chains: Chai
                 "depth": depth,
             }
         )
-    with engine.begin() as conn:
-        # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
-        keys = [k for k, _p, _d in batch]
-        for i in range(0, len(keys), 900):
-            conn.execute(delete(table).where(table.c.key.in_(keys[i : i + 900])))
-        _insert(conn, table, rows)
+    # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
+    keys = [k for k, _p, _d in batch]
+    for i in range(0, len(keys), 900):
+        conn.execute(delete(table).where(table.c.key.in_(keys[i : i + 900])))
+    _insert(conn, table, rows)
 
 
 # blob sha -> (its bytes, pack(its bytes) when already at hand).
@@ -150,7 +151,9 @@ def blob_rows(
 ) -> list[dict[str, Any]]:
     """Blob rows for the cited (path -> sha) not stored yet: deltas along each path's chain,
     whose bases this run stored before (an earlier version, or an earlier row here)."""
-    new = set(cited.values()) - stored_blobs(conn, sorted(set(cited.values())))
+    unknown = set(cited.values()) - chains.stored
+    new = unknown - stored_blobs(conn, sorted(unknown))
+    chains.stored |= unknown  # stored before, or below (a failed write fails the run)
     rows = []
     for path, sha in sorted(cited.items()):
         if sha in new:
@@ -175,9 +178,13 @@ def stored_blobs(conn: Connection, shas: list[str]) -> set[str]:
 def refresh_statistics(engine: Engine) -> None:
     """The planner's statistics once more after a run: those taken at 1, 2, 4... versions
     can predate a table's first rows (indirectusage's were of 4 rows at 124 versions, and its
-    lookup by dest scanned every fact)."""
+    lookup by dest scanned every fact). Then SQLite's write-ahead log is copied into the
+    database and emptied (the ingest lets it grow: see ingest.runner)."""
     with engine.begin() as conn:
         analyze(conn)
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def write_version(
@@ -189,11 +196,14 @@ def write_version(
     blob_text: BlobText,
     chains: Chains,
     before_commit: Callable[[str], None] | None = None,
+    also: Callable[[Connection], None] | None = None,
 ) -> Written:
     """Replace (or add) `ref`'s rows in one transaction, then re-rank every version.
     Returns the version's id and its rows as the search index reads them.
 
-    `before_commit(label)` runs inside the open transaction (tests use it to kill -9 there).
+    `also(conn)` writes more in the same transaction (the ingest: the facts cache's rows
+    analyzed meanwhile). `before_commit(label)` runs inside the open transaction (tests use
+    it to kill -9 there).
     """
     t = {m: m.__table__ for m in [Version, Blob, *PER_VERSION_TABLES]}  # type: ignore[attr-defined]
     report = {
@@ -216,6 +226,8 @@ def write_version(
     }
     try:
         with engine.begin() as conn:
+            if also is not None:
+                also(conn)
             vid = conn.execute(
                 select(t[Version].c.id).where(t[Version].c.name == ref.label)
             ).scalar()
@@ -271,22 +283,9 @@ def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows
     ]
     site_ids = write_rows(conn, "constraintsite", vid, _tuples("constraintsite", sites))
     write_rows(conn, "usagesite", vid, _tuples("usagesite", rows.usages))
-    write_rows(
-        conn,
-        "choicesite",
-        vid,
-        _tuples(
-            "choicesite",
-            [{**c, "candidates": dumps(c["candidates"])} for c in rows.choice_sites],
-        ),
-    )
+    write_rows(conn, "choicesite", vid, _tuples("choicesite", rows.choice_sites, candidates=dumps))
     env_vars = _insert_env(conn, vid, rows)
-    write_rows(
-        conn,
-        "indirectusage",
-        vid,
-        _tuples("indirectusage", [{**u, "via": dumps(u["via"])} for u in rows.indirect]),
-    )
+    write_rows(conn, "indirectusage", vid, _tuples("indirectusage", rows.indirect, via=dumps))
     enums = [
         {
             "version_id": vid,
@@ -351,11 +350,24 @@ _INDEX_SITE = itemgetter(
 )  # fmt: skip
 
 
-def _tuples(name: str, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Rows as tuples of kb.factored's fact then location columns."""
+def _tuples(
+    name: str, rows: list[dict[str, Any]], **encode: Callable[[Any], Any]
+) -> list[tuple[Any, ...]]:
+    """Rows as tuples of kb.factored's fact then location columns; `encode`: column ->
+    what turns its value into the stored one (a JSON column's encoder)."""
     table = tables()[name]
-    row = itemgetter(*table.fact_cols, *table.loc_cols)
-    return [row(r) for r in rows]
+    cols = [*table.fact_cols, *table.loc_cols]
+    row = itemgetter(*cols)
+    if not encode:
+        return [row(r) for r in rows]
+    at = [(cols.index(c), fn) for c, fn in encode.items()]
+    out = []
+    for r in rows:
+        values = list(row(r))
+        for i, fn in at:
+            values[i] = fn(values[i])
+        out.append(tuple(values))
+    return out
 
 
 def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> list[dict[str, Any]]:
@@ -413,8 +425,35 @@ def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> list[dict[str,
     return env_vars
 
 
+def _remembered(encode: Callable[[Any], str]) -> Callable[[Any], str]:
+    """`encode`, remembering what it gave for lists of strings: the same conditions, flag
+    lists and candidates come back in every version (~200,000 encodings an ingest). Only a
+    list of plain str is remembered, and a tuple equal to such a key holds the same strs."""
+    memo: dict[tuple[Any, ...], str] = {}
+
+    def encoded(value: Any) -> str:
+        if type(value) is not list:
+            return encode(value)
+        key = tuple(value)
+        try:
+            return memo[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable item (a dict)
+            return encode(value)
+        text = encode(value)
+        if all(type(item) is str for item in key):
+            if len(memo) >= 50_000:  # bounded: a few MB
+                memo.clear()
+            memo[key] = text
+        return text
+
+    return encoded
+
+
+dumps = _remembered(_dumps)
 # json.dumps(value, ensure_ascii=False, default=str), with one encoder for every call.
-_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_encode = _remembered(json.JSONEncoder(ensure_ascii=False, default=str).encode)
 
 
 def as_json(value: Any) -> str | None:

@@ -7,6 +7,7 @@ readers find them together; `write_relations` is also how hand-built test databa
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from operator import itemgetter
@@ -122,11 +123,48 @@ def write_relations_of(
     flag_ids: dict[str, int] = {}
     for row in flags:
         flag_ids.setdefault(row[1], row[0])
-    insert_rows(conn, Option.__table__, option_rows(version_id, flags))  # type: ignore[attr-defined]
-    insert_rows(
-        conn,
-        ConstraintFlag.__table__,  # type: ignore[attr-defined]
-        constraint_flag_rows(version_id, sites, flag_ids),
+    ids = [row[0] for row in flags]
+    options = [
+        (version_id, key, ids[i], name, kind) for key, i, name, kind in _option_template(flags)
+    ]
+    insert_tuples(conn, Option.__table__, OPTION_COLUMNS, options)  # type: ignore[attr-defined]
+    links = []
+    for site_id, reads, affects in sites:
+        for option, role in _site_names(reads, affects):
+            flag_id = flag_ids.get(option)
+            links.append((site_id, version_id, flag_id, option if flag_id is None else None, role))
+    insert_tuples(conn, ConstraintFlag.__table__, CONSTRAINT_FLAG_COLUMNS, links)  # type: ignore[attr-defined]
+
+
+OPTION_COLUMNS = ("version_id", "key", "flag_id", "name", "kind")
+CONSTRAINT_FLAG_COLUMNS = ("constraint_id", "version_id", "flag_id", "option", "role")
+
+# The last version's flags (without ids) and their option rows with each flag's index in
+# place of its id: consecutive versions mostly answer to the same names, and an ingest
+# writes ~18,000 option rows.
+_last_options: tuple[list[tuple[Any, ...]], list[tuple[str, int, str, str]]] = ([], [])
+
+
+def _option_template(flags: Sequence[Any]) -> list[tuple[str, int, str, str]]:
+    """option_rows of `flags` as (key, index of the flag, name, kind)."""
+    global _last_options
+    content = [tuple(f[1:]) for f in flags]
+    if content and content == _last_options[0]:
+        return _last_options[1]
+    rows = option_rows(0, [(i, *c) for i, c in enumerate(content)])
+    template = [(r["key"], r["flag_id"], r["name"], r["kind"]) for r in rows]
+    _last_options = (content, template)
+    return template
+
+
+@functools.lru_cache(maxsize=4096)
+def _site_names(reads: str | None, affects: str | None) -> tuple[tuple[str, str], ...]:
+    """(option, role) of a constraint site's flags and affects JSON lists, as
+    constraint_flag_rows takes them (most sites' lists repeat in every version)."""
+    return tuple(
+        (option, role)
+        for role, names in (("reads", reads), ("affects", affects))
+        for option in dict.fromkeys(_names(names))
     )
 
 
@@ -157,3 +195,17 @@ def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> Non
     conn.exec_driver_sql(
         sql, [row(r) for r in rows] if len(cols) > 1 else [(row(r),) for r in rows]
     )
+
+
+def insert_tuples(
+    conn: Connection, table: Any, cols: Sequence[str], rows: list[tuple[Any, ...]]
+) -> None:
+    """Bulk insert of tuples in the order of `cols`."""
+    if not rows:
+        return
+    if conn.dialect.name != "sqlite":
+        conn.execute(insert(table), [dict(zip(cols, r, strict=True)) for r in rows])
+        return
+    names = ", ".join(f'"{c}"' for c in cols)
+    marks = ", ".join("?" * len(cols))
+    conn.exec_driver_sql(f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', rows)
