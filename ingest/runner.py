@@ -277,7 +277,7 @@ def run(
             write(written)
             written += 1
         if written:
-            refresh_statistics(engine)  # and a checkpoint: the log back to empty
+            refresh_statistics(engine)
         with Session(engine) as session:
             summary.index = search_index.finish(session)
         finished = True
@@ -293,16 +293,10 @@ def run(
 
 
 def _bulk_writes(dbapi_conn: Any, _record: Any) -> None:
-    """The ingest's own SQLite connections (after make_engine's pragmas): no foreign key
-    checks (it assigns every id itself; checking each of ~300,000 rows' references cost a
-    quarter of their inserts), and the write-ahead log copied into the database every
-    ~100 MB instead of every 4 MB (each checkpoint copied the pages every version touches
-    again: 0.4 s of CPU per full ingest). The run ends with a checkpoint of its own."""
+    """The ingest's own SQLite connections skip foreign key checks (after make_engine's
+    pragmas turned them on): it assigns every id itself, and ~300,000 rows' references were
+    each looked up again."""
     dbapi_conn.execute("PRAGMA foreign_keys=OFF")
-    dbapi_conn.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
-
-
-WAL_PAGES = 25_000  # pages of 4 kB
 
 
 class PackedFacts:

@@ -214,13 +214,9 @@ def stored_blobs(conn: Connection, shas: list[str]) -> set[str]:
 def refresh_statistics(engine: Engine) -> None:
     """The planner's statistics once more after a run: those taken at 1, 2, 4... versions
     can predate a table's first rows (indirectusage's were of 4 rows at 124 versions, and its
-    lookup by dest scanned every fact). Then SQLite's write-ahead log is copied into the
-    database and emptied (the ingest lets it grow: see ingest.runner)."""
+    lookup by dest scanned every fact)."""
     with engine.begin() as conn:
         analyze(conn)
-    if engine.dialect.name == "sqlite":
-        with engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def write_version(
