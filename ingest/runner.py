@@ -21,7 +21,7 @@ from concurrent.futures import (
     wait,
 )
 from dataclasses import dataclass, field
-from multiprocessing import get_context
+from multiprocessing import forkserver, get_context
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,8 @@ def run(
     if not todo:
         summary.seconds = time.perf_counter() - started
         return summary
+    if opts.jobs > 1 and len(todo) > 1:  # enough work for the workers, probably
+        _start_fork_server()
 
     trees = _list_trees(gitdir, todo)
     wanted: dict[str, tuple[str, str, str]] = {}  # facts key -> (sha, kind, path)
@@ -290,6 +292,14 @@ def run(
         gc.unfreeze()
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _start_fork_server() -> None:
+    """Start the analysis workers' fork server now: its import of ingest.analyze (~0.3 s)
+    overlaps the listing of the trees instead of delaying the first batch (`_analyze`'s pool
+    finds it running)."""
+    get_context("forkserver").set_forkserver_preload(["ingest.analyze"])
+    forkserver.ensure_running()
 
 
 def _bulk_writes(dbapi_conn: Any, _record: Any) -> None:
