@@ -75,6 +75,11 @@ class BlobPieces:
             self._pieces = PIECES.pieces(self.path, self.data)
         return self._pieces
 
+    def ready(self) -> list[Piece] | None:
+        """The pieces if a scan has cut them already (None: a scan that can do without them
+        does, rather than pay for the cut alone)."""
+        return self._pieces
+
 
 def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     if kind.startswith("docs_"):
@@ -94,16 +99,18 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     facts["lines"].update(shapes.pop("lines"))
     facts.update(shapes)
     if kind != "server_args":
-        facts.update(scan_structure(data, facts["reads"], path))
+        facts.update(scan_structure(data, facts["reads"], path, pieces.ready))
     if kind == "plain":
         return facts
     text = data.decode("utf-8", "replace")
     with gc_paused():
-        _parsed(facts, text, kind, path)
+        _parsed(facts, text, kind, path, pieces)
     return facts
 
 
-def _parsed(facts: dict[str, Any], text: str, kind: str, path: str) -> None:
+def _parsed(
+    facts: dict[str, Any], text: str, kind: str, path: str, pieces: BlobPieces | None = None
+) -> None:
     """The facts read from the whole file's tree: flags, constraints, declarations."""
     try:
         if kind == "server_args":
@@ -121,7 +128,7 @@ def _parsed(facts: dict[str, Any], text: str, kind: str, path: str) -> None:
             facts["era"] = extraction.era
             facts["action_classes"] = extraction.action_classes
             facts["warnings"].extend(extraction.warnings)
-            facts["reads"].extend(_self_reads(tree, text, facts["lines"]))
+            facts["reads"].extend(_self_reads(tree, text, facts["lines"], pieces))
     except SyntaxError as exc:
         facts["warnings"].append(
             {"path": path, "line": exc.lineno or 0, "what": f"syntax error: {exc.msg}"}
@@ -133,18 +140,24 @@ def _parsed(facts: dict[str, Any], text: str, kind: str, path: str) -> None:
 SELF_ATTR_RE = re.compile(r"\bself\.([a-z_][a-z0-9_]*)\b(\s*(?:[+\-*/|&]?=)(?!=))?")
 
 
-def _self_reads(tree: ast.Module, text: str, line_texts: dict[str, str]) -> list[list[Any]]:
+def _self_reads(
+    tree: ast.Module, text: str, line_texts: dict[str, str], pieces: BlobPieces | None = None
+) -> list[list[Any]]:
     """`self.x` inside ServerArgs methods: how server_args.py itself reads each flag.
 
     A text scan over the class's line span (an AST walk of this 7,000-line class costs
     several times more); method calls are filtered out by the assembler, which keeps only
-    names that are flag dests.
+    names that are flag dests. With `pieces`, each piece's lines are scanned once in the
+    history of the path (the scan is line by line).
     """
     cls = next(
         (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None
     )
     if cls is None:
         return []
+    cut = pieces.ready() if pieces is not None else None
+    if cut is not None and not OTHER_BREAKS_RE.search(text):
+        return _piece_self_reads(cut, cls.lineno, cls.end_lineno or cls.lineno, line_texts)
     lines = text.splitlines()
     out: list[list[Any]] = []
     for no in range(cls.lineno, min(cls.end_lineno or cls.lineno, len(lines)) + 1):
@@ -154,6 +167,42 @@ def _self_reads(tree: ast.Module, text: str, line_texts: dict[str, str]) -> list
         for m in SELF_ATTR_RE.finditer(line):
             out.append([m.group(1), no, "write" if m.group(2) else "read"])
             line_texts.setdefault(str(no), line.strip()[:240])
+    return out
+
+
+# What str.splitlines breaks lines at besides "\n": with one of them, lines numbered by "\n"
+# alone (the pieces') are not _self_reads's.
+OTHER_BREAKS_RE = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+SELF_READS = "analyze.self_reads"  # a piece's [(line in the piece, name, access, text)]
+
+
+def _piece_self_reads(
+    pieces: list[Piece], lo: int, hi: int, line_texts: dict[str, str]
+) -> list[list[Any]]:
+    """_self_reads over lines lo..hi from each piece's `self.x`, found once per piece text."""
+    out: list[list[Any]] = []
+    for first, data, results in pieces:
+        found = results.get(SELF_READS)
+        if found is None:
+            found = results[SELF_READS] = _line_self_reads(data) if b"self." in data else []
+        if not found or first > hi:
+            continue
+        by = first - 1
+        for rel, name, access, line in found:
+            no = rel + by
+            if lo <= no <= hi:
+                out.append([name, no, access])
+                line_texts.setdefault(str(no), line)
+    return out
+
+
+def _line_self_reads(data: bytes) -> list[tuple[int, str, str, str]]:
+    out = []
+    for no, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+        if "self." not in line or line.lstrip().startswith("#"):
+            continue
+        for m in SELF_ATTR_RE.finditer(line):
+            out.append((no, m.group(1), "write" if m.group(2) else "read", line.strip()[:240]))
     return out
 
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ingest.pyfile import Def, PyFile
+from ingest.chunks import Piece
+from ingest.pyfile import Def, Outline, PyFile, outline
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
@@ -60,16 +61,24 @@ STOP_WORDS = {
 # --- per blob ------------------------------------------------------------------------------
 
 
-def scan_structure(data: bytes, reads: list[list[Any]], path: str | None = None) -> dict[str, Any]:
+def scan_structure(
+    data: bytes,
+    reads: list[list[Any]],
+    path: str | None = None,
+    pieces: Callable[[], list[Piece] | None] | None = None,
+) -> dict[str, Any]:
     """`path` keeps what the file's functions gave for the next version of the path (a
-    worker analyzes the versions of a path oldest first)."""
+    worker analyzes the versions of a path oldest first); `pieces` gives the blob's pieces
+    (ingest/chunks.py) if they are cut, whose outlines are kept with them."""
     out: dict[str, Any] = {"imports": _imports(data)}
     if b"EntryClass" in data:
         out["entry"] = _entry_classes(data)
     read_lines = {line for _name, line, access in reads if access == "read"}
     if read_lines and _may_carry(data, read_lines):
         memo = None if path is None else BlockMemo(_BLOCKS.pop(path, {}))
-        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines, memo)
+        cut = pieces() if pieces is not None else None
+        lines = None if cut is None else lambda: piece_outline(cut)
+        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines, memo, lines)
         if memo is not None and memo.new:
             _BLOCKS[path] = memo.new  # type: ignore[index]
             while len(_BLOCKS) > MEMO_PATHS:
@@ -108,6 +117,23 @@ _BLOCKS: dict[str, dict[str, _Block]] = {}
 MEMO_PATHS = 512
 
 
+def piece_outline(pieces: list[Piece]) -> Outline:
+    """The outline of a blob (pyfile.outline) from its pieces', each found once per text."""
+    out: Outline = []
+    for first, text, results in pieces:
+        found = results.get(OUTLINE)
+        if found is None:
+            has = b"def" in text or b"class" in text
+            found = results[OUTLINE] = outline(text.decode("utf-8", "replace")) if has else []
+        if found:
+            by = first - 1
+            out += [(line + by, indent, kind, name) for line, indent, kind, name in found]
+    return out
+
+
+OUTLINE = "indirect.outline"  # a piece's outline, lines relative to the piece
+
+
 def _may_carry(data: bytes, read_lines: set[int]) -> bool:
     """Cheap test before any parsing: a carrier needs a `global` statement, a read at module
     level, or a `return` on or just above a read."""
@@ -130,24 +156,19 @@ def _imports(data: bytes) -> list[list[Any]]:
         return out
     line, pos = 1, 0
     for m in IMPORT_RE.finditer(data):
-        start = data.rfind(b"\n", 0, m.start()) + 1
-        if data[start : m.start()].strip(b" \t"):
+        at = m.start()
+        start = data.rfind(b"\n", 0, at) + 1
+        if start != at and data[start:at].strip(b" \t"):
             continue  # not at the start of a line
-        module = m.group(1).decode()
-        if not (module.startswith(".") or module.startswith("sglang")):
-            continue
-        line += data.count(b"\n", pos, m.start())
-        pos = m.start()
-        body = m.group(2)
-        if b"#" in body:
-            body = COMMENT_RE.sub(b"", body)
-        body = body.strip(b"()\\ \t\n")
-        for item in body.split(b","):
-            parts = item.split()
-            if len(parts) == 1 and parts[0] != b"*":
-                out.append([module, parts[0].decode(), parts[0].decode(), line])
-            elif len(parts) == 3 and parts[1] == b"as":
-                out.append([module, parts[0].decode(), parts[2].decode(), line])
+        line += data.count(b"\n", pos, at)
+        pos = at
+        text = m.group(0)
+        items = _IMPORT_ITEMS.get(text)
+        if items is None:
+            if len(_IMPORT_ITEMS) >= MAX_IMPORT_ITEMS:
+                _IMPORT_ITEMS.clear()
+            items = _IMPORT_ITEMS[text] = _import_items(m)
+        out += [[module, name, alias, line] for module, name, alias in items]
     # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
     # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
     at = data.find(b"import sglang.")
@@ -158,6 +179,31 @@ def _imports(data: bytes) -> list[list[Any]]:
             module, name = found.group(1).decode().rsplit(".", 1)
             out.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
         at = data.find(b"import sglang.", at + 1)
+    return out
+
+
+# An import statement's text -> its (module, name, alias): the same statements recur in
+# every version of a file and across files. Bounded (~150 bytes an entry; the 124 real tags
+# have 8,918 distinct ones, 1.1 MB of text).
+_IMPORT_ITEMS: dict[bytes, list[tuple[str, str, str]]] = {}
+MAX_IMPORT_ITEMS = 1 << 14
+
+
+def _import_items(m: re.Match[bytes]) -> list[tuple[str, str, str]]:
+    module = m.group(1).decode()
+    if not (module.startswith(".") or module.startswith("sglang")):
+        return []
+    body = m.group(2)
+    if b"#" in body:
+        body = COMMENT_RE.sub(b"", body)
+    body = body.strip(b"()\\ \t\n")
+    out = []
+    for item in body.split(b","):
+        parts = item.split()
+        if len(parts) == 1 and parts[0] != b"*":
+            out.append((module, parts[0].decode(), parts[0].decode()))
+        elif len(parts) == 3 and parts[1] == b"as":
+            out.append((module, parts[0].decode(), parts[2].decode()))
     return out
 
 
@@ -230,12 +276,15 @@ def display(name: str, member: str | None, kind: str) -> str:
 
 
 def find_carriers(
-    text: str, read_lines: set[int], memo: BlockMemo | None = None
+    text: str,
+    read_lines: set[int],
+    memo: BlockMemo | None = None,
+    lines: Callable[[], Outline] | None = None,
 ) -> list[dict[str, Any]]:
     """Globals assigned from a flag read and short functions returning one, in one file.
     With `memo`, a function whose block is unchanged since the last version is not parsed
-    again."""
-    f = PyFile(text)
+    again; `lines` gives the text's outline when the caller has a cheaper way to it."""
+    f = PyFile(text, lines)
     found: dict[tuple[str, str | None], dict[str, Any]] = {}
 
     def add(
@@ -295,7 +344,7 @@ def find_carriers(
     # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED).
     for _round in range(2):
         before = len(found)
-        for use in file_uses(f, _local_patterns(list(found.values()))):
+        for use in file_uses(f, _local_patterns(list(found.values())), accessors=True):
             carrier = use.carrier
             if use.accessor is None or use.accessor in found:
                 continue
@@ -373,9 +422,13 @@ class Use:
 
 
 def file_uses(
-    f: PyFile, patterns: list[tuple[str, str | None, tuple[str, str | None]]]
+    f: PyFile,
+    patterns: list[tuple[str, str | None, tuple[str, str | None]]],
+    accessors: bool = False,
 ) -> list[Use]:
-    """Uses of each (name, member) pattern in code (not in imports or comments)."""
+    """Uses of each (name, member) pattern in code (not in imports or comments). With
+    `accessors`, only those in the `return` of a short function (`Use.accessor` set): the
+    other hits are dropped before the costlier tests."""
     if not patterns:
         return []
     by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
@@ -390,6 +443,13 @@ def file_uses(
             hits.append((pos, name))
             pos = f.text.find(name, pos + len(name))
     hits.sort()
+    # The members looked for after a receiver that only has member patterns (`self`): a hit
+    # followed by another attribute matches none of them, whatever its line.
+    members_only = {
+        name: {member for member, _cid in entries}
+        for name, entries in by_name.items()
+        if all(member is not None for member, _cid in entries)
+    }
     out: list[Use] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
     for pos, name in hits:
@@ -397,7 +457,12 @@ def file_uses(
         m = ATTR_AFTER_RE.match(f.text, pos + len(name))
         if before.isalnum() or before in "_.\"'" or m is None:
             continue
+        wanted = members_only.get(name)
+        if wanted is not None and m.group(1) not in wanted:
+            continue
         line = f.line_at(pos)
+        if accessors and not f.maybe_return(line):
+            continue  # (the same for every hit on the line)
         raw = f.lines[line - 1]
         stripped = raw.lstrip()
         if "#" in raw[: pos - (f.text.rfind("\n", 0, pos) + 1)]:
@@ -419,7 +484,8 @@ def file_uses(
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
                         accessor, def_line = ident, d.line
-            out.append(Use(cid, line, f.text_of(line), accessor, def_line))
+            if accessor is not None or not accessors:
+                out.append(Use(cid, line, f.text_of(line), accessor, def_line))
     return out
 
 

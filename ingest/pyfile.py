@@ -12,6 +12,7 @@ import ast
 import re
 import textwrap
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -62,9 +63,33 @@ def _def_matches(text: str) -> list[re.Match[str]]:
     return out
 
 
+# (line, indent, "def" | "class", name) of each def and class line, in order.
+Outline = list[tuple[int, int, str, str]]
+
+
+def outline(text: str) -> Outline:
+    """The def and class lines of `text`. A line's entry depends on that line alone, so the
+    outline of a text is its pieces' outlines, shifted (what PyFile.defs builds on)."""
+    out: Outline = []
+    pos, line = 0, 1
+    for m in _def_matches(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        prefix = text[start : m.start()]
+        if prefix.strip() not in ("", "async"):
+            continue
+        line += text.count("\n", pos, start)
+        pos = start
+        indent = len(prefix.expandtabs()) - len(prefix.lstrip())
+        out.append((line, indent, m.group(1), m.group(2)))
+    return out
+
+
 class PyFile:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, lines: Callable[[], Outline] | None = None) -> None:
+        """`lines` gives the outline of `text` when the caller has a cheaper way to it than
+        `outline(text)`; asked on first use."""
         self.text = text
+        self._outline = lines
         self.lines = text.split("\n")
         self._pos, self._no = 0, 1  # incremental line counting: offsets mostly increase
         self._defs: list[Def] | None = None  # the outline, built on first use
@@ -79,18 +104,11 @@ class PyFile:
         if self._defs is None:
             defs: list[Def] = []
             stack: list[Def] = []
-            pos, line = 0, 1
-            for m in _def_matches(self.text):
-                start = self.text.rfind("\n", 0, m.start()) + 1
-                prefix = self.text[start : m.start()]
-                if prefix.strip() not in ("", "async"):
-                    continue
-                line += self.text.count("\n", pos, start)
-                pos = start
-                indent = len(prefix.expandtabs()) - len(prefix.lstrip())
+            lines = outline(self.text) if self._outline is None else self._outline()
+            for line, indent, kind, name in lines:
                 while stack and stack[-1].indent >= indent:
                     stack.pop()
-                d = Def(line, indent, m.group(1), m.group(2), stack[-1] if stack else None)
+                d = Def(line, indent, kind, name, stack[-1] if stack else None)
                 defs.append(d)
                 stack.append(d)
             self._defs = defs

@@ -1,0 +1,269 @@
+"""What scan_structure keeps between versions of a path gives the facts of a fresh analysis:
+each piece's outline (def/class lines, kept with the piece in ingest/chunks.py's memo),
+import statements' items (kept by statement text), and the accessor-only use scan. Each case
+analyzes version 1, then version 2 with what version 1 left, and compares with version 2
+analyzed alone (synthetic sources in SGLang's shapes)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import pytest
+
+import ingest.analyze as analyze
+import ingest.indirect as indirect
+from ingest.chunks import PieceMemo
+from ingest.indirect import file_uses, piece_outline, scan_structure
+from ingest.pyfile import PyFile, outline
+
+PATH = "python/sglang/srt/layers/feature.py"
+
+V1 = '''\
+"""Feature switches.
+
+Read once from the server args.
+"""
+
+import logging
+from sglang.srt.utils import get_bool_env_var, is_cuda
+from .config import (
+    FeatureConfig as Config,
+    load,  # the loader
+)
+
+_ENABLED = None
+IS_TBO_ENABLED = get_global_server_args().enable_two_batch_overlap
+
+
+def init(server_args):
+    global _ENABLED
+    _ENABLED = server_args.enable_x
+
+
+def is_tbo_enabled():
+    return IS_TBO_ENABLED
+
+
+class Flags:
+    """Switches."""
+
+    def mode(self):
+        return server_args.attention_mode
+
+    def backend(self):
+        if self.mode() == "fa3":
+            return "fa3"
+
+        return self.mode()
+
+
+async def serve(server_args):
+    return server_args.port
+'''
+
+
+def _reads(text: str) -> list[list[Any]]:
+    out = []
+    for no, line in enumerate(text.split("\n"), 1):
+        for name in ("enable_x", "enable_two_batch_overlap", "attention_mode", "port"):
+            if name in line:
+                out.append([name, no, "read"])
+    return out
+
+
+def _scan(text: str, pieces: PieceMemo | None) -> dict[str, Any]:
+    data = text.encode()
+    if pieces is None:
+        return scan_structure(data, _reads(text))  # alone: no memo of any kind
+    cut = pieces.pieces(PATH, data)
+    return scan_structure(data, _reads(text), PATH, lambda: cut)
+
+
+def _after(v1: str, v2: str) -> dict[str, Any]:
+    memo = PieceMemo()
+    first = _scan(v1, memo)
+    assert first == _scan(v1, None)
+    return _scan(v2, memo)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memos(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indirect, "_BLOCKS", {})
+    monkeypatch.setattr(indirect, "_IMPORT_ITEMS", {})
+
+
+def test_the_fixture_has_every_kind_of_fact() -> None:
+    facts = _scan(V1, None)
+    carriers = {(c["name"], c["member"]): c["line"] for c in facts["carriers"]}
+    assert carriers == {
+        ("IS_TBO_ENABLED", None): 14,
+        ("_ENABLED", None): 19,
+        ("is_tbo_enabled", None): 22,
+        ("Flags", "mode"): 29,
+        ("Flags", "backend"): 32,
+        ("serve", None): 39,
+    }
+    assert facts["imports"][:3] == [
+        ["sglang.srt.utils", "get_bool_env_var", "get_bool_env_var", 7],
+        ["sglang.srt.utils", "is_cuda", "is_cuda", 7],
+        [".config", "FeatureConfig", "Config", 8],
+    ]
+
+
+@pytest.mark.parametrize(
+    "v2",
+    [
+        # lines added above: every unchanged piece's outline and imports move down
+        "import os\nimport sys\n\n" + V1,
+        # a def renamed in a piece that is otherwise the same
+        V1.replace("def mode(self):", "def kind(self):").replace("self.mode()", "self.kind()"),
+        # the class around unchanged methods renamed: a piece of its own
+        V1.replace("class Flags:", "class Options:"),
+        # the methods' piece unchanged, but now nested in a function: no carriers there
+        V1.replace("class Flags:", "def make():\n    class Flags:").replace("\n    ", "\n    "),
+        # an import changed in place (same line), and one list split by a blank line
+        V1.replace("is_cuda", "is_hip").replace("    load,", "\n    load,"),
+        # a def line made async, another indented (the piece's text changes)
+        V1.replace("def init(", "async def init(").replace("\ndef is_tbo", "\nif 1:\n  def is_tbo"),
+    ],
+)
+def test_a_changed_piece_gives_the_facts_of_a_fresh_analysis(v2: str) -> None:
+    assert _after(V1, v2) == _scan(v2, None)
+
+
+def test_a_renamed_def_is_seen_even_when_its_piece_moved() -> None:
+    v2 = "import os\n\n" + V1.replace("def is_tbo_enabled", "def tbo_on")
+    facts = _after(V1, v2)
+    assert facts == _scan(v2, None)
+    assert ("tbo_on", 24) in [(c["name"], c["line"]) for c in facts["carriers"]]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        V1,
+        V1.replace("    ", "\t"),  # tabs
+        '"""\n\ndef in_a_docstring():\n\n"""\ndef real(): pass\n\n\n  class C: pass\n',
+        "x = 1  # no defs at all\n\n\ny = 2\n",
+        "def a(): pass\nclass def b(): pass\nasync  def  c(): pass\n\n\nundef d\n",
+    ],
+)
+def test_the_pieces_outline_is_the_whole_texts(text: str) -> None:
+    memo = PieceMemo()
+    data = text.encode()
+    assert piece_outline(memo.pieces(PATH, data)) == outline(text)
+    # ... and again from the memo (every piece a hit)
+    assert piece_outline(memo.pieces(PATH, data)) == outline(text)
+    assert memo.hits > 0
+
+
+def test_the_import_memo_is_bounded_and_keyed_by_the_statement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(indirect, "MAX_IMPORT_ITEMS", 2)
+    a = b"from sglang.a import (x,\n    y)\nfrom .b import z as w\n"
+    b = b"from sglang.a import (x,\n    v)\nfrom .b import z as w\nfrom .c import q\n"
+    assert indirect._imports(a) == [
+        ["sglang.a", "x", "x", 1],
+        ["sglang.a", "y", "y", 1],
+        [".b", "z", "w", 3],
+    ]
+    assert indirect._imports(b) == [
+        ["sglang.a", "x", "x", 1],
+        ["sglang.a", "v", "v", 1],
+        [".b", "z", "w", 3],
+        [".c", "q", "q", 4],
+    ]
+    assert len(indirect._IMPORT_ITEMS) <= 2
+
+
+ACCESSORS = (
+    """\
+from .config import (
+    Flags,
+    mode,
+)
+
+
+class Flags:
+    def mode(self):
+        return server_args.attention_mode
+
+    def use_fa3(self):
+        # self.mode() in a comment
+        x = self.other()
+        return self.mode() == "fa3"
+
+    def long(self):
+        y = self.mode()
+"""
+    + "        y += 1\n" * 50
+    + """        return self.mode()
+
+
+def fa3_enabled():
+    return Flags.mode() or cls.mode()
+"""
+)
+
+
+def test_accessor_uses_are_the_full_scans_accessor_uses() -> None:
+    f = PyFile(ACCESSORS)
+    patterns: list[tuple[str, str | None, tuple[str, str | None]]] = [
+        (r, "mode", ("Flags", "mode")) for r in ("cls", "self", "Flags")
+    ]
+    everything = file_uses(f, patterns)
+    only = file_uses(PyFile(ACCESSORS), patterns, accessors=True)
+    assert only == [u for u in everything if u.accessor is not None]
+    assert [(u.line, u.accessor) for u in only] == [
+        (14, ("Flags", "use_fa3")),
+        (72, ("fa3_enabled", None)),
+    ]
+    assert len(everything) > len(only)  # the long method's and the plain uses
+
+
+SERVER_ARGS = """\
+import argparse
+
+
+class ServerArgs:
+    tp_size: int = 1
+
+    def __post_init__(self):
+        if self.tp_size > 1:
+            self.dp_size = 2  # self.tp_size in a comment
+
+        # self.x in a comment line
+        self.check()
+    def check(self):
+        assert self.pp_size >= 1
+def helper(self):
+    return self.outside
+"""
+
+
+@pytest.mark.parametrize(
+    "v2",
+    [
+        "import os\n\n" + SERVER_ARGS,  # every piece moves down
+        SERVER_ARGS.replace("self.pp_size >= 1", "self.pp_size >= 2 and self.ep_size"),
+        SERVER_ARGS.replace("    def check", "\n    def check"),  # the class's end moves
+        SERVER_ARGS.replace("import argparse", "import argparse\x0c"),  # splitlines breaks it
+    ],
+)
+def test_self_reads_from_pieces_are_a_fresh_scans(v2: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(analyze, "PIECES", PieceMemo())
+
+    def reads(text: str, cut: bool) -> tuple[list[list[Any]], dict[str, str]]:
+        pieces = analyze.BlobPieces(analyze.SERVER_ARGS_PATH, text.encode())
+        if cut:
+            pieces.get()
+        lines: dict[str, str] = {}
+        found = analyze._self_reads(ast.parse(text), text, lines, pieces)
+        return found, lines
+
+    assert reads(SERVER_ARGS, True) == reads(SERVER_ARGS, False)
+    assert reads(v2, True) == reads(v2, False)
+    assert ["outside", 16, "read"] not in reads(SERVER_ARGS, True)[0]
+    assert analyze.PIECES.hits > 0
