@@ -308,7 +308,7 @@ def find_carriers(
     for line in sorted(read_lines):
         # A line gives a carrier only through a function declaring `global`, a `return`
         # near it or a module-level assignment: the others need no outline.
-        if not declares and not f.maybe_return(line):
+        if not declares and (not f.maybe_return(line) or not f.def_near(line)):
             if line > len(f.lines) or not GLOBAL_ASSIGN_RE.match(f.lines[line - 1]):
                 continue
         d = f.enclosing(line)

@@ -122,6 +122,18 @@ class PyFile:
             for no in range(max(1, line - 6), min(line, len(self.lines)) + 1)
         )
 
+    def def_near(self, line: int) -> bool:
+        """Whether `def` stands in the MAX_ACCESSOR_LINES lines above `line` (if not, no
+        function short enough to be an accessor holds it: returns_at is None there)."""
+        if self._starts is None:
+            # (line length + 1) summed, by C-level callables: no Python call per line
+            self._starts = [0, *accumulate(map((1).__add__, map(len, self.lines)))]
+        if not 0 < line <= len(self.lines):
+            return True
+        lo = self._starts[max(0, line - 1 - MAX_ACCESSOR_LINES)]
+        hi = self._starts[line - 1]
+        return self.text.find("def ", lo, hi) >= 0 or self.text.find("def\t", lo, hi) >= 0
+
     def line_at(self, offset: int) -> int:
         if offset < self._pos:
             self._pos, self._no = 0, 1

@@ -267,3 +267,12 @@ def test_self_reads_from_pieces_are_a_fresh_scans(v2: str, monkeypatch: pytest.M
     assert reads(v2, True) == reads(v2, False)
     assert ["outside", 16, "read"] not in reads(SERVER_ARGS, True)[0]
     assert analyze.PIECES.hits > 0
+
+
+@pytest.mark.parametrize("body", [39, 40])
+def test_an_accessor_is_at_most_forty_lines_below_its_def(body: int) -> None:
+    # def on line 1, `return` on line body + 2: an accessor while the block spans at most
+    # MAX_ACCESSOR_LINES lines after its def (def_near looks no further up than that).
+    text = "def mode():\n" + "    x = 1\n" * body + "    return server_args.attention_mode\n"
+    found = indirect.find_carriers(text, {body + 2})
+    assert [c["name"] for c in found] == (["mode"] if body + 1 <= 40 else [])
