@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate
 from typing import Any, Protocol, cast
 
@@ -126,11 +126,11 @@ def registry_subject(func: str) -> str:
 # [(const, line, tail)], constants [(opener, name, values)] in the order they are taken, and
 # the texts of the lines cited.
 _Found = tuple[
-    list[tuple[str, int, str]],
-    list[tuple[int, str, int]],
-    list[tuple[str, int, str]],
-    list[tuple[int, str, list[str]]],
-    dict[int, str],
+    Sequence[tuple[str, int, str]],
+    Sequence[tuple[int, str, int]],
+    Sequence[tuple[str, int, str]],
+    Sequence[tuple[int, str, list[str]]],
+    Mapping[int, str],
 ]
 
 
@@ -183,13 +183,12 @@ def _found(
     cut = _Cuts(texts) if texts is not None else None
     registry = []
     if b"register" in data:
+        # (a match that crosses a cut has `register_x(` and blanks up to it: found here)
         if cut is not None and any(
             cut.crossed(data, m.start(), m.end()) for m in REGISTRY_OPEN_RE.finditer(data)
         ):
             return None
         for m in REGISTRY_RE.finditer(data):
-            if cut is not None and cut.crossed(data, m.start(), m.end()):
-                return None
             prefix = lines.prefix(m.start())
             if _in_comment(prefix):
                 continue
@@ -278,7 +277,7 @@ class _Cuts:
         each: list[Any] = [EMPTY] * len(self.starts)
         first: dict[int, int] = {}
 
-        def home(offset: int, no: int) -> tuple[_Found, int]:
+        def home(offset: int, no: int) -> tuple[Any, int]:
             k = self.piece(offset)
             if each[k] is EMPTY:
                 each[k] = ([], [], [], [], {})
@@ -301,7 +300,8 @@ class _Cuts:
             if each[k] is EMPTY:
                 each[k] = ([], [], [], [], {})
             each[k][3].append((opener, name, values))
-        return each
+        # (kept in the memo: empty sections as the shared EMPTY)
+        return [f if f is EMPTY else cast(_Found, tuple(s or EMPTY for s in f)) for f in each]
 
 
 def _assembled(
