@@ -95,7 +95,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
-    shapes = scan_choice_shapes(data, facts["choices"], index)
+    shapes = scan_choice_shapes(data, facts["choices"], index, pieces)
     facts["lines"].update(shapes.pop("lines"))
     facts.update(shapes)
     if kind != "server_args":

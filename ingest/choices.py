@@ -8,77 +8,108 @@
   `backend = get_moe_runner_backend()`, `backend = MoeRunnerBackend(...)`.
 
 Version-independent like every blob fact; the assembler attributes them per version.
+
+Given the blob's pieces (ingest/chunks.py), only the pieces the last version of the path did
+not have are scanned, all at once (joined by blank lines, findings sent back to their piece);
+each piece keeps its findings with piece-relative lines, and the blob's facts are put
+together from them in the order the whole-blob scan gives. What is not local to a piece is
+computed over the whole blob: grouping dispatch entries (a run may go on past a blank line)
+and the name a run is assigned to when its lines are in an earlier piece. A piece that could
+hold a match going on past its end (`register_x(` or ` in` last, a lookahead that sees only
+blanks, a bracket the piece does not close, a receiver's name last) is marked NONLOCAL, and
+blobs with one are scanned whole.
 """
 
 from __future__ import annotations
 
+import bisect
+import operator
 import re
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import accumulate
+from typing import Any, Protocol, cast
 
-from ingest.sites import VALUE, LineIndex, _in_comment, _Lines, _string_items, subject_tail
+from ingest.chunks import CUT, Piece
+from ingest.sites import (
+    CLOSING,
+    VALUE,
+    LineIndex,
+    _in_comment,
+    _Lines,
+    _string_items,
+    subject_tail,
+)
+
+
+class PieceSource(Protocol):
+    """A blob's pieces, cut when first asked for (ingest.analyze.BlobPieces)."""
+
+    def get(self) -> list[Piece]: ...
+
 
 REGISTRY_RE = re.compile(rb"register\w*\(\s*([\"'])(" + VALUE + rb")\1")
 NAME_BEFORE_RE = re.compile(r"([A-Za-z_][\w.]*)$")
 # A key that starts its line, matched at a line start found from a `":` (bytes.find is fast).
 LINE_KEY_RE = re.compile(rb"[ \t]*\{?[ \t]*([\"'])(" + VALUE + rb")\1:[ \t]*[\w(\[{\"'.-]")
-CONST_IN_RE = re.compile(rb" in\s+(?:self\.|cls\.)?([A-Z_][A-Z0-9_]{2,})\b(?!\s*[\[.(])")
-# `NAME = [` / `(` / `{`, checked at the start of the line where ` = [` was found.
+# ` in NAME` not followed by `[`, `.` or `(`, matched from its `in` (the engine skips to an
+# `in` much faster than to a space): the space before and what follows are checked after
+# (what follows may be in the next piece). The second branch finds a piece that ends in
+# ` in` (blanks aside), whose match could go on past the blank line that follows.
+CONST_IN_RE = re.compile(rb"in(?:\s+(?:self\.|cls\.)?([A-Z_][A-Z0-9_]{2,})\b|\s*\n\n)")
+NOT_AFTER_CONST_RE = re.compile(rb"\s*[\[.(]")
+# `NAME = [` / `(` / `{`, checked at the start of the line where ` = [` was found (matched
+# from its `=`, the space before checked after).
 CONST_LINE_RE = re.compile(rb"[ \t]*([A-Z_][A-Z0-9_]{2,})[ \t]*(?::[^=\n]*)?=[ \t]*([\[\(\{])")
-CONST_OPEN_RE = re.compile(rb" = [\[\(\{]")
-OPENERS = {b" = [": 0, b" = (": 1, b" = {": 2}
+CONST_OPEN_RE = re.compile(rb"= [\[\(\{]")
+OPENERS = {ord("["): 0, ord("("): 1, ord("{"): 2}
+SPACE = ord(" ")
 ASSIGN_BEFORE_RE = re.compile(r"(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*(?:\w+\()?\{?\s*$")
 REGISTRY_WORDS = {"register", "registry", "factory", "registered", "self", "cls"}
 MAX_TYPED = 20  # receivers looked up per file
+STRING_WINDOW = 800  # how far ingest.sites._string_items looks for the closing bracket
+
+# In a piece's results (ingest/chunks.py): this scan's findings, and the receivers' types.
+SHAPES = "choice_shapes"
+TYPES = "choice_types:"  # + the names looked up
+EMPTY: tuple[()] = ()  # a piece that holds nothing (most do): one shared marker
+NONLOCAL = "nonlocal"  # a piece whose findings may depend on the text past its end
+# What REGISTRY_RE could match past a blank line (`\s` takes it): `register_x(` ending a
+# piece (blanks aside).
+REGISTRY_OPEN_RE = re.compile(rb"register\w*\(\s*\n\n")
+# What a piece must start with (blanks aside) to continue a receiver's getter or typed
+# pattern that the piece before leaves open: `= `, `: `, `self.`, `get_`, `Optional[`, a type.
+TYPE_GOES_ON = ("=", ":", "self.", "get_", *"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def scan_choice_shapes(
-    data: bytes, choices: list[list[Any]], index: LineIndex | None = None
+    data: bytes,
+    choices: list[list[Any]],
+    index: LineIndex | None = None,
+    pieces: PieceSource | None = None,
 ) -> dict[str, Any]:
-    lines = _Lines(data, index)
-    out: dict[str, Any] = {}
-    if b"register" in data:
-        registry = []
-        for m in REGISTRY_RE.finditer(data):
-            prefix = lines.prefix(m.start())
-            if _in_comment(prefix):
-                continue
-            name = NAME_BEFORE_RE.search(prefix)
-            token = data[m.start() : data.index(b"(", m.start())].decode("utf-8", "replace")
-            func = (name.group(1) if name else "") + token  # AttentionBackendRegistry.register
-            registry.append([m.group(2).decode(), lines.at(m.start()), func])
-        if registry:
-            out["registry"] = registry
-    dispatch = _dispatch_dicts(data, lines)
-    if dispatch:
-        out["dispatch"] = dispatch
-    if b" in " in data:
-        named = []
-        for m in CONST_IN_RE.finditer(data):
-            prefix = lines.prefix(m.start())
-            if _in_comment(prefix):
-                continue
-            tail = subject_tail(prefix.removesuffix(" not"))
-            named.append([m.group(1).decode(), lines.at(m.start()), tail])
-        if named:
-            out["named_contains"] = named
-    consts = {}
-    # One literal-led pass for the three openers; the constants are taken opener by opener
-    # (a later one of a name wins, in the place of the first).
-    for _opener, pos in sorted((OPENERS[m[0]], m.start()) for m in CONST_OPEN_RE.finditer(data)):
-        start = data.rfind(b"\n", 0, pos) + 1
-        c = CONST_LINE_RE.match(data, start) if pos - start < 60 else None
-        if c is not None and c.end() == pos + 4:
-            values = _string_items(data, pos + 3)
-            if values:
-                consts[c.group(1).decode()] = values
-    if consts:
-        out["consts"] = consts
+    """The shapes of one blob. With `pieces`, each piece the last version of the path had
+    keeps what it gave then and only new pieces are scanned; without, the whole blob is
+    scanned. Both give the same facts."""
     receivers = {tail for _v, _l, tail, how in choices if how == "is_call" and tail}
-    if receivers:
-        types = _receiver_types(data, sorted(receivers)[:MAX_TYPED])
+    names = sorted(receivers)[:MAX_TYPED]
+    parts = pieces.get() if pieces is not None else None
+    found = _from_pieces(parts) if parts is not None else None
+    if found is None:  # no pieces, or one of them is not local: the whole blob
+        lines = _Lines(data, index)
+        whole = _found(data, lines, None)
+        assert whole is not None  # (only pieces can be cut short)
+        texts = lines.texts
+        out = _assembled([(0, 0, cast(_Found, whole[0]))], data, None, texts)
+    else:
+        texts = {}
+        out = _assembled(found, data, parts, texts)
+    if names:
+        types = _types_from_pieces(data, parts, names) if parts else None
+        if types is None:
+            types = _receiver_types(data, names)
         if types:
             out["types"] = types
-    out["lines"] = {str(k): v for k, v in lines.texts.items()}
+    out["lines"] = {str(k): v for k, v in texts.items()}
     return out
 
 
@@ -90,10 +121,228 @@ def registry_subject(func: str) -> str:
     return "_".join(dict.fromkeys(words))
 
 
-def _dispatch_dicts(data: bytes, lines: _Lines) -> list[list[Any]]:
-    """[[[key, line], ...], first line, subject]: runs of `"key": value` entries, one a
-    line."""
-    keys: list[tuple[int, int, str]] = []  # (offset, line start, key)
+# What one piece holds, line numbers relative to its first line: registry [(value, line,
+# func)], dict keys [(line, key, offset of the key's line in the piece)], named_contains
+# [(const, line, tail)], constants [(opener, name, values)] in the order they are taken, and
+# the texts of the lines cited.
+_Found = tuple[
+    Sequence[tuple[str, int, str]],
+    Sequence[tuple[int, str, int]],
+    Sequence[tuple[str, int, str]],
+    Sequence[tuple[int, str, list[str]]],
+    Mapping[int, str],
+]
+
+
+def _from_pieces(parts: list[Piece]) -> list[tuple[int, int, _Found]] | None:
+    """(piece number, line shift, findings) of each piece that holds something, after
+    scanning the pieces without results; None when a piece is not local."""
+    held, new = _held(parts, SHAPES)
+    if new:
+        texts = [parts[i][1] for i in new]
+        each: list[Any] | None = _found(CUT.join(texts) + CUT, None, texts)
+        if each is None:  # a match may cross a cut: each piece alone, to find which
+            each = [_alone(text) for text in texts]
+        for i, r in zip(new, each, strict=True):
+            parts[i][2][SHAPES] = r
+    found = []
+    local = True
+    for i in held:
+        line, _text, results = parts[i]
+        r = results[SHAPES]
+        if r is EMPTY:
+            continue
+        if r is NONLOCAL:
+            local = False  # (the other pieces' results are kept for the next version)
+        else:
+            found.append((i, line - 1, r))
+    return found if local else None
+
+
+def _held(parts: list[Piece], key: str) -> tuple[list[int], list[int]]:
+    """The numbers of the pieces whose results under `key` are not EMPTY, and of those
+    without results yet (a text repeated in the blob shares one results dict: it is
+    scanned again, and gets the same results). One pass: most pieces hold nothing."""
+    held = [i for i, piece in enumerate(parts) if piece[2].get(key) is not EMPTY]
+    return held, [i for i in held if key not in parts[i][2]]
+
+
+def _alone(text: bytes) -> _Found | tuple[()] | str:
+    each = _found(text + CUT, None, [text])
+    return NONLOCAL if each is None else each[0]
+
+
+def _found(
+    data: bytes, lines: _Lines | None, texts: list[bytes] | None
+) -> list[_Found | tuple[()]] | None:
+    """Everything found line by line in `data`, split by piece when `data` is `texts` joined
+    (each followed by CUT); None when a match may reach past a piece's end. Without `texts`,
+    `data` is the whole blob and `lines` its lines: one result, never EMPTY."""
+    if lines is None:
+        lines = _Lines(data)
+    cut = _Cuts(texts) if texts is not None else None
+    registry = []
+    if b"register" in data:
+        # (a match that crosses a cut has `register_x(` and blanks up to it: found here)
+        if cut is not None and any(
+            cut.crossed(data, m.start(), m.end()) for m in REGISTRY_OPEN_RE.finditer(data)
+        ):
+            return None
+        for m in REGISTRY_RE.finditer(data):
+            prefix = lines.prefix(m.start())
+            if _in_comment(prefix):
+                continue
+            name = NAME_BEFORE_RE.search(prefix)
+            token = data[m.start() : data.index(b"(", m.start())].decode("utf-8", "replace")
+            func = (name.group(1) if name else "") + token  # AttentionBackendRegistry.register
+            registry.append((m.start(), lines.at(m.start()), m.group(2).decode(), func))
+    keys = [(offset, lines.at(offset), key, start) for offset, start, key in _dict_keys(data)]
+    named = []
+    # Pieces hold matches without the whole blob's cheap test (b" in ") passing in them:
+    # that test is made over the whole blob when the pieces are put together.
+    if cut is not None or b" in " in data:
+        for m in CONST_IN_RE.finditer(data):
+            at = m.start() - 1  # where ` in` starts
+            if at < 0 or data[at] != SPACE:
+                continue
+            if cut is not None and cut.crossed(data, at, m.end(), lookahead=True):
+                return None  # (a piece's ` in` last, or a match it cannot decide alone)
+            if m.group(1) is None or NOT_AFTER_CONST_RE.match(data, m.end()):
+                continue
+            prefix = lines.prefix(at)
+            if _in_comment(prefix):
+                continue
+            tail = subject_tail(prefix.removesuffix(" not"))
+            named.append((at, lines.at(at), m.group(1).decode(), tail))
+    consts = []
+    # One literal-led pass for the three openers; the constants are taken opener by opener
+    # (a later one of a name wins, in the place of the first).
+    opens = [m.start() - 1 for m in CONST_OPEN_RE.finditer(data)]  # where ` = [` starts
+    for opener, pos in sorted(
+        [(OPENERS[data[at + 3]], at) for at in opens if data[at] == SPACE and at >= 0]
+    ):
+        start = data.rfind(b"\n", 0, pos) + 1
+        c = CONST_LINE_RE.match(data, start) if pos - start < 60 else None
+        if c is not None and c.end() == pos + 4:
+            if cut is not None:
+                end = cut.end(pos)
+                close = bytes([CLOSING[data[pos + 3]]])
+                if pos + 3 + STRING_WINDOW > end and data.find(close, pos + 3, end) < 0:
+                    return None  # the bracket may close in the next piece
+            values = _string_items(data, pos + 3)
+            if values:
+                consts.append((pos, opener, c.group(1).decode(), values))
+    if cut is None:
+        return [
+            (
+                [(v, no, func) for _o, no, v, func in registry],
+                [(no, key, start) for _o, no, key, start in keys],
+                [(c, no, tail) for _o, no, c, tail in named],
+                [(opener, name, values) for _o, opener, name, values in consts],
+                lines.texts,
+            )
+        ]
+    return cut.split(lines, registry, keys, named, consts)
+
+
+class _Cuts:
+    """Where each piece lies in the text of pieces joined by CUT (each followed by one)."""
+
+    def __init__(self, texts: list[bytes]) -> None:
+        lengths = list(map(len, texts))  # (map and accumulate: no Python loop a piece)
+        self.starts = list(accumulate(map(len(CUT).__add__, lengths[:-1]), initial=0))
+        self.ends = list(map(operator.add, self.starts, lengths))
+
+    def piece(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    def end(self, offset: int) -> int:
+        return self.ends[self.piece(offset)]
+
+    def crossed(self, data: bytes, start: int, end: int, lookahead: bool = False) -> bool:
+        """Whether a match runs past its piece's end, or (`lookahead`) is followed by
+        nothing but blanks up to it, so that its lookahead saw the next piece."""
+        stop = self.end(start)
+        return end > stop or (lookahead and (end == stop or data[end:stop].isspace()))
+
+    def split(
+        self,
+        lines: _Lines,
+        registry: list[tuple[int, int, str, str]],
+        keys: list[tuple[int, int, str, int]],
+        named: list[tuple[int, int, str, str]],
+        consts: list[tuple[int, int, str, list[str]]],
+    ) -> list[_Found | tuple[()]]:
+        """Each piece's findings, with line numbers (and key offsets) relative to it."""
+        each: list[Any] = [EMPTY] * len(self.starts)
+        first: dict[int, int] = {}
+
+        def home(offset: int, no: int) -> tuple[Any, int]:
+            k = self.piece(offset)
+            if each[k] is EMPTY:
+                each[k] = ([], [], [], [], {})
+                first[k] = lines.number(self.starts[k]) - 1
+            rel = no - first[k]
+            each[k][4][rel] = lines.texts[no]
+            return each[k], rel
+
+        for offset, no, value, func in registry:
+            f, rel = home(offset, no)
+            f[0].append((value, rel, func))
+        for offset, no, key, start in keys:
+            f, rel = home(offset, no)
+            f[1].append((rel, key, start - self.starts[self.piece(offset)]))
+        for offset, no, const, tail in named:
+            f, rel = home(offset, no)
+            f[2].append((const, rel, tail))
+        for pos, opener, name, values in consts:
+            k = self.piece(pos)
+            if each[k] is EMPTY:
+                each[k] = ([], [], [], [], {})
+            each[k][3].append((opener, name, values))
+        # (kept in the memo: empty sections as the shared EMPTY)
+        return [f if f is EMPTY else cast(_Found, tuple(s or EMPTY for s in f)) for f in each]
+
+
+def _assembled(
+    found: list[tuple[int, int, _Found]],
+    data: bytes,
+    parts: list[Piece] | None,
+    texts: dict[int, str],
+) -> dict[str, Any]:
+    """The blob's facts from its pieces' findings (lines shifted by each piece's), in the
+    whole-blob scan's order: section by section, each in file order. `texts` gets the cited
+    lines' texts in citing order, unless it has them already (the whole-blob scan)."""
+    out: dict[str, Any] = {}
+    cite = not texts
+
+    def cited(no: int, shift: int, f: _Found) -> int:
+        if cite and no + shift not in texts:
+            texts[no + shift] = f[4][no]
+        return no + shift
+
+    registry = [[v, cited(no, shift, f), func] for _i, shift, f in found for v, no, func in f[0]]
+    if registry:
+        out["registry"] = registry
+    keys = [(cited(no, shift, f), key, i, at) for i, shift, f in found for no, key, at in f[1]]
+    dispatch = _dispatch_groups(keys, data, parts)
+    if dispatch:
+        out["dispatch"] = dispatch
+    if any(f[2] for _i, _s, f in found) and b" in " in data:
+        out["named_contains"] = [
+            [c, cited(no, shift, f), tail] for _i, shift, f in found for c, no, tail in f[2]
+        ]
+    # Opener by opener, each in file order (a stable sort keeps each piece's order).
+    taken = sorted((c for _i, _s, f in found for c in f[3]), key=lambda c: c[0])
+    if taken:
+        out["consts"] = {name: list(values) for _o, name, values in taken}
+    return out
+
+
+def _dict_keys(data: bytes) -> list[tuple[int, int, str]]:
+    """(offset, offset of its line, key) of each `"key": value` entry that starts its line,
+    in file order."""
+    keys: list[tuple[int, int, str]] = []
     for quote in (b'":', b"':"):
         pos = data.find(quote)
         while pos >= 0:
@@ -103,25 +352,43 @@ def _dispatch_dicts(data: bytes, lines: _Lines) -> list[list[Any]]:
                 keys.append((m.start(2), start, m.group(2).decode()))
             pos = data.find(quote, pos + 2)
     keys.sort()
+    return keys
+
+
+def _dispatch_groups(
+    keys: list[tuple[int, str, int, int]], data: bytes, parts: list[Piece] | None
+) -> list[list[Any]]:
+    """[[[key, line], ...], first line, subject]: runs of `"key": value` entries, one a
+    line, from (line, key, piece number, offset of its line in the piece) in file order
+    (without pieces, the offset is in `data`)."""
     groups: list[list[Any]] = []
     last_line = -10
-    for offset, start, key in keys:
-        no = lines.at(offset)
+    for no, key, i, start in keys:
         if groups and no - last_line <= 3:
             groups[-1][0].append([key, no])
         else:
-            groups.append([[[key, no]], no, _assigned_name(data, start)])
+            groups.append([[[key, no]], no, (i, start)])
         last_line = no
-    return [g for g in groups if len(g[0]) >= 2]
+    kept = [g for g in groups if len(g[0]) >= 2]
+    for g in kept:
+        i, start = g[2]
+        name = _assigned_name(parts[i][1], start, whole=False) if parts else None
+        if name is None:  # no pieces, or the lines above the entry are in another piece
+            if parts:
+                start += sum(len(text) + len(CUT) for _l, text, _r in parts[:i])
+            name = _assigned_name(data, start)
+        g[2] = name
+    return kept
 
 
-def _assigned_name(data: bytes, start: int) -> str:
+def _assigned_name(data: bytes, start: int, whole: bool = True) -> str | None:
     """The name a dict is assigned to, from the lines just above its first entry (comment
-    lines skipped): `mapping = {` -> "mapping"."""
+    lines skipped): `mapping = {` -> "mapping". In a piece (not `whole`), None when the
+    lines to look at go on above it."""
     end = start - 1
     for _ in range(3):
         if end <= 0:
-            return ""
+            return "" if whole else None
         begin = data.rfind(b"\n", 0, end) + 1
         prev = data[begin:end].decode("utf-8", "replace").strip()
         if prev and not prev.startswith("#"):
@@ -131,6 +398,108 @@ def _assigned_name(data: bytes, start: int) -> str:
     return ""
 
 
+def _types_from_pieces(data: bytes, parts: list[Piece], names: list[str]) -> dict[str, str] | None:
+    """_receiver_types from the pieces: each name's first getter in file order, else its
+    first typed one. None when a piece leaves a pattern open and the next one may go on."""
+    key = TYPES + ",".join(names)
+    held, new = _held(parts, key)
+    if new:
+        texts = [parts[i][1].decode("utf-8", "replace") for i in new]
+        each: list[Any] | None = _types_found(texts, names)
+        if each is None:  # a match crossed from one new piece to the next: each alone
+            each = [_types_alone(text, names) for text in texts]
+        for i, r in zip(new, each, strict=True):
+            parts[i][2][key] = r
+    found = []
+    for i in held:
+        r = parts[i][2][key]
+        if r is EMPTY:
+            continue
+        hits, open_end = r
+        if open_end and i + 1 < len(parts) and _goes_on(parts[i + 1][1]):
+            return None
+        if hits:
+            found.append(hits)
+    out: dict[str, str] = {}
+    for n, name in enumerate(names):
+        for k, kind in enumerate(("get:", "type:")):
+            hit = next((r[n][k] for r in found if r[n] and r[n][k]), None)
+            if hit:
+                out[name] = kind + hit
+                break
+    return out
+
+
+def _types_alone(text: str, names: list[str]) -> Any:
+    each = _types_found([text], names)
+    assert each is not None  # (no match ends in the blanks that follow the last text)
+    return each[0]
+
+
+def _goes_on(text: bytes) -> bool:
+    return text.decode("utf-8", "replace").lstrip().startswith(TYPE_GOES_ON)
+
+
+def _types_found(texts: list[str], names: list[str]) -> list[Any] | None:
+    """For each text, EMPTY or (hits, open end): hits EMPTY or, for each name, EMPTY or
+    [getter's dest or "", type or ""] first in the text; open end when a name, maybe `:`
+    or `=`, and only blanks end the text. One pass a name over the texts joined; None when
+    a match crosses from one text to the next."""
+    joined = "\n\n".join(texts) + "\n\n"
+    starts = list(accumulate(map((2).__add__, map(len, texts[:-1])), initial=0))
+    hits: list[Any] = [EMPTY] * len(texts)
+    open_end = [False] * len(texts)
+    for n, name in enumerate(names):
+        # Both patterns start where the candidate pattern matches (the name before `:`,
+        # `=` or a blank line), which says what each would match there: taking them
+        # candidate by candidate, from where the last match of each ended, is finditer's.
+        resume = [0, 0]
+        for at, c in _candidates(joined, name):
+            k = bisect.bisect_right(starts, at) - 1
+            end = starts[k] + len(texts[k])
+            if c.group(1) is not None and c.end(1) > end:
+                open_end[k] = True
+            for g in (0, 1):
+                if c.group(2 + 2 * g) is None or at < resume[g]:
+                    continue
+                if c.end(2 + 2 * g) > end:
+                    return None
+                resume[g] = c.end(2 + 2 * g)
+                if not _word_start(joined, at):
+                    continue
+                if hits[k] is EMPTY:
+                    hits[k] = [EMPTY] * len(names)
+                if hits[k][n] is EMPTY:
+                    hits[k][n] = ["", ""]
+                if not hits[k][n][g]:
+                    hits[k][n][g] = c.group(3 + 2 * g)
+    return [(h, o) if h is not EMPTY or o else EMPTY for h, o in zip(hits, open_end, strict=True)]
+
+
+GETTER = r"\s*=\s*(?:self\.)?get_(\w+)\(\)"  # after the name
+TYPED = r"\s*(?::\s*(?:Optional\[)?|=\s*)([A-Z]\w+)\b(?!\.)"
+OPEN_TAIL = r"\s*[:=]?\s*\n\n"  # what either could continue past a blank line
+
+
+# Where a receiver's patterns can start, just after its name (a `:`, `=` or blank line),
+# with what each would match there in lookaheads: (open tail)(getter (dest))(typed (type)).
+# One pattern for every name (compiling three a name cost more than the scan).
+AFTER_NAME_RE = re.compile(rf"(?=\s*[:=]|\s*\n\n)(?=({OPEN_TAIL})?)(?=({GETTER})?)(?=({TYPED})?)")
+
+
+def _candidates(text: str, name: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """Each occurrence of `name` followed by a candidate, as finditer would give them for
+    the name then AFTER_NAME_RE."""
+    at = text.find(name)
+    while at >= 0:
+        c = AFTER_NAME_RE.match(text, at + len(name))
+        if c is None:
+            at = text.find(name, at + 1)
+        else:
+            yield at, c
+            at = text.find(name, at + len(name))
+
+
 def _receiver_types(data: bytes, names: list[str]) -> dict[str, str]:
     """name -> "get:<dest>" or "type:<Class>" for receivers of `.is_x()` calls."""
     text = data.decode("utf-8", "replace")
@@ -138,8 +507,8 @@ def _receiver_types(data: bytes, names: list[str]) -> dict[str, str]:
     for name in names:
         # Literal-led patterns (the name first): the engine skips to each occurrence.
         n = re.escape(name)
-        getter = re.compile(rf"{n}\s*=\s*(?:self\.)?get_(\w+)\(\)")
-        typed = re.compile(rf"{n}\s*(?::\s*(?:Optional\[)?|=\s*)([A-Z]\w+)\b(?!\.)")
+        getter = re.compile(n + GETTER)
+        typed = re.compile(n + TYPED)
         for rx, kind in ((getter, "get:"), (typed, "type:")):
             m = next((m for m in rx.finditer(text) if _word_start(text, m.start())), None)
             if m:
