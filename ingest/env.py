@@ -25,7 +25,7 @@ import re
 from itertools import accumulate
 from typing import Any, Protocol
 
-from ingest.chunks import Piece
+from ingest.chunks import CUT, Piece
 from ingest.sites import LineIndex
 from kb.pyast import NOT_LITERAL, literal
 
@@ -172,9 +172,7 @@ class _Text:
         and never looked at one by one)."""
         # Led by the literal newline, so the engine skips from line to line (a leading `^|`
         # made it try every offset); the file's first line is checked on its own.
-        rx = _SHALLOW.get(limit)
-        if rx is None:
-            rx = _SHALLOW[limit] = re.compile(rb"\n {0,%d}(?=[^ \n])" % (limit - 1))
+        rx = _shallow(limit)
         end = pos - 1 if pos > 0 else 0
         window = 512
         while True:
@@ -191,6 +189,24 @@ class _Text:
 
 
 _SHALLOW: dict[int, re.Pattern[bytes]] = {}
+
+
+def _shallow(limit: int) -> re.Pattern[bytes]:
+    rx = _SHALLOW.get(limit)
+    if rx is None:
+        rx = _SHALLOW[limit] = re.compile(rb"\n {0,%d}(?=[^ \n])" % (limit - 1))
+    return rx
+
+
+# A piece's last line indented less than `limit` (its offset in the piece, or -1), by limit.
+SHALLOW_KEY = "env.shallower"
+
+
+def _last_shallower(text: bytes, limit: int) -> int:
+    matches = list(_shallow(limit).finditer(text))
+    if matches:
+        return matches[-1].start() + 1
+    return 0 if _shallow(limit).match(b"\n" + text[: text.find(b"\n") + 1 or None]) else -1
 
 
 def _strip_strings(text: str) -> str:
@@ -350,8 +366,10 @@ def _reads_rx(flags_file: bool) -> list[re.Pattern[str]]:
 def _conditions_read_args(data: bytes, start: int, flags_file: bool) -> bool:
     """Whether the block walk can tie the site at `start` to a flag: it is skipped when
     nothing between the enclosing `def` and the site reads server args."""
+    if flags_file:
+        return True
     def_at = data.rfind(b"def ", 0, start)
-    return flags_file or data.find(b"server_args", max(def_at, 0), start + 2000) >= 0
+    return data.find(b"server_args", max(def_at, 0), start + 2000) >= 0
 
 
 def _dests(reads_rx: list[re.Pattern[str]], statement: list[str], headers: list[str]) -> list[str]:
@@ -393,10 +411,38 @@ def _scan_piece(data: bytes) -> PieceSites:
     return tuple(sites), open_end, {}
 
 
+def _scan_new(pieces: list[Piece], new: list[int]) -> None:
+    """Scan the pieces at `new`: joined, the pieces with nothing to find (most) are told
+    apart by one search for each lead instead of two per piece."""
+    texts = [pieces[i][1] for i in new]
+    joined = CUT.join(texts)
+    starts: list[int] = []
+    hits: set[int] = set()
+    for needle in (b"env", b"SGL"):
+        at = joined.find(needle)
+        if at >= 0 and not starts:
+            starts = list(accumulate([len(text) + 2 for text in texts], initial=0))
+        while at >= 0:  # (a lead never spans the blank line between two pieces)
+            k = bisect.bisect_right(starts, at) - 1
+            hits.add(k)
+            at = joined.find(needle, starts[k + 1])
+    for k, i in enumerate(new):
+        pieces[i][2][ENV_KEY] = _scan_piece(texts[k]) if k in hits else NO_SITES
+
+
 class _Spanned(_Text):
-    """A _Text that records the span of the text its answers read, from `lo` to `hi`."""
+    """A _Text over a blob that records the span of the text its answers read, from `lo` to
+    `hi`; the walk up looks through the pieces before the current one by what each piece's
+    text holds (kept with the piece, so the unchanged pieces of a path are not searched
+    again)."""
 
     lo = hi = 0
+
+    def __init__(
+        self, data: bytes, index: LineIndex | None, pieces: list[Piece], starts: list[int]
+    ) -> None:
+        super().__init__(data, index)
+        self.pieces, self.starts = pieces, starts
 
     def watch(self, at: int) -> None:
         self.lo = self.hi = at
@@ -410,9 +456,29 @@ class _Spanned(_Text):
         return self.data[start:end].decode("utf-8", "replace")
 
     def _shallower_before(self, pos: int, limit: int) -> int:
-        at = super()._shallower_before(pos, limit)
+        at = self._shallower_in_pieces(pos, limit)
         self.lo = min(self.lo, at - 1 if at > 0 else 0)  # the newline matched, or the start
         return at
+
+    def _shallower_in_pieces(self, pos: int, limit: int) -> int:
+        """_Text._shallower_before: in the piece holding `pos`, then piece by piece up."""
+        j = bisect.bisect_right(self.starts, pos) - 1
+        if j == 0:
+            return super()._shallower_before(pos, limit)
+        rx = _shallow(limit)
+        # From the blank line's newline before the piece: its first line counts too.
+        matches = list(rx.finditer(self.data, self.starts[j] - 1, max(pos - 1, 0)))
+        if matches:
+            return matches[-1].start() + 1
+        for k in range(j - 1, -1, -1):
+            _, text, results = self.pieces[k]
+            known = results.setdefault(SHALLOW_KEY, {})
+            at = known.get(limit)
+            if at is None:
+                at = known[limit] = _last_shallower(text, limit)
+            if at >= 0:
+                return self.starts[k] + at
+        return -1
 
 
 class _Context:
@@ -450,18 +516,20 @@ def _from_pieces(
     ]
     if not held:
         return [], {}
+    new = [i for i, got in held if got is None]
+    if new:
+        _scan_new(pieces, new)
+    ready: list[tuple[int, PieceSites]] = [
+        (i, got) for i, _ in held if (got := pieces[i][2][ENV_KEY]) is not NO_SITES
+    ]
     sites: list[list[Any]] = []
     texts: dict[str, str] = {}
     reads_rx = _reads_rx(flags_file)
     whole: _Spanned | None = None  # the blob's, for what a piece cannot answer alone
     starts: list[int] = []  # each piece's offset in the blob, when first needed
     piece_texts: list[bytes] = []
-    for i, got in held:
-        first, piece, results = pieces[i]
-        if got is None:
-            got = results[ENV_KEY] = _scan_piece(piece)
-            if got is NO_SITES:
-                continue
+    for i, got in ready:
+        first, piece, _ = pieces[i]
         found, open_end, contexts = got
         if open_end:
             return None
@@ -476,13 +544,13 @@ def _from_pieces(
                 if default is None:
                     default = HELPER_DEFAULTS.get(how)
             if not end:
-                whole = whole or _Spanned(data, index)
+                whole = whole or _Spanned(data, index, pieces, starts)
                 end = no + len(whole.statement(site)) - 1
             function, dests = "", []
             if _conditions_read_args(data, site, flags_file):
                 known = contexts.get((start, flags_file))
                 if known is None or not known.holds(piece_texts, i):
-                    whole = whole or _Spanned(data, index)
+                    whole = whole or _Spanned(data, index, pieces, starts)
                     known = contexts[(start, flags_file)] = _context(
                         whole, site, reads_rx, starts, piece_texts, i
                     )

@@ -104,6 +104,10 @@ def test_a_context_that_reached_the_start_of_the_blob() -> None:
     first, second = both(piece, "def f(server_args):\n\n" + piece)
     assert site(first, "SGLANG_TOP")[7:] == ["", ["top"]]
     assert site(second, "SGLANG_TOP")[7:] == ["f", ["top"]]
+    # The walk up searched every line above for a shallower one and found none.
+    first, second = both("    x = 1\n\n" + piece, "def f(server_args):\n    x = 1\n\n" + piece)
+    assert site(first, "SGLANG_TOP")[7] == ""
+    assert site(second, "SGLANG_TOP")[7] == "f"
 
 
 def test_a_statement_that_reached_the_end_of_the_blob() -> None:
@@ -115,7 +119,7 @@ def test_a_statement_that_reached_the_end_of_the_blob() -> None:
 
 def test_flags_file_contexts_are_kept_apart() -> None:
     # `self.x` is a flag read in server_args.py only: the same piece's context per kind.
-    data = b"def f(self):\n    if self.tp_size:\n        envs.SGLANG_FLAG.set(1)\n"
+    data = b"def f(self, server_args):\n    if self.tp_size:\n        envs.SGLANG_FLAG.set(1)\n"
     memo = PieceMemo()
     for flags_file, dests in ((True, ["tp_size"]), (False, []), (True, ["tp_size"])):
         found = scan_env(data, flags_file, pieces=_Pieces(memo, "a.py", data))
