@@ -91,7 +91,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     pieces = BlobPieces(path, data)  # noqa: F841 (the line scans take it up one by one)
     facts = scan(data, index)
     facts["warnings"] = []
-    env_sites, env_lines = scan_env(data, kind == "server_args", index)
+    env_sites, env_lines = scan_env(data, kind == "server_args", index, pieces)
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)

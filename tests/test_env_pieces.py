@@ -1,0 +1,163 @@
+"""The environment scan over a blob's pieces (ingest/chunks.py) gives what the whole-blob scan
+gives, version after version of a path: each shape a piece cannot answer alone (a call, a
+default, a statement or a block cut by a blank line; a block context read from other
+pieces; a piece repeated in a file) on synthetic sources in SGLang's shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.chunks import Piece, PieceMemo
+from ingest.env import scan_env
+
+
+class _Pieces:
+    def __init__(self, memo: PieceMemo, path: str, data: bytes) -> None:
+        self.memo, self.path, self.data = memo, path, data
+
+    def get(self) -> list[Piece]:
+        return self.memo.pieces(self.path, self.data)
+
+
+def both(*versions: str, flags_file: bool = False) -> list[Any]:
+    """Each version of one path scanned whole and from pieces, in order: the two must agree."""
+    memo = PieceMemo()
+    out = []
+    for version in versions:
+        data = version.encode()
+        whole = scan_env(data, flags_file)
+        assert scan_env(data, flags_file, pieces=_Pieces(memo, "a.py", data)) == whole
+        out.append(whole)
+    return out
+
+
+def site(found: Any, name: str) -> list[Any]:
+    return next(s for s in found[0] if s[0] == name)
+
+
+def test_a_call_cut_by_a_blank_line_is_read_from_the_whole_blob() -> None:
+    # environ.get( ... blank line ... "NAME": the name alone would be a bare literal.
+    (found,) = both('import os\nX = os.environ.get(\n\n    "SGLANG_CUT", "1")\n')
+    assert site(found, "SGLANG_CUT")[3:6] == ["read", "environ.get", "1"]
+
+
+def test_a_default_after_a_blank_line() -> None:
+    (found,) = both('import os\nX = os.getenv("SGLANG_D",\n\n    "fast")\n')
+    assert site(found, "SGLANG_D")[4:6] == ["getenv", "fast"]
+    (found,) = both('import os\nX = get_int_env_var("SGLANG_N",\n\n    7)\n')
+    assert site(found, "SGLANG_N")[4:6] == ["get_int_env_var", 7]
+
+
+def test_a_subscript_closed_after_a_blank_line_is_a_write() -> None:
+    (found,) = both('import os\nos.environ[\n    "SGLANG_W"\n\n] = "1"\n')
+    assert site(found, "SGLANG_W")[3] == "write"
+
+
+def test_a_statement_cut_by_a_blank_line_keeps_its_end() -> None:
+    (found,) = both('import os\nX = int(os.environ.get("SGLANG_S", "2")\n\n    + 1)\nY = 2\n')
+    assert site(found, "SGLANG_S")[1:3] == [2, 4]
+
+
+RUNNER_V1 = """import os
+
+
+def setup(server_args):
+    if server_args.enable_alpha:
+        x = 1
+
+        os.environ["NCCL_ALPHA"] = "1"
+    return x
+"""
+
+
+def test_a_block_header_in_another_piece_changed_between_versions() -> None:
+    v2 = RUNNER_V1.replace("enable_alpha", "enable_beta")  # only the header's piece changes
+    first, second = both(RUNNER_V1, v2)
+    assert site(first, "NCCL_ALPHA")[7:] == ["setup", ["enable_alpha"]]
+    assert site(second, "NCCL_ALPHA")[7:] == ["setup", ["enable_beta"]]
+    # and a def moved away above the unchanged pieces
+    third = v2.replace(
+        "def setup(server_args):", "def setup(server_args):\n    pass\n\ndef other():"
+    )
+    assert site(both(v2, third)[1], "NCCL_ALPHA")[7] == "other"
+
+
+def test_a_piece_repeated_in_a_file_has_each_places_context() -> None:
+    body = '        os.environ["NCCL_REPEAT"] = "1"\n'
+    text = (
+        "import os\n\n\ndef a(server_args):\n    if server_args.one:\n        pass\n\n"
+        + body
+        + "\n\ndef b(server_args):\n    if server_args.two:\n        pass\n\n"
+        + body
+    )
+    (found,) = both(text)
+    assert [s[7:] for s in found[0]] == [["a", ["one"]], ["b", ["two"]]]
+
+
+def test_a_context_that_reached_the_start_of_the_blob() -> None:
+    # At the start the walk finds nothing above; with a def put above, the same pieces lie
+    # under it.
+    piece = '    os.environ["SGLANG_TOP"] = server_args.top\n'
+    first, second = both(piece, "def f(server_args):\n\n" + piece)
+    assert site(first, "SGLANG_TOP")[7:] == ["", ["top"]]
+    assert site(second, "SGLANG_TOP")[7:] == ["f", ["top"]]
+    # The walk up searched every line above for a shallower one and found none.
+    first, second = both("    x = 1\n\n" + piece, "def f(server_args):\n    x = 1\n\n" + piece)
+    assert site(first, "SGLANG_TOP")[7] == ""
+    assert site(second, "SGLANG_TOP")[7] == "f"
+
+
+def test_a_statement_that_reached_the_end_of_the_blob() -> None:
+    head = 'def f(server_args):\n    x = os.environ.get("SGLANG_END", g(server_args.a,'
+    first, second = both(head, head + "\n\n        server_args.b))\n")
+    assert site(first, "SGLANG_END")[8] == ["a"]
+    assert site(second, "SGLANG_END")[8] == ["a", "b"]
+
+
+def test_flags_file_contexts_are_kept_apart() -> None:
+    # `self.x` is a flag read in server_args.py only: the same piece's context per kind.
+    data = b"def f(self, server_args):\n    if self.tp_size:\n        envs.SGLANG_FLAG.set(1)\n"
+    memo = PieceMemo()
+    for flags_file, dests in ((True, ["tp_size"]), (False, []), (True, ["tp_size"])):
+        found = scan_env(data, flags_file, pieces=_Pieces(memo, "a.py", data))
+        assert found == scan_env(data, flags_file)
+        assert site(found, "SGLANG_FLAG")[8] == dests
+
+
+SNIPPETS = [
+    "import os",
+    "",
+    "def setup(server_args):",
+    "class Runner:",
+    "    def run(self, server_args):",
+    "    if server_args.enable_x:",
+    "        if server_args.tp_size > 1:",
+    '        os.environ["NCCL_X"] = "1"',
+    '    x = os.environ.get("SGLANG_Y",',
+    '        "dflt")',
+    "    y = int(os.getenv(",
+    '        "SGL_Z", 3))',
+    '    if get_bool_env_var("SGLANG_B"):',
+    "        envs.SGLANG_C.set(server_args.mode)",
+    '    elif "SGLANG_D" in os.environ:',
+    "    else:",
+    '    del os.environ["SGLANG_E"]',
+    '    _lazy("SGLANG_F", False)',
+    "    return x",
+    '    """A docstring',
+    '    """',
+    "    call(server_args.a,",
+    "        server_args.b)",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(SNIPPETS), max_size=30), min_size=1, max_size=4))
+def test_pieces_agree_with_the_whole_blob_on_generated_versions(
+    versions: list[list[str]],
+) -> None:
+    both(*("\n".join(lines) for lines in versions))
+    both(*("\n".join(lines) for lines in versions), flags_file=True)
