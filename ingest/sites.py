@@ -16,6 +16,7 @@ import bisect
 import copy
 import re
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any, NamedTuple, Protocol
 
 from ingest.chunks import CUT, Piece
@@ -30,6 +31,7 @@ READ_RES = [
     ),
     re.compile(rb"getattr\(\s*(?:self\.)?server_args\s*,\s*[\"']([a-z_][a-z0-9_]*)[\"']"),
 ]
+READ_LEADS = [b"server_args", b"server_args_dict", b"getattr("]  # what each match holds
 WRITE_AFTER = re.compile(rb"\s*(?:[+\-*/|&]?=)(?!=)")
 VALUE = rb"[A-Za-z0-9_][\w.\-/:+]{0,63}"
 # `==` and `!=` each literal-led (a leading [=!] made the engine try every `=` of a file);
@@ -49,7 +51,12 @@ SUBJECT_RE = re.compile(
     r"((?:[A-Za-z_]\w*(?:\(\))?(?:\[[\"']\w+[\"']\])?\.)*[A-Za-z_]\w*(?:\(\))?(?:\[[\"']\w+[\"']\])?)"
     r"\s*(?:not)?\s*$"
 )
-CLASS_TAIL_RE = re.compile(r"([A-Z][A-Za-z0-9_]*)$")
+# Both led by the dot; their matches hold no other dot, so one pass finds each one's.
+DOT_RE = re.compile(
+    rb"\.(?:is_([a-z0-9_]+)\(\)|" + ENUM_REF_RE.pattern.removeprefix(rb"\.") + rb")"
+)
+NAME_END_RE = re.compile(r"[A-Za-z0-9_]*")
+UPPER_RE = re.compile(r"[A-Z]")
 WORD_BYTES = {
     bytes([c]) for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 }
@@ -215,13 +222,20 @@ class Batch:
     alone: where a match's context would pass a piece's end, the piece is noted
     (`open_write`, `open_end`) and the blob decides."""
 
-    def __init__(self, ends: list[int]) -> None:
-        self.ends = ends  # where each piece ends in the joined text
+    def __init__(self, texts: list[bytes]) -> None:
+        self.texts = texts
+        self._ends: list[int] | None = None  # where each piece ends in the joined text
         self.open_write: set[int] = set()  # pieces whose last read is a write if `=` follows
         self.open_end: set[int] = set()  # pieces with a literal whose end is not in them
 
-    def piece(self, offset: int) -> int:
-        return bisect.bisect_left(self.ends, offset)
+    def piece(self, offset: int) -> tuple[int, int]:
+        """(the piece that holds `offset`, where it ends)."""
+        if self._ends is None:
+            self._ends = [
+                end - len(CUT) for end in accumulate(len(t) + len(CUT) for t in self.texts)
+            ]
+        i = bisect.bisect_left(self._ends, offset)
+        return i, self._ends[i]
 
 
 def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
@@ -229,7 +243,9 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
     reads: tuple[list[list[Any]], ...] = ([], [], [])
     if b"server_args" in data:
         spans: list[tuple[int, int]] | None = None
-        for rx, found in zip(READ_RES, reads, strict=True):
+        for rx, lead, found in zip(READ_RES, READ_LEADS, reads, strict=True):
+            if lead not in data:  # a pass of `in` costs half a regex pass
+                continue
             for m in rx.finditer(data):
                 if _in_comment(lines.prefix(m.start())):
                     continue
@@ -243,14 +259,15 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
                     if run is None:
                         write = bool(WRITE_AFTER.match(data, m.end()))
                     else:  # what follows in the piece, and whether the piece ends first
-                        i = run.piece(m.end())
-                        write = bool(WRITE_AFTER.match(data, m.end(), run.ends[i]))
-                        if not write and SPACE_TO_END.match(data, m.end(), run.ends[i]):
+                        i, end = run.piece(m.end())
+                        write = bool(WRITE_AFTER.match(data, m.end(), end))
+                        if not write and SPACE_TO_END.match(data, m.end(), end):
                             run.open_write.add(i)
                 found.append([name, lines.at(m.start()), "write" if write else "read"])
     compares: list[list[Any]] = []
-    matches = [m for rx in COMPARE_RES for m in rx.finditer(data)]
-    if b"!=" in data and b"==" in data:
+    ops = [rx for rx, op in zip(COMPARE_RES, (b"==", b"!="), strict=True) if op in data]
+    matches = [m for rx in ops for m in rx.finditer(data)]
+    if len(ops) == 2:
         matches.sort(key=lambda m: m.start())
     for m in matches:
         prefix = lines.prefix(m.start())
@@ -264,8 +281,7 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
             continue
         open_at = m.end() - 1
         if run is not None:  # _string_items' window, cut at the piece's end
-            i = run.piece(open_at)
-            end = run.ends[i]
+            i, end = run.piece(open_at)
             if open_at + 800 > end and data.find(CLOSERS[data[open_at]], open_at, end) < 0:
                 run.open_end.add(i)
                 continue
@@ -277,23 +293,28 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
         for value in values:
             contains.append([value, lines.at(at), tail, "contains"])
     is_calls: list[list[Any]] = []
-    for m in IS_CALL_RE.finditer(data):
-        is_calls.append(
-            [
-                m.group(1).decode(),
-                lines.at(m.start()),
-                subject_tail(lines.prefix(m.start())),
-                "is_call",
-            ]
-        )
     enum_refs: list[list[Any]] = []
     if b"." in data:
-        for m in ENUM_REF_RE.finditer(data):
+        # `.is_x()` calls and `.MEMBER`s in one pass, then each as its own pass cited them
+        calls: list[re.Match[bytes]] = []
+        members: list[re.Match[bytes]] = []
+        for m in DOT_RE.finditer(data):
+            (calls if m.lastindex == 1 else members).append(m)
+        for m in calls:
+            is_calls.append(
+                [
+                    m.group(1).decode(),
+                    lines.at(m.start()),
+                    subject_tail(lines.prefix(m.start())),
+                    "is_call",
+                ]
+            )
+        for m in members:
             if data[m.start() - 1 : m.start()] not in WORD_BYTES:
                 continue  # `Class.MEMBER` needs a name just before the dot
-            cls = CLASS_TAIL_RE.search(lines.prefix(m.start()))
-            if cls and not cls.group(1).isupper():
-                enum_refs.append([cls.group(1), m.group(1).decode(), lines.at(m.start())])
+            cls = _class_tail(lines.prefix(m.start()))
+            if cls and not cls.isupper():
+                enum_refs.append([cls, m.group(2).decode(), lines.at(m.start())])
     return (*reads, compares, contains, is_calls, enum_refs)
 
 
@@ -332,6 +353,14 @@ def _open_end(text: bytes) -> bool:
             and DICT_KEY_RE.fullmatch(t, i) is not None
         )
     return False
+
+
+def _class_tail(prefix: str) -> str:
+    """What `([A-Z][A-Za-z0-9_]*)$` finds in `prefix` (or ""): from the first capital of
+    the name that ends it. Found from the end: a search tried every offset of the line."""
+    name = NAME_END_RE.match(prefix[::-1]).group()[::-1]  # type: ignore[union-attr]
+    first = UPPER_RE.search(name)
+    return name[first.start() :] if first else ""
 
 
 def _open_compare(text: bytes) -> bool:
@@ -373,40 +402,36 @@ def _scan_new(pieces: list[Piece]) -> list[PieceFacts | tuple[str]]:
     piece's; the part of it past the end holds only spaces, brackets, quotes and a name,
     where no other match of the same pattern could start, so the next piece's facts are
     what it gives alone."""
-    text = CUT.join([t for _l, t, _r in pieces])
-    ends: list[int] = []
-    firsts: list[int] = []  # the line each piece starts at in the joined text
-    end, first = -len(CUT), 1
-    for _l, t, _r in pieces:
-        end += len(CUT) + len(t)
-        ends.append(end)
-        firsts.append(first)
-        first += t.count(b"\n") + 2
-    batch = Batch(ends)
+    texts = [t for _l, t, _r in pieces]
+    text = CUT.join(texts)
+    batch = Batch(texts)
     lines = _Lines(text)
     found = _find(text, lines, batch)
-    got: list[dict[int, list[list[Any]]]] = [{} for _ in pieces]  # kind -> facts, by piece
-    texts: list[dict[int, str]] = [{} for _ in pieces]
-    for kind, facts in enumerate(found):
-        at = LINE_AT[kind]
-        for fact in facts:
-            no = fact[at]
-            i = bisect.bisect_right(firsts, no) - 1
-            fact[at] = no - firsts[i] + 1
-            texts[i][fact[at]] = lines.texts[no]
-            got[i].setdefault(kind, []).append(fact)
     enum = b"Enum" in text
-    out: list[PieceFacts | tuple[str]] = []
-    for i, (_l, t, _r) in enumerate(pieces):
-        if i in batch.open_end or _open_end(t):
-            out.append(OPEN_END)
-            continue
-        has_enum = enum and b"Enum" in t
-        if got[i]:
-            kinds = tuple(got[i].items())
-            out.append(PieceFacts(kinds, texts[i], i in batch.open_write, has_enum))
-        else:
-            out.append(ONLY_ENUM if has_enum else NOTHING)
+    out: list[PieceFacts | tuple[str]]
+    if enum:
+        out = [ONLY_ENUM if b"Enum" in t else NOTHING for t in texts]
+    else:
+        out = [NOTHING] * len(texts)
+    if lines.texts:  # the facts to their pieces, lines relative to each
+        # the line each piece starts at in the joined text
+        firsts = list(accumulate((t.count(b"\n") + 2 for t in texts[:-1]), initial=1))
+        got: dict[int, dict[int, list[list[Any]]]] = {}  # piece -> kind -> facts
+        cited: dict[int, dict[int, str]] = {}
+        for kind, facts in enumerate(found):
+            at = LINE_AT[kind]
+            for fact in facts:
+                no = fact[at]
+                i = bisect.bisect_right(firsts, no) - 1
+                fact[at] = no - firsts[i] + 1
+                cited.setdefault(i, {})[fact[at]] = lines.texts[no]
+                got.setdefault(i, {}).setdefault(kind, []).append(fact)
+        for i, kinds in got.items():
+            enum_i = out[i] is ONLY_ENUM
+            out[i] = PieceFacts(tuple(kinds.items()), cited[i], i in batch.open_write, enum_i)
+    for i, t in enumerate(texts):
+        if t and t[-1] in OPEN_LAST and _open_end(t) or i in batch.open_end:
+            out[i] = OPEN_END
     return out
 
 
