@@ -89,7 +89,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         return facts
     index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
     pieces = BlobPieces(path, data)  # noqa: F841 (the line scans take it up one by one)
-    facts = scan(data, index)
+    facts = scan(data, index, pieces)
     facts["warnings"] = []
     env_sites, env_lines = scan_env(data, kind == "server_args", index, pieces)
     facts["env"] = env_sites

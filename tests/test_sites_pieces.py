@@ -1,0 +1,195 @@
+"""The site scan put together from a blob's pieces (ingest/chunks.py) gives what the scan of
+the whole blob gives, for the shapes where a match or its context reaches past a piece's end
+(synthetic sources modelled on SGLang's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest import sites
+from ingest.chunks import Piece, PieceMemo
+
+
+class Pieces:
+    """What analyze() hands the scan: one blob's pieces from a memo of its own."""
+
+    def __init__(self, memo: PieceMemo, path: str, data: bytes) -> None:
+        self.memo, self.path, self.data = memo, path, data
+        self._pieces: list[Piece] | None = None
+
+    def get(self) -> list[Piece]:
+        if self._pieces is None:
+            self._pieces = self.memo.pieces(self.path, self.data)
+        return self._pieces
+
+
+def by_pieces(memo: PieceMemo, path: str, data: bytes) -> dict[str, Any]:
+    return sites.scan(data, None, Pieces(memo, path, data))
+
+
+def neighbours_changed(data: bytes) -> list[bytes]:
+    """`data`, then `data` with a new piece after each blank line, then `data` again: each
+    piece's kept result is used next to other pieces than the ones it was scanned with."""
+    padded = data.replace(b"\n\n", b"\n\npad = 0\n\n")
+    return [data, padded, data, padded]
+
+
+def check_versions(*versions: bytes, path: str = "a.py") -> list[dict[str, Any]]:
+    """Each version of one path scanned by pieces (the memo keeping the last version's)
+    equals the whole scan, lines in the same order."""
+    memo = PieceMemo()
+    out = []
+    for data in versions:
+        got = by_pieces(memo, path, data)
+        want = sites.scan(data)
+        assert got == want
+        assert list(got["lines"]) == list(want["lines"])  # the same citing order
+        out.append(got)
+    return out
+
+
+HEAD = b"""import os
+
+from sglang.srt.server_args import ServerArgs
+
+
+def setup(server_args):
+    if server_args.attention_backend == "triton":
+        x = 1
+
+    mode = server_args.kv_cache_dtype
+"""
+TAIL = b"""
+
+class Runner:
+    def run(self, server_args):
+        if self.backend in ("flashinfer", "fa3"):
+            return server_args.enable_x
+        return AttentionBackend.TRITON
+"""
+
+
+def test_pieces_give_the_whole_scan_and_keep_unchanged_pieces() -> None:
+    first, second = check_versions(HEAD + TAIL, HEAD + b"\n\nextra = server_args.tp_size\n" + TAIL)
+    assert [r[0] for r in second["reads"]] == [
+        "attention_backend", "kv_cache_dtype", "tp_size", "enable_x",
+    ]  # fmt: skip
+    assert second["choices"][-1][:2] == ["fa3", 18]  # the piece after the new one, shifted
+
+
+def test_a_changed_piece_between_versions_is_scanned_again() -> None:
+    old = HEAD + TAIL
+    new = old.replace(b'== "triton"', b'!= "fa3"')
+    memo = PieceMemo()
+    by_pieces(memo, "a.py", old)
+    got = by_pieces(memo, "a.py", new)
+    assert got == sites.scan(new)
+    assert ["fa3", 7, "attention_backend", "compare"] in got["choices"]
+
+
+def test_a_piece_repeated_in_a_file_has_its_own_lines() -> None:
+    block = b"def f(server_args):\n    return server_args.alpha\n"
+    data = block + b"\n\n" + block + b"\n\n" + block
+    (got,) = check_versions(data)
+    assert [r[1] for r in got["reads"]] == [2, 6, 10]
+
+
+def test_a_literal_cut_by_a_blank_line() -> None:
+    # `in (` whose closing bracket lies after the blank line: the piece alone cannot tell.
+    data = b'if backend in (\n    "a",\n\n    "b",\n):\n    pass\n\nx = y in ("c", "d")\n'
+    got, *_ = check_versions(*neighbours_changed(data))
+    assert [c[0] for c in got["choices"]] == ["a", "b", "c", "d"]
+
+
+def test_a_literal_closed_after_the_blank_line_within_reach() -> None:
+    # The whole scan's window (800 bytes) finds the `)` after the blank line.
+    data = b'if backend in (\n    "a"\n\n)\n'
+    got, *_ = check_versions(*neighbours_changed(data))
+    assert [c[0] for c in got["choices"]] == ["a"]
+
+
+def test_patterns_whose_spaces_hold_a_blank_line() -> None:
+    for data in (
+        b'x = getattr(\n\nserver_args, "alpha")\n',
+        b'x = getattr(server_args,\n\n"alpha")\n',
+        b'x = getattr(self.server_args\n\n, "alpha")\n',
+        b'x = global_server_args_dict[\n\n"alpha"]\n',
+        b'x = global_server_args_dict["alpha"\n\n]\n',
+        b'x = global_server_args_dict.get(\n\n"alpha")\n',
+        b'if (backend ==\n\n"triton"):\n    pass\n',
+        b'if (backend == (\n\n"triton")):\n    pass\n',
+        b'if (backend !=\n\n"triton"):\n    pass\n',
+        b'if (backend in\n\n("a", "b")):\n    pass\n',
+    ):
+        got = check_versions(*neighbours_changed(data + b"\n\ny = server_args.beta\n"))
+        found = [r[0] for r in got[0]["reads"]] + [c[0] for c in got[0]["choices"]]
+        assert found[-1] in ("alpha", "triton", "b"), data  # the match across the blank line
+
+
+def test_a_comment_ending_in_equals_signs_is_no_open_end() -> None:
+    data = b'# ======\n\n"a" if x == "b" else 1\n'
+    got, *_ = check_versions(*neighbours_changed(data))
+    assert got["choices"] == [["b", 3, "x", "compare"]]
+    assert not sites._open_end(b"# ======")
+    assert sites._open_end(b"y = x ==")
+
+
+def test_a_write_after_a_blank_line() -> None:
+    for after, access in ((b"= 1", "write"), (b"== 1", "read"), (b"+= 1", "write")):
+        data = b"def f(server_args):\n    server_args.alpha\n\n" + after + b"\n"
+        got, *_ = check_versions(*neighbours_changed(data))
+        assert got["reads"] == [["alpha", 2, access]], after
+
+
+def test_in_needs_a_space_before_it() -> None:
+    # CONTAINS_RE is led by `in`; `.join([...])` and `min(...)` are no `in` tests.
+    data = b'x = ",".join(["a", "b"])\ny = min("c", "d")\nif z not in ("e",):\n    pass\n'
+    assert sites.scan(data)["choices"] == [["e", 3, "z", "contains"]]
+
+
+def test_enum_classes_span_pieces() -> None:
+    data = b"""from enum import Enum
+
+
+class Backend(str, Enum):
+    TRITON = "triton"
+
+    FA3 = "fa3"
+
+    def is_fa3(self):
+        return self == Backend.FA3
+"""
+    first, second = check_versions(data, data.replace(b'"fa3"', b'"fa4"'))
+    assert [m["value"] for m in second["enums"][0]["members"]] == ["triton", "fa4"]
+
+
+FRAGMENTS = [
+    b"", b"\n", b"x = server_args.alpha", b"server_args.beta", b"= 2", b"+= 3", b"== 4",
+    b'getattr(', b"server_args,", b'"gamma")', b"global_server_args_dict[", b'"delta"]',
+    b".get(", b"if x ==", b'"triton":', b"y in (", b'"a", "b")', b'"c"]', b"z in [",
+    b"# ====", b"s.is_fa3()", b"Backend.FA3", b'"""doc', b"class E(Enum):", b"    A = 1",
+    b"    B = 'b'", b"def f(self):", b"    return self.x != 'v'", b"(", b")", b"\\",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(FRAGMENTS), max_size=30),
+    st.lists(st.tuples(st.integers(0, 40), st.sampled_from(FRAGMENTS)), max_size=6),
+)
+def test_pieces_give_the_whole_scan_over_edits(
+    base: list[bytes], edits: list[tuple[int, bytes]]
+) -> None:
+    """Versions of one path, each the last with a line put in or taken out."""
+    versions = [b"\n".join(base)]
+    lines = list(base)
+    for at, fragment in edits:
+        if fragment == b"\\" and lines:  # taking a line out
+            del lines[at % len(lines)]
+        else:
+            lines.insert(at % (len(lines) + 1), fragment)
+        versions.append(b"\n".join(lines))
+    check_versions(*versions, *reversed(versions))
