@@ -88,7 +88,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts["docs"] = parse_docs(data.decode("utf-8", "replace"), kind.removeprefix("docs_"))
         return facts
     index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
-    pieces = BlobPieces(path, data)  # noqa: F841 (the line scans take it up one by one)
+    pieces = BlobPieces(path, data)  # cut once, shared by the line scans
     facts = scan(data, index, pieces)
     facts["warnings"] = []
     env_sites, env_lines = scan_env(data, kind == "server_args", index, pieces)
