@@ -27,7 +27,7 @@ from ingest.git_source import BlobReader
 from ingest.indirect import scan_structure
 from ingest.reuse import parse_server_args
 from ingest.sites import LineIndex, scan
-from kb.codec import CHAIN_BYTES, MAX_FACTS_CHAIN, SMALL, pack, pack_fast, unpack
+from kb.codec import CHAIN_BYTES, MAX_FACTS_CHAIN, SMALL, pack, pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
@@ -262,8 +262,8 @@ class Analyzed:
 
 
 class Recent:
-    """path -> (key, depth, bytes a read of it decompresses, bytes) of the last blob packed
-    at that path, bounded by the bytes it keeps (least recently used first)."""
+    """path -> (key, depth, bytes a read of it decompresses, raw bytes) of the last blob
+    packed at that path, bounded by the raw bytes it keeps (least recently used first)."""
 
     def __init__(self, limit: int) -> None:
         self.limit, self.size = limit, 0
@@ -281,9 +281,9 @@ class Recent:
             self.size -= len(gone[3])
 
 
-# Each worker's last facts JSON and likely-cited text (zstd'd, as sent) per path.
+# Each worker's last facts and likely-cited text per path (measured: see CHANGELOG).
 _recent_facts = Recent(4 << 20)
-_recent_texts = Recent(4 << 20)
+_recent_texts = Recent(8 << 20)
 
 
 def pack_facts(path: str, key: str, data: bytes) -> tuple[bytes, str | None, int]:
@@ -299,15 +299,13 @@ def pack_facts(path: str, key: str, data: bytes) -> tuple[bytes, str | None, int
     return pack(data), None, 0
 
 
-def text_delta(path: str, sha: str, data: bytes, whole: bytes) -> tuple[bytes, str, int] | None:
-    """The text as a delta against the last likely-cited text of the path, if any. The
-    texts are kept as `whole` (pack_fast(data)): a fifth of the memory for one decompression
-    a delta (~1 GB/s)."""
+def text_delta(path: str, sha: str, data: bytes) -> tuple[bytes, str, int] | None:
+    """The text as a delta against the last likely-cited text of the path, if any."""
     last = _recent_texts.get(path)
-    _recent_texts.put(path, (sha, 0, 0, whole))
+    _recent_texts.put(path, (sha, 0, 0, data))
     if last is None or last[0] == sha:
         return None
-    return pack(data, unpack(last[3])), last[0], len(data)
+    return pack(data, last[3]), last[0], len(data)
 
 
 def dumps_facts(kind: str, facts: dict[str, Any]) -> bytes:
@@ -361,7 +359,6 @@ def packed(sha: str, kind: str, path: str, data: bytes, facts: dict[str, Any]) -
     """A blob's result as it goes to the parent (what bench/bench_analyze.py times)."""
     key, text, delta = facts_key(sha, kind), None, None
     if likely_cited(kind, facts):
-        text = pack_fast(data)
-        delta = text_delta(path, sha, data, text)
+        text, delta = pack_fast(data), text_delta(path, sha, data)
     data_json = dumps_facts(kind, facts)
     return Analyzed(key, path, data_json, text, pack_facts(path, key, data_json), delta)
