@@ -95,18 +95,12 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def run_ingest(
-    args: list[str],
-    root: Path = ROOT,
-    cpu: dict[int, float] | None = None,
-    phases: dict[str, float] | None = None,
+    args: list[str], root: Path = ROOT, cpu: dict[int, float] | None = None
 ) -> tuple[float, int, dict]:
     """Time `flagatlas ingest ARGS` run from the checkout `root` (`python -m cli` imports
     the code of its working directory). `cpu` gets the CPU seconds of every process of the
     tree, sampled with the memory (rusage misses pool workers the ingest does not wait for,
-    such as a fork server's). `phases` gets the serial parts seen from outside (sampled
-    every 20 ms): "start", until the first version is committed (imports, listing trees,
-    the first blobs' analysis, the first write), and "tail", from the last CPU second any
-    other process of the tree used (the analysis' end) to the exit."""
+    such as a fork server's)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [*FLAGATLAS, "ingest", *args, "--json"],
@@ -116,29 +110,12 @@ def run_ingest(
         text=True,
     )
     peak = 0
-    db = Path(args[args.index("--db") + 1]) if "--db" in args else None
-    own: dict[int, float] = {}
 
     def sample() -> None:
         nonlocal peak
-        first = last_busy = None
-        others = 0.0
         while proc.poll() is None:
-            own.clear()
-            peak = max(peak, tree_rss(proc.pid, own))
-            now = time.perf_counter() - start
-            if cpu is not None:
-                for pid, seconds in own.items():
-                    cpu[pid] = max(cpu.get(pid, 0.0), seconds)
-            busy = sum(t for pid, t in own.items() if pid != proc.pid)
-            if busy > others:
-                others, last_busy = busy, now
-            if first is None and db is not None and _has_version(db):
-                first = now
+            peak = max(peak, tree_rss(proc.pid, cpu))
             time.sleep(0.02)
-        if phases is not None:
-            phases["start"] = first if first is not None else float("nan")
-            phases["tail"] = time.perf_counter() - start - (last_busy or 0.0)
 
     sampler = threading.Thread(target=sample)
     sampler.start()
@@ -148,14 +125,6 @@ def run_ingest(
     if proc.returncode != 0:
         sys.exit(f"ingest failed: {err}")
     return seconds, peak, json.loads(out)
-
-
-def _has_version(db: Path) -> bool:
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.01) as conn:
-            return conn.execute("select 1 from version limit 1").fetchone() is not None
-    except sqlite3.Error:
-        return False
 
 
 def forget_newest(db: Path, repo: Path) -> str:
@@ -217,10 +186,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "kb.db"
         base_before = git_grep(repo)
-        phases: dict[str, float] = {}
-        full, peak, summary = run_ingest(
-            ["--repo", str(repo), "--tags", "*", "--db", str(db)], phases=phases
-        )
+        full, peak, summary = run_ingest(["--repo", str(repo), "--tags", "*", "--db", str(db)])
         base_after = git_grep(repo)
         baseline = (base_before + base_after) / 2
         kb_size = db.stat().st_size
@@ -248,10 +214,6 @@ def main() -> None:
         f"ratio {full / baseline:.2f}x (target <= 1.5x)"
     )
     print(
-        f"  serial start {phases['start']:.2f} s (to the first version committed), "
-        f"tail {phases['tail']:.2f} s (from the analysis' end to the exit)"
-    )
-    print(
         f"one more tag          {one:7.2f} s  {label}, "
         f"{one_summary['blobs_analyzed']} blobs analyzed   (target < 1 s)"
     )
@@ -271,19 +233,14 @@ def compare(repo: Path, other: Path, rounds: int) -> None:
     cpu: dict[str, list[float]] = {"this": [], "other": []}
     sizes: dict[str, int] = {}
     peaks: dict[str, list[int]] = {"this": [], "other": []}
-    starts: dict[str, list[float]] = {"this": [], "other": []}
-    tails: dict[str, list[float]] = {"this": [], "other": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(rounds):
             for label, root in (("other", other), ("this", ROOT)):
                 db = Path(tmp) / f"{label}-{i}.db"
                 sampled: dict[int, float] = {}
-                phases: dict[str, float] = {}
                 seconds, peak, _s = run_ingest(
-                    ["--repo", str(repo), "--tags", "*", "--db", str(db)], root, sampled, phases
+                    ["--repo", str(repo), "--tags", "*", "--db", str(db)], root, sampled
                 )
-                starts[label].append(phases["start"])
-                tails[label].append(phases["tail"])
                 wall[label].append(seconds)
                 peaks[label].append(peak)
                 cpu[label].append(sum(sampled.values()))
@@ -294,12 +251,6 @@ def compare(repo: Path, other: Path, rounds: int) -> None:
         print(
             f"full ingest, {name:<10} {median[label][0]:7.2f} s wall, "
             f"{median[label][1]:7.2f} s CPU  (wall runs {runs})"
-        )
-    for label, name in (("this", "this tree"), ("other", other.name)):
-        print(
-            f"  serial start {statistics.median(starts[label]):5.2f} s, "
-            f"tail {statistics.median(tails[label]):5.2f} s wall  ({name}: to the first "
-            "version committed; from the analysis' end to the exit)"
         )
     print(
         f"ratio this/other        {median['this'][0] / median['other'][0]:7.3f} wall, "

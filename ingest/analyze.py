@@ -27,7 +27,7 @@ from ingest.git_source import BlobReader
 from ingest.indirect import scan_structure
 from ingest.reuse import parse_server_args
 from ingest.sites import LineIndex, scan
-from kb.codec import CHAIN_BYTES, MAX_FACTS_CHAIN, SMALL, pack, pack_fast
+from kb.codec import pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
@@ -223,9 +223,6 @@ _reader: BlobReader | None = None
 def _worker_init(gitdir: str) -> None:
     global _reader
     _reader = BlobReader(Path(gitdir))
-    # A run's bases are blobs of this run (a process may run several ingests: the tests').
-    _recent_facts.__init__(_recent_facts.limit)  # type: ignore[misc]
-    _recent_texts.__init__(_recent_texts.limit)  # type: ignore[misc]
 
 
 # The pool's entry points live here, not in ingest.runner: its workers start from a server
@@ -244,68 +241,16 @@ def pool_init(gitdir: str, ingest: int) -> None:
 
 @dataclass
 class Analyzed:
-    """One blob's result from a worker: its facts as JSON (and as stored: a zstd delta
-    against the facts of the last blob this worker analyzed at the path, or whole), and,
-    when it is likely to be cited, its text zstd'd whole (read by the parent) and as a
-    delta against the last likely-cited text this worker saw at the path (the parent stores
-    the delta if it stored that base). The facts travel and wait as JSON bytes (the form
-    they are stored in), decoded when a version first needs them: one orjson encoding here
-    instead of json plus pickle. The scheduling gives a path's blobs to one worker, oldest
-    first, so the bases are the previous versions."""
+    """One blob's result from a worker: its facts as JSON, and its text zstd'd whole when it
+    is likely to be cited. The parent stores both as deltas against the previous ones of
+    the path (ingest.store.Chains): only it sees every version in order. The facts travel
+    and wait as JSON bytes only (the form they are stored in), decoded when a version
+    first needs them: one orjson encoding here instead of json plus pickle."""
 
     key: str
     path: str
     json: bytes  # the facts as stored (BlobFacts.facts once unpacked)
     text: bytes | None  # pack_fast(the blob's bytes)
-    stored: tuple[bytes, str | None, int] | None = None  # facts (packed, base key, depth)
-    delta: tuple[bytes, str, int] | None = None  # text (delta, base sha, raw size)
-
-
-class Recent:
-    """path -> (key, depth, bytes a read of it decompresses, raw bytes) of the last blob
-    packed at that path, bounded by the raw bytes it keeps (least recently used first)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit, self.size = limit, 0
-        self.items: dict[str, tuple[str, int, int, bytes]] = {}
-
-    def get(self, path: str) -> tuple[str, int, int, bytes] | None:
-        return self.items.get(path)
-
-    def put(self, path: str, item: tuple[str, int, int, bytes]) -> None:
-        old = self.items.pop(path, None)
-        self.size += len(item[3]) - (len(old[3]) if old else 0)
-        self.items[path] = item
-        while self.size > self.limit:
-            gone = self.items.pop(next(iter(self.items)))
-            self.size -= len(gone[3])
-
-
-# Each worker's last facts and likely-cited text per path (measured: see CHANGELOG).
-_recent_facts = Recent(4 << 20)
-_recent_texts = Recent(8 << 20)
-
-
-def pack_facts(path: str, key: str, data: bytes) -> tuple[bytes, str | None, int]:
-    """The facts JSON as stored: (packed, base key, depth), a delta along this worker's
-    chain of the path (the rules of ingest.store.Chains), else whole."""
-    last = _recent_facts.get(path)
-    if last is not None and last[1] < MAX_FACTS_CHAIN and last[2] + len(data) <= CHAIN_BYTES:
-        delta = pack(data, last[3])
-        if len(delta) <= len(data) // SMALL:
-            _recent_facts.put(path, (key, last[1] + 1, last[2] + len(data), data))
-            return delta, last[0], last[1] + 1
-    _recent_facts.put(path, (key, 0, len(data), data))
-    return pack(data), None, 0
-
-
-def text_delta(path: str, sha: str, data: bytes) -> tuple[bytes, str, int] | None:
-    """The text as a delta against the last likely-cited text of the path, if any."""
-    last = _recent_texts.get(path)
-    _recent_texts.put(path, (sha, 0, 0, data))
-    if last is None or last[0] == sha:
-        return None
-    return pack(data, last[3]), last[0], len(data)
 
 
 def dumps_facts(kind: str, facts: dict[str, Any]) -> bytes:
@@ -357,8 +302,5 @@ def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
 
 def packed(sha: str, kind: str, path: str, data: bytes, facts: dict[str, Any]) -> Analyzed:
     """A blob's result as it goes to the parent (what bench/bench_analyze.py times)."""
-    key, text, delta = facts_key(sha, kind), None, None
-    if likely_cited(kind, facts):
-        text, delta = pack_fast(data), text_delta(path, sha, data)
-    data_json = dumps_facts(kind, facts)
-    return Analyzed(key, path, data_json, text, pack_facts(path, key, data_json), delta)
+    text = pack_fast(data) if likely_cited(kind, facts) else None
+    return Analyzed(facts_key(sha, kind), path, dumps_facts(kind, facts), text)

@@ -49,7 +49,6 @@ from ingest.git_source import (
 )
 from ingest.store import (
     Chains,
-    Text,
     existing_versions,
     load_facts,
     refresh_statistics,
@@ -57,7 +56,7 @@ from ingest.store import (
     write_version,
 )
 from ingest.versions import select
-from kb.codec import MAX_TEXT_CHAIN, unpack
+from kb.codec import MAX_FACTS_CHAIN, MAX_TEXT_CHAIN, unpack
 from kb.schema import (
     EXTRACTOR_VERSION,
     check_schema,
@@ -164,7 +163,6 @@ def run(
     summary.blobs_cached = len(facts)
     # sha -> pack(text), for blobs analyzed in this run that are likely to be cited
     texts: dict[str, bytes] = {}
-    deltas: dict[str, tuple[bytes, str, int]] = {}  # sha -> a worker's delta of its text
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -190,15 +188,11 @@ def run(
         reader = reader or BlobReader(gitdir)
         return reader.read(sha)
 
-    def blob_text(sha: str) -> Text:
-        whole = texts.get(sha)
-        # The raw bytes only if needed, maybe versions later (when `texts` dropped them).
-        raw = (lambda: unpack(whole)) if whole is not None else (lambda: raw_text(sha))
-        return Text(raw, whole, deltas.get(sha))
+    def blob_text(sha: str) -> tuple[bytes, bytes | None]:
+        return raw_text(sha), texts.get(sha)
 
-    # Each path's texts as deltas against the previous ones in version order (the workers'
-    # when they made one against a text stored).
-    text_chains = Chains(MAX_TEXT_CHAIN)
+    # Each path's texts and facts JSON as deltas against the previous ones in version order.
+    text_chains, facts_chains = Chains(MAX_TEXT_CHAIN), Chains(MAX_FACTS_CHAIN)
 
     module_texts: dict[str, str] = {}
 
@@ -218,10 +212,10 @@ def run(
 
     # The facts cache's rows of the batches analyzed since the last version was written:
     # saved in the next version's transaction (one commit for both).
-    pending: list[tuple[str, tuple[bytes, str | None, int]]] = []
+    pending: list[tuple[str, str, bytes]] = []
 
     def save_pending(conn: Connection) -> None:
-        save_facts(conn, pending)
+        save_facts(conn, pending, facts_chains)
         pending.clear()
 
     def write(index: int) -> None:
@@ -251,7 +245,6 @@ def run(
         for key in last_needed.pop(index, []):
             facts.pop(key)
             texts.pop(key.split(":", 1)[0], None)
-            deltas.pop(key.split(":", 1)[0], None)
         gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
@@ -260,14 +253,11 @@ def run(
         for batch, ready in _analyze(
             gitdir, missing, opts.jobs, lambda item: first_needed[facts_key(item[0], item[1])]
         ):
+            pending.extend((a.key, a.path, a.json) for a in batch)
             for a in batch:
-                assert a.stored is not None  # packed() always packs the facts
-                pending.append((a.key, a.stored))
                 facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
-                if a.delta is not None:
-                    deltas[a.key.split(":", 1)[0]] = a.delta
             ready = min(ready, len(todo))
             while written < ready:
                 write(written)

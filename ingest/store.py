@@ -49,18 +49,16 @@ def existing_versions(engine: Engine) -> dict[str, int]:
 
 
 class Chains:
-    """Stores each text of a path as a zstd delta against the previous one stored in this
-    run: the parent sees the versions in order, so the base is the neighbour the delta is
-    smallest against. A chain ends (the next row is whole) after `max_depth` deltas, or once
-    a read would undo more than `max_bytes` (what a read costs is the bytes it
-    decompresses). Keeps a way to the last raw bytes of each path (what the next delta
-    needs), and the depth of every row it stored (what a worker's delta is checked against)."""
+    """Stores each text (or facts JSON) of a path as a zstd delta against the previous one
+    stored in this run: the parent sees the versions in order, so the base is the neighbour
+    the delta is smallest against. A chain ends (the next row is whole) after `max_depth`
+    deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
+    it decompresses). Keeps the last raw bytes of each path: what the next delta needs."""
 
     def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES) -> None:
         self.max_depth, self.max_bytes = max_depth, max_bytes
-        # path -> (key, depth, bytes a read of it decompresses, its raw bytes)
-        self._last: dict[str, tuple[str, int, int, Callable[[], bytes]]] = {}
-        self._rows: dict[str, tuple[int, int]] = {}  # key -> (depth, bytes a read undoes)
+        # path -> (key, depth, bytes a read of it decompresses, raw)
+        self._last: dict[str, tuple[str, int, int, bytes]] = {}
         self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
 
     def pack(
@@ -70,34 +68,12 @@ class Chains:
         caller has it already."""
         last = self._last.get(path)
         if last is not None and last[1] < self.max_depth and last[2] + len(data) <= self.max_bytes:
-            delta = pack(data, last[3]())
+            delta = pack(data, last[3])
             if len(delta) <= len(data) // SMALL:
-                self._keep(path, key, last[1] + 1, last[2] + len(data), lambda: data)
+                self._last[path] = (key, last[1] + 1, last[2] + len(data), data)
                 return delta, last[0], last[1] + 1
-        self._keep(path, key, 0, len(data), lambda: data)
+        self._last[path] = (key, 0, len(data), data)
         return (whole if whole is not None else pack(data)), None, 0
-
-    def take(
-        self, path: str, key: str, delta: bytes, base: str, size: int, raw: Callable[[], bytes]
-    ) -> int | None:
-        """Store a delta made elsewhere (by a worker) against `base`, of a text of `size`
-        bytes: its depth, or None if it is not the delta `pack` would make (`base` is not
-        the path's last text stored) or would break the rules (the chain too long, the
-        delta not small)."""
-        last = self._last.get(path)
-        if last is None or last[0] != base:
-            return None
-        row = self._rows[base]
-        if row[0] >= self.max_depth or row[1] + size > self.max_bytes:
-            return None
-        if len(delta) > size // SMALL:
-            return None
-        self._keep(path, key, row[0] + 1, row[1] + size, raw)
-        return row[0] + 1
-
-    def _keep(self, path: str, key: str, depth: int, read: int, raw: Callable[[], bytes]) -> None:
-        self._last[path] = (key, depth, read, raw)
-        self._rows[key] = (depth, read)
 
 
 def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
@@ -141,46 +117,40 @@ def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
     return {k: d for k in keys if (d := decoded.get(k)) is not None}
 
 
-def save_facts(conn: Connection, batch: list[tuple[str, tuple[bytes, str | None, int]]]) -> None:
-    """(key, (facts as stored, base key, depth)) as the workers packed them, in `conn`'s
+def save_facts(conn: Connection, batch: list[tuple[str, str, bytes]], chains: Chains) -> None:
+    """(key, path, facts JSON): stored as deltas along the path's chain, in `conn`'s
     transaction (the ingest's: that of the next version it writes, one commit for both)."""
     from ingest.analyze import ANALYZER_VERSION
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
-    rows = [
-        {
-            "key": key,
-            "analyzer_version": ANALYZER_VERSION,
-            "facts": packed,
-            "base": base,
-            "depth": depth,
-        }
-        for key, (packed, base, depth) in batch
-    ]
+    rows = []
+    for key, path, data in batch:
+        packed, base, depth = chains.pack(path, key, data)
+        rows.append(
+            {
+                "key": key,
+                "analyzer_version": ANALYZER_VERSION,
+                "facts": packed,
+                "base": base,
+                "depth": depth,
+            }
+        )
     # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
-    keys = [k for k, _s in batch]
+    keys = [k for k, _p, _d in batch]
     for i in range(0, len(keys), 900):
         conn.execute(delete(table).where(table.c.key.in_(keys[i : i + 900])))
     _insert(conn, table, rows)
 
 
-class Text(NamedTuple):
-    """A blob's text as the ingest has it at hand."""
-
-    raw: Callable[[], bytes]  # its bytes
-    whole: bytes | None  # pack(its bytes), when at hand
-    delta: tuple[bytes, str, int] | None  # a worker's (delta, base sha, raw size), if any
-
-
-BlobText = Callable[[str], Text]
+# blob sha -> (its bytes, pack(its bytes) when already at hand).
+BlobText = Callable[[str], tuple[bytes, bytes | None]]
 
 
 def blob_rows(
     conn: Connection, cited: dict[str, str], blob_text: BlobText, chains: Chains
 ) -> list[dict[str, Any]]:
-    """Blob rows for the cited (path -> sha) not stored yet: the worker's delta if its base
-    is stored, else a delta along each path's chain, whose bases this run stored before (an
-    earlier version, or an earlier row here)."""
+    """Blob rows for the cited (path -> sha) not stored yet: deltas along each path's chain,
+    whose bases this run stored before (an earlier version, or an earlier row here)."""
     unknown = set(cited.values()) - chains.stored
     new = unknown - stored_blobs(conn, sorted(unknown))
     chains.stored |= unknown  # stored before, or below (a failed write fails the run)
@@ -188,15 +158,9 @@ def blob_rows(
     for path, sha in sorted(cited.items()):
         if sha in new:
             new.discard(sha)  # a blob at two paths is stored once
-            text = blob_text(sha)
-            if text.delta is not None:
-                delta, base, size = text.delta
-                depth = chains.take(path, sha, delta, base, size, text.raw)
-                if depth is not None:
-                    rows.append({"sha": sha, "text": delta, "base": base, "depth": depth})
-                    continue
-            packed, base_, depth_ = chains.pack(path, sha, text.raw(), text.whole)
-            rows.append({"sha": sha, "text": packed, "base": base_, "depth": depth_})
+            data, whole = blob_text(sha)
+            text, base, depth = chains.pack(path, sha, data, whole)
+            rows.append({"sha": sha, "text": text, "base": base, "depth": depth})
     return rows
 
 

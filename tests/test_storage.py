@@ -13,7 +13,6 @@ import pytest
 import zstandard
 from sqlalchemy import create_engine
 
-import ingest.analyze
 import ingest.runner
 from ingest.analyze import analyze, facts_key, kind_of
 from ingest.store import Chains, load_facts
@@ -49,26 +48,6 @@ def test_chains_link_the_previous_row_up_to_their_bound() -> None:
     assert chains.pack("a.py", "k6", bytes(range(256)) * 40)[1:] == (None, 0)
 
 
-def test_a_workers_delta_is_stored_only_where_the_chain_would_put_one() -> None:
-    texts = [TEXT + f"# change {i}\n".encode() * (i + 1) for i in range(4)]
-    chains = Chains(max_depth=2)
-    chains.pack("a.py", "k0", texts[0])
-
-    def delta(i: int, base: int) -> tuple[bytes, str, int]:
-        return pack(texts[i], texts[base]), f"k{base}", len(texts[i])
-
-    # Against the path's last text stored: taken, one deeper.
-    assert chains.take("a.py", "k1", *delta(1, 0), lambda: texts[1]) == 1
-    # Against an older text of the path (the worker missed one): not taken, packed here.
-    assert chains.take("a.py", "k2", *delta(2, 0), lambda: texts[2]) is None
-    assert chains.pack("a.py", "k2", texts[2])[1:] == ("k1", 2)
-    # At the chain's end: not taken, and the next row is whole.
-    assert chains.take("a.py", "k3", *delta(3, 2), lambda: texts[3]) is None
-    assert chains.pack("a.py", "k3", texts[3])[1:] == (None, 0)
-    # At another path, or a base never stored: not taken.
-    assert chains.take("b.py", "k9", *delta(1, 0), lambda: texts[1]) is None
-
-
 @pytest.fixture(scope="module")
 def chained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Six releases that each add a flag, ingested with chains of at most 2 deltas."""
@@ -77,7 +56,7 @@ def chained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     db = root / "kb.db"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ingest.runner, "MAX_TEXT_CHAIN", 2)
-        mp.setattr(ingest.analyze, "MAX_FACTS_CHAIN", 2)  # the workers pack the facts
+        mp.setattr(ingest.runner, "MAX_FACTS_CHAIN", 2)
         ingest_into(repo, db)
     return repo, db
 
