@@ -60,7 +60,7 @@ def facts_key(sha: str, kind: str) -> str:
 
 # The pieces of the last version of each path analyzed in this worker, with what each line
 # scan found in them (ingest/chunks.py): the scans keep the results of unchanged pieces.
-PIECES = PieceMemo()
+PIECES = PieceMemo(paths=256)
 
 
 class BlobPieces:

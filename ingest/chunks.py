@@ -81,30 +81,33 @@ class PieceMemo:
     """Per worker: for the last `paths` paths, each piece of the last version analyzed here
     -> what each scan found in it.
 
-    Memory is the text of those versions (the keys) plus the results; a path's entry is
-    replaced by its next version's."""
+    A piece is known by its text's hash, not its text: holding every path's last text cost
+    each worker ~20 MiB and pushed the ingest over its memory bar. Two different pieces of
+    one path with the same 64-bit hash (odds ~1e-16 a version) would share results. A
+    path's entry is replaced by its next version's."""
 
     def __init__(self, paths: int = 4096) -> None:
         self.paths = paths
-        self._last: dict[str, dict[bytes, dict[str, Any]]] = {}
+        self._last: dict[str, dict[int, dict[str, Any]]] = {}
         self.hits = self.misses = 0
 
     def pieces(self, path: str | None, data: bytes) -> list[Piece]:
         """The pieces of `data`, with the results the last version of `path` had for the
         same text (a text repeated in this version shares one results dict)."""
         old = self._last.pop(path, {}) if path is not None else {}
-        new: dict[bytes, dict[str, Any]] = {}
+        new: dict[int, dict[str, Any]] = {}
         out: list[Piece] = []
         for line, text in pieces(data):
-            results = new.get(text)
+            key = hash(text)
+            results = new.get(key)
             if results is None:
-                results = old.get(text)
+                results = old.get(key)
                 if results is None:
                     results = {}
                     self.misses += 1
                 else:
                     self.hits += 1
-                new[text] = results
+                new[key] = results
             out.append((line, text, results))
         if path is not None:
             self._last[path] = new

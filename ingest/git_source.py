@@ -168,7 +168,19 @@ def blob_sizes(repo: Path, shas: list[str]) -> dict[str, int]:
     """sha -> size in bytes, from one `git cat-file --batch-check` (headers only, ~0.1 s for
     the 14,000 blobs of SGLang's history)."""
     out = subprocess.run(
-        ["git", "-C", str(repo), "cat-file", "--batch-check"],
+        # the readers' small pack windows (see BlobReader): git's defaults left ~80 MiB
+        # resident in this process, at the ingest's peak
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            f"core.packedGitWindowSize={PACK_WINDOW}",
+            "-c",
+            f"core.packedGitLimit={PACK_LIMIT}",
+            "cat-file",
+            "--batch-check",
+        ],
         input="".join(sha + "\n" for sha in shas).encode(),
         capture_output=True,
         env=git_env(),

@@ -178,7 +178,9 @@ def run(
     # collection every 700 of them rescanned the same rows dozens of times (~1 s of CPU).
     gc.set_threshold(50_000, *GC_THRESHOLD[1:])
 
-    reader: BlobReader | None = None
+    # Started now, while this process is small: its `git` is forked (a preexec_fn rules out
+    # vfork), and a fork of the ingest at its peak counted its ~290 MiB a second time.
+    reader: BlobReader | None = BlobReader(gitdir) if missing else None
 
     def raw_text(sha: str) -> bytes:
         nonlocal reader
