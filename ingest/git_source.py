@@ -168,19 +168,9 @@ def blob_sizes(repo: Path, shas: list[str]) -> dict[str, int]:
     """sha -> size in bytes, from one `git cat-file --batch-check` (headers only, ~0.1 s for
     the 14,000 blobs of SGLang's history)."""
     out = subprocess.run(
-        # the readers' small pack windows (see BlobReader): git's defaults left ~80 MiB
-        # resident in this process, at the ingest's peak
-        [
-            "git",
-            "-C",
-            str(repo),
-            "-c",
-            f"core.packedGitWindowSize={PACK_WINDOW}",
-            "-c",
-            f"core.packedGitLimit={PACK_LIMIT}",
-            "cat-file",
-            "--batch-check",
-        ],
+        # the readers' small pack windows: git's defaults left ~80 MiB resident in this
+        # process, at the ingest's peak
+        [*_bounded_git(repo), "cat-file", "--batch-check"],
         input="".join(sha + "\n" for sha in shas).encode(),
         capture_output=True,
         env=git_env(),
@@ -198,6 +188,20 @@ def blob_sizes(repo: Path, shas: list[str]) -> dict[str, int]:
 # 4m/24m held 47 MiB resident in git, 2m/8m 21 MiB, for 0.76 -> 0.93 s of git's CPU (in
 # the readers' processes, beside the workers): three readers run at an ingest's peak.
 PACK_WINDOW, PACK_LIMIT = "2m", "8m"
+
+
+def _bounded_git(repo: Path) -> list[str]:
+    """`git` over `repo` mapping its pack in small windows within a low total (see above)."""
+    return [
+        "git",
+        "-C",
+        str(repo),
+        "-c",
+        f"core.packedGitWindowSize={PACK_WINDOW}",
+        "-c",
+        f"core.packedGitLimit={PACK_LIMIT}",
+    ]
+
 
 # Object names sent to `cat-file --batch` before reading the answers: 41 bytes each, so a
 # chunk is ~10 KB, far below the 64 KB pipe buffer.
@@ -219,13 +223,7 @@ class BlobReader:
             # resident in each reader. Small windows, a low total and a smaller cache keep a
             # reader bounded.
             [
-                "git",
-                "-C",
-                str(repo),
-                "-c",
-                f"core.packedGitWindowSize={PACK_WINDOW}",
-                "-c",
-                f"core.packedGitLimit={PACK_LIMIT}",
+                *_bounded_git(repo),
                 "-c",
                 f"core.deltaBaseCacheLimit={PACK_LIMIT}",
                 "cat-file",
