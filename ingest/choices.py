@@ -27,9 +27,9 @@ import operator
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
-from ingest.chunks import CUT, Piece
+from ingest.chunks import CUT, Piece, PieceSource
 from ingest.sites import (
     CLOSING,
     VALUE,
@@ -39,13 +39,6 @@ from ingest.sites import (
     _string_items,
     subject_tail,
 )
-
-
-class PieceSource(Protocol):
-    """A blob's pieces, cut when first asked for (ingest.analyze.BlobPieces)."""
-
-    def get(self) -> list[Piece]: ...
-
 
 REGISTRY_RE = re.compile(rb"register\w*\(\s*([\"'])(" + VALUE + rb")\1")
 NAME_BEFORE_RE = re.compile(r"([A-Za-z_][\w.]*)$")

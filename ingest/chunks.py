@@ -13,7 +13,7 @@ check that what it needs lies inside the piece.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 CUT = b"\n\n"
 TRIPLE_QUOTES = (b'"""', b"'''")
@@ -75,6 +75,12 @@ def pieces(data: bytes) -> list[tuple[int, bytes]]:
 # numbers in a result are relative to the piece (1 = its first line). Plain tuples: a blob has
 # ~60 pieces and the history 850 k, so an object each would cost more than the lookups.
 Piece = tuple[int, bytes, dict[str, Any]]
+
+
+class PieceSource(Protocol):
+    """A blob's pieces, cut when a scan first asks (ingest.analyze.BlobPieces)."""
+
+    def get(self) -> list[Piece]: ...
 
 
 class PieceMemo:

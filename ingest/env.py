@@ -23,9 +23,9 @@ import ast
 import bisect
 import re
 from itertools import accumulate
-from typing import Any, Protocol
+from typing import Any
 
-from ingest.chunks import CUT, Piece
+from ingest.chunks import CUT, Piece, PieceSource
 from ingest.sites import LineIndex
 from kb.pyast import NOT_LITERAL, literal
 
@@ -213,17 +213,11 @@ def _strip_strings(text: str) -> str:
     return re.sub(r"\"[^\"]*\"|'[^']*'", '""', text)
 
 
-class HasPieces(Protocol):
-    """ingest.analyze.BlobPieces: a blob's pieces, cut when first asked for."""
-
-    def get(self) -> list[Piece]: ...
-
-
 def scan_env(
     data: bytes,
     flags_file: bool = False,
     index: LineIndex | None = None,
-    pieces: HasPieces | None = None,
+    pieces: PieceSource | None = None,
 ) -> tuple[list[list[Any]], dict[str, str]]:
     """Sites [name, line, end_line, access, how, default, cast, function, dests] and the
     texts of their lines. `flags_file`: `self.x` reads are flag reads (server_args.py).

@@ -17,9 +17,9 @@ import copy
 import re
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
-from ingest.chunks import CUT, Piece
+from ingest.chunks import CUT, Piece, PieceSource
 from kb.pyast import NOT_LITERAL, PARSE_FAILURES, literal
 
 READ_RES = [
@@ -188,7 +188,7 @@ def subject_tail(prefix: str) -> str:
 
 
 def scan(
-    data: bytes, index: LineIndex | None = None, pieces: HasPieces | None = None
+    data: bytes, index: LineIndex | None = None, pieces: PieceSource | None = None
 ) -> dict[str, Any]:
     """Reads of server args, choice sites (comparisons, `in` literals, `is_x()` calls), enum
     references and enum classes of one file, with the texts of the lines they cite.
@@ -382,10 +382,6 @@ SCAN = "sites"
 NOTHING = ("nothing",)
 ONLY_ENUM = ("only the word Enum",)  # nothing found, but the blob may hold an enum class
 OPEN_END = ("a match may reach past the end",)
-
-
-class HasPieces(Protocol):
-    def get(self) -> list[Piece]: ...
 
 
 class PieceFacts(NamedTuple):
