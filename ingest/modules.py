@@ -39,7 +39,8 @@ def _top_level_blocks(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-@functools.lru_cache(maxsize=256)
+# 32: a version's folds revisit a few modules; 256 held ~11 MiB of ASTs for no speed.
+@functools.lru_cache(maxsize=32)
 def _parsed(text: str, module: str) -> tuple[Scope, tuple[str, ...]] | None:
     """(scope, star-imported modules) of a module's text, or None if it does not parse."""
     try:

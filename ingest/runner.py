@@ -200,7 +200,7 @@ def run(
 
     def read_text(sha: str) -> str:
         if sha not in module_texts:
-            if len(module_texts) >= 256:  # the indirect-read analysis reads many: stay bounded
+            if len(module_texts) >= 32:  # read per version in bursts; more held memory, no speed
                 module_texts.pop(next(iter(module_texts)))
             module_texts[sha] = raw_text(sha).decode("utf-8", "replace")
         return module_texts[sha]
