@@ -314,6 +314,14 @@ def test_where_commands_set_variables() -> None:
     assert seen(f"export A=1\n{LAUNCH}") == [("A", "1", "export")]
     assert seen(f"env A=1 {LAUNCH}") == [("A", "1", "env")]
     assert seen(f"sudo A=1 {LAUNCH} --x=Y=2") == [("A", "1", "prefix")]
+    # env's options: -u removes a variable (set before or inherited), -i drops what came
+    # before it; the assignments after the options still count.
+    assert seen(f"env -u HOME A=1 {LAUNCH}") == [("A", "1", "env")]
+    assert seen(f"A=1 B=2 env --unset=A -uB C=3 {LAUNCH}") == [("C", "3", "env")]
+    assert seen(f"A=1 env -u A A=4 {LAUNCH}") == [("A", "4", "env")]
+    assert seen(f"A=1 env -i B=2 {LAUNCH}") == [("B", "2", "env")]
+    assert seen(f"env -C /srv --null B=2 {LAUNCH}") == [("B", "2", "env")]
+    assert seen(f"export A=1 B=2\nunset A\n{LAUNCH}") == [("B", "2", "export")]
     docker = f"docker run --gpus all -e A=1 --env B=2 --env=C=3 -e HOST_ONLY img {LAUNCH}"
     assert seen(docker) == [
         ("A", "1", "docker -e"),

@@ -32,7 +32,15 @@ FALSE_WORDS = ("false", "0", "no", "n")
 class Assignment:
     name: str
     value: str | None  # None: passed through from the host (`docker run -e X`)
-    how: str  # prefix | env | export | docker -e | compose | kubernetes
+    how: str  # prefix | env | export | docker -e | compose | kubernetes | unset | clear
+
+
+# `env`'s options (GNU coreutils): -u NAME removes a variable, -i starts from an empty
+# environment, the others take no part in what the command sees.
+ENV_UNSET = ("-u", "--unset")
+ENV_CLEAR = ("-i", "-", "--ignore-environment")
+ENV_OPTION_WITH_VALUE = ("-C", "--chdir")
+ENV_FLAG_OPTIONS = ("-0", "--null", "-v", "--debug")
 
 
 def _unquote(text: str) -> str:
@@ -125,8 +133,17 @@ def shell_env(text: str) -> list[Assignment]:
             container = True
             at_start = False
             continue
+        if word == "env":
+            i = _env_words(words, i, out)
+            at_start = True
+            continue
+        if word == "unset" and at_start:  # the shell builtin: `unset X Y; cmd`
+            while i < len(words) and NAME_RE.match(words[i]):
+                out.append(Assignment(words[i], None, "unset"))
+                i += 1
+            continue
         if word == "export" or word in WRAPPERS:
-            how = "export" if word == "export" else ("env" if word == "env" else "prefix")
+            how = "export" if word == "export" else "prefix"
             while i < len(words) and ENV_ASSIGNMENT.match(words[i]):
                 _pair(words[i], how, out)
                 i += 1
@@ -140,6 +157,29 @@ def shell_env(text: str) -> list[Assignment]:
     return out
 
 
+def _env_words(words: list[str], i: int, out: list[Assignment]) -> int:
+    """`env`'s options and assignments from words[i]; the index of the first word after."""
+    while i < len(words):
+        word = words[i]
+        if ENV_ASSIGNMENT.match(word):
+            _pair(word, "env", out)
+        elif word in ENV_UNSET and i + 1 < len(words):
+            out.append(Assignment(words[i + 1], None, "unset"))
+            i += 1
+        elif word.startswith("--unset="):
+            out.append(Assignment(word.removeprefix("--unset="), None, "unset"))
+        elif word.startswith("-u") and len(word) > 2:
+            out.append(Assignment(word[2:], None, "unset"))
+        elif word in ENV_CLEAR:
+            out.append(Assignment("", None, "clear"))
+        elif word in ENV_OPTION_WITH_VALUE:
+            i += 1
+        elif not (word in ENV_FLAG_OPTIONS or word.startswith("--chdir=")):
+            break
+        i += 1
+    return i
+
+
 def _pair(word: str, how: str, out: list[Assignment]) -> None:
     name, eq, value = word.partition("=")
     if NAME_RE.match(name):
@@ -147,11 +187,16 @@ def _pair(word: str, how: str, out: list[Assignment]) -> None:
 
 
 def assignments(text: str) -> list[Assignment]:
-    """Every variable the pasted text sets, last setting of a name wins (as in a shell)."""
+    """Every variable the pasted text sets, last setting of a name wins (as in a shell);
+    `env -u X` and `unset X` remove X, `env -i` what was set before it."""
     found: dict[str, Assignment] = {}
     for a in shell_env(text) + yaml_env(text):
+        if a.how == "clear":
+            found.clear()
+            continue
         found.pop(a.name, None)
-        found[a.name] = a
+        if a.how != "unset":
+            found[a.name] = a
     return list(found.values())
 
 
