@@ -681,7 +681,7 @@ class Diff(Model):
 
 
 class SearchHit(Sparse):
-    kind: Literal["flag", "choice", "member", "enum", "env", "constraint"]
+    kind: Literal["flag", "choice", "member", "enum", "env", "carrier", "constraint"]
     name: str
     version: str
     url: str

@@ -43,13 +43,31 @@ from whoosh.fields import STORED, TEXT, Schema
 from whoosh.query import Or, Term
 from whoosh.writing import SegmentWriter
 
+from kb.dests import dest_rank
 from kb.diff import constraint_fingerprint  # diff owns what "the same site" means
-from kb.schema import ConstraintSite, Enum, EnvVar, Flag, Version, loads, make_engine
+from kb.schema import (
+    ConstraintSite,
+    Enum,
+    EnvVar,
+    Flag,
+    IndirectUsage,
+    Version,
+    loads,
+    make_engine,
+)
 
-INDEX_FORMAT = 5  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 6  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
-KIND_ORDER = {"flag": 0, "choice": 1, "member": 2, "enum": 3, "env": 4, "constraint": 5}
+KIND_ORDER = {
+    "flag": 0,
+    "choice": 1,
+    "member": 2,
+    "enum": 3,
+    "env": 4,
+    "carrier": 5,
+    "constraint": 6,
+}
 TIER_LABELS = ("exact", "alias", "prefix", "words", "fuzzy", "text")
 
 
@@ -140,8 +158,8 @@ class _Doc:
 
 
 # Facts of one kind are numbered together, in this order (see IndexBuild).
-KINDS = {"flag": 0, "choice": 0, "enum": 1, "member": 1, "env": 2, "constraint": 3}
-GROUPS = 4
+KINDS = {"flag": 0, "choice": 0, "enum": 1, "member": 1, "env": 2, "constraint": 3, "carrier": 4}
+GROUPS = 5
 
 
 def _versions(session: Session) -> list[dict[str, Any]]:
@@ -156,12 +174,14 @@ class IndexRows(NamedTuple):
     instead of reading it back): flags as (version_id, name, dest, aliases, help, section,
     choices, deprecated, argparse_dest, negation), env vars as (version_id, name, type,
     default, default_expr, deprecated_names, replacement, comment, section, flags); JSON
-    columns as the JSON text stored, in the order written."""
+    columns as the JSON text stored, in the order written; indirect reads as (version_id,
+    dest, via)."""
 
     flags: Iterable[tuple[Any, ...]]
     enums: Iterable[EnumRow]
     env: Iterable[tuple[Any, ...]]
     sites: Iterable[SiteRow]
+    indirect: Iterable[tuple[int, str, str]]
 
 
 class EnumRow(NamedTuple):
@@ -231,16 +251,20 @@ def _collect(
         EnvVar.flags,
     ]
     env = sa_select(*env_cols).order_by(col(EnvVar.id))
+    iu = IndirectUsage
+    indirect = sa_select(col(iu.version_id), col(iu.dest), col(iu.via)).order_by(col(iu.id))
     if only is not None:
         flag_query = flag_query.where(col(Flag.version_id).in_(only))
         enums = enums.where(c.version_id.in_(only))
         sites = sites.where(site_table.c.version_id.in_(only))
         env = env.where(col(EnvVar.version_id).in_(only))
+        indirect = indirect.where(col(iu.version_id).in_(only))
     rows = IndexRows(
         _each(session, flag_query),
         _each(session, enums),
         _each(session, env),
         _each(session, sites),
+        _each(session, indirect),
     )
     return _collect_rows(rows, docs)
 
@@ -264,6 +288,7 @@ def _collect_rows(
         docs[key] = doc
         return doc
 
+    option_of: dict[tuple[int, str], tuple[tuple[bool, bool], str]] = {}  # (vid, dest) -> flag
     for row in rows.flags:
         (
             vid,
@@ -278,6 +303,9 @@ def _collect_rows(
             negation,
         ) = row
         dests = [dest, *([argparse_dest] if argparse_dest and argparse_dest != dest else [])]
+        rank = dest_rank(name, dest, deprecated)
+        if (vid, dest) not in option_of or rank > option_of[vid, dest][0]:
+            option_of[vid, dest] = (rank, name)
         choices = [str(c) for c in loads(choices_j) or []]
         key = ("flag", *row[1:])
         if not known(key, vid):
@@ -349,6 +377,7 @@ def _collect_rows(
                 new(key, vid, doc)
 
     _collect_env(rows.env, known, new)
+    _collect_carriers(rows.indirect, {k: v[1] for k, v in option_of.items()}, known, new)
 
     for site in rows.sites:
         vid = site.version_id
@@ -408,6 +437,48 @@ def _collect_env(rows: Iterable[tuple[Any, ...]], known: Any, new: Any) -> None:
                 deprecated=bool(replacement),
             ),
         )
+
+
+# A chain's steps that are carriers rather than model classes: globals (`IS_TBO_ENABLED`),
+# functions and methods (`is_tbo_enabled()`, `SboFlags.enable_x()`), lower-case definitions
+# named for a feature (`model_forward_maybe_tbo`). CamelCase names (a subclass step, a holder
+# class) and `self.x = …` steps are models', and would make every DeepSeek class a hit.
+_CARRIER = re.compile(r"^(?:[A-Z][A-Z0-9_]*|[a-z_][a-z0-9_]*|[A-Za-z_][\w.]*\(\))$")
+
+
+def _collect_carriers(
+    rows: Iterable[tuple[int, str, str]],
+    option_of: dict[tuple[int, str], str],
+    known: Any,
+    new: Any,
+) -> None:
+    """The names that carry a flag's value onward (the steps of indirect reads' chains):
+    searching `is_tbo_enabled` finds `--enable-two-batch-overlap` through them."""
+    for vid, dest, via_j in rows:
+        flag = option_of.get((vid, dest))
+        if flag is None:
+            continue
+        for step in dict.fromkeys(loads(via_j) or []):
+            if not _CARRIER.match(step):
+                continue
+            key = ("carrier", step, flag)
+            if known(key, vid):
+                continue
+            bare = step.removesuffix("()")
+            new(
+                key,
+                vid,
+                _Doc(
+                    kind="carrier",
+                    name=step,
+                    flag=flag,
+                    keys=list(dict.fromkeys([normalize(bare), normalize(bare.rsplit(".", 1)[-1])])),
+                    aliases=[],
+                    toks=words(bare),
+                    text=bare,
+                    snippet=f"carries the value of {flag}: the flag's reads through a chain",
+                ),
+            )
 
 
 def fact_id(key: tuple[Any, ...]) -> str:
@@ -809,6 +880,8 @@ def _url(kind: str, data: dict[str, Any], version: dict[str, Any]) -> str:
     v = quote(version["name"], safe="")
     if kind == "flag":
         return f"/v/{v}/flags/{quote(data['name'], safe='')}"
+    if kind == "carrier":
+        return f"/v/{v}/flags/{quote(data['flag'], safe='')}#indirect"
     if kind == "choice" and data["flag"]:
         return f"/v/{v}/backends/{quote(data['flag'], safe='')}/{quote(data['name'], safe='')}"
     if kind in ("enum", "member"):

@@ -4,6 +4,7 @@ requirements and side effects, comparing values, and the extraction report (synt
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
@@ -220,3 +221,29 @@ def test_enums_covering_part_of_a_flags_values(client: TestClient) -> None:
     assert not [s for s in sites_of(client, "--schedule-policy", "lof") if s[2] == "runner.py"]
     report = get(client, f"{V}/report")
     assert set(report["choice_sites_by_how"]) >= {"registry", "dispatch", "contains", "is_call"}
+
+
+def test_search_finds_a_flag_by_the_names_that_carry_it(client: TestClient) -> None:
+    def hits(q: str) -> list[tuple[str, str, str | None, str]]:
+        out = get(client, "/api/search?" + urlencode({"q": q, "version": "v0.4.0", "limit": 5}))
+        return [(h["kind"], h["name"], h["flag"], h["match"]) for h in out["results"]]
+
+    dbo = "--enable-dual-batch-overlap"
+    assert hits("is_dbo_enabled")[:2] == [
+        ("carrier", "IS_DBO_ENABLED", dbo, "exact"),
+        ("carrier", "is_dbo_enabled()", dbo, "exact"),
+    ]
+    assert hits("model_forward_maybe_dbo")[0] == (
+        "carrier",
+        "model_forward_maybe_dbo",
+        dbo,
+        "exact",
+    )
+    # A method of a carrier class, by the class and by its own name.
+    lbo = {h[1:] for h in hits("LboFlags") if h[0] == "carrier"}
+    assert ("LboFlags.fuse_inside_lbo()", "--enable-lone-batch-overlap", "prefix") in lbo
+    assert hits("fuse_inside_lbo")[0][1] == "LboFlags.fuse_inside_lbo()"
+    # Model classes on a chain are not carriers: a model's name names no carrier.
+    assert not [h for h in hits("AlphaMoeForCausalLM") if h[0] == "carrier" and h[3] != "text"]
+    first = get(client, "/api/search?q=is_dbo_enabled&version=v0.4.0")["results"][0]
+    assert first["url"] == f"/v/v0.4.0/flags/{dbo}#indirect"
