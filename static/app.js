@@ -90,6 +90,20 @@
     if (select && select.form) select.form.submit();
   });
 
+  // A list filter swapped in by htmx moves the URL but not the header: the switcher and the
+  // old-version banner take the new query, so switching versions keeps the filter.
+  document.addEventListener("htmx:pushedIntoHistory", function () {
+    var query = window.location.search.slice(1);
+    var input = document.querySelector("form.switcher input[name=query]");
+    if (input) input.value = query;
+    var link = document.querySelector("a.same-page");
+    if (link) {
+      var url = new URL(link.href);
+      url.searchParams.set("query", query);
+      link.href = url.pathname + url.search;
+    }
+  });
+
   window.addEventListener("hashchange", highlightHash);
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", highlightHash);

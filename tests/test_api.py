@@ -288,8 +288,11 @@ def test_switch_keeps_the_page_and_stays_on_site(client: TestClient) -> None:
         302,
         "/v/v0.1.0/flags/--pp-size",
     )
-    evil = client.get("/switch?to=v0.1.0&page=//evil.example/x")
-    assert evil.headers["location"].startswith("/v/v0.1.0/")
+    # Only a path inside a version: anything else is a 400 naming the parameter, no redirect.
+    for evil in ("//evil.example/x", "http://evil.example/", "../../flags", "/\\evil.example"):
+        response = client.get("/switch", params={"to": "v0.1.0", "page": evil})
+        assert response.status_code == 400, evil
+        assert "location" not in response.headers
 
 
 def test_kb_db_fixture_routes(request: pytest.FixtureRequest) -> None:

@@ -67,6 +67,20 @@ def test_filter_flag_list_without_reload(page: Any) -> None:
     assert page.errors == []
 
 
+def test_switch_versions_keeps_a_filter_typed_in_the_list(page: Any) -> None:
+    """The filter is swapped in by htmx (the header is not re-rendered): the switcher takes
+    the pushed URL's query all the same."""
+    from playwright.sync_api import expect
+
+    page.goto("/v/v0.3.0/flags")
+    page.locator("#flag-filter").press_sequentially("batch", delay=20)
+    page.wait_for_url("**/v/v0.3.0/flags?q=batch")
+    page.select_option("#switch-version", "v0.1.0")
+    page.wait_for_url("**/v/v0.1.0/flags?q=batch")
+    expect(page.locator("#flag-filter")).to_have_value("batch")
+    assert page.errors == []
+
+
 def test_choice_to_backend_page(page: Any) -> None:
     page.goto("/v/v0.3.0/flags/--moe-runner-backend")
     page.locator("#choices").get_by_role("link", name="flashinfer_cutlass").click()

@@ -110,6 +110,95 @@ def test_missing_flag_page_links_nearest_versions(client: TestClient) -> None:
     assert 'name="page" value="flags/--old-cache"' in html
 
 
+def switch_from(client: TestClient, url: str, to: str) -> str:
+    """Submit the version switcher of the page at `url`, as the browser does without JS: its
+    hidden fields go to /switch; the redirect's target."""
+    html = page(client, url)
+    fields = dict(re.findall(r'<input type="hidden" name="(page|query)" value="([^"]*)">', html))
+    fields = {k: v.replace("&amp;", "&") for k, v in fields.items()}
+    response = client.get("/switch", params={"to": to, **fields})
+    assert response.status_code == 302, (url, response.text[:300])
+    return str(response.headers["location"])
+
+
+@pytest.mark.parametrize(
+    ("url", "landing"),
+    [
+        # The compared values are a query: in the path they made a 404.
+        (
+            "/v/v0.3.0/backends/--moe-runner-backend/compare?values=triton,flashinfer_cutlass",
+            "/v/v0.1.0/backends/--moe-runner-backend/compare?values=triton,flashinfer_cutlass",
+        ),
+        # List filters were dropped on the way.
+        ("/v/v0.3.0/flags?q=batch", "/v/v0.1.0/flags?q=batch"),
+        ("/v/v0.3.0/flags?section=Parallelism", "/v/v0.1.0/flags?section=Parallelism"),
+        (
+            "/v/v0.3.0/constraints?kind=raise&per_page=2&page=2",
+            "/v/v0.1.0/constraints?kind=raise&per_page=2&page=2",
+        ),
+        ("/v/v0.3.0/env?q=SGLANG", "/v/v0.1.0/env?q=SGLANG"),
+        ("/v/v0.3.0/flags/--pp-size", "/v/v0.1.0/flags/--pp-size"),
+    ],
+)
+def test_switcher_keeps_path_and_query(client: TestClient, url: str, landing: str) -> None:
+    assert switch_from(client, url, "v0.1.0") == landing
+    assert client.get(landing).status_code == 200
+
+
+def test_switcher_to_a_version_without_the_value_keeps_the_fallback(client: TestClient) -> None:
+    url = "/v/v0.3.0/backends/--moe-runner-backend/compare?values=triton,flashinfer_trtllm"
+    landing = switch_from(client, url, "v0.1.0")
+    assert landing == url.replace("v0.3.0", "v0.1.0")
+    html = page(client, landing, 404)  # the value is newer: said so, switcher kept
+    assert "flashinfer_trtllm" in html and "is not a value of --moe-runner-backend" in html
+    assert 'name="query" value="values=triton,flashinfer_trtllm"' in html
+
+
+def test_old_version_banner_keeps_the_query(client: TestClient) -> None:
+    html = page(client, "/v/v0.2.0/flags?q=batch&section=Parallelism")
+    link = "/switch?to=v0.3.0&amp;page=flags&amp;query=q%3Dbatch%26section%3DParallelism"
+    assert f'class="same-page" href="{link}"' in html
+    response = client.get(link.replace("&amp;", "&"))
+    assert response.headers["location"] == "/v/v0.3.0/flags?q=batch&section=Parallelism"
+
+
+def test_switch_query_is_re_encoded_and_old_links_still_land(client: TestClient) -> None:
+    # A fragment or a line break in the query stays inside its value.
+    response = client.get(
+        "/switch", params={"to": "v0.1.0", "page": "flags", "query": "q=a#b\r\nX: y"}
+    )
+    assert response.headers["location"] == "/v/v0.1.0/flags?q=a%23b%0D%0AX%3A+y"
+    # Links made when the query rode inside `page` (the 404 this fixes) land on the page.
+    page_ = "backends/--moe-runner-backend/compare?values=triton,auto"
+    response = client.get("/switch", params={"to": "v0.1.0", "page": page_})
+    assert response.headers["location"] == f"/v/v0.1.0/{page_}"
+
+
+@pytest.mark.parametrize(
+    "evil",
+    [
+        "//evil.example/x",
+        "http://evil.example/",
+        "https:evil.example",
+        "javascript:alert(1)",
+        "/\\evil.example",
+        "\\evil.example",
+        "../../etc/passwd",
+        "flags/../../x",
+        "flags/./x",
+        "flags//x",
+        "flags\r\nSet-Cookie: a=b",
+        "x" * 1001,
+    ],
+)
+def test_switch_refuses_a_page_outside_the_versions(client: TestClient, evil: str) -> None:
+    response = client.get("/switch", params={"to": "v0.1.0", "page": evil})
+    assert response.status_code == 400, evil
+    assert "location" not in response.headers
+    assert "must be a path inside a version" in response.text
+    assert 'href="/v/v0.1.0/flags"' in response.text
+
+
 def test_backend_value_page(client: TestClient) -> None:
     html = page(client, "/v/v0.3.0/backends/--moe-runner-backend/auto")
     assert ">ambiguous<" in html and 'href="/v/v0.3.0/flags/--fp4-gemm-backend"' in html

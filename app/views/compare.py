@@ -33,7 +33,7 @@ def compare_page(
 ) -> Response:
     found = get_version(session, version)
     data = compare_data(session, found, flag, values)
-    page = f"backends/{data.flag}/compare?values={','.join(data.values)}"
+    page = f"backends/{data.flag}/compare"  # the switcher carries `?values=` apart
     return render(request, "compare.html", {**page_context(session, found, page), "data": data})
 
 

@@ -5,7 +5,8 @@ kb/contract.py; the JSON twin returns it, the HTML page renders the same object.
 
 from __future__ import annotations
 
-from urllib.parse import quote
+import re
+from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
@@ -13,7 +14,7 @@ from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.templating import render
-from app.views.common import errors
+from app.views.common import error_response, errors
 from kb.contract import VersionInfo, VersionList
 from kb.queries import (
     NotFound,
@@ -65,12 +66,45 @@ def api_latest(request: Request, session: SessionDep, rest: str = "") -> Respons
     return _latest(session, "/api", rest, request.url.query)
 
 
+# A page tail as the pages name it: relative, no dot segments, no scheme, no backslash or
+# control character. The redirect stays on this site under /v/ (no open redirect).
+MAX_PAGE = 1000
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def bad_page(page: str, query: str) -> str | None:
+    """Why `page` (and its query) is no page inside a version, or None."""
+    if len(page) > MAX_PAGE or len(query) > MAX_PAGE:
+        return f"is longer than {MAX_PAGE} characters"
+    if page.startswith("/") or _SCHEME.match(page) or _CONTROL.search(page):
+        return "is not a relative path"
+    if any(segment in ("", ".", "..") for segment in page.split("/")):
+        return "has an empty, . or .. segment"
+    return None
+
+
 @router.get("/switch", include_in_schema=False)
-def switch(session: SessionDep, to: str = "", page: str = "flags") -> Response:
-    """The version switcher's form target: the same page at another version."""
+def switch(
+    request: Request, session: SessionDep, to: str = "", page: str = "flags", query: str = ""
+) -> Response:
+    """The version switcher's form target: the same page (path, then query) at another
+    version. `page` is the path after /v/{version}/; its query (filters, compared values)
+    comes apart in `query`, or after a `?` in `page` as links made before `query` had it."""
     version = get_version(session, to)
-    page = page.lstrip("/") or "flags"
-    return RedirectResponse(f"/v/{quote(version.name, safe='')}/{quote(page)}", status_code=302)
+    page, _, inline = (page or "flags").partition("?")
+    query = query or inline
+    why = bad_page(page, query)
+    if why is not None:
+        detail = f"The switcher's page must be a path inside a version (flags/--tp-size): it {why}."
+        home = f"/v/{quote(version.name, safe='')}/flags"
+        links = [{"name": f"{version.name} flags", "url": home}]
+        return error_response(request, 400, detail, links, kind="parameter", name="page")
+    # Re-encoded from its pairs: a well-formed query that cannot end the URL early (#);
+    # commas stay readable (compare's values=a,b).
+    query = urlencode(parse_qsl(query, keep_blank_values=True), safe=",")
+    url = f"/v/{quote(version.name, safe='')}/{quote(page)}"
+    return RedirectResponse(url + (f"?{query}" if query else ""), status_code=302)
 
 
 @router.get("/v/{version}", include_in_schema=False)
