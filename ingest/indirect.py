@@ -286,12 +286,14 @@ def find_carriers(
     With `memo`, a function whose block is unchanged since the last version is not parsed
     again; `lines` gives the text's outline when the caller has a cheaper way to it."""
     f = PyFile(text, lines)
-    found: dict[tuple[str, str | None], dict[str, Any]] = {}
+    # By name and dests: an accessor of two carriers (`return not A and get_b().is_x()`)
+    # carries each one's flags with its own chain.
+    found: dict[tuple[str, str | None, tuple[str, ...]], dict[str, Any]] = {}
 
     def add(
         name: str, member: str | None, kind: str, dests: list[str], chain: list[str], line: int
     ):
-        key = (name, member)
+        key = (name, member, tuple(dests))
         if key in found or not dests:
             return
         found[key] = {
@@ -346,12 +348,11 @@ def find_carriers(
     for _round in range(2):
         before = len(found)
         for use in file_uses(f, _local_patterns(list(found.values())), accessors=True):
-            carrier = use.carrier
-            if use.accessor is None or use.accessor in found:
+            if use.accessor is None:
                 continue
             name, member = use.accessor
-            c = next(c for c in found.values() if (c["name"], c["member"]) == carrier)
-            add(name, member, "function", c["dests"], c["chain"], use.def_line)
+            for c in [c for c in found.values() if (c["name"], c["member"]) == use.carrier]:
+                add(name, member, "function", c["dests"], c["chain"], use.def_line)
         if len(found) == before:
             break
     return list(found.values())
@@ -410,7 +411,7 @@ def _local_patterns(
         else:
             for receiver in ("cls", "self", c["name"]):
                 out.append((receiver, c["member"], cid))
-    return out
+    return list(dict.fromkeys(out))  # a name carrying two flags' values: one pattern
 
 
 @dataclass(frozen=True)
@@ -685,10 +686,12 @@ class Resolver:
         """Indirect use sites of one version: [{"dest", "path", "line", "text", "via"}]."""
         self._update({p: s for p, s in files.items() if not skip(p)}, facts_of)
         frontier: list[Carrier] = []
-        known: set[tuple[str, str, str | None]] = set()
+        known: set[tuple[str, str, str | None, tuple[str, ...]]] = set()
 
         def add(c: Carrier) -> None:
-            key = (c.module, c.name, c.member)
+            # By dests too: an accessor of two carriers carries both flags (the first
+            # carrier's alone before), each with its own chain.
+            key = (c.module, c.name, c.member, c.dests)
             if key not in known and c.dests:
                 known.add(key)
                 frontier.append(c)

@@ -422,6 +422,48 @@ HOLDING_MODELS = {
 }
 
 
+# Accessors of two carriers each: in the carriers' own file (a global and a flag's global
+# in one return) and in another module (two imported accessors in one return). Each carries
+# both flags, each with its own chain.
+GATHER_IN_FILE = """
+from typing import Optional
+
+GATHER_QUANT: Optional[str] = None
+GATHER_TP: Optional[int] = None
+
+
+def init_gather(server_args):
+    global GATHER_QUANT, GATHER_TP
+    GATHER_QUANT = server_args.quantization
+    GATHER_TP = server_args.tp_size
+
+
+def quant_gather_enabled() -> bool:
+    return GATHER_QUANT == "modelopt_fp4" and GATHER_TP > 1
+"""
+
+GATHER_ACROSS = """
+from sglang.srt.layers.moe.utils import is_dbo_enabled, is_lbo_enabled
+
+
+def should_gather_early():
+    return not is_dbo_enabled() and is_lbo_enabled()
+"""
+
+GATHER_USER = """
+from sglang.srt.layers.gather import should_gather_early
+from sglang.srt.layers.gather_quant import quant_gather_enabled
+
+
+def gather(x):
+    if should_gather_early():
+        return x
+    if quant_gather_enabled():
+        return None
+    return x
+"""
+
+
 def build_reach_repo(root: Path) -> Path:
     repo = root / "reach"
     repo.mkdir(parents=True)
@@ -431,6 +473,9 @@ def build_reach_repo(root: Path) -> Path:
     write(repo, SRT + "layers/moe/__init__.py", MOE_INIT)
     write(repo, SRT + "overlap/dbo_overlap.py", DBO)
     write(repo, SRT + "overlap/lbo_overlap.py", LBO)
+    write(repo, SRT + "layers/gather_quant.py", GATHER_IN_FILE)
+    write(repo, SRT + "layers/gather.py", GATHER_ACROSS)
+    write(repo, SRT + "layers/gather_user.py", GATHER_USER)
     write(repo, SRT + "models/alpha_moe.py", ALPHA_MODEL)
     write(repo, SRT + "models/beta.py", BETA_MODEL)
     write(repo, SRT + "models/gamma.py", GAMMA_MODEL)

@@ -247,3 +247,23 @@ def test_search_finds_a_flag_by_the_names_that_carry_it(client: TestClient) -> N
     assert not [h for h in hits("AlphaMoeForCausalLM") if h[0] == "carrier" and h[3] != "text"]
     first = get(client, "/api/search?q=is_dbo_enabled&version=v0.4.0")["results"][0]
     assert first["url"] == f"/v/v0.4.0/flags/{dbo}#indirect"
+
+
+def test_an_accessor_of_two_carriers_carries_both_flags(client: TestClient) -> None:
+    """`return A == "x" and B > 1` (two globals of two flags, in their file) and `return not
+    a() and b()` (two imported accessors, in another module): each flag reaches the user
+    with its own chain (the first carrier's flag alone did before)."""
+    user = "python/sglang/srt/layers/gather_user.py"
+
+    def chains(flag: str) -> dict[int, list[str]]:
+        reads = get(client, f"{V}/flags/{flag}")["indirect_usages"]
+        return {u["line"]: u["via"] for u in reads if u["path"] == user}
+
+    assert chains("--quantization") == {8: ["GATHER_QUANT", "quant_gather_enabled()"]}
+    assert chains("--tp-size") == {8: ["GATHER_TP", "quant_gather_enabled()"]}
+    assert chains("--enable-dual-batch-overlap") == {
+        6: ["IS_DBO_ENABLED", "is_dbo_enabled()", "should_gather_early()"]
+    }
+    assert chains("--enable-lone-batch-overlap") == {
+        6: ["IS_LBO_ENABLED", "is_lbo_enabled()", "should_gather_early()"]
+    }
