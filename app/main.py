@@ -216,7 +216,7 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     async def not_found(request: Request, exc: NotFound) -> Response:
         links = []
         for name in exc.suggestions:
-            url = suggestion_url(request.url.path, exc.kind, name)
+            url = suggestion_url(request.url.path, exc.kind, name, request.url.query, exc.name)
             links.append({"name": name, "url": url or ""})
         context = pinned_context(request, exc.version) if exc.version else {}
         return error_response(

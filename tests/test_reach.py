@@ -159,7 +159,20 @@ def test_compare_values(client: TestClient) -> None:
     html = client.get(url.removeprefix("/api")).text
     assert "expert parallel size must be 1 or tp" in html
     bad = get(client, f"{V}/backends/--moe-runner-backend/compare?values=flashinfer_cutlas,x", 404)
-    assert bad["suggestions"][0]["name"] == "flashinfer_cutlass"
+    # The suggestion is the same comparison with the value corrected, not the value's page.
+    assert bad["suggestions"][0] == {
+        "name": "flashinfer_cutlass",
+        "url": f"{V}/backends/--moe-runner-backend/compare?values=flashinfer_cutlass,x",
+    }
+    bad = get(client, f"{V}/backends/--moe-runner-backen/compare?values=triton,auto", 404)
+    assert bad["suggestions"][0] == {
+        "name": "--moe-runner-backend",
+        "url": f"{V}/backends/--moe-runner-backend/compare?values=triton,auto",
+    }
+    bad = get(client, "/api/v/v0.4/backends/--moe-runner-backend/compare?values=triton,auto", 404)
+    assert bad["suggestions"][0]["url"] == (
+        f"{V}/backends/--moe-runner-backend/compare?values=triton,auto"
+    )
     get(client, f"{V}/backends/--no-such-flag/compare?values=a", 404)
     assert client.get("/v/v0.4.0/backends/--moe-runner-backend/compare?values=").status_code == 404
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
@@ -52,8 +52,10 @@ def wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/") or request.url.path == "/api"
 
 
-def suggestion_url(path: str, kind: str, name: str) -> str | None:
-    """The same URL with the wrong segment (version, flag, value or file path) replaced."""
+def suggestion_url(path: str, kind: str, name: str, query: str = "", wrong: str = "") -> str | None:
+    """The same URL with the wrong segment (version, flag, value or file path) replaced, its
+    query kept (a compare page's values, a list's filters); on a compare page a wrong value
+    is replaced in `values`."""
     segments = path.split("/")
     try:
         i = segments.index("v")
@@ -65,11 +67,20 @@ def suggestion_url(path: str, kind: str, name: str) -> str | None:
     }.get(kind)  # fmt: skip
     if slot is None or slot >= len(segments):
         return None
-    if kind == "path":
+    if kind == "value" and segments[slot] == "compare" and slot == len(segments) - 1:
+        pairs = [
+            (k, ",".join(name if v == wrong else v for v in value.split(",")))
+            if k == "values"
+            else (k, value)
+            for k, value in parse_qsl(query, keep_blank_values=True)
+        ]
+        query = urlencode(pairs, safe=",")
+    elif kind == "path":
         segments = segments[:slot] + name.split("/")
     else:
         segments[slot] = name
-    return "/".join(quote(segment, safe="") for segment in segments)
+    url = "/".join(quote(segment, safe="") for segment in segments)
+    return f"{url}?{query}" if query else url
 
 
 def error_response(
