@@ -68,9 +68,9 @@ def env_name_ok(name: str) -> bool:
 
 def _cast_of(prefix: str, helper: str = "") -> str | None:
     """The type a read converts to: `int(os.environ.get(..))`, `get_bool_env_var(..)`."""
-    low = helper.lower()
+    words = {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", helper)}
     for t in ("bool", "int", "float"):
-        if t in low:
+        if t in words:  # a word of the name: not the "int" of `_print_deprecated_env`
             return t
     tail = prefix.rstrip().removesuffix("os.")
     for t in ("int", "float", "bool"):
@@ -209,6 +209,36 @@ def _last_shallower(text: bytes, limit: int) -> int:
     return 0 if _shallow(limit).match(b"\n" + text[: text.find(b"\n") + 1 or None]) else -1
 
 
+def _in_plain_string(prefix: str) -> bool:
+    """Whether the end of `prefix` (a line up to a match) is inside a string literal opened
+    on that line that is not an f-string (`f"{envs.X.get()}"` reads X)."""
+    if '"' not in prefix and "'" not in prefix:
+        return False
+    quote, fstring, i = "", False, 0
+    while i < len(prefix):
+        c = prefix[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if prefix.startswith(quote, i):
+                i += len(quote)
+                quote = ""
+                continue
+        elif c in "\"'":
+            quote = prefix[i : i + 3] if prefix[i : i + 3] in ('"""', "'''") else c
+            j = i
+            while j > 0 and prefix[j - 1].isalpha():  # the prefix letters: f, rf, b ...
+                j -= 1
+            fstring = "f" in prefix[j:i].lower()
+            i += len(quote)
+            continue
+        elif c == "#":
+            return False
+        i += 1
+    return bool(quote) and not fstring
+
+
 def _strip_strings(text: str) -> str:
     return re.sub(r"\"[^\"]*\"|'[^']*'", '""', text)
 
@@ -314,6 +344,8 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
                 data[m.start() - 1 : m.start()].isalnum() or data[m.start() - 1] == 95
             ):
                 continue  # "myenvs.X", "_envs.X"
+            if _in_plain_string(text.prefix(m.start())):
+                continue  # "use `envs.YOUR_FLAG.get()`" in a message names no variable
             method = (m.group(2) or b"").decode()
             access = "write" if method in ENVS_WRITES else "read"
             add(m.group(1).decode(), m.start(), access, f"envs.{method or 'X'}", None, None, -1)
@@ -617,7 +649,8 @@ def _env_type(class_name: str, bases: dict[str, str]) -> str | None:
 
 def extract_declarations(tree: ast.Module, text: str, path: str) -> dict[str, Any]:
     """{"vars": [{"name", "type", "default", "default_expr", "deprecated_names", "comment",
-    "section", "line", "end_line", "path"}], "prefix_aliases": [{"from", "to", "line"}]}."""
+    "section", "line", "end_line", "path"}], "prefix_aliases": [{"from", "to", "line"}],
+    "deprecations": (see `deprecations`)}."""
     # Class -> the Env* class it derives from (EnvBoolWithAlias(_DeprecatedEnvFallback, EnvBool)).
     bases: dict[str, str] = {}
     consts: dict[str, Any] = {}  # "ToolStrictLevel.OFF" -> 0
@@ -705,7 +738,213 @@ def extract_declarations(tree: ast.Module, text: str, path: str) -> dict[str, An
         m = PREFIX_ALIAS_RE.search(line)
         if m and m.group(1) != m.group(2):
             aliases.append({"from": m.group(1), "to": m.group(2), "line": no, "path": path})
-    return {"vars": out, "prefix_aliases": aliases}
+    return {"vars": out, "prefix_aliases": aliases, "deprecations": deprecations(tree, path)}
+
+
+# --- deprecations declared by calls: `_print_deprecated_env("OLD", "NEW")` ------------------
+
+# A message of warnings.warn(..) / logger.warning(..) saying "deprecat..." marks a helper.
+WARN_CALLS = ("warn", "warning")
+FLAG_IN_TEXT = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
+
+
+def deprecations(tree: ast.Module, path: str) -> list[dict[str, Any]]:
+    """Old names deprecated by calls of the module's own helper functions, or by a loop over a
+    literal dict (`for old, new in {"OLD": "NEW"}.items()`): [{"name", "replacement", "note",
+    "line", "end_line", "path"}]. A helper is read, not guessed from its name or its
+    parameters' order: the parameter it checks in `os.environ` is the old name, the one it
+    assigns to `os.environ[..]` the new one, and its deprecation warning (rendered with the
+    call's arguments) is the note; a note naming exactly one `--flag` and no new variable
+    makes that flag the replacement. Calls whose arguments are not literals are skipped."""
+    helpers = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and not node.args.vararg and not node.args.kwarg
+    }
+    dicts: dict[str, ast.Dict | None] = {}  # name -> the dict literal assigned to it once
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            t = node.targets[0]
+            if isinstance(t, ast.Name):
+                once = t.id not in dicts and isinstance(node.value, ast.Dict)
+                dicts[t.id] = node.value if once and isinstance(node.value, ast.Dict) else None
+    out: dict[str, dict[str, Any]] = {}
+
+    def add(bound: dict[str, Any], body: list[ast.stmt], line: int, end: int) -> None:
+        found = _Deprecation(bound)
+        for stmt in body:
+            found.visit(stmt)
+        note = next((m for m in found.messages if "deprecat" in m.lower()), None)
+        old = [bound[p] for p in found.old if isinstance(bound.get(p), str)]
+        if note is None or len(set(old)) != 1:
+            return
+        new = [bound[p] for p in found.new if isinstance(bound.get(p), str) and bound[p] != old[0]]
+        flags = set(FLAG_IN_TEXT.findall(note))
+        replacement = new[0] if len(set(new)) == 1 else None
+        if not new and len(flags) == 1:
+            replacement = flags.pop()
+        out.setdefault(
+            old[0],
+            {"name": old[0], "replacement": replacement, "note": note, "line": line,
+             "end_line": end, "path": path},
+        )  # fmt: skip
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            helper = helpers.get(node.func.id)
+            bound = _bind(helper, node) if helper is not None else None
+            if helper is not None and bound is not None:
+                add(bound, helper.body, node.lineno, node.end_lineno or node.lineno)
+        elif isinstance(node, ast.For) and not node.orelse:
+            entries = _dict_items(node, dicts)
+            if entries is None:
+                continue
+            names = [e.id for e in node.target.elts]  # type: ignore[attr-defined]
+            for k, v in entries:
+                add(dict(zip(names, (k.value, v.value), strict=True)), node.body, k.lineno,
+                    v.end_lineno or v.lineno)  # fmt: skip
+    return sorted(out.values(), key=lambda d: d["line"])
+
+
+def _bind(fn: ast.FunctionDef, call: ast.Call) -> dict[str, Any] | None:
+    """The helper's parameters -> the call's literal str/None arguments, defaults filled in."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    defaults = fn.args.defaults
+    bound: dict[str, Any] = {}
+    for p, d in zip(params[len(params) - len(defaults) :], defaults, strict=True):
+        bound[p] = d.value if isinstance(d, ast.Constant) else NOT_LITERAL
+    if len(call.args) > len(params):
+        return None
+    given = list(zip(params, call.args, strict=False))
+    given += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in params]
+    if len(given) != len(call.args) + len(call.keywords):
+        return None  # **kwargs, or a keyword the helper does not take
+    for p, arg in given:
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str | None)):
+            return None  # not resolvable statically
+        bound[p] = arg.value
+    if any(p not in bound or bound[p] is NOT_LITERAL for p in params):
+        return None
+    return bound
+
+
+def _dict_items(node: ast.For, dicts: dict[str, ast.Dict | None]) -> list[Any] | None:
+    """The (key, value) constants of `for a, b in D.items()` over a dict literal, or None."""
+    target, it = node.target, node.iter
+    if not (
+        isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and all(isinstance(e, ast.Name) for e in target.elts)
+        and isinstance(it, ast.Call)
+        and not it.args
+        and isinstance(it.func, ast.Attribute)
+        and it.func.attr == "items"
+    ):
+        return None
+    named = it.func.value
+    d = dicts.get(named.id) if isinstance(named, ast.Name) else named
+    if not isinstance(d, ast.Dict):
+        return None
+    items = list(zip(d.keys, d.values, strict=True))
+    strs = all(isinstance(x, ast.Constant) and isinstance(x.value, str) for kv in items for x in kv)
+    return items if strs else None
+
+
+def _is_environ(node: ast.expr) -> bool:
+    """`os.environ` or `environ`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "environ" and isinstance(node.value, ast.Name) and node.value.id == "os"
+    return isinstance(node, ast.Name) and node.id == "environ"
+
+
+class _Deprecation(ast.NodeVisitor):
+    """What a helper body does with its bound parameters, on the branches the bindings take
+    (`if new_name is None:` with new_name None): the parameters it checks or reads in the
+    environment (`old`), those it assigns there (`new`), and its warnings rendered."""
+
+    def __init__(self, bound: dict[str, Any]) -> None:
+        self.bound = bound
+        self.old: list[str] = []
+        self.new: list[str] = []
+        self.messages: list[str] = []
+
+    def _param(self, node: ast.expr) -> str | None:
+        return node.id if isinstance(node, ast.Name) and node.id in self.bound else None
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        taken = self._taken(node.test)
+        for stmt in node.body if taken is not False else []:
+            self.visit(stmt)
+        for stmt in node.orelse if taken is not True else []:
+            self.visit(stmt)
+
+    def _taken(self, test: ast.expr) -> bool | None:
+        """The test's value under the bindings, or None when it depends on more."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._taken(test.operand)
+            return None if inner is None else not inner
+        p = self._param(test)
+        if p is not None:
+            return bool(self.bound[p])
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            p = self._param(test.left)
+            right = test.comparators[0]
+            none = isinstance(right, ast.Constant) and right.value is None
+            if p is not None and none and isinstance(test.ops[0], ast.Is | ast.IsNot):
+                return (self.bound[p] is None) == isinstance(test.ops[0], ast.Is)
+        return None
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        return  # a nested function runs only if called
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        p = self._param(node.left)
+        if p and isinstance(node.ops[0], ast.In | ast.NotIn) and _is_environ(node.comparators[0]):
+            self.old.append(p)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        p = self._param(node.slice)
+        if p and _is_environ(node.value):
+            (self.new if isinstance(node.ctx, ast.Store) else self.old).append(p)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and node.args:
+            p = self._param(node.args[0])
+            reads = func.attr == "getenv" or func.attr == "get" and _is_environ(func.value)
+            if p and reads:
+                self.old.append(p)
+            if func.attr in WARN_CALLS:
+                text = self._render(node.args[0])
+                if text is not None:
+                    self.messages.append(text)
+        self.generic_visit(node)
+
+    def _render(self, node: ast.expr) -> str | None:
+        """A message with the bound parameters filled in, or None if it needs more."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self._render(node.left), self._render(node.right)
+            return None if left is None or right is None else left + right
+        if not isinstance(node, ast.JoinedStr):
+            return None
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue):
+                p = self._param(v.value)
+                if p is None or not isinstance(self.bound[p], str) or v.format_spec:
+                    return None
+                parts.append(self.bound[p])
+            else:
+                part = self._render(v)
+                if part is None:
+                    return None
+                parts.append(part)
+        return "".join(parts)
 
 
 _OPS: dict[type, Any] = {

@@ -60,9 +60,21 @@ def env_rows(
         by_name.setdefault(site["name"], []).append(site)
     declared = {v["name"]: v for v in decl["vars"]}
     replacement: dict[str, str] = {}
+    # A deprecated name is cited where it is deprecated (a declaration's deprecated_name=, a
+    # helper call), not where a docstring happens to quote it.
+    deprecated_at: dict[str, dict[str, Any]] = {}
     for v in decl["vars"]:
         for old in v["deprecated_names"]:
             replacement[old] = v["name"]
+            deprecated_at.setdefault(old, v)
+    notes: dict[str, str] = {}
+    version_options = set(option_of.values())
+    for d in decl.get("deprecations", []):
+        new = d["replacement"]
+        if new and (not new.startswith("--") or new in version_options):  # a flag of this version
+            replacement.setdefault(d["name"], new)
+        notes.setdefault(d["name"], d["note"])
+        deprecated_at.setdefault(d["name"], d)
     for alias in decl["prefix_aliases"]:
         for name in by_name:
             if name.startswith(alias["from"]):
@@ -71,7 +83,7 @@ def env_rows(
                     replacement.setdefault(name, new)
 
     variables: list[dict[str, Any]] = []
-    for name in sorted(set(declared) | set(by_name)):
+    for name in sorted(set(declared) | set(by_name) | set(notes)):
         reads = by_name.get(name, [])
         if name in declared:
             v = declared[name]
@@ -89,7 +101,7 @@ def env_rows(
                 "end_line": v["end_line"],
             }
         else:
-            first = min(reads, key=_source_rank)
+            first = deprecated_at.get(name) or min(reads, key=_source_rank)
             casts = Counter(s["cast"] for s in reads if s["cast"])
             defaults = [
                 s["default"] for s in sorted(reads, key=_source_rank) if s["default"] is not None
@@ -107,6 +119,11 @@ def env_rows(
                 "line": first["line"],
                 "end_line": first["end_line"],
             }
+        if name in notes:  # the deprecation warning, e.g. "X (in ms) ... Y (in seconds)"
+            comment = var["comment"]
+            if comment and not comment.endswith((".", "!", "?")):
+                comment += "."
+            var["comment"] = f"{comment} {notes[name]}".strip()
         var["replacement"] = replacement.get(name)
         var["reads"] = sum(1 for s in reads if s["access"] != "write")
         var["writes"] = sum(1 for s in reads if s["access"] == "write")
@@ -118,9 +135,14 @@ def env_rows(
 def _file_sites(
     path: str, facts: dict[str, Any], decl: dict[str, Any], option_of: dict[str, str]
 ) -> list[dict[str, Any]]:
-    # The deprecated_name="X" string of a declaration is not a read of X.
+    # The deprecated_name="X" string of a declaration is not a read of X, nor are the names
+    # given to a deprecation helper (`_print_deprecated_env("OLD", "NEW")`).
     spans = (
-        {line for v in decl["vars"] for line in range(v["line"], v["end_line"] + 1)}
+        {
+            line
+            for v in decl["vars"] + decl.get("deprecations", [])
+            for line in range(v["line"], v["end_line"] + 1)
+        }
         if path == ENVIRON_PATH
         else set()
     )

@@ -13,7 +13,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
-from kb.env import all_env
+from kb.env import all_env, is_deprecated
 from kb.queries import all_flags, citation, did_you_mean, version_paths
 from kb.schema import DocEntry, EnvVar, Flag, Version, loads
 
@@ -240,7 +240,7 @@ def _env_drift(
     missing = []
     if entries:
         for v in variables.values():
-            if v.name in documented or v.replacement:
+            if v.name in documented or is_deprecated(v.name, v.replacement, v.comment):
                 continue
             ours = v.declared or v.name.startswith(("SGLANG_", "SGL_"))
             if not ours or (not v.declared and v.path.startswith(TEST_PATHS)):

@@ -18,6 +18,13 @@ from kb.schema import EnvSite, EnvVar, Version, loads
 PREFIXES = ("SGLANG_", "SGL_")
 
 
+def is_deprecated(name: str, replacement: str | None, comment: str) -> bool:
+    """A deprecated name: one with a replacement (a variable or a flag), or one whose comment
+    is SGLang's deprecation warning naming it (ingest/env.py `deprecations`: a name deprecated
+    with nothing to use instead)."""
+    return bool(replacement) or name in comment and "deprecat" in comment.lower()
+
+
 def env_url(version: Version, name: str) -> str:
     return f"/v/{quote(version.name, safe='')}/env/{quote(name, safe='')}"
 

@@ -42,7 +42,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 13
+EXTRACTOR_VERSION = 14
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
@@ -207,7 +207,7 @@ class EnvVar(SQLModel, table=True):
     default: str | None = None  # JSON of the value when it is static
     default_expr: str | None = None  # source text when it is not
     deprecated_names: str = "[]"  # JSON names still read in its place (EnvBoolWithAlias)
-    replacement: str | None = None  # for a deprecated name: the variable replacing it
+    replacement: str | None = None  # for a deprecated name: the variable or --flag replacing it
     comment: str = ""  # the comment on or above the declaration
     section: str | None = None  # the heading comment of its group in environ.py
     flags: str = "[]"  # JSON options whose handling reads or writes it

@@ -108,6 +108,9 @@ class EnvField:
     def __init__(self, default):
         self.default = default
 
+    def __bool__(self):
+        raise TypeError("Call `envs.SOME_SETTING.get()`, not `envs.SOME_SETTING`")
+
 
 class EnvBool(EnvField):
     pass
@@ -130,6 +133,11 @@ class EnvTuple(EnvField):
 
 
 class _DeprecatedFallback:
+    '''Reads an older name when the new one is unset, as in
+
+        SGLANG_WIDGET_FUSE = EnvBoolWithAlias(True, deprecated_name="SGLANG_GADGET_FUSE")
+    '''
+
     def __init__(self, default, deprecated_name):
         super().__init__(default)
         self.deprecated_name = deprecated_name
@@ -160,6 +168,9 @@ class Envs:
     # Renamed
     # Reads the old name when the new one is unset.
     SGLANG_WIDGET_FUSE = EnvBoolWithAlias(True, deprecated_name="SGLANG_GADGET_FUSE")
+    SGLANG_LOG_WIDGET = EnvBool(False)
+    SGLANG_WIDGET_WAIT = EnvFloat(2.5)
+    SGLANG_WIDGET_TURBO = EnvBool(False)
 
     # fmt: on
 
@@ -167,12 +178,41 @@ class Envs:
 envs = Envs()
 
 
+def _note_renamed(old_name, new_name=None):
+    if old_name in os.environ:
+        if new_name is None:
+            warnings.warn(f"{old_name} is deprecated and ignored now.")
+        else:
+            warnings.warn(f"{old_name} is deprecated, set {new_name} instead")
+            os.environ[new_name] = os.environ[old_name]
+
+
+def _note_now_a_flag(env_name, hint):
+    if env_name in os.environ:
+        warnings.warn(f"{env_name} is deprecated: {hint}")
+
+
 def _convert_SGL_to_SGLANG():
+    _note_renamed("SGLANG_WIDGET_LOG", "SGLANG_LOG_WIDGET")
+    _note_renamed("SGLANG_WIDGET_LEGACY")
+    in_seconds = {
+        "SGLANG_WIDGET_WAIT_MS": "SGLANG_WIDGET_WAIT",
+    }
+    for old_name, new_name in in_seconds.items():
+        if old_name in os.environ:
+            warnings.warn(f"{old_name} (in ms) is deprecated, {new_name} is in seconds")
+            os.environ[new_name] = str(float(os.environ[old_name]) / 1000)
     for key, value in os.environ.items():
         if key.startswith("SGL_"):
             new_key = key.replace("SGL_", "SGLANG_", 1)
             warnings.warn(f"{key} is deprecated, use {new_key}")
             os.environ[new_key] = value
+
+
+_convert_SGL_to_SGLANG()
+_note_now_a_flag("SGLANG_WIDGET_TURBO", "Pass '--widget-mode' instead.")
+_note_now_a_flag("SGLANG_WIDGET_GIZMO", "Pass '--widget-gizmo' instead.")
+_note_now_a_flag(os.environ.get("SGLANG_WIDGET_WHICH", ""), "not a literal name")
 """
 
 NEW_RUNNER = """

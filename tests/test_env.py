@@ -85,7 +85,7 @@ def test_declarations_fold_defaults_and_deprecated_names() -> None:
     src = textwrap.dedent(ENVIRON_PY).lstrip()
     decl = extract_declarations(ast.parse(src), src, ENVIRON)
     v = {d["name"]: d for d in decl["vars"]}
-    assert len(v) == 9
+    assert len(v) == 12
     assert (v["SGLANG_WIDGET_COMPILE"]["type"], v["SGLANG_WIDGET_COMPILE"]["default"]) == (
         "bool",
         False,
@@ -109,6 +109,88 @@ def test_declarations_fold_defaults_and_deprecated_names() -> None:
         src.split("\n")[v["SGLANG_CHUNK_SIZE"]["line"] - 1].strip().startswith("SGLANG_CHUNK_SIZE")
     )
     assert [(a["from"], a["to"]) for a in decl["prefix_aliases"]] == [("SGL_", "SGLANG_")]
+
+
+def test_deprecations_declared_by_helper_calls() -> None:
+    src = textwrap.dedent(ENVIRON_PY).lstrip()
+    lines = src.split("\n")
+    found = extract_declarations(ast.parse(src), src, ENVIRON)["deprecations"]
+    got = {d["name"]: (d["replacement"], d["note"]) for d in found}
+    assert got == {
+        "SGLANG_WIDGET_LOG": (
+            "SGLANG_LOG_WIDGET",
+            "SGLANG_WIDGET_LOG is deprecated, set SGLANG_LOG_WIDGET instead",
+        ),
+        # One argument: the branch for `new_name is None`, no replacement.
+        "SGLANG_WIDGET_LEGACY": (None, "SGLANG_WIDGET_LEGACY is deprecated and ignored now."),
+        # A loop over a dict literal; the warning says the unit changed.
+        "SGLANG_WIDGET_WAIT_MS": (
+            "SGLANG_WIDGET_WAIT",
+            "SGLANG_WIDGET_WAIT_MS (in ms) is deprecated, SGLANG_WIDGET_WAIT is in seconds",
+        ),
+        # Deprecated in favour of a flag its warning names.
+        "SGLANG_WIDGET_TURBO": (
+            "--widget-mode",
+            "SGLANG_WIDGET_TURBO is deprecated: Pass '--widget-mode' instead.",
+        ),
+        "SGLANG_WIDGET_GIZMO": (
+            "--widget-gizmo",
+            "SGLANG_WIDGET_GIZMO is deprecated: Pass '--widget-gizmo' instead.",
+        ),
+    }  # (the call with a name read from os.environ is not resolvable: skipped)
+    at = {d["name"]: lines[d["line"] - 1].strip() for d in found}
+    assert at["SGLANG_WIDGET_LOG"].startswith('_note_renamed("SGLANG_WIDGET_LOG"')
+    assert at["SGLANG_WIDGET_WAIT_MS"].startswith('"SGLANG_WIDGET_WAIT_MS":')
+    assert at["SGLANG_WIDGET_TURBO"].startswith('_note_now_a_flag("SGLANG_WIDGET_TURBO"')
+
+
+def test_deprecation_helper_roles_come_from_its_body() -> None:
+    # The new name first: which parameter is which is read from what the body does with it.
+    src = textwrap.dedent(
+        """
+        import os
+        import warnings
+
+
+        def _renamed(new, old):
+            if old in os.environ:
+                warnings.warn(f"{old} is deprecated; {new} replaces it")
+                os.environ[new] = os.environ[old]
+
+
+        def _copy(src, dst):  # copies without a deprecation warning: not a helper
+            if src in os.environ:
+                os.environ[dst] = os.environ[src]
+
+
+        _renamed("SGLANG_NEW_NAME", "SGLANG_OLD_NAME")
+        _renamed(new="SGLANG_KW_NEW", old="SGLANG_KW_OLD")
+        _renamed("SGLANG_X_NEW", "SGLANG_" + "X_OLD")
+        _copy("SGLANG_FROM", "SGLANG_TO")
+        """
+    )
+    found = extract_declarations(ast.parse(src), src, ENVIRON)["deprecations"]
+    assert [(d["name"], d["replacement"]) for d in found] == [
+        ("SGLANG_OLD_NAME", "SGLANG_NEW_NAME"),
+        ("SGLANG_KW_OLD", "SGLANG_KW_NEW"),
+    ]
+
+
+def test_names_in_messages_are_not_variables() -> None:
+    src = text(
+        """
+        def check(x):
+            raise TypeError("Call `envs.SOME_SETTING.get()`, not `envs.SOME_SETTING`")
+
+        print(f"level {envs.SGLANG_WIDGET_LEVEL.get()}")
+        say('see envs.SGLANG_IN_TEXT'); envs.SGLANG_AFTER_TEXT.set(1)
+        """
+    )
+    s = by_name(scan_env(src)[0])
+    assert "SOME_SETTING" not in s and "SGLANG_IN_TEXT" not in s
+    assert s["SGLANG_WIDGET_LEVEL"][4] == "envs.get"  # an f-string's field is code
+    assert s["SGLANG_AFTER_TEXT"][3:5] == ["write", "envs.set"]
+    assert "SOME_SETTING" not in by_name(scan_env(text(ENVIRON_PY))[0])
 
 
 def test_docs_shapes() -> None:
@@ -175,6 +257,33 @@ def test_ingested_rows(env_db: Path) -> None:
     assert at[("v0.5.0", "SGL_CHUNK_SIZE")][2] == "SGLANG_CHUNK_SIZE"  # SGL_ -> SGLANG_
     assert at[("v0.5.0", "SGLANG_WIDGET_COMPILE")] == (1, "bool", None, '["--enable-widget"]')
     assert ("v0.5.0", "SGL_WIDGET_FORCE") not in at  # no longer read
+    # Deprecated through helper calls: the old name names its replacement (a variable or a
+    # flag), with no type or default made up from the call's arguments.
+    assert at[("v0.5.0", "SGLANG_WIDGET_LOG")] == (0, None, "SGLANG_LOG_WIDGET", "[]")
+    assert at[("v0.5.0", "SGLANG_WIDGET_WAIT_MS")][2] == "SGLANG_WIDGET_WAIT"
+    assert at[("v0.5.0", "SGLANG_WIDGET_TURBO")][:3] == (1, "bool", "--widget-mode")
+    assert at[("v0.5.0", "SGLANG_WIDGET_GIZMO")][2] is None  # no such flag in the version
+    assert ("v0.5.0", "SOME_SETTING") not in at  # named in an error message only
+    cite = dict(
+        conn.execute(
+            "select e.name, e.line || ':' || e.reads || ':' || e.comment from envvar e "
+            "join version v on v.id = e.version_id where v.name = 'v0.5.0'"
+        ).fetchall()
+    )
+    lines = ENVIRON_PY.lstrip().split("\n")
+
+    def line_of(name: str) -> str:
+        return lines[int(cite[name].split(":")[0]) - 1].strip()
+
+    # An alias's old name is cited at the declaration, not at a docstring quoting it.
+    assert line_of("SGLANG_GADGET_FUSE").startswith("SGLANG_WIDGET_FUSE = EnvBoolWithAlias(")
+    assert line_of("SGLANG_WIDGET_LOG").startswith('_note_renamed("SGLANG_WIDGET_LOG"')
+    # The helper call is neither a read of the old name nor of the new one.
+    assert cite["SGLANG_WIDGET_LOG"].split(":")[1] == "0"
+    assert cite["SGLANG_LOG_WIDGET"].split(":")[1] == "0"
+    assert cite["SGLANG_WIDGET_WAIT_MS"].endswith(
+        "(in ms) is deprecated, SGLANG_WIDGET_WAIT is in seconds"
+    )
     cited = {p for (p,) in conn.execute("select path from versionfile where path like 'docs/%'")}
     assert cited == {
         "docs/backend/server_arguments.md",
@@ -192,8 +301,10 @@ def test_env_api_and_pages(client: TestClient) -> None:
     assert {"name", "type", "default", "deprecated_names", "source"} <= set(var)
     assert var["deprecated_names"] == ["SGLANG_GADGET_FUSE"]
     assert var["source"]["path"] == ENVIRON
+    # The old name has a row of its own too: a docstring in environ.py quotes it.
     assert [v["name"] for v in get(client, "/api/v/v0.5.0/env?q=gadget")["env"]] == [
-        "SGLANG_WIDGET_FUSE"
+        "SGLANG_GADGET_FUSE",
+        "SGLANG_WIDGET_FUSE",
     ]
     one = get(client, "/api/v/v0.5.0/env/SGLANG_WIDGET_COMPILE")
     assert one["type"] == "bool" and one["default"] is False and one["flags"] == ["--enable-widget"]
@@ -219,6 +330,10 @@ def test_env_api_and_pages(client: TestClient) -> None:
     fragment = client.get("/v/v0.5.0/env?q=ratio", headers={"HX-Request": "true"})
     assert "SGLANG_WIDGET_RATIO" in fragment.text and "<html" not in fragment.text
     assert client.get("/v/v0.5.0/env/NOPE_NOPE").status_code == 404
+    renamed = client.get("/v/v0.5.0/env/SGLANG_WIDGET_LOG").text
+    assert "Deprecated name." in renamed and 'href="/v/v0.5.0/env/SGLANG_LOG_WIDGET"' in renamed
+    to_flag = client.get("/v/v0.5.0/env/SGLANG_WIDGET_TURBO").text
+    assert "Deprecated name." in to_flag and 'href="/v/v0.5.0/flags/--widget-mode"' in to_flag
 
 
 def test_diff_covers_env(client: TestClient) -> None:
@@ -253,6 +368,10 @@ def test_docs_drift(client: TestClient) -> None:
     assert ("SGLANG_CHUNK_SIZE", "name", "SGL_CHUNK_SIZE") in fields
     assert ("SGLANG_WIDGET_FUSE", "name", "SGLANG_GADGET_FUSE") in fields
     assert "SGLANG_WIDGET_CHECK" in env["missing_from_docs"]
+    # Deprecated names need no docs of their own, whatever replaces them.
+    deprecated = {"SGLANG_WIDGET_LOG", "SGLANG_WIDGET_WAIT_MS", "SGLANG_WIDGET_TURBO"}
+    assert not (deprecated | {"SGLANG_WIDGET_LEGACY"}) & set(env["missing_from_docs"])
+    assert "SGLANG_LOG_WIDGET" in env["missing_from_docs"]
     assert "WIDGET_HOME" not in env["missing_from_docs"]  # not SGLang's own
     old = get(client, "/api/v/v0.4.0/docs-drift")
     assert old["flags"]["not_in_code"] == ["widget_size"]
@@ -273,7 +392,9 @@ def test_search_finds_variables(client: TestClient) -> None:
     assert (hits[0]["kind"], hits[0]["name"]) == ("env", "SGLANG_WIDGET_COMPILE")
     assert hits[0]["url"] == "/v/v0.5.0/env/SGLANG_WIDGET_COMPILE"
     by_old_name = get(client, "/api/search?q=SGLANG_GADGET_FUSE&version=v0.5.0")["results"]
-    assert by_old_name[0]["name"] == "SGLANG_WIDGET_FUSE"
+    # The old name's own row (deprecated, naming its replacement), then the variable.
+    assert [h["name"] for h in by_old_name[:2]] == ["SGLANG_GADGET_FUSE", "SGLANG_WIDGET_FUSE"]
+    assert "(deprecated, use SGLANG_WIDGET_FUSE)" in by_old_name[0]["snippet"]
     by_words = get(client, "/api/search?q=tokens per chunk&version=v0.5.0")["results"]
     assert by_words[0]["name"] == "SGLANG_CHUNK_SIZE"
     # The page and the header's dropdown group them (an env hit was a 500 there).
@@ -383,6 +504,24 @@ def test_explain_checks_variables(client: TestClient) -> None:
     assert "use SGLANG_WIDGET_FUSE" in old[0]["message"] and old[0]["replacement"] == (
         "SGLANG_WIDGET_FUSE"
     )
+    renamed = env_findings(explain(client, f"SGLANG_WIDGET_LOG=1 {LAUNCH}"))
+    assert [(f["severity"], f["replacement"]) for f in renamed] == [
+        ("warning", "SGLANG_LOG_WIDGET")
+    ]
+    assert (
+        "SGLANG_WIDGET_LOG is deprecated at v0.5.0: use SGLANG_LOG_WIDGET"
+        in (renamed[0]["message"])
+    )
+    to_flag = env_findings(explain(client, f"SGLANG_WIDGET_TURBO=1 {LAUNCH}"))
+    assert [(f["severity"], f["replacement"]) for f in to_flag] == [("warning", "--widget-mode")]
+    assert "use --widget-mode" in to_flag[0]["message"]
+    # SGLang's warning is quoted: here it says the unit changed.
+    ms = env_findings(explain(client, f"SGLANG_WIDGET_WAIT_MS=1500 {LAUNCH}"))
+    assert [f["replacement"] for f in ms] == ["SGLANG_WIDGET_WAIT"]
+    assert "(in ms) is deprecated, SGLANG_WIDGET_WAIT is in seconds" in ms[0]["message"]
+    gone = env_findings(explain(client, f"SGLANG_WIDGET_LEGACY=1 {LAUNCH}"))
+    assert [f["severity"] for f in gone] == ["warning"]
+    assert gone[0]["message"].startswith("SGLANG_WIDGET_LEGACY is deprecated at v0.5.0")
     prefix = env_findings(explain(client, f"SGL_WIDGET_COMPILE=1 {LAUNCH}"))
     assert prefix[0]["replacement"] == "SGLANG_WIDGET_COMPILE"  # the SGL_ -> SGLANG_ rule
     bad = explain(

@@ -151,6 +151,9 @@ SNIPPETS = [
     '    """',
     "    call(server_args.a,",
     "        server_args.b)",
+    '    raise ValueError("use `envs.SGLANG_G.get()`, not `envs.SGLANG_G`")',
+    '    log(f"now {envs.SGLANG_H.get()}")',
+    '    _print_deprecated_env("SGLANG_I", "SGLANG_J")',
 ]
 
 

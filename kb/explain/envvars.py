@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kb.env import is_deprecated
 from kb.explain.facts import EnvSpec, VersionFacts
 from kb.explain.report import Finding, finding
 from kb.explain.shell import COMMAND_SEPARATORS, ENV_ASSIGNMENT, WRAPPERS, shell_words
@@ -278,6 +279,8 @@ def check_env(
             for old, new in facts.env_prefix_aliases:
                 if a.name.startswith(old) and new + a.name.removeprefix(old) in facts.env:
                     replacement = new + a.name.removeprefix(old)
+        # SGLang's own deprecation warning names the old name (and a unit change, if any).
+        said = f'; SGLang warns: "{spec.comment}"' if spec and a.name in spec.comment else ""
         if replacement is not None and replacement in facts.env:
             target = facts.env[replacement]
             findings.append(
@@ -285,11 +288,34 @@ def check_env(
                     "warning",
                     None,
                     f"{a.name} is deprecated at {facts.name}: use {replacement} "
-                    "(SGLang still reads the old name for now)",
+                    f"(SGLang still reads the old name for now){said}",
                     "env",
                     target.source,
                     env=a.name,
                     replacement=replacement,
+                )
+            )
+        elif replacement is not None and replacement.startswith("--") and spec is not None:
+            findings.append(
+                finding(
+                    "warning",
+                    None,
+                    f"{a.name} is deprecated at {facts.name}: use {replacement}{said}",
+                    "env",
+                    spec.source,
+                    env=a.name,
+                    replacement=replacement,
+                )
+            )
+        elif spec is not None and is_deprecated(a.name, None, spec.comment):
+            findings.append(
+                finding(
+                    "warning",
+                    None,
+                    f"{a.name} is deprecated at {facts.name}{said}",
+                    "env",
+                    spec.source,
+                    env=a.name,
                 )
             )
         elif spec is None:

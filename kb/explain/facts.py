@@ -87,6 +87,7 @@ class EnvSpec:
     deprecated_names: tuple[str, ...] = ()
     replacement: str | None = None  # this name is deprecated in favour of that one
     source: Citation | None = None
+    comment: str = ""  # for a name deprecated by a helper call: SGLang's warning
 
 
 @dataclass

@@ -126,6 +126,7 @@ def _read_facts(session: Session, version: Version) -> VersionFacts:
             deprecated_names=tuple(loads(row.deprecated_names) or ()),
             replacement=row.replacement,
             source=citation(version, row.path, row.line, row.end_line),
+            comment=row.comment,
         )
         for row in session.exec(select(EnvVar).where(EnvVar.version_id == version.id))
     }
