@@ -332,6 +332,9 @@ def test_env_api_and_pages(client: TestClient) -> None:
     assert client.get("/v/v0.5.0/env/NOPE_NOPE").status_code == 404
     renamed = client.get("/v/v0.5.0/env/SGLANG_WIDGET_LOG").text
     assert "Deprecated name." in renamed and 'href="/v/v0.5.0/env/SGLANG_LOG_WIDGET"' in renamed
+    assert "<dt>Deprecated at</dt>" in renamed and "First read at" not in renamed
+    # A name deprecated by the SGL_ prefix rule is still cited at its first read.
+    assert "<dt>First read at</dt>" in client.get("/v/v0.5.0/env/SGL_CHUNK_SIZE").text
     to_flag = client.get("/v/v0.5.0/env/SGLANG_WIDGET_TURBO").text
     assert "Deprecated name." in to_flag and 'href="/v/v0.5.0/flags/--widget-mode"' in to_flag
 

@@ -21,6 +21,7 @@ from kb.env import (
     env_sites,
     env_var_dict,
     get_env,
+    is_deprecated,
     versions_with_env,
 )
 from kb.queries import MAX_NAME, get_version, version_names
@@ -75,12 +76,19 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
     names = version_names(session)
     having = {v.name for v in versions_with_env(session, var.name)}
     flag_sites = [s for s in data.reads if s.flags]
+    # An undeclared name is cited at its first read, or where environ.py deprecates it.
+    read_there = any(s.path == src.path and s.line == src.line for s in data.reads)
+    deprecated = is_deprecated(data.name, data.replacement, data.comment)
+    cited_as = "Declared at" if data.declared else "First read at"
+    if not data.declared and deprecated and not read_there:
+        cited_as = "Deprecated at"
     by_file = [(p, list(g)) for p, g in groupby(data.reads, key=lambda s: s.path)]
     context = {
         **page_context(session, found, f"env/{var.name}", set(names) - having, names),
         "var": data,
         "definition": definition,
         "flag_sites": flag_sites,
+        "cited_as": cited_as,
         "sites_by_file": by_file,
     }
     return render(request, "env.html", context)
