@@ -986,6 +986,7 @@ MAX_CLASS_HOPS = 2
 Relation = tuple[str, int, str, frozenset[str], str, str]
 INIT = frozenset({"__init__"})
 # `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
+CALL_AFTER_RE = re.compile(r"[ \t]*\(")
 SELF_ASSIGN_RE = re.compile(
     r"[ \t]*self\.(\w+)(?:[ \t]*,[ \t]*self\.\w+)*[ \t]*(?::[^=\n]*)?=(?!=)(.*)"
 )
@@ -1081,7 +1082,12 @@ def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relat
     while pos >= 0:
         end = pos + len(ref)
         before = text[pos - 1] if pos else " "
-        if not (before.isalnum() or before in "_.") and text[end : end + 1] in ("(", " "):
+        # A call: the name then "(" (`Cls (` too); in a comment (`# as in Cls load()`) the
+        # name is no call, and its line would count as the statement above it.
+        call = CALL_AFTER_RE.match(text, end) is not None
+        if call and "#" in text[text.rfind("\n", 0, pos) + 1 : pos]:
+            call = False
+        if not (before.isalnum() or before in "_.") and call:
             for (a, b, first_line), owner in inits:
                 if not a < pos < b:
                     continue

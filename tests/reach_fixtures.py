@@ -409,6 +409,25 @@ class RhoForConditionalGeneration:
 EntryClass = RhoForConditionalGeneration
 """
 
+# A comment naming the held class after a `self.x = y` line of `__init__` is no call: not a
+# holder, not a user.
+PHI_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+
+
+class PhiForCausalLM:
+    def __init__(self, config):
+        self.config = config
+        # weights load as in AlphaMoeForCausalLM load_weights()
+        self.layers = []
+
+    def forward(self, batch):
+        return self.layers
+
+
+EntryClass = PhiForCausalLM
+"""
+
 HOLDING_MODELS = {
     "alpha_nextn": ALPHA_NEXTN_MODEL,
     "iota": IOTA_MODEL,
@@ -419,6 +438,7 @@ HOLDING_MODELS = {
     "omicron": OMICRON_MODEL,
     "pi": PI_MODEL,
     "rho": RHO_MODEL,
+    "phi": PHI_MODEL,
 }
 
 

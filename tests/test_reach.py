@@ -85,6 +85,13 @@ def test_holding_and_module_bases_are_cited_where_they_are(client: TestClient) -
     assert iota == [(7, "self.layers, self.start_layer, self.end_layer = make_layers(")]
 
 
+def test_a_comment_naming_a_class_holds_nothing(client: TestClient) -> None:
+    # `# ... AlphaMoeForCausalLM load_weights()` after `self.config = config` in __init__
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    assert "phi" not in {m["name"] for m in dbo["models"]}
+    assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("/phi.py")]
+
+
 def test_indirect_usages_are_apart_from_direct_reads(client: TestClient) -> None:
     dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
     assert [(u["path"], u["line"]) for u in dbo["usages"]] == [
