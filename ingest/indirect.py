@@ -744,9 +744,10 @@ class Resolver:
         site's flags, the chain extended by one link per step, in two ways:
         - inheritance: `class Qwen3MoeModel(Qwen2MoeModel)` (or `(qwen2_moe.Qwen2MoeModel)`
           through a module import): the link is the base's name; a subclass that overrides
-          every method holding the uses without calling `super()` does not get them;
+          every method holding a flag's uses without calling `super()` does not get it;
         - composition: `self.model = Glm4MoeModel(...)` in a class's `__init__` (also inside
-          `make_layers(lambda ...: X(...))` or a list): the link is `self.model = X(…)`.
+          `make_layers(lambda ...: X(...))` or a list): the link is `self.model = X(…)`,
+          and the method holding the uses is `__init__`.
         A step into another model file records a site there (the class line, or the
         assignment line); a step inside one file (DeepseekV2ForCausalLM holding
         DeepseekV2Model) records none (the file has one) but is followed on. Names resolve
@@ -759,26 +760,34 @@ class Resolver:
                 where = self._class_method(files[site["path"]], site["line"], read_text)
                 if where is not None:
                     key = (module_of(site["path"]) or "", where[0])
-                    _add_user(users, key, site["path"], site["dest"], site["via"], 0)
-                    users[key].methods.add(where[1])
-        done = {(key, dest) for key, user in users.items() for dest in user.best}
-        # Breadth first, so the shortest chain wins; steps inside a file are bounded by its
-        # classes (`done`), steps into another file by MAX_CLASS_HOPS.
-        while users:
-            new: dict[Target, _User] = {}
-            for (module, cls), user in sorted(users.items()):
+                    user = users.setdefault(key, _User(site["path"]))
+                    dest, via = site["dest"], site["via"]
+                    old = user.best.get(dest)
+                    if old is None or len(old[0]) > len(via):
+                        user.best[dest] = (via, 0)
+                    user.methods.setdefault(dest, set()).add(where[1])
+        # Breadth first, so the shortest chain wins. A class is followed again for a dest
+        # when a later way adds a method holding its uses (a subclass overriding the first
+        # ones may still inherit it); methods only grow, so this ends.
+        todo = {key: set(user.best) for key, user in users.items()}
+        while todo:
+            new: dict[Target, set[str]] = defaultdict(set)
+            for (module, cls), dests in sorted(todo.items()):
+                user = users[(module, cls)]
                 found = [(user.path, cls, True)]  # other classes of its own file
-                if user.hops < MAX_CLASS_HOPS:  # the fewest of its dests
+                if min(user.best[d][1] for d in dests) < MAX_CLASS_HOPS:
                     for path, ref in self._class_refs(module, cls):
                         if path.startswith(MODELS_DIR) and module_of(path) != module:
                             found.append((path, ref, False))
                 for path, ref, local in found:
                     for rel in self._relations(files[path], ref, cls, local, read_text):
                         kind, line, name, own, text, link = rel
-                        if kind == "inherit" and user.methods and user.methods <= own:
-                            continue  # every method holding a use is overridden
                         key = (module_of(path) or "", name)
-                        for dest, (via, hops) in sorted(user.best.items()):
+                        for dest in sorted(dests):
+                            via, hops = user.best[dest]
+                            held = user.methods[dest]
+                            if kind == "inherit" and held <= own:
+                                continue  # every method holding this dest's uses is overridden
                             if not local and hops >= MAX_CLASS_HOPS:
                                 continue
                             chain = [*via, link]
@@ -788,14 +797,16 @@ class Resolver:
                                     "dest": dest, "path": path, "line": line, "text": text,
                                     "via": chain, "rank": (1, len(chain)),
                                 }  # fmt: skip
-                            if (key, dest) not in done:
-                                done.add((key, dest))
-                                _add_user(new, key, path, dest, chain, hops + (not local))
-                        if key in new:
-                            new[key].methods.update(
-                                user.methods - own if kind == "inherit" else own
-                            )
-            users = new
+                            reached = users.setdefault(key, _User(path))
+                            reached.best.setdefault(dest, (chain, hops + (not local)))
+                            # a holder's use is held in its __init__; a subclass's in the
+                            # base's methods it does not override
+                            passed = held - own if kind == "inherit" else own
+                            there = reached.methods.setdefault(dest, set())
+                            if not passed <= there:
+                                there |= passed
+                                new[key].add(dest)
+            todo = new
 
     def _class_refs(self, module: str, cls: str) -> list[tuple[str, str]]:
         """(path, how the file names the class) of the files importing it: its alias, or
@@ -986,6 +997,7 @@ MAX_CLASS_HOPS = 2
 Relation = tuple[str, int, str, frozenset[str], str, str]
 INIT = frozenset({"__init__"})
 # `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
+CALL_AFTER_RE = re.compile(r"[ \t]*\(")
 SELF_ASSIGN_RE = re.compile(
     r"[ \t]*self\.(\w+)(?:[ \t]*,[ \t]*self\.\w+)*[ \t]*(?::[^=\n]*)?=(?!=)(.*)"
 )
@@ -1081,7 +1093,12 @@ def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relat
     while pos >= 0:
         end = pos + len(ref)
         before = text[pos - 1] if pos else " "
-        if not (before.isalnum() or before in "_.") and text[end : end + 1] in ("(", " "):
+        # A call: the name then "(" (`Cls (` too); in a comment (`# as in Cls load()`) the
+        # name is no call, and its line would count as the statement above it.
+        call = CALL_AFTER_RE.match(text, end) is not None
+        if call and "#" in text[text.rfind("\n", 0, pos) + 1 : pos]:
+            call = False
+        if not (before.isalnum() or before in "_.") and call:
             for (a, b, first_line), owner in inits:
                 if not a < pos < b:
                     continue
@@ -1137,24 +1154,15 @@ def _defines(padded: str, name: str) -> bool:
 
 @dataclass
 class _User:
-    """A model class reached by flags: where it is, the methods holding the uses (a
-    subclass overriding them all without `super()` is not reached), and per dest the
-    shortest chain with the steps into other files it took."""
+    """A model class reached by flags: where it is and, per dest, the shortest chain with
+    the steps into other files it took, and the methods holding the dest's uses (a subclass
+    overriding them all without `super()` does not get the dest). Per dest: a class holding
+    one flag's model in `__init__` and inheriting another's `load_weights` passes a draft
+    model replacing `__init__` the second flag only."""
 
     path: str
-    hops: int  # the fewest steps into other files of its dests
-    methods: set[str] = field(default_factory=set)
     best: dict[str, tuple[list[str], int]] = field(default_factory=dict)
-
-
-def _add_user(
-    users: dict[Target, _User], key: Target, path: str, dest: str, via: list[str], hops: int
-) -> None:
-    user = users.setdefault(key, _User(path, hops))
-    user.hops = min(user.hops, hops)
-    old = user.best.get(dest)
-    if old is None or len(old[0]) > len(via):
-        user.best[dest] = (via, hops)
+    methods: dict[str, set[str]] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=65536)

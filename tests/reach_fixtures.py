@@ -409,6 +409,119 @@ class RhoForConditionalGeneration:
 EntryClass = RhoForConditionalGeneration
 """
 
+# A comment naming the held class after a `self.x = y` line of `__init__` is no call: not a
+# holder, not a user.
+PHI_MODEL = """
+from sglang.srt.models.alpha_moe import AlphaMoeForCausalLM
+
+
+class PhiForCausalLM:
+    def __init__(self, config):
+        self.config = config
+        # weights load as in AlphaMoeForCausalLM load_weights()
+        self.layers = []
+
+    def forward(self, batch):
+        return self.layers
+
+
+EntryClass = PhiForCausalLM
+"""
+
+# Two flags reach one class in one step by two ways: dbo held in `__init__` (self.model =
+# SigmaModel(...)), lbo inherited from a loader mixin's `load`; then a subclass in the file.
+SIGMA_MODEL = """
+from sglang.srt.overlap.dbo_overlap import model_forward_maybe_dbo
+from sglang.srt.overlap.lbo_overlap import LboFlags
+
+
+class SigmaLoaderMixin:
+    def load(self, weights):
+        if LboFlags.fuse_inside_lbo():
+            return weights
+        return None
+
+
+class SigmaModel:
+    def forward(self, batch):
+        return model_forward_maybe_dbo(self.layers, enable_dbo=True)
+
+
+class SigmaForCausalLM(SigmaLoaderMixin):
+    def __init__(self, config):
+        self.model = SigmaModel(config)
+
+
+class SigmaV3ForCausalLM(SigmaForCausalLM):
+    pass
+
+
+EntryClass = [SigmaForCausalLM, SigmaV3ForCausalLM]
+"""
+
+# A draft model two steps down from the holder, building its own `__init__` without
+# `super()`: dbo's model is not its own (a user of lbo still: `load` is inherited).
+TAU_MODEL = """
+from sglang.srt.models.sigma import SigmaV3ForCausalLM
+
+
+class TauNextNForCausalLM(SigmaV3ForCausalLM):
+    def __init__(self, config):
+        object.__init__(self)
+        self.model = None
+
+    def forward(self, batch):
+        return self.model(batch)
+
+
+EntryClass = TauNextNForCausalLM
+"""
+
+# The same, calling `super().__init__()`: a user of both.
+UPSILON_MODEL = """
+from sglang.srt.models.sigma import SigmaV3ForCausalLM
+
+
+class UpsilonForCausalLM(SigmaV3ForCausalLM):
+    def __init__(self, config):
+        super().__init__(config)
+        self.extra = None
+
+
+EntryClass = UpsilonForCausalLM
+"""
+
+# A class using dbo in a method of its own and inheriting its base's use: a subclass
+# overriding the first method without `super()` still inherits the base's.
+CHI_MODEL = """
+from sglang.srt.overlap.dbo_overlap import model_forward_maybe_dbo
+
+
+class ChiBase:
+    def forward(self, batch):
+        return model_forward_maybe_dbo(self.layers, enable_dbo=True)
+
+
+class ChiForCausalLM(ChiBase):
+    def capture(self, batch):
+        return model_forward_maybe_dbo(batch, enable_dbo=False)
+
+
+EntryClass = ChiForCausalLM
+"""
+
+PSI_MODEL = """
+from sglang.srt.models.chi import ChiForCausalLM
+
+
+class PsiForCausalLM(ChiForCausalLM):
+    def capture(self, batch):
+        return batch
+
+
+EntryClass = PsiForCausalLM
+"""
+
 HOLDING_MODELS = {
     "alpha_nextn": ALPHA_NEXTN_MODEL,
     "iota": IOTA_MODEL,
@@ -419,6 +532,12 @@ HOLDING_MODELS = {
     "omicron": OMICRON_MODEL,
     "pi": PI_MODEL,
     "rho": RHO_MODEL,
+    "phi": PHI_MODEL,
+    "sigma": SIGMA_MODEL,
+    "tau": TAU_MODEL,
+    "upsilon": UPSILON_MODEL,
+    "chi": CHI_MODEL,
+    "psi": PSI_MODEL,
 }
 
 

@@ -15,6 +15,12 @@ from tests.reach_fixtures import HOLDING_MODELS, build_reach_repo
 
 V = "/api/v/v0.4.0"
 BEFORE_HOLDING = {"alpha_moe", "beta", "gamma", "delta", "epsilon", "eta", "zeta", "theta"}
+LBO = [
+    "IS_LBO_ENABLED",
+    "is_lbo_enabled()",
+    "LboFlags.overlap_down()",
+    "LboFlags.fuse_inside_lbo()",
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +52,11 @@ def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
     }
     # mu's holder name is imported from two places, nu replaces the draft model's
     # `__init__` (and builds alpha outside one), pi also assigns the module's name, rho
-    # holds kappa's model (a third step into another file): no user.
-    assert set(models) - BEFORE_HOLDING == {"alpha_nextn", "iota", "kappa", "xi", "omicron"}
+    # holds kappa's model (a third step into another file): no user (sigma, upsilon, chi,
+    # psi: below).
+    assert set(models) - BEFORE_HOLDING == {
+        "alpha_nextn", "iota", "kappa", "xi", "omicron", "sigma", "upsilon", "chi", "psi"
+    }  # fmt: skip
     epsilon = next(m for m in dbo["models"] if m["name"] == "epsilon")
     assert epsilon["site"]["line"] == 4 and not epsilon["direct"]
     # held (`self.model = ...`), in a lambda of layers, then by a wrapper of that model in
@@ -62,14 +71,26 @@ def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
     ]
     assert models["xi"] == models["omicron"] == [*alpha, "AlphaMoeForCausalLM"]
     lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
-    assert {m["name"]: m["via"] for m in lbo["models"]} == {
-        "delta": [
-            "IS_LBO_ENABLED",
-            "is_lbo_enabled()",
-            "LboFlags.overlap_down()",
-            "LboFlags.fuse_inside_lbo()",
-        ]
-    }
+    assert {m["name"]: m["via"] for m in lbo["models"]}["delta"] == LBO
+
+
+def test_methods_holding_the_uses_are_per_flag(client: TestClient) -> None:
+    # SigmaForCausalLM holds dbo's model in __init__ and inherits lbo's `load`; tau derives
+    # from its subclass and replaces __init__ without super(): lbo only; upsilon calls it.
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
+    dbo_models = {m["name"]: m["via"] for m in dbo["models"]}
+    lbo_models = {m["name"]: m["via"] for m in lbo["models"]}
+    alpha = ["IS_DBO_ENABLED", "is_dbo_enabled()", "model_forward_maybe_dbo"]
+    held = [*alpha, "self.model = SigmaModel(…)", "SigmaForCausalLM", "SigmaV3ForCausalLM"]
+    assert "tau" not in dbo_models and dbo_models["upsilon"] == held
+    loaded = [*LBO, "SigmaLoaderMixin", "SigmaForCausalLM", "SigmaV3ForCausalLM"]
+    assert lbo_models["tau"] == lbo_models["upsilon"] == loaded
+    assert set(lbo_models) == {"delta", "sigma", "tau", "upsilon"}
+    assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("/tau.py")]
+    # ChiForCausalLM uses dbo in `capture` and inherits ChiBase's `forward`: psi replaces
+    # `capture` only, so it still gets dbo through the base's method.
+    assert dbo_models["psi"] == [*alpha, "ChiForCausalLM"]
 
 
 def test_holding_and_module_bases_are_cited_where_they_are(client: TestClient) -> None:
@@ -83,6 +104,13 @@ def test_holding_and_module_bases_are_cited_where_they_are(client: TestClient) -
     ]
     # IotaForCausalLM holding IotaModel is a step inside the file: no second site there
     assert iota == [(7, "self.layers, self.start_layer, self.end_layer = make_layers(")]
+
+
+def test_a_comment_naming_a_class_holds_nothing(client: TestClient) -> None:
+    # `# ... AlphaMoeForCausalLM load_weights()` after `self.config = config` in __init__
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    assert "phi" not in {m["name"] for m in dbo["models"]}
+    assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("/phi.py")]
 
 
 def test_indirect_usages_are_apart_from_direct_reads(client: TestClient) -> None:
