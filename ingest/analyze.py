@@ -31,7 +31,7 @@ from kb.codec import pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
-ANALYZER_VERSION = 10
+ANALYZER_VERSION = 11  # 11: registry argument positions, registry_defs
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
