@@ -18,8 +18,9 @@ Given the blob's pieces (ingest/chunks.py), only the pieces the last version of 
 not have are scanned, all at once (joined by blank lines, findings sent back to their piece);
 each piece keeps its findings with piece-relative lines, and the blob's facts are put
 together from them in the order the whole-blob scan gives. What is not local to a piece is
-computed over the whole blob: grouping dispatch entries (a run may go on past a blank line)
-and the name a run is assigned to when its lines are in an earlier piece. A piece that could
+computed over the whole blob: grouping dispatch entries (a run may go on past a blank line),
+the name a run is assigned to when its lines are in an earlier piece, and the registering
+functions' parameters (when a piece has a `def register_x(` line). A piece that could
 hold a match going on past its end (`register_x(` or ` in` last, a lookahead that sees only
 blanks, a bracket the piece does not close, a receiver's name last) is marked NONLOCAL, and
 blobs with one are scanned whole.
@@ -53,12 +54,17 @@ ARG_PREFIX_RE = re.compile(rb"\s*(?:,\s*(?:([\"'])" + VALUE + rb"\1\s*)?)?")
 # A top-level registering function, its positional parameters, and what says a parameter's
 # class: a conversion `Enum(param)`, or a key tuple `key = (a, b)` stored as `d[key] = ...` in
 # a dict annotated `d: dict[Tuple[A, B], ...]`.
-DEF_RE = re.compile(rb"^def (\w*register\w*)\(", re.M)
+# (found from each `register` (bytes.find) or `ict[` (a literal-led pattern): a pattern led by
+# a name or by `^` tries every position; what comes before is checked after)
+DEF_NAME_RE = re.compile(rb"register\w*\(")  # matched at each `register`
+DEF_LINE_RE = re.compile(rb"def \w*")  # the line up to the name's `register`
 PARAM_NAME_RE = re.compile(r"\s*([A-Za-z_]\w*)")
-CONVERSION_RE = re.compile(rb"\b([A-Z]\w*)\(\s*([a-z_]\w*)\s*\)")
-TUPLE_DICT_RE = re.compile(rb"(\w+)\s*:\s*[Dd]ict\[\s*[Tt]uple\[([\w\s,.]+)\]")
-TUPLE_STORE_RE = re.compile(rb"(\w+)\[\s*(\w+|\([\w\s,]+\))\s*\]\s*=(?!=)")
-TUPLE_ASSIGN_RE = re.compile(rb"\b(\w+)\s*=\s*\(([\w\s]+(?:,[\w\s]+)+),?\s*\)")
+CONVERSION_ARG = rb"\(\s*(%s)\s*\)"  # the parameters' names joined by `|`: led by `(`
+CLASS_BEFORE_RE = re.compile(rb"(?<!\w)([A-Z]\w*)$")  # what comes before that `(`
+TUPLE_DICT_RE = re.compile(rb"ict\[\s*[Tt]uple\[([\w\s,.]+)\]")
+ANNOTATED_RE = re.compile(rb"(\w+)\s*:\s*[Dd]$")  # what comes before a TUPLE_DICT_RE match
+TUPLE_STORE = rb"\b%s\[\s*(\w+|\([\w\s,]+\))\s*\]\s*=(?!=)"  # led by the dict's name
+TUPLE_ASSIGN = rb"\b%s\s*=\s*\(([\w\s]+(?:,[\w\s]+)+),?\s*\)"  # led by the key's name
 MAX_PARAMS_TEXT = 2000  # how far a def's parameters are looked for
 NAME_BEFORE_RE = re.compile(r"([A-Za-z_][\w.]*)$")
 # A key that starts its line, matched at a line start found from a `":` (bytes.find is fast).
@@ -111,7 +117,8 @@ def scan_choice_shapes(
         whole = _found(data, lines, None)
         assert whole is not None  # (only pieces can be cut short)
         texts = lines.texts
-        out = _assembled([(0, 0, cast(_Found, whole[0]))], data, None, texts)
+        found = [(0, 0, cast(_Found, whole[0]))]
+        out = _assembled(found, data, None, texts)
     else:
         texts = {}
         out = _assembled(found, data, parts, texts)
@@ -121,7 +128,9 @@ def scan_choice_shapes(
             types = _receiver_types(data, names)
         if types:
             out["types"] = types
-    if b"register" in data:  # over the whole blob: a def's parts may lie in several pieces
+    if any(f[5] for _i, _s, f in found):
+        # over the whole blob: a def's parameters and what says their classes may lie in
+        # several pieces
         defs = registry_defs(data)
         if defs:
             out["registry_defs"] = defs
@@ -133,18 +142,22 @@ def registry_defs(data: bytes) -> dict[str, list[list[Any]]]:
     """name -> [[parameter, [classes the file says it holds]], ...] for each top-level
     `def register_x(...)` (positional parameters only, in order)."""
     params: dict[str, list[str]] = {}
-    for m in DEF_RE.finditer(data):
-        names = _positional(data, m.end())
-        if names is not None:
-            params[m.group(1).decode()] = names
+    at = data.find(b"register")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        m = DEF_NAME_RE.match(data, at) if DEF_LINE_RE.fullmatch(data, start, at) else None
+        if m is not None and (names := _positional(data, m.end())) is not None:
+            params[data[start + 4 : m.end() - 1].decode()] = names
+        at = data.find(b"register", at + 1)
     wanted = {p for names in params.values() for p in names}
     if not wanted:
         return {}
     classes: dict[str, set[str]] = {p: set() for p in wanted}
-    for c in CONVERSION_RE.finditer(data):
-        name = c.group(2).decode()
-        if name in classes:
-            classes[name].add(c.group(1).decode())
+    wanted_re = CONVERSION_ARG % b"|".join(re.escape(p.encode()) for p in sorted(wanted))
+    for c in re.finditer(wanted_re, data):
+        before = CLASS_BEFORE_RE.search(data, max(0, c.start() - 80), c.start())
+        if before is not None:
+            classes[c.group(1).decode()].add(before.group(1).decode())
     for param, cls in _key_tuple_classes(data):
         if param in classes:
             classes[param].add(cls)
@@ -196,30 +209,25 @@ def _top_level_split(text: str) -> list[str]:
 def _key_tuple_classes(data: bytes) -> list[tuple[str, str]]:
     """(name, class) for the names of a key tuple stored in a dict annotated with a tuple
     key type: `key = (a, b)` then `table[key] = f`, with `table: dict[Tuple[A, B], ...]`."""
-    typed = {
-        m.group(1): [t.strip().rsplit(b".", 1)[-1] for t in m.group(2).split(b",")]
-        for m in TUPLE_DICT_RE.finditer(data)
-    }
+    typed = {}
+    for m in TUPLE_DICT_RE.finditer(data):
+        name = ANNOTATED_RE.search(data, max(0, m.start() - 80), m.start())
+        if name is not None:
+            typed[name.group(1)] = [t.strip().rsplit(b".", 1)[-1] for t in m.group(1).split(b",")]
     if not typed:
         return []
     out = []
-    for store in TUPLE_STORE_RE.finditer(data):
-        types = typed.get(store.group(1))
-        if types is None:
-            continue
-        key = store.group(2)
-        if not key.startswith(b"("):  # the tuple last assigned to the name before the store
-            assigned = [
-                a.group(2)
-                for a in TUPLE_ASSIGN_RE.finditer(data, 0, store.start())
-                if a.group(1) == key
-            ]
-            if not assigned:
-                continue
-            key = assigned[-1]
-        names = [n.strip() for n in key.strip(b"()").split(b",") if n.strip()]
-        if len(names) == len(types):
-            out += [(n.decode(), t.decode()) for n, t in zip(names, types, strict=True)]
+    for table, types in typed.items():
+        for store in re.finditer(TUPLE_STORE % re.escape(table), data):
+            key = store.group(1)
+            if not key.startswith(b"("):  # the tuple last assigned to the name before it
+                assigned = re.findall(TUPLE_ASSIGN % re.escape(key), data[: store.start()])
+                if not assigned:
+                    continue
+                key = assigned[-1]
+            names = [n.strip() for n in key.strip(b"()").split(b",") if n.strip()]
+            if len(names) == len(types):
+                out += [(n.decode(), t.decode()) for n, t in zip(names, types, strict=True)]
     return out
 
 
@@ -245,13 +253,14 @@ def registry_subject(func: str) -> str:
 # What one piece holds, line numbers relative to its first line: registry [(value, line,
 # func, argument position)], dict keys [(line, key, offset of the key's line in the piece)],
 # named_contains [(const, line, tail)], constants [(opener, name, values)] in the order they
-# are taken, and the texts of the lines cited.
+# are taken, the texts of the lines cited, and whether a registering function is defined.
 _Found = tuple[
     Sequence[tuple[str, int, str, int]],
     Sequence[tuple[int, str, int]],
     Sequence[tuple[str, int, str]],
     Sequence[tuple[int, str, list[str]]],
     Mapping[int, str],
+    Sequence[int],  # [1] when a line defines a registering function (`def register_x(`)
 ]
 
 
@@ -303,6 +312,7 @@ def _found(
         lines = _Lines(data)
     cut = _Cuts(texts) if texts is not None else None
     registry = []
+    defs: list[int] = []  # where a line `def ...register...(` is
     if b"register" in data:
         # (a match that crosses a cut has `register_x(` and blanks up to it: found here)
         if cut is not None and any(
@@ -310,10 +320,14 @@ def _found(
         ):
             return None
         # (a call quoted in a docstring registers nothing; pieces never cut such a string)
-        quoted = _quoted(data)
-        for m in REGISTRY_RE.finditer(data):
+        quoted: list[tuple[int, int]] | None = None  # found at the first match
+        for m in _registry_matches(data, defs):
             prefix = lines.prefix(m.start())
-            if _in_comment(prefix) or _inside(quoted, m.start()):
+            if _in_comment(prefix):
+                continue
+            if quoted is None:
+                quoted = _quoted(data)
+            if _inside(quoted, m.start()):
                 continue
             name = NAME_BEFORE_RE.search(prefix)
             token = data[m.start() : data.index(b"(", m.start())].decode("utf-8", "replace")
@@ -374,9 +388,25 @@ def _found(
                 [(c, no, tail) for _o, no, c, tail in named],
                 [(opener, name, values) for _o, opener, name, values in consts],
                 lines.texts,
+                [1] if defs else EMPTY,
             )
         ]
-    return cut.split(lines, registry, keys, named, consts)
+    return cut.split(lines, registry, keys, named, consts, defs)
+
+
+def _registry_matches(data: bytes, defs: list[int]) -> Iterator[re.Match[bytes]]:
+    """REGISTRY_RE's matches as finditer gives them, from each `register` (bytes.find: the
+    engine's own search for the literal is slower); `defs` gets the offset of each one
+    that names a function on a `def` line."""
+    at = data.find(b"register")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        if DEF_LINE_RE.fullmatch(data, start, at):
+            defs.append(at)
+        m = REGISTRY_RE.match(data, at)
+        if m is not None:
+            yield m
+        at = data.find(b"register", m.end() if m is not None else at + 1)
 
 
 class _Cuts:
@@ -406,6 +436,7 @@ class _Cuts:
         keys: list[tuple[int, int, str, int]],
         named: list[tuple[int, int, str, str]],
         consts: list[tuple[int, int, str, list[str]]],
+        defs: list[int],
     ) -> list[_Found | tuple[()]]:
         """Each piece's findings, with line numbers (and key offsets) relative to it."""
         each: list[Any] = [EMPTY] * len(self.starts)
@@ -414,7 +445,7 @@ class _Cuts:
         def home(offset: int, no: int) -> tuple[Any, int]:
             k = self.piece(offset)
             if each[k] is EMPTY:
-                each[k] = ([], [], [], [], {})
+                each[k] = ([], [], [], [], {}, [])
                 first[k] = lines.number(self.starts[k]) - 1
             rel = no - first[k]
             each[k][4][rel] = lines.texts[no]
@@ -432,8 +463,13 @@ class _Cuts:
         for pos, opener, name, values in consts:
             k = self.piece(pos)
             if each[k] is EMPTY:
-                each[k] = ([], [], [], [], {})
+                each[k] = ([], [], [], [], {}, [])
             each[k][3].append((opener, name, values))
+        for offset in defs:
+            k = self.piece(offset)
+            if each[k] is EMPTY:
+                each[k] = ([], [], [], [], {}, [])
+            each[k][5][:] = [1]
         # (kept in the memo: empty sections as the shared EMPTY)
         return [f if f is EMPTY else cast(_Found, tuple(s or EMPTY for s in f)) for f in each]
 
