@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ingest import actions
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
@@ -183,7 +183,7 @@ class _Blob:
     # per access in Python 3.11: too slow for the ~360,000 accesses of an ingest).
     _usages: tuple[frozenset[str], list[dict[str, Any]]] | None = None
     _choice_keys: tuple[frozenset[str], frozenset[str], frozenset[str]] | None | bool = False
-    _registry: list[tuple[str, int, str]] | None = None
+    _registry: list[tuple[str, int, str, str, int]] | None = None
     _constraint_keys: list[str] | None = None
 
     @property
@@ -227,7 +227,7 @@ class _Blob:
         f = self.facts
         if f.get("named_contains"):
             return None
-        values = {value for value, _line, _func in f.get("registry", [])}
+        values = {entry[0] for entry in f.get("registry", [])}
         values.update(key for entries, _l, _s in f.get("dispatch", []) for key, _line in entries)
         calls: set[str] = set()
         for value, _line, _tail, how in f["choices"]:
@@ -236,12 +236,13 @@ class _Blob:
         return frozenset(values), frozenset(calls), frozenset(classes)
 
     @property
-    def registry(self) -> list[tuple[str, int, str]]:
-        """The registry entries with the flag each registry's name spells."""
+    def registry(self) -> list[tuple[str, int, str, str, int]]:
+        """The registry entries (value, line, the flag the registry's name spells, the
+        registering function, the value's argument position)."""
         if self._registry is None:
             self._registry = [
-                (value, line, registry_subject(func))
-                for value, line, func in self.facts.get("registry", [])
+                (value, line, registry_subject(func), func, pos)
+                for value, line, func, pos in self.facts.get("registry", [])
             ]
         return self._registry
 
@@ -495,8 +496,9 @@ def family_base(options: list[str], dest_of: dict[str, str]) -> str | None:
 class Attributor:
     """Which flag a choice site is about, and on what basis; None when it really is
     ambiguous. Bases: "subject" (the compared name spells the flag), "enum" (a member of the
-    flag's enum), "type" (the receiver's type or getter), "only-flag" (no other flag accepts
-    the value), "family" (variants of one flag: the flag they derive from)."""
+    flag's enum), "type" (the receiver's type or getter; the enum a registering function's
+    parameter holds), "parameter" (that parameter's name), "only-flag" (no other flag
+    accepts the value), "family" (variants of one flag: the flag they derive from)."""
 
     def __init__(self, flags: list[dict[str, Any]], option_of: dict[str, str]) -> None:
         self.option_of = option_of
@@ -638,8 +640,17 @@ def _choice_sites(
         add = collector.add
         types = f.get("types", {})
         # Registries first: the most explicit shape, then the rest.
-        for value, line, subject in blob.registry:
-            found = who.value(value, subject)
+        for value, line, subject, func, pos in blob.registry:
+            if module_paths is None:
+                module_paths = {m: p for p in blobs if (m := module_of(p)) is not None}
+            params = _registry_params(func, path, f, blobs, module_paths)
+            param = params[pos] if params is not None and pos < len(params) else None
+            found = _registry_value(who, enum_by_name, other_enums, value, param)
+            if found is False:
+                continue  # the parameter holds another enum's values
+            if pos == 0 and (found is None or found[0] is None):
+                # the first argument: the flag the registry's name spells, as before
+                found = who.value(value, subject) or found
             if found is not None:
                 add(value, line, "registry", *found)
         for entries, _line, subject in f.get("dispatch", []):
@@ -669,6 +680,64 @@ def _choice_sites(
                 if m is None:
                     continue
                 add(m["value"], line, "enum", enum["primary"], enum["flags"], "enum")
+
+
+def _registry_params(
+    func: str, path: str, f: dict[str, Any], blobs: dict[str, _Blob], module_paths
+) -> list[list[Any]] | None:
+    """The parameters ([name, classes]) of a registering function called by its bare name:
+    defined in this file, or imported from the file that defines it (one import of it)."""
+    if "." in func:
+        return None
+    own = f.get("registry_defs", {})
+    if func in own:
+        return own[func]
+    mod = module_of(path) or ""
+    bound = [(module, name) for module, name, alias, _line in f.get("imports", []) if alias == func]
+    if len(bound) != 1:
+        return None
+    module, name = bound[0]
+    target = module_paths.get(absolute(module, mod, path.endswith("/__init__.py")))
+    if target is None:
+        return None
+    return blobs[target].facts.get("registry_defs", {}).get(name)
+
+
+def _registry_value(
+    who: Attributor,
+    enum_by_name: dict[str, list[dict[str, Any]]],
+    other_enums: set[str],
+    value: str,
+    param: list[Any] | None,
+) -> tuple[str | None, list[str], str] | None | Literal[False]:
+    """(flag, candidates, basis) for a registry's value from the parameter it is passed as
+    (`runner_backend_name`, which the file converts to MoeRunnerBackend); False when the
+    parameter holds an enum no flag is linked to (DispatchOutputFormat); None when the
+    parameter says nothing."""
+    if param is None:
+        return None
+    name, classes = param
+    accepting = who.accepting.get(value, [])
+    linked = [e for c in classes for e in enum_by_name.get(c, [])]
+    if linked:
+        flags = sorted({e["primary"] for e in linked if e["primary"] in accepting})
+        if len(flags) == 1:
+            return flags[0], [], "type"
+        options = sorted({o for e in linked for o in e["flags"] if o in accepting})
+        return who.among(options, name) if options else False
+    if any(c in other_enums for c in classes):
+        return False
+    if not core_words(name) or not accepting:
+        return None
+    owner = who.option_of.get(name)
+    if owner in accepting:
+        return owner, [], "parameter"
+    found = who.by_subject(name, sorted(accepting))
+    if found is not None:
+        return found, [], "parameter"
+    if value.lower() in GENERIC_VALUES:
+        return None
+    return who.among(sorted(accepting), name)
 
 
 @lru_cache(maxsize=65536)

@@ -1,6 +1,11 @@
 """More shapes of choice handling in one file, found by literal-led scans like ingest/sites.py:
 
-- registries: `@register_attention_backend("fa3")`, `register_x("name", ...)`;
+- registries: `@register_attention_backend("fa3")`, `register_x("name", ...)`, each of the
+  leading string arguments with its position (`@register_fused_func("none", "triton")`), and
+  the file's own `def register_x(...)`: its positional parameters, each with the classes the
+  file says it holds (`MoeRunnerBackend(runner_backend_name)`, or a key tuple stored in a
+  dict typed `dict[Tuple[A, B], ...]`), for the assembler to tell which flag each position
+  is about;
 - dispatch dicts whose keys are strings, one entry a line (`"fa3": FlashAttentionBackend,`);
 - containment in a named constant: `x in SUPPORTED_BACKENDS` (the constant is resolved to its
   values by the assembler, in this file or through its imports), with this file's constants;
@@ -13,8 +18,9 @@ Given the blob's pieces (ingest/chunks.py), only the pieces the last version of 
 not have are scanned, all at once (joined by blank lines, findings sent back to their piece);
 each piece keeps its findings with piece-relative lines, and the blob's facts are put
 together from them in the order the whole-blob scan gives. What is not local to a piece is
-computed over the whole blob: grouping dispatch entries (a run may go on past a blank line)
-and the name a run is assigned to when its lines are in an earlier piece. A piece that could
+computed over the whole blob: grouping dispatch entries (a run may go on past a blank line),
+the name a run is assigned to when its lines are in an earlier piece, and the registering
+functions' parameters (when a piece has a `def register_x(` line). A piece that could
 hold a match going on past its end (`register_x(` or ` in` last, a lookahead that sees only
 blanks, a bracket the piece does not close, a receiver's name last) is marked NONLOCAL, and
 blobs with one are scanned whole.
@@ -29,7 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate
 from typing import Any, cast
 
-from ingest.chunks import CUT, Piece, PieceSource
+from ingest.chunks import CUT, TRIPLE_QUOTES, Piece, PieceSource, string_spans
 from ingest.sites import (
     CLOSING,
     VALUE,
@@ -41,6 +47,25 @@ from ingest.sites import (
 )
 
 REGISTRY_RE = re.compile(rb"register\w*\(\s*([\"'])(" + VALUE + rb")\1")
+# A further string argument of a registry call, only while the call goes on with one (`,`
+# or `)` after it), and what a piece's end may leave of one (its match could go on past it).
+ARG_RE = re.compile(rb"\s*,\s*([\"'])(" + VALUE + rb")\1(?=\s*[,)])")
+ARG_PREFIX_RE = re.compile(rb"\s*(?:,\s*(?:([\"'])" + VALUE + rb"\1\s*)?)?")
+# A top-level registering function, its positional parameters, and what says a parameter's
+# class: a conversion `Enum(param)`, or a key tuple `key = (a, b)` stored as `d[key] = ...` in
+# a dict annotated `d: dict[Tuple[A, B], ...]`.
+# (found from each `register` (bytes.find) or `ict[` (a literal-led pattern): a pattern led by
+# a name or by `^` tries every position; what comes before is checked after)
+DEF_NAME_RE = re.compile(rb"register\w*\(")  # matched at each `register`
+DEF_LINE_RE = re.compile(rb"def \w*")  # the line up to the name's `register`
+PARAM_NAME_RE = re.compile(r"\s*([A-Za-z_]\w*)")
+CONVERSION_ARG = rb"\(\s*(%s)\s*\)"  # the parameters' names joined by `|`: led by `(`
+CLASS_BEFORE_RE = re.compile(rb"(?<!\w)([A-Z]\w*)$")  # what comes before that `(`
+TUPLE_DICT_RE = re.compile(rb"ict\[\s*[Tt]uple\[([\w\s,.]+)\]")
+ANNOTATED_RE = re.compile(rb"(\w+)\s*:\s*[Dd]$")  # what comes before a TUPLE_DICT_RE match
+TUPLE_STORE = rb"\b%s\[\s*(\w+|\([\w\s,]+\))\s*\]\s*=(?!=)"  # led by the dict's name
+TUPLE_ASSIGN = rb"\b%s\s*=\s*\(([\w\s]+(?:,[\w\s]+)+),?\s*\)"  # led by the key's name
+MAX_PARAMS_TEXT = 2000  # how far a def's parameters are looked for
 NAME_BEFORE_RE = re.compile(r"([A-Za-z_][\w.]*)$")
 # A key that starts its line, matched at a line start found from a `":` (bytes.find is fast).
 LINE_KEY_RE = re.compile(rb"[ \t]*\{?[ \t]*([\"'])(" + VALUE + rb")\1:[ \t]*[\w(\[{\"'.-]")
@@ -92,7 +117,8 @@ def scan_choice_shapes(
         whole = _found(data, lines, None)
         assert whole is not None  # (only pieces can be cut short)
         texts = lines.texts
-        out = _assembled([(0, 0, cast(_Found, whole[0]))], data, None, texts)
+        found = [(0, 0, cast(_Found, whole[0]))]
+        out = _assembled(found, data, None, texts)
     else:
         texts = {}
         out = _assembled(found, data, parts, texts)
@@ -102,8 +128,118 @@ def scan_choice_shapes(
             types = _receiver_types(data, names)
         if types:
             out["types"] = types
+    if any(f[5] for _i, _s, f in found):
+        # over the whole blob: a def's parameters and what says their classes may lie in
+        # several pieces
+        defs = registry_defs(data)
+        if defs:
+            out["registry_defs"] = defs
     out["lines"] = {str(k): v for k, v in texts.items()}
     return out
+
+
+def registry_defs(data: bytes) -> dict[str, list[list[Any]]]:
+    """name -> [[parameter, [classes the file says it holds]], ...] for each top-level
+    `def register_x(...)` (positional parameters only, in order)."""
+    params: dict[str, list[str]] = {}
+    at = data.find(b"register")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        m = DEF_NAME_RE.match(data, at) if DEF_LINE_RE.fullmatch(data, start, at) else None
+        if m is not None and (names := _positional(data, m.end())) is not None:
+            params[data[start + 4 : m.end() - 1].decode()] = names
+        at = data.find(b"register", at + 1)
+    wanted = {p for names in params.values() for p in names}
+    if not wanted:
+        return {}
+    classes: dict[str, set[str]] = {p: set() for p in wanted}
+    wanted_re = CONVERSION_ARG % b"|".join(re.escape(p.encode()) for p in sorted(wanted))
+    for c in re.finditer(wanted_re, data):
+        before = CLASS_BEFORE_RE.search(data, max(0, c.start() - 80), c.start())
+        if before is not None:
+            classes[c.group(1).decode()].add(before.group(1).decode())
+    for param, cls in _key_tuple_classes(data):
+        if param in classes:
+            classes[param].add(cls)
+    return {func: [[p, sorted(classes[p])] for p in names] for func, names in params.items()}
+
+
+def _positional(data: bytes, start: int) -> list[str] | None:
+    """The positional parameters of the def whose `(` ends at `start` (up to a `*`, past a
+    `/`); None when its `)` is not found near."""
+    depth, end = 0, start
+    stop = min(len(data), start + MAX_PARAMS_TEXT)
+    while end < stop:
+        ch = data[end]
+        if ch in b"([{":
+            depth += 1
+        elif ch in b")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        end += 1
+    else:
+        return None
+    text = re.sub(r"#[^\n]*", "", data[start:end].decode("utf-8", "replace"))
+    names: list[str] = []
+    for part in _top_level_split(text):
+        part = part.strip()
+        if part.startswith("*"):
+            break  # keyword-only or variadic from here
+        m = PARAM_NAME_RE.match(part)
+        if m is not None and m.group(1) not in ("self", "cls"):
+            names.append(m.group(1))
+    return names
+
+
+def _top_level_split(text: str) -> list[str]:
+    parts, depth, begin = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[begin:i])
+            begin = i + 1
+    parts.append(text[begin:])
+    return parts
+
+
+def _key_tuple_classes(data: bytes) -> list[tuple[str, str]]:
+    """(name, class) for the names of a key tuple stored in a dict annotated with a tuple
+    key type: `key = (a, b)` then `table[key] = f`, with `table: dict[Tuple[A, B], ...]`."""
+    typed = {}
+    for m in TUPLE_DICT_RE.finditer(data):
+        name = ANNOTATED_RE.search(data, max(0, m.start() - 80), m.start())
+        if name is not None:
+            typed[name.group(1)] = [t.strip().rsplit(b".", 1)[-1] for t in m.group(1).split(b",")]
+    if not typed:
+        return []
+    out = []
+    for table, types in typed.items():
+        for store in re.finditer(TUPLE_STORE % re.escape(table), data):
+            key = store.group(1)
+            if not key.startswith(b"("):  # the tuple last assigned to the name before it
+                assigned = re.findall(TUPLE_ASSIGN % re.escape(key), data[: store.start()])
+                if not assigned:
+                    continue
+                key = assigned[-1]
+            names = [n.strip() for n in key.strip(b"()").split(b",") if n.strip()]
+            if len(names) == len(types):
+                out += [(n.decode(), t.decode()) for n, t in zip(names, types, strict=True)]
+    return out
+
+
+def _quoted(data: bytes) -> list[tuple[int, int]]:
+    if TRIPLE_QUOTES[0] in data or TRIPLE_QUOTES[1] in data:
+        return string_spans(data)
+    return []
+
+
+def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
+    k = bisect.bisect_right(spans, (offset, 1 << 62)) - 1
+    return k >= 0 and spans[k][0] < offset < spans[k][1]
 
 
 def registry_subject(func: str) -> str:
@@ -115,15 +251,16 @@ def registry_subject(func: str) -> str:
 
 
 # What one piece holds, line numbers relative to its first line: registry [(value, line,
-# func)], dict keys [(line, key, offset of the key's line in the piece)], named_contains
-# [(const, line, tail)], constants [(opener, name, values)] in the order they are taken, and
-# the texts of the lines cited.
+# func, argument position)], dict keys [(line, key, offset of the key's line in the piece)],
+# named_contains [(const, line, tail)], constants [(opener, name, values)] in the order they
+# are taken, the texts of the lines cited, and whether a registering function is defined.
 _Found = tuple[
-    Sequence[tuple[str, int, str]],
+    Sequence[tuple[str, int, str, int]],
     Sequence[tuple[int, str, int]],
     Sequence[tuple[str, int, str]],
     Sequence[tuple[int, str, list[str]]],
     Mapping[int, str],
+    Sequence[int],  # [1] when a line defines a registering function (`def register_x(`)
 ]
 
 
@@ -175,20 +312,38 @@ def _found(
         lines = _Lines(data)
     cut = _Cuts(texts) if texts is not None else None
     registry = []
+    defs: list[int] = []  # where a line `def ...register...(` is
     if b"register" in data:
         # (a match that crosses a cut has `register_x(` and blanks up to it: found here)
         if cut is not None and any(
             cut.crossed(data, m.start(), m.end()) for m in REGISTRY_OPEN_RE.finditer(data)
         ):
             return None
-        for m in REGISTRY_RE.finditer(data):
+        # (a call quoted in a docstring registers nothing; pieces never cut such a string)
+        quoted: list[tuple[int, int]] | None = None  # found at the first match
+        for m in _registry_matches(data, defs):
             prefix = lines.prefix(m.start())
             if _in_comment(prefix):
+                continue
+            if quoted is None:
+                quoted = _quoted(data)
+            if _inside(quoted, m.start()):
                 continue
             name = NAME_BEFORE_RE.search(prefix)
             token = data[m.start() : data.index(b"(", m.start())].decode("utf-8", "replace")
             func = (name.group(1) if name else "") + token  # AttentionBackendRegistry.register
-            registry.append((m.start(), lines.at(m.start()), m.group(2).decode(), func))
+            registry.append((m.start(), lines.at(m.start()), m.group(2).decode(), func, 0))
+            end, pos = m.end(), 0
+            while True:  # the string arguments that follow, each with its position
+                if cut is not None and ARG_PREFIX_RE.fullmatch(data, end, cut.end(m.start())):
+                    return None  # the piece ends where the call could go on with one
+                a = ARG_RE.match(data, end)
+                if a is None:
+                    break
+                pos += 1
+                at = a.start(2)
+                registry.append((at, lines.at(at), a.group(2).decode(), func, pos))
+                end = a.end()
     keys = [(offset, lines.at(offset), key, start) for offset, start, key in _dict_keys(data)]
     named = []
     # Pieces hold matches without the whole blob's cheap test (b" in ") passing in them:
@@ -228,14 +383,30 @@ def _found(
     if cut is None:
         return [
             (
-                [(v, no, func) for _o, no, v, func in registry],
+                [(v, no, func, pos) for _o, no, v, func, pos in registry],
                 [(no, key, start) for _o, no, key, start in keys],
                 [(c, no, tail) for _o, no, c, tail in named],
                 [(opener, name, values) for _o, opener, name, values in consts],
                 lines.texts,
+                [1] if defs else EMPTY,
             )
         ]
-    return cut.split(lines, registry, keys, named, consts)
+    return cut.split(lines, registry, keys, named, consts, defs)
+
+
+def _registry_matches(data: bytes, defs: list[int]) -> Iterator[re.Match[bytes]]:
+    """REGISTRY_RE's matches as finditer gives them, from each `register` (bytes.find: the
+    engine's own search for the literal is slower); `defs` gets the offset of each one
+    that names a function on a `def` line."""
+    at = data.find(b"register")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        if DEF_LINE_RE.fullmatch(data, start, at):
+            defs.append(at)
+        m = REGISTRY_RE.match(data, at)
+        if m is not None:
+            yield m
+        at = data.find(b"register", m.end() if m is not None else at + 1)
 
 
 class _Cuts:
@@ -261,10 +432,11 @@ class _Cuts:
     def split(
         self,
         lines: _Lines,
-        registry: list[tuple[int, int, str, str]],
+        registry: list[tuple[int, int, str, str, int]],
         keys: list[tuple[int, int, str, int]],
         named: list[tuple[int, int, str, str]],
         consts: list[tuple[int, int, str, list[str]]],
+        defs: list[int],
     ) -> list[_Found | tuple[()]]:
         """Each piece's findings, with line numbers (and key offsets) relative to it."""
         each: list[Any] = [EMPTY] * len(self.starts)
@@ -273,15 +445,15 @@ class _Cuts:
         def home(offset: int, no: int) -> tuple[Any, int]:
             k = self.piece(offset)
             if each[k] is EMPTY:
-                each[k] = ([], [], [], [], {})
+                each[k] = ([], [], [], [], {}, [])
                 first[k] = lines.number(self.starts[k]) - 1
             rel = no - first[k]
             each[k][4][rel] = lines.texts[no]
             return each[k], rel
 
-        for offset, no, value, func in registry:
+        for offset, no, value, func, pos in registry:
             f, rel = home(offset, no)
-            f[0].append((value, rel, func))
+            f[0].append((value, rel, func, pos))
         for offset, no, key, start in keys:
             f, rel = home(offset, no)
             f[1].append((rel, key, start - self.starts[self.piece(offset)]))
@@ -291,8 +463,13 @@ class _Cuts:
         for pos, opener, name, values in consts:
             k = self.piece(pos)
             if each[k] is EMPTY:
-                each[k] = ([], [], [], [], {})
+                each[k] = ([], [], [], [], {}, [])
             each[k][3].append((opener, name, values))
+        for offset in defs:
+            k = self.piece(offset)
+            if each[k] is EMPTY:
+                each[k] = ([], [], [], [], {}, [])
+            each[k][5][:] = [1]
         # (kept in the memo: empty sections as the shared EMPTY)
         return [f if f is EMPTY else cast(_Found, tuple(s or EMPTY for s in f)) for f in each]
 
@@ -314,7 +491,9 @@ def _assembled(
             texts[no + shift] = f[4][no]
         return no + shift
 
-    registry = [[v, cited(no, shift, f), func] for _i, shift, f in found for v, no, func in f[0]]
+    registry = [
+        [v, cited(no, shift, f), func, pos] for _i, shift, f in found for v, no, func, pos in f[0]
+    ]
     if registry:
         out["registry"] = registry
     keys = [(cited(no, shift, f), key, i, at) for i, shift, f in found for no, key, at in f[1]]

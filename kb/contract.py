@@ -97,7 +97,8 @@ class ChoiceSite(Site):
     attributed: bool
     candidates: list[str]
     how: str  # compare | contains | enum | is_call | registry | dispatch
-    # why it is attributed to `flag`: subject | enum | type | only-flag | family; "" if not
+    # why it is attributed to `flag`: subject | enum | type | parameter | only-flag | family;
+    # "" if not
     basis: str = ""
 
 

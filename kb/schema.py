@@ -42,7 +42,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 15
+EXTRACTOR_VERSION = 16
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
@@ -187,7 +187,8 @@ class ChoiceSite(SQLModel, table=True):
     flag: str | None = None  # the option it is attributed to; None when ambiguous
     candidates: str = "[]"  # JSON options that accept this value (when ambiguous)
     how: str  # compare | contains | enum | is_call | registry | dispatch
-    # why it is attributed to `flag`: subject | enum | type | only-flag | family ("" if not)
+    # why it is attributed to `flag`: subject | enum | type | parameter | only-flag | family
+    # ("" if not)
     basis: str = ""
     path: str
     line: int

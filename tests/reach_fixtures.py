@@ -21,6 +21,7 @@ from typing import Optional
 
 ATTENTION_BACKEND_CHOICES = ["fa3", "triton", "flashinfer", "aiter", "wave"]
 MOE_RUNNER_BACKEND_CHOICES = ["auto", "triton", "flashinfer_cutlass", "flashinfer_trtllm"]
+MOE_A2A_BACKEND_CHOICES = ["none", "deepep", "flashinfer"]
 
 
 @dataclasses.dataclass
@@ -34,6 +35,7 @@ class ServerArgs:
     attention_backend: Optional[str] = None
     decode_attention_backend: Optional[str] = None
     moe_runner_backend: str = "auto"
+    moe_a2a_backend: str = "none"
     schedule_policy: str = "fcfs"
     disable_fusion: bool = False
 
@@ -76,6 +78,13 @@ class ServerArgs:
             choices=MOE_RUNNER_BACKEND_CHOICES,
             default="auto",
             help="MoE runner.",
+        )
+        parser.add_argument(
+            "--moe-a2a-backend",
+            type=str,
+            choices=MOE_A2A_BACKEND_CHOICES,
+            default="none",
+            help="MoE all-to-all.",
         )
         parser.add_argument(
             "--schedule-policy",
@@ -712,7 +721,86 @@ def order(policy, queue):
 """
 
 
+# Registering functions whose arguments are choices of different flags: the key tuple's
+# annotated types say which (`first`, `second` say nothing), or the parameter's name
+# (`runner_backend_name`), or its conversion to an enum that backs no flag (`QueueOrder`).
+STEP_POOL = """
+from enum import Enum
+from typing import Callable, Dict, Tuple
+
+from sglang.srt.layers.kinds import MoeRunnerBackend
+
+
+class MoeA2ABackend(Enum):
+    NONE = "none"
+    DEEPEP = "deepep"
+    FLASHINFER = "flashinfer"
+
+
+class QueueOrder(Enum):
+    FCFS = "fcfs"
+    STACK = "stack"
+
+
+class StepPool:
+    _steps: Dict[Tuple[MoeA2ABackend, MoeRunnerBackend], Callable] = {}
+
+    @classmethod
+    def add(cls, first, second, fn):
+        key = (first, second)
+        cls._steps[key] = fn
+
+    @classmethod
+    def add_policy(cls, policy_name, fn):
+        cls._policies[QueueOrder(policy_name)] = fn
+
+
+def register_fused_step(first, second):
+    def wrap(fn):
+        StepPool.add(first, second, fn)
+        return fn
+
+    return wrap
+
+
+def register_policy_step(
+    policy_name: str,  # (a QueueOrder)
+    runner_backend_name: str,
+    *,
+    strict: bool = False,
+):
+    return lambda fn: fn
+"""
+
+STEPS = """
+from sglang.srt.layers.moe.step_pool import register_fused_step, register_policy_step
+from sglang.srt.layers.moe.elsewhere import register_other_step
+
+
+@register_fused_step("none", "triton")
+def none_triton(x):
+    return x
+
+
+@register_fused_step("flashinfer", "flashinfer_cutlass")
+def flashinfer_cutlass(x):
+    return x
+
+
+@register_policy_step("fcfs", "triton")
+def fcfs_triton(x):
+    return x
+
+
+@register_other_step("deepep", "flashinfer_trtllm")
+def deepep_trtllm(x):
+    return x
+"""
+
+
 def add_choice_shapes(repo: Path) -> None:
+    write(repo, SRT + "layers/moe/step_pool.py", STEP_POOL)
+    write(repo, SRT + "layers/moe/steps.py", STEPS)
     write(repo, SRT + "layers/attention/registry.py", ATTN_REGISTRY)
     write(repo, SRT + "layers/kinds.py", KINDS)
     write(repo, SRT + "layers/moe/runner.py", RUNNER)

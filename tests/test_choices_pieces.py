@@ -75,8 +75,8 @@ def pick(mode):
 def test_unchanged_pieces_keep_their_results_and_shift_with_the_file() -> None:
     moved = "import y\n\n\n" + REGISTRY.replace('"triton": B', '"flashinfer": C')
     first, second = _same([REGISTRY, moved])
-    assert first["registry"] == [["fa3", 4, "register_attention_backend"]]
-    assert second["registry"] == [["fa3", 7, "register_attention_backend"]]  # shifted
+    assert first["registry"] == [["fa3", 4, "register_attention_backend", 0]]
+    assert second["registry"] == [["fa3", 7, "register_attention_backend", 0]]  # shifted
     assert second["dispatch"][0][0] == [["fa3", 19], ["flashinfer", 20]]
     assert first["consts"] == second["consts"] == {"MODES": ["a", "b"], "OTHER": ["c", "d"]}
     assert second["named_contains"] == [["SUPPORTED", 17, "mode"]]
@@ -137,7 +137,7 @@ def test_a_match_that_runs_past_a_blank_line_is_found() -> None:
             "ok = mode in\n\nCHOICES  # (and for a in b)\n",
         ]
     )
-    assert registry["registry"] == [["fa3", 1, "register_backend"]]
+    assert registry["registry"] == [["fa3", 1, "register_backend", 0]]
     assert named["named_contains"] == [["CHOICES", 1, "mode"]]
 
 
@@ -201,6 +201,13 @@ LINES = st.sampled_from(
         '@register_backend("fa3")',
         "register_backend(",
         '    "triton")',
+        '@register_pair("none", "triton")',
+        'register_pair("a",',
+        '    "b", fn)',
+        '    "c",',
+        '"""@register_pair("x", "y")"""',
+        "def register_pair(first_name, runner_name):",
+        "    key = (first_name, runner_name)",
         '"""',
         "backend: AttentionBackend = None",
         "backend",
@@ -233,3 +240,35 @@ def test_containment_needs_the_whole_blobs_cheap_test() -> None:
     found = _same([text, text + "for a in b:\n    pass\n"])
     assert "named_contains" not in found[0]
     assert found[1]["named_contains"] == [["CHOICES", 1, "mode"]]
+
+
+def test_each_string_argument_of_a_registry_call_keeps_its_position() -> None:
+    text = (
+        '@register_pair("none", "triton")\ndef f():\n    pass\n\n\n'
+        'register_pair("a",\n    "b", make)\n\n'
+        'register_pair("c", other, "d")\n\n'
+        'register_pair("e" + x, "f")\n'
+    )
+    (found,) = _same([text])
+    assert found["registry"] == [
+        ["none", 1, "register_pair", 0],
+        ["triton", 1, "register_pair", 1],
+        ["a", 6, "register_pair", 0],
+        ["b", 7, "register_pair", 1],
+        ["c", 9, "register_pair", 0],  # not past an argument that is no string
+        ["e", 11, "register_pair", 0],
+    ]
+
+
+def test_a_registry_call_going_on_past_a_blank_line() -> None:
+    first = 'register_pair("a",\n\n    "b")\n'
+    second = 'register_pair("a",\n\n    "c")\n'
+    found = _same([first, second])
+    assert [f["registry"][1][0] for f in found] == ["b", "c"]
+    assert found[1]["registry"][1][1] == 3
+
+
+def test_a_registry_call_quoted_in_a_docstring_registers_nothing() -> None:
+    text = 'def f():\n    """Uses\n\n    @register_pair("none", "triton")."""\n'
+    (found,) = _same([text, text + '\n\n@register_pair("a", "b")\ndef g():\n    pass\n'])[:1]
+    assert "registry" not in found

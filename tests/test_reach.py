@@ -234,6 +234,38 @@ def test_registries_are_handling_sites(client: TestClient) -> None:
     )
 
 
+def test_registry_arguments_go_to_the_flag_their_parameter_holds(client: TestClient) -> None:
+    # `@register_fused_step("none", "triton")`: the pool's key tuple is annotated
+    # (MoeA2ABackend, MoeRunnerBackend), so each position goes to its enum's flag, even a
+    # value as common as "none".
+    assert sites_of(client, "--moe-a2a-backend", "none") == [("registry", "type", "steps.py", 5)]
+    assert ("registry", "type", "steps.py", 5) in sites_of(client, "--moe-runner-backend", "triton")
+    assert ("registry", "type", "steps.py", 10) in sites_of(
+        client, "--moe-runner-backend", "flashinfer_cutlass"
+    )
+    # "flashinfer" is an attention backend too: the first position says the all-to-all one.
+    assert ("registry", "type", "steps.py", 10) in sites_of(
+        client, "--moe-a2a-backend", "flashinfer"
+    )
+    assert not [
+        s for s in sites_of(client, "--attention-backend", "flashinfer") if s[2] == "steps.py"
+    ]
+    # The parameter's name: `runner_backend_name`, not an attention backend's "triton".
+    assert ("registry", "parameter", "steps.py", 15) in sites_of(
+        client, "--moe-runner-backend", "triton"
+    )
+    assert not [s for s in sites_of(client, "--attention-backend", "triton") if s[2] == "steps.py"]
+    # `policy_name` holds a QueueOrder, which backs no flag: not --schedule-policy's "fcfs"
+    # (the registry's name alone, `policy_step`, would have said so).
+    assert not [s for s in sites_of(client, "--schedule-policy", "fcfs") if s[2] == "steps.py"]
+    # A registering function defined nowhere here: its second argument is not taken.
+    assert not [
+        s
+        for s in sites_of(client, "--moe-runner-backend", "flashinfer_trtllm")
+        if s[2] == "steps.py"
+    ]
+
+
 def test_dispatch_dict_keys_go_to_the_flag_its_name_spells(client: TestClient) -> None:
     sites = sites_of(client, "--decode-attention-backend", "flashinfer")
     assert ("dispatch", "subject", "registry.py", 30) in sites
