@@ -1072,11 +1072,16 @@ def _methods(text: str, c: _Class) -> list[tuple[int, str]]:
     return out
 
 
+# `super().m(`, or the two-argument form `super(Cls, self).m(` older model files use.
+SUPER_CALL_RE = re.compile(r"\bsuper\((?:\s*\w+\s*,\s*\w+\s*)?\)\.(\w+)\(")
+
+
 def _own(text: str, c: _Class) -> frozenset[str]:
     """The methods a class defines without calling the base's (`super().m()`): those it
     does not inherit."""
     block = text[c.span[0] : c.span[1]]
-    return frozenset(n for _l, n in _methods(text, c) if f"super().{n}(" not in block)
+    called = set(SUPER_CALL_RE.findall(block)) if "super(" in block else set()
+    return frozenset(n for _l, n in _methods(text, c) if n not in called)
 
 
 def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relation]:

@@ -500,6 +500,19 @@ class UpsilonForCausalLM(SigmaV3ForCausalLM):
 EntryClass = UpsilonForCausalLM
 """
 
+# The same through the two-argument `super(Cls, self)` older model files use.
+OMEGA_MODEL = """
+from sglang.srt.models.sigma import SigmaV3ForCausalLM
+
+
+class OmegaForCausalLM(SigmaV3ForCausalLM):
+    def __init__(self, config):
+        super(OmegaForCausalLM, self).__init__(config)
+
+
+EntryClass = OmegaForCausalLM
+"""
+
 # A class using dbo in a method of its own and inheriting its base's use: a subclass
 # overriding the first method without `super()` still inherits the base's.
 CHI_MODEL = """
@@ -545,6 +558,7 @@ HOLDING_MODELS = {
     "sigma": SIGMA_MODEL,
     "tau": TAU_MODEL,
     "upsilon": UPSILON_MODEL,
+    "omega": OMEGA_MODEL,
     "chi": CHI_MODEL,
     "psi": PSI_MODEL,
 }

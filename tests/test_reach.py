@@ -55,7 +55,8 @@ def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
     # holds kappa's model (a third step into another file): no user (sigma, upsilon, chi,
     # psi: below).
     assert set(models) - BEFORE_HOLDING == {
-        "alpha_nextn", "iota", "kappa", "xi", "omicron", "sigma", "upsilon", "chi", "psi"
+        "alpha_nextn", "iota", "kappa", "xi", "omicron", "sigma", "upsilon", "omega", "chi",
+        "psi",
     }  # fmt: skip
     epsilon = next(m for m in dbo["models"] if m["name"] == "epsilon")
     assert epsilon["site"]["line"] == 4 and not epsilon["direct"]
@@ -83,10 +84,11 @@ def test_methods_holding_the_uses_are_per_flag(client: TestClient) -> None:
     lbo_models = {m["name"]: m["via"] for m in lbo["models"]}
     alpha = ["IS_DBO_ENABLED", "is_dbo_enabled()", "model_forward_maybe_dbo"]
     held = [*alpha, "self.model = SigmaModel(…)", "SigmaForCausalLM", "SigmaV3ForCausalLM"]
-    assert "tau" not in dbo_models and dbo_models["upsilon"] == held
+    # omega calls it as `super(OmegaForCausalLM, self).__init__(config)`.
+    assert "tau" not in dbo_models and dbo_models["upsilon"] == dbo_models["omega"] == held
     loaded = [*LBO, "SigmaLoaderMixin", "SigmaForCausalLM", "SigmaV3ForCausalLM"]
-    assert lbo_models["tau"] == lbo_models["upsilon"] == loaded
-    assert set(lbo_models) == {"delta", "sigma", "tau", "upsilon"}
+    assert lbo_models["tau"] == lbo_models["upsilon"] == lbo_models["omega"] == loaded
+    assert set(lbo_models) == {"delta", "sigma", "tau", "upsilon", "omega"}
     assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("/tau.py")]
     # ChiForCausalLM uses dbo in `capture` and inherits ChiBase's `forward`: psi replaces
     # `capture` only, so it still gets dbo through the base's method.
