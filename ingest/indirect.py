@@ -35,6 +35,7 @@ from typing import Any
 
 from ingest.chunks import Piece
 from ingest.pyfile import Def, Outline, PyFile, outline
+from ingest.sites import server_args_aliases
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
@@ -99,8 +100,9 @@ class _Block:
 @dataclass
 class BlockMemo:
     """The functions of the last version of a path (by the text of their block) and those
-    of this one. A block's results depend on its text alone; what depends on where it
-    stands (the class holding it, its line) is applied on reuse."""
+    of this one. A block's results depend on its text (keyed with the file's local names
+    of the server args) alone; what depends on where it stands (the class holding it, its
+    line) is applied on reuse."""
 
     old: dict[str, _Block]
     new: dict[str, _Block] = field(default_factory=dict)
@@ -222,12 +224,15 @@ def _entry_classes(data: bytes) -> list[str]:
     return [n for n in NAME_RE.findall(m.group(1).decode()) if n[0].isupper()]
 
 
-def flag_reads(node: ast.AST) -> list[str]:
+def flag_reads(node: ast.AST, aliases: frozenset[str] = frozenset()) -> list[str]:
     """Dests read in an expression: `server_args.x`, `self.server_args.x`,
-    `get_global_server_args().x`, `global_server_args_dict["x"]`."""
+    `get_global_server_args().x`, `global_server_args_dict["x"]`, and `sa.x` where the
+    file binds `sa = get_global_server_args()` (`aliases`)."""
     out: list[str] = []
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and _is_args(sub.value):
+        if isinstance(sub, ast.Attribute) and (
+            _is_args(sub.value) or (isinstance(sub.value, ast.Name) and sub.value.id in aliases)
+        ):
             out.append(sub.attr)
         elif (
             isinstance(sub, ast.Subscript)
@@ -286,6 +291,10 @@ def find_carriers(
     With `memo`, a function whose block is unchanged since the last version is not parsed
     again; `lines` gives the text's outline when the caller has a cheaper way to it."""
     f = PyFile(text, lines)
+    aliases: frozenset[str] = frozenset()
+    if "= get_global_server_args()" in text:
+        aliases = frozenset(n.decode() for n in server_args_aliases(text.encode()))
+    alias_key = "\n#aliases " + " ".join(sorted(aliases)) if aliases else ""
     # By name and dests: an accessor of two carriers (`return not A and get_b().is_x()`)
     # carries each one's flags with its own chain.
     found: dict[tuple[str, str | None, tuple[str, ...]], dict[str, Any]] = {}
@@ -322,7 +331,7 @@ def find_carriers(
                     stmt = ast.parse(f.lines[line - 1]).body[0]
                 except (SyntaxError, ValueError, RecursionError, IndexError):
                     continue
-                add(m.group(1), None, "global", flag_reads(stmt), [], line)
+                add(m.group(1), None, "global", flag_reads(stmt, aliases), [], line)
             continue
         if d.kind != "def":
             continue
@@ -332,14 +341,15 @@ def find_carriers(
         known = done.get(d.line)
         if known is None:  # the first read in this function
             block = f.lines[d.line - 1 : f.end_of(d)] if memo is not None or has_global else []
-            known = done[d.line] = memo.block("\n".join(block)) if memo is not None else _Block()
+            key = "\n".join(block) + alias_key  # what a block gives depends on the aliases
+            known = done[d.line] = memo.block(key) if memo is not None else _Block()
             if known.globals is None:
-                known.globals = _globals(f, d, block) if has_global else []
+                known.globals = _globals(f, d, block, aliases) if has_global else []
             for name, assigned, at in known.globals:
                 add(name, None, "global", assigned, [], d.line + at)
         rel = line - d.line
         if rel not in known.returns:
-            known.returns[rel] = _return_dests(f, d, line)
+            known.returns[rel] = _return_dests(f, d, line, aliases)
         ident = _carrier_id(f, d)
         returned = known.returns[rel]
         if returned is not None and ident is not None:
@@ -369,7 +379,9 @@ def _declares_global(text: str) -> bool:
     return False
 
 
-def _globals(f: PyFile, d: Def, block: list[str]) -> list[tuple[str, list[str], int]]:
+def _globals(
+    f: PyFile, d: Def, block: list[str], aliases: frozenset[str]
+) -> list[tuple[str, list[str], int]]:
     """(name, dests, line relative to `def`) of each global a function declaring `global`
     assigns; none when no line of its block starts with `global `."""
     out: list[tuple[str, list[str], int]] = []
@@ -383,17 +395,17 @@ def _globals(f: PyFile, d: Def, block: list[str]) -> list[tuple[str, list[str], 
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
             for target in targets:
                 if isinstance(target, ast.Name) and target.id in declared:
-                    out.append((target.id, flag_reads(sub.value), sub.lineno - 1))
+                    out.append((target.id, flag_reads(sub.value, aliases), sub.lineno - 1))
     return out
 
 
-def _return_dests(f: PyFile, d: Def, line: int) -> list[str] | None:
+def _return_dests(f: PyFile, d: Def, line: int, aliases: frozenset[str]) -> list[str] | None:
     """The dests of the short function's `return` that holds `line`, if it makes `d` an
     accessor (a few flags, a small expression)."""
     ret = f.returns_at(d, line)
     if ret is None or ret.value is None:
         return None
-    dests = flag_reads(ret.value)
+    dests = flag_reads(ret.value, aliases)
     if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
         return dests
     return None

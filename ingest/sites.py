@@ -199,16 +199,65 @@ def scan(
     if pieces is not None:
         facts = _from_pieces(data, pieces.get())
         if facts is not None:
-            return facts
+            return _with_alias_reads(data, facts, index)
     lines = _Lines(data, index)
     reads0, reads1, reads2, compares, contains, is_calls, enum_refs = _find(data, lines)
-    return {
+    facts = {
         "reads": reads0 + reads1 + reads2,
         "choices": compares + contains + is_calls,
         "enum_refs": enum_refs,
         "enums": scan_enums(data) if b"Enum" in data else [],
         "lines": {str(k): v for k, v in lines.texts.items()},
     }
+    return _with_alias_reads(data, facts, index)
+
+
+# `sa = get_global_server_args()` then `sa.enable_x`: a local name for the server args. A
+# name ending in `server_args` is READ_RES[0]'s already. Whole-blob (the name is bound in
+# one piece and read in others), after the scans in either mode, so both give the same.
+GLOBAL_ARGS = b"= get_global_server_args()"
+ALIAS_RE = re.compile(rb"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*= get_global_server_args\(\)[ \t]*$")
+
+
+def _with_alias_reads(
+    data: bytes, facts: dict[str, Any], index: LineIndex | None
+) -> dict[str, Any]:
+    """`facts` with the reads through local names of the server args, after the others. A
+    name is followed only if every assignment to it in the file is such a binding and it is
+    no parameter of a function (there it could be anything)."""
+    names = {n for n in server_args_aliases(data) if not n.endswith(b"server_args")}
+    if not names:
+        return facts
+    lines = _Lines(data, index)
+    spans = _docstring_spans(data)
+    found: list[list[Any]] = []
+    pattern = rb"(?<![\w.])(" + b"|".join(sorted(names)) + rb")\.([a-z_][a-z0-9_]*)\b(?!\()"
+    for m in re.finditer(pattern, data):
+        if _in_comment(lines.prefix(m.start())) or _inside(spans, m.start()):
+            continue
+        write = bool(WRITE_AFTER.match(data, m.end()))
+        found.append([m.group(2).decode(), lines.at(m.start()), "write" if write else "read"])
+    if not found:
+        return facts
+    texts = dict(facts["lines"])
+    texts.update((str(k), v) for k, v in lines.texts.items())
+    return {**facts, "reads": facts["reads"] + found, "lines": texts}
+
+
+def server_args_aliases(data: bytes) -> set[bytes]:
+    """The names a file binds to `get_global_server_args()` and to nothing else."""
+    if GLOBAL_ARGS not in data:
+        return set()
+    names = {m.group(1) for m in ALIAS_RE.finditer(data)}
+    return {n for n in names if _only_bound_so(data, n)}
+
+
+def _only_bound_so(data: bytes, name: bytes) -> bool:
+    """Whether every `name = …` in `data` binds the server args and no `def` takes `name`."""
+    bound = re.findall(rb"(?m)^[ \t]*" + name + rb"[ \t]*=(?!=)[ \t]*(.*)$", data)
+    if any(rest.strip() != b"get_global_server_args()" for rest in bound):
+        return False
+    return not re.search(rb"\bdef \w+\([^)]*\b" + name + rb"\b", data)
 
 
 # The facts of a text by kind: reads by each of READ_RES, comparisons, `in` literals,

@@ -3,6 +3,7 @@ sources modelled on SGLang's shapes)."""
 
 from __future__ import annotations
 
+from ingest import sites
 from ingest.choices import scan_choice_shapes
 from ingest.env import _Text, scan_env
 from ingest.indirect import find_carriers
@@ -78,6 +79,28 @@ def test_carriers_with_global_and_accessors() -> None:
     ]
     # Without the word `global` in the file, a function's assignment carries nothing.
     assert find_carriers(text.replace("global IS_X", "pass"), {6}) == []
+
+
+def test_a_local_name_of_the_server_args_carries() -> None:
+    """`sa = get_global_server_args()` then `return sa.enable_cp and ...`: an accessor, as
+    `return get_global_server_args().enable_cp` is (the reads come from the site scan)."""
+    from ingest.indirect import BlockMemo
+
+    text = (
+        "from sglang.srt.server_args import get_global_server_args\n\n\n"
+        "def is_cp_enabled():\n    sa = get_global_server_args()\n"
+        "    return sa.enable_cp and sa.cp_size > 1\n"
+    )
+    reads = {line for _n, line, _a in sites.scan(text.encode())["reads"]}
+    assert reads == {6}
+    want = [("is_cp_enabled", "function", ["enable_cp", "cp_size"])]
+    assert [(c["name"], c["kind"], c["dests"]) for c in find_carriers(text, reads)] == want
+    # The block memo keeps what a block gave with the file's names: bound otherwise
+    # elsewhere in the next version, the same block carries nothing.
+    memo = BlockMemo({})
+    assert len(find_carriers(text, reads, memo)) == 1
+    other = text + "\n\ndef f():\n    sa = make()\n    return sa\n"
+    assert find_carriers(other, reads, BlockMemo(memo.new)) == []
 
 
 def test_shallower_line_on_the_first_line_and_far_above() -> None:

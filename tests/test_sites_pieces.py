@@ -193,3 +193,34 @@ def test_pieces_give_the_whole_scan_over_edits(
             lines.insert(at % (len(lines) + 1), fragment)
         versions.append(b"\n".join(lines))
     check_versions(*versions, *reversed(versions))
+
+
+ALIASED = b"""from sglang.srt.server_args import get_global_server_args
+
+
+def is_cp_enabled():
+    sa = get_global_server_args()
+
+    # sa.not_a_read in a comment
+    return sa.enable_cp and sa.cp_size > 1 and sa.describe()
+
+
+def later():
+    global_server_args = get_global_server_args()
+    return global_server_args.tp_size
+"""
+
+
+def test_reads_through_a_local_name_of_the_server_args() -> None:
+    """`sa = get_global_server_args()` in one piece, `sa.x` in the next: read by either mode
+    (a method call and a comment are not reads; `global_server_args.x` was read already)."""
+    (got,) = check_versions(ALIASED)
+    assert [r[:2] for r in got["reads"]] == [["tp_size", 13], ["enable_cp", 8], ["cp_size", 8]]
+    assert got["lines"]["8"].strip().startswith("return sa.enable_cp")
+    check_versions(*neighbours_changed(ALIASED))
+    # Bound to something else too, or a function's parameter: the name could be anything.
+    rebound = ALIASED + b"\n\ndef other():\n    sa = make_config()\n    return sa.enable_cp\n"
+    param = ALIASED + b"\n\ndef other(sa):\n    return sa.enable_cp\n"
+    for text in (rebound, param):
+        (got,) = check_versions(text)
+        assert [r[0] for r in got["reads"]] == ["tp_size"]
