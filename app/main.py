@@ -36,7 +36,12 @@ from app.views import (
     search,
     source,
 )
-from app.views.common import error_response, pinned_context, suggestion_url
+from app.views.common import (
+    error_response,
+    pinned_context,
+    same_page_elsewhere,
+    suggestion_url,
+)
 from kb.queries import MAX_NAME, NotFound, kb_stamp
 from kb.schema import check_schema, database_url, make_engine
 from kb.search import default_index_dir
@@ -219,8 +224,9 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
             url = suggestion_url(request.url.path, exc.kind, name, request.url.query, exc.name)
             links.append({"name": name, "url": url or ""})
         context = pinned_context(request, exc.version) if exc.version else {}
+        elsewhere = [same_page_elsewhere(request, e) for e in exc.elsewhere]
         return error_response(
-            request, 404, exc.detail, links, exc.elsewhere, exc.kind, exc.name, context
+            request, 404, exc.detail, links, elsewhere, exc.kind, exc.name, context
         )
 
     @app.exception_handler(StarletteHTTPException)

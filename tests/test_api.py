@@ -393,3 +393,18 @@ def test_kb_db_answers(request: pytest.FixtureRequest) -> None:
     assert value["sites"] and all(s["text"] for s in value["sites"])
     assert client.get("/latest/flags").headers["location"].startswith("/v/")
     assert get(client, "/api/v/v0.2/flags", 404)["suggestions"][0]["name"] == "v0.2.0"
+
+
+def test_a_backend_page_missing_here_links_the_same_page_where_the_flag_is(
+    client: TestClient,
+) -> None:
+    """From a compare page of a flag this version lacks, "it exists in" goes to the same
+    comparison there (values kept), not to the flag page."""
+    body = get(client, "/api/v/v0.1.0/backends/--fp4-gemm-backend/compare?values=a,b", 404)
+    assert [e["version"] for e in body["elsewhere"]] == ["v0.3.0"]
+    assert body["elsewhere"][0]["url"] == (
+        "/api/v/v0.3.0/backends/--fp4-gemm-backend/compare?values=a,b"
+    )
+    page = client.get("/v/v0.1.0/backends/--fp4-gemm-backend/cutlass")
+    assert page.status_code == 404
+    assert 'href="/v/v0.3.0/backends/--fp4-gemm-backend/cutlass"' in page.text

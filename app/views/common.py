@@ -83,6 +83,21 @@ def suggestion_url(path: str, kind: str, name: str, query: str = "", wrong: str 
     return f"{url}?{query}" if query else url
 
 
+def same_page_elsewhere(request: Request, found: dict[str, str]) -> dict[str, str]:
+    """A version that has the flag a backend page asked for: its link goes to the same
+    backend page (value, or compare with its query) there, not to the flag page."""
+    segments = request.url.path.split("/")
+    if "v" not in segments:
+        return found
+    i = segments.index("v")
+    if segments[i + 2 : i + 3] != ["backends"] or len(segments) < i + 5:
+        return found
+    flag = found["url"].rsplit("/", 1)[1]  # the flag's name in that version
+    segments[i + 1], segments[i + 3] = quote(found["version"], safe=""), flag
+    url = "/".join(segments)
+    return {**found, "url": f"{url}?{request.url.query}" if request.url.query else url}
+
+
 def error_response(
     request: Request,
     status: int,
