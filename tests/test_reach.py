@@ -203,6 +203,11 @@ def test_compare_values(client: TestClient) -> None:
     assert bad["suggestions"][0]["url"] == (
         f"{V}/backends/--moe-runner-backend/compare?values=triton,auto"
     )
+    # No value to correct (none named, or only empty ones): the suggestion is the value's page.
+    for query in ("", "?values=,,"):
+        bad = get(client, f"{V}/backends/--moe-runner-backend/compare{query}", 404)
+        first = bad["suggestions"][0]
+        assert first["url"] == f"{V}/backends/--moe-runner-backend/{first['name']}"
     get(client, f"{V}/backends/--no-such-flag/compare?values=a", 404)
     assert client.get("/v/v0.4.0/backends/--moe-runner-backend/compare?values=").status_code == 404
 

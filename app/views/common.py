@@ -67,14 +67,20 @@ def suggestion_url(path: str, kind: str, name: str, query: str = "", wrong: str 
     }.get(kind)  # fmt: skip
     if slot is None or slot >= len(segments):
         return None
+    pairs = parse_qsl(query, keep_blank_values=True)
+    compared = [v for k, value in pairs if k == "values" for v in value.split(",")]
     if kind == "value" and segments[slot] == "compare" and slot == len(segments) - 1:
-        pairs = [
-            (k, ",".join(name if v == wrong else v for v in value.split(",")))
-            if k == "values"
-            else (k, value)
-            for k, value in parse_qsl(query, keep_blank_values=True)
-        ]
-        query = urlencode(pairs, safe=",")
+        if not wrong or wrong not in compared:  # no value to correct: the value's own page
+            segments[slot] = name
+            query = ""
+        else:
+            pairs = [
+                (k, ",".join(name if v == wrong else v for v in value.split(",")))
+                if k == "values"
+                else (k, value)
+                for k, value in pairs
+            ]
+            query = urlencode(pairs, safe=",")
     elif kind == "path":
         segments = segments[:slot] + name.split("/")
     else:

@@ -23,7 +23,7 @@ GROUPS = {
     "member": "Enum members",
     "enum": "Enums",
     "env": "Environment variables",
-    "carrier": "Carriers of a flag's value",
+    "carrier": "Carriers",
     "constraint": "Constraints",
 }
 DROPDOWN_LIMIT = 8
