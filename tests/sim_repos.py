@@ -61,6 +61,10 @@ class ModelConfig:
 """
 
 ENVIRON_TEXT = """
+import os
+import warnings
+
+
 class EnvBool:
     def __init__(self, default):
         self.default = default
@@ -71,6 +75,15 @@ class Envs:
 
 
 envs = Envs()
+
+
+def _print_deprecated_env(old_name, new_name):
+    if old_name in os.environ:
+        warnings.warn(f"Environment variable {old_name} is deprecated, use {new_name}")
+        os.environ[new_name] = os.environ[old_name]
+
+
+_print_deprecated_env("FIXTURE_OLD_FORCE_TRITON", "FIXTURE_FORCE_TRITON")
 """
 
 # Era 1: argparse with `default=ServerArgs.x`, the adjustments inline in __post_init__.

@@ -260,3 +260,9 @@ def test_environment_assignments_in_the_command_feed_the_simulation(session: Ses
     result = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
     assert effective(result)["attention_backend"]["to"] == "triton"
     assert "environment variable FIXTURE_FORCE_TRITON=1" in result["assumptions"]
+    # A deprecated name: SGLang copies its value to the new name at import, so the
+    # simulation reads it there too.
+    command = "FIXTURE_OLD_FORCE_TRITON=1 python -m sglang.launch_server --model-path m"
+    result = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
+    assert effective(result)["attention_backend"]["to"] == "triton"
+    assert "environment variable FIXTURE_FORCE_TRITON=1" in result["assumptions"]

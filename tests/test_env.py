@@ -515,6 +515,10 @@ def test_explain_checks_variables(client: TestClient) -> None:
         "SGLANG_WIDGET_LOG is deprecated at v0.5.0: use SGLANG_LOG_WIDGET"
         in (renamed[0]["message"])
     )
+    # Cited where it is deprecated (the helper's call), not at the new name's declaration.
+    src = textwrap.dedent(ENVIRON_PY).lstrip().splitlines()
+    call = next(i for i, line in enumerate(src, 1) if '_note_renamed("SGLANG_WIDGET_LOG"' in line)
+    assert renamed[0]["source"]["line"] == call
     to_flag = env_findings(explain(client, f"SGLANG_WIDGET_TURBO=1 {LAUNCH}"))
     assert [(f["severity"], f["replacement"]) for f in to_flag] == [("warning", "--widget-mode")]
     assert "use --widget-mode" in to_flag[0]["message"]

@@ -20,7 +20,6 @@ from typing import Any
 
 from kb.dests import dest_rank
 from kb.explain.analysis import Analysis
-from kb.explain.envvars import assignments
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.predicates import PLATFORMS, SM_NAMES, Profile, Unknown
 from kb.explain.report import display as _display
@@ -108,13 +107,6 @@ def initial_fields(facts: VersionFacts, analysis: Analysis) -> dict[str, Any]:
     for dest, value in analysis.given.items():
         fields[env.canon(dest)] = value
     return {k: Unknown((v.reason,)) if isinstance(v, Undecidable) else v for k, v in fields.items()}
-
-
-def command_environ(command: str) -> dict[str, str]:
-    """Environment variables the command sets: `X=1 python -m ...`, `env X=1 ...`,
-    `export X=1`, `docker run -e X=1 ...`, compose `environment:` and Kubernetes `env:`
-    lists (kb.explain.envvars reads them; a variable passed from the host has no value)."""
-    return {a.name: a.value for a in assignments(command) if a.value is not None}
 
 
 def simulatable(modules: Callable[[str], Module | None]) -> bool:

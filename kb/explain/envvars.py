@@ -256,6 +256,32 @@ def _close(name: str, known: list[str]) -> list[str]:
     return list(dict.fromkeys(near))[:3]
 
 
+def replacement_of(facts: VersionFacts, name: str) -> str | None:
+    """What SGLang reads instead of a deprecated `name` (a variable or a `--flag`): its own
+    replacement, a variable listing it as a deprecated name, or an `SGL_` -> `SGLANG_` rule."""
+    spec = facts.env.get(name)
+    if spec is not None and spec.replacement:
+        return spec.replacement
+    found = next((s.name for s in facts.env.values() if name in s.deprecated_names), None)
+    if found is None and spec is None:
+        for old, new in facts.env_prefix_aliases:
+            if name.startswith(old) and new + name.removeprefix(old) in facts.env:
+                return new + name.removeprefix(old)
+    return found
+
+
+def environ_of(facts: VersionFacts, text: str) -> dict[str, str]:
+    """The variables SGLang sees when the command runs: those the command sets, and for a
+    deprecated name its replacement variable too (SGLang copies the old value over the new
+    one at import, environ.py)."""
+    out = {a.name: a.value for a in assignments(text) if a.value is not None}
+    for name, value in list(out.items()):
+        replacement = replacement_of(facts, name)
+        if replacement is not None and replacement in facts.env:
+            out[replacement] = value
+    return out
+
+
 def check_env(
     facts: VersionFacts, text: str
 ) -> tuple[list[dict[str, Any]], dict[str, tuple[Any, str]], list[Finding]]:
@@ -270,15 +296,7 @@ def check_env(
         spec = facts.env.get(a.name)
         target = spec
         message: str | None = None
-        replacement = spec.replacement if spec else None
-        if replacement is None:
-            replacement = next(
-                (s.name for s in facts.env.values() if a.name in s.deprecated_names), None
-            )
-        if replacement is None and spec is None:
-            for old, new in facts.env_prefix_aliases:
-                if a.name.startswith(old) and new + a.name.removeprefix(old) in facts.env:
-                    replacement = new + a.name.removeprefix(old)
+        replacement = replacement_of(facts, a.name)
         # SGLang's own deprecation warning names the old name (and a unit change, if any).
         said = f'; SGLang warns: "{spec.comment}"' if spec and a.name in spec.comment else ""
         if replacement is not None and replacement in facts.env:
@@ -290,7 +308,7 @@ def check_env(
                     f"{a.name} is deprecated at {facts.name}: use {replacement} "
                     f"(SGLang still reads the old name for now){said}",
                     "env",
-                    target.source,
+                    spec.source if spec is not None else target.source,  # where it is deprecated
                     env=a.name,
                     replacement=replacement,
                 )

@@ -12,13 +12,13 @@ from kb.explain.compare import compare
 from kb.explain.deploy import (
     Simulation,
     annotate,
-    command_environ,
     fix_candidates,
     fixed_command,
     profile_options,
     simulatable,
     simulate,
 )
+from kb.explain.envvars import environ_of
 from kb.explain.facts import VersionFacts
 from kb.explain.load import load_facts, load_options, version_modules
 from kb.explain.predicates import Profile
@@ -79,7 +79,7 @@ def run(
     def cite(path: str, line: int, end: int) -> dict[str, Any]:
         return citation(version, path, line, end)
 
-    sim = simulate(facts, analysis, modules, profile, cite, command_environ(command))
+    sim = simulate(facts, analysis, modules, profile, cite, environ_of(facts, command))
     if sim is not None:
         kept = [f for f in analysis.findings if f["kind"] not in ("constraint", "undecidable")]
         analysis.findings = sorted(
