@@ -446,6 +446,20 @@ def test_where_commands_set_variables() -> None:
     assert seen(f"A=1 env -i B=2 {LAUNCH}") == [("B", "2", "env")]
     assert seen(f"env -C /srv --null B=2 {LAUNCH}") == [("B", "2", "env")]
     assert seen(f"export A=1 B=2\nunset A\n{LAUNCH}") == [("B", "2", "export")]
+    # GNU env: `--` ends the options, short ones combine (`-iu NAME`, `-C/dir`), the first
+    # assignment ends them too (`-u` after it would be the command), -S splits a string.
+    assert seen(f"env -- A=1 {LAUNCH}") == [("A", "1", "env")]
+    assert seen(f"B=2 env -iu HOME A=1 {LAUNCH}") == [("A", "1", "env")]
+    assert seen(f"env -C/tmp A=1 {LAUNCH}") == [("A", "1", "env")]
+    assert seen(f"env A=1 -u A {LAUNCH}") == [("A", "1", "env")]
+    assert seen(f"env -S 'A=1 B=2' {LAUNCH}") == [("A", "1", "env"), ("B", "2", "env")]
+    # bash: `unset -v` unsets variables, `unset -f` functions.
+    assert seen(f"export A=1; unset -v A; {LAUNCH}") == []
+    assert seen(f"export A=1; unset -f A; {LAUNCH}") == [("A", "1", "export")]
+    # No command after it and not exported: the shell's own variable, until `export A`.
+    assert seen(f"A=1; {LAUNCH}") == [("A", "1", "shell")]
+    assert seen(f"A=1; export A; {LAUNCH}") == [("A", "1", "export")]
+    assert seen(f"export A=1; A=2; {LAUNCH}") == [("A", "2", "export")]  # still exported
     docker = f"docker run --gpus all -e A=1 --env B=2 --env=C=3 -e HOST_ONLY img {LAUNCH}"
     assert seen(docker) == [
         ("A", "1", "docker -e"),
@@ -540,6 +554,9 @@ def test_explain_checks_variables(client: TestClient) -> None:
     # At v0.4.0 SGL_CHUNK_SIZE is only read (`int(os.environ.get(...))`): a guessed type, no
     # warning; a declared type warns (above).
     assert env_findings(explain(client, f"SGL_CHUNK_SIZE=abc {LAUNCH}", "v0.4.0")) == []
+    shell = env_findings(explain(client, f"SGLANG_WIDGET_COMPILE=1; {LAUNCH}"))
+    assert [f["severity"] for f in shell] == ["warning"]
+    assert "SGLang does not see it" in shell[0]["message"]
     ok = explain(client, f"SGLANG_WIDGET_COMPILE=true SGLANG_WIDGET_RATIO=0.25 {LAUNCH}")
     assert env_findings(ok) == []
     assert {r["name"]: r["parsed"] for r in ok["env"]} == {

@@ -33,15 +33,11 @@ FALSE_WORDS = ("false", "0", "no", "n")
 class Assignment:
     name: str
     value: str | None  # None: passed through from the host (`docker run -e X`)
-    how: str  # prefix | env | export | docker -e | compose | kubernetes | unset | clear
+    how: str  # prefix | env | export | docker -e | compose | kubernetes | shell | unset | clear
 
 
-# `env`'s options (GNU coreutils): -u NAME removes a variable, -i starts from an empty
-# environment, the others take no part in what the command sees.
-ENV_UNSET = ("-u", "--unset")
+# `env`'s options that start from an empty environment (GNU coreutils).
 ENV_CLEAR = ("-i", "-", "--ignore-environment")
-ENV_OPTION_WITH_VALUE = ("-C", "--chdir")
-ENV_FLAG_OPTIONS = ("-0", "--null", "-v", "--debug")
 
 
 def _unquote(text: str) -> str:
@@ -108,16 +104,21 @@ def yaml_env(text: str) -> list[Assignment]:
 
 def shell_env(text: str) -> list[Assignment]:
     """Assignments in shell words: before a command, after `env`/`export`, and the
-    `-e`/`--env` options of `docker run` / `podman run`."""
+    `-e`/`--env` options of `docker run` / `podman run`. Assignments with no command after
+    them (`X=1; python …`) are the shell's own variables ("shell"): the command does not
+    see them unless `export X` follows."""
     out: list[Assignment] = []
     words = shell_words(text)
     at_start = True  # the word begins a command (assignments allowed)
     container = False  # inside `docker run …` options
+    pending: list[Assignment] = []  # assignments before what may be a command
     i = 0
     while i < len(words):
         word = words[i]
         i += 1
         if word in COMMAND_SEPARATORS:
+            out.extend(Assignment(a.name, a.value, "shell") for a in pending)
+            pending = []
             at_start, container = True, False
             continue
         if container and word in ("-e", "--env") and i < len(words):
@@ -130,6 +131,11 @@ def shell_env(text: str) -> list[Assignment]:
         if container and word.startswith("-e") and len(word) > 2 and "=" in word:
             _pair(word[2:], "docker -e", out)
             continue
+        if at_start and ENV_ASSIGNMENT.match(word):
+            _pair(word, "prefix", pending)
+            continue
+        out.extend(pending)  # a command follows them: they are its environment
+        pending = []
         if word in ("docker", "podman", "nerdctl"):
             container = True
             at_start = False
@@ -138,45 +144,82 @@ def shell_env(text: str) -> list[Assignment]:
             i = _env_words(words, i, out)
             at_start = True
             continue
-        if word == "unset" and at_start:  # the shell builtin: `unset X Y; cmd`
-            while i < len(words) and NAME_RE.match(words[i]):
-                out.append(Assignment(words[i], None, "unset"))
+        if word == "unset" and at_start:  # the shell builtin: `unset [-v] X Y; cmd`
+            functions = False
+            while i < len(words) and (NAME_RE.match(words[i]) or words[i] in ("-v", "-f")):
+                functions = functions or words[i] == "-f"
+                if not functions and NAME_RE.match(words[i]):
+                    out.append(Assignment(words[i], None, "unset"))
                 i += 1
             continue
-        if word == "export" or word in WRAPPERS:
-            how = "export" if word == "export" else "prefix"
-            while i < len(words) and ENV_ASSIGNMENT.match(words[i]):
-                _pair(words[i], how, out)
+        if word == "export":
+            while i < len(words):
+                if ENV_ASSIGNMENT.match(words[i]):
+                    _pair(words[i], "export", out)
+                else:  # `export X` of a shell variable set before (newlines join words:
+                    # any other name may be the next command)
+                    shell = [a for a in out if a.name == words[i] and a.how == "shell"]
+                    if not shell:
+                        break
+                    out.append(Assignment(words[i], shell[-1].value, "export"))
                 i += 1
             at_start = True  # what follows may be the command (or, unquoted, another one)
             continue
-        if at_start and ENV_ASSIGNMENT.match(word):
-            _pair(word, "prefix", out)
+        if word in WRAPPERS:
+            while i < len(words) and ENV_ASSIGNMENT.match(words[i]):
+                _pair(words[i], "prefix", out)
+                i += 1
+            at_start = True
             continue
         # The first plain word is the command; a newline-joined `export` may follow later.
         at_start = False
+    out.extend(Assignment(a.name, a.value, "shell") for a in pending)
     return out
 
 
 def _env_words(words: list[str], i: int, out: list[Assignment]) -> int:
-    """`env`'s options and assignments from words[i]; the index of the first word after."""
+    """`env`'s options and assignments from words[i] (GNU coreutils: options until `--` or
+    the first assignment, short ones combined as in `-iu NAME`; `-S` splits its string into
+    more words); the index of the first word after."""
+    options = True
     while i < len(words):
         word = words[i]
         if ENV_ASSIGNMENT.match(word):
             _pair(word, "env", out)
-        elif word in ENV_UNSET and i + 1 < len(words):
-            out.append(Assignment(words[i + 1], None, "unset"))
-            i += 1
-        elif word.startswith("--unset="):
-            out.append(Assignment(word.removeprefix("--unset="), None, "unset"))
-        elif word.startswith("-u") and len(word) > 2:
-            out.append(Assignment(word[2:], None, "unset"))
+            options = False
+        elif not options or not word.startswith("-"):
+            break
+        elif word == "--":
+            options = False
         elif word in ENV_CLEAR:
             out.append(Assignment("", None, "clear"))
-        elif word in ENV_OPTION_WITH_VALUE:
-            i += 1
-        elif not (word in ENV_FLAG_OPTIONS or word.startswith("--chdir=")):
-            break
+        elif word.startswith("--"):
+            name, eq, value = word.partition("=")
+            if name in ("--unset", "--chdir", "--split-string") and not eq:
+                value = words[i + 1] if i + 1 < len(words) else ""
+                i += 1
+            if name == "--unset":
+                out.append(Assignment(value, None, "unset"))
+            elif name == "--split-string":
+                words[i + 1 : i + 1] = shell_words(value)
+            elif name not in ("--chdir", "--null", "--debug"):
+                break
+        else:
+            for at, char in enumerate(word[1:], 2):
+                if char == "i":
+                    out.append(Assignment("", None, "clear"))
+                elif char in "uCS":  # takes the rest of the word, or the next word
+                    value = word[at:]
+                    if not value and i + 1 < len(words):
+                        i += 1
+                        value = words[i]
+                    if char == "u":
+                        out.append(Assignment(value, None, "unset"))
+                    elif char == "S":
+                        words[i + 1 : i + 1] = shell_words(value)
+                    break
+                elif char not in "0v":
+                    return i  # not an option env has: the command, as far as we can tell
         i += 1
     return i
 
@@ -195,6 +238,8 @@ def assignments(text: str) -> list[Assignment]:
         if a.how == "clear":
             found.clear()
             continue
+        if a.how == "shell" and a.name in found and found[a.name].how != "shell":
+            a = Assignment(a.name, a.value, found[a.name].how)  # exported before: still is
         found.pop(a.name, None)
         if a.how != "unset":
             found[a.name] = a
@@ -274,7 +319,7 @@ def environ_of(facts: VersionFacts, text: str) -> dict[str, str]:
     """The variables SGLang sees when the command runs: those the command sets, and for a
     deprecated name its replacement variable too (SGLang copies the old value over the new
     one at import, environ.py)."""
-    out = {a.name: a.value for a in assignments(text) if a.value is not None}
+    out = {a.name: a.value for a in assignments(text) if a.value is not None and a.how != "shell"}
     for name, value in list(out.items()):
         replacement = replacement_of(facts, name)
         if replacement is not None and replacement in facts.env:
@@ -294,6 +339,20 @@ def check_env(
     known = sorted(facts.env)
     for a in assignments(text):
         spec = facts.env.get(a.name)
+        if a.how == "shell" and (spec is not None or a.name.startswith(PREFIXES)):
+            findings.append(
+                finding(
+                    "warning",
+                    None,
+                    f"{a.name}={a.value} sets a shell variable, not the server's environment "
+                    "(no command follows it, and it is not exported): SGLang does not see "
+                    f"it; write `export {a.name}={a.value}` or put it before the command",
+                    "env",
+                    spec.source if spec is not None else None,
+                    env=a.name,
+                )
+            )
+            continue
         target = spec
         message: str | None = None
         replacement = replacement_of(facts, a.name)
