@@ -333,6 +333,10 @@ def test_env_api_and_pages(client: TestClient) -> None:
     renamed = client.get("/v/v0.5.0/env/SGLANG_WIDGET_LOG").text
     assert "Deprecated name." in renamed and 'href="/v/v0.5.0/env/SGLANG_LOG_WIDGET"' in renamed
     assert "<dt>Deprecated at</dt>" in renamed and "First read at" not in renamed
+    assert "deprecated name, not declared" in renamed and "read directly" not in renamed
+    # The new name lists the old one, as it lists an EnvBoolWithAlias's deprecated names.
+    new = client.get("/api/v/v0.5.0/env/SGLANG_LOG_WIDGET").json()
+    assert "SGLANG_WIDGET_LOG" in new["deprecated_names"]
     # A name deprecated by the SGL_ prefix rule is still cited at its first read.
     assert "<dt>First read at</dt>" in client.get("/v/v0.5.0/env/SGL_CHUNK_SIZE").text
     to_flag = client.get("/v/v0.5.0/env/SGLANG_WIDGET_TURBO").text

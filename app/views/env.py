@@ -6,7 +6,7 @@ from itertools import groupby
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from app.deps import SessionDep
 from app.highlight import excerpt
@@ -60,6 +60,11 @@ def api_env(session: SessionDep, version: str, q: str = "") -> EnvList:
 def env_data(session: Session, version: Version, var: EnvVar) -> EnvPage:
     """The variable page: EnvVar + reads (every read and write site) and history."""
     data = env_var_dict(version, var)
+    # Names environ.py deprecates in its favour (their rows hold the replacement).
+    older = session.exec(
+        select(EnvVar.name).where(EnvVar.version_id == version.id, EnvVar.replacement == var.name)
+    )
+    data["deprecated_names"] = list(dict.fromkeys([*data["deprecated_names"], *sorted(older)]))
     data["version"] = version.name
     data["reads"] = [env_site_dict(version, s) for s in env_sites(session, version, var.name)]
     data["history"] = env_history(session, var.name)
