@@ -331,6 +331,8 @@ def find_carriers(
                     stmt = ast.parse(f.lines[line - 1]).body[0]
                 except (SyntaxError, ValueError, RecursionError, IndexError):
                     continue
+                if isinstance(getattr(stmt, "value", None), ast.Dict):
+                    continue  # flags by key: its reads name the key (READ_RES of sites.py)
                 add(m.group(1), None, "global", flag_reads(stmt, aliases), [], line)
             continue
         if d.kind != "def":
@@ -392,6 +394,8 @@ def _globals(
     declared = {n for sub in subs if isinstance(sub, ast.Global) for n in sub.names}
     for sub in subs:
         if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
+            if isinstance(sub.value, ast.Dict):
+                continue  # flags by key (`global_server_args_dict`): its reads name the key
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
             for target in targets:
                 if isinstance(target, ast.Name) and target.id in declared:

@@ -81,6 +81,17 @@ def test_carriers_with_global_and_accessors() -> None:
     assert find_carriers(text.replace("global IS_X", "pass"), {6}) == []
 
 
+def test_a_dict_of_flags_by_key_is_no_carrier() -> None:
+    """`D = {"a": server_args.a, "b": server_args.b}`: its uses read one key each (`D["a"]`,
+    found as reads by the site scan); as a carrier every use would carry both flags."""
+    text = (
+        "D = None\n\n\ndef init(server_args):\n    global D\n    D = {\n"
+        '        "enable_a": server_args.enable_a,\n        "enable_b": server_args.enable_b,\n'
+        "    }\n"
+    )
+    assert find_carriers(text, {7, 8}) == []
+
+
 def test_a_local_name_of_the_server_args_carries() -> None:
     """`sa = get_global_server_args()` then `return sa.enable_cp and ...`: an accessor, as
     `return get_global_server_args().enable_cp` is (the reads come from the site scan)."""
