@@ -804,6 +804,8 @@ class Resolver:
                             held = user.methods[dest]
                             if kind == "inherit" and held <= own:
                                 continue  # every method holding this dest's uses is overridden
+                            if kind == "hold" and _loaders_only(held) and not held & own:
+                                continue  # the holder loads the weights itself
                             if not local and hops >= MAX_CLASS_HOPS:
                                 continue
                             chain = [*via, link]
@@ -817,7 +819,7 @@ class Resolver:
                             reached.best.setdefault(dest, (chain, hops + (not local)))
                             # a holder's use is held in its __init__; a subclass's in the
                             # base's methods it does not override
-                            passed = held - own if kind == "inherit" else own
+                            passed = held - own if kind == "inherit" else INIT
                             there = reached.methods.setdefault(dest, set())
                             if not passed <= there:
                                 there |= passed
@@ -1100,15 +1102,30 @@ def _own(text: str, c: _Class) -> frozenset[str]:
     return frozenset(n for _l, n in _methods(text, c) if n not in called)
 
 
+def _run_by_holder(block: str, attr: str) -> frozenset[str]:
+    """The methods the holder's class calls by name on the instance held in `self.attr`
+    (`self.model.load_weights(...)`)."""
+    return frozenset(re.findall(r"self\." + re.escape(attr) + r"\.(\w+)\(", block))
+
+
+def _loaders_only(methods: set[str]) -> bool:
+    """Uses held only in weight loading (`load_weights`, `do_load_weights`, ...): a holder
+    runs them only if it calls them (models that hold a language model often load its
+    weights themselves). Other methods run when the instance is built or called, directly
+    or through the instance's own calls (forward -> forward_deepep)."""
+    return all("load_weights" in m for m in methods)
+
+
 def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relation]:
     """Top-level classes whose `__init__` assigns `self.x` a value built by calling `ref`:
     `self.model = Glm4MoeModel(...)`, or inside it (`make_layers(..., lambda i, p:
     DecoderLayer(...))`, a list of them): the statement holding the call starts with
-    `self.x =`."""
+    `self.x =`. Each with the held instance's methods the holder calls (`_run_by_holder`)."""
     out: list[Relation] = []
     inits = [(c.init, c.name) for c in classes if c.init is not None and c.name != cls]
     if not inits:
         return out
+    spans = {c.name: c.span for c in classes}
     blocks: dict[int, tuple[list[str], list[int]]] = {}  # __init__'s offset -> lines, starts
     pos = text.find(ref)
     while pos >= 0:
@@ -1134,7 +1151,9 @@ def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relat
                     direct = m.group(2).lstrip().startswith(ref)
                     link = f"self.{m.group(1)} = {'' if direct else '…'}{cls}(…)"
                     text_of = lines[first].strip()[:240]
-                    out.append(("hold", first_line + first, owner, INIT, text_of, link))
+                    start, stop = spans[owner]
+                    ran = _run_by_holder(text[start:stop], m.group(1))
+                    out.append(("hold", first_line + first, owner, ran, text_of, link))
         pos = text.find(ref, end)
     return sorted(set(out))
 

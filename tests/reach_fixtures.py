@@ -544,6 +544,52 @@ class PsiForCausalLM(ChiForCausalLM):
 EntryClass = PsiForCausalLM
 """
 
+# lbo used only in weight loading: a holder that loads the weights itself never runs it
+# (lam_vl), one that calls the held model's loader does (lam_delegate).
+LAM_MODEL = """
+from sglang.srt.overlap.lbo_overlap import LboFlags
+
+
+class LamForCausalLM:
+    def load_weights(self, weights):
+        if LboFlags.fuse_inside_lbo():
+            return weights
+        return None
+
+
+EntryClass = LamForCausalLM
+"""
+
+LAM_VL_MODEL = """
+from sglang.srt.models.lam import LamForCausalLM
+
+
+class LamVLForConditionalGeneration:
+    def __init__(self, config):
+        self.language_model = LamForCausalLM(config)
+
+    def load_weights(self, weights):
+        return list(weights)
+
+
+EntryClass = LamVLForConditionalGeneration
+"""
+
+LAM_DELEGATE_MODEL = """
+from sglang.srt.models.lam import LamForCausalLM
+
+
+class LamDelegateForConditionalGeneration:
+    def __init__(self, config):
+        self.language_model = LamForCausalLM(config)
+
+    def load_weights(self, weights):
+        return self.language_model.load_weights(weights)
+
+
+EntryClass = LamDelegateForConditionalGeneration
+"""
+
 HOLDING_MODELS = {
     "alpha_nextn": ALPHA_NEXTN_MODEL,
     "iota": IOTA_MODEL,
@@ -559,6 +605,9 @@ HOLDING_MODELS = {
     "tau": TAU_MODEL,
     "upsilon": UPSILON_MODEL,
     "omega": OMEGA_MODEL,
+    "lam": LAM_MODEL,
+    "lam_vl": LAM_VL_MODEL,
+    "lam_delegate": LAM_DELEGATE_MODEL,
     "chi": CHI_MODEL,
     "psi": PSI_MODEL,
 }

@@ -88,7 +88,11 @@ def test_methods_holding_the_uses_are_per_flag(client: TestClient) -> None:
     assert "tau" not in dbo_models and dbo_models["upsilon"] == dbo_models["omega"] == held
     loaded = [*LBO, "SigmaLoaderMixin", "SigmaForCausalLM", "SigmaV3ForCausalLM"]
     assert lbo_models["tau"] == lbo_models["upsilon"] == lbo_models["omega"] == loaded
-    assert set(lbo_models) == {"delta", "sigma", "tau", "upsilon", "omega"}
+    # lam reads lbo in load_weights: lam_vl holds it but loads the weights itself.
+    assert set(lbo_models) == {
+        "delta", "sigma", "tau", "upsilon", "omega", "lam", "lam_delegate"
+    }  # fmt: skip
+    assert lbo_models["lam_delegate"][-1] == "self.language_model = LamForCausalLM(…)"
     assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("/tau.py")]
     # ChiForCausalLM uses dbo in `capture` and inherits ChiBase's `forward`: psi replaces
     # `capture` only, so it still gets dbo through the base's method.
