@@ -266,3 +266,12 @@ def test_environment_assignments_in_the_command_feed_the_simulation(session: Ses
     result = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
     assert effective(result)["attention_backend"]["to"] == "triton"
     assert "environment variable FIXTURE_FORCE_TRITON=1" in result["assumptions"]
+    # Both set: the old value is copied over the new one, whichever comes first.
+    for pair in (
+        "FIXTURE_FORCE_TRITON=0 FIXTURE_OLD_FORCE_TRITON=1",
+        "FIXTURE_OLD_FORCE_TRITON=1 FIXTURE_FORCE_TRITON=0",
+    ):
+        result = explain(
+            session, "v0.2.0", f"{pair} {command.split(' ', 1)[1]}", profile=GLM_FP4_B200
+        )
+        assert effective(result)["attention_backend"]["to"] == "triton", pair

@@ -558,6 +558,13 @@ def test_explain_checks_variables(client: TestClient) -> None:
     # At v0.4.0 SGL_CHUNK_SIZE is only read (`int(os.environ.get(...))`): a guessed type, no
     # warning; a declared type warns (above).
     assert env_findings(explain(client, f"SGL_CHUNK_SIZE=abc {LAUNCH}", "v0.4.0")) == []
+    # Both names set: a helper-deprecated name is copied over the new one at import (the
+    # old value wins); an alias is read only while the new name is unset (the new wins).
+    both = env_findings(explain(client, f"SGLANG_WIDGET_LOG=1 SGLANG_LOG_WIDGET=0 {LAUNCH}"))
+    assert any("SGLang uses SGLANG_WIDGET_LOG=1 (it copies" in f["message"] for f in both)
+    both = env_findings(explain(client, f"SGLANG_GADGET_FUSE=0 SGLANG_WIDGET_FUSE=1 {LAUNCH}"))
+    assert any("SGLang uses SGLANG_WIDGET_FUSE=1 (SGLANG_GADGET_FUSE is read only" in f["message"]
+               for f in both)  # fmt: skip
     shell = env_findings(explain(client, f"SGLANG_WIDGET_COMPILE=1; {LAUNCH}"))
     assert [f["severity"] for f in shell] == ["warning"]
     assert "SGLang does not see it" in shell[0]["message"]

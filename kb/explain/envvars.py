@@ -315,15 +315,23 @@ def replacement_of(facts: VersionFacts, name: str) -> str | None:
     return found
 
 
+def copies_over(facts: VersionFacts, name: str) -> bool:
+    """Whether SGLang copies deprecated `name`'s value over its replacement at import (its
+    helper calls and the SGL_ -> SGLANG_ rule: the old name wins), rather than reading it
+    only while the new name is unset (EnvBoolWithAlias: the new name wins)."""
+    return not any(name in s.deprecated_names for s in facts.env.values())
+
+
 def environ_of(facts: VersionFacts, text: str) -> dict[str, str]:
     """The variables SGLang sees when the command runs: those the command sets, and for a
-    deprecated name its replacement variable too (SGLang copies the old value over the new
-    one at import, environ.py)."""
+    deprecated name its replacement variable too (copied over it, or read while it is
+    unset: `copies_over`)."""
     out = {a.name: a.value for a in assignments(text) if a.value is not None and a.how != "shell"}
     for name, value in list(out.items()):
         replacement = replacement_of(facts, name)
         if replacement is not None and replacement in facts.env:
-            out[replacement] = value
+            if copies_over(facts, name) or replacement not in out:
+                out[replacement] = value
     return out
 
 
@@ -337,7 +345,10 @@ def check_env(
     if not facts.env:
         return rows, values, findings  # a version ingested before variables were extracted
     known = sorted(facts.env)
-    for a in assignments(text):
+    given = assignments(text)
+    set_here = {a.name: a.value for a in given if a.how != "shell"}
+    late: list[tuple[str, tuple[Any, str], bool]] = []  # deprecated names' values, applied last
+    for a in given:
         spec = facts.env.get(a.name)
         if a.how == "shell" and (spec is not None or a.name.startswith(PREFIXES)):
             findings.append(
@@ -425,7 +436,29 @@ def check_env(
                         "warning", None, f"{a.name}: {problem}", "env", target.source, env=a.name
                     )
                 )
-            values[target.name] = (value, a.value)
+            if target is spec:
+                values[target.name] = (value, a.value)
+            else:
+                copied = copies_over(facts, a.name)
+                late.append((target.name, (value, a.value), copied))
+                new_value = set_here.get(target.name)
+                if new_value is not None:  # both names set: say which one SGLang keeps
+                    how = (
+                        f"{a.name}={a.value} (it copies {a.name} over {target.name} at import)"
+                        if copied
+                        else f"{target.name}={new_value} ({a.name} is read only while "
+                        f"{target.name} is unset)"
+                    )
+                    findings.append(
+                        finding(
+                            "warning",
+                            None,
+                            f"{a.name} and {target.name} are both set: SGLang uses {how}",
+                            "env",
+                            spec.source if spec is not None else target.source,
+                            env=a.name,
+                        )
+                    )
             values.setdefault(a.name, (value, a.value))
         rows.append(
             {
@@ -441,4 +474,9 @@ def check_env(
                 "source": target.source if target else None,
             }
         )
+    for name, typed, copied in late:
+        if copied:
+            values[name] = typed
+        else:
+            values.setdefault(name, typed)
     return rows, values, findings
