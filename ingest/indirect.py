@@ -392,6 +392,17 @@ def _globals(
     node = f.node(d)
     subs = list(ast.walk(node)) if node is not None else []  # one walk, used twice
     declared = {n for sub in subs if isinstance(sub, ast.Global) for n in sub.names}
+    # Locals assigned once from a flag (`enable = server_args.enable_x`, then
+    # `_FLAG = enable`): a global assigned one of them carries its flag too.
+    bound: dict[str, list[list[str]]] = defaultdict(list)
+    for sub in subs:
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+            t = sub.targets[0]
+            if isinstance(t, ast.Name) and t.id not in declared:
+                bound[t.id].append(flag_reads(sub.value, aliases))
+        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)) and isinstance(sub.target, ast.Name):
+            bound[sub.target.id].append([])  # changed again: not followed
+    local = {name: dests[0] for name, dests in bound.items() if len(dests) == 1 and dests[0]}
     for sub in subs:
         if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
             if isinstance(sub.value, ast.Dict):
@@ -399,7 +410,10 @@ def _globals(
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
             for target in targets:
                 if isinstance(target, ast.Name) and target.id in declared:
-                    out.append((target.id, flag_reads(sub.value, aliases), sub.lineno - 1))
+                    dests = flag_reads(sub.value, aliases)
+                    if isinstance(sub.value, ast.Name) and sub.value.id in local:
+                        dests = local[sub.value.id]
+                    out.append((target.id, dests, sub.lineno - 1))
     return out
 
 

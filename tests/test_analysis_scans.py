@@ -81,6 +81,24 @@ def test_carriers_with_global_and_accessors() -> None:
     assert find_carriers(text.replace("global IS_X", "pass"), {6}) == []
 
 
+def test_a_global_assigned_a_local_holding_a_flag() -> None:
+    """`enable = server_args.enable_dp` then `_FLAG = enable` in a function declaring the
+    global: `_FLAG` carries the flag (and so does its accessor); a local assigned twice is
+    not followed."""
+    text = (
+        "_FLAG = None\n_OTHER = None\n\n\ndef init(server_args, n):\n"
+        "    global _FLAG, _OTHER\n    enable = server_args.enable_dp\n"
+        "    size = server_args.dp_size\n    size = size * n\n"
+        "    _FLAG = enable\n    _OTHER = size\n\n\n"
+        "def is_dp_enabled():\n    return _FLAG\n"
+    )
+    carriers = find_carriers(text, {7, 8})
+    assert [(c["name"], c["dests"]) for c in carriers] == [
+        ("_FLAG", ["enable_dp"]),
+        ("is_dp_enabled", ["enable_dp"]),
+    ]
+
+
 def test_a_dict_of_flags_by_key_is_no_carrier() -> None:
     """`D = {"a": server_args.a, "b": server_args.b}`: its uses read one key each (`D["a"]`,
     found as reads by the site scan); as a carrier every use would carry both flags."""
