@@ -137,7 +137,7 @@ def forget_newest(db: Path, repo: Path) -> str:
 
     def blobs(commit: str) -> set[str]:
         out = subprocess.run(
-            ["git", "-C", str(repo), "ls-tree", "-r", commit, "--", "python"],
+            ["git", "-C", str(repo), "ls-tree", "-r", commit, "--", "python", "sgl-kernel/python"],
             capture_output=True,
             text=True,
             check=True,

@@ -23,7 +23,7 @@ from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import extract_flags
-from ingest.git_source import BlobReader
+from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
 from ingest.indirect import scan_structure
 from ingest.reuse import parse_server_args
 from ingest.sites import LineIndex, scan
@@ -45,6 +45,8 @@ def kind_of(path: str) -> str:
         return "hook"
     if path == ENVIRON_PATH:
         return "environ"
+    if path.startswith(KERNEL_PYTHON_DIR):
+        return "kernel"
     docs = doc_kind(path)
     if docs is not None:
         return "docs_" + docs
@@ -90,6 +92,11 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts = empty_facts()
         facts["warnings"] = []
         facts["docs"] = parse_docs(data.decode("utf-8", "replace"), kind.removeprefix("docs_"))
+        return facts
+    if kind == "kernel":  # another package: only the environment variables it reads
+        facts = empty_facts()
+        facts["warnings"] = []
+        facts["env"], facts["lines"] = scan_env(data)
         return facts
     index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
     pieces = BlobPieces(path, data)  # cut once, shared by the line scans

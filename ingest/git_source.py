@@ -146,20 +146,29 @@ def list_python_files(repo: Path, commit: str) -> dict[str, str]:
     return files
 
 
+# sgl-kernel's Python package: SGLang's kernels, installed beside it, read environment
+# variables of their own that SGLang's docs list (SGLANG_DISABLE_FA4_WARMUP).
+KERNEL_PYTHON_DIR = "sgl-kernel/python/"
+
+
 def list_files(repo: Path, commit: str) -> dict[str, str]:
-    """path -> blob sha of every .py file under python/ and of the docs pages that list
-    flags or environment variables (server_arguments.md, environment_variables.md, wherever
-    they moved under docs/), from one ls-tree."""
+    """path -> blob sha of every .py file under python/ and sgl-kernel/python/ and of the
+    docs pages that list flags or environment variables (server_arguments.md,
+    environment_variables.md, wherever they moved under docs/), from one ls-tree."""
     from ingest.docs import doc_kind
 
-    out = _git(repo, "ls-tree", "-r", "--full-tree", commit, "--", "python", "docs")
+    out = _git(
+        repo, "ls-tree", "-r", "--full-tree", commit, "--", "python", "docs", KERNEL_PYTHON_DIR
+    )
     files = {}
     for line in out.splitlines():
         meta, path = line.split("\t", 1)
         mode, kind, sha = meta.split()
         if kind != "blob" or mode == "120000":
             continue
-        if (path.startswith("python/") and path.endswith(".py")) or doc_kind(path):
+        if (path.startswith(("python/", KERNEL_PYTHON_DIR)) and path.endswith(".py")) or doc_kind(
+            path
+        ):
             files[path] = sha
     return files
 

@@ -260,8 +260,20 @@ ENV_DOC = """
 | `SGL_CHUNK_SIZE` | Chunk size | `512` |
 | `SGLANG_GADGET_FUSE` | Fuse | `true` |
 | `SGLANG_WIDGET_GONE` | Removed long ago | `false` |
+| `SGLANG_WIDGET_WARMUP_OFF` | Skip the kernels' warm-up | `false` |
 | `SGLANG_WIDGET_RATIO` | Ratio \\| fraction | `0.5` |
 """
+
+# sgl-kernel's Python package reads variables of its own; its benchmarks are not installed.
+KERNEL_PY = """
+import os
+
+
+def warm_up():
+    if os.getenv("SGLANG_WIDGET_WARMUP_OFF", "").lower() in ("1", "true"):
+        return
+"""
+KERNEL_BENCH = 'import os\nMODE = os.environ.get("SGLANG_WIDGET_BENCH_MODE", "")\n'
 
 
 def build_env_repo(root: Path) -> Path:
@@ -284,5 +296,7 @@ def build_env_repo(root: Path) -> Path:
     write(repo, "docs/advanced_features/server_arguments.md", NEW_FLAGS_DOC)
     write(repo, "docs/references/environment_variables.md", ENV_DOC)
     write(repo, "docs/diffusion/environment_variables.md", ENV_DOC.replace("SGLANG_", "DIFF_"))
+    write(repo, "sgl-kernel/python/sgl_kernel/warmup.py", KERNEL_PY)
+    write(repo, "sgl-kernel/benchmark/bench_widget.py", KERNEL_BENCH)
     commit(repo, "new", "2025-06-01T12:00:00Z", "v0.5.0")
     return repo

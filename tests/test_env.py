@@ -264,6 +264,13 @@ def test_ingested_rows(env_db: Path) -> None:
     assert at[("v0.5.0", "SGLANG_WIDGET_TURBO")][:3] == (1, "bool", "--widget-mode")
     assert at[("v0.5.0", "SGLANG_WIDGET_GIZMO")][2] is None  # no such flag in the version
     assert ("v0.5.0", "SOME_SETTING") not in at  # named in an error message only
+    # Read by sgl-kernel's package (not by its benchmarks), cited there.
+    assert at[("v0.5.0", "SGLANG_WIDGET_WARMUP_OFF")][:3] == (0, None, None)
+    assert ("v0.5.0", "SGLANG_WIDGET_BENCH_MODE") not in at
+    assert conn.execute(
+        "select e.path, e.line from envsite e join version v on v.id = e.version_id "
+        "where v.name = 'v0.5.0' and e.name = 'SGLANG_WIDGET_WARMUP_OFF'"
+    ).fetchall() == [("sgl-kernel/python/sgl_kernel/warmup.py", 5)]
     cite = dict(
         conn.execute(
             "select e.name, e.line || ':' || e.reads || ':' || e.comment from envvar e "
@@ -521,6 +528,10 @@ def test_explain_checks_variables(client: TestClient) -> None:
     assert found[0]["source"]["path"] == ENVIRON
     rows = {r["name"]: r for r in typo["env"]}
     assert rows["SGLANG_WIDGET_COMPIL"]["known"] is False
+    # A variable only sgl-kernel's package reads is known, not "silently ignored".
+    kernel = explain(client, f"SGLANG_WIDGET_WARMUP_OFF=1 {LAUNCH}")
+    assert env_findings(kernel) == []
+    assert kernel["env"][0]["source"]["path"] == "sgl-kernel/python/sgl_kernel/warmup.py"
     old = env_findings(explain(client, f"SGLANG_GADGET_FUSE=0 {LAUNCH}"))
     assert "use SGLANG_WIDGET_FUSE" in old[0]["message"] and old[0]["replacement"] == (
         "SGLANG_WIDGET_FUSE"
