@@ -26,7 +26,7 @@ from itertools import accumulate
 from typing import Any
 
 from ingest.chunks import CUT, Piece, PieceSource
-from ingest.sites import LineIndex
+from ingest.sites import LineIndex, line_state
 from kb.pyast import NOT_LITERAL, literal
 
 ENVIRON_PATH = "python/sglang/srt/environ.py"
@@ -209,36 +209,6 @@ def _last_shallower(text: bytes, limit: int) -> int:
     return 0 if _shallow(limit).match(b"\n" + text[: text.find(b"\n") + 1 or None]) else -1
 
 
-def _in_plain_string(prefix: str) -> bool:
-    """Whether the end of `prefix` (a line up to a match) is inside a string literal opened
-    on that line that is not an f-string (`f"{envs.X.get()}"` reads X)."""
-    if '"' not in prefix and "'" not in prefix:
-        return False
-    quote, fstring, i = "", False, 0
-    while i < len(prefix):
-        c = prefix[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if prefix.startswith(quote, i):
-                i += len(quote)
-                quote = ""
-                continue
-        elif c in "\"'":
-            quote = prefix[i : i + 3] if prefix[i : i + 3] in ('"""', "'''") else c
-            j = i
-            while j > 0 and prefix[j - 1].isalpha():  # the prefix letters: f, rf, b ...
-                j -= 1
-            fstring = "f" in prefix[j:i].lower()
-            i += len(quote)
-            continue
-        elif c == "#":
-            return False
-        i += 1
-    return bool(quote) and not fstring
-
-
 def _strip_strings(text: str) -> str:
     return re.sub(r"\"[^\"]*\"|'[^']*'", '""', text)
 
@@ -344,7 +314,7 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
                 data[m.start() - 1 : m.start()].isalnum() or data[m.start() - 1] == 95
             ):
                 continue  # "myenvs.X", "_envs.X"
-            if _in_plain_string(text.prefix(m.start())):
+            if line_state(text.prefix(m.start())) == "string":  # not `f"{envs.X.get()}"`
                 continue  # "use `envs.YOUR_FLAG.get()`" in a message names no variable
             method = (m.group(2) or b"").decode()
             access = "write" if method in ENVS_WRITES else "read"

@@ -121,26 +121,42 @@ class _Lines:
 
 
 @lru_cache(maxsize=1 << 16)  # the same lines recur in every version of a file
-def _in_comment(prefix: str) -> bool:
-    """Whether a match sits after a `#` on its line (a mention in a comment, not code);
-    a `#` inside a string literal (`"#" + server_args.x`) starts no comment."""
-    if "#" not in prefix:
-        return False
-    quote = ""
-    i = 0
+def line_state(prefix: str) -> str:
+    """Where the end of `prefix` (a line up to a match) is: "code", "comment" (after a `#`
+    outside strings), "string" (inside a literal opened on the line) or "fstring" (inside
+    an f-string, whose `{...}` is code). A `#` inside a string starts no comment."""
+    if "#" not in prefix and '"' not in prefix and "'" not in prefix:
+        return "code"
+    quote, fstring, i = "", False, 0
     while i < len(prefix):
         c = prefix[i]
         if quote:
             if c == "\\":
-                i += 1
-            elif c == quote:
+                i += 2
+                continue
+            if prefix.startswith(quote, i):
+                i += len(quote)
                 quote = ""
+                continue
         elif c in "\"'":
-            quote = c
+            quote = prefix[i : i + 3] if prefix[i : i + 3] in ('"""', "'''") else c
+            j = i
+            while j > 0 and prefix[j - 1].isalpha():  # the prefix letters: f, rf, b ...
+                j -= 1
+            fstring = "f" in prefix[j:i].lower()
+            i += len(quote)
+            continue
         elif c == "#":
-            return True
+            return "comment"
         i += 1
-    return False
+    if not quote:
+        return "code"
+    return "fstring" if fstring else "string"
+
+
+def _in_comment(prefix: str) -> bool:
+    """Whether a match sits after a `#` on its line (a mention in a comment, not code)."""
+    return "#" in prefix and line_state(prefix) == "comment"
 
 
 # Triple-quoted strings that are not f-strings: docstrings and text, never reads.

@@ -196,3 +196,16 @@ def test_enum_blocks_parsed_once_keep_each_files_lines() -> None:
     first[0]["is_methods"].clear()
     (again,) = scan_enums(ENUM_BLOCK)
     assert again["members"][2]["value"] == ["a", "b"] and again["is_methods"] == {"fa3": "FA3"}
+
+
+def test_line_state_tells_code_comments_and_strings_apart() -> None:
+    line_state = sites.line_state
+    assert line_state("x = server_args.") == "code"
+    assert line_state("x = 1  # server_args.") == "comment"
+    assert line_state('s = "#" + server_args.') == "code"  # a `#` in a string
+    assert line_state('s = "use envs.') == "string"
+    assert line_state('s = f"{envs.') == "fstring"  # `{...}` of an f-string is code
+    assert line_state('s = rf"{envs.') == "fstring"
+    assert line_state('s = "a \\" # b') == "string"  # an escaped quote closes nothing
+    assert line_state('s = """a " # b') == "string"  # one `"` ends no triple quote
+    assert line_state('s = """a""" # b') == "comment"
