@@ -90,13 +90,35 @@ def test_methods_holding_the_uses_are_per_flag(client: TestClient) -> None:
     assert lbo_models["tau"] == lbo_models["upsilon"] == lbo_models["omega"] == loaded
     # lam reads lbo in load_weights: lam_vl holds it but loads the weights itself.
     assert set(lbo_models) == {
-        "delta", "sigma", "tau", "upsilon", "omega", "lam", "lam_delegate"
+        "delta", "sigma", "tau", "upsilon", "omega", "lam", "lam_delegate", "kai", "kai_vl",
+        "kai_delegate",
     }  # fmt: skip
     assert lbo_models["lam_delegate"][-1] == "self.language_model = LamForCausalLM(…)"
     assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("/tau.py")]
     # ChiForCausalLM uses dbo in `capture` and inherits ChiBase's `forward`: psi replaces
-    # `capture` only, so it still gets dbo through the base's method.
-    assert dbo_models["psi"] == [*alpha, "ChiForCausalLM"]
+    # `capture` only, so it still gets dbo through the base's method, cited through it (not
+    # through `capture`'s shorter chain, which psi replaces).
+    assert dbo_models["psi"] == [*alpha, "ChiBase", "ChiForCausalLM"]
+
+
+def test_a_holder_is_cited_through_a_method_it_runs(client: TestClient) -> None:
+    """KaiForCausalLM reaches lbo through its loader mixin (a helper only `do_load_weights`
+    calls: the shorter chain) and through the MoE its `__init__` builds. kai_vl loads the
+    weights itself: its chain is the MoE's (it was the loader's, the shortest); kai_delegate
+    calls the held model's `load_weights`: the loader's chain is a way that runs there."""
+    lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
+    models = {m["name"]: m["via"] for m in lbo["models"]}
+    loader = ["IS_LBO_ENABLED", "is_lbo_enabled()", "KaiLoaderMixin"]
+    built = [
+        *LBO,
+        "self.mlp = KaiMoE(…)",
+        "self.layer = KaiDecoderLayer(…)",
+        "self.model = KaiModel(…)",
+    ]
+    assert models["kai_vl"] == [*built, "self.language_model = KaiForCausalLM(…)"]
+    assert models["kai_delegate"] == [*loader, "self.language_model = KaiForCausalLM(…)"]
+    # the file itself reads it in the mixin's helper: its own shortest chain
+    assert models["kai"] == ["IS_LBO_ENABLED", "is_lbo_enabled()"]
 
 
 def test_holding_and_module_bases_are_cited_where_they_are(client: TestClient) -> None:
