@@ -276,9 +276,36 @@ def _carrier_id(f: PyFile, d: Def) -> tuple[str, str | None] | None:
 
 
 def display(name: str, member: str | None, kind: str) -> str:
-    if kind == "global" or kind == "named":
+    """A carrier as its chain shows it: a function or method called (`is_tbo_enabled()`), a
+    global, a property (read as an attribute) or a definition named for the feature not."""
+    if kind in ("global", "named", "property"):
         return name if member is None else f"{name}.{member}"
     return f"{name}()" if member is None else f"{name}.{member}()"
+
+
+PROPERTY_RE = re.compile(r"[ \t]*@(?:functools\.)?(?:cached_)?property[ \t]*(?:#.*)?$")
+
+
+def accessor_kind(f: PyFile, def_line: int) -> str:
+    """ "property" for a def decorated `@property` (or a cached one), else "function"."""
+    no = def_line - 1
+    while no >= 1 and f.lines[no - 1].lstrip().startswith("@"):
+        if PROPERTY_RE.match(f.lines[no - 1]):
+            return "property"
+        no -= 1
+    return "function"
+
+
+class Named(str):
+    """A chain step reached because its name spells the feature (`model_forward_maybe_tbo`
+    for tbo), not through a call or an import: stored as {"name", "by_name": true}."""
+
+    __slots__ = ()
+
+
+def stored_chain(chain: list[str] | tuple[str, ...]) -> list[Any]:
+    """A chain as stored: each step its name, a Named one {"name", "by_name": true}."""
+    return [{"name": str(s), "by_name": True} if isinstance(s, Named) else s for s in chain]
 
 
 def find_carriers(
@@ -355,7 +382,7 @@ def find_carriers(
         ident = _carrier_id(f, d)
         returned = known.returns[rel]
         if returned is not None and ident is not None:
-            add(ident[0], ident[1], "function", returned, [], d.line)
+            add(ident[0], ident[1], accessor_kind(f, d.line), returned, [], d.line)
     # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED).
     for _round in range(2):
         before = len(found)
@@ -364,7 +391,8 @@ def find_carriers(
                 continue
             name, member = use.accessor
             for c in [c for c in found.values() if (c["name"], c["member"]) == use.carrier]:
-                add(name, member, "function", c["dests"], c["chain"], use.def_line)
+                kind = "property" if use.prop else "function"
+                add(name, member, kind, c["dests"], c["chain"], use.def_line)
         if len(found) == before:
             break
     return list(found.values())
@@ -451,6 +479,7 @@ class Use:
     text: str
     accessor: tuple[str, str | None] | None  # the short function whose return holds the use
     def_line: int
+    prop: bool = False  # the accessor is a property
 
 
 def file_uses(
@@ -509,15 +538,16 @@ def file_uses(
             if (line, cid) in seen:
                 continue
             seen.add((line, cid))
-            accessor, def_line = None, line
+            accessor, def_line, prop = None, line, False
             if f.maybe_return(line):  # cheap test before finding the enclosing function
                 d = f.enclosing(line)
                 if d is not None and f.returns_at(d, line) is not None:
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
                         accessor, def_line = ident, d.line
+                        prop = accessor_kind(f, d.line) == "property"
             if accessor is not None or not accessors:
-                out.append(Use(cid, line, f.text_of(line), accessor, def_line))
+                out.append(Use(cid, line, f.text_of(line), accessor, def_line, prop))
     return out
 
 
@@ -594,7 +624,7 @@ class Carrier:
     module: str
     name: str  # the module-level name other modules import
     member: str | None  # method name when the carrier is a method of class `name`
-    kind: str  # global | function | named
+    kind: str  # global | function | property | named
     dests: tuple[str, ...]
     chain: tuple[str, ...]
     path: str
@@ -759,7 +789,10 @@ class Resolver:
             for path, by_alias in users.items():
                 self._follow(path, files[path], by_alias, read_text, sites, add)
         self._inherit(files, read_text, sites)
-        out = [{k: v for k, v in site.items() if k != "rank"} for site in sites.values()]
+        out = [
+            {**{k: v for k, v in site.items() if k != "rank"}, "via": stored_chain(site["via"])}
+            for site in sites.values()
+        ]
         return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
 
     def _targets(self, c: Carrier) -> list[Target]:
@@ -949,14 +982,15 @@ class Resolver:
                     continue
                 if use.accessor is not None:
                     name, acc_member = use.accessor
+                    kind = "property" if use.prop else "function"
                     add(
                         Carrier(
                             mod,
                             name,
                             acc_member,
-                            "function",
+                            kind,
                             c.dests,
-                            (*c.chain, display(name, acc_member, "function")),
+                            (*c.chain, display(name, acc_member, kind)),
                             path,
                             use.def_line,
                             True,
@@ -980,7 +1014,17 @@ class Resolver:
             for name, line in defs:
                 if not name.startswith("_") and word in _words(name):
                     add(
-                        Carrier(mod, name, None, "named", dests, (*c.chain, name), path, line, True)
+                        Carrier(
+                            mod,
+                            name,
+                            None,
+                            "named",
+                            dests,
+                            (*c.chain, Named(name)),
+                            path,
+                            line,
+                            True,
+                        )
                     )
 
 

@@ -121,6 +121,42 @@ def test_a_holder_is_cited_through_a_method_it_runs(client: TestClient) -> None:
     assert models["kai"] == ["IS_LBO_ENABLED", "is_lbo_enabled()"]
 
 
+def test_name_based_steps_are_marked(client: TestClient) -> None:
+    """`model_forward_maybe_dbo` is followed because its name spells dbo, not through a call
+    or an import: its step says so (`by_name`) in the JSON, and the pages show it apart."""
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    alpha = next(m for m in dbo["models"] if m["name"] == "epsilon")
+    assert alpha["steps"] == [
+        {"name": "IS_DBO_ENABLED", "by_name": False},
+        {"name": "is_dbo_enabled()", "by_name": False},
+        {"name": "model_forward_maybe_dbo", "by_name": True},
+        {"name": "AlphaMoeForCausalLM", "by_name": False},
+    ]
+    for u in dbo["indirect_usages"]:
+        assert [s["name"] for s in u["steps"]] == u["via"]
+        assert [s["by_name"] for s in u["steps"]] == [
+            s == "model_forward_maybe_dbo" for s in u["via"]
+        ]
+    page = client.get("/v/v0.4.0/flags/--enable-dual-batch-overlap").text
+    named = "<code>model_forward_maybe_dbo</code> <i>named like the feature</i></span>"
+    for section in ("indirect", "models"):
+        part = page.split(f'id="{section}"', 1)[1].split("</section>", 1)[0]
+        assert named in part and 'class="by-name" title="Named like the feature' in part
+        assert "<code>is_dbo_enabled()</code> <i>" not in part  # code steps are not marked
+    model = get(client, f"{V}/models/alpha_moe")
+    steps = model["flags"][0]["indirect"][0]["steps"]
+    assert steps[-1] == {"name": "model_forward_maybe_dbo", "by_name": True}
+    assert named in client.get("/v/v0.4.0/models/alpha_moe").text
+
+
+def test_a_property_carrier_is_shown_without_parentheses(client: TestClient) -> None:
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    fp4 = [(u["line"], u["via"]) for u in dbo["indirect_usages"] if u["path"].endswith("/fp4.py")]
+    assert (10, ["IS_DBO_ENABLED", "is_dbo_enabled()", "Fp4MoEMethod.overlap_on"]) in fp4
+    hits = get(client, "/api/search?q=overlap_on&version=v0.4.0")["results"]
+    assert (hits[0]["kind"], hits[0]["name"]) == ("carrier", "Fp4MoEMethod.overlap_on")
+
+
 def test_holding_and_module_bases_are_cited_where_they_are(client: TestClient) -> None:
     dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
     sites = {m["name"]: (m["site"]["line"], m["direct"]) for m in dbo["models"]}
