@@ -140,8 +140,23 @@ def flag_link(version: Any, name: str) -> Markup:
     )
 
 
-def via(chain: Iterable[str]) -> Markup:
-    links = " ← ".join(f"<code>{_e(link)}</code>" for link in chain)
+# A step taken by its name alone (ingest/indirect.py: in a module using a feature's carrier,
+# its definitions named for the feature), told apart from the steps the code links.
+BY_NAME = (
+    '<span class="by-name" title="Named like the feature: this definition is in a module that '
+    "uses the step before it and is followed because its name spells the same feature; no "
+    'call or import links the two.">'
+)
+
+
+def via(steps: Iterable[Any]) -> Markup:
+    """A chain (kb.contract.ChainStep each): a step reached by its name alone is marked."""
+    links = " ← ".join(
+        f"{BY_NAME}<code>{_e(s['name'])}</code> <i>named like the feature</i></span>"
+        if s["by_name"]
+        else f"<code>{_e(s['name'])}</code>"
+        for s in map(_d, steps)
+    )
     return Markup(
         f'<span class="via" title="how the flag\'s value reaches this line">via {links}</span>'
     )
@@ -271,7 +286,7 @@ def indirect_rows(sites: Sequence[Any]) -> Markup:
     for s in map(_d, sites):
         out.append(
             f'<tr><td class="ln"><a href="{_e(s["permalink"])}">{s["line"]}</a></td>'
-            f'<td class="src">{_e(s["text"])}<br>{via(s["via"])}</td><td class="acts">'
+            f'<td class="src">{_e(s["text"])}<br>{via(s["steps"])}</td><td class="acts">'
             f'<a class="gh" href="{_e(s["url"])}" rel="noopener noreferrer">GitHub</a>'
             "</td></tr>\n"
         )
@@ -530,7 +545,7 @@ def model_items(models: Iterable[Any]) -> Markup:
     """The models that read the flag, directly or through a chain, each cited."""
     out = []
     for m in map(_d, models):
-        how = '<span class="muted">reads it directly</span>' if m["direct"] else via(m["via"])
+        how = '<span class="muted">reads it directly</span>' if m["direct"] else via(m["steps"])
         site = _d(m["site"])
         path = _e(m["path"]).replace("python/sglang/srt/", "")
         out.append(

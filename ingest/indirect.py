@@ -276,9 +276,36 @@ def _carrier_id(f: PyFile, d: Def) -> tuple[str, str | None] | None:
 
 
 def display(name: str, member: str | None, kind: str) -> str:
-    if kind == "global" or kind == "named":
+    """A carrier as its chain shows it: a function or method called (`is_tbo_enabled()`), a
+    global, a property (read as an attribute) or a definition named for the feature not."""
+    if kind in ("global", "named", "property"):
         return name if member is None else f"{name}.{member}"
     return f"{name}()" if member is None else f"{name}.{member}()"
+
+
+PROPERTY_RE = re.compile(r"[ \t]*@(?:functools\.)?(?:cached_)?property[ \t]*(?:#.*)?$")
+
+
+def accessor_kind(f: PyFile, def_line: int) -> str:
+    """ "property" for a def decorated `@property` (or a cached one), else "function"."""
+    no = def_line - 1
+    while no >= 1 and f.lines[no - 1].lstrip().startswith("@"):
+        if PROPERTY_RE.match(f.lines[no - 1]):
+            return "property"
+        no -= 1
+    return "function"
+
+
+class Named(str):
+    """A chain step reached because its name spells the feature (`model_forward_maybe_tbo`
+    for tbo), not through a call or an import: stored as {"name", "by_name": true}."""
+
+    __slots__ = ()
+
+
+def stored_chain(chain: list[str] | tuple[str, ...]) -> list[Any]:
+    """A chain as stored: each step its name, a Named one {"name", "by_name": true}."""
+    return [{"name": str(s), "by_name": True} if isinstance(s, Named) else s for s in chain]
 
 
 def find_carriers(
@@ -355,7 +382,7 @@ def find_carriers(
         ident = _carrier_id(f, d)
         returned = known.returns[rel]
         if returned is not None and ident is not None:
-            add(ident[0], ident[1], "function", returned, [], d.line)
+            add(ident[0], ident[1], accessor_kind(f, d.line), returned, [], d.line)
     # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED).
     for _round in range(2):
         before = len(found)
@@ -364,7 +391,8 @@ def find_carriers(
                 continue
             name, member = use.accessor
             for c in [c for c in found.values() if (c["name"], c["member"]) == use.carrier]:
-                add(name, member, "function", c["dests"], c["chain"], use.def_line)
+                kind = "property" if use.prop else "function"
+                add(name, member, kind, c["dests"], c["chain"], use.def_line)
         if len(found) == before:
             break
     return list(found.values())
@@ -451,6 +479,7 @@ class Use:
     text: str
     accessor: tuple[str, str | None] | None  # the short function whose return holds the use
     def_line: int
+    prop: bool = False  # the accessor is a property
 
 
 def file_uses(
@@ -509,15 +538,16 @@ def file_uses(
             if (line, cid) in seen:
                 continue
             seen.add((line, cid))
-            accessor, def_line = None, line
+            accessor, def_line, prop = None, line, False
             if f.maybe_return(line):  # cheap test before finding the enclosing function
                 d = f.enclosing(line)
                 if d is not None and f.returns_at(d, line) is not None:
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
                         accessor, def_line = ident, d.line
+                        prop = accessor_kind(f, d.line) == "property"
             if accessor is not None or not accessors:
-                out.append(Use(cid, line, f.text_of(line), accessor, def_line))
+                out.append(Use(cid, line, f.text_of(line), accessor, def_line, prop))
     return out
 
 
@@ -594,7 +624,7 @@ class Carrier:
     module: str
     name: str  # the module-level name other modules import
     member: str | None  # method name when the carrier is a method of class `name`
-    kind: str  # global | function | named
+    kind: str  # global | function | property | named
     dests: tuple[str, ...]
     chain: tuple[str, ...]
     path: str
@@ -759,7 +789,10 @@ class Resolver:
             for path, by_alias in users.items():
                 self._follow(path, files[path], by_alias, read_text, sites, add)
         self._inherit(files, read_text, sites)
-        out = [{k: v for k, v in site.items() if k != "rank"} for site in sites.values()]
+        out = [
+            {**{k: v for k, v in site.items() if k != "rank"}, "via": stored_chain(site["via"])}
+            for site in sites.values()
+        ]
         return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
 
     def _targets(self, c: Carrier) -> list[Target]:
@@ -791,21 +824,20 @@ class Resolver:
                 if where is not None:
                     key = (module_of(site["path"]) or "", where[0])
                     user = users.setdefault(key, _User(site["path"]))
-                    dest, via = site["dest"], site["via"]
-                    old = user.best.get(dest)
-                    if old is None or len(old[0]) > len(via):
-                        user.best[dest] = (via, 0)
-                    user.methods.setdefault(dest, set()).add(where[1])
+                    held = user.chains.setdefault(site["dest"], {})
+                    old = held.get(where[1])
+                    if old is None or len(old[0]) > len(site["via"]):
+                        held[where[1]] = (site["via"], 0)
         # Breadth first, so the shortest chain wins. A class is followed again for a dest
         # when a later way adds a method holding its uses (a subclass overriding the first
         # ones may still inherit it); methods only grow, so this ends.
-        todo = {key: set(user.best) for key, user in users.items()}
+        todo = {key: set(user.chains) for key, user in users.items()}
         while todo:
             new: dict[Target, set[str]] = defaultdict(set)
             for (module, cls), dests in sorted(todo.items()):
                 user = users[(module, cls)]
                 found = [(user.path, cls, True)]  # other classes of its own file
-                if min(user.best[d][1] for d in dests) < MAX_CLASS_HOPS:
+                if min(h for d in dests for _c, h in user.chains[d].values()) < MAX_CLASS_HOPS:
                     for path, ref in self._class_refs(module, cls):
                         if path.startswith(MODELS_DIR) and module_of(path) != module:
                             found.append((path, ref, False))
@@ -814,30 +846,24 @@ class Resolver:
                         kind, line, name, own, text, link = rel
                         key = (module_of(path) or "", name)
                         for dest in sorted(dests):
-                            via, hops = user.best[dest]
-                            held = user.methods[dest]
-                            if kind == "inherit" and held <= own:
-                                continue  # every method holding this dest's uses is overridden
-                            if kind == "hold" and _loaders_only(held) and not held & own:
-                                continue  # the holder loads the weights itself
-                            if not local and hops >= MAX_CLASS_HOPS:
+                            passed = _passed(kind, user.chains[dest], own, local)
+                            if not passed:
                                 continue
-                            chain = [*via, link]
-                            # cited even where the class reads the flag another way too
+                            chains = {m: ([*c, link], h + (not local)) for m, (c, h) in passed}
+                            # cited even where the class reads the flag another way too,
+                            # through the shortest chain of a method that runs there
                             if not local and (dest, path, line) not in sites:
+                                chain = min((c for c, _h in chains.values()), key=len)
                                 sites[(dest, path, line)] = {
                                     "dest": dest, "path": path, "line": line, "text": text,
                                     "via": chain, "rank": (1, len(chain)),
                                 }  # fmt: skip
                             reached = users.setdefault(key, _User(path))
-                            reached.best.setdefault(dest, (chain, hops + (not local)))
-                            # a holder's use is held in its __init__; a subclass's in the
-                            # base's methods it does not override
-                            passed = held - own if kind == "inherit" else INIT
-                            there = reached.methods.setdefault(dest, set())
-                            if not passed <= there:
-                                there |= passed
-                                new[key].add(dest)
+                            there = reached.chains.setdefault(dest, {})
+                            for method, chain_hops in chains.items():
+                                if method not in there:
+                                    there[method] = chain_hops
+                                    new[key].add(dest)
             todo = new
 
     def _class_refs(self, module: str, cls: str) -> list[tuple[str, str]]:
@@ -875,7 +901,7 @@ class Resolver:
     ) -> tuple[str, str] | None:
         """(top-level class, its method) holding `line`; None outside a class. The method is
         the last one of the class's own defs starting at or above the line (the class
-        itself above the first)."""
+        itself above the first), or the weight loader that alone calls it (`_loader_of`)."""
         by_line = self.outline.setdefault(sha, {})
         if line not in by_line:
             text = read_text(sha)
@@ -889,6 +915,8 @@ class Resolver:
                     for no, name in members:
                         if no <= line:
                             method = name
+                    if "load_weights" not in method and method in {n for _l, n in members}:
+                        method = _loader_of(text, c, members, method) or method
                     found = ("class", c.name, method)
             by_line[line] = found
         where = by_line[line]
@@ -954,14 +982,15 @@ class Resolver:
                     continue
                 if use.accessor is not None:
                     name, acc_member = use.accessor
+                    kind = "property" if use.prop else "function"
                     add(
                         Carrier(
                             mod,
                             name,
                             acc_member,
-                            "function",
+                            kind,
                             c.dests,
-                            (*c.chain, display(name, acc_member, "function")),
+                            (*c.chain, display(name, acc_member, kind)),
                             path,
                             use.def_line,
                             True,
@@ -985,7 +1014,17 @@ class Resolver:
             for name, line in defs:
                 if not name.startswith("_") and word in _words(name):
                     add(
-                        Carrier(mod, name, None, "named", dests, (*c.chain, name), path, line, True)
+                        Carrier(
+                            mod,
+                            name,
+                            None,
+                            "named",
+                            dests,
+                            (*c.chain, Named(name)),
+                            path,
+                            line,
+                            True,
+                        )
                     )
 
 
@@ -1025,9 +1064,8 @@ SHALLOW_RE = {0: re.compile(r"\n(?=[^ \t\n#)\]}])")}
 # (mistral_large_3) <- held by PixtralForConditionalGeneration (pixtral); no further.
 MAX_CLASS_HOPS = 2
 # (inherit | hold, line, class name, methods it defines without calling the base's (inherit)
-# or the methods holding the use (hold), text of the line, link of the chain)
+# or the methods it calls on the instance it holds (hold), text of the line, link of the chain)
 Relation = tuple[str, int, str, frozenset[str], str, str]
-INIT = frozenset({"__init__"})
 # `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
 CALL_AFTER_RE = re.compile(r"[ \t]*\(")
 SELF_ASSIGN_RE = re.compile(
@@ -1122,12 +1160,53 @@ def _run_by_holder(block: str, attr: str) -> frozenset[str]:
     return frozenset(re.findall(r"self\." + re.escape(attr) + r"\.(\w+)\(", block))
 
 
-def _loaders_only(methods: set[str]) -> bool:
-    """Uses held only in weight loading (`load_weights`, `do_load_weights`, ...): a holder
-    runs them only if it calls them (models that hold a language model often load its
-    weights themselves). Other methods run when the instance is built or called, directly
-    or through the instance's own calls (forward -> forward_deepep)."""
-    return all("load_weights" in m for m in methods)
+SELF_CALL_RE = re.compile(r"\bself\.(\w+)\(")
+
+
+def _loader_of(text: str, c: _Class, members: list[tuple[int, str]], method: str) -> str | None:
+    """The weight loading method (`_runs`) of class `c` that a helper runs in: a method the
+    class calls only from its weight loading (`do_load_weights` ->
+    `_maybe_quant_weights_to_fp8_ue8m0`) runs only when the weights are loaded. None when
+    another of its methods calls it, or none does."""
+    lines = text[c.span[0] : c.span[1]].split("\n")  # from the class line
+    starts = [no - c.line for no, _n in members] + [len(lines)]
+    calls = {
+        name: set(SELF_CALL_RE.findall("\n".join(lines[starts[i] : starts[i + 1]])))
+        for i, (_no, name) in enumerate(members)
+    }
+
+    def loader(name: str, seen: frozenset[str]) -> str | None:
+        if "load_weights" in name:
+            return name
+        by = [n for n in calls if n != name and n not in seen and name in calls[n]]
+        found = [loader(n, seen | {name}) for n in by]
+        return found[0] if found and all(found) else None
+
+    return loader(method, frozenset())
+
+
+def _runs(method: str, called: frozenset[str]) -> bool:
+    """Whether a holder runs a method of the instance it holds: weight loading
+    (`load_weights`, `do_load_weights`, ...) only if it calls it or the instance's
+    `load_weights`, which runs the rest (models that hold a language model often load its
+    weights themselves); the other methods run when the instance is built or called,
+    directly or through the instance's own calls (forward -> forward_deepep)."""
+    return "load_weights" not in method or method in called or "load_weights" in called
+
+
+Chains = dict[str, tuple[list[str], int]]  # method -> shortest chain through it, its hops
+
+
+def _passed(kind: str, held: Chains, own: frozenset[str], local: bool) -> list[tuple[str, Any]]:
+    """The (method, (chain, hops)) a relation passes on: a subclass keeps the methods it does
+    not override, each with its own chain; a holder holds the instance in `__init__`, reached
+    through the shortest chain of the methods it runs (`own`: those it calls on it). A step
+    into another file takes chains of fewer than MAX_CLASS_HOPS such steps."""
+    usable = [(m, ch) for m, ch in held.items() if local or ch[1] < MAX_CLASS_HOPS]
+    if kind == "inherit":
+        return [(m, ch) for m, ch in usable if m not in own]
+    run = [ch for m, ch in usable if _runs(m, own)]
+    return [("__init__", min(run, key=lambda ch: len(ch[0])))] if run else []
 
 
 def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relation]:
@@ -1208,15 +1287,16 @@ def _defines(padded: str, name: str) -> bool:
 
 @dataclass
 class _User:
-    """A model class reached by flags: where it is and, per dest, the shortest chain with
-    the steps into other files it took, and the methods holding the dest's uses (a subclass
-    overriding them all without `super()` does not get the dest). Per dest: a class holding
-    one flag's model in `__init__` and inheriting another's `load_weights` passes a draft
-    model replacing `__init__` the second flag only."""
+    """A model class reached by flags: where it is and, per dest, per method holding the
+    dest's uses, the shortest chain through that method with the steps into other files it
+    took. A class reached from it cites the chain of a method that runs there: a subclass
+    overriding a method without `super()` drops that method's chain (all of them: the dest),
+    a holder cites a method it runs (`_runs`), so a model holding DeepseekV2ForCausalLM
+    without calling its weight loader is cited through the MoE layer its `__init__` builds,
+    not through the loader's read."""
 
     path: str
-    best: dict[str, tuple[list[str], int]] = field(default_factory=dict)
-    methods: dict[str, set[str]] = field(default_factory=dict)
+    chains: dict[str, Chains] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=65536)

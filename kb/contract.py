@@ -102,11 +102,22 @@ class ChoiceSite(Site):
     basis: str = ""
 
 
+class ChainStep(Model):
+    """One step of a chain. `by_name`: reached because its name spells the feature
+    (`model_forward_maybe_tbo`, `TboForwardBatchPreparer` for tbo: the acronym of
+    --enable-two-batch-overlap), not through a call, an import or a class."""
+
+    name: str
+    by_name: bool
+
+
 class IndirectSite(Site):
     """A use of something that carries a flag's value, with the chain from the flag's read:
-    ["IS_TBO_ENABLED", "is_tbo_enabled()", "model_forward_maybe_tbo"]."""
+    ["IS_TBO_ENABLED", "is_tbo_enabled()", "model_forward_maybe_tbo"]; `steps` is the same
+    chain with each step's kind."""
 
     via: list[str]
+    steps: list[ChainStep]
 
 
 class Link(Model):
@@ -505,6 +516,7 @@ class FlagModel(Model):
     path: str
     url: str
     via: list[str]
+    steps: list[ChainStep]  # `via` with each step's kind (ChainStep)
     direct: bool
     site: Citation
 

@@ -34,6 +34,8 @@ from kb.schema import (
     ModelFile,
     UsageSite,
     Version,
+    chain_names,
+    chain_steps,
     loads,
 )
 
@@ -44,7 +46,13 @@ MODELS_DIR = "python/sglang/srt/models/"
 
 
 def indirect_site_dict(version: Version, row: IndirectUsage) -> dict[str, Any]:
-    return {**citation(version, row.path, row.line), "text": row.text, "via": loads(row.via) or []}
+    chain = loads(row.via)
+    return {
+        **citation(version, row.path, row.line),
+        "text": row.text,
+        "via": chain_names(chain),
+        "steps": chain_steps(chain),
+    }
 
 
 def indirect_usages(session: Session, version: Version, dest: str) -> list[Any]:
@@ -121,17 +129,23 @@ def flag_models(
         )
     for u in direct:
         if u.path in models and u.path not in best:
-            best[u.path] = {"via": [], "direct": True, "site": citation(version, u.path, u.line)}
+            best[u.path] = {
+                "via": [],
+                "steps": [],
+                "direct": True,
+                "site": citation(version, u.path, u.line),
+            }
     if indirect is None:
         indirect = indirect_usages(session, version, dest)
     for row in indirect:
         if row.path not in models:
             continue
-        via = loads(row.via) or []
+        chain = loads(row.via)
         old = best.get(row.path)
-        if old is None or (not old["direct"] and len(old["via"]) > len(via)):
+        if old is None or (not old["direct"] and len(old["via"]) > len(chain or [])):
             best[row.path] = {
-                "via": via,
+                "via": chain_names(chain),
+                "steps": chain_steps(chain),
                 "direct": False,
                 "site": citation(version, row.path, row.line),
             }

@@ -42,7 +42,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 21
+EXTRACTOR_VERSION = 22
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
@@ -267,7 +267,9 @@ class IndirectUsage(SQLModel, table=True):
     path: str
     line: int
     text: str
-    via: str = "[]"  # JSON chain, first link first: ["IS_TBO_ENABLED", "is_tbo_enabled()", ...]
+    # JSON chain, first link first: ["IS_TBO_ENABLED", "is_tbo_enabled()", {"name":
+    # "model_forward_maybe_tbo", "by_name": true}] (chain_steps)
+    via: str = "[]"
 
     __table_args__ = (Index("ix_indirect_version_dest", "version_id", "dest"),)
 
@@ -453,6 +455,23 @@ def blob_text(conn: Session | Connection, sha: str) -> str | None:
 def loads(value: str | None) -> Any:
     """Decode a JSON column (None stays None)."""
     return None if value is None else json.loads(value)
+
+
+def chain_steps(via: list[Any] | None) -> list[dict[str, Any]]:
+    """An indirect read's stored chain as {"name", "by_name"} steps. A step is stored as its
+    name, or as {"name", "by_name": true} when it is reached because its name spells the
+    feature (`model_forward_maybe_tbo` for tbo) rather than through a call or an import."""
+    return [
+        {"name": s["name"], "by_name": bool(s.get("by_name"))}
+        if isinstance(s, dict)
+        else {"name": s, "by_name": False}
+        for s in via or []
+    ]
+
+
+def chain_names(via: list[Any] | None) -> list[str]:
+    """The names of a stored chain's steps."""
+    return [s["name"] if isinstance(s, dict) else s for s in via or []]
 
 
 # One encoder for every call: json.dumps with options builds a new JSONEncoder each time.

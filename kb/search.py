@@ -52,11 +52,12 @@ from kb.schema import (
     Flag,
     IndirectUsage,
     Version,
+    chain_steps,
     loads,
     make_engine,
 )
 
-INDEX_FORMAT = 6  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 7  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
 KIND_ORDER = {
@@ -440,10 +441,13 @@ def _collect_env(rows: Iterable[tuple[Any, ...]], known: Any, new: Any) -> None:
 
 
 # A chain's steps that are carriers rather than model classes: globals (`IS_TBO_ENABLED`),
-# functions and methods (`is_tbo_enabled()`, `SboFlags.enable_x()`), lower-case definitions
-# named for a feature (`model_forward_maybe_tbo`). CamelCase names (a subclass step, a holder
-# class) and `self.x = …` steps are models', and would make every DeepSeek class a hit.
-_CARRIER = re.compile(r"^(?:[A-Z][A-Z0-9_]*|[a-z_][a-z0-9_]*|[A-Za-z_][\w.]*\(\))$")
+# functions and methods (`is_tbo_enabled()`, `SboFlags.enable_x()`), properties
+# (`Fp4MoEMethod.enable_x`), lower-case definitions named for a feature
+# (`model_forward_maybe_tbo`). CamelCase names (a subclass step, a holder class) and `self.x =
+# …` steps are models', and would make every DeepSeek class a hit.
+_CARRIER = re.compile(
+    r"^(?:[A-Z][A-Z0-9_]*|[a-z_][a-z0-9_]*|[A-Za-z_][\w.]*\(\)|[A-Za-z_]\w*\.[a-z_]\w*)$"
+)
 
 
 def _collect_carriers(
@@ -458,9 +462,11 @@ def _collect_carriers(
         flag = option_of.get((vid, dest))
         if flag is None:
             continue
-        for step in dict.fromkeys(loads(via_j) or []):
-            if not _CARRIER.match(step):
-                continue
+        for step, by_name in dict.fromkeys(
+            (s["name"], s["by_name"]) for s in chain_steps(loads(via_j))
+        ):
+            if not by_name and not _CARRIER.match(step):
+                continue  # a class named for the feature (TboForwardBatchPreparer) is one
             key = ("carrier", step, flag)
             if known(key, vid):
                 continue

@@ -590,6 +590,86 @@ class LamDelegateForConditionalGeneration:
 EntryClass = LamDelegateForConditionalGeneration
 """
 
+# lbo two ways into KaiForCausalLM, as in DeepSeek's: a helper its loader mixin calls only
+# from `do_load_weights` (the shorter chain), and the MoE its `__init__` builds. kai_vl loads
+# the weights itself (it calls a post-load hook only): cited through `__init__`, the way that
+# runs there; kai_delegate calls the held model's loader: the loader's chain holds.
+KAI_MODEL = """
+from sglang.srt.layers.moe import is_lbo_enabled
+from sglang.srt.overlap.lbo_overlap import LboFlags
+
+
+class KaiLoaderMixin:
+    def do_load_weights(self, weights):
+        return self._maybe_cast_weights(weights)
+
+    def post_load_weights(self):
+        return None
+
+    def _maybe_cast_weights(self, weights):
+        if is_lbo_enabled():
+            return [w for w in weights]
+        return weights
+
+
+class KaiMoE:
+    def __init__(self, config):
+        self.fused = LboFlags.fuse_inside_lbo()
+
+
+class KaiDecoderLayer:
+    def __init__(self, config):
+        self.mlp = KaiMoE(config)
+
+
+class KaiModel:
+    def __init__(self, config):
+        self.layer = KaiDecoderLayer(config)
+
+
+class KaiForCausalLM(KaiLoaderMixin):
+    def __init__(self, config):
+        self.model = KaiModel(config)
+
+    def load_weights(self, weights):
+        return self.do_load_weights(weights)
+
+
+EntryClass = KaiForCausalLM
+"""
+
+KAI_VL_MODEL = """
+from sglang.srt.models.kai import KaiForCausalLM
+
+
+class KaiVLForConditionalGeneration:
+    def __init__(self, config):
+        self.language_model = KaiForCausalLM(config)
+
+    def load_weights(self, weights):
+        loaded = [w for w in weights]
+        self.language_model.post_load_weights()
+        return loaded
+
+
+EntryClass = KaiVLForConditionalGeneration
+"""
+
+KAI_DELEGATE_MODEL = """
+from sglang.srt.models.kai import KaiForCausalLM
+
+
+class KaiDelegateForConditionalGeneration:
+    def __init__(self, config):
+        self.language_model = KaiForCausalLM(config)
+
+    def load_weights(self, weights):
+        return self.language_model.load_weights(weights)
+
+
+EntryClass = KaiDelegateForConditionalGeneration
+"""
+
 HOLDING_MODELS = {
     "alpha_nextn": ALPHA_NEXTN_MODEL,
     "iota": IOTA_MODEL,
@@ -608,6 +688,9 @@ HOLDING_MODELS = {
     "lam": LAM_MODEL,
     "lam_vl": LAM_VL_MODEL,
     "lam_delegate": LAM_DELEGATE_MODEL,
+    "kai": KAI_MODEL,
+    "kai_vl": KAI_VL_MODEL,
+    "kai_delegate": KAI_DELEGATE_MODEL,
     "chi": CHI_MODEL,
     "psi": PSI_MODEL,
 }
@@ -616,6 +699,22 @@ HOLDING_MODELS = {
 # Accessors of two carriers each: in the carriers' own file (a global and a flag's global
 # in one return) and in another module (two imported accessors in one return). Each carries
 # both flags, each with its own chain.
+# A property carrying dbo, read as an attribute (`self.overlap_on`): its chain shows no `()`.
+QUANT_METHOD = """
+from sglang.srt.layers.moe import is_dbo_enabled
+
+
+class Fp4MoEMethod:
+    @property
+    def overlap_on(self) -> bool:
+        return is_dbo_enabled()
+
+    def apply(self, x):
+        if self.overlap_on:
+            return x
+        return None
+"""
+
 GATHER_IN_FILE = """
 from typing import Optional
 
@@ -667,6 +766,7 @@ def build_reach_repo(root: Path) -> Path:
     write(repo, SRT + "layers/gather_quant.py", GATHER_IN_FILE)
     write(repo, SRT + "layers/gather.py", GATHER_ACROSS)
     write(repo, SRT + "layers/gather_user.py", GATHER_USER)
+    write(repo, SRT + "layers/quantization/fp4.py", QUANT_METHOD)
     write(repo, SRT + "models/alpha_moe.py", ALPHA_MODEL)
     write(repo, SRT + "models/beta.py", BETA_MODEL)
     write(repo, SRT + "models/gamma.py", GAMMA_MODEL)

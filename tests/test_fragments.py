@@ -64,6 +64,23 @@ def test_escaping_matches_markupsafe(value: Any) -> None:
     assert fragments._e(value) == str(escape(value))
 
 
+def test_a_step_taken_by_its_name_is_marked() -> None:
+    """A step followed because its name spells the feature reads differently from a code
+    step: in italics, "named like the feature", with a title saying why."""
+    html = str(
+        fragments.via(
+            [
+                {"name": "IS_TBO_ENABLED", "by_name": False},
+                {"name": NASTY, "by_name": True},
+            ]
+        )
+    )
+    code, named = html.split(" ← ")
+    assert "by-name" not in code and "named like the feature" not in code
+    assert named.startswith('<span class="by-name" title="Named like the feature: ')
+    assert f"<code>{escape(NASTY)}</code> <i>named like the feature</i></span>" in named
+
+
 def test_fragments_match_the_macros_they_replace() -> None:
     source = {
         "path": f"dir/{NASTY}.py",
@@ -86,7 +103,8 @@ def test_fragments_match_the_macros_they_replace() -> None:
     rows = [{"value": NASTY, "cells": [True, False]}, {"value": "1", "cells": [False, True]}]
     assert str(fragments.grid_rows(rows)) == old("grid(rows)", rows=rows)
     chain = [NASTY, "b", "c"]
-    assert str(fragments.via(chain)) == old("via(chain)", chain=chain)
+    steps = [{"name": n, "by_name": False} for n in chain]
+    assert str(fragments.via(steps)) == old("via(chain)", chain=chain)
     for flag in (
         {"deprecated": True, "hidden": True, "choices": ["a", "b"], "constraint_count": 1},
         {"deprecated": False, "hidden": False, "choices": None, "constraint_count": 3},
@@ -267,7 +285,14 @@ def test_indirect_files_match_the_loop_they_replace(files: int) -> None:
     class V:
         name = f"v/{NASTY}"
 
-    site = {"permalink": f"/p/{NASTY}", "line": 4, "text": NASTY, "url": NASTY, "via": [NASTY]}
+    site = {
+        "permalink": f"/p/{NASTY}",
+        "line": 4,
+        "text": NASTY,
+        "url": NASTY,
+        "via": [NASTY],
+        "steps": [{"name": NASTY, "by_name": False}],
+    }
     groups = [(f"dir/{NASTY}{i}.py", [site] * (i + 1)) for i in range(files)]
     values = {"indirect_by_file": groups, "version": V()}
     old = env.from_string(OLD_INDIRECT).render(**values)
@@ -313,7 +338,7 @@ OLD_FLAG_LOOPS = """{% from "_macros.html" import via %}
   <ul class="models">
     {% for m in flag.models %}
     <li><a href="{{ m.url }}"><code>{{ m.name }}</code></a>
-      {% if m.direct %}<span class="muted">reads it directly</span>{% else %}{{ via(m.via) }}{% endif %}
+      {% if m.direct %}<span class="muted">reads it directly</span>{% else %}{{ via(m.steps) }}{% endif %}
       <a class="src" href="{{ m.site.permalink }}">{{ m.path|replace('python/sglang/srt/', '') }}#L{{ m.site.line }}</a></li>
     {% endfor %}
   </ul>
@@ -401,6 +426,7 @@ def test_flag_page_loops_match_the_fragments_that_replace_them(size: int) -> Non
                 "name": NASTY,
                 "direct": i % 2 == 0,
                 "via": [NASTY, "b"],
+                "steps": [{"name": NASTY, "by_name": False}, {"name": "b", "by_name": False}],
                 "path": f"python/sglang/srt/models/{NASTY}.py",
                 "site": {"permalink": f"/s/{NASTY}", "line": i},
             }

@@ -90,13 +90,71 @@ def test_methods_holding_the_uses_are_per_flag(client: TestClient) -> None:
     assert lbo_models["tau"] == lbo_models["upsilon"] == lbo_models["omega"] == loaded
     # lam reads lbo in load_weights: lam_vl holds it but loads the weights itself.
     assert set(lbo_models) == {
-        "delta", "sigma", "tau", "upsilon", "omega", "lam", "lam_delegate"
+        "delta", "sigma", "tau", "upsilon", "omega", "lam", "lam_delegate", "kai", "kai_vl",
+        "kai_delegate",
     }  # fmt: skip
     assert lbo_models["lam_delegate"][-1] == "self.language_model = LamForCausalLM(…)"
     assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("/tau.py")]
     # ChiForCausalLM uses dbo in `capture` and inherits ChiBase's `forward`: psi replaces
-    # `capture` only, so it still gets dbo through the base's method.
-    assert dbo_models["psi"] == [*alpha, "ChiForCausalLM"]
+    # `capture` only, so it still gets dbo through the base's method, cited through it (not
+    # through `capture`'s shorter chain, which psi replaces).
+    assert dbo_models["psi"] == [*alpha, "ChiBase", "ChiForCausalLM"]
+
+
+def test_a_holder_is_cited_through_a_method_it_runs(client: TestClient) -> None:
+    """KaiForCausalLM reaches lbo through its loader mixin (a helper only `do_load_weights`
+    calls: the shorter chain) and through the MoE its `__init__` builds. kai_vl loads the
+    weights itself: its chain is the MoE's (it was the loader's, the shortest); kai_delegate
+    calls the held model's `load_weights`: the loader's chain is a way that runs there."""
+    lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
+    models = {m["name"]: m["via"] for m in lbo["models"]}
+    loader = ["IS_LBO_ENABLED", "is_lbo_enabled()", "KaiLoaderMixin"]
+    built = [
+        *LBO,
+        "self.mlp = KaiMoE(…)",
+        "self.layer = KaiDecoderLayer(…)",
+        "self.model = KaiModel(…)",
+    ]
+    assert models["kai_vl"] == [*built, "self.language_model = KaiForCausalLM(…)"]
+    assert models["kai_delegate"] == [*loader, "self.language_model = KaiForCausalLM(…)"]
+    # the file itself reads it in the mixin's helper: its own shortest chain
+    assert models["kai"] == ["IS_LBO_ENABLED", "is_lbo_enabled()"]
+
+
+def test_name_based_steps_are_marked(client: TestClient) -> None:
+    """`model_forward_maybe_dbo` is followed because its name spells dbo, not through a call
+    or an import: its step says so (`by_name`) in the JSON, and the pages show it apart."""
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    alpha = next(m for m in dbo["models"] if m["name"] == "epsilon")
+    assert alpha["steps"] == [
+        {"name": "IS_DBO_ENABLED", "by_name": False},
+        {"name": "is_dbo_enabled()", "by_name": False},
+        {"name": "model_forward_maybe_dbo", "by_name": True},
+        {"name": "AlphaMoeForCausalLM", "by_name": False},
+    ]
+    for u in dbo["indirect_usages"]:
+        assert [s["name"] for s in u["steps"]] == u["via"]
+        assert [s["by_name"] for s in u["steps"]] == [
+            s == "model_forward_maybe_dbo" for s in u["via"]
+        ]
+    page = client.get("/v/v0.4.0/flags/--enable-dual-batch-overlap").text
+    named = "<code>model_forward_maybe_dbo</code> <i>named like the feature</i></span>"
+    for section in ("indirect", "models"):
+        part = page.split(f'id="{section}"', 1)[1].split("</section>", 1)[0]
+        assert named in part and 'class="by-name" title="Named like the feature' in part
+        assert "<code>is_dbo_enabled()</code> <i>" not in part  # code steps are not marked
+    model = get(client, f"{V}/models/alpha_moe")
+    steps = model["flags"][0]["indirect"][0]["steps"]
+    assert steps[-1] == {"name": "model_forward_maybe_dbo", "by_name": True}
+    assert named in client.get("/v/v0.4.0/models/alpha_moe").text
+
+
+def test_a_property_carrier_is_shown_without_parentheses(client: TestClient) -> None:
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    fp4 = [(u["line"], u["via"]) for u in dbo["indirect_usages"] if u["path"].endswith("/fp4.py")]
+    assert (10, ["IS_DBO_ENABLED", "is_dbo_enabled()", "Fp4MoEMethod.overlap_on"]) in fp4
+    hits = get(client, "/api/search?q=overlap_on&version=v0.4.0")["results"]
+    assert (hits[0]["kind"], hits[0]["name"]) == ("carrier", "Fp4MoEMethod.overlap_on")
 
 
 def test_holding_and_module_bases_are_cited_where_they_are(client: TestClient) -> None:
