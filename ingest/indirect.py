@@ -450,8 +450,9 @@ class Use:
     carrier: tuple[str, str | None]
     line: int
     text: str
-    accessor: tuple[str, str | None] | None  # the short function whose return holds the use
+    accessor: tuple[str, str | None] | None  # the short function whose return it decides
     def_line: int
+    returned: bool = True  # in that `return` itself (not in an `if` or a local deciding it)
 
 
 def file_uses(
@@ -510,15 +511,16 @@ def file_uses(
             if (line, cid) in seen:
                 continue
             seen.add((line, cid))
-            accessor, def_line = None, line
+            accessor, def_line, returned = None, line, True
             if _may_decide(f, line):  # cheap test before finding the enclosing function
                 d = f.enclosing(line)
                 if d is not None and decides_return(f, d, line):
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
                         accessor, def_line = ident, d.line
+                        returned = f.returns_at(d, line) is not None
             if accessor is not None or not accessors:
-                out.append(Use(cid, line, f.text_of(line), accessor, def_line))
+                out.append(Use(cid, line, f.text_of(line), accessor, def_line, returned))
     return out
 
 
@@ -550,13 +552,12 @@ def decides_return(f: PyFile, d: Def, line: int) -> bool:
         return False
     rel = line - d.line + 1
     stmts = _own_statements(node)
-    returns = [s for s in stmts if isinstance(s, ast.Return)]
-    if not returns or any(
-        r.value is not None and _size(r.value) > MAX_RETURN_NODES for r in returns
-    ):
+    # (a bare `return` under `if not enabled:` decides what the function does, not a value)
+    values = [s.value for s in stmts if isinstance(s, ast.Return)]
+    if not values or any(v is None or _size(v) > MAX_RETURN_NODES for v in values):
         return False
-    # The tests of `if`s whose body returns at once, and the returned values.
-    deciding: list[ast.expr] = [r.value for r in returns if r.value is not None]
+    # The returned values, and the tests of `if`s whose body returns at once.
+    deciding: list[ast.expr] = [v for v in values if v is not None]
     deciding += [
         s.test
         for s in stmts
@@ -1039,7 +1040,9 @@ class Resolver:
                             "dest": dest, "path": path, "line": use.line, "text": use.text,
                             "via": list(c.chain), "rank": rank,
                         }  # fmt: skip
-                if use.accessor is not None:
+                # A definition named for a feature holds no value of the flag: a test of it
+                # (`if TboPreparer._is_all_same(...)`) decides nothing about the flag.
+                if use.accessor is not None and (use.returned or c.kind != "named"):
                     name, acc_member = use.accessor
                     chain = (*c.chain, display(name, acc_member, "function"))
                     if hops(chain) > MAX_CHAIN:

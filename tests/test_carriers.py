@@ -14,12 +14,18 @@ from typing import Optional
 
 RUNNER: Optional[str] = None
 A2A: Optional[str] = None
+IS_XBO = False
 
 
 def initialize(server_args):
-    global RUNNER, A2A
+    global RUNNER, A2A, IS_XBO
     RUNNER = server_args.runner_backend
     A2A = server_args.a2a_backend
+    IS_XBO = server_args.enable_x_batch_overlap
+
+
+def is_xbo_enabled():
+    return IS_XBO
 
 
 def get_runner_backend():
@@ -72,7 +78,13 @@ class Fp9MoEMethod:
             and not getattr(self, "is_hash", False)
         )
 
+    def warm(self, x):
+        if not get_runner_backend().is_deep():
+            return
+        self.x = x
+
     def apply(self, x):
+        self.warm(x)
         if self.uses_deep_runner():
             x = x + 1
         if self._is_v2:
@@ -89,12 +101,52 @@ LONG = (
     + "    if get_runner_backend().is_deep():\n        return x\n    return None\n"
 )
 
+# A class named for the feature (a "named" carrier) tested in a short function: its use is
+# a site, but the function's return says nothing of the flag's value.
+XBO = """
+from sglang.srt.utils import is_xbo_enabled
+
+
+class XboPreparer:
+    @staticmethod
+    def all_same(modes):
+        return len(set(modes)) == 1
+
+
+def prepare(batch):
+    if is_xbo_enabled():
+        batch.split = True
+"""
+
+XBO_USER = """
+from sglang.srt.overlap.xbo import XboPreparer
+
+
+def global_mode(modes):
+    agree = XboPreparer.all_same(modes)
+    if not agree:
+        return None
+    return modes[0]
+
+
+def run(modes):
+    if global_mode(modes) is None:
+        return 0
+    return 1
+"""
+
 FILES = {
     "python/sglang/srt/utils.py": UTILS,
     "python/sglang/srt/quant/fp9.py": QUANT,
     "python/sglang/srt/quant/long.py": LONG,
+    "python/sglang/srt/overlap/xbo.py": XBO,
+    "python/sglang/srt/overlap/xbo_user.py": XBO_USER,
 }
-OPTIONS = {"runner_backend": "--runner-backend", "a2a_backend": "--a2a-backend"}
+OPTIONS = {
+    "runner_backend": "--runner-backend",
+    "a2a_backend": "--a2a-backend",
+    "enable_x_batch_overlap": "--enable-x-batch-overlap",
+}
 
 
 def _resolve(files: dict[str, str]) -> list[dict[str, Any]]:
@@ -121,8 +173,17 @@ def test_a_guard_on_a_local_holding_a_carrier_decides_the_return() -> None:
         "Fp9MoEMethod.uses_deep_runner()",
     ]
     assert use["a2a_backend"][-1] == "Fp9MoEMethod.uses_deep_runner()"
+    # a bare `return` under an `if` decides what a method does, not a value it returns
+    assert not _at(found, "fp9.py", "self.warm(x)")
     # a long function is no accessor, whatever its `if`s test
     assert not [s for s in found if "build" in " ".join(s["via"])]
+
+
+def test_a_test_of_a_class_named_for_a_feature_carries_nothing() -> None:
+    found = _resolve(FILES)
+    use = _at(found, "xbo_user.py", "agree = XboPreparer.all_same(modes)")
+    assert use["enable_x_batch_overlap"][-1] == "XboPreparer"
+    assert not _at(found, "xbo_user.py", "if global_mode(modes) is None:")
 
 
 def test_a_class_composing_its_own_properties_is_no_further_hop() -> None:
