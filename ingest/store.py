@@ -328,7 +328,7 @@ def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows
         [EnumRow(vid, e["name"], e["path"], e["members"], e["flags"]) for e in enums],
         [(vid, *_INDEX_ENV(v)) for v in env_vars],
         [SiteRow(vid, *_INDEX_SITE(c)) for c in sites],
-        [(vid, u["dest"], dumps(u["via"])) for u in rows.indirect],
+        [(vid, u["dest"], dumps(u["via"]), u["path"]) for u in rows.indirect],
     )
 
 

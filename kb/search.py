@@ -45,6 +45,7 @@ from whoosh.writing import SegmentWriter
 
 from kb.dests import dest_rank
 from kb.diff import constraint_fingerprint  # diff owns what "the same site" means
+from kb.reach import MODELS_DIR
 from kb.schema import (
     ConstraintSite,
     Enum,
@@ -56,7 +57,7 @@ from kb.schema import (
     make_engine,
 )
 
-INDEX_FORMAT = 6  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 7  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
 KIND_ORDER = {
@@ -175,13 +176,13 @@ class IndexRows(NamedTuple):
     choices, deprecated, argparse_dest, negation), env vars as (version_id, name, type,
     default, default_expr, deprecated_names, replacement, comment, section, flags); JSON
     columns as the JSON text stored, in the order written; indirect reads as (version_id,
-    dest, via)."""
+    dest, via, path)."""
 
     flags: Iterable[tuple[Any, ...]]
     enums: Iterable[EnumRow]
     env: Iterable[tuple[Any, ...]]
     sites: Iterable[SiteRow]
-    indirect: Iterable[tuple[int, str, str]]
+    indirect: Iterable[tuple[int, str, str, str]]
 
 
 class EnumRow(NamedTuple):
@@ -252,7 +253,8 @@ def _collect(
     ]
     env = sa_select(*env_cols).order_by(col(EnvVar.id))
     iu = IndirectUsage
-    indirect = sa_select(col(iu.version_id), col(iu.dest), col(iu.via)).order_by(col(iu.id))
+    indirect = sa_select(col(iu.version_id), col(iu.dest), col(iu.via), col(iu.path))
+    indirect = indirect.order_by(col(iu.id))
     if only is not None:
         flag_query = flag_query.where(col(Flag.version_id).in_(only))
         enums = enums.where(c.version_id.in_(only))
@@ -440,26 +442,30 @@ def _collect_env(rows: Iterable[tuple[Any, ...]], known: Any, new: Any) -> None:
 
 
 # A chain's steps that are carriers rather than model classes: globals (`IS_TBO_ENABLED`),
-# functions and methods (`is_tbo_enabled()`, `SboFlags.enable_x()`), lower-case definitions
-# named for a feature (`model_forward_maybe_tbo`). CamelCase names (a subclass step, a holder
-# class) and `self.x = …` steps are models', and would make every DeepSeek class a hit.
+# functions and methods (`is_tbo_enabled()`, `SboFlags.enable_x()`), definitions named for a
+# feature (`model_forward_maybe_tbo`, `TboForwardBatchPreparer`). Model classes (a subclass
+# step, a holder class) and `self.x = …` steps are models', and would make every DeepSeek
+# class a hit; they only end the chains of sites in model files (ingest/indirect.py
+# `_inherit`), so there a CamelCase step is taken for a model class.
 _CARRIER = re.compile(r"^(?:[A-Z][A-Z0-9_]*|[a-z_][a-z0-9_]*|[A-Za-z_][\w.]*\(\))$")
+_NAMED_CLASS = re.compile(r"^[A-Z]\w*$")
 
 
 def _collect_carriers(
-    rows: Iterable[tuple[int, str, str]],
+    rows: Iterable[tuple[int, str, str, str]],
     option_of: dict[tuple[int, str], str],
     known: Any,
     new: Any,
 ) -> None:
     """The names that carry a flag's value onward (the steps of indirect reads' chains):
     searching `is_tbo_enabled` finds `--enable-two-batch-overlap` through them."""
-    for vid, dest, via_j in rows:
+    for vid, dest, via_j, path in rows:
         flag = option_of.get((vid, dest))
         if flag is None:
             continue
+        in_model = path.startswith(MODELS_DIR)
         for step in dict.fromkeys(loads(via_j) or []):
-            if not _CARRIER.match(step):
+            if not _CARRIER.match(step) and (in_model or not _NAMED_CLASS.match(step)):
                 continue
             key = ("carrier", step, flag)
             if known(key, vid):

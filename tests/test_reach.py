@@ -327,6 +327,8 @@ def test_search_finds_a_flag_by_the_names_that_carry_it(client: TestClient) -> N
     lbo = {h[1:] for h in hits("LboFlags") if h[0] == "carrier"}
     assert ("LboFlags.fuse_inside_lbo()", "--enable-lone-batch-overlap", "prefix") in lbo
     assert hits("fuse_inside_lbo")[0][1] == "LboFlags.fuse_inside_lbo()"
+    # A class named for the feature, used outside the model files, is one.
+    assert ("carrier", "DboGraphPlugin", dbo, "exact") in hits("DboGraphPlugin")
     # Model classes on a chain are not carriers: a model's name names no carrier.
     assert not [h for h in hits("AlphaMoeForCausalLM") if h[0] == "carrier" and h[3] != "text"]
     first = get(client, "/api/search?q=is_dbo_enabled&version=v0.4.0")["results"][0]
