@@ -201,3 +201,49 @@ def test_a_return_of_a_dozen_conditions_carries_nothing_onward() -> None:
     # the use in its return is a site; the function is no carrier
     assert _at(found, "fp9.py", "and get_runner_backend().is_trt()")
     assert not _at(found, "fp9.py", "if self._can_dual_stream(x):")
+
+
+# --- choice attribution (ingest/assemble.py Attributor) -----------------------------------
+
+KERNEL = """
+def apply(quant_info, server_args, quant_type, layer):
+    if quant_info.quant_type == "fp9":
+        return 1
+    if quant_info.quant_type in ("bf16", "fp9"):
+        return 2
+    if server_args.quantization == "fp9":
+        return 3
+    if quant_type == "fp9":
+        return 4
+    if layer.quantization == "fp9":
+        return 5
+    if layer.cache_layout == "page_major":
+        return 6
+"""
+
+
+def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> None:
+    from ingest.assemble import Attributor
+
+    flags = [
+        {"name": n, "dest": d, "choices": c, "choices_dynamic": False, "deprecated": None}
+        for n, d, c in [
+            ("--quantization", "quantization", ["fp9", "awq"]),
+            ("--draft-model-quantization", "draft_model_quantization", ["fp9", "awq"]),
+            ("--kv-cache-dtype", "kv_cache_dtype", ["auto", "fp9", "bf16"]),
+            ("--cache-mem-layout", "cache_mem_layout", ["layer_major", "page_major"]),
+        ]
+    ]
+    who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
+    got = {}
+    for value, line, tail, _how in sites.scan(KERNEL.encode())["choices"]:
+        got.setdefault(line, []).append(who.value(value, tail))
+    ambiguous = (None, ["--draft-model-quantization", "--kv-cache-dtype", "--quantization"], "")
+    # the kernel's input format shares a word with --quantization: not the flag
+    assert got[3] == [ambiguous]
+    assert got[5][1] == ambiguous
+    assert got[7] == [("--quantization", [], "subject")]  # server args
+    assert got[9] == [("--quantization", [], "subject")]  # a bare name: its words
+    assert got[11] == [("--quantization", [], "subject")]  # the dest itself
+    # a value no other flag accepts: the value says it, not the name
+    assert got[13] == [("--cache-mem-layout", [], "only-flag")]
