@@ -32,8 +32,10 @@ from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
 # 12: environ.py "deprecations"; 13: registry arguments; 14: `sa.x` reads; 15: no dict
-# carriers; 16: a global assigned a local holding a flag; 17: a property carrier shown as one
-ANALYZER_VERSION = 17
+# carriers; 16: a global assigned a local holding a flag; 17: a property carrier shown as one;
+# 18: a carrier deciding a short function's return by an `if` or a local; the receiver of a
+# compared name
+ANALYZER_VERSION = 18
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -498,7 +498,8 @@ class Attributor:
     ambiguous. Bases: "subject" (the compared name spells the flag), "enum" (a member of the
     flag's enum), "type" (the receiver's type or getter; the enum a registering function's
     parameter holds), "parameter" (that parameter's name), "only-flag" (no other flag
-    accepts the value), "family" (variants of one flag: the flag they derive from)."""
+    accepts the value), "family" (variants of one flag: the flag they derive from). A name
+    compared on another object (`quant_info.quant_type`) spells a flag only as its dest."""
 
     def __init__(self, flags: list[dict[str, Any]], option_of: dict[str, str]) -> None:
         self.option_of = option_of
@@ -544,6 +545,9 @@ class Attributor:
         candidates = self.accepting.get(value)
         if not candidates:
             return None
+        # `quant_info.quant_type` (ingest.sites.compared_name): a receiver not known to hold
+        # flags; its name is the flag's only when it is the flag's dest.
+        receiver, _, tail = tail.rpartition(".")
         owner = self.option_of.get(tail)
         if owner is not None:
             if owner in candidates or owner in self.dynamic:
@@ -551,10 +555,15 @@ class Attributor:
             return None  # compared against another flag's value: not this choice
         if value.lower() in GENERIC_VALUES:
             return None
-        return self.among(sorted(candidates), tail)
+        # Words in common (quant_type, --quantization) say nothing of what another object
+        # holds (the kernel's own input format); the value alone still may (only-flag, family).
+        return self.among(sorted(candidates), tail, by_words=not receiver)
 
-    def among(self, candidates: list[str], tail: str) -> tuple[str | None, list[str], str] | None:
-        found = self.by_subject(tail, candidates)
+    def among(
+        self, candidates: list[str], tail: str, by_words: bool = True
+    ) -> tuple[str | None, list[str], str] | None:
+        """`by_words`: the compared name may stand for a flag whose words it spells."""
+        found = self.by_subject(tail, candidates) if by_words else None
         if found is not None:
             return found, [], "subject"
         if len(candidates) == 1:

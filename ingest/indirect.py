@@ -11,7 +11,8 @@ Two phases, like the rest of the ingest:
   from a read, short functions whose `return` reads a flag or such a global).
 - per version (`resolve`): carriers are followed through the imports of every module (a name
   bound to two different things in one file is not followed) to the files that use them, up
-  to MAX_CHAIN links. A use inside the `return` of a short function makes that function a
+  to MAX_CHAIN links (`hops`). A use deciding what a short function returns (in its
+  `return`, in an `if` returning at once, in a local used there) makes that function a
   carrier too; in a module that uses a carrier whose name spells a feature (`tbo`), the
   module's top-level definitions named for that feature (`model_forward_maybe_tbo`) are
   followed as well. Everything else is a use site, recorded with its chain, never followed.
@@ -34,7 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 from ingest.chunks import Piece
-from ingest.pyfile import Def, Outline, PyFile, outline
+from ingest.pyfile import MAX_ACCESSOR_LINES, Def, Outline, PyFile, outline
 from ingest.sites import server_args_aliases
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
@@ -45,7 +46,7 @@ ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
 GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
 NAME_RE = re.compile(r"[A-Za-z_]\w*")
 ATTR_AFTER_RE = re.compile(r"(?!\w)(?:\s*\.\s*(\w+))?")
-MAX_CHAIN = 4  # links after the direct read: global, accessor, two more hops
+MAX_CHAIN = 4  # links after the direct read: global, accessor, two more hops (`hops`)
 # An accessor returns a flag or a simple expression of one or two; a function returning
 # `ModelConfig(model_path=server_args.model_path, ...)` is a factory, not an accessor.
 MAX_DESTS = 2
@@ -477,9 +478,10 @@ class Use:
     carrier: tuple[str, str | None]
     line: int
     text: str
-    accessor: tuple[str, str | None] | None  # the short function whose return holds the use
+    accessor: tuple[str, str | None] | None  # the short function whose return it decides
     def_line: int
     prop: bool = False  # the accessor is a property
+    returned: bool = True  # in that `return` itself (not in an `if` or a local deciding it)
 
 
 def file_uses(
@@ -522,7 +524,7 @@ def file_uses(
         if wanted is not None and m.group(1) not in wanted:
             continue
         line = f.line_at(pos)
-        if accessors and not f.maybe_return(line):
+        if accessors and not _may_decide(f, line):
             continue  # (the same for every hit on the line)
         raw = f.lines[line - 1]
         stripped = raw.lstrip()
@@ -538,16 +540,104 @@ def file_uses(
             if (line, cid) in seen:
                 continue
             seen.add((line, cid))
-            accessor, def_line, prop = None, line, False
-            if f.maybe_return(line):  # cheap test before finding the enclosing function
+            accessor, def_line, prop, returned = None, line, False, True
+            if _may_decide(f, line):  # cheap test before finding the enclosing function
                 d = f.enclosing(line)
-                if d is not None and f.returns_at(d, line) is not None:
+                if d is not None and decides_return(f, d, line):
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
                         accessor, def_line = ident, d.line
                         prop = accessor_kind(f, d.line) == "property"
+                        returned = f.returns_at(d, line) is not None
             if accessor is not None or not accessors:
-                out.append(Use(cid, line, f.text_of(line), accessor, def_line, prop))
+                out.append(Use(cid, line, f.text_of(line), accessor, def_line, prop, returned))
+    return out
+
+
+# A line that may decide a short function's return without holding it: an `if` guarding a
+# `return`, or a local name assigned (`backend = get_moe_runner_backend()`).
+GUARD_OR_LOCAL_RE = re.compile(r"\s*(?:(?:el)?if\s|[A-Za-z_]\w*\s*(?::[^=]*)?=[^=])")
+
+
+def _may_decide(f: PyFile, line: int) -> bool:
+    """Cheap test (no outline) for decides_return."""
+    if f.maybe_return(line):
+        return True
+    return 0 < line <= len(f.lines) and GUARD_OR_LOCAL_RE.match(f.lines[line - 1]) is not None
+
+
+def decides_return(f: PyFile, d: Def, line: int) -> bool:
+    """Whether what `line` holds decides what the short function `d` returns, as a simple
+    expression: it is in a small `return` (one returning a dozen conditions is no accessor
+    of any), or, where every `return` of the function is small, in the small test of an `if`
+    that returns at once (`if backend.is_deep_gemm(): return True`) or in the value of a
+    local name assigned once and used in one of those (`backend = get_moe_runner_backend()`)."""
+    ret = f.returns_at(d, line)
+    if ret is not None:
+        return ret.value is not None and _size(ret.value) <= MAX_RETURN_NODES
+    if d.kind != "def" or f.end_of(d) - d.line > MAX_ACCESSOR_LINES:
+        return False
+    node = f.node(d)
+    if node is None:
+        return False
+    rel = line - d.line + 1
+    stmts = _own_statements(node)
+    # (a bare `return` under `if not enabled:` decides what the function does, not a value)
+    values = [s.value for s in stmts if isinstance(s, ast.Return)]
+    if not values or any(v is None or _size(v) > MAX_RETURN_NODES for v in values):
+        return False
+    # The returned values, and the tests of `if`s whose body returns at once.
+    deciding: list[ast.expr] = [v for v in values if v is not None]
+    deciding += [
+        s.test
+        for s in stmts
+        if isinstance(s, ast.If) and isinstance(s.body[0], ast.Return)
+        and _size(s.test) <= MAX_RETURN_NODES
+    ]  # fmt: skip
+    if any(_spans(e, rel) for e in deciding):
+        return True
+    assigned: dict[str, list[ast.stmt]] = defaultdict(list)
+    for s in stmts:
+        if isinstance(s, ast.Assign):
+            targets = s.targets
+        elif isinstance(s, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [s.target]
+        else:
+            continue
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    assigned[n.id].append(s)
+    for name, where in assigned.items():
+        s = where[0]
+        if len(where) != 1 or not isinstance(s, ast.Assign) or not _spans(s.value, rel):
+            continue
+        if _size(s.value) <= MAX_RETURN_NODES and any(
+            isinstance(n, ast.Name) and n.id == name for e in deciding for n in ast.walk(e)
+        ):
+            return True
+    return False
+
+
+def _spans(node: ast.AST, rel: int) -> bool:
+    end = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+    return node.lineno <= rel <= end  # type: ignore[attr-defined]
+
+
+def _own_statements(node: ast.AST) -> list[ast.stmt]:
+    """The statements of a function's block, nested blocks included, nested functions and
+    classes (whose returns are theirs) left out."""
+    out: list[ast.stmt] = []
+    todo: list[Any] = list(getattr(node, "body", []))
+    while todo:
+        s = todo.pop()
+        if isinstance(s, ast.stmt):
+            out.append(s)
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for block in ("body", "orelse", "finalbody", "handlers"):  # (handlers: their body)
+            todo.extend(getattr(s, block, []))
+    out.sort(key=lambda s: s.lineno)
     return out
 
 
@@ -978,11 +1068,14 @@ class Resolver:
                             "dest": dest, "path": path, "line": use.line, "text": use.text,
                             "via": list(c.chain), "rank": rank,
                         }  # fmt: skip
-                if len(c.chain) >= MAX_CHAIN:
-                    continue
-                if use.accessor is not None:
+                # A definition named for a feature holds no value of the flag: a test of it
+                # (`if TboPreparer._is_all_same(...)`) decides nothing about the flag.
+                if use.accessor is not None and (use.returned or c.kind != "named"):
                     name, acc_member = use.accessor
                     kind = "property" if use.prop else "function"
+                    chain = (*c.chain, display(name, acc_member, kind))
+                    if hops(chain) > MAX_CHAIN:
+                        continue
                     add(
                         Carrier(
                             mod,
@@ -990,7 +1083,7 @@ class Resolver:
                             acc_member,
                             kind,
                             c.dests,
-                            (*c.chain, display(name, acc_member, kind)),
+                            chain,
                             path,
                             use.def_line,
                             True,
@@ -1001,7 +1094,7 @@ class Resolver:
             c
             for alias, cs in by_alias.items()
             for c in cs
-            if len(c.chain) < MAX_CHAIN and (c.path == path or alias not in local_defs)
+            if hops(c.chain) < MAX_CHAIN and (c.path == path or alias not in local_defs)
         ]
         used = {u.carrier[0] for u in cached}
         for c in carriers:
@@ -1026,6 +1119,22 @@ class Resolver:
                             True,
                         )
                     )
+
+
+MEMBER_STEP_RE = re.compile(r"\w+\.\w+(?:\(\))?")  # `Cls.method()`, `Cls.prop`
+
+
+@lru_cache(maxsize=65536)
+def hops(chain: tuple[str, ...]) -> int:
+    """The links of a chain that MAX_CHAIN counts: a method or property returning another of
+    its own class (`X._is_v2` returning `not self._is_v1`) is the class's own wording of
+    the value, not a further hop."""
+    out, last = 0, None
+    for link in chain:
+        owner = link.split(".")[0] if MEMBER_STEP_RE.fullmatch(link) else None
+        out += owner is None or owner != last
+        last = owner
+    return out
 
 
 _RECENT: dict[str, PyFile] = {}

@@ -203,6 +203,24 @@ def subject_tail(prefix: str) -> str:
     return last
 
 
+def compared_name(prefix: str) -> str:
+    """subject_tail, led by the receiver's last name when that receiver is not known to
+    hold flags: `quant_info.quant_type` -> "quant_info.quant_type" (a kernel's input format
+    that only shares words with --quantization), but `self.x`, `server_args.x`,
+    `self.server_args.x`, `get_global_server_args().x`, `server_args_dict["x"]` or a bare
+    name -> "x"."""
+    tail = subject_tail(prefix)
+    m = SUBJECT_RE.search(prefix.rstrip())
+    if not tail or not m:
+        return tail
+    expr = m.group(1)
+    receiver = expr[: expr.rfind("[")] if expr.endswith("]") else expr.rpartition(".")[0]
+    last = receiver.rpartition(".")[2].removesuffix("()")
+    if last in ("", "self", "cls", "args") or last.endswith(("server_args", "server_args_dict")):
+        return tail
+    return f"{last}.{tail}"
+
+
 def scan(
     data: bytes, index: LineIndex | None = None, pieces: PieceSource | None = None
 ) -> dict[str, Any]:
@@ -338,7 +356,7 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
         prefix = lines.prefix(m.start())
         if _in_comment(prefix):
             continue
-        tail = subject_tail(prefix)
+        tail = compared_name(prefix)
         compares.append([m.group(2).decode(), lines.at(m.start()), tail, "compare"])
     contains: list[list[Any]] = []
     for m in CONTAINS_RE.finditer(data):
@@ -354,7 +372,7 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
         if not values:
             continue
         at = m.start() - 1  # the space
-        tail = subject_tail(lines.prefix(at).removesuffix(" not"))
+        tail = compared_name(lines.prefix(at).removesuffix(" not"))
         for value in values:
             contains.append([value, lines.at(at), tail, "contains"])
     is_calls: list[list[Any]] = []

@@ -57,7 +57,7 @@ from kb.schema import (
     make_engine,
 )
 
-INDEX_FORMAT = 7  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 8  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
 KIND_ORDER = {

@@ -753,6 +753,15 @@ def gather(x):
     return x
 """
 
+# Uses a class named for the feature outside the model files: the class carries the flag.
+DBO_RUNNER = """
+from sglang.srt.overlap.dbo_overlap import DboGraphPlugin
+
+
+def make_plugins():
+    return [DboGraphPlugin()]
+"""
+
 
 def build_reach_repo(root: Path) -> Path:
     repo = root / "reach"
@@ -763,6 +772,7 @@ def build_reach_repo(root: Path) -> Path:
     write(repo, SRT + "layers/moe/__init__.py", MOE_INIT)
     write(repo, SRT + "overlap/dbo_overlap.py", DBO)
     write(repo, SRT + "overlap/lbo_overlap.py", LBO)
+    write(repo, SRT + "overlap/dbo_runner.py", DBO_RUNNER)
     write(repo, SRT + "layers/gather_quant.py", GATHER_IN_FILE)
     write(repo, SRT + "layers/gather.py", GATHER_ACROSS)
     write(repo, SRT + "layers/gather_user.py", GATHER_USER)

@@ -108,7 +108,6 @@ def test_a_holder_is_cited_through_a_method_it_runs(client: TestClient) -> None:
     calls the held model's `load_weights`: the loader's chain is a way that runs there."""
     lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
     models = {m["name"]: m["via"] for m in lbo["models"]}
-    loader = ["IS_LBO_ENABLED", "is_lbo_enabled()", "KaiLoaderMixin"]
     built = [
         *LBO,
         "self.mlp = KaiMoE(…)",
@@ -116,7 +115,14 @@ def test_a_holder_is_cited_through_a_method_it_runs(client: TestClient) -> None:
         "self.model = KaiModel(…)",
     ]
     assert models["kai_vl"] == [*built, "self.language_model = KaiForCausalLM(…)"]
-    assert models["kai_delegate"] == [*loader, "self.language_model = KaiForCausalLM(…)"]
+    # (the loader's helper returns what the flag decides: itself a carrier, as its caller)
+    assert models["kai_delegate"] == [
+        "IS_LBO_ENABLED",
+        "is_lbo_enabled()",
+        "KaiLoaderMixin._maybe_cast_weights()",
+        "KaiLoaderMixin.do_load_weights()",
+        "self.language_model = KaiForCausalLM(…)",
+    ]
     # the file itself reads it in the mixin's helper: its own shortest chain
     assert models["kai"] == ["IS_LBO_ENABLED", "is_lbo_enabled()"]
 
@@ -135,7 +141,7 @@ def test_name_based_steps_are_marked(client: TestClient) -> None:
     for u in dbo["indirect_usages"]:
         assert [s["name"] for s in u["steps"]] == u["via"]
         assert [s["by_name"] for s in u["steps"]] == [
-            s == "model_forward_maybe_dbo" for s in u["via"]
+            s in ("model_forward_maybe_dbo", "DboGraphPlugin") for s in u["via"]
         ]
     page = client.get("/v/v0.4.0/flags/--enable-dual-batch-overlap").text
     named = "<code>model_forward_maybe_dbo</code> <i>named like the feature</i></span>"
@@ -385,6 +391,8 @@ def test_search_finds_a_flag_by_the_names_that_carry_it(client: TestClient) -> N
     lbo = {h[1:] for h in hits("LboFlags") if h[0] == "carrier"}
     assert ("LboFlags.fuse_inside_lbo()", "--enable-lone-batch-overlap", "prefix") in lbo
     assert hits("fuse_inside_lbo")[0][1] == "LboFlags.fuse_inside_lbo()"
+    # A class named for the feature, used outside the model files, is one.
+    assert ("carrier", "DboGraphPlugin", dbo, "exact") in hits("DboGraphPlugin")
     # Model classes on a chain are not carriers: a model's name names no carrier.
     assert not [h for h in hits("AlphaMoeForCausalLM") if h[0] == "carrier" and h[3] != "text"]
     first = get(client, "/api/search?q=is_dbo_enabled&version=v0.4.0")["results"][0]

@@ -1,0 +1,250 @@
+"""What carries a flag onward (ingest/indirect.py), on small synthetic modules resolved
+alone: functions whose return a carrier decides, the limit on chain links, and accessors
+that are no simple expression of a flag. Made-up code modelled on SGLang's shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingest import sites
+from ingest.indirect import hops, resolve, scan_structure
+
+UTILS = """
+from typing import Optional
+
+RUNNER: Optional[str] = None
+A2A: Optional[str] = None
+IS_XBO = False
+
+
+def initialize(server_args):
+    global RUNNER, A2A, IS_XBO
+    RUNNER = server_args.runner_backend
+    A2A = server_args.a2a_backend
+    IS_XBO = server_args.enable_x_batch_overlap
+
+
+def is_xbo_enabled():
+    return IS_XBO
+
+
+def get_runner_backend():
+    return RUNNER
+
+
+def get_a2a_backend():
+    return A2A
+
+
+def is_v1_path() -> bool:
+    return get_runner_backend().is_cute() and get_a2a_backend().is_deep()
+"""
+
+# A method deciding its return by a guard on a local holding the runner backend, and by a
+# `return` of the a2a backend; a class's properties composing each other; an accessor
+# returning a dozen conditions, one of them a carrier.
+QUANT = """
+from sglang.srt.utils import get_a2a_backend, get_runner_backend, is_v1_path
+
+
+class Fp9MoEMethod:
+    @staticmethod
+    def uses_deep_runner() -> bool:
+        backend = get_runner_backend()
+        if backend.is_deep():
+            return True
+        if backend.is_auto():
+            return get_a2a_backend().is_deep()
+        return False
+
+    @property
+    def _is_v1(self) -> bool:
+        return is_v1_path()
+
+    @property
+    def _is_v2(self) -> bool:
+        return self.enabled and not self._is_v1
+
+    def _can_dual_stream(self, x) -> bool:
+        return (
+            self.alt_stream is not None
+            and get_runner_backend().is_trt()
+            and self.num_shared == 0
+            and x.shape[0] > 0
+            and hasattr(self, "shared")
+            and getattr(self.experts, "use_trt", False)
+            and not self._a2a
+            and not self._fuse_inside
+            and not getattr(self, "is_hash", False)
+        )
+
+    def warm(self, x):
+        if not get_runner_backend().is_deep():
+            return
+        self.x = x
+
+    def apply(self, x):
+        self.warm(x)
+        if self.uses_deep_runner():
+            x = x + 1
+        if self._is_v2:
+            x = x * 2
+        if self._can_dual_stream(x):
+            x = x - 1
+        return x
+"""
+
+# A long function using a carrier only in an `if` that returns: no accessor.
+LONG = (
+    "from sglang.srt.utils import get_runner_backend\n\n\ndef build(x):\n"
+    + "".join(f"    x = x + {i}\n" for i in range(45))
+    + "    if get_runner_backend().is_deep():\n        return x\n    return None\n"
+)
+
+# A class named for the feature (a "named" carrier) tested in a short function: its use is
+# a site, but the function's return says nothing of the flag's value.
+XBO = """
+from sglang.srt.utils import is_xbo_enabled
+
+
+class XboPreparer:
+    @staticmethod
+    def all_same(modes):
+        return len(set(modes)) == 1
+
+
+def prepare(batch):
+    if is_xbo_enabled():
+        batch.split = True
+"""
+
+XBO_USER = """
+from sglang.srt.overlap.xbo import XboPreparer
+
+
+def global_mode(modes):
+    agree = XboPreparer.all_same(modes)
+    if not agree:
+        return None
+    return modes[0]
+
+
+def run(modes):
+    if global_mode(modes) is None:
+        return 0
+    return 1
+"""
+
+FILES = {
+    "python/sglang/srt/utils.py": UTILS,
+    "python/sglang/srt/quant/fp9.py": QUANT,
+    "python/sglang/srt/quant/long.py": LONG,
+    "python/sglang/srt/overlap/xbo.py": XBO,
+    "python/sglang/srt/overlap/xbo_user.py": XBO_USER,
+}
+OPTIONS = {
+    "runner_backend": "--runner-backend",
+    "a2a_backend": "--a2a-backend",
+    "enable_x_batch_overlap": "--enable-x-batch-overlap",
+}
+
+
+def _resolve(files: dict[str, str]) -> list[dict[str, Any]]:
+    facts = {}
+    for path, text in files.items():
+        data = text.encode()
+        facts[path] = scan_structure(data, sites.scan(data)["reads"])
+    return resolve(
+        {p: p for p in files}, facts.__getitem__, OPTIONS, files.__getitem__, lambda p: False
+    )
+
+
+def _at(found: list[dict[str, Any]], path: str, text: str) -> dict[str, list[str]]:
+    """dest -> chain of the sites on the line holding `text`."""
+    return {s["dest"]: s["via"] for s in found if s["path"].endswith(path) and text in s["text"]}
+
+
+def test_a_guard_on_a_local_holding_a_carrier_decides_the_return() -> None:
+    found = _resolve(FILES)
+    use = _at(found, "fp9.py", "if self.uses_deep_runner():")
+    assert use["runner_backend"] == [
+        "RUNNER",
+        "get_runner_backend()",
+        "Fp9MoEMethod.uses_deep_runner()",
+    ]
+    assert use["a2a_backend"][-1] == "Fp9MoEMethod.uses_deep_runner()"
+    # a bare `return` under an `if` decides what a method does, not a value it returns
+    assert not _at(found, "fp9.py", "self.warm(x)")
+    # a long function is no accessor, whatever its `if`s test
+    assert not [s for s in found if "build" in " ".join(map(str, s["via"]))]
+
+
+def test_a_test_of_a_class_named_for_a_feature_carries_nothing() -> None:
+    found = _resolve(FILES)
+    use = _at(found, "xbo_user.py", "agree = XboPreparer.all_same(modes)")
+    assert use["enable_x_batch_overlap"][-1] == {"name": "XboPreparer", "by_name": True}
+    assert not _at(found, "xbo_user.py", "if global_mode(modes) is None:")
+
+
+def test_a_class_composing_its_own_properties_is_no_further_hop() -> None:
+    chain = ("A2A", "get_a2a_backend()", "is_v1_path()", "Fp9MoEMethod._is_v1")
+    assert hops(chain) == 4
+    assert hops((*chain, "Fp9MoEMethod._is_v2")) == 4  # properties
+    assert hops((*chain, "Fp9MoEMethod._is_v2()")) == 4  # or methods
+    assert hops((*chain, "Other._is_v2")) == 5
+    use = _at(_resolve(FILES), "fp9.py", "if self._is_v2:")
+    assert set(use) == {"runner_backend", "a2a_backend"}
+    assert use["a2a_backend"] == [*chain, "Fp9MoEMethod._is_v2"]
+
+
+def test_a_return_of_a_dozen_conditions_carries_nothing_onward() -> None:
+    found = _resolve(FILES)
+    # the use in its return is a site; the function is no carrier
+    assert _at(found, "fp9.py", "and get_runner_backend().is_trt()")
+    assert not _at(found, "fp9.py", "if self._can_dual_stream(x):")
+
+
+# --- choice attribution (ingest/assemble.py Attributor) -----------------------------------
+
+KERNEL = """
+def apply(quant_info, server_args, quant_type, layer):
+    if quant_info.quant_type == "fp9":
+        return 1
+    if quant_info.quant_type in ("bf16", "fp9"):
+        return 2
+    if server_args.quantization == "fp9":
+        return 3
+    if quant_type == "fp9":
+        return 4
+    if layer.quantization == "fp9":
+        return 5
+    if layer.cache_layout == "page_major":
+        return 6
+"""
+
+
+def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> None:
+    from ingest.assemble import Attributor
+
+    flags = [
+        {"name": n, "dest": d, "choices": c, "choices_dynamic": False, "deprecated": None}
+        for n, d, c in [
+            ("--quantization", "quantization", ["fp9", "awq"]),
+            ("--draft-model-quantization", "draft_model_quantization", ["fp9", "awq"]),
+            ("--kv-cache-dtype", "kv_cache_dtype", ["auto", "fp9", "bf16"]),
+            ("--cache-mem-layout", "cache_mem_layout", ["layer_major", "page_major"]),
+        ]
+    ]
+    who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
+    got = {}
+    for value, line, tail, _how in sites.scan(KERNEL.encode())["choices"]:
+        got.setdefault(line, []).append(who.value(value, tail))
+    ambiguous = (None, ["--draft-model-quantization", "--kv-cache-dtype", "--quantization"], "")
+    # the kernel's input format shares a word with --quantization: not the flag
+    assert got[3] == [ambiguous]
+    assert got[5][1] == ambiguous
+    assert got[7] == [("--quantization", [], "subject")]  # server args
+    assert got[9] == [("--quantization", [], "subject")]  # a bare name: its words
+    assert got[11] == [("--quantization", [], "subject")]  # the dest itself
+    # a value no other flag accepts: the value says it, not the name
+    assert got[13] == [("--cache-mem-layout", [], "only-flag")]
