@@ -32,8 +32,9 @@ from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
 # 12: environ.py "deprecations"; 13: registry arguments; 14: `sa.x` reads; 15: no dict
-# carriers; 16: a global assigned a local holding a flag
-ANALYZER_VERSION = 16
+# carriers; 16: a global assigned a local holding a flag; 17: deprecations' "conversion",
+# `--flag=value` replacements
+ANALYZER_VERSION = 17
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
