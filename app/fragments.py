@@ -134,9 +134,11 @@ def excerpt(lines: Sequence[Mapping[str, Any]] | None) -> Markup:
 
 
 def flag_link(version: Any, name: str) -> Markup:
+    """`--x=value` (a replacement naming the value) links the flag's page, shown whole."""
+    option = str(name).partition("=")[0]
     return Markup(
         f'<a class="flag" href="/v/{quoted(version.name, "")}/flags/'
-        f'{quoted(str(name), "")}"><code>{_e(name)}</code></a>'
+        f'{quoted(option, "")}"><code>{_e(name)}</code></a>'
     )
 
 

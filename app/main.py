@@ -220,8 +220,9 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> Response:
         links = []
-        for name in exc.suggestions:
-            url = suggestion_url(request.url.path, exc.kind, name, request.url.query, exc.name)
+        for k, name in enumerate(exc.suggestions):
+            values = exc.values[k] if exc.values is not None else None
+            url = suggestion_url(request.url.path, exc.kind, name, request.url.query, values)
             links.append({"name": name, "url": url or ""})
         context = pinned_context(request, exc.version) if exc.version else {}
         elsewhere = [same_page_elsewhere(request, e) for e in exc.elsewhere]

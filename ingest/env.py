@@ -715,7 +715,8 @@ def extract_declarations(tree: ast.Module, text: str, path: str) -> dict[str, An
 
 # A message of warnings.warn(..) / logger.warning(..) saying "deprecat..." marks a helper.
 WARN_CALLS = ("warn", "warning")
-FLAG_IN_TEXT = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
+# `--fp8-gemm-backend=cutlass`: the value stays with the flag (no trailing full stop).
+FLAG_IN_TEXT = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*(?:=[\w-]+(?:\.[\w-]+)*)?")
 
 
 def deprecations(tree: ast.Module, path: str) -> list[dict[str, Any]]:
@@ -724,8 +725,10 @@ def deprecations(tree: ast.Module, path: str) -> list[dict[str, Any]]:
     "line", "end_line", "path"}]. A helper is read, not guessed from its name or its
     parameters' order: the parameter it checks in `os.environ` is the old name, the one it
     assigns to `os.environ[..]` the new one, and its deprecation warning (rendered with the
-    call's arguments) is the note; a note naming exactly one `--flag` and no new variable
-    makes that flag the replacement. Calls whose arguments are not literals are skipped."""
+    call's arguments) is the note; a note naming exactly one `--flag` (or `--flag=value`) and
+    no new variable makes that flag the replacement. Calls whose arguments are not literals
+    are skipped. "conversion" (see `_conversion`) is what the new name is given: None for
+    the old value as it is."""
     helpers = {
         node.name: node
         for node in tree.body
@@ -753,10 +756,12 @@ def deprecations(tree: ast.Module, path: str) -> list[dict[str, Any]]:
         replacement = new[0] if len(set(new)) == 1 else None
         if not new and len(flags) == 1:
             replacement = flags.pop()
+        given = [e for p, e in found.assigned if bound.get(p) == replacement and replacement]
         out.setdefault(
             old[0],
             {"name": old[0], "replacement": replacement, "note": note, "line": line,
-             "end_line": end, "path": path},
+             "end_line": end, "path": path,
+             "conversion": found.conversion(given[0]) if len(given) == 1 else None},
         )  # fmt: skip
 
     for node in ast.walk(tree):
@@ -820,6 +825,17 @@ def _dict_items(node: ast.For, dicts: dict[str, ast.Dict | None]) -> list[Any] |
     return items if strs else None
 
 
+def _call_of(node: ast.expr, names: tuple[str, ...]) -> bool:
+    """`name(x)` with one positional argument, name one of `names`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in names
+        and len(node.args) == 1
+        and not node.keywords
+    )
+
+
 def _is_environ(node: ast.expr) -> bool:
     """`os.environ` or `environ`."""
     if isinstance(node, ast.Attribute):
@@ -837,6 +853,60 @@ class _Deprecation(ast.NodeVisitor):
         self.old: list[str] = []
         self.new: list[str] = []
         self.messages: list[str] = []
+        self.assigned: list[tuple[str, ast.expr]] = []  # (parameter, the value it is given)
+        self.locals: dict[str, ast.expr] = {}  # `ms_val = os.environ[old_name]`
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            p = self._param(t.slice) if isinstance(t, ast.Subscript) else None
+            if p and _is_environ(t.value):  # type: ignore[attr-defined]
+                self.assigned.append((p, node.value))
+            elif isinstance(t, ast.Name) and t.id not in self.bound:
+                self.locals[t.id] = node.value
+        self.generic_visit(node)
+
+    def _reads_old(self, node: ast.expr, depth: int = 0) -> bool:
+        """`os.environ[old]`, `os.getenv(old)`, `os.environ.get(old)`, or a local holding it."""
+        if isinstance(node, ast.Name) and node.id in self.locals and depth < 3:
+            return self._reads_old(self.locals[node.id], depth + 1)
+        if isinstance(node, ast.Subscript) and _is_environ(node.value):
+            p = self._param(node.slice)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            get = (
+                node.func.attr == "getenv"
+                or node.func.attr == "get"
+                and _is_environ(node.func.value)
+            )
+            p = self._param(node.args[0]) if get else None
+        else:
+            return False
+        return p is not None and p in self.old
+
+    def conversion(self, value: ast.expr) -> dict[str, Any] | None:
+        """What the new name is given, in terms of the old name's value: None for the value as
+        it is; {"expr", "cast", "op", "by"} for `str(float(old) / 1000.0)` (a cast, then one
+        multiplication or division by a number: `op` "*", "/" or "//"); {"expr"} alone for
+        anything else, which is not worked out."""
+        if self._reads_old(value):
+            return None
+        out: dict[str, Any] = {"expr": ast.unparse(value)}
+        inner = value.args[0] if _call_of(value, ("str",)) else None  # type: ignore[attr-defined]
+        if not isinstance(inner, ast.BinOp):
+            return out
+        op = {ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//"}.get(type(inner.op))
+        cast, number = inner.left, inner.right
+        if op == "*" and isinstance(cast, ast.Constant):  # 1000 * int(old)
+            cast, number = number, cast
+        by = number.value if isinstance(number, ast.Constant) else None
+        if (
+            op is None
+            or type(by) not in (int, float)
+            or by == 0
+            or not _call_of(cast, ("float", "int"))
+            or not self._reads_old(cast.args[0])  # type: ignore[attr-defined]
+        ):
+            return out
+        return {**out, "cast": cast.func.id, "op": op, "by": by}  # type: ignore[attr-defined]
 
     def _param(self, node: ast.expr) -> str | None:
         return node.id if isinstance(node, ast.Name) and node.id in self.bound else None

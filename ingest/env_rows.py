@@ -68,11 +68,15 @@ def env_rows(
             replacement[old] = v["name"]
             deprecated_at.setdefault(old, v)
     notes: dict[str, str] = {}
+    conversion: dict[str, Any] = {}
     version_options = set(option_of.values())
     for d in decl.get("deprecations", []):
         new = d["replacement"]
-        if new and (not new.startswith("--") or new in version_options):  # a flag of this version
+        # A flag of this version (`--fp8-gemm-backend=cutlass` keeps the value it names).
+        if new and (not new.startswith("--") or new.partition("=")[0] in version_options):
             replacement.setdefault(d["name"], new)
+            if d.get("conversion") is not None:
+                conversion.setdefault(d["name"], d["conversion"])
         notes.setdefault(d["name"], d["note"])
         deprecated_at.setdefault(d["name"], d)
     for alias in decl["prefix_aliases"]:
@@ -125,6 +129,7 @@ def env_rows(
                 comment += "."
             var["comment"] = f"{comment} {notes[name]}".strip()
         var["replacement"] = replacement.get(name)
+        var["conversion"] = conversion.get(name) if var["replacement"] else None
         var["reads"] = sum(1 for s in reads if s["access"] != "write")
         var["writes"] = sum(1 for s in reads if s["access"] == "write")
         var["flags"] = sorted({f for s in reads for f in s["flags"]})

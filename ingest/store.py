@@ -376,6 +376,7 @@ def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> list[dict[str,
             "default": as_json(v["default"]),
             "deprecated_names": dumps(v["deprecated_names"]),
             "flags": dumps(v["flags"]),
+            "conversion": as_json(v.get("conversion")),
         }
         for v in rows.env_vars
     ]

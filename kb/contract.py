@@ -929,7 +929,9 @@ class EnvVar(Model):
     default: Value  # the static default (None: unset, or see default_expr)
     default_expr: str | None  # source text of a default that is not static
     deprecated_names: list[str]  # still read in its place (EnvBoolWithAlias)
-    replacement: str | None  # this name is deprecated: the variable (or --flag) replacing it
+    # this name is deprecated: the variable (or --flag, `--flag=value` when SGLang's warning
+    # names the value) replacing it
+    replacement: str | None
     declared: bool
     comment: str
     section: str | None

@@ -46,6 +46,8 @@ class NotFound(Exception):
     the error handler turns `suggestions` (names) into links by replacing that segment.
     `elsewhere` lists versions where the thing exists: [{"version", "url"}]; `version` names
     the (existing) version the page is pinned to, so the error page keeps its switcher.
+    `values` (a compare page's 404): per suggestion, the values its link compares, each one
+    the suggested flag has; empty when it has none (the link goes to the flag's page).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class NotFound(Exception):
         suggestions: Sequence[str] = (),
         elsewhere: Sequence[dict[str, str]] = (),
         version: str | None = None,
+        values: Sequence[Sequence[str]] | None = None,
     ) -> None:
         super().__init__(detail)
         self.kind = kind
@@ -64,6 +67,7 @@ class NotFound(Exception):
         self.suggestions = list(suggestions)
         self.elsewhere = list(elsewhere)
         self.version = version  # set when the version exists and only the thing in it is missing
+        self.values = [list(v) for v in values] if values is not None else None
 
 
 def did_you_mean(name: str, choices: Iterable[str], limit: int = 5) -> list[str]:

@@ -24,6 +24,7 @@ from kb.queries import (
     did_you_mean,
     flag_enum,
     get_flag,
+    get_version,
     per_stamp,
     rows,
 )
@@ -368,24 +369,54 @@ def value_effects(
     return out
 
 
-def _resolve_values(flag: Flag, raw: list[str], version: Version) -> list[str]:
-    choices = [str(c) for c in loads(flag.choices) or []]
+def _fit(choices: list[str], raw: list[str]) -> tuple[list[str], list[str]]:
+    """(the values as `choices` spell them, a wrong one replaced by its closest choice or
+    dropped when none is close; the wrong ones)."""
     folded = {c.lower(): c for c in choices}
-    out = []
+    out: list[str] = []
+    wrong: list[str] = []
     for value in raw:
         value = value.strip()[:MAX_NAME]
         found = value if value in choices else folded.get(value.lower())
         if found is None:
-            raise NotFound(
-                "value",
-                value,
-                f"{value!r} is not a value of {flag.name} in {version.name}.",
-                did_you_mean(value, choices) or choices[:5],
-                version=version.name,
-            )
-        if found not in out:
+            wrong.append(value)
+            found = next(iter(did_you_mean(value, choices, limit=1)), None)
+        if found is not None and found not in out:
             out.append(found)
-    return out
+    return out, wrong
+
+
+def _choices_of(session: Session, version: Version, flag: str) -> list[str]:
+    return [str(c) for c in loads(get_flag(session, version, flag).choices) or []]
+
+
+def _shared(choices: list[str], raw: list[str]) -> list[str]:
+    folded = {c.lower(): c for c in choices}
+    return list(dict.fromkeys(folded[v] for v in (r.strip().lower() for r in raw) if v in folded))
+
+
+def _resolve_values(flag: Flag, raw: list[str], version: Version) -> list[str]:
+    """The values as the flag spells them; NotFound naming every wrong one, whose links
+    each correct them all (the first by the suggestion, the others by their closest)."""
+    choices = [str(c) for c in loads(flag.choices) or []]
+    values, wrong = _fit(choices, raw)
+    if not wrong:
+        return values
+    first = wrong[0]
+    suggestions = did_you_mean(first, choices) or choices[:5]
+    quoted = ", ".join(repr(w) for w in wrong)
+    verb = "is not a value" if len(wrong) == 1 else "are not values"
+    raise NotFound(
+        "value",
+        first,
+        f"{quoted} {verb} of {flag.name} in {version.name}.",
+        suggestions,
+        version=version.name,
+        values=[
+            _fit(choices, [s if v.strip()[:MAX_NAME] == first else v for v in raw])[0]
+            for s in suggestions
+        ],
+    )
 
 
 def enum_member(
@@ -415,8 +446,20 @@ def sites_by_area(sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def compare_values(
     session: Session, version: Version, raw_flag: str, raw_values: list[str]
 ) -> dict[str, Any]:
-    flag = get_flag(session, version, raw_flag)
-    values = _resolve_values(flag, [v for v in raw_values if v.strip()], version)
+    raw_values = [v for v in raw_values if v.strip()]
+    try:
+        flag = get_flag(session, version, raw_flag)
+    except NotFound as exc:
+        # A link compares only the values that flag (or that version's flag) has: they are
+        # not typos of its own, so none is swapped for a look-alike; none left: its page.
+        exc.values = [
+            _shared(_choices_of(session, version, s), raw_values) for s in exc.suggestions
+        ]
+        for e in exc.elsewhere:
+            other = get_version(session, e["version"])
+            e["values"] = ",".join(_shared(_choices_of(session, other, raw_flag), raw_values))
+        raise
+    values = _resolve_values(flag, raw_values, version)
     if not values:
         choices = [str(c) for c in loads(flag.choices) or []]
         raise NotFound(

@@ -42,13 +42,13 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 23
+EXTRACTOR_VERSION = 24
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 6  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
+SCHEMA_VERSION = 7  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
 # 5: facts stored once (kb/factored.py); 6: delta chains (Blob.depth), checksummed frames,
-# versionfile WITHOUT ROWID
+# versionfile WITHOUT ROWID; 7: envvar.conversion
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -208,7 +208,13 @@ class EnvVar(SQLModel, table=True):
     default: str | None = None  # JSON of the value when it is static
     default_expr: str | None = None  # source text when it is not
     deprecated_names: str = "[]"  # JSON names still read in its place (EnvBoolWithAlias)
-    replacement: str | None = None  # for a deprecated name: the variable or --flag replacing it
+    # for a deprecated name: the variable or --flag replacing it (`--flag=value` when the
+    # warning names the value)
+    replacement: str | None = None
+    # JSON of how SGLang converts the value it copies to the replacement variable (ingest/env.py
+    # `_Deprecation.conversion`: {"expr", "cast", "op", "by"}, or {"expr"} when not worked
+    # out); null when it copies it as it is
+    conversion: str | None = None
     comment: str = ""  # the comment on or above the declaration
     section: str | None = None  # the heading comment of its group in environ.py
     flags: str = "[]"  # JSON options whose handling reads or writes it

@@ -86,6 +86,8 @@ NEW_SERVER_ARGS = (
         self._handle_environment_variables()
         if get_bool_env_var("SGLANG_WIDGET_STRICT"):
             assert self.widget_mode == "safe", "strict widgets need the safe mode"
+        if envs.SGLANG_WIDGET_WAIT.get() > 60:
+            assert self.widget_mode == "safe", "a wait over a minute needs the safe mode"
 
     def _handle_environment_variables(self):
         os.environ["SGLANG_WIDGET_COMPILE"] = (
@@ -169,8 +171,10 @@ class Envs:
     # Reads the old name when the new one is unset.
     SGLANG_WIDGET_FUSE = EnvBoolWithAlias(True, deprecated_name="SGLANG_GADGET_FUSE")
     SGLANG_LOG_WIDGET = EnvBool(False)
-    SGLANG_WIDGET_WAIT = EnvFloat(2.5)
+    SGLANG_WIDGET_WAIT = EnvFloat(-1)  # an int default: still a float
     SGLANG_WIDGET_TURBO = EnvBool(False)
+    SGLANG_WIDGET_POLL_MS = EnvInt(100)
+    SGLANG_WIDGET_IDLE_MIN = EnvFloat(1.0)
 
     # fmt: on
 
@@ -202,6 +206,15 @@ def _convert_SGL_to_SGLANG():
         if old_name in os.environ:
             warnings.warn(f"{old_name} (in ms) is deprecated, {new_name} is in seconds")
             os.environ[new_name] = str(float(os.environ[old_name]) / 1000)
+    for old_name, new_name in {"SGLANG_WIDGET_POLL_S": "SGLANG_WIDGET_POLL_MS"}.items():
+        if old_name in os.environ:
+            s_val = os.environ[old_name]
+            warnings.warn(f"{old_name} (in s) is deprecated, {new_name} is in ms")
+            os.environ[new_name] = str(1000 * int(s_val))
+    for old_name, new_name in {"SGLANG_WIDGET_IDLE_S": "SGLANG_WIDGET_IDLE_MIN"}.items():
+        if old_name in os.environ:
+            warnings.warn(f"{old_name} (in s) is deprecated, {new_name} is in minutes")
+            os.environ[new_name] = str(round(float(os.environ[old_name]) / 60))
     for key, value in os.environ.items():
         if key.startswith("SGL_"):
             new_key = key.replace("SGL_", "SGLANG_", 1)
@@ -212,6 +225,7 @@ def _convert_SGL_to_SGLANG():
 _convert_SGL_to_SGLANG()
 _note_now_a_flag("SGLANG_WIDGET_TURBO", "Pass '--widget-mode' instead.")
 _note_now_a_flag("SGLANG_WIDGET_GIZMO", "Pass '--widget-gizmo' instead.")
+_note_now_a_flag("SGLANG_WIDGET_SAFE", "Pass '--widget-mode=safe' instead.")
 _note_now_a_flag(os.environ.get("SGLANG_WIDGET_WHICH", ""), "not a literal name")
 """
 

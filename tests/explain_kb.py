@@ -83,6 +83,8 @@ def flags_of(v: int) -> list[dict[str, Any]]:
                 default=False,
                 deprecated=v == 1,
                 replacement="--moe-a2a-backend" if v == 1 else None,
+                # The value the message names is one of the replacement's choices.
+                deprecated_message="Use '--moe-a2a-backend deepep' instead." if v == 1 else None,
                 help="Route experts through the deep all-to-all.",
             )
         )
@@ -272,6 +274,7 @@ def build(path: Path) -> str:
                         required=spec.get("required", False),
                         deprecated=spec.get("deprecated", False),
                         replacement=spec.get("replacement"),
+                        deprecated_message=spec.get("deprecated_message"),
                         path=ARGS,
                         line=line,
                         end_line=line,

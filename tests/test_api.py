@@ -399,11 +399,12 @@ def test_a_backend_page_missing_here_links_the_same_page_where_the_flag_is(
     client: TestClient,
 ) -> None:
     """From a compare page of a flag this version lacks, "it exists in" goes to the same
-    comparison there (values kept), not to the flag page."""
-    body = get(client, "/api/v/v0.1.0/backends/--fp4-gemm-backend/compare?values=a,b", 404)
+    comparison there (the values it has there), not to the flag page."""
+    url = "/api/v/v0.1.0/backends/--fp4-gemm-backend/compare?values=auto,b"
+    body = get(client, url, 404)
     assert [e["version"] for e in body["elsewhere"]] == ["v0.3.0"]
     assert body["elsewhere"][0]["url"] == (
-        "/api/v/v0.3.0/backends/--fp4-gemm-backend/compare?values=a,b"
+        "/api/v/v0.3.0/backends/--fp4-gemm-backend/compare?values=auto"
     )
     page = client.get("/v/v0.1.0/backends/--fp4-gemm-backend/cutlass")
     assert page.status_code == 404

@@ -4,6 +4,7 @@ pages and JSON over a repository ingested from tests/env_fixtures.py."""
 from __future__ import annotations
 
 import ast
+import json
 import sqlite3
 import textwrap
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlmodel import Session
 
 from app.main import create_app
 from ingest.docs import doc_kind, parse_docs, split_row
@@ -85,7 +87,7 @@ def test_declarations_fold_defaults_and_deprecated_names() -> None:
     src = textwrap.dedent(ENVIRON_PY).lstrip()
     decl = extract_declarations(ast.parse(src), src, ENVIRON)
     v = {d["name"]: d for d in decl["vars"]}
-    assert len(v) == 12
+    assert len(v) == 14
     assert (v["SGLANG_WIDGET_COMPILE"]["type"], v["SGLANG_WIDGET_COMPILE"]["default"]) == (
         "bool",
         False,
@@ -137,7 +139,34 @@ def test_deprecations_declared_by_helper_calls() -> None:
             "--widget-gizmo",
             "SGLANG_WIDGET_GIZMO is deprecated: Pass '--widget-gizmo' instead.",
         ),
+        # The value the warning names stays with the flag.
+        "SGLANG_WIDGET_SAFE": (
+            "--widget-mode=safe",
+            "SGLANG_WIDGET_SAFE is deprecated: Pass '--widget-mode=safe' instead.",
+        ),
+        "SGLANG_WIDGET_POLL_S": (
+            "SGLANG_WIDGET_POLL_MS",
+            "SGLANG_WIDGET_POLL_S (in s) is deprecated, SGLANG_WIDGET_POLL_MS is in ms",
+        ),
+        "SGLANG_WIDGET_IDLE_S": (
+            "SGLANG_WIDGET_IDLE_MIN",
+            "SGLANG_WIDGET_IDLE_S (in s) is deprecated, SGLANG_WIDGET_IDLE_MIN is in minutes",
+        ),
     }  # (the call with a name read from os.environ is not resolvable: skipped)
+    # How the new name is given the old value: as it is (None), a cast then a factor, or a
+    # shape not worked out (its text only).
+    conversion = {d["name"]: d["conversion"] for d in found}
+    assert conversion["SGLANG_WIDGET_LOG"] is None
+    assert conversion["SGLANG_WIDGET_SAFE"] is None
+    assert conversion["SGLANG_WIDGET_WAIT_MS"] == {
+        "expr": "str(float(os.environ[old_name]) / 1000)", "cast": "float", "op": "/", "by": 1000
+    }  # fmt: skip
+    assert conversion["SGLANG_WIDGET_POLL_S"] == {  # through a local, the factor first
+        "expr": "str(1000 * int(s_val))", "cast": "int", "op": "*", "by": 1000
+    }  # fmt: skip
+    assert conversion["SGLANG_WIDGET_IDLE_S"] == {
+        "expr": "str(round(float(os.environ[old_name]) / 60))"
+    }
     at = {d["name"]: lines[d["line"] - 1].strip() for d in found}
     assert at["SGLANG_WIDGET_LOG"].startswith('_note_renamed("SGLANG_WIDGET_LOG"')
     assert at["SGLANG_WIDGET_WAIT_MS"].startswith('"SGLANG_WIDGET_WAIT_MS":')
@@ -263,6 +292,16 @@ def test_ingested_rows(env_db: Path) -> None:
     assert at[("v0.5.0", "SGLANG_WIDGET_WAIT_MS")][2] == "SGLANG_WIDGET_WAIT"
     assert at[("v0.5.0", "SGLANG_WIDGET_TURBO")][:3] == (1, "bool", "--widget-mode")
     assert at[("v0.5.0", "SGLANG_WIDGET_GIZMO")][2] is None  # no such flag in the version
+    assert at[("v0.5.0", "SGLANG_WIDGET_SAFE")][2] == "--widget-mode=safe"  # a flag and value
+    conversion = dict(
+        conn.execute(
+            "select e.name, e.conversion from envvar e join version v on v.id = e.version_id "
+            "where v.name = 'v0.5.0' and e.conversion is not null"
+        ).fetchall()
+    )
+    assert {k: json.loads(v).get("op") for k, v in conversion.items()} == {
+        "SGLANG_WIDGET_WAIT_MS": "/", "SGLANG_WIDGET_POLL_S": "*", "SGLANG_WIDGET_IDLE_S": None
+    }  # fmt: skip
     assert ("v0.5.0", "SOME_SETTING") not in at  # named in an error message only
     # Read by sgl-kernel's package (not by its benchmarks), cited there.
     assert at[("v0.5.0", "SGLANG_WIDGET_WARMUP_OFF")][:3] == (0, None, None)
@@ -348,6 +387,9 @@ def test_env_api_and_pages(client: TestClient) -> None:
     assert "<dt>First read at</dt>" in client.get("/v/v0.5.0/env/SGL_CHUNK_SIZE").text
     to_flag = client.get("/v/v0.5.0/env/SGLANG_WIDGET_TURBO").text
     assert "Deprecated name." in to_flag and 'href="/v/v0.5.0/flags/--widget-mode"' in to_flag
+    # A flag and the value to give it: the link goes to the flag, the value is shown.
+    to_value = client.get("/v/v0.5.0/env/SGLANG_WIDGET_SAFE").text
+    assert 'href="/v/v0.5.0/flags/--widget-mode"><code>--widget-mode=safe</code>' in to_value
 
 
 def test_diff_covers_env(client: TestClient) -> None:
@@ -585,6 +627,54 @@ def test_explain_checks_variables(client: TestClient) -> None:
         "SGLANG_WIDGET_COMPILE": True,
         "SGLANG_WIDGET_RATIO": 0.25,
     }
+
+
+def test_a_deprecated_variable_in_another_unit_is_converted(client: TestClient) -> None:
+    """SGLang copies SGLANG_WIDGET_WAIT_MS / 1000 to SGLANG_WIDGET_WAIT (seconds): the
+    warning, the row and the simulation see the converted value."""
+    ms = explain(client, f"SGLANG_WIDGET_WAIT_MS=1500 {LAUNCH}")
+    warning = env_findings(ms)[0]["message"]
+    assert "it converts the value: SGLANG_WIDGET_WAIT_MS=1500 → SGLANG_WIDGET_WAIT=1.5" in warning
+    assert [(r["variable"], r["parsed"]) for r in ms["env"]] == [("SGLANG_WIDGET_WAIT", 1.5)]
+    # A site reads SGLANG_WIDGET_WAIT > 60 (seconds): 1500 ms is not over a minute, 120000 is.
+    errors = [
+        f["message"]
+        for wait in (1500, 120000)
+        for f in explain(client, f"SGLANG_WIDGET_WAIT_MS={wait} {LAUNCH} --widget-mode fast")[
+            "findings"
+        ]
+        if f["severity"] == "error"
+    ]
+    assert len(errors) == 1 and "a wait over a minute needs the safe mode" in errors[0]
+    # Both names set: the old one is converted and copied over the new one.
+    both = env_findings(
+        explain(client, f"SGLANG_WIDGET_WAIT_MS=1500 SGLANG_WIDGET_WAIT=9 {LAUNCH}")
+    )
+    assert any("at import, as SGLANG_WIDGET_WAIT=1.5)" in f["message"] for f in both)
+    # int(s) * 1000, through a local; a value the cast refuses stops SGLang at import.
+    poll = explain(client, f"SGLANG_WIDGET_POLL_S=2 {LAUNCH}")
+    assert "SGLANG_WIDGET_POLL_S=2 → SGLANG_WIDGET_POLL_MS=2000" in env_findings(poll)[0]["message"]
+    assert poll["env"][0]["parsed"] == 2000
+    bad = env_findings(explain(client, f"SGLANG_WIDGET_POLL_S=1.5 {LAUNCH}"))
+    assert [f["severity"] for f in bad] == ["error", "warning"]
+    assert "`1.5` is not an integer: SGLang's `str(1000 * int(s_val))` raises" in bad[0]["message"]
+    # A conversion not worked out is said, and nothing is guessed for the new name.
+    idle = explain(client, f"SGLANG_WIDGET_IDLE_S=90 {LAUNCH}")
+    warning = env_findings(idle)[0]["message"]
+    assert "converts the value with `str(round(float(os.environ[old_name]) / 60))`" in warning
+    assert "→" not in warning
+    from kb.explain.envvars import environ_of
+    from kb.explain.load import load_facts
+    from kb.queries import get_version
+
+    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+        facts = load_facts(session, get_version(session, "v0.5.0"))
+    seen = environ_of(facts, f"SGLANG_WIDGET_WAIT_MS=1500 SGLANG_WIDGET_IDLE_S=90 {LAUNCH}")
+    assert seen["SGLANG_WIDGET_WAIT"] == "1.5" and "SGLANG_WIDGET_IDLE_MIN" not in seen
+    # A replacement flag with the value SGLang's warning names.
+    safe = env_findings(explain(client, f"SGLANG_WIDGET_SAFE=1 {LAUNCH}"))
+    assert [f["replacement"] for f in safe] == ["--widget-mode=safe"]
+    assert "use --widget-mode=safe;" in safe[0]["message"]
 
 
 def test_constraint_sites_read_the_variables(client: TestClient) -> None:

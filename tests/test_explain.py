@@ -253,8 +253,33 @@ def test_deprecated_flag_names_its_replacement(session: Session) -> None:
     result = run(session, f"{SERVE} --model-path m --enable-deepep-moe")
     finding = find(result, "deprecated")
     assert finding["severity"] == "warning"
-    assert finding["replacement"] == "--moe-a2a-backend"
-    assert "use --moe-a2a-backend instead" in finding["message"]
+    # With the value SGLang's message names (one of the replacement's choices).
+    assert finding["replacement"] == "--moe-a2a-backend=deepep"
+    assert "use --moe-a2a-backend=deepep instead" in finding["message"]
+
+
+def test_a_replacement_keeps_only_a_value_the_replacement_takes() -> None:
+    from kb.explain.checks import UseChecker
+    from kb.explain.facts import FlagSpec, VersionFacts
+    from kb.explain.parsing import OptionTable
+
+    new = FlagSpec(name="--widget-backend", dest="widget_backend", choices=("fast", "safe"))
+    facts = VersionFacts(name="v", flags=[new])
+    checker = UseChecker(facts, OptionTable(facts.flags), [])
+
+    def stated(message: str, replacement: str = "--widget-backend") -> str | None:
+        old = FlagSpec(
+            name="--old", dest="old", deprecated=True, replacement=replacement,
+            deprecated_message=message,
+        )  # fmt: skip
+        return checker.stated(old)
+
+    assert stated("Please use '--widget-backend safe' instead.") == "--widget-backend=safe"
+    assert stated("(Deprecated: use --widget-backend=fast)") == "--widget-backend=fast"
+    assert stated("Please use '--widget-backend sfae' instead.") == "--widget-backend"  # typo
+    assert stated("Use --widget-backend instead.") == "--widget-backend"
+    assert stated("Use --widget-backend-x=fast.") == "--widget-backend"  # another flag
+    assert stated("", "--widget-backend=safe") == "--widget-backend=safe"  # as extracted
 
 
 def test_default_value_given_is_info(session: Session) -> None:

@@ -52,10 +52,13 @@ def wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/") or request.url.path == "/api"
 
 
-def suggestion_url(path: str, kind: str, name: str, query: str = "", wrong: str = "") -> str | None:
+def suggestion_url(
+    path: str, kind: str, name: str, query: str = "", values: list[str] | None = None
+) -> str | None:
     """The same URL with the wrong segment (version, flag, value or file path) replaced, its
-    query kept (a compare page's values, a list's filters); on a compare page a wrong value
-    is replaced in `values`."""
+    query kept (a list's filters). On a compare page the link compares `values`
+    (NotFound.values: every wrong value corrected, or those a suggested flag has; none:
+    that flag's page); with no values named at all, a value's suggestion is its own page."""
     segments = path.split("/")
     try:
         i = segments.index("v")
@@ -67,20 +70,18 @@ def suggestion_url(path: str, kind: str, name: str, query: str = "", wrong: str 
     }.get(kind)  # fmt: skip
     if slot is None or slot >= len(segments):
         return None
-    pairs = parse_qsl(query, keep_blank_values=True)
-    compared = [v for k, value in pairs if k == "values" for v in value.split(",")]
-    if kind == "value" and segments[slot] == "compare" and slot == len(segments) - 1:
-        if not wrong or wrong not in compared:  # no value to correct: the value's own page
+    if values is not None and segments[-1] == "compare" and kind in ("flag", "value"):
+        if kind == "flag":
             segments[slot] = name
-            query = ""
-        else:
-            pairs = [
-                (k, ",".join(name if v == wrong else v for v in value.split(",")))
-                if k == "values"
-                else (k, value)
-                for k, value in pairs
-            ]
+        if values:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            pairs = [(k, v) for k, v in pairs if k != "values"] + [("values", ",".join(values))]
             query = urlencode(pairs, safe=",")
+        else:  # nothing the flag has to compare: its page
+            segments, query = [*segments[: i + 2], "flags", name], ""
+    elif kind == "value" and segments[slot] == "compare" and slot == len(segments) - 1:
+        segments[slot] = name  # no value named to correct: the value's own page
+        query = ""
     elif kind == "path":
         segments = segments[:slot] + name.split("/")
     else:
@@ -91,9 +92,12 @@ def suggestion_url(path: str, kind: str, name: str, query: str = "", wrong: str 
 
 def same_page_elsewhere(request: Request, found: dict[str, str]) -> dict[str, str]:
     """A version that has the flag a backend page asked for: its link goes to the same
-    backend page (value, or compare with its query) there, not to the flag page."""
+    backend page (value, or compare with its query) there, not to the flag page. A compare
+    page's values there (NotFound.elsewhere's "values", comma-joined) are those that
+    version has; with none, the link stays on the flag's page."""
+    values = found.pop("values", None)
     segments = request.url.path.split("/")
-    if "v" not in segments:
+    if "v" not in segments or values == "":
         return found
     i = segments.index("v")
     if segments[i + 2 : i + 3] != ["backends"] or len(segments) < i + 5:
@@ -101,7 +105,12 @@ def same_page_elsewhere(request: Request, found: dict[str, str]) -> dict[str, st
     flag = found["url"].rsplit("/", 1)[1]  # the flag's name in that version
     segments[i + 1], segments[i + 3] = quote(found["version"], safe=""), flag
     url = "/".join(segments)
-    return {**found, "url": f"{url}?{request.url.query}" if request.url.query else url}
+    query = request.url.query
+    if values is not None:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        pairs = [(k, v) for k, v in pairs if k != "values"] + [("values", values)]
+        query = urlencode(pairs, safe=",")
+    return {**found, "url": f"{url}?{query}" if query else url}
 
 
 def error_response(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kb.explain.facts import FlagSpec, VersionFacts
@@ -111,8 +112,9 @@ class UseChecker:
             )
         else:  # a knowledge base from before the ingest told these apart
             text, severity = f"{flag.name} is deprecated", "warning"
-        if flag.replacement:
-            text += f"; use {flag.replacement} instead"
+        replacement = self.stated(flag)
+        if replacement:
+            text += f"; use {replacement} instead"
         if flag.deprecated_message:
             text += f" ({clip(flag.deprecated_message, 200)})"
         source = flag.action_source if kind == "warns" and flag.action_source else flag.source
@@ -122,9 +124,22 @@ class UseChecker:
             text,
             "deprecated",
             source=source,
-            replacement=flag.replacement,
+            replacement=replacement,
             deprecated_kind=kind,
         )
+
+    def stated(self, flag: FlagSpec) -> str | None:
+        """The flag's replacement with the value its message gives it (`use '--attention-backend
+        triton'` -> `--attention-backend=triton`) when that is one of the replacement's
+        choices; else as extracted (a typo in the message is not passed on)."""
+        new, message = flag.replacement, flag.deprecated_message or ""
+        if not new or "=" in new:
+            return new
+        target = self.table.by_option.get(new)
+        m = re.search(rf"(?<![\w-]){re.escape(new)}[= ]([\w.-]*\w)", message)
+        if target is not None and m and m.group(1) in {str(c) for c in target.choices or ()}:
+            return f"{new}={m.group(1)}"
+        return new
 
     def attached(self, use: Use) -> None:
         """`-hicache-ratio 2`: argparse takes `-h` and reads `icache-ratio` as glued to it."""

@@ -322,16 +322,39 @@ def copies_over(facts: VersionFacts, name: str) -> bool:
     return not any(name in s.deprecated_names for s in facts.env.values())
 
 
+def converted(spec: EnvSpec | None, raw: str) -> tuple[str | None, str | None]:
+    """(what SGLang sets the replacement of deprecated `spec` to when `spec` is set to `raw`,
+    or None with the reason): `raw` as it is, or converted the way environ.py states it
+    (`str(float(v) / 1000.0)`: a cast, then one multiplication or division)."""
+    conv = spec.conversion if spec is not None else None
+    if conv is None:
+        return raw, None
+    if "op" not in conv:  # stated in a shape not worked out: no guess
+        return None, (
+            f"SGLang converts the value with `{conv['expr']}`, which is not worked out here: "
+            "the simulation leaves the replacement unset"
+        )
+    cast = float if conv["cast"] == "float" else int
+    try:
+        number = cast(raw)
+    except ValueError:
+        kind = "a number" if cast is float else "an integer"
+        return None, f"`{raw}` is not {kind}: SGLang's `{conv['expr']}` raises at import"
+    by, op = conv["by"], conv["op"]
+    return str(number * by if op == "*" else number / by if op == "/" else number // by), None
+
+
 def environ_of(facts: VersionFacts, text: str) -> dict[str, str]:
     """The variables SGLang sees when the command runs: those the command sets, and for a
     deprecated name its replacement variable too (copied over it, or read while it is
-    unset: `copies_over`)."""
+    unset: `copies_over`), converted as SGLang converts it (`converted`)."""
     out = {a.name: a.value for a in assignments(text) if a.value is not None and a.how != "shell"}
     for name, value in list(out.items()):
         replacement = replacement_of(facts, name)
         if replacement is not None and replacement in facts.env:
-            if copies_over(facts, name) or replacement not in out:
-                out[replacement] = value
+            copied = converted(facts.env.get(name), value)[0]
+            if copied is not None and (copies_over(facts, name) or replacement not in out):
+                out[replacement] = copied
     return out
 
 
@@ -369,14 +392,25 @@ def check_env(
         replacement = replacement_of(facts, a.name)
         # SGLang's own deprecation warning names the old name (and a unit change, if any).
         said = f'; SGLang warns: "{spec.comment}"' if spec and a.name in spec.comment else ""
+        copy: str | None = a.value  # what SGLang gives the replacement variable
+        why: str | None = None  # why nothing: its conversion fails, or is not worked out
+        conversion = ""  # said in the deprecation warning
         if replacement is not None and replacement in facts.env:
             target = facts.env[replacement]
+            if spec is not None and spec.conversion is not None and a.value is not None:
+                copy, why = converted(spec, a.value)
+                if copy is not None:
+                    conversion = (
+                        f"; it converts the value: {a.name}={a.value} → {replacement}={copy}"
+                    )
+                elif "op" not in spec.conversion:  # (a failing one is an error of its own)
+                    conversion = f"; {why}"
             findings.append(
                 finding(
                     "warning",
                     None,
                     f"{a.name} is deprecated at {facts.name}: use {replacement} "
-                    f"(SGLang still reads the old name for now){said}",
+                    f"(SGLang still reads the old name for now{conversion}){said}",
                     "env",
                     spec.source if spec is not None else target.source,  # where it is deprecated
                     env=a.name,
@@ -425,7 +459,14 @@ def check_env(
                 )
         value: Any = a.value
         if target is not None and a.value is not None:
-            value, problem = parse_value(target, a.value)
+            own = parse_value(target, a.value)[0]  # the old name keeps its value as set
+            value, problem = parse_value(target, a.value if copy is None else copy)
+            if spec is not None and "op" in (spec.conversion or {}) and copy is None:
+                # SGLang's conversion (`float(v) / 1000.0`) raises: it does not start.
+                findings.append(
+                    finding("error", None, f"{a.name}: {why}", "env", spec.source, env=a.name)
+                )
+                problem = None
             if problem and not target.declared and target.type in ("int", "float"):
                 # An undeclared variable's type is a guess from one `int(...)` read (the
                 # CUDA_VISIBLE_DEVICES of a single-GPU path): not enough to warn.
@@ -440,11 +481,13 @@ def check_env(
                 values[target.name] = (value, a.value)
             else:
                 copied = copies_over(facts, a.name)
-                late.append((target.name, (value, a.value), copied))
+                if copy is not None:
+                    late.append((target.name, (value, copy), copied))
                 new_value = set_here.get(target.name)
                 if new_value is not None:  # both names set: say which one SGLang keeps
                     how = (
-                        f"{a.name}={a.value} (it copies {a.name} over {target.name} at import)"
+                        f"{a.name}={a.value} (it copies {a.name} over {target.name} at import"
+                        + (f", as {target.name}={copy})" if copy != a.value else ")")
                         if copied
                         else f"{target.name}={new_value} ({a.name} is read only while "
                         f"{target.name} is unset)"
@@ -459,7 +502,7 @@ def check_env(
                             env=a.name,
                         )
                     )
-            values.setdefault(a.name, (value, a.value))
+            values.setdefault(a.name, (own, a.value))
         rows.append(
             {
                 "name": a.name,

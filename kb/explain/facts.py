@@ -88,6 +88,8 @@ class EnvSpec:
     replacement: str | None = None  # this name is deprecated in favour of that one
     source: Citation | None = None
     comment: str = ""  # for a name deprecated by a helper call: SGLang's warning
+    # how SGLang converts this deprecated name's value for its replacement (EnvVar.conversion)
+    conversion: dict[str, Any] | None = None
 
 
 @dataclass

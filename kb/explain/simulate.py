@@ -936,7 +936,8 @@ class Simulator:
 
     # --- environment variables: unset by default (an assumption shown to the reader) ----
 
-    def env(self, name: Any, default: Any) -> Any:
+    def env(self, name: Any, default: Any, kind: str | None = None) -> Any:
+        """`kind`: the declared type (EnvFloat(-1) is a float whatever its default)."""
         if not isinstance(name, str):
             return unknown("an environment variable")
         if name in self.environ:
@@ -944,6 +945,11 @@ class Simulator:
             self.result.assumptions[f"env:{name}"] = f"environment variable {name}={raw}"
             if isinstance(default, bool):
                 return raw.strip().lower() in ("1", "true", "yes", "on")
+            if kind == "float" or isinstance(default, float):
+                try:
+                    return float(raw)
+                except ValueError:
+                    return unknown(f"environment variable {name} as a number")
             if isinstance(default, int):
                 try:
                     return int(raw)
@@ -965,8 +971,15 @@ class Simulator:
         if len(parts) == 3 and parts[0] == "envs" and parts[2] in ("get", "is_set", "value"):
             if parts[2] == "is_set":
                 return self.env(parts[1], False)
-            return self.env(parts[1], self.env_default(parts[1]))
+            return self.env(parts[1], self.env_default(parts[1]), self.env_kind(parts[1]))
         return unknown(f"what {dotted}() returns")
+
+    def env_kind(self, name: str) -> str | None:
+        """ "float" for a variable declared `EnvFloat(..)` in sglang.srt.environ."""
+        mod = self.module("sglang.srt.environ")
+        node = env_fields(mod).get(name) if mod is not None else None
+        func = node.func if isinstance(node, ast.Call) else None
+        return "float" if isinstance(func, ast.Name) and "Float" in func.id else None
 
     def env_default(self, name: str) -> Any:
         mod = self.module("sglang.srt.environ")

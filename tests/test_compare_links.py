@@ -1,0 +1,85 @@
+"""A backend compare page's 404: every suggestion (and 'it exists in') link leads to a page
+that answers 200, in the HTML page and the JSON body alike (hand-built KB, synthetic names)."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from planted_kb import build_kb, flag
+
+from app.main import create_app
+
+NO_SITES: dict[str, Any] = {"constraints": [], "enums": {}}
+FLAGS = [
+    flag("--runner-backend", choices=["triton", "cutlass", "trtllm"]),
+    flag("--draft-runner-backend", choices=["triton", "aiter"], line=20),
+    flag("--router-backend", choices=["none", "mesh"], line=30),
+    flag("--runner-backends", line=40),  # takes any value: nothing to compare
+]
+# --kernel-backend is in p1 with one of the values compared below, not in p2, in p3 with both.
+P1 = {**NO_SITES, "flags": [*FLAGS, flag("--kernel-backend", choices=["a", "b"], line=50)]}
+P2 = {**NO_SITES, "flags": FLAGS}
+P3 = {**NO_SITES, "flags": [*FLAGS, flag("--kernel-backend", choices=["a", "b", "c"], line=50)]}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    url = build_kb(tmp_path_factory.mktemp("cmp") / "kb.db", [("p1", P1), ("p2", P2), ("p3", P3)])
+    return TestClient(create_app(url), follow_redirects=False)
+
+
+def links(client: TestClient, url: str) -> tuple[dict[str, Any], list[str]]:
+    """The JSON 404 body and its links; the HTML page must offer the same links."""
+    body = client.get("/api" + url)
+    assert body.status_code == 404, body.text[:300]
+    data = body.json()
+    found = [s["url"] for s in data["suggestions"]] + [e["url"] for e in data["elsewhere"]]
+    page = client.get(url)
+    assert page.status_code == 404
+    hrefs = [html.unescape(h) for h in re.findall(r'href="(/v/[^"]*)"', page.text)]
+    for link in found:
+        assert link.removeprefix("/api") in hrefs
+    return data, found
+
+
+def test_a_misspelt_flag_suggests_flags_with_the_values_they_have(client: TestClient) -> None:
+    data, found = links(client, "/v/p1/backends/--runner-backnd/compare?values=triton,cutlass")
+    by_name = {s["name"]: s["url"] for s in data["suggestions"]}
+    assert by_name["--runner-backend"] == (
+        "/api/v/p1/backends/--runner-backend/compare?values=triton,cutlass"
+    )
+    # The draft flag has triton but no cutlass (and no look-alike is swapped in for it).
+    assert by_name["--draft-runner-backend"] == (
+        "/api/v/p1/backends/--draft-runner-backend/compare?values=triton"
+    )
+    # Neither value, or no choices at all: the flag's own page.
+    assert by_name["--router-backend"] == "/api/v/p1/flags/--router-backend"
+    assert by_name["--runner-backends"] == "/api/v/p1/flags/--runner-backends"
+    for link in found:
+        assert client.get(link).status_code == 200, link
+        assert client.get(link.removeprefix("/api")).status_code == 200, link
+
+
+def test_every_wrong_value_is_corrected(client: TestClient) -> None:
+    url = "/v/p1/backends/--runner-backend/compare?values=trton,cutlas,trtllm"
+    data, found = links(client, url)
+    assert data["detail"] == "'trton', 'cutlas' are not values of --runner-backend in p1."
+    assert found == ["/api/v/p1/backends/--runner-backend/compare?values=triton,cutlass,trtllm"]
+    assert client.get(found[0]).json()["values"] == ["triton", "cutlass", "trtllm"]
+    # A wrong value with no look-alike is dropped from the links.
+    data, found = links(client, "/v/p1/backends/--runner-backend/compare?values=trton,zzzzzz")
+    assert found == ["/api/v/p1/backends/--runner-backend/compare?values=triton"]
+
+
+def test_the_versions_that_have_the_flag_compare_their_own_values(client: TestClient) -> None:
+    data, found = links(client, "/v/p2/backends/--kernel-backend/compare?values=a,c")
+    assert {e["version"]: e["url"] for e in data["elsewhere"]} == {
+        "p1": "/api/v/p1/backends/--kernel-backend/compare?values=a",
+        "p3": "/api/v/p3/backends/--kernel-backend/compare?values=a,c",
+    }
+    for link in found:
+        assert client.get(link).status_code == 200, link
