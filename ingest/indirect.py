@@ -567,37 +567,41 @@ def _may_decide(f: PyFile, line: int) -> bool:
 
 
 def decides_return(f: PyFile, d: Def, line: int) -> bool:
-    """Whether what `line` holds decides what the short function `d` returns, as a simple
-    expression: it is in a small `return` (one returning a dozen conditions is no accessor
-    of any), or, where every `return` of the function is small, in the small test of an `if`
-    that returns at once (`if backend.is_deep_gemm(): return True`) or in the value of a
-    local name assigned once and used in one of those (`backend = get_moe_runner_backend()`)."""
+    """Whether what `line` holds decides what the short function `d` returns: it is in a
+    `return`, or, where every `return` of the function is small, in the small test of an
+    `if` that returns at once (`if backend.is_deep_gemm(): return True`) or in the value of
+    a local name assigned once and used in one of those (`backend = get_moe_runner_backend()`).
+    Such a test or local counts only at the top of the function's body and when it reads
+    none of the function's parameters: under `if context.is_layer_sparse:`, or in
+    `if cls._should_gather(context):`, what the flag decides depends on what each caller
+    passes, which a dense layer's call never makes true."""
     ret = f.returns_at(d, line)
     if ret is not None:
-        return ret.value is not None and _size(ret.value) <= MAX_RETURN_NODES
+        return ret.value is not None
     if d.kind != "def" or f.end_of(d) - d.line > MAX_ACCESSOR_LINES:
         return False
     node = f.node(d)
     if node is None:
         return False
     rel = line - d.line + 1
-    stmts = _own_statements(node)
     # (a bare `return` under `if not enabled:` decides what the function does, not a value)
-    values = [s.value for s in stmts if isinstance(s, ast.Return)]
+    values = [s.value for s in _own_statements(node) if isinstance(s, ast.Return)]
     if not values or any(v is None or _size(v) > MAX_RETURN_NODES for v in values):
         return False
-    # The returned values, and the tests of `if`s whose body returns at once.
+    params = _parameters(node)
+    top = _top_statements(node)
+    # The returned values, and the tests of top-level `if`s whose body returns at once.
     deciding: list[ast.expr] = [v for v in values if v is not None]
     deciding += [
         s.test
-        for s in stmts
+        for s in top
         if isinstance(s, ast.If) and isinstance(s.body[0], ast.Return)
-        and _size(s.test) <= MAX_RETURN_NODES
+        and _size(s.test) <= MAX_RETURN_NODES and not _reads(s.test, params)
     ]  # fmt: skip
     if any(_spans(e, rel) for e in deciding):
         return True
     assigned: dict[str, list[ast.stmt]] = defaultdict(list)
-    for s in stmts:
+    for s in _own_statements(node):
         if isinstance(s, ast.Assign):
             targets = s.targets
         elif isinstance(s, (ast.AugAssign, ast.AnnAssign, ast.For)):
@@ -610,13 +614,40 @@ def decides_return(f: PyFile, d: Def, line: int) -> bool:
                     assigned[n.id].append(s)
     for name, where in assigned.items():
         s = where[0]
-        if len(where) != 1 or not isinstance(s, ast.Assign) or not _spans(s.value, rel):
+        if len(where) != 1 or s not in top or not isinstance(s, ast.Assign):
+            continue
+        if not _spans(s.value, rel) or _reads(s.value, params):
             continue
         if _size(s.value) <= MAX_RETURN_NODES and any(
             isinstance(n, ast.Name) and n.id == name for e in deciding for n in ast.walk(e)
         ):
             return True
     return False
+
+
+def _parameters(node: ast.AST) -> set[str]:
+    """A function's parameter names but `self` and `cls` (what its callers choose)."""
+    a = getattr(node, "args", None)
+    if a is None:
+        return set()
+    names = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
+    return names - {"self", "cls"}
+
+
+def _reads(expr: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+def _top_statements(node: ast.AST) -> list[ast.stmt]:
+    """The statements of a function's body and of its top-level `elif`/`else` chains."""
+    out: list[ast.stmt] = []
+    todo: list[ast.stmt] = list(getattr(node, "body", []))
+    while todo:
+        s = todo.pop(0)
+        out.append(s)
+        if isinstance(s, ast.If) and len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If):
+            todo.insert(0, s.orelse[0])  # elif: as much at the top as its `if`
+    return out
 
 
 def _spans(node: ast.AST, rel: int) -> bool:

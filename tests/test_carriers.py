@@ -135,8 +135,49 @@ def run(modes):
     return 1
 """
 
+# Layer modes (communicator.py's shape): the flags decide the mode only under a test of what
+# the caller passes (a sparse layer), or through a method called with the caller's context.
+MODES = """
+from sglang.srt.utils import get_a2a_backend, is_xbo_enabled
+
+
+class LayerModes:
+    @classmethod
+    def init_new(cls, **kwargs):
+        return cls(cls._mlp_mode(kwargs), cls._output_mode(kwargs))
+
+    @classmethod
+    def _mlp_mode(cls, context):
+        if context["sparse"]:
+            if get_a2a_backend().is_deep():
+                return "scattered"
+            return "full"
+        return "full"
+
+    @classmethod
+    def _gather(cls, context):
+        return not context["sparse"] and context["next_sparse"] and is_xbo_enabled()
+
+    @classmethod
+    def _output_mode(cls, context):
+        if cls._gather(context):
+            return "full"
+        return "scattered"
+"""
+
+DENSE_MODEL = """
+from sglang.srt.layers.modes import LayerModes
+
+
+class DenseLayer:
+    def __init__(self):
+        self.modes = LayerModes.init_new(sparse=False, next_sparse=False)
+"""
+
 FILES = {
     "python/sglang/srt/utils.py": UTILS,
+    "python/sglang/srt/layers/modes.py": MODES,
+    "python/sglang/srt/models/dense.py": DENSE_MODEL,
     "python/sglang/srt/quant/fp9.py": QUANT,
     "python/sglang/srt/quant/long.py": LONG,
     "python/sglang/srt/overlap/xbo.py": XBO,
@@ -197,11 +238,28 @@ def test_a_class_composing_its_own_properties_is_no_further_hop() -> None:
     assert use["a2a_backend"] == [*chain, "Fp9MoEMethod._is_v2"]
 
 
-def test_a_return_of_a_dozen_conditions_carries_nothing_onward() -> None:
+def test_a_return_of_a_dozen_conditions_carries_the_flag_on() -> None:
     found = _resolve(FILES)
-    # the use in its return is a site; the function is no carrier
+    # its value is false whenever the backend is not trt: the callers depend on the flag
     assert _at(found, "fp9.py", "and get_runner_backend().is_trt()")
-    assert not _at(found, "fp9.py", "if self._can_dual_stream(x):")
+    assert _at(found, "fp9.py", "if self._can_dual_stream(x):")["runner_backend"][-1] == (
+        "Fp9MoEMethod._can_dual_stream()"
+    )
+
+
+def test_a_test_of_what_the_caller_passes_makes_no_carrier() -> None:
+    """The flags decide the layer modes only for some arguments (a sparse layer, a dense
+    one before a sparse one): `_mlp_mode` and `_output_mode` carry nothing on, so a dense
+    layer's `init_new(sparse=False, ...)` is no read of the a2a backend or of xbo."""
+    found = _resolve(FILES)
+    assert _at(found, "modes.py", "if get_a2a_backend().is_deep():")  # the use itself
+    assert _at(found, "modes.py", "if cls._gather(context):")["enable_x_batch_overlap"] == [
+        "IS_XBO",
+        "is_xbo_enabled()",
+        "LayerModes._gather()",
+    ]
+    assert not _at(found, "modes.py", "return cls(cls._mlp_mode(kwargs)")
+    assert not [s for s in found if s["path"].endswith("dense.py")]
 
 
 # --- choice attribution (ingest/assemble.py Attributor) -----------------------------------
