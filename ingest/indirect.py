@@ -560,10 +560,13 @@ GUARD_OR_LOCAL_RE = re.compile(r"\s*(?:(?:el)?if\s|[A-Za-z_]\w*\s*(?::[^=]*)?=[^
 
 
 def _may_decide(f: PyFile, line: int) -> bool:
-    """Cheap test (no outline) for decides_return."""
+    """Cheap test (no outline) for decides_return: a `return` at or just above the line, or
+    a guard or local in the first lines of a function short enough to be an accessor."""
     if f.maybe_return(line):
         return True
-    return 0 < line <= len(f.lines) and GUARD_OR_LOCAL_RE.match(f.lines[line - 1]) is not None
+    if not 0 < line <= len(f.lines) or GUARD_OR_LOCAL_RE.match(f.lines[line - 1]) is None:
+        return False
+    return f.def_near(line)
 
 
 def decides_return(f: PyFile, d: Def, line: int) -> bool:
@@ -798,7 +801,9 @@ class Resolver:
         self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
         self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
         self.classes: dict[str, list[_Class]] = {}  # sha -> its top-level classes
-        self.members: dict[tuple[str, int], list[tuple[int, str]]] = {}  # (sha, class line) ->
+        # (sha, class line) -> its methods (line, name) and the `self.x(` each calls
+        self.members: dict[tuple[str, int], tuple[list[tuple[int, str]], dict[str, set[str]]]]
+        self.members = {}
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
         self._reexports: dict[Target, list[tuple[str, str]]] = {}
@@ -1030,14 +1035,17 @@ class Resolver:
             for c in self._index(sha, text):
                 if c.line <= line <= c.last:
                     method = c.name
-                    members = self.members.get((sha, c.line))
-                    if members is None:
-                        members = self.members[(sha, c.line)] = _methods(text, c)
+                    found_members = self.members.get((sha, c.line))
+                    if found_members is None:
+                        members = _methods(text, c)
+                        found_members = (members, _self_calls(text, c, members))
+                        self.members[(sha, c.line)] = found_members
+                    members, calls = found_members
                     for no, name in members:
                         if no <= line:
                             method = name
-                    if "load_weights" not in method and method in {n for _l, n in members}:
-                        method = _loader_of(text, c, members, method) or method
+                    if "load_weights" not in method and method in calls:
+                        method = _loader_of(calls, method) or method
                     found = ("class", c.name, method)
             by_line[line] = found
         where = by_line[line]
@@ -1303,17 +1311,21 @@ def _run_by_holder(block: str, attr: str) -> frozenset[str]:
 SELF_CALL_RE = re.compile(r"\bself\.(\w+)\(")
 
 
-def _loader_of(text: str, c: _Class, members: list[tuple[int, str]], method: str) -> str | None:
-    """The weight loading method (`_runs`) of class `c` that a helper runs in: a method the
-    class calls only from its weight loading (`do_load_weights` ->
-    `_maybe_quant_weights_to_fp8_ue8m0`) runs only when the weights are loaded. None when
-    another of its methods calls it, or none does."""
+def _self_calls(text: str, c: _Class, members: list[tuple[int, str]]) -> dict[str, set[str]]:
+    """Each method of class `c` -> the `self.x(` it calls."""
     lines = text[c.span[0] : c.span[1]].split("\n")  # from the class line
     starts = [no - c.line for no, _n in members] + [len(lines)]
-    calls = {
+    return {
         name: set(SELF_CALL_RE.findall("\n".join(lines[starts[i] : starts[i + 1]])))
         for i, (_no, name) in enumerate(members)
     }
+
+
+def _loader_of(calls: dict[str, set[str]], method: str) -> str | None:
+    """The weight loading method (`_runs`) of a class that a helper runs in: a method the
+    class calls only from its weight loading (`do_load_weights` ->
+    `_maybe_quant_weights_to_fp8_ue8m0`) runs only when the weights are loaded. None when
+    another of its methods calls it, or none does. `calls`: _self_calls of the class."""
 
     def loader(name: str, seen: frozenset[str]) -> str | None:
         if "load_weights" in name:
