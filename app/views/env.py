@@ -15,6 +15,7 @@ from app.views.common import errors, page_context
 from kb.contract import EnvList, EnvPage
 from kb.env import (
     all_env,
+    conversion_words,
     env_history,
     env_matches,
     env_site_dict,
@@ -88,6 +89,7 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
     if not data.declared and deprecated and not read_there:
         cited_as = "Deprecated at"
     by_file = [(p, list(g)) for p, g in groupby(data.reads, key=lambda s: s.path)]
+    conversion = data.conversion.model_dump() if data.conversion is not None else None
     context = {
         **page_context(session, found, f"env/{var.name}", set(names) - having, names),
         "var": data,
@@ -95,6 +97,7 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
         "flag_sites": flag_sites,
         "cited_as": cited_as,
         "sites_by_file": by_file,
+        "converts": conversion_words(conversion),  # in plain words, with an example
     }
     return render(request, "env.html", context)
 
