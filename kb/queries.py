@@ -48,6 +48,8 @@ class NotFound(Exception):
     the (existing) version the page is pinned to, so the error page keeps its switcher.
     `values` (a compare page's 404): per suggestion, the values its link compares, each one
     the suggested flag has; empty when it has none (the link goes to the flag's page).
+    `pages`: per suggestion, the URL tail after `/v/{version}/` its link goes to, when the
+    same page may not exist for it (a backend page: kb.reach.backend_tail).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class NotFound(Exception):
         self.elsewhere = list(elsewhere)
         self.version = version  # set when the version exists and only the thing in it is missing
         self.values = [list(v) for v in values] if values is not None else None
+        self.pages: list[str] | None = None
 
 
 def did_you_mean(name: str, choices: Iterable[str], limit: int = 5) -> list[str]:
