@@ -34,8 +34,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # 12: environ.py "deprecations"; 13: registry arguments; 14: `sa.x` reads; 15: no dict
 # carriers; 16: a global assigned a local holding a flag; 17: a property carrier shown as one;
 # 18: a carrier deciding a short function's return by an `if` or a local; the receiver of a
-# compared name; 19: deprecations' "conversion", `--flag=value` replacements
-ANALYZER_VERSION = 19
+# compared name; 19: deprecations' "conversion", `--flag=value` replacements; 20: a brace
+# pair in a replacement named by the help (`--x-{a,b}`)
+ANALYZER_VERSION = 20
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -8,6 +8,7 @@ into HTML or JSON. Lookups go through indexed columns (version name, (version_id
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
@@ -225,6 +226,19 @@ def citation(version: Version, path: str, line: int, end_line: int | None = None
 
 def flag_url(version: Version, name: str) -> str:
     return f"/v/{quoted(version.name, '')}/flags/{quoted(name, '')}"
+
+
+_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
+
+
+def expand_braces(text: str) -> list[str]:
+    """Shell brace expansion, as SGLang names flags in pairs: `--x-{decode,prefill}=off` is
+    [`--x-decode=off`, `--x-prefill=off`]; text without a `{a,b}` group stays as it is."""
+    m = _BRACES.search(text)
+    if m is None:
+        return [text]
+    head, tail = text[: m.start()], text[m.end() :]
+    return [e for part in m.group(1).split(",") for e in expand_braces(head + part + tail)]
 
 
 def backend_url(version: Version, flag: str, value: str) -> str:

@@ -9,11 +9,13 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
+from markupsafe import Markup
 from sqlmodel import Session, select
 
+from app.fragments import flag_link
 from app.templating import render
 from kb.contract import ErrorBody
-from kb.queries import version_names
+from kb.queries import expand_braces, find_flag, version_names
 from kb.schema import Version
 
 # What each error status means in this API (the OpenAPI `responses` of the routes).
@@ -46,6 +48,18 @@ def page_context(
         "page": page,
         "absent": absent or set(),
     }
+
+
+def replacement_links(session: Session, version: Version, replacement: str) -> Markup:
+    """A deprecated name's replacement flag(s), each linked to its page: a brace pair names
+    two (`--x-{decode,prefill}=off`: `--x-decode=off` and `--x-prefill=off`), and a name
+    that is no flag of the version is shown without a link (its page would be a 404)."""
+    return Markup(" and ").join(
+        flag_link(version, name)
+        if find_flag(session, version, name.partition("=")[0]) is not None
+        else Markup("<code>{}</code>").format(name)
+        for name in expand_braces(replacement)
+    )
 
 
 def wants_json(request: Request) -> bool:

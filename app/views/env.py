@@ -11,7 +11,7 @@ from sqlmodel import Session, select
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
-from app.views.common import errors, page_context
+from app.views.common import errors, page_context, replacement_links
 from kb.contract import EnvList, EnvPage
 from kb.env import (
     all_env,
@@ -90,6 +90,7 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
         cited_as = "Deprecated at"
     by_file = [(p, list(g)) for p, g in groupby(data.reads, key=lambda s: s.path)]
     conversion = data.conversion.model_dump() if data.conversion is not None else None
+    new = data.replacement or ""
     context = {
         **page_context(session, found, f"env/{var.name}", set(names) - having, names),
         "var": data,
@@ -98,6 +99,7 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
         "cited_as": cited_as,
         "sites_by_file": by_file,
         "converts": conversion_words(conversion),  # in plain words, with an example
+        "to_flags": replacement_links(session, found, new) if new.startswith("--") else None,
     }
     return render(request, "env.html", context)
 
