@@ -432,6 +432,22 @@ def value_of(session: Session, version: Version, flag: Flag, raw: str) -> str | 
     return None
 
 
+def flag_for_value(
+    session: Session, version: Version, raw_flag: str, raw: str
+) -> tuple[Flag, str | None]:
+    """The flag whose backend page shows value `raw`, and the value as that flag spells it
+    (None: no value of it): a deprecated flag gives way to its successor, whose code handles
+    the values, unless only the deprecated flag has the value (`--dsa-prefill-cp-mode
+    in-seq-split`, which SGLang maps to another value of `--cp-strategy`)."""
+    row = get_flag(session, version, raw_flag, replaced=True)
+    value = value_of(session, version, row, raw)
+    if value is None:
+        own = get_flag(session, version, raw_flag)
+        if own.id != row.id and (found := value_of(session, version, own, raw)) is not None:
+            return own, found
+    return row, value
+
+
 def backend_tail(
     session: Session, version: Version, raw_flag: str, raw_values: list[str], compare: bool
 ) -> str:
@@ -439,7 +455,9 @@ def backend_tail(
     `version`, as the URL tail after /v/{version}/: that page with the values the version's
     flag has; none of them, the flag's page; no such flag, the version's flags."""
     try:
-        flag = get_flag(session, version, raw_flag, replaced=not compare)
+        flag = get_flag(session, version, raw_flag)
+        if not compare and raw_values:
+            flag, value = flag_for_value(session, version, raw_flag, raw_values[0])
     except NotFound:
         return "flags"
     name = quote(flag.name, safe="")
@@ -447,7 +465,7 @@ def backend_tail(
         shared = _shared(_choices_of(session, version, flag.name), raw_values)
         if shared:
             return f"backends/{name}/compare?values={','.join(quote(v, safe='') for v in shared)}"
-    elif raw_values and (value := value_of(session, version, flag, raw_values[0])) is not None:
+    elif raw_values and value is not None:
         return f"backends/{name}/{quote(value, safe='')}"
     return f"flags/{name}"
 

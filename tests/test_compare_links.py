@@ -24,7 +24,16 @@ FLAGS = [
 # --kernel-backend is in p1 with one of the values compared below, not in p2, in p3 with both.
 P1 = {**NO_SITES, "flags": [*FLAGS, flag("--kernel-backend", choices=["a", "b"], line=50)]}
 P2 = {**NO_SITES, "flags": FLAGS}
-P3 = {**NO_SITES, "flags": [*FLAGS, flag("--kernel-backend", choices=["a", "b", "c"], line=50)]}
+P3 = {
+    **NO_SITES,
+    "flags": [
+        *FLAGS,
+        flag("--kernel-backend", choices=["a", "b", "c"], line=50),
+        # Deprecated for --runner-backend, with values of its own (SGLang maps them).
+        flag("--runner-mode", choices=["split", "triton"], deprecated=True, line=60),
+    ],
+}
+P3["flags"][-1]["replacement"] = "--runner-backend"
 
 
 @pytest.fixture(scope="module")
@@ -144,4 +153,21 @@ def test_a_misspelt_flag_of_a_value_page(client: TestClient) -> None:
     by_name = {s["name"]: s["url"] for s in data["suggestions"]}
     assert by_name["--runner-backend"] == "/api/v/p1/backends/--runner-backend/cutlass"
     assert by_name["--draft-runner-backend"] == "/api/v/p1/flags/--draft-runner-backend"
+    answers(client, found)
+
+
+def test_a_deprecated_flag_s_own_value_has_its_page(client: TestClient) -> None:
+    # A value the successor has: the successor's page (its code handles it).
+    assert client.get("/api/v/p3/backends/--runner-mode/triton").json()["flag"] == (
+        "--runner-backend"
+    )
+    # A value only the deprecated flag has: its own page, not a 404 naming the successor.
+    page = client.get("/api/v/p3/backends/--runner-mode/split")
+    assert page.status_code == 200, page.text[:300]
+    assert (page.json()["flag"], page.json()["value"]) == ("--runner-mode", "split")
+    assert client.get("/v/p3/backends/--runner-mode/split").status_code == 200
+    data, found = links(client, "/v/pp/backends/--runner-mode/split")
+    assert {s["name"]: s["url"] for s in data["suggestions"]}["p3"] == (
+        "/api/v/p3/backends/--runner-mode/split"
+    )
     answers(client, found)

@@ -26,7 +26,6 @@ from kb.queries import (
     did_you_mean,
     flag_enum,
     flag_url,
-    get_flag,
     get_version,
 )
 from kb.reach import (
@@ -34,9 +33,9 @@ from kb.reach import (
     backend_tail,
     backend_version,
     enum_member,
+    flag_for_value,
     sites_by_area,
     value_effects,
-    value_of,
 )
 from kb.schema import ChoiceSite, Version, loads
 
@@ -100,7 +99,7 @@ def api_backends(session: SessionDep, version: str) -> BackendList:
 def backend_value(session: Session, version: Version, flag: str, value: str) -> BackendValue:
     """Every site handling one value of a flag (a case-insensitive match of a choice)."""
     try:
-        row = get_flag(session, version, flag, replaced=True)  # --old-name: its successor's code
+        row, spelled = flag_for_value(session, version, flag, value)  # --old: its successor
     except NotFound as exc:
         # A suggested flag, or a version with the flag, that lacks the value: the flag's page.
         exc.pages = [backend_tail(session, version, s, [value], False) for s in exc.suggestions]
@@ -110,7 +109,6 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
                 e["values"] = ""
         raise
     choices = [str(c) for c in loads(row.choices) or []]
-    spelled = value_of(session, version, row, value)
     if spelled is None:
         raise NotFound(
             "value",
