@@ -222,7 +222,8 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
         links = []
         for k, name in enumerate(exc.suggestions):
             values = exc.values[k] if exc.values is not None else None
-            url = suggestion_url(request.url.path, exc.kind, name, request.url.query, values)
+            page = exc.pages[k] if exc.pages is not None else None
+            url = suggestion_url(request.url.path, exc.kind, name, request.url.query, values, page)
             links.append({"name": name, "url": url or ""})
         context = pinned_context(request, exc.version) if exc.version else {}
         elsewhere = [same_page_elsewhere(request, e) for e in exc.elsewhere]

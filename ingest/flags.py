@@ -34,9 +34,10 @@ ARG_META_KEYS = {
     "const",
     "no_cli",
 }
+# A brace pair is part of the name (`--x-{decode,prefill}`, two flags: kb.queries.expand_braces)
 REPLACEMENT_RE = re.compile(
     r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)"
-    r"\s+[`'\"]?(--[A-Za-z0-9][\w-]*)"
+    r"\s+[`'\"]?(--[A-Za-z0-9](?:[\w-]|\{[\w,-]*\})*)"
 )
 SEPARATOR_RE = re.compile(r"^[\s#=\-*_~]*$")
 EXTEND_RE = re.compile(r"\.(?:extend|append|add|update)\(|\+=")  # literal-led: fast

@@ -921,6 +921,17 @@ class ExplainResult(Model):
 # --- environment variables and docs drift ----------------------------------------------------
 
 
+class EnvConversion(Model):
+    """How SGLang converts a deprecated name's value when it copies it to the replacement
+    variable: `str(float(old) / 1000.0)` is cast "float", op "/", by 1000.0. A conversion
+    in another shape has its source text only (cast, op and by null: not worked out)."""
+
+    expr: str  # environ.py's expression, as written
+    cast: Literal["float", "int"] | None = None
+    op: Literal["*", "/", "//"] | None = None
+    by: int | float | None = None
+
+
 class EnvVar(Model):
     """An environment variable of a version: declared in environ.py, or read by the code."""
 
@@ -932,6 +943,9 @@ class EnvVar(Model):
     # this name is deprecated: the variable (or --flag, `--flag=value` when SGLang's warning
     # names the value) replacing it
     replacement: str | None
+    # how SGLang converts the value it copies to the replacement (a unit change, ms -> s);
+    # null when it copies it as it is
+    conversion: EnvConversion | None
     declared: bool
     comment: str
     section: str | None

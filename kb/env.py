@@ -1,7 +1,8 @@
 """Environment variables in the knowledge base: JSON shapes, lookups, history and diff.
 
 EnvVar (API contract) = {"name", "type", "default", "deprecated_names", "source"} plus
-declared, default_expr, replacement, comment, section, flags, reads/writes counts, url.
+declared, default_expr, replacement, conversion, comment, section, flags, reads/writes counts,
+url.
 """
 
 from __future__ import annotations
@@ -34,6 +35,33 @@ def env_default(var: EnvVar) -> Any:
     return loads(var.default) if var.default is not None else var.default_expr
 
 
+def convert(conv: dict[str, Any], raw: str) -> str:
+    """What SGLang gives the replacement when the deprecated name is `raw`, for a conversion
+    worked out (`str(float(raw) / 1000.0)`: a cast, then one `*`, `/` or `//` by a number);
+    ValueError when the cast refuses `raw`, as SGLang's does at import."""
+    number = (float if conv["cast"] == "float" else int)(raw)
+    by, op = conv["by"], conv["op"]
+    return str(number * by if op == "*" else number / by if op == "/" else number // by)
+
+
+def conversion_words(conv: dict[str, Any] | None) -> str | None:
+    """The conversion in plain words, with an example: "SGLang converts the value: 5000 →
+    5.0, divided by 1000" (None when it copies the value as it is)."""
+    if conv is None:
+        return None
+    if conv.get("op") is None:  # another shape: its text, not a guess
+        return f"SGLang converts the value with {conv['expr']}"
+    by = conv["by"]
+    shown = f"{by:g}" if isinstance(by, float) else str(by)
+    # An example whose result is round: 5000 for "/ 1000", 5 for "* 1000".
+    example = 5 if conv["op"] == "*" or float(5 * by) != int(5 * by) else int(5 * by)
+    how = {"*": "multiplied by", "/": "divided by", "//": "divided (rounding down) by"}
+    return (
+        f"SGLang converts the value: {example} → {convert(conv, str(example))}, "
+        f"{how[conv['op']]} {shown}"
+    )
+
+
 def env_var_dict(version: Version, var: EnvVar) -> dict[str, Any]:
     return {
         "name": var.name,
@@ -42,6 +70,7 @@ def env_var_dict(version: Version, var: EnvVar) -> dict[str, Any]:
         "default_expr": var.default_expr,
         "deprecated_names": loads(var.deprecated_names) or [],
         "replacement": var.replacement,
+        "conversion": loads(var.conversion),
         "declared": var.declared,
         "comment": var.comment,
         "section": var.section,

@@ -8,6 +8,7 @@ into HTML or JSON. Lookups go through indexed columns (version name, (version_id
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
@@ -48,6 +49,8 @@ class NotFound(Exception):
     the (existing) version the page is pinned to, so the error page keeps its switcher.
     `values` (a compare page's 404): per suggestion, the values its link compares, each one
     the suggested flag has; empty when it has none (the link goes to the flag's page).
+    `pages`: per suggestion, the URL tail after `/v/{version}/` its link goes to, when the
+    same page may not exist for it (a backend page: kb.reach.backend_tail).
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class NotFound(Exception):
         self.elsewhere = list(elsewhere)
         self.version = version  # set when the version exists and only the thing in it is missing
         self.values = [list(v) for v in values] if values is not None else None
+        self.pages: list[str] | None = None
 
 
 def did_you_mean(name: str, choices: Iterable[str], limit: int = 5) -> list[str]:
@@ -222,6 +226,19 @@ def citation(version: Version, path: str, line: int, end_line: int | None = None
 
 def flag_url(version: Version, name: str) -> str:
     return f"/v/{quoted(version.name, '')}/flags/{quoted(name, '')}"
+
+
+_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
+
+
+def expand_braces(text: str) -> list[str]:
+    """Shell brace expansion, as SGLang names flags in pairs: `--x-{decode,prefill}=off` is
+    [`--x-decode=off`, `--x-prefill=off`]; text without a `{a,b}` group stays as it is."""
+    m = _BRACES.search(text)
+    if m is None:
+        return [text]
+    head, tail = text[: m.start()], text[m.end() :]
+    return [e for part in m.group(1).split(",") for e in expand_braces(head + part + tail)]
 
 
 def backend_url(version: Version, flag: str, value: str) -> str:

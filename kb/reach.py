@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from typing import Any
+from urllib.parse import quote
 
 from sqlmodel import Session, col, select
 
@@ -26,6 +27,7 @@ from kb.queries import (
     get_flag,
     get_version,
     per_stamp,
+    read_version,
     rows,
 )
 from kb.schema import (
@@ -417,6 +419,70 @@ def _resolve_values(flag: Flag, raw: list[str], version: Version) -> list[str]:
             for s in suggestions
         ],
     )
+
+
+def value_of(session: Session, version: Version, flag: Flag, raw: str) -> str | None:
+    """`raw` as the flag spells it where its backend page exists: one of its choices (any
+    case), or a value some site handles though it is no choice; else None."""
+    choices = [str(c) for c in loads(flag.choices) or []]
+    folded = {c.lower(): c for c in choices}
+    value = raw if raw in choices else folded.get(raw.strip().lower(), raw)
+    if value in choices or choice_sites(session, version, flag.name, [value])[value]:
+        return value
+    return None
+
+
+def flag_for_value(
+    session: Session, version: Version, raw_flag: str, raw: str
+) -> tuple[Flag, str | None]:
+    """The flag whose backend page shows value `raw`, and the value as that flag spells it
+    (None: no value of it): a deprecated flag gives way to its successor, whose code handles
+    the values, unless only the deprecated flag has the value (`--dsa-prefill-cp-mode
+    in-seq-split`, which SGLang maps to another value of `--cp-strategy`)."""
+    row = get_flag(session, version, raw_flag, replaced=True)
+    value = value_of(session, version, row, raw)
+    if value is None:
+        own = get_flag(session, version, raw_flag)
+        if own.id != row.id and (found := value_of(session, version, own, raw)) is not None:
+            return own, found
+    return row, value
+
+
+def backend_tail(
+    session: Session, version: Version, raw_flag: str, raw_values: list[str], compare: bool
+) -> str:
+    """Where a link to a backend page (one value, or `raw_values` compared) goes in
+    `version`, as the URL tail after /v/{version}/: that page with the values the version's
+    flag has; none of them, the flag's page; no such flag, the version's flags."""
+    try:
+        flag = get_flag(session, version, raw_flag)
+        if not compare and raw_values:
+            flag, value = flag_for_value(session, version, raw_flag, raw_values[0])
+    except NotFound:
+        return "flags"
+    name = quote(flag.name, safe="")
+    if compare:
+        shared = _shared(_choices_of(session, version, flag.name), raw_values)
+        if shared:
+            return f"backends/{name}/compare?values={','.join(quote(v, safe='') for v in shared)}"
+    elif raw_values and value is not None:
+        return f"backends/{name}/{quote(value, safe='')}"
+    return f"flags/{name}"
+
+
+def backend_version(
+    session: Session, name: str, raw_flag: str, raw_values: list[str], compare: bool
+) -> Version:
+    """`get_version` for a backend page: a misspelt version's suggestions each link to the
+    page the suggested version has (`backend_tail`), never one that answers 404."""
+    try:
+        return get_version(session, name)
+    except NotFound as exc:
+        exc.pages = [
+            backend_tail(session, read_version(session, s), raw_flag, raw_values, compare)
+            for s in exc.suggestions
+        ]
+        raise
 
 
 def enum_member(

@@ -58,7 +58,8 @@ def option_rows(version_id: int, flags: Sequence[Any]) -> list[dict[str, Any]]:
         if not deprecated:
             continue
         target = owner.get(name_key(replacement)) if replacement else None
-        target = target or live_dests.get(dest)
+        if target is None:  # (not `or`: the version's first flag is index 0 in a template)
+            target = live_dests.get(dest)
         if target is not None and target != fid:
             for spelling in [name, *_names(aliases)]:
                 add(target, spelling, "deprecated_alias")

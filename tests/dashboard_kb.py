@@ -298,6 +298,21 @@ def build_kb(path: Path, url: str | None = None) -> Path:
                     end_line=1,
                 )
             )
+            # A deprecated name SGLang converts (ms -> s) when it copies it over its successor.
+            session.add(
+                EnvVar(
+                    version_id=vid,
+                    name="SGLANG_FAKE_SWITCH_MS",
+                    replacement="SGLANG_FAKE_SWITCH",
+                    conversion=dumps(
+                        {"expr": "str(float(v) / 1000.0)", "cast": "float", "op": "/", "by": 1e3}
+                    ),
+                    comment="SGLANG_FAKE_SWITCH_MS is deprecated",
+                    path=ARGS,
+                    line=1,
+                    end_line=1,
+                )
+            )
             session.add(
                 EnvSite(
                     version_id=vid,

@@ -1,5 +1,6 @@
-"""A backend compare page's 404: every suggestion (and 'it exists in') link leads to a page
-that answers 200, in the HTML page and the JSON body alike (hand-built KB, synthetic names)."""
+"""A backend page's 404 (compare, or one value): every suggestion (and 'it exists in') link
+leads to a page that answers 200, in the HTML page and the JSON body alike (hand-built KB,
+synthetic names)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,16 @@ FLAGS = [
 # --kernel-backend is in p1 with one of the values compared below, not in p2, in p3 with both.
 P1 = {**NO_SITES, "flags": [*FLAGS, flag("--kernel-backend", choices=["a", "b"], line=50)]}
 P2 = {**NO_SITES, "flags": FLAGS}
-P3 = {**NO_SITES, "flags": [*FLAGS, flag("--kernel-backend", choices=["a", "b", "c"], line=50)]}
+P3 = {
+    **NO_SITES,
+    "flags": [
+        *FLAGS,
+        flag("--kernel-backend", choices=["a", "b", "c"], line=50),
+        # Deprecated for --runner-backend, with values of its own (SGLang maps them).
+        flag("--runner-mode", choices=["split", "triton"], deprecated=True, line=60),
+    ],
+}
+P3["flags"][-1]["replacement"] = "--runner-backend"
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +93,81 @@ def test_the_versions_that_have_the_flag_compare_their_own_values(client: TestCl
     }
     for link in found:
         assert client.get(link).status_code == 200, link
+
+
+def answers(client: TestClient, found: list[str]) -> None:
+    for link in found:
+        assert client.get(link).status_code == 200, link
+        assert client.get(link.removeprefix("/api")).status_code == 200, link
+
+
+def test_a_misspelt_version_suggests_the_page_each_version_has(client: TestClient) -> None:
+    data, found = links(client, "/v/pp/backends/--kernel-backend/compare?values=a,c")
+    assert data["kind"] == "version"
+    assert {s["name"]: s["url"] for s in data["suggestions"]} == {
+        "p1": "/api/v/p1/backends/--kernel-backend/compare?values=a",  # no c there
+        "p2": "/api/v/p2/flags",  # no such flag there
+        "p3": "/api/v/p3/backends/--kernel-backend/compare?values=a,c",
+    }
+    answers(client, found)
+    # None of the values: the flag's page.
+    data, found = links(client, "/v/pp/backends/--kernel-backend/compare?values=c")
+    assert {s["name"]: s["url"] for s in data["suggestions"]}["p1"] == (
+        "/api/v/p1/flags/--kernel-backend"
+    )
+    answers(client, found)
+    # A flag's list keeps its page and query in the suggested versions, as before.
+    data, _ = links(client, "/v/pp/flags?q=runner")
+    assert {s["url"] for s in data["suggestions"]} == {
+        f"/api/v/{v}/flags?q=runner" for v in ("p1", "p2", "p3")
+    }
+
+
+def test_a_misspelt_version_of_a_value_page(client: TestClient) -> None:
+    data, found = links(client, "/v/pp/backends/--kernel-backend/C")
+    assert {s["name"]: s["url"] for s in data["suggestions"]} == {
+        "p1": "/api/v/p1/flags/--kernel-backend",  # has the flag, not the value
+        "p2": "/api/v/p2/flags",
+        "p3": "/api/v/p3/backends/--kernel-backend/c",
+    }
+    answers(client, found)
+
+
+def test_it_exists_in_links_a_value_page_only_where_the_value_is(client: TestClient) -> None:
+    data, found = links(client, "/v/p2/backends/--kernel-backend/c")
+    assert {e["version"]: e["url"] for e in data["elsewhere"]} == {
+        "p1": "/v/p1/flags/--kernel-backend",  # the flag without the value
+        "p3": "/api/v/p3/backends/--kernel-backend/c",
+    }
+    answers(client, found)
+    data, found = links(client, "/v/p2/backends/--kernel-backend/a")
+    assert {e["version"]: e["url"] for e in data["elsewhere"]} == {
+        "p1": "/api/v/p1/backends/--kernel-backend/a",
+        "p3": "/api/v/p3/backends/--kernel-backend/a",
+    }
+    answers(client, found)
+
+
+def test_a_misspelt_flag_of_a_value_page(client: TestClient) -> None:
+    data, found = links(client, "/v/p1/backends/--runner-backnd/cutlass")
+    by_name = {s["name"]: s["url"] for s in data["suggestions"]}
+    assert by_name["--runner-backend"] == "/api/v/p1/backends/--runner-backend/cutlass"
+    assert by_name["--draft-runner-backend"] == "/api/v/p1/flags/--draft-runner-backend"
+    answers(client, found)
+
+
+def test_a_deprecated_flag_s_own_value_has_its_page(client: TestClient) -> None:
+    # A value the successor has: the successor's page (its code handles it).
+    assert client.get("/api/v/p3/backends/--runner-mode/triton").json()["flag"] == (
+        "--runner-backend"
+    )
+    # A value only the deprecated flag has: its own page, not a 404 naming the successor.
+    page = client.get("/api/v/p3/backends/--runner-mode/split")
+    assert page.status_code == 200, page.text[:300]
+    assert (page.json()["flag"], page.json()["value"]) == ("--runner-mode", "split")
+    assert client.get("/v/p3/backends/--runner-mode/split").status_code == 200
+    data, found = links(client, "/v/pp/backends/--runner-mode/split")
+    assert {s["name"]: s["url"] for s in data["suggestions"]}["p3"] == (
+        "/api/v/p3/backends/--runner-mode/split"
+    )
+    answers(client, found)

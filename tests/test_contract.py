@@ -86,6 +86,14 @@ PAGE_KINDS = {
         f"/api{V3}/env/SGLANG_FAKE_SWITCH",
         "var",
     ),
+    # A deprecated name: its replacement and conversion are shown from the model's fields.
+    "env deprecated": (
+        "env",
+        "env_data",
+        f"{V3}/env/SGLANG_FAKE_SWITCH_MS",
+        f"/api{V3}/env/SGLANG_FAKE_SWITCH_MS",
+        "var",
+    ),
     "docs drift": ("docsdrift", "drift_data", f"{V3}/docs-drift", f"/api{V3}/docs-drift", "drift"),
     "explain": (
         "explain",
@@ -255,6 +263,11 @@ def test_openapi_is_typed_without_phantom_statuses(client: TestClient) -> None:
         "$ref": "#/components/schemas/FlagListItem"
     }
     assert "constraint_count" in schemas["FlagListItem"]["required"]
+    # A deprecated variable's conversion is typed, and always present (null: copied as is).
+    conversion = schemas["EnvVar"]["properties"]["conversion"]
+    assert {"$ref": "#/components/schemas/EnvConversion"} in conversion["anyOf"]
+    assert "conversion" in schemas["EnvVar"]["required"]
+    assert schemas["EnvConversion"]["properties"]["op"]["anyOf"][0]["enum"] == ["*", "/", "//"]
 
 
 def test_committed_openapi_matches_the_served_one(client: TestClient) -> None:

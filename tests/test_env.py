@@ -17,6 +17,7 @@ from sqlmodel import Session
 from app.main import create_app
 from ingest.docs import doc_kind, parse_docs, split_row
 from ingest.env import extract_declarations, scan_env
+from kb.env import conversion_words
 from tests.conftest import ingest_into
 from tests.env_fixtures import (
     ENV_DOC,
@@ -390,6 +391,41 @@ def test_env_api_and_pages(client: TestClient) -> None:
     # A flag and the value to give it: the link goes to the flag, the value is shown.
     to_value = client.get("/v/v0.5.0/env/SGLANG_WIDGET_SAFE").text
     assert 'href="/v/v0.5.0/flags/--widget-mode"><code>--widget-mode=safe</code>' in to_value
+
+
+def test_conversion_of_a_deprecated_name_in_api_and_page(client: TestClient) -> None:
+    # The ms -> s conversion environ.py applies when it copies the old name's value over.
+    wait = get(client, "/api/v/v0.5.0/env/SGLANG_WIDGET_WAIT_MS")
+    assert wait["conversion"] == {
+        "expr": "str(float(os.environ[old_name]) / 1000)", "cast": "float", "op": "/", "by": 1000
+    }  # fmt: skip
+    listed = {v["name"]: v for v in get(client, "/api/v/v0.5.0/env?q=widget")["env"]}
+    assert listed["SGLANG_WIDGET_WAIT_MS"]["conversion"] == wait["conversion"]
+    assert listed["SGLANG_WIDGET_IDLE_S"]["conversion"] == {  # not worked out: its text only
+        "expr": "str(round(float(os.environ[old_name]) / 60))", "cast": None, "op": None, "by": None
+    }  # fmt: skip
+    assert listed["SGLANG_WIDGET_LOG"]["conversion"] is None  # copied as it is
+    assert listed["SGLANG_WIDGET_WAIT"]["conversion"] is None
+    # The old name's page says it in plain words, with an example.
+    page = client.get("/v/v0.5.0/env/SGLANG_WIDGET_WAIT_MS").text
+    assert "SGLang converts the value: 5000 → 5.0, divided by 1000." in page
+    poll = client.get("/v/v0.5.0/env/SGLANG_WIDGET_POLL_S").text
+    assert "SGLang converts the value: 5 → 5000, multiplied by 1000." in poll
+    idle = client.get("/v/v0.5.0/env/SGLANG_WIDGET_IDLE_S").text
+    assert "SGLang converts the value with str(round(float(os.environ[old_name]) / 60))." in idle
+    assert "converts" not in client.get("/v/v0.5.0/env/SGLANG_WIDGET_LOG").text
+
+
+def test_conversion_words() -> None:
+    conv = {"expr": "e", "cast": "float", "op": "/", "by": 1000.0}
+    assert conversion_words(conv) == "SGLang converts the value: 5000 → 5.0, divided by 1000"
+    assert conversion_words({**conv, "cast": "int", "op": "//", "by": 60}) == (
+        "SGLang converts the value: 300 → 5, divided (rounding down) by 60"
+    )
+    assert conversion_words({**conv, "by": 0.5, "op": "*"}) == (
+        "SGLang converts the value: 5 → 2.5, multiplied by 0.5"
+    )
+    assert conversion_words(None) is None
 
 
 def test_diff_covers_env(client: TestClient) -> None:

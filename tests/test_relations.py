@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from app.main import create_app
 from kb.queries import find_flag, get_version
+from kb.relations import _option_template
 from kb.schema import VersionFile, make_engine
 from kb.search import SearchIndex, build_index
 
@@ -145,3 +146,14 @@ def test_version_file_needs_its_blob(tmp_path: Path) -> None:
         session.add(VersionFile(version_id=1, path="pkg/x.py", sha="0" * 40))
         session.commit()
     engine.dispose()
+
+
+def test_a_deprecated_flag_names_its_replacement_even_the_first_flag() -> None:
+    # Option rows are made from a template numbering the flags from 0: the first flag of a
+    # version (index 0) is a replacement too, not "no target".
+    flags = [
+        (10, "--runner", "runner", "[]", False, None, "runner", None),
+        (11, "--old-runner", "old_runner", "[]", True, "--runner", "old_runner", None),
+    ]
+    rows = [(key, i, name, kind) for key, i, name, kind in _option_template(flags)]
+    assert ("old_runner", 0, "--old-runner", "deprecated_alias") in rows

@@ -26,10 +26,17 @@ from kb.queries import (
     did_you_mean,
     flag_enum,
     flag_url,
-    get_flag,
     get_version,
 )
-from kb.reach import area_of, enum_member, sites_by_area, value_effects
+from kb.reach import (
+    area_of,
+    backend_tail,
+    backend_version,
+    enum_member,
+    flag_for_value,
+    sites_by_area,
+    value_effects,
+)
 from kb.schema import ChoiceSite, Version, loads
 
 router = APIRouter()
@@ -91,13 +98,18 @@ def api_backends(session: SessionDep, version: str) -> BackendList:
 
 def backend_value(session: Session, version: Version, flag: str, value: str) -> BackendValue:
     """Every site handling one value of a flag (a case-insensitive match of a choice)."""
-    row = get_flag(session, version, flag, replaced=True)  # --old-name: its successor's code
+    try:
+        row, spelled = flag_for_value(session, version, flag, value)  # --old: its successor
+    except NotFound as exc:
+        # A suggested flag, or a version with the flag, that lacks the value: the flag's page.
+        exc.pages = [backend_tail(session, version, s, [value], False) for s in exc.suggestions]
+        for e in exc.elsewhere:
+            other = get_version(session, e["version"])
+            if backend_tail(session, other, flag, [value], compare=False).startswith("flags"):
+                e["values"] = ""
+        raise
     choices = [str(c) for c in loads(row.choices) or []]
-    if value not in choices:
-        folded = {c.lower(): c for c in choices}
-        value = folded.get(value.strip().lower(), value)
-    sites = choice_sites(session, version, row.name, [value])[value]
-    if value not in choices and not sites:
+    if spelled is None:
         raise NotFound(
             "value",
             value,
@@ -105,6 +117,8 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             did_you_mean(value, choices) or choices[:5],
             version=version.name,
         )
+    value = spelled
+    sites = choice_sites(session, version, row.name, [value])[value]
     enum = flag_enum(session, version, row.name)
     effects = value_effects(session, version, row, [value])[value]
     site_dicts = [choice_site_dict(version, site) for site in sites]
@@ -138,7 +152,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
 def backend_value_page(
     request: Request, session: SessionDep, version: str, flag: str, value: str
 ) -> Response:
-    found = get_version(session, version)
+    found = backend_version(session, version, flag, [value], compare=False)
     data = backend_value(session, found, flag, value)
     groups: dict[str, list[tuple[Any, Any]]] = {}
     for s in data.sites:  # sites grouped by area, each with its highlighted excerpt
@@ -156,5 +170,5 @@ def backend_value_page(
 @router.get("/api/v/{version}/backends/{flag}/{value}", responses=errors(404))
 def api_backend_value(session: SessionDep, version: str, flag: str, value: str) -> BackendValue:
     """Every code site that handles one value of a flag, attributed or ambiguous."""
-    found = get_version(session, version)
+    found = backend_version(session, version, flag, [value], compare=False)
     return backend_value(session, found, flag, value)

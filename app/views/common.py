@@ -9,11 +9,13 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
+from markupsafe import Markup
 from sqlmodel import Session, select
 
+from app.fragments import flag_link
 from app.templating import render
 from kb.contract import ErrorBody
-from kb.queries import version_names
+from kb.queries import expand_braces, find_flag, version_names
 from kb.schema import Version
 
 # What each error status means in this API (the OpenAPI `responses` of the routes).
@@ -48,22 +50,44 @@ def page_context(
     }
 
 
+def replacement_links(session: Session, version: Version, replacement: str) -> Markup:
+    """A deprecated name's replacement flag(s), each linked to its page: a brace pair names
+    two (`--x-{decode,prefill}=off`: `--x-decode=off` and `--x-prefill=off`), and a name
+    that is no flag of the version is shown without a link (its page would be a 404)."""
+    return Markup(" and ").join(
+        flag_link(version, name)
+        if find_flag(session, version, name.partition("=")[0]) is not None
+        else Markup("<code>{}</code>").format(name)
+        for name in expand_braces(replacement)
+    )
+
+
 def wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/") or request.url.path == "/api"
 
 
 def suggestion_url(
-    path: str, kind: str, name: str, query: str = "", values: list[str] | None = None
+    path: str,
+    kind: str,
+    name: str,
+    query: str = "",
+    values: list[str] | None = None,
+    page: str | None = None,
 ) -> str | None:
     """The same URL with the wrong segment (version, flag, value or file path) replaced, its
     query kept (a list's filters). On a compare page the link compares `values`
     (NotFound.values: every wrong value corrected, or those a suggested flag has; none:
-    that flag's page); with no values named at all, a value's suggestion is its own page."""
+    that flag's page); with no values named at all, a value's suggestion is its own page.
+    With a `page` (NotFound.pages: the URL tail after the version, query included), the
+    link goes there instead: the same page may not exist for a suggested version or flag."""
     segments = path.split("/")
     try:
         i = segments.index("v")
     except ValueError:
         return f"/v/{quote(name, safe='')}/flags" if kind == "version" else None
+    if page is not None and i + 1 < len(segments):
+        version = quote(name, safe="") if kind == "version" else segments[i + 1]
+        return "/".join([*segments[: i + 1], version, page])
     slot = {
         "version": i + 1, "flag": i + 3, "env": i + 3, "value": i + 4, "path": i + 3,
         "model": i + 3,
@@ -94,7 +118,8 @@ def same_page_elsewhere(request: Request, found: dict[str, str]) -> dict[str, st
     """A version that has the flag a backend page asked for: its link goes to the same
     backend page (value, or compare with its query) there, not to the flag page. A compare
     page's values there (NotFound.elsewhere's "values", comma-joined) are those that
-    version has; with none, the link stays on the flag's page."""
+    version has; with none ("", also a value page's version without the value), the link
+    stays on the flag's page."""
     values = found.pop("values", None)
     segments = request.url.path.split("/")
     if "v" not in segments or values == "":

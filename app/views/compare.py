@@ -12,7 +12,7 @@ from app.templating import render
 from app.views.common import errors, page_context
 from kb.contract import Compare, Report
 from kb.queries import MAX_NAME, get_version
-from kb.reach import compare_values, report
+from kb.reach import backend_version, compare_values, report
 from kb.schema import Version
 
 router = APIRouter()
@@ -31,7 +31,7 @@ def compare_data(session: Session, version: Version, flag: str, values: str) -> 
 def compare_page(
     request: Request, session: SessionDep, version: str, flag: str, values: str = ""
 ) -> Response:
-    found = get_version(session, version)
+    found = backend_version(session, version, flag, _values(values), compare=True)
     data = compare_data(session, found, flag, values)
     page = f"backends/{data.flag}/compare"  # the switcher carries `?values=` apart
     return render(request, "compare.html", {**page_context(session, found, page), "data": data})
@@ -41,7 +41,8 @@ def compare_page(
 def api_compare(session: SessionDep, version: str, flag: str, values: str = "") -> Compare:
     """Values of a flag side by side: what each requires, what it switches, and the sites
     handling each, one row per area and file (`values=a,b[,c]`)."""
-    return compare_data(session, get_version(session, version), flag, values)
+    found = backend_version(session, version, flag, _values(values), compare=True)
+    return compare_data(session, found, flag, values)
 
 
 def report_data(version: Version) -> Report:

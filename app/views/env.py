@@ -11,10 +11,11 @@ from sqlmodel import Session, select
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
-from app.views.common import errors, page_context
+from app.views.common import errors, page_context, replacement_links
 from kb.contract import EnvList, EnvPage
 from kb.env import (
     all_env,
+    conversion_words,
     env_history,
     env_matches,
     env_site_dict,
@@ -88,6 +89,8 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
     if not data.declared and deprecated and not read_there:
         cited_as = "Deprecated at"
     by_file = [(p, list(g)) for p, g in groupby(data.reads, key=lambda s: s.path)]
+    conversion = data.conversion.model_dump() if data.conversion is not None else None
+    new = data.replacement or ""
     context = {
         **page_context(session, found, f"env/{var.name}", set(names) - having, names),
         "var": data,
@@ -95,6 +98,8 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
         "flag_sites": flag_sites,
         "cited_as": cited_as,
         "sites_by_file": by_file,
+        "converts": conversion_words(conversion),  # in plain words, with an example
+        "to_flags": replacement_links(session, found, new) if new.startswith("--") else None,
     }
     return render(request, "env.html", context)
 

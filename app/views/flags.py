@@ -22,7 +22,7 @@ from app.highlight import excerpt
 from app.templating import render
 from app.views import flag_parts as parts
 from app.views import listing
-from app.views.common import errors, page_context
+from app.views.common import errors, page_context, replacement_links
 from app.views.listing import facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
@@ -286,11 +286,13 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
     src = data["source"]
     definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
     names = version_names(session)
+    new = data["replacement"]
     context = {
         **page_context(session, found, f"flags/{data['name']}", _absent(names, data), names),
         "flag": data,
         "definition": definition,
         "cards": constraint_cards(session, found, data["constraints"], data["name"]),
+        "replacement": replacement_links(session, found, new) if new else None,
         "indirect_by_file": [
             (path, list(group))
             for path, group in groupby(data["indirect_usages"], key=itemgetter("path"))

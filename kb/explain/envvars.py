@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kb.env import is_deprecated
+from kb.env import convert, is_deprecated
 from kb.explain.facts import EnvSpec, VersionFacts
 from kb.explain.report import Finding, finding
 from kb.explain.shell import COMMAND_SEPARATORS, ENV_ASSIGNMENT, WRAPPERS, shell_words
@@ -334,14 +334,11 @@ def converted(spec: EnvSpec | None, raw: str) -> tuple[str | None, str | None]:
             f"SGLang converts the value with `{conv['expr']}`, which is not worked out here: "
             "the simulation leaves the replacement unset"
         )
-    cast = float if conv["cast"] == "float" else int
     try:
-        number = cast(raw)
+        return convert(conv, raw), None
     except ValueError:
-        kind = "a number" if cast is float else "an integer"
+        kind = "a number" if conv["cast"] == "float" else "an integer"
         return None, f"`{raw}` is not {kind}: SGLang's `{conv['expr']}` raises at import"
-    by, op = conv["by"], conv["op"]
-    return str(number * by if op == "*" else number / by if op == "/" else number // by), None
 
 
 def environ_of(facts: VersionFacts, text: str) -> dict[str, str]:

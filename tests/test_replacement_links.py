@@ -1,0 +1,89 @@
+"""A deprecated flag's replacement links only flags the version has: a shell brace pair
+(`--x-{decode,prefill}=disabled`) names two flags, each linked (hand-built KB)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from planted_kb import build_kb, flag
+
+from app.main import create_app
+from ingest.flags import _finish_deprecation
+from kb.queries import expand_braces
+
+NO_SITES: dict[str, Any] = {"constraints": [], "enums": {}}
+SPEC = {
+    **NO_SITES,
+    "flags": [
+        flag("--graph-backend-decode", choices=["full", "disabled"]),
+        flag("--graph-backend-prefill", choices=["full", "disabled"], line=20),
+        flag(
+            "--disable-graph",
+            deprecated=True,
+            deprecated_message="Deprecated. Use --graph-backend-{decode,prefill}=disabled instead.",
+            replacement="--graph-backend-{decode,prefill}=disabled",
+            line=30,
+        ),
+        flag(
+            "--old-widget",
+            deprecated=True,
+            deprecated_message="Deprecated. Use --new-widget instead.",
+            replacement="--new-widget",  # not a flag of the version
+            line=40,
+        ),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    url = build_kb(tmp_path_factory.mktemp("repl") / "kb.db", [("p1", SPEC)])
+    return TestClient(create_app(url), follow_redirects=False)
+
+
+def notice(client: TestClient, name: str) -> str:
+    page = client.get(f"/v/p1/flags/{name}")
+    assert page.status_code == 200
+    found = re.search(r'<div class="notice warn">(.*?)</div>', page.text, re.S)
+    assert found is not None
+    return found.group(1)
+
+
+def test_a_brace_pair_links_both_flags(client: TestClient) -> None:
+    text = notice(client, "--disable-graph")
+    hrefs = re.findall(r'href="([^"]*)"', text)
+    assert hrefs == ["/v/p1/flags/--graph-backend-decode", "/v/p1/flags/--graph-backend-prefill"]
+    assert "<code>--graph-backend-decode=disabled</code></a> and <a" in text
+    for href in hrefs:
+        assert client.get(href).status_code == 200
+
+
+def test_a_replacement_that_is_no_flag_is_not_linked(client: TestClient) -> None:
+    text = notice(client, "--old-widget")
+    assert "href" not in text.split("Use", 1)[1] and "<code>--new-widget</code>" in text
+
+
+def test_expand_braces() -> None:
+    assert expand_braces("--x-{decode,prefill}=off") == ["--x-decode=off", "--x-prefill=off"]
+    assert expand_braces("--{a,b}-{c,d}") == ["--a-c", "--a-d", "--b-c", "--b-d"]
+    assert expand_braces("--x") == ["--x"]
+    assert expand_braces("--x {zigzag}") == ["--x {zigzag}"]  # no pair: left as it is
+
+
+def test_a_help_text_replacement_keeps_its_braces() -> None:
+    # Without a literal new_flag=, the replacement is read from the help: the brace pair is
+    # part of the name (it was cut at the brace: `--graph-backend-`, no flag at all).
+    found: dict[str, Any] = {
+        "name": "--disable-graph",
+        "action": "store_true",
+        "help": "Deprecated. Use --graph-backend-{decode,prefill}=disabled instead.",
+        "deprecated": False,
+    }
+    _finish_deprecation(found, None)
+    assert found["replacement"] == "--graph-backend-{decode,prefill}"
+    found = {**found, "help": "[Deprecated] Use --cp-mode {zigzag,interleave} instead."}
+    _finish_deprecation(found, None)
+    assert found["replacement"] == "--cp-mode"
