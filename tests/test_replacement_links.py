@@ -25,6 +25,8 @@ SPEC = {
             deprecated=True,
             deprecated_message="Deprecated. Use --graph-backend-{decode,prefill}=disabled instead.",
             replacement="--graph-backend-{decode,prefill}=disabled",
+            action="store_true",
+            takes_value=False,
             line=30,
         ),
         flag(
@@ -87,3 +89,13 @@ def test_a_help_text_replacement_keeps_its_braces() -> None:
     found = {**found, "help": "[Deprecated] Use --cp-mode {zigzag,interleave} instead."}
     _finish_deprecation(found, None)
     assert found["replacement"] == "--cp-mode"
+
+
+def test_explain_names_both_flags_of_a_brace_pair(client: TestClient) -> None:
+    command = "python -m sglang.launch_server --disable-graph"
+    found = client.get("/api/explain", params={"version": "p1", "command": command}).json()
+    (dep,) = [f for f in found["findings"] if f["kind"] == "deprecated"]
+    assert (
+        "use --graph-backend-decode=disabled and --graph-backend-prefill=disabled instead"
+        in dep["message"]
+    )

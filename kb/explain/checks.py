@@ -10,6 +10,7 @@ from kb.explain.parsing import Match, OptionTable, Use
 from kb.explain.report import Finding, clip, display, finding, one_line, suggest
 from kb.explain.sites import FlagEnv, dest_of
 from kb.explain.values import default_of, equal, is_shell, use_value
+from kb.queries import expand_braces
 
 
 class UseChecker:
@@ -113,8 +114,8 @@ class UseChecker:
         else:  # a knowledge base from before the ingest told these apart
             text, severity = f"{flag.name} is deprecated", "warning"
         replacement = self.stated(flag)
-        if replacement:
-            text += f"; use {replacement} instead"
+        if replacement:  # a brace pair names two flags: `--x-{decode,prefill}=off`
+            text += f"; use {' and '.join(expand_braces(replacement))} instead"
         if flag.deprecated_message:
             text += f" ({clip(flag.deprecated_message, 200)})"
         source = flag.action_source if kind == "warns" and flag.action_source else flag.source
