@@ -36,7 +36,7 @@ from typing import Any
 
 from ingest.chunks import Piece
 from ingest.pyfile import MAX_ACCESSOR_LINES, Def, Outline, PyFile, outline
-from ingest.sites import server_args_aliases
+from ingest.sites import docstring_spans, in_spans, server_args_aliases
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
@@ -489,9 +489,9 @@ def file_uses(
     patterns: list[tuple[str, str | None, tuple[str, str | None]]],
     accessors: bool = False,
 ) -> list[Use]:
-    """Uses of each (name, member) pattern in code (not in imports or comments). With
-    `accessors`, only those in the `return` of a short function (`Use.accessor` set): the
-    other hits are dropped before the costlier tests."""
+    """Uses of each (name, member) pattern in code (not in imports, comments or
+    triple-quoted strings). With `accessors`, only those in the `return` of a short
+    function (`Use.accessor` set): the other hits are dropped before the costlier tests."""
     if not patterns:
         return []
     by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
@@ -515,6 +515,7 @@ def file_uses(
     }
     out: list[Use] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
+    strings: list[tuple[int, int]] | None = None  # docstrings and text, on the first hit
     for pos, name in hits:
         before = f.text[pos - 1] if pos else " "
         m = ATTR_AFTER_RE.match(f.text, pos + len(name))
@@ -532,6 +533,10 @@ def file_uses(
             continue
         if stripped.startswith(("from ", "import ", "global ")) or _in_import_block(f, line):
             continue
+        if strings is None:
+            strings = docstring_spans(f.text)
+        if in_spans(strings, pos):
+            continue  # `- experts: get_moe_impl_class(...)` in a docstring
         if re.match(r"(?:async\s+)?(?:def|class)\s", stripped):
             continue  # the definition itself
         for member, cid in by_name[name]:

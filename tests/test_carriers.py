@@ -306,3 +306,51 @@ def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> No
     assert got[11] == [("--quantization", [], "subject")]  # the dest itself
     # a value no other flag accepts: the value says it, not the name
     assert got[13] == [("--cache-mem-layout", [], "only-flag")]
+
+
+# --- what is no use of a carrier, and what is no step by name ------------------------------
+
+# A docstring listing the experts' class (after non-ASCII text: str and bytes offsets differ),
+# a parameter and locals named like the carrier, and a real use after each.
+SHADOWS = """
+from sglang.srt.utils import get_runner_backend, is_xbo_enabled
+
+
+class Fp9Experts:
+    \"\"\"Experts — «fused» (ü):
+    - runner: get_runner_backend().is_deep()
+    \"\"\"
+
+    def __init__(self):
+        self.deep = get_runner_backend().is_deep()
+
+
+def gather(
+    x,
+    is_xbo_enabled: bool,
+):
+    if not is_xbo_enabled:
+        return x
+
+    def inner():
+        return is_xbo_enabled and x
+
+    return inner()
+
+
+def local_only(x):
+    is_xbo_enabled = x > 0
+    if is_xbo_enabled:
+        x.split = True
+
+
+def setup(x):
+    if is_xbo_enabled():
+        x.split = True
+"""
+
+
+def test_a_docstring_line_is_no_use() -> None:
+    found = _resolve({**FILES, "python/sglang/srt/quant/shadows.py": SHADOWS})
+    assert not _at(found, "shadows.py", "- runner: get_runner_backend()")
+    assert _at(found, "shadows.py", "self.deep = get_runner_backend().is_deep()")
