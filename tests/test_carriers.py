@@ -354,3 +354,18 @@ def test_a_docstring_line_is_no_use() -> None:
     found = _resolve({**FILES, "python/sglang/srt/quant/shadows.py": SHADOWS})
     assert not _at(found, "shadows.py", "- runner: get_runner_backend()")
     assert _at(found, "shadows.py", "self.deep = get_runner_backend().is_deep()")
+
+
+def test_a_parameter_or_local_named_like_the_carrier_is_no_use_of_it() -> None:
+    found = _resolve({**FILES, "python/sglang/srt/quant/shadows.py": SHADOWS})
+    assert _at(found, "shadows.py", "if is_xbo_enabled():")  # the carrier itself
+    for text in (
+        "is_xbo_enabled: bool,",  # a parameter on its own line
+        "if not is_xbo_enabled:",
+        "return is_xbo_enabled and x",  # a closure over the parameter
+        "is_xbo_enabled = x > 0",
+        "if is_xbo_enabled:",  # a local
+    ):
+        assert not _at(found, "shadows.py", text), text
+    # (the parameter's function carries nothing on either)
+    assert not [s for s in found if "gather()" in map(str, s["via"])]
