@@ -304,9 +304,23 @@ class Named(str):
     __slots__ = ()
 
 
+class NamedRead(str):
+    """A definition named for the feature that also reads the carrier itself (a class whose
+    `__init__` tests `is_tbo_enabled()`): reached through that read, not by its name; stored
+    as {"name", "by_name": false}, a definition (unlike a model class step) all the same."""
+
+    __slots__ = ()
+
+
 def stored_chain(chain: list[str] | tuple[str, ...]) -> list[Any]:
-    """A chain as stored: each step its name, a Named one {"name", "by_name": true}."""
-    return [{"name": str(s), "by_name": True} if isinstance(s, Named) else s for s in chain]
+    """A chain as stored: each step its name, a Named one {"name", "by_name": true}, a
+    NamedRead one {"name", "by_name": false}."""
+    return [
+        {"name": str(s), "by_name": isinstance(s, Named)}
+        if isinstance(s, (Named, NamedRead))
+        else s
+        for s in chain
+    ]
 
 
 def find_carriers(
@@ -1187,28 +1201,33 @@ class Resolver:
             if hops(c.chain) < MAX_CHAIN and (c.path == path or alias not in local_defs)
         ]
         used = {u.carrier[0] for u in cached}
+        named: list[tuple[bool, Carrier]] = []
         for c in carriers:
             word = _chain_topic(c.chain)
-            if word is None or not any(a in used for a, cs in by_alias.items() if c in cs):
+            aliases = {a for a, cs in by_alias.items() if c in cs}
+            if word is None or not aliases & used:
                 continue
             dests = tuple(d for d in c.dests if names_feature(word, d))
             if not dests:
                 continue
+            # The lines using `c` itself: a definition holding one reads it, not a name.
+            lines = [
+                u.line
+                for u in cached
+                if u.carrier[0] in aliases and (c.member is None or u.carrier[1] == c.member)
+            ]
             for name, line in defs:
                 if not name.startswith("_") and word in _words(name):
-                    add(
-                        Carrier(
-                            mod,
-                            name,
-                            None,
-                            "named",
-                            dests,
-                            (*c.chain, Named(name)),
-                            path,
-                            line,
-                            True,
-                        )
+                    end = _pyfile(sha, read_text).end_of(Def(line, 0, "def", name, None))
+                    reads = any(line <= no <= end for no in lines)
+                    step = NamedRead(name) if reads else Named(name)
+                    c2 = Carrier(
+                        mod, name, None, "named", dests, (*c.chain, step), path, line, True
                     )
+                    named.append((not reads, c2))
+        # (a definition reached by a read of one carrier and by the name of another: the read)
+        for _by_name, c2 in sorted(named, key=lambda n: n[0]):
+            add(c2)
 
 
 MEMBER_STEP_RE = re.compile(r"\w+\.\w+(?:\(\))?")  # `Cls.method()`, `Cls.prop`

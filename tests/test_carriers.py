@@ -349,6 +349,33 @@ def setup(x):
         x.split = True
 """
 
+# A class named for the feature whose `__init__` reads the carrier (MaybeXboDispatcher), one
+# that does not (XboHelper); a module using both.
+XBO_DISPATCH = """
+from sglang.srt.utils import is_xbo_enabled
+
+
+class MaybeXboDispatcher:
+    def __init__(self):
+        self.count = 2 if is_xbo_enabled() else 1
+
+
+class XboHelper:
+    pass
+"""
+
+XBO_DISPATCH_USER = """
+from sglang.srt.overlap.xbo_dispatch import MaybeXboDispatcher, XboHelper
+
+
+def make_dispatcher():
+    return MaybeXboDispatcher()
+
+
+def make_helper():
+    return XboHelper()
+"""
+
 
 def test_a_docstring_line_is_no_use() -> None:
     found = _resolve({**FILES, "python/sglang/srt/quant/shadows.py": SHADOWS})
@@ -369,3 +396,21 @@ def test_a_parameter_or_local_named_like_the_carrier_is_no_use_of_it() -> None:
         assert not _at(found, "shadows.py", text), text
     # (the parameter's function carries nothing on either)
     assert not [s for s in found if "gather()" in map(str, s["via"])]
+
+
+def test_a_definition_named_for_the_feature_that_reads_it_is_no_step_by_name() -> None:
+    found = _resolve(
+        {
+            **FILES,
+            "python/sglang/srt/overlap/xbo_dispatch.py": XBO_DISPATCH,
+            "python/sglang/srt/overlap/xbo_dispatch_user.py": XBO_DISPATCH_USER,
+        }
+    )
+    read = _at(found, "xbo_dispatch_user.py", "return MaybeXboDispatcher()")
+    assert read["enable_x_batch_overlap"] == [
+        "IS_XBO",
+        "is_xbo_enabled()",
+        {"name": "MaybeXboDispatcher", "by_name": False},
+    ]
+    named = _at(found, "xbo_dispatch_user.py", "return XboHelper()")
+    assert named["enable_x_batch_overlap"][-1] == {"name": "XboHelper", "by_name": True}
