@@ -36,7 +36,7 @@ from typing import Any
 
 from ingest.chunks import Piece
 from ingest.pyfile import MAX_ACCESSOR_LINES, Def, Outline, PyFile, outline
-from ingest.sites import server_args_aliases
+from ingest.sites import docstring_spans, in_spans, server_args_aliases
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
@@ -304,9 +304,23 @@ class Named(str):
     __slots__ = ()
 
 
+class NamedRead(str):
+    """A definition named for the feature that also reads the carrier itself (a class whose
+    `__init__` tests `is_tbo_enabled()`): reached through that read, not by its name; stored
+    as {"name", "by_name": false}, a definition (unlike a model class step) all the same."""
+
+    __slots__ = ()
+
+
 def stored_chain(chain: list[str] | tuple[str, ...]) -> list[Any]:
-    """A chain as stored: each step its name, a Named one {"name", "by_name": true}."""
-    return [{"name": str(s), "by_name": True} if isinstance(s, Named) else s for s in chain]
+    """A chain as stored: each step its name, a Named one {"name", "by_name": true}, a
+    NamedRead one {"name", "by_name": false}."""
+    return [
+        {"name": str(s), "by_name": isinstance(s, Named)}
+        if isinstance(s, (Named, NamedRead))
+        else s
+        for s in chain
+    ]
 
 
 def find_carriers(
@@ -489,9 +503,9 @@ def file_uses(
     patterns: list[tuple[str, str | None, tuple[str, str | None]]],
     accessors: bool = False,
 ) -> list[Use]:
-    """Uses of each (name, member) pattern in code (not in imports or comments). With
-    `accessors`, only those in the `return` of a short function (`Use.accessor` set): the
-    other hits are dropped before the costlier tests."""
+    """Uses of each (name, member) pattern in code (not in imports, comments or
+    triple-quoted strings). With `accessors`, only those in the `return` of a short
+    function (`Use.accessor` set): the other hits are dropped before the costlier tests."""
     if not patterns:
         return []
     by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
@@ -515,6 +529,8 @@ def file_uses(
     }
     out: list[Use] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
+    strings: list[tuple[int, int]] | None = None  # docstrings and text, on the first hit
+    shadows: dict[str, bool] = {}  # name -> whether a function may bind it (cheap test)
     for pos, name in hits:
         before = f.text[pos - 1] if pos else " "
         m = ATTR_AFTER_RE.match(f.text, pos + len(name))
@@ -532,6 +548,15 @@ def file_uses(
             continue
         if stripped.startswith(("from ", "import ", "global ")) or _in_import_block(f, line):
             continue
+        if strings is None:
+            strings = docstring_spans(f.text)
+        if in_spans(strings, pos):
+            continue  # `- experts: get_moe_impl_class(...)` in a docstring
+        may_shadow = shadows.get(name)
+        if may_shadow is None:
+            may_shadow = shadows[name] = _may_bind(f.text, name)
+        if may_shadow and _bound_locally(f, line, name):
+            continue  # `def f(..., require_x: bool)`: its `if not require_x:` is the parameter
         if re.match(r"(?:async\s+)?(?:def|class)\s", stripped):
             continue  # the definition itself
         for member, cid in by_name[name]:
@@ -552,6 +577,46 @@ def file_uses(
             if accessor is not None or not accessors:
                 out.append(Use(cid, line, f.text_of(line), accessor, def_line, prop, returned))
     return out
+
+
+def _may_bind(text: str, name: str) -> bool:
+    """Cheap test for _bound_locally: `name` stands in a `def`'s parameters or is assigned
+    on an indented line."""
+    n = re.escape(name)
+    param = rf"\bdef[ \t]+\w+[ \t]*\((?:[^()]|\([^()]*\))*?(?<![\w.]){n}\b"
+    local = rf"(?m)^[ \t]+{n}[ \t]*(?::[^=\n]*)?=(?!=)"
+    return re.search(param, text) is not None or re.search(local, text) is not None
+
+
+def _bound_locally(f: PyFile, line: int, name: str) -> bool:
+    """Whether a function holding `line` has a parameter or local `name` (a closure's
+    too): there the name is that local, not the module's carrier."""
+    d = f.enclosing(line)
+    while d is not None:
+        node = f.node(d) if d.kind == "def" else None
+        if node is not None and _binds(node, name):
+            return True
+        d = d.parent
+    return False
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether function `node` binds `name` in its own scope: a parameter, or assigned and
+    not declared `global` (nested functions and classes are their own scopes)."""
+    if name in _parameters(node):
+        return True
+    todo = list(ast.iter_child_nodes(node))
+    stores = False
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            return False
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # (their own scope)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+            stores = True
+        todo.extend(ast.iter_child_nodes(n))
+    return stores
 
 
 # A line that may decide a short function's return without holding it: an `if` guarding a
@@ -1136,28 +1201,33 @@ class Resolver:
             if hops(c.chain) < MAX_CHAIN and (c.path == path or alias not in local_defs)
         ]
         used = {u.carrier[0] for u in cached}
+        named: list[tuple[bool, Carrier]] = []
         for c in carriers:
             word = _chain_topic(c.chain)
-            if word is None or not any(a in used for a, cs in by_alias.items() if c in cs):
+            aliases = {a for a, cs in by_alias.items() if c in cs}
+            if word is None or not aliases & used:
                 continue
             dests = tuple(d for d in c.dests if names_feature(word, d))
             if not dests:
                 continue
+            # The lines using `c` itself: a definition holding one reads it, not a name.
+            lines = [
+                u.line
+                for u in cached
+                if u.carrier[0] in aliases and (c.member is None or u.carrier[1] == c.member)
+            ]
             for name, line in defs:
                 if not name.startswith("_") and word in _words(name):
-                    add(
-                        Carrier(
-                            mod,
-                            name,
-                            None,
-                            "named",
-                            dests,
-                            (*c.chain, Named(name)),
-                            path,
-                            line,
-                            True,
-                        )
+                    end = _pyfile(sha, read_text).end_of(Def(line, 0, "def", name, None))
+                    reads = any(line <= no <= end for no in lines)
+                    step = NamedRead(name) if reads else Named(name)
+                    c2 = Carrier(
+                        mod, name, None, "named", dests, (*c.chain, step), path, line, True
                     )
+                    named.append((not reads, c2))
+        # (a definition reached by a read of one carrier and by the name of another: the read)
+        for _by_name, c2 in sorted(named, key=lambda n: n[0]):
+            add(c2)
 
 
 MEMBER_STEP_RE = re.compile(r"\w+\.\w+(?:\(\))?")  # `Cls.method()`, `Cls.prop`

@@ -15,9 +15,10 @@ import ast
 import bisect
 import copy
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, NamedTuple
+from typing import Any, AnyStr, NamedTuple
 
 from ingest.chunks import CUT, Piece, PieceSource
 from kb.pyast import NOT_LITERAL, PARSE_FAILURES, literal
@@ -161,19 +162,22 @@ def _in_comment(prefix: str) -> bool:
 
 # Triple-quoted strings that are not f-strings: docstrings and text, never reads.
 TRIPLE_QUOTES = (b'"""', b"'''")
+TRIPLE_QUOTES_STR = ('"""', "'''")
 
 
-def _docstring_spans(data: bytes) -> list[tuple[int, int]]:
-    """Spans of triple-quoted strings, from quote to matching quote (bytes.find: a regex
-    here cost a tenth of the whole scan)."""
+def docstring_spans(data: AnyStr) -> list[tuple[int, int]]:
+    """Spans of triple-quoted strings, from quote to matching quote (find: a regex here
+    cost a tenth of the whole scan); offsets in `data`, bytes or str."""
     spans: list[tuple[int, int]] = []
-    following = {q: data.find(q) for q in TRIPLE_QUOTES}  # next opening of each kind
+    quotes: Sequence[AnyStr] = TRIPLE_QUOTES if isinstance(data, bytes) else TRIPLE_QUOTES_STR
+    f_prefixes: Sequence[AnyStr] = (b"f", b"F") if isinstance(data, bytes) else ("f", "F")
+    following = {q: data.find(q) for q in quotes}  # next opening of each kind
     while live := [(at, q) for q, at in following.items() if at >= 0]:
         start, quote = min(live)
         end = data.find(quote, start + 3)
         if end < 0:
             break
-        if data[start - 1 : start] not in (b"f", b"F"):
+        if data[start - 1 : start] not in f_prefixes:
             spans.append((start, end + 3))
         for q, at in following.items():  # search again only for openings now passed
             if 0 <= at < end + 3:
@@ -181,7 +185,7 @@ def _docstring_spans(data: bytes) -> list[tuple[int, int]]:
     return spans
 
 
-def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
+def in_spans(spans: list[tuple[int, int]], offset: int) -> bool:
     i = bisect.bisect_right(spans, (offset, 1 << 62)) - 1
     return i >= 0 and spans[i][0] <= offset < spans[i][1]
 
@@ -263,11 +267,11 @@ def _with_alias_reads(
     if not names:
         return facts
     lines = _Lines(data, index)
-    spans = _docstring_spans(data)
+    spans = docstring_spans(data)
     found: list[list[Any]] = []
     pattern = rb"(?<![\w.])(" + b"|".join(sorted(names)) + rb")\.([a-z_][a-z0-9_]*)\b(?!\()"
     for m in re.finditer(pattern, data):
-        if _in_comment(lines.prefix(m.start())) or _inside(spans, m.start()):
+        if _in_comment(lines.prefix(m.start())) or in_spans(spans, m.start()):
             continue
         write = bool(WRITE_AFTER.match(data, m.end()))
         found.append([m.group(2).decode(), lines.at(m.start()), "write" if write else "read"])
@@ -333,8 +337,8 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
                 if _in_comment(lines.prefix(m.start())):
                     continue
                 if spans is None:
-                    spans = _docstring_spans(data)
-                if _inside(spans, m.start()):
+                    spans = docstring_spans(data)
+                if in_spans(spans, m.start()):
                     continue
                 name = m.group(m.lastindex or 1).decode()
                 write = False

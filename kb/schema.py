@@ -42,7 +42,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 26
+EXTRACTOR_VERSION = 27
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
@@ -274,7 +274,8 @@ class IndirectUsage(SQLModel, table=True):
     line: int
     text: str
     # JSON chain, first link first: ["IS_TBO_ENABLED", "is_tbo_enabled()", {"name":
-    # "model_forward_maybe_tbo", "by_name": true}] (chain_steps)
+    # "model_forward_maybe_tbo", "by_name": true}] (chain_steps); a definition named for the
+    # feature that reads the carrier itself is {"name", "by_name": false}
     via: str = "[]"
 
     __table_args__ = (Index("ix_indirect_version_dest", "version_id", "dest"),)
@@ -466,7 +467,8 @@ def loads(value: str | None) -> Any:
 def chain_steps(via: list[Any] | None) -> list[dict[str, Any]]:
     """An indirect read's stored chain as {"name", "by_name"} steps. A step is stored as its
     name, or as {"name", "by_name": true} when it is reached because its name spells the
-    feature (`model_forward_maybe_tbo` for tbo) rather than through a call or an import."""
+    feature (`model_forward_maybe_tbo` for tbo) rather than through a call or an import
+    ({"name", "by_name": false}: named so, but it reads the carrier itself)."""
     return [
         {"name": s["name"], "by_name": bool(s.get("by_name"))}
         if isinstance(s, dict)

@@ -52,7 +52,6 @@ from kb.schema import (
     Flag,
     IndirectUsage,
     Version,
-    chain_steps,
     loads,
     make_engine,
 )
@@ -462,11 +461,13 @@ def _collect_carriers(
         flag = option_of.get((vid, dest))
         if flag is None:
             continue
-        for step, by_name in dict.fromkeys(
-            (s["name"], s["by_name"]) for s in chain_steps(loads(via_j))
+        # (a step stored as a dict is a definition named for the feature, reached by its
+        # name or by its own read: TboForwardBatchPreparer is one, a model class step not)
+        for step, named in dict.fromkeys(
+            (s["name"], True) if isinstance(s, dict) else (s, False) for s in loads(via_j) or []
         ):
-            if not by_name and not _CARRIER.match(step):
-                continue  # a class named for the feature (TboForwardBatchPreparer) is one
+            if not named and not _CARRIER.match(step):
+                continue
             key = ("carrier", step, flag)
             if known(key, vid):
                 continue

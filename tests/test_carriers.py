@@ -306,3 +306,111 @@ def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> No
     assert got[11] == [("--quantization", [], "subject")]  # the dest itself
     # a value no other flag accepts: the value says it, not the name
     assert got[13] == [("--cache-mem-layout", [], "only-flag")]
+
+
+# --- what is no use of a carrier, and what is no step by name ------------------------------
+
+# A docstring listing the experts' class (after non-ASCII text: str and bytes offsets differ),
+# a parameter and locals named like the carrier, and a real use after each.
+SHADOWS = """
+from sglang.srt.utils import get_runner_backend, is_xbo_enabled
+
+
+class Fp9Experts:
+    \"\"\"Experts — «fused» (ü):
+    - runner: get_runner_backend().is_deep()
+    \"\"\"
+
+    def __init__(self):
+        self.deep = get_runner_backend().is_deep()
+
+
+def gather(
+    x,
+    is_xbo_enabled: bool,
+):
+    if not is_xbo_enabled:
+        return x
+
+    def inner():
+        return is_xbo_enabled and x
+
+    return inner()
+
+
+def local_only(x):
+    is_xbo_enabled = x > 0
+    if is_xbo_enabled:
+        x.split = True
+
+
+def setup(x):
+    if is_xbo_enabled():
+        x.split = True
+"""
+
+# A class named for the feature whose `__init__` reads the carrier (MaybeXboDispatcher), one
+# that does not (XboHelper); a module using both.
+XBO_DISPATCH = """
+from sglang.srt.utils import is_xbo_enabled
+
+
+class MaybeXboDispatcher:
+    def __init__(self):
+        self.count = 2 if is_xbo_enabled() else 1
+
+
+class XboHelper:
+    pass
+"""
+
+XBO_DISPATCH_USER = """
+from sglang.srt.overlap.xbo_dispatch import MaybeXboDispatcher, XboHelper
+
+
+def make_dispatcher():
+    return MaybeXboDispatcher()
+
+
+def make_helper():
+    return XboHelper()
+"""
+
+
+def test_a_docstring_line_is_no_use() -> None:
+    found = _resolve({**FILES, "python/sglang/srt/quant/shadows.py": SHADOWS})
+    assert not _at(found, "shadows.py", "- runner: get_runner_backend()")
+    assert _at(found, "shadows.py", "self.deep = get_runner_backend().is_deep()")
+
+
+def test_a_parameter_or_local_named_like_the_carrier_is_no_use_of_it() -> None:
+    found = _resolve({**FILES, "python/sglang/srt/quant/shadows.py": SHADOWS})
+    assert _at(found, "shadows.py", "if is_xbo_enabled():")  # the carrier itself
+    for text in (
+        "is_xbo_enabled: bool,",  # a parameter on its own line
+        "if not is_xbo_enabled:",
+        "return is_xbo_enabled and x",  # a closure over the parameter
+        "is_xbo_enabled = x > 0",
+        "if is_xbo_enabled:",  # a local
+    ):
+        assert not _at(found, "shadows.py", text), text
+    # (the parameter's function carries nothing on either)
+    assert not [s for s in found if "gather()" in map(str, s["via"])]
+
+
+def test_a_definition_named_for_the_feature_that_reads_it_is_no_step_by_name() -> None:
+    found = _resolve(
+        {
+            **FILES,
+            "python/sglang/srt/overlap/xbo_dispatch.py": XBO_DISPATCH,
+            "python/sglang/srt/overlap/xbo_dispatch_user.py": XBO_DISPATCH_USER,
+        }
+    )
+    read = _at(found, "xbo_dispatch_user.py", "return MaybeXboDispatcher()")
+    assert read["enable_x_batch_overlap"] == [
+        "IS_XBO",
+        "is_xbo_enabled()",
+        {"name": "MaybeXboDispatcher", "by_name": False},
+    ]
+    named = _at(found, "xbo_dispatch_user.py", "return XboHelper()")
+    assert named["enable_x_batch_overlap"][-1] == {"name": "XboHelper", "by_name": True}
