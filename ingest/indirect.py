@@ -530,7 +530,6 @@ def file_uses(
     out: list[Use] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
     strings: list[tuple[int, int]] | None = None  # docstrings and text, on the first hit
-    shadows: dict[str, bool] = {}  # name -> whether a function may bind it (cheap test)
     for pos, name in hits:
         before = f.text[pos - 1] if pos else " "
         m = ATTR_AFTER_RE.match(f.text, pos + len(name))
@@ -552,11 +551,6 @@ def file_uses(
             strings = docstring_spans(f.text)
         if in_spans(strings, pos):
             continue  # `- experts: get_moe_impl_class(...)` in a docstring
-        may_shadow = shadows.get(name)
-        if may_shadow is None:
-            may_shadow = shadows[name] = _may_bind(f.text, name)
-        if may_shadow and _bound_locally(f, line, name):
-            continue  # `def f(..., require_x: bool)`: its `if not require_x:` is the parameter
         if re.match(r"(?:async\s+)?(?:def|class)\s", stripped):
             continue  # the definition itself
         for member, cid in by_name[name]:
@@ -577,46 +571,6 @@ def file_uses(
             if accessor is not None or not accessors:
                 out.append(Use(cid, line, f.text_of(line), accessor, def_line, prop, returned))
     return out
-
-
-def _may_bind(text: str, name: str) -> bool:
-    """Cheap test for _bound_locally: `name` stands in a `def`'s parameters or is assigned
-    on an indented line."""
-    n = re.escape(name)
-    param = rf"\bdef[ \t]+\w+[ \t]*\((?:[^()]|\([^()]*\))*?(?<![\w.]){n}\b"
-    local = rf"(?m)^[ \t]+{n}[ \t]*(?::[^=\n]*)?=(?!=)"
-    return re.search(param, text) is not None or re.search(local, text) is not None
-
-
-def _bound_locally(f: PyFile, line: int, name: str) -> bool:
-    """Whether a function holding `line` has a parameter or local `name` (a closure's
-    too): there the name is that local, not the module's carrier."""
-    d = f.enclosing(line)
-    while d is not None:
-        node = f.node(d) if d.kind == "def" else None
-        if node is not None and _binds(node, name):
-            return True
-        d = d.parent
-    return False
-
-
-def _binds(node: ast.AST, name: str) -> bool:
-    """Whether function `node` binds `name` in its own scope: a parameter, or assigned and
-    not declared `global` (nested functions and classes are their own scopes)."""
-    if name in _parameters(node):
-        return True
-    todo = list(ast.iter_child_nodes(node))
-    stores = False
-    while todo:
-        n = todo.pop()
-        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
-            return False
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue  # (their own scope)
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-            stores = True
-        todo.extend(ast.iter_child_nodes(n))
-    return stores
 
 
 # A line that may decide a short function's return without holding it: an `if` guarding a

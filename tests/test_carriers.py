@@ -311,7 +311,8 @@ def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> No
 # --- what is no use of a carrier, and what is no step by name ------------------------------
 
 # A docstring listing the experts' class (after non-ASCII text: str and bytes offsets differ),
-# a parameter and locals named like the carrier, and a real use after each.
+# and a real use after it. (A parameter or local named like a carrier is still taken for a
+# use of it: no such case in SGLang's history, and the check cost ~3 s of ingest CPU.)
 SHADOWS = """
 from sglang.srt.utils import get_runner_backend, is_xbo_enabled
 
@@ -381,21 +382,6 @@ def test_a_docstring_line_is_no_use() -> None:
     found = _resolve({**FILES, "python/sglang/srt/quant/shadows.py": SHADOWS})
     assert not _at(found, "shadows.py", "- runner: get_runner_backend()")
     assert _at(found, "shadows.py", "self.deep = get_runner_backend().is_deep()")
-
-
-def test_a_parameter_or_local_named_like_the_carrier_is_no_use_of_it() -> None:
-    found = _resolve({**FILES, "python/sglang/srt/quant/shadows.py": SHADOWS})
-    assert _at(found, "shadows.py", "if is_xbo_enabled():")  # the carrier itself
-    for text in (
-        "is_xbo_enabled: bool,",  # a parameter on its own line
-        "if not is_xbo_enabled:",
-        "return is_xbo_enabled and x",  # a closure over the parameter
-        "is_xbo_enabled = x > 0",
-        "if is_xbo_enabled:",  # a local
-    ):
-        assert not _at(found, "shadows.py", text), text
-    # (the parameter's function carries nothing on either)
-    assert not [s for s in found if "gather()" in map(str, s["via"])]
 
 
 def test_a_definition_named_for_the_feature_that_reads_it_is_no_step_by_name() -> None:
