@@ -37,7 +37,7 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # compared name; 19: deprecations' "conversion", `--flag=value` replacements; 20: a guard
 # deciding a return counts only at the top, without the function's parameters; 21: a brace
 # pair in a replacement named by the help (`--x-{a,b}`); 22: no carrier from a use in a
-# docstring or of a parameter or local named like the carrier
+# docstring; a feature-named definition reading the carrier is no step by name
 ANALYZER_VERSION = 22
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"

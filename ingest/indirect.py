@@ -612,16 +612,18 @@ def decides_return(f: PyFile, d: Def, line: int) -> bool:
         return False
     params = _parameters(node)
     top = _top_statements(node)
-    # The returned values, and the tests of top-level `if`s whose body returns at once.
-    deciding: list[ast.expr] = [v for v in values if v is not None]
-    deciding += [
+    # The tests of top-level `if`s whose body returns at once (a use in a returned value was
+    # the `return` case above: a value on the line of `if ctx.x and y(): return True` is no
+    # way around the test's parameter), then with the returned values, what a local feeds.
+    tests = [
         s.test
         for s in top
         if isinstance(s, ast.If) and isinstance(s.body[0], ast.Return)
         and _size(s.test) <= MAX_RETURN_NODES and not _reads(s.test, params)
     ]  # fmt: skip
-    if any(_spans(e, rel) for e in deciding):
+    if any(_spans(e, rel) for e in tests):
         return True
+    deciding: list[ast.expr] = [*(v for v in values if v is not None), *tests]
     assigned: dict[str, list[ast.stmt]] = defaultdict(list)
     for s in _own_statements(node):
         if isinstance(s, ast.Assign):

@@ -400,3 +400,30 @@ def test_a_definition_named_for_the_feature_that_reads_it_is_no_step_by_name() -
     ]
     named = _at(found, "xbo_dispatch_user.py", "return XboHelper()")
     assert named["enable_x_batch_overlap"][-1] == {"name": "XboHelper", "by_name": True}
+
+
+def test_a_one_line_guard_on_a_parameter_makes_no_carrier() -> None:
+    """`if ctx.sparse and ...: return True` on one line: the returned `True` shares the line
+    but the test reads what the caller passes, as on two lines."""
+    one_line = (
+        "from sglang.srt.utils import get_runner_backend\n\n\n"
+        "def deep_here(ctx):\n"
+        "    if ctx.sparse and get_runner_backend().is_deep(): return True\n"
+        "    return False\n"
+    )
+    user = (
+        "from sglang.srt.quant.one_line import deep_here\n\n\n"
+        "def run(ctx):\n"
+        "    if deep_here(ctx):\n"
+        "        return 1\n"
+        "    return 0\n"
+    )
+    found = _resolve(
+        {
+            **FILES,
+            "python/sglang/srt/quant/one_line.py": one_line,
+            "python/sglang/srt/quant/one_line_user.py": user,
+        }
+    )
+    assert _at(found, "one_line.py", "if ctx.sparse and get_runner_backend()")  # the use
+    assert not _at(found, "one_line_user.py", "if deep_here(ctx):")

@@ -699,6 +699,13 @@ def test_a_deprecated_variable_in_another_unit_is_converted(client: TestClient) 
     warning = env_findings(idle)[0]["message"]
     assert "converts the value with `str(round(float(os.environ[old_name]) / 60))`" in warning
     assert "→" not in warning
+    # ... nor is the raw value checked against the new name's type, nor named as its value.
+    raw = env_findings(explain(client, f"SGLANG_WIDGET_IDLE_S=abc {LAUNCH}"))
+    assert [f["severity"] for f in raw] == ["warning"] and "abc" not in raw[0]["message"]
+    both_idle = env_findings(
+        explain(client, f"SGLANG_WIDGET_IDLE_S=90 SGLANG_WIDGET_IDLE_MIN=2 {LAUNCH}")
+    )
+    assert both_idle and not any("=None" in f["message"] for f in both_idle)
     from kb.explain.envvars import environ_of
     from kb.explain.load import load_facts
     from kb.queries import get_version

@@ -458,12 +458,13 @@ def check_env(
         if target is not None and a.value is not None:
             own = parse_value(target, a.value)[0]  # the old name keeps its value as set
             value, problem = parse_value(target, a.value if copy is None else copy)
-            if spec is not None and "op" in (spec.conversion or {}) and copy is None:
-                # SGLang's conversion (`float(v) / 1000.0`) raises: it does not start.
-                findings.append(
-                    finding("error", None, f"{a.name}: {why}", "env", spec.source, env=a.name)
-                )
+            if copy is None:  # converted, but not here: the raw value says nothing of its type
                 problem = None
+                if spec is not None and "op" in (spec.conversion or {}):
+                    # SGLang's conversion (`float(v) / 1000.0`) raises: it does not start.
+                    findings.append(
+                        finding("error", None, f"{a.name}: {why}", "env", spec.source, env=a.name)
+                    )
             if problem and not target.declared and target.type in ("int", "float"):
                 # An undeclared variable's type is a guess from one `int(...)` read (the
                 # CUDA_VISIBLE_DEVICES of a single-GPU path): not enough to warn.
@@ -484,7 +485,7 @@ def check_env(
                 if new_value is not None:  # both names set: say which one SGLang keeps
                     how = (
                         f"{a.name}={a.value} (it copies {a.name} over {target.name} at import"
-                        + (f", as {target.name}={copy})" if copy != a.value else ")")
+                        + (f", as {target.name}={copy})" if copy not in (None, a.value) else ")")
                         if copied
                         else f"{target.name}={new_value} ({a.name} is read only while "
                         f"{target.name} is unset)"
