@@ -136,7 +136,7 @@ def test_a_misspelt_version_of_a_value_page(client: TestClient) -> None:
 def test_it_exists_in_links_a_value_page_only_where_the_value_is(client: TestClient) -> None:
     data, found = links(client, "/v/p2/backends/--kernel-backend/c")
     assert {e["version"]: e["url"] for e in data["elsewhere"]} == {
-        "p1": "/v/p1/flags/--kernel-backend",  # the flag without the value
+        "p1": "/api/v/p1/flags/--kernel-backend",  # the flag without the value (JSON twin)
         "p3": "/api/v/p3/backends/--kernel-backend/c",
     }
     answers(client, found)

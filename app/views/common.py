@@ -98,9 +98,7 @@ def suggestion_url(
         if kind == "flag":
             segments[slot] = name
         if values:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            pairs = [(k, v) for k, v in pairs if k != "values"] + [("values", ",".join(values))]
-            query = urlencode(pairs, safe=",")
+            query = with_values(query, ",".join(values))
         else:  # nothing the flag has to compare: its page
             segments, query = [*segments[: i + 2], "flags", name], ""
     elif kind == "value" and segments[slot] == "compare" and slot == len(segments) - 1:
@@ -122,20 +120,27 @@ def same_page_elsewhere(request: Request, found: dict[str, str]) -> dict[str, st
     stays on the flag's page."""
     values = found.pop("values", None)
     segments = request.url.path.split("/")
-    if "v" not in segments or values == "":
+    if "v" not in segments:
         return found
     i = segments.index("v")
     if segments[i + 2 : i + 3] != ["backends"] or len(segments) < i + 5:
         return found
+    if values == "":  # the flag's page there; a backend page's JSON links JSON twins
+        api = segments[1:2] == ["api"] and not found["url"].startswith("/api/")
+        return {**found, "url": "/api" + found["url"]} if api else found
     flag = found["url"].rsplit("/", 1)[1]  # the flag's name in that version
     segments[i + 1], segments[i + 3] = quote(found["version"], safe=""), flag
     url = "/".join(segments)
     query = request.url.query
     if values is not None:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        pairs = [(k, v) for k, v in pairs if k != "values"] + [("values", values)]
-        query = urlencode(pairs, safe=",")
+        query = with_values(query, values)
     return {**found, "url": f"{url}?{query}" if query else url}
+
+
+def with_values(query: str, values: str) -> str:
+    """`query` with its `values` (a compare page's, comma-joined) replaced by `values`."""
+    pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "values"]
+    return urlencode([*pairs, ("values", values)], safe=",")
 
 
 def error_response(
