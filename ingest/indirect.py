@@ -1356,9 +1356,14 @@ def _loader_of(calls: dict[str, set[str]], method: str) -> str | None:
     def loader(name: str, seen: frozenset[str]) -> str | None:
         if "load_weights" in name:
             return name
-        by = [n for n in calls if n != name and n not in seen and name in calls[n]]
-        found = [loader(n, seen | {name}) for n in by]
-        return found[0] if found and all(found) else None
+        first = None
+        for n in calls:  # every caller must be (called from) weight loading: stop at one not
+            if n != name and n not in seen and name in calls[n]:
+                found = loader(n, seen | {name})
+                if found is None:
+                    return None
+                first = first or found
+        return first
 
     return loader(method, frozenset())
 
