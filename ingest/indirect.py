@@ -606,10 +606,12 @@ def decides_return(f: PyFile, d: Def, line: int) -> bool:
     if node is None:
         return False
     rel = line - d.line + 1
+    stmts = _own_statements(node)
+    returns = [s for s in stmts if isinstance(s, ast.Return)]
     # (a bare `return` under `if not enabled:` decides what the function does, not a value)
-    values = [s.value for s in _own_statements(node) if isinstance(s, ast.Return)]
-    if not values or any(v is None or _size(v) > MAX_RETURN_NODES for v in values):
+    if not returns or any(r.value is None or _size(r.value) > MAX_RETURN_NODES for r in returns):
         return False
+    values = [r.value for r in returns if r.value is not None]  # (all of them, for mypy)
     params = _parameters(node)
     top = _top_statements(node)
     # The tests of top-level `if`s whose body returns at once (a use in a returned value was
@@ -623,9 +625,9 @@ def decides_return(f: PyFile, d: Def, line: int) -> bool:
     ]  # fmt: skip
     if any(_spans(e, rel) for e in tests):
         return True
-    deciding: list[ast.expr] = [*(v for v in values if v is not None), *tests]
+    deciding = [*values, *tests]
     assigned: dict[str, list[ast.stmt]] = defaultdict(list)
-    for s in _own_statements(node):
+    for s in stmts:
         if isinstance(s, ast.Assign):
             targets = s.targets
         elif isinstance(s, (ast.AugAssign, ast.AnnAssign, ast.For)):
