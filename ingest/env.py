@@ -886,7 +886,14 @@ class _Deprecation(ast.NodeVisitor):
         """What the new name is given, in terms of the old name's value: None for the value as
         it is; {"expr", "cast", "op", "by"} for `str(float(old) / 1000.0)` (a cast, then one
         multiplication or division by a number: `op` "*", "/" or "//"); {"expr"} alone for
-        anything else, which is not worked out."""
+        anything else, which is not worked out. A local holding the whole value
+        (`secs = str(...); os.environ[new] = secs`) is read through."""
+        for _ in range(3):  # (locals assigned from locals, a few deep)
+            if not isinstance(value, ast.Name) or value.id not in self.locals:
+                break
+            if self._reads_old(value):
+                return None
+            value = self.locals[value.id]
         if self._reads_old(value):
             return None
         out: dict[str, Any] = {"expr": ast.unparse(value)}

@@ -211,6 +211,11 @@ def _convert_SGL_to_SGLANG():
             s_val = os.environ[old_name]
             warnings.warn(f"{old_name} (in s) is deprecated, {new_name} is in ms")
             os.environ[new_name] = str(1000 * int(s_val))
+    for old_name, new_name in {"SGLANG_WIDGET_GRACE_MS": "SGLANG_WIDGET_GRACE"}.items():
+        if old_name in os.environ:
+            warnings.warn(f"{old_name} (in ms) is deprecated, {new_name} is in seconds")
+            secs = str(float(os.environ[old_name]) / 1000)
+            os.environ[new_name] = secs
     for old_name, new_name in {"SGLANG_WIDGET_IDLE_S": "SGLANG_WIDGET_IDLE_MIN"}.items():
         if old_name in os.environ:
             warnings.warn(f"{old_name} (in s) is deprecated, {new_name} is in minutes")

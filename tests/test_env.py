@@ -149,6 +149,10 @@ def test_deprecations_declared_by_helper_calls() -> None:
             "SGLANG_WIDGET_POLL_MS",
             "SGLANG_WIDGET_POLL_S (in s) is deprecated, SGLANG_WIDGET_POLL_MS is in ms",
         ),
+        "SGLANG_WIDGET_GRACE_MS": (
+            "SGLANG_WIDGET_GRACE",
+            "SGLANG_WIDGET_GRACE_MS (in ms) is deprecated, SGLANG_WIDGET_GRACE is in seconds",
+        ),
         "SGLANG_WIDGET_IDLE_S": (
             "SGLANG_WIDGET_IDLE_MIN",
             "SGLANG_WIDGET_IDLE_S (in s) is deprecated, SGLANG_WIDGET_IDLE_MIN is in minutes",
@@ -164,6 +168,9 @@ def test_deprecations_declared_by_helper_calls() -> None:
     }  # fmt: skip
     assert conversion["SGLANG_WIDGET_POLL_S"] == {  # through a local, the factor first
         "expr": "str(1000 * int(s_val))", "cast": "int", "op": "*", "by": 1000
+    }  # fmt: skip
+    assert conversion["SGLANG_WIDGET_GRACE_MS"] == {  # the whole new value in a local
+        "expr": "str(float(os.environ[old_name]) / 1000)", "cast": "float", "op": "/", "by": 1000
     }  # fmt: skip
     assert conversion["SGLANG_WIDGET_IDLE_S"] == {
         "expr": "str(round(float(os.environ[old_name]) / 60))"
@@ -301,7 +308,8 @@ def test_ingested_rows(env_db: Path) -> None:
         ).fetchall()
     )
     assert {k: json.loads(v).get("op") for k, v in conversion.items()} == {
-        "SGLANG_WIDGET_WAIT_MS": "/", "SGLANG_WIDGET_POLL_S": "*", "SGLANG_WIDGET_IDLE_S": None
+        "SGLANG_WIDGET_WAIT_MS": "/", "SGLANG_WIDGET_POLL_S": "*", "SGLANG_WIDGET_IDLE_S": None,
+        "SGLANG_WIDGET_GRACE_MS": "/",
     }  # fmt: skip
     assert ("v0.5.0", "SOME_SETTING") not in at  # named in an error message only
     # Read by sgl-kernel's package (not by its benchmarks), cited there.
