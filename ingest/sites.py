@@ -190,14 +190,29 @@ def in_spans(spans: list[tuple[int, int]], offset: int) -> bool:
     return i >= 0 and spans[i][0] <= offset < spans[i][1]
 
 
+# Calls that change a string's case or blanks, not what it is: `x.lower() == "v"` is about x.
+NORMALISING = (".lower()", ".upper()", ".strip()", ".casefold()")
+
+
+def _subject(prefix: str) -> str | None:
+    """The compared expression at the end of `prefix`, normalising calls taken off."""
+    m = SUBJECT_RE.search(prefix.rstrip())
+    if not m:
+        return None
+    expr = m.group(1)
+    while expr.endswith(NORMALISING) and expr.rfind(".") > 0:
+        expr = expr[: expr.rfind(".")]
+    return expr
+
+
 @lru_cache(maxsize=1 << 16)
 def subject_tail(prefix: str) -> str:
     """The name a comparison is about: `self.moe_runner_backend` -> moe_runner_backend,
-    `get_moe_runner_backend()` -> moe_runner_backend, `d["attention_backend"]` -> same."""
-    m = SUBJECT_RE.search(prefix.rstrip())
-    if not m:
+    `get_moe_runner_backend()` -> moe_runner_backend, `d["attention_backend"]` -> same,
+    `self.model_path.lower()` -> model_path."""
+    expr = _subject(prefix)
+    if not expr:
         return ""
-    expr = m.group(1)
     if expr.endswith("]"):
         return re.findall(r"[\"'](\w+)[\"']\]$", expr)[0]
     last = expr.split(".")[-1]
@@ -214,10 +229,9 @@ def compared_name(prefix: str) -> str:
     `self.server_args.x`, `get_global_server_args().x`, `server_args_dict["x"]` or a bare
     name -> "x"."""
     tail = subject_tail(prefix)
-    m = SUBJECT_RE.search(prefix.rstrip())
-    if not tail or not m:
+    expr = _subject(prefix)
+    if not tail or not expr:
         return tail
-    expr = m.group(1)
     receiver = expr[: expr.rfind("[")] if expr.endswith("]") else expr.rpartition(".")[0]
     last = receiver.rpartition(".")[2].removesuffix("()")
     if last in ("", "self", "cls", "args") or last.endswith(("server_args", "server_args_dict")):

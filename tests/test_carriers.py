@@ -278,6 +278,10 @@ def apply(quant_info, server_args, quant_type, layer):
         return 5
     if layer.cache_layout == "page_major":
         return 6
+    if layer.model_path.lower() in ("none", "awq"):
+        return 7
+    if quant_info.quant_type.strip().lower() == "fp9":
+        return 8
 """
 
 
@@ -291,6 +295,7 @@ def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> No
             ("--draft-model-quantization", "draft_model_quantization", ["fp9", "awq"]),
             ("--kv-cache-dtype", "kv_cache_dtype", ["auto", "fp9", "bf16"]),
             ("--cache-mem-layout", "cache_mem_layout", ["layer_major", "page_major"]),
+            ("--model-path", "model_path", None),
         ]
     ]
     who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
@@ -306,6 +311,9 @@ def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> No
     assert got[11] == [("--quantization", [], "subject")]  # the dest itself
     # a value no other flag accepts: the value says it, not the name
     assert got[13] == [("--cache-mem-layout", [], "only-flag")]
+    # a case or blank change is no other name: another flag's dest compared, not a choice
+    assert got[15] == [None, None]  # ("none"; "awq", which --quantization's family takes)
+    assert got[17] == [ambiguous]  # (was the name `lower`, no receiver's: by words)
 
 
 # --- what is no use of a carrier, and what is no step by name ------------------------------
