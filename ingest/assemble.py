@@ -507,12 +507,14 @@ class Attributor:
         self.dynamic = {f["name"] for f in flags if f["choices_dynamic"]}
         self._answers: dict[tuple[str, str], tuple[str | None, list[str], str] | None] = {}
         self.accepting: dict[str, list[str]] = defaultdict(list)  # value -> options
+        self._by_path: dict[tuple[str, str], str | None] = {}
         for flag in flags:
             if flag["deprecated"]:
                 continue
             for value in flag["choices"] or []:
                 if isinstance(value, str):
                     self.accepting[value].append(flag["name"])
+        self.with_choices = sorted({o for options in self.accepting.values() for o in options})
 
     def by_subject(self, tail: str, candidates: list[str]) -> str | None:
         words = core_words(tail)
@@ -533,13 +535,40 @@ class Attributor:
                     return base
         return None
 
-    def value(self, value: str, tail: str) -> tuple[str | None, list[str], str] | None:
+    def value(
+        self, value: str, tail: str, path: str = ""
+    ) -> tuple[str | None, list[str], str] | None:
         """(flag, candidates, basis) for a string value compared with `tail`; None when the
-        site is not about a choice (or is about another flag's value)."""
+        site is not about a choice (or is about another flag's value). `path`, the file's,
+        picks among flags whose dests the name shortens (see by_path)."""
+        if path and "." not in tail and value in self.accepting:
+            picked = self.by_path(tail, path)
+            if picked is not None:
+                return (picked, [], "subject") if picked in self.accepting[value] else None
         key = (value, tail)
         if key not in self._answers:  # the same comparisons recur in many files
             self._answers[key] = self._value(value, tail)
         return self._answers[key]
+
+    def by_path(self, tail: str, path: str) -> str | None:
+        """The one flag the compared name shortens that the file's path names: in
+        mem_cache/radix_cache.py `eviction_policy` is --radix-eviction-policy's, not
+        --lora-eviction-policy's (and a value only the LoRA flag takes is no choice site)."""
+        key = (tail, path)
+        if key not in self._by_path:
+            self._by_path[key] = None
+            words = core_words(tail)  # (a name of one word, `dtype`, says too little)
+            spelled = [o for o in self.with_choices if words < core_words(self.dest_of[o])]
+            if (
+                len(words) > 1
+                and tail not in self.option_of
+                and len(spelled) > 1
+                and family_base(spelled, self.dest_of) is None
+            ):
+                where = core_words(path.removesuffix(".py").replace("/", "_"))
+                named = [o for o in spelled if (core_words(self.dest_of[o]) - words) & where]
+                self._by_path[key] = named[0] if len(named) == 1 else None
+        return self._by_path[key]
 
     def _value(self, value: str, tail: str) -> tuple[str | None, list[str], str] | None:
         candidates = self.accepting.get(value)
@@ -670,7 +699,7 @@ def _choice_sites(
                     continue
                 _is_call(who, is_method, types, value, line, tail, add)
                 continue
-            found = who.value(value, tail)
+            found = who.value(value, tail, path)
             if found is not None:
                 add(value, line, how, *found)
         for const, line, tail in f.get("named_contains", []):

@@ -288,7 +288,7 @@ def apply(quant_info, server_args, quant_type, layer):
 def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> None:
     from ingest.assemble import Attributor
 
-    flags = [
+    flags: list[dict[str, Any]] = [
         {"name": n, "dest": d, "choices": c, "choices_dynamic": False, "deprecated": None}
         for n, d, c in [
             ("--quantization", "quantization", ["fp9", "awq"]),
@@ -299,7 +299,7 @@ def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> No
         ]
     ]
     who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
-    got = {}
+    got: dict[int, list[Any]] = {}
     for value, line, tail, _how in sites.scan(KERNEL.encode())["choices"]:
         got.setdefault(line, []).append(who.value(value, tail))
     ambiguous = (None, ["--draft-model-quantization", "--kv-cache-dtype", "--quantization"], "")
@@ -435,3 +435,31 @@ def test_a_one_line_guard_on_a_parameter_makes_no_carrier() -> None:
     )
     assert _at(found, "one_line.py", "if ctx.sparse and get_runner_backend()")  # the use
     assert not _at(found, "one_line_user.py", "if deep_here(ctx):")
+
+
+def test_a_name_two_flags_shorten_is_the_one_the_file_s_path_names() -> None:
+    from ingest.assemble import Attributor
+
+    flags: list[dict[str, Any]] = [
+        {"name": n, "dest": d, "choices": c, "choices_dynamic": False, "deprecated": None}
+        for n, d, c in [
+            ("--radix-eviction-policy", "radix_eviction_policy", ["lru", "lfu"]),
+            ("--lora-eviction-policy", "lora_eviction_policy", ["lru", "fifo"]),
+            ("--schedule-policy", "schedule_policy", ["lpm", "priority"]),
+        ]
+    ]
+    who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
+    radix = "python/pkg/mem_cache/radix_cache.py"
+    assert who.value("lru", "eviction_policy", radix) == ("--radix-eviction-policy", [], "subject")
+    # values the radix flag does not take: the radix cache's own, no choice site
+    assert who.value("fifo", "eviction_policy", radix) is None
+    assert who.value("priority", "eviction_policy", radix) is None
+    # a path that names neither: the value decides, as before
+    elsewhere = "python/pkg/managers/cache.py"
+    assert who.value("lru", "eviction_policy", elsewhere)[0] is None  # type: ignore[index]
+    assert who.value("fifo", "eviction_policy", elsewhere)[0] == "--lora-eviction-policy"  # type: ignore[index]
+    # a name that is a flag's dest is that flag's, whatever the path says
+    flags.append({"name": "--eviction-policy", "dest": "eviction_policy", "choices": ["fifo"],
+                  "choices_dynamic": False, "deprecated": None})  # fmt: skip
+    who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
+    assert who.value("fifo", "eviction_policy", radix) == ("--eviction-policy", [], "subject")
