@@ -38,7 +38,7 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # deciding a return counts only at the top, without the function's parameters; 21: a brace
 # pair in a replacement named by the help (`--x-{a,b}`); 22: no carrier from a use in a
 # docstring; a feature-named definition reading the carrier is no step by name
-ANALYZER_VERSION = 22
+ANALYZER_VERSION = 23
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
