@@ -16,6 +16,9 @@ Two phases, like the rest of the ingest:
   carrier too; in a module that uses a carrier whose name spells a feature (`tbo`), the
   module's top-level definitions named for that feature (`model_forward_maybe_tbo`) are
   followed as well. Everything else is a use site, recorded with its chain, never followed.
+  A carrier deciding only under a test of what its callers pass (`if
+  context.is_layer_sparse:`) carries that condition on; a call of it is a use site only if
+  it passes the tested name without making the test false (`is_layer_sparse=False`).
 - then model classes (`_inherit`): from the classes of model files holding a use, to the
   classes deriving from them or holding an instance of them (`self.model = X(...)`).
 
@@ -58,6 +61,22 @@ STOP_WORDS = {
     "global", "server", "args", "config", "the", "maybe", "should", "can", "has", "mode",
     "backend", "value", "init", "initialize",
 }  # fmt: skip
+
+
+# What a carrier's callers must pass for it to carry the flag: (name, truthy) pairs, all of
+# them; () always. `(("is_layer_sparse", True),)`: its flags decide only under
+# `if context.is_layer_sparse:` (a sparse layer), so a call passing `is_layer_sparse=False`
+# reaches none of them.
+Cond = tuple[tuple[str, bool], ...]
+
+
+def both(a: Cond, b: Cond) -> Cond:
+    return a if not b else b if not a else tuple(sorted({*a, *b}))
+
+
+def stored_cond(raw: dict[str, Any]) -> Cond:
+    """The condition of a carrier as scan_structure stores it (only when it has one)."""
+    return tuple((str(name), bool(want)) for name, want in raw.get("cond", ()))
 
 
 # --- per blob ------------------------------------------------------------------------------
@@ -339,12 +358,19 @@ def find_carriers(
     alias_key = "\n#aliases " + " ".join(sorted(aliases)) if aliases else ""
     # By name and dests: an accessor of two carriers (`return not A and get_b().is_x()`)
     # carries each one's flags with its own chain.
-    found: dict[tuple[str, str | None, tuple[str, ...]], dict[str, Any]] = {}
+    # (and by condition: one carrying a flag always and under a test of what callers pass)
+    found: dict[tuple[str, str | None, tuple[str, ...], Cond], dict[str, Any]] = {}
 
     def add(
-        name: str, member: str | None, kind: str, dests: list[str], chain: list[str], line: int
+        name: str,
+        member: str | None,
+        kind: str,
+        dests: list[str],
+        chain: list[str],
+        line: int,
+        cond: Cond = (),
     ):
-        key = (name, member, tuple(dests))
+        key = (name, member, tuple(dests), cond)
         if key in found or not dests:
             return
         found[key] = {
@@ -355,6 +381,8 @@ def find_carriers(
             "chain": [*chain, display(name, member, kind)],
             "line": line,
         }
+        if cond:
+            found[key]["cond"] = [list(c) for c in cond]
 
     done: dict[int, _Block] = {}  # def line -> what its block gives
     has_global = "global " in text
@@ -407,7 +435,8 @@ def find_carriers(
             name, member = use.accessor
             for c in [c for c in found.values() if (c["name"], c["member"]) == use.carrier]:
                 kind = "property" if use.prop else "function"
-                add(name, member, kind, c["dests"], c["chain"], use.def_line)
+                cond = both(stored_cond(c), use.cond)
+                add(name, member, kind, c["dests"], c["chain"], use.def_line, cond)
         if len(found) == before:
             break
     return list(found.values())
@@ -496,6 +525,7 @@ class Use:
     def_line: int
     prop: bool = False  # the accessor is a property
     returned: bool = True  # in that `return` itself (not in an `if` or a local deciding it)
+    cond: Cond = ()  # what the accessor's callers must pass for the use to decide it
 
 
 def file_uses(
@@ -560,22 +590,27 @@ def file_uses(
                 continue
             seen.add((line, cid))
             accessor, def_line, prop, returned = None, line, False, True
+            cond: Cond = ()
             if _may_decide(f, line):  # cheap test before finding the enclosing function
                 d = f.enclosing(line)
-                if d is not None and decides_return(f, d, line):
+                decided = None if d is None else decides_return(f, d, line)
+                if d is not None and decided is not None:
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
-                        accessor, def_line = ident, d.line
+                        accessor, def_line, cond = ident, d.line, decided
                         prop = accessor_kind(f, d.line) == "property"
                         returned = f.returns_at(d, line) is not None
             if accessor is not None or not accessors:
-                out.append(Use(cid, line, f.text_of(line), accessor, def_line, prop, returned))
+                text = f.text_of(line)
+                out.append(Use(cid, line, text, accessor, def_line, prop, returned, cond))
     return out
 
 
 # A line that may decide a short function's return without holding it: an `if` guarding a
 # `return`, or a local name assigned (`backend = get_moe_runner_backend()`).
 GUARD_OR_LOCAL_RE = re.compile(r"\s*(?:(?:el)?if\s|[A-Za-z_]\w*\s*(?::[^=]*)?=[^=])")
+# An `if (` whose test goes on over the next lines (`if (\n not get_a2a_backend().is_none()`)
+OPEN_TEST_RE = re.compile(r"\s*(?:el)?if\s*\(\s*(?:#.*)?$")
 
 
 def _may_decide(f: PyFile, line: int) -> bool:
@@ -583,49 +618,71 @@ def _may_decide(f: PyFile, line: int) -> bool:
     a guard or local in the first lines of a function short enough to be an accessor."""
     if f.maybe_return(line):
         return True
-    if not 0 < line <= len(f.lines) or GUARD_OR_LOCAL_RE.match(f.lines[line - 1]) is None:
+    if not 0 < line <= len(f.lines):
+        return False
+    if GUARD_OR_LOCAL_RE.match(f.lines[line - 1]) is None and not any(
+        OPEN_TEST_RE.match(f.lines[no - 1]) for no in range(max(1, line - 4), line)
+    ):
         return False
     return f.def_near(line)
 
 
-def decides_return(f: PyFile, d: Def, line: int) -> bool:
-    """Whether what `line` holds decides what the short function `d` returns: it is in a
-    `return`, or, where every `return` of the function is small, in the small test of an
-    `if` that returns at once (`if backend.is_deep_gemm(): return True`) or in the value of
-    a local name assigned once and used in one of those (`backend = get_moe_runner_backend()`).
-    Such a test or local counts only at the top of the function's body and when it reads
-    none of the function's parameters: under `if context.is_layer_sparse:`, or in
-    `if cls._should_gather(context):`, what the flag decides depends on what each caller
-    passes, which a dense layer's call never makes true."""
+def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
+    """What `line` decides of what the short function `d` returns: None if nothing, else the
+    condition on what its callers pass (() for none). It decides when it is in a `return`,
+    or, where every `return` of the function is small, in the small test of an `if` that
+    returns at once (`if backend.is_deep_gemm(): return True`) or in the value of a local
+    name assigned once and used in one of those (`backend = get_moe_runner_backend()`).
+    Such a test or local counts only at the top of the function's body, or at the top of a
+    branch of a top-level `if` testing a parameter (`context.is_layer_sparse`, `not x`,
+    `ctx["x"]`): the use then decides only for callers that make the test true, and the
+    condition names the tested attribute or parameter (`is_layer_sparse` truthy), for the
+    call sites to check (`init_new(is_layer_sparse=False, ...)` makes it false). A test of
+    the server args (`if server_args.enable_dp_attention:`) is a flag's, whatever the caller
+    passes: no condition. A test or local reading a parameter itself (`if
+    cls._should_gather(context):`) decides nothing: what it depends on is not named."""
     ret = f.returns_at(d, line)
     if ret is not None:
-        return ret.value is not None
+        return () if ret.value is not None else None
     if d.kind != "def" or f.end_of(d) - d.line > MAX_ACCESSOR_LINES:
-        return False
+        return None
     node = f.node(d)
     if node is None:
-        return False
+        return None
     rel = line - d.line + 1
     stmts = _own_statements(node)
     returns = [s for s in stmts if isinstance(s, ast.Return)]
     # (a bare `return` under `if not enabled:` decides what the function does, not a value)
     if not returns or any(r.value is None or _size(r.value) > MAX_RETURN_NODES for r in returns):
-        return False
+        return None
     values = [r.value for r in returns if r.value is not None]  # (all of them, for mypy)
     params = _parameters(node)
-    top = _top_statements(node)
-    # The tests of top-level `if`s whose body returns at once (a use in a returned value was
+    top: dict[ast.stmt, Cond] = {}
+    for s in _top_statements(getattr(node, "body", [])):
+        top[s] = ()
+        tested = _parameter_test(s.test, params) if isinstance(s, ast.If) else None
+        if tested is None or not isinstance(s, ast.If):
+            continue
+        name, truthy = tested
+        branches = [(s.body, truthy)]
+        if not (len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If)):  # (elif: top)
+            branches.append((s.orelse, not truthy))
+        for body, want in branches:
+            for inner in _top_statements(body):
+                top.setdefault(inner, () if name is None else ((name, want),))
+    # The tests of those `if`s whose body returns at once (a use in a returned value was
     # the `return` case above: a value on the line of `if ctx.x and y(): return True` is no
     # way around the test's parameter), then with the returned values, what a local feeds.
     tests = [
-        s.test
-        for s in top
+        (s.test, cond)
+        for s, cond in top.items()
         if isinstance(s, ast.If) and isinstance(s.body[0], ast.Return)
         and _size(s.test) <= MAX_RETURN_NODES and not _reads(s.test, params)
     ]  # fmt: skip
-    if any(_spans(e, rel) for e in tests):
-        return True
-    deciding = [*values, *tests]
+    for e, cond in tests:
+        if _spans(e, rel):
+            return cond
+    deciding: list[tuple[ast.expr, Cond]] = [*((v, ()) for v in values), *tests]
     assigned: dict[str, list[ast.stmt]] = defaultdict(list)
     for s in stmts:
         if isinstance(s, ast.Assign):
@@ -644,11 +701,36 @@ def decides_return(f: PyFile, d: Def, line: int) -> bool:
             continue
         if not _spans(s.value, rel) or _reads(s.value, params):
             continue
-        if _size(s.value) <= MAX_RETURN_NODES and any(
-            isinstance(n, ast.Name) and n.id == name for e in deciding for n in ast.walk(e)
-        ):
-            return True
-    return False
+        if _size(s.value) > MAX_RETURN_NODES:
+            continue
+        # the condition of the use deciding the least
+        conds = [
+            cond for e, cond in deciding
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(e))
+        ]  # fmt: skip
+        if conds:
+            return both(top[s], min(conds, key=len))
+    return None
+
+
+def _parameter_test(test: ast.expr, params: set[str]) -> tuple[str | None, bool] | None:
+    """(tested name, truthy) of an `if` testing a parameter: `ctx.x`, `ctx["x"]`, `x` (its
+    name), `not` one of them (false); a test of the server args names none. None for any
+    other test."""
+    truthy = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truthy = test.operand, not truthy
+    if isinstance(test, ast.Name):
+        return (test.id, truthy) if test.id in params else None
+    base = getattr(test, "value", None)
+    if not isinstance(base, ast.Name) or base.id not in params:
+        return None
+    if isinstance(test, ast.Attribute):
+        return (None if _is_args(base) else test.attr, truthy)
+    if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant):
+        key = test.slice.value
+        return (key, truthy) if isinstance(key, str) else None
+    return None
 
 
 def _parameters(node: ast.AST) -> set[str]:
@@ -664,10 +746,10 @@ def _reads(expr: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
 
 
-def _top_statements(node: ast.AST) -> list[ast.stmt]:
-    """The statements of a function's body and of its top-level `elif`/`else` chains."""
+def _top_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a block and of its top-level `elif`/`else` chains."""
     out: list[ast.stmt] = []
-    todo: list[ast.stmt] = list(getattr(node, "body", []))
+    todo: list[ast.stmt] = list(body)
     while todo:
         s = todo.pop(0)
         out.append(s)
@@ -777,6 +859,7 @@ class Carrier:
     path: str
     line: int
     lazy: bool = False  # found while following uses (its own module's uses count too)
+    cond: Cond = ()  # what a call must pass to reach its flags (decides_return)
 
 
 def _bindings(path: str, imports: list[list[Any]]) -> dict[str, tuple[str, str]]:
@@ -895,12 +978,13 @@ class Resolver:
         """Indirect use sites of one version: [{"dest", "path", "line", "text", "via"}]."""
         self._update({p: s for p, s in files.items() if not skip(p)}, facts_of)
         frontier: list[Carrier] = []
-        known: set[tuple[str, str, str | None, tuple[str, ...]]] = set()
+        known: set[tuple[str, str, str | None, tuple[str, ...], Cond]] = set()
 
         def add(c: Carrier) -> None:
             # By dests too: an accessor of two carriers carries both flags (the first
-            # carrier's alone before), each with its own chain.
-            key = (c.module, c.name, c.member, c.dests)
+            # carrier's alone before), each with its own chain; by condition too, so that
+            # one found under a test of what callers pass does not hide one found without.
+            key = (c.module, c.name, c.member, c.dests, c.cond)
             if key not in known and c.dests:
                 known.add(key)
                 frontier.append(c)
@@ -920,6 +1004,7 @@ class Resolver:
                             tuple(raw["chain"]),
                             path,
                             raw["line"],
+                            cond=stored_cond(raw),
                         )
                     )
 
@@ -1122,7 +1207,8 @@ class Resolver:
                 # A use that names the method (SboFlags.x()) is cited through it rather than
                 # through the class; then the shortest chain wins.
                 rank = (0 if member is not None and member == c.member else 1, len(c.chain))
-                for dest in c.dests:
+                reaches = not c.cond or _call_reaches(_pyfile(sha, read_text), use, c.cond)
+                for dest in c.dests if reaches else ():
                     skey = (dest, path, use.line)
                     old = sites.get(skey)
                     if old is None or old["rank"] > rank:
@@ -1149,14 +1235,18 @@ class Resolver:
                             path,
                             use.def_line,
                             True,
+                            both(c.cond, use.cond),
                         )
                     )
-        # Definitions named for the feature, in a module that uses the feature's carrier.
+        # Definitions named for the feature, in a module that uses the feature's carrier
+        # (one carrying it only for some callers' arguments: not).
         carriers = [
             c
             for alias, cs in by_alias.items()
             for c in cs
-            if hops(c.chain) < MAX_CHAIN and (c.path == path or alias not in local_defs)
+            if hops(c.chain) < MAX_CHAIN
+            and (c.path == path or alias not in local_defs)
+            and not c.cond
         ]
         used = {u.carrier[0] for u in cached}
         named: list[tuple[bool, Carrier]] = []
@@ -1186,6 +1276,95 @@ class Resolver:
         # (a definition reached by a read of one carrier and by the name of another: the read)
         for _by_name, c2 in sorted(named, key=lambda n: n[0]):
             add(c2)
+
+
+def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
+    """Whether the call of a conditional carrier at a use passes every keyword its condition
+    names, none as a literal making the test false (`is_layer_sparse=False` where the carrier
+    decides under `if context.is_layer_sparse:`). A call leaving one out, or one not
+    parsed, reaches nothing (the caller's choice is not known: as before the condition)."""
+    keywords = call_keywords(f, use.line, use.carrier)
+    if keywords is None:
+        return False
+    for name, want in cond:
+        value = keywords.get(name)
+        if value is None:
+            return False
+        literals = _literals(f, use.line, value)
+        if literals is not None and all(bool(v) != want for v in literals):
+            return False
+    return True
+
+
+def _literals(f: PyFile, line: int, value: ast.expr) -> list[Any] | None:
+    """The literals a value passed at `line` can be: itself, or what every assignment in
+    the enclosing function gives the local or `self.x` it names (a dense layer's
+    `self.is_layer_sparse = False` above its call). None when one is no literal, or when
+    the function assigns it nowhere (a parameter, set elsewhere: not known)."""
+    if isinstance(value, ast.Constant):
+        return [value.value]
+    key = _target_key(value)
+    d = f.enclosing(line) if key is not None else None
+    node = f.node(d) if d is not None and d.kind == "def" else None
+    if node is None:
+        return None
+    out: list[Any] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign):
+            bound = sub.targets
+        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign, ast.For)):
+            bound = [sub.target]
+        elif isinstance(sub, ast.With):
+            bound = [i.optional_vars for i in sub.items if i.optional_vars is not None]
+        else:
+            continue
+        if any(_target_key(t) == key for b in bound for t in ast.walk(b)):
+            if not isinstance(sub, ast.Assign) or len(sub.targets) != 1:
+                return None
+            if not isinstance(sub.value, ast.Constant) or _target_key(sub.targets[0]) != key:
+                return None
+            out.append(sub.value.value)
+    return out or None
+
+
+def _target_key(node: ast.AST) -> str | None:
+    """`x` or `self.x` as written; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}" if node.value.id == "self" else None
+    return None
+
+
+def call_keywords(
+    f: PyFile, line: int, carrier: tuple[str, str | None]
+) -> dict[str, ast.expr] | None:
+    """The keyword arguments of the first call of `alias(` or `alias.member(` on `line`
+    (over the lines it spans, MAX_ACCESSOR_LINES at most); None when there is none."""
+    alias, member = carrier
+    ref = re.escape(alias) + ("" if member is None else rf"\s*\.\s*{re.escape(member)}")
+    text = "\n".join(f.lines[line - 1 : line - 1 + MAX_ACCESSOR_LINES])
+    m = re.search(rf"(?<![\w.]){ref}\s*\(", text)
+    if m is None:
+        return None
+    depth, end, i = 0, -1, m.end() - 1
+    while i < len(text) and end < 0:
+        char = text[i]
+        if char == "#":  # a comment's brackets (a string's are taken: rare in a call)
+            i = text.find("\n", i) % (len(text) + 1)
+            continue
+        depth += char in "([{"
+        depth -= char in ")]}"
+        i += 1
+        if depth == 0:
+            end = i
+    try:
+        call = ast.parse(text[m.start() : end], mode="eval").body if end > 0 else None
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    return {k.arg: k.value for k in call.keywords if k.arg is not None}
 
 
 MEMBER_STEP_RE = re.compile(r"\w+\.\w+(?:\(\))?")  # `Cls.method()`, `Cls.prop`

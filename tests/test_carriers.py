@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from ingest import sites
-from ingest.indirect import hops, resolve, scan_structure
+from ingest.indirect import call_keywords, hops, resolve, scan_structure
+from ingest.pyfile import PyFile
 
 UTILS = """
 from typing import Optional
@@ -260,6 +261,141 @@ def test_a_test_of_what_the_caller_passes_makes_no_carrier() -> None:
     ]
     assert not _at(found, "modes.py", "return cls(cls._mlp_mode(kwargs)")
     assert not [s for s in found if s["path"].endswith("dense.py")]
+
+
+# The same shape with a context object, and the tests of the later versions: the flags decide
+# the MLP mode under `if context.is_layer_sparse:`, in guards at the top of that branch (one
+# test over several lines), the runner backend only under `if not context.is_layer_sparse:`.
+# `gather` decides its return under a test of the server args, a flag's test.
+SPARSE_MODES = """
+from sglang.srt.utils import get_a2a_backend, get_runner_backend
+
+
+class Context:
+    is_layer_sparse: bool
+
+
+class LayerModes:
+    @classmethod
+    def init_new(cls, **kwargs):
+        context = Context(**kwargs)
+        return cls(cls._mlp_mode(context), cls._dense_mode(context))
+
+    @classmethod
+    def _mlp_mode(cls, context):
+        if context.is_layer_sparse:
+            if (
+                # handled outside for these
+                not get_a2a_backend().is_none()
+            ):
+                return "scattered"
+            return "full"
+        else:
+            return "full"
+
+    @classmethod
+    def _dense_mode(cls, context):
+        if not context.is_layer_sparse:
+            if get_runner_backend().is_deep():
+                return "scattered"
+        return "full"
+
+
+def gather(server_args):
+    if server_args.enable_dp:
+        if get_a2a_backend().is_none():
+            return True
+        return False
+    return False
+"""
+
+
+def _layer(name: str, call: str, sparse: str = "self.is_layer_sparse = is_moe") -> str:
+    return (
+        "from sglang.srt.layers.sparse_modes import LayerModes\n\n\n"
+        f"class {name}:\n"
+        "    def __init__(self, layer_id, is_moe):\n"
+        f"        {sparse}\n"
+        f"        self.modes = {call}\n"
+    )
+
+
+SPARSE_FILES = {
+    "python/sglang/srt/utils.py": UTILS,
+    "python/sglang/srt/layers/sparse_modes.py": SPARSE_MODES,
+    "python/sglang/srt/models/dense_layer.py": _layer(
+        "DenseLayer", "LayerModes.init_new(layer_id=layer_id, is_layer_sparse=False)"
+    ),
+    "python/sglang/srt/models/sparse_layer.py": _layer(
+        "MoeLayer",
+        "LayerModes.init_new(\n            layer_id=layer_id,\n"
+        "            is_layer_sparse=self.is_layer_sparse,\n        )",
+    ),
+    "python/sglang/srt/models/all_moe.py": _layer(
+        "AllMoeLayer", "LayerModes.init_new(layer_id=layer_id, is_layer_sparse=True)"
+    ),
+    "python/sglang/srt/models/unsaid.py": _layer(
+        "UnsaidLayer", "LayerModes.init_new(layer_id=layer_id)"
+    ),
+    # a dense model setting the attribute it passes to a literal: a dense call all the same
+    "python/sglang/srt/models/set_dense.py": _layer(
+        "SetDenseLayer",
+        "LayerModes.init_new(layer_id=layer_id, is_layer_sparse=self.is_layer_sparse)",
+        "self.is_layer_sparse = False",
+    ),
+    # a local set to True on one way, False on the other: either
+    "python/sglang/srt/models/hybrid.py": _layer(
+        "HybridLayer",
+        "LayerModes.init_new(layer_id=layer_id, is_layer_sparse=sparse)",
+        "sparse = True\n        if not is_moe:\n            sparse = False",
+    ),
+    "python/sglang/srt/runner.py": (
+        "from sglang.srt.layers.sparse_modes import gather\n\n\n"
+        "def run(server_args):\n"
+        "    return 1 if gather(server_args) else 0\n"
+    ),
+}
+
+
+def test_a_guard_under_a_test_of_what_the_caller_passes_is_read_where_a_call_makes_it_true() -> (
+    None
+):
+    """`_mlp_mode` carries the a2a backend only under `if context.is_layer_sparse:`: a
+    layer passing `is_layer_sparse=self.is_layer_sparse` or `True` reaches it, one passing
+    `False` or leaving the keyword out does not; `if not context.is_layer_sparse:` the
+    other way round (the runner backend)."""
+    found = _resolve(SPARSE_FILES)
+    chain = ["A2A", "get_a2a_backend()", "LayerModes._mlp_mode()", "LayerModes.init_new()"]
+    assert (
+        _at(found, "sparse_layer.py", "self.modes = LayerModes.init_new(")["a2a_backend"] == chain
+    )
+    assert set(_at(found, "all_moe.py", "self.modes = LayerModes.init_new(")) == {"a2a_backend"}
+    dense = _at(found, "dense_layer.py", "self.modes = LayerModes.init_new(")
+    assert set(dense) == {"runner_backend"}
+    assert dense["runner_backend"][-2:] == ["LayerModes._dense_mode()", "LayerModes.init_new()"]
+    assert set(_at(found, "sparse_layer.py", "self.modes = LayerModes.init_new(")) == {
+        "a2a_backend",
+        "runner_backend",
+    }
+    assert not _at(found, "unsaid.py", "self.modes")
+    assert set(_at(found, "set_dense.py", "self.modes")) == {"runner_backend"}
+    assert set(_at(found, "hybrid.py", "self.modes")) == {"a2a_backend", "runner_backend"}
+    # the calls inside the module pass no such keyword: no read there
+    assert not _at(found, "sparse_modes.py", "return cls(cls._mlp_mode(context)")
+
+
+def test_a_guard_under_a_test_of_the_server_args_carries_the_flag_on() -> None:
+    found = _resolve(SPARSE_FILES)
+    use = _at(found, "runner.py", "return 1 if gather(server_args) else 0")
+    assert use == {"a2a_backend": ["A2A", "get_a2a_backend()", "gather()"]}
+
+
+def test_call_keywords_reads_the_call_over_its_lines() -> None:
+    f = PyFile("x = Modes.init_new(\n    a=1,  # (\n    b=c(d),\n)\ny = Modes.init_new(**kw)\n")
+    found = call_keywords(f, 1, ("Modes", "init_new"))
+    assert found is not None and sorted(found) == ["a", "b"]
+    assert call_keywords(f, 5, ("Modes", "init_new")) == {}
+    assert call_keywords(f, 5, ("Other", None)) is None
 
 
 # --- choice attribution (ingest/assemble.py Attributor) -----------------------------------
