@@ -56,7 +56,7 @@ from kb.schema import (
     make_engine,
 )
 
-INDEX_FORMAT = 8  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 9  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
 KIND_ORDER = {
@@ -85,7 +85,13 @@ class UnknownVersion(SearchError):
 def _schema() -> Schema:
     # Names are looked up in memory (_Names, from the stored data); Whoosh only ranks words
     # of the text, by frequency (no positions: no phrase queries), which halves its cost.
-    return Schema(text=TEXT(analyzer=StemmingAnalyzer(), phrase=False), data=STORED)
+    # Text words split at underscores, as query words are (`words`): "fp8" finds the help
+    # of --kv-cache-dtype, which names "fp8_e4m3" and "fp8_e5m2".
+    analyzer = StemmingAnalyzer(expression=TEXT_WORD)
+    return Schema(text=TEXT(analyzer=analyzer, phrase=False), data=STORED)
+
+
+TEXT_WORD = r"[^\W_]+(?:\.?[^\W_]+)*"
 
 
 # --- text helpers -------------------------------------------------------------------------

@@ -109,6 +109,9 @@ SEARCH_OLD = {
         flag("--tp-size", aliases=["--tp"], type="int", help="Tensor parallel degree."),
         flag("--legacy-knob", help="Something only the old version had."),
         flag("--chunked-prefill-size", type="int", help="Tokens per prefill chunk."),
+        # a help naming values with underscores ("fp9_e4m3") and one saying the words apart
+        flag("--kv-store-dtype", choices=["auto", "fp9_e4m3"], help='"fp9_e4m3" halves it.'),
+        flag("--store-scales-path", help="Scales of an FP9 KV store, a JSON file."),
     ],
     "constraints": [
         (

@@ -54,6 +54,7 @@ def test_exact_name_in_any_spelling(index: SearchIndex, q: str) -> None:
         ("--tp", "--tp-size", "alias"),
         ("chunked", "--chunked-prefill-size", "prefix"),
         ("multicast collective", "--enable-nccl-nvls", "text"),
+        ("fp9 kv store", "--kv-store-dtype", "text"),  # its name, and "fp9" of "fp9_e4m3"
     ],
 )
 def test_people_queries(index: SearchIndex, q: str, name: str, match: str) -> None:
