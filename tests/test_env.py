@@ -737,3 +737,16 @@ def test_explain_page_lists_variables(client: TestClient) -> None:
     assert page.status_code == 200
     assert "Environment variables" in page.text and "SGLANG_WIDGET_COMPIL" in page.text
     assert "did you mean SGLANG_WIDGET_COMPILE" in page.text
+
+
+def test_a_missing_variable_links_the_json_twins_where_it_exists(client: TestClient) -> None:
+    body = client.get("/api/v/v0.5.0/env/SGL_WIDGET_FORCE")
+    assert body.status_code == 404
+    elsewhere = body.json()["elsewhere"]
+    assert [e["url"] for e in elsewhere] == [
+        f"/api/v/{v}/env/SGL_WIDGET_FORCE" for v in ("v0.4.1", "v0.4.0")
+    ]
+    for e in elsewhere:
+        assert get(client, e["url"])["name"] == "SGL_WIDGET_FORCE"
+    page = client.get("/v/v0.5.0/env/SGL_WIDGET_FORCE").text
+    assert 'href="/v/v0.4.1/env/SGL_WIDGET_FORCE"' in page
