@@ -38,6 +38,7 @@ from app.views import (
 )
 from app.views.common import (
     error_response,
+    json_twin,
     pinned_context,
     same_page_elsewhere,
     suggestion_url,
@@ -226,7 +227,7 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
             url = suggestion_url(request.url.path, exc.kind, name, request.url.query, values, page)
             links.append({"name": name, "url": url or ""})
         context = pinned_context(request, exc.version) if exc.version else {}
-        elsewhere = [same_page_elsewhere(request, e) for e in exc.elsewhere]
+        elsewhere = [json_twin(request, same_page_elsewhere(request, e)) for e in exc.elsewhere]
         return error_response(
             request, 404, exc.detail, links, elsewhere, exc.kind, exc.name, context
         )

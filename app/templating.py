@@ -18,6 +18,7 @@ from jinja2_fragments.fastapi import Jinja2Blocks
 from app import fragments
 from app.fragments import first_line, md_cite, md_constraint, series, show_value, synopsis
 from kb.cache import Cache
+from kb.env import conversion_short, conversion_words
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -69,6 +70,8 @@ env.filters["synopsis"] = synopsis
 env.filters["md_cite"] = md_cite
 env.filters["md_constraint"] = md_constraint
 env.filters["first_line"] = first_line
+env.filters["conversion_short"] = conversion_short
+env.filters["conversion_words"] = conversion_words
 env.filters["q"] = lambda value: quote(str(value), safe="")
 env.globals["static_url"] = static_url
 env.globals["cite_html"] = fragments.cite

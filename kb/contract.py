@@ -425,6 +425,9 @@ class ConstraintList(Model):
     pages: int = 1
     total: int = 0  # rows of the whole filtered result
     facets: list[Facet] = []
+    # a deprecated flag the filter names -> the flags its replacement names (a brace pair:
+    # `--x-{decode,prefill}=disabled` names two), whose constraints are listed too
+    replacements: dict[str, list[str]] = {}
 
 
 class BackendValueRef(Model):
@@ -753,7 +756,10 @@ class Finding(Sparse):
     source: Citation | None
     kind: str  # unknown_flag, invalid_choice, constraint, undecidable, deprecated, ...
     key: str | None = None  # the constraint site's key
-    replacement: str | None = None
+    replacement: str | None = None  # as SGLang names it: `--x-{decode,prefill}=disabled`
+    # the flags of the version `replacement` names (braces expanded, `=value` dropped; a
+    # name that is no flag there left out): ["--x-decode", "--x-prefill"]
+    replacements: list[str] | None = None
     deprecated_kind: Literal["soft", "warns", "raises"] | None = None  # on kind=deprecated
     candidates: list[str] | None = None
     suggestions: list[str] | None = None
@@ -794,8 +800,9 @@ class ValidRange(Model):
 class RemovedFlag(Model):
     flag: str
     name: str
-    replacement: str | None
+    replacement: str | None  # as SGLang names it (a brace pair names two flags)
     message: str
+    replacements: list[str] = []  # the flags of the newer version it names (Finding's)
 
 
 class MeaningChange(Model):

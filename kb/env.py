@@ -62,6 +62,19 @@ def conversion_words(conv: dict[str, Any] | None) -> str | None:
     )
 
 
+def conversion_short(conv: dict[str, Any] | None) -> str | None:
+    """The conversion in a few characters, for a list: "÷ 1000" (None when SGLang copies
+    the value as it is; "converted" for a shape not worked out)."""
+    if conv is None:
+        return None
+    if conv.get("op") is None:
+        return "converted"
+    by = conv["by"]
+    shown = f"{by:g}" if isinstance(by, float) else str(by)
+    short = {"*": "× {}", "/": "÷ {}", "//": "÷ {}, rounded down"}
+    return short[conv["op"]].format(shown)
+
+
 def env_var_dict(version: Version, var: EnvVar) -> dict[str, Any]:
     return {
         "name": var.name,

@@ -511,13 +511,35 @@ def filter_constraints(
     if not key:
         return sites
     named = select(Option.flag_id).where(Option.version_id == version.id, Option.key == key)
-    if not rows(session, named.limit(1)):
+    replacing: list[int | None] = []
+    if rows(session, named.limit(1)):  # a deprecated flag counts the flags replacing it too
+        replacing = [f.id for new in replaced_by(session, version, flag).values() for f in new]
+    else:
         named = select(Option.flag_id).where(
             Option.version_id == version.id, col(Option.key).contains(key, autoescape=True)
         )
-    ids = select(ConstraintFlag.constraint_id).where(col(ConstraintFlag.flag_id).in_(named))
-    wanted = {site_id for (site_id,) in rows(session, ids)}
+    reads = col(ConstraintFlag.flag_id)
+    found = select(ConstraintFlag.constraint_id).where(or_(reads.in_(named), reads.in_(replacing)))
+    wanted = {site_id for (site_id,) in rows(session, found)}
     return [s for s in sites if s.id in wanted]
+
+
+def replaced_by(session: Session, version: Version, raw: str) -> dict[str, list[Flag]]:
+    """The deprecated flags that `raw` names, each with the flags of the version its
+    replacement names: `--disable-x` replaced by `--x-{decode,prefill}=disabled` is
+    {"--disable-x": [--x-decode, --x-prefill]}. The constraints filter follows a deprecated
+    flag to all of them (the option table links a deprecated name to one flag at most)."""
+    out: dict[str, list[Flag]] = {}
+    for old in flags_named(session, version, raw):
+        if not old.deprecated or not old.replacement:
+            continue
+        new = (
+            find_flag(session, version, n.partition("=")[0]) for n in expand_braces(old.replacement)
+        )
+        found = {f.id: f for f in new if f is not None and f.id != old.id}
+        if found:
+            out[old.name] = list(found.values())
+    return out
 
 
 def _sites_of(session: Session, version: Version, ids: Any, *where: Any) -> list[Any]:

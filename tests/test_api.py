@@ -232,7 +232,11 @@ def test_unknown_flag_suggests_and_says_where_it_exists(client: TestClient) -> N
     assert body["suggestions"][0]["name"] == "--moe-runner-backend"
     assert body["suggestions"][0]["url"] == "/api/v/v0.3.0/flags/--moe-runner-backend"
     gone = get(client, "/api/v/v0.3.0/flags/--old-cache", 404)
-    assert gone["elsewhere"] == [{"version": "v0.2.0", "url": "/v/v0.2.0/flags/--old-cache"}]
+    # The JSON twin of the page there, as the suggestions are (the HTML page links the page).
+    assert gone["elsewhere"] == [{"version": "v0.2.0", "url": "/api/v/v0.2.0/flags/--old-cache"}]
+    assert get(client, gone["elsewhere"][0]["url"], 200)["name"] == "--old-cache"
+    page = client.get("/v/v0.3.0/flags/--old-cache")
+    assert page.status_code == 404 and 'href="/v/v0.2.0/flags/--old-cache"' in page.text
     future = get(client, "/api/v/v0.1.0/flags/fp4_gemm_backend", 404)
     assert [e["version"] for e in future["elsewhere"]] == ["v0.3.0"]
 

@@ -30,11 +30,14 @@ PAGES = {
     "backend-value": "/v/v0.3.0/backends/--moe-runner-backend/flashinfer_cutlass",
     "compare": "/v/v0.3.0/backends/--moe-runner-backend/compare?values=triton,flashinfer_cutlass",
     "constraints": "/v/v0.3.0/constraints",
+    # a deprecated flag followed to its replacement's sites, with a note linking it
+    "constraints-replaced": "/v/v0.2.0/constraints?flag=--old-cache",
     "enums": "/v/v0.3.0/enums",
     "source": f"/v/v0.3.0/source/{ARGS}",
     "diff": "/diff/v0.1.0...v0.3.0",
     "search": "/search?q=moe",
     "explain": "/explain?command=--tp-size+2",
+    "explain-deprecated": "/explain?version=v0.2.0&command=--old-cache+4",  # "Use instead"
     "env-list": "/v/v0.3.0/env",
     "env-var": "/v/v0.3.0/env/SGLANG_FAKE_SWITCH",
     "docs-drift": "/v/v0.3.0/docs-drift",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sqlite3
 import textwrap
 from pathlib import Path
@@ -17,7 +18,7 @@ from sqlmodel import Session
 from app.main import create_app
 from ingest.docs import doc_kind, parse_docs, split_row
 from ingest.env import extract_declarations, scan_env
-from kb.env import conversion_words
+from kb.env import conversion_short, conversion_words
 from tests.conftest import ingest_into
 from tests.env_fixtures import (
     ENV_DOC,
@@ -745,3 +746,44 @@ def test_explain_page_lists_variables(client: TestClient) -> None:
     assert page.status_code == 200
     assert "Environment variables" in page.text and "SGLANG_WIDGET_COMPIL" in page.text
     assert "did you mean SGLANG_WIDGET_COMPILE" in page.text
+
+
+def test_the_list_page_shows_each_conversion(client: TestClient) -> None:
+    """A deprecated name's row says how its value is converted for the replacement."""
+    page = client.get("/v/v0.5.0/env?q=widget").text
+    rows = {
+        m.group(1): m.group(0)
+        for m in re.finditer(r"<tr>\s*<td><a [^>]*><code>(\w+)</code>.*?</tr>", page, re.S)
+    }
+    assert "deprecated → SGLANG_WIDGET_WAIT" in rows["SGLANG_WIDGET_WAIT_MS"]
+    assert ", value ÷ 1000</span>" in rows["SGLANG_WIDGET_WAIT_MS"]
+    assert (
+        'title="SGLang converts the value: 5000 → 5.0, divided by 1000"'
+        in rows["SGLANG_WIDGET_WAIT_MS"]
+    )
+    assert ", value × 1000</span>" in rows["SGLANG_WIDGET_POLL_S"]
+    assert ", value converted</span>" in rows["SGLANG_WIDGET_IDLE_S"]  # its text only
+    log = rows["SGLANG_WIDGET_LOG"]  # deprecated too, its value copied as it is
+    assert "deprecated →" in log and 'class="conversion"' not in log
+
+
+def test_conversion_short() -> None:
+    conv = {"expr": "e", "cast": "float", "op": "/", "by": 1000.0}
+    assert conversion_short(conv) == "÷ 1000"
+    assert conversion_short({**conv, "op": "//", "by": 60}) == "÷ 60, rounded down"
+    assert conversion_short({**conv, "op": "*", "by": 0.5}) == "× 0.5"
+    assert conversion_short({"expr": "e", "cast": None, "op": None, "by": None}) == "converted"
+    assert conversion_short(None) is None
+
+
+def test_a_missing_variable_links_the_json_twins_where_it_exists(client: TestClient) -> None:
+    body = client.get("/api/v/v0.5.0/env/SGL_WIDGET_FORCE")
+    assert body.status_code == 404
+    elsewhere = body.json()["elsewhere"]
+    assert [e["url"] for e in elsewhere] == [
+        f"/api/v/{v}/env/SGL_WIDGET_FORCE" for v in ("v0.4.1", "v0.4.0")
+    ]
+    for e in elsewhere:
+        assert get(client, e["url"])["name"] == "SGL_WIDGET_FORCE"
+    page = client.get("/v/v0.5.0/env/SGL_WIDGET_FORCE").text
+    assert 'href="/v/v0.4.1/env/SGL_WIDGET_FORCE"' in page

@@ -15,9 +15,22 @@ from ingest.flags import _finish_deprecation
 from kb.queries import expand_braces
 
 NO_SITES: dict[str, Any] = {"constraints": [], "enums": {}}
+
+
+def site(key: str, line: int, flags: list[str]) -> tuple[Any, ...]:
+    return (key, "raise", "ServerArgs.check", f"{key} says no", line, {"flags": flags})
+
+
 SPEC = {
     **NO_SITES,
+    "constraints": [
+        site("k-decode", 50, ["--graph-backend-decode"]),
+        site("k-prefill", 60, ["--graph-backend-prefill"]),
+        site("k-old", 70, ["--disable-graph"]),
+        site("k-other", 80, ["--other-knob"]),
+    ],
     "flags": [
+        flag("--other-knob", type="int", line=50),
         flag("--graph-backend-decode", choices=["full", "disabled"]),
         flag("--graph-backend-prefill", choices=["full", "disabled"], line=20),
         flag(
@@ -40,9 +53,13 @@ SPEC = {
 }
 
 
+# The next version drops the deprecated flags.
+NEXT = {**NO_SITES, "flags": [f for f in SPEC["flags"] if not f.get("deprecated")]}
+
+
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    url = build_kb(tmp_path_factory.mktemp("repl") / "kb.db", [("p1", SPEC)])
+    url = build_kb(tmp_path_factory.mktemp("repl") / "kb.db", [("p1", SPEC), ("p2", NEXT)])
     return TestClient(create_app(url), follow_redirects=False)
 
 
@@ -99,3 +116,56 @@ def test_explain_names_both_flags_of_a_brace_pair(client: TestClient) -> None:
         "use --graph-backend-decode=disabled and --graph-backend-prefill=disabled instead"
         in dep["message"]
     )
+    # The flags it names, braces expanded, next to SGLang's own spelling (kept as it was).
+    assert dep["replacement"] == "--graph-backend-{decode,prefill}=disabled"
+    assert dep["replacements"] == ["--graph-backend-decode", "--graph-backend-prefill"]
+    command = "python -m sglang.launch_server --old-widget w"
+    found = client.get("/api/explain", params={"version": "p1", "command": command}).json()
+    (dep,) = [f for f in found["findings"] if f["kind"] == "deprecated"]
+    assert (dep["replacement"], dep["replacements"]) == ("--new-widget", [])  # no such flag
+
+
+def test_explain_page_links_each_replacement(client: TestClient) -> None:
+    command = "python -m sglang.launch_server --disable-graph"
+    page = client.get("/explain", params={"version": "p1", "command": command}).text
+    found = re.search(r'<div class="replacements">(.*?)</div>', page, re.S)
+    assert found is not None
+    hrefs = re.findall(r'href="([^"]*)"', found.group(1))
+    assert hrefs == ["/v/p1/flags/--graph-backend-decode", "/v/p1/flags/--graph-backend-prefill"]
+
+
+def test_an_upgrade_names_the_flags_replacing_a_removed_one(client: TestClient) -> None:
+    command = "python -m sglang.launch_server --disable-graph"
+    params = {"version": "p1", "command": command, "compare": "p2"}
+    (removed,) = client.get("/api/explain", params=params).json()["compare"]["removed"]
+    assert removed["replacement"] == "--graph-backend-{decode,prefill}=disabled"
+    assert removed["replacements"] == ["--graph-backend-decode", "--graph-backend-prefill"]
+    page = client.get("/explain", params=params).text
+    assert (
+        'does not exist in p2; use --graph-backend-{decode,prefill}=disabled → <a class="flag"'
+        ' href="/v/p2/flags/--graph-backend-decode">' in page
+    )
+
+
+def keys(client: TestClient, flag: str) -> tuple[list[str], dict[str, list[str]]]:
+    data = client.get("/api/v/p1/constraints", params={"flag": flag}).json()
+    return [c["key"] for c in data["constraints"]], data["replacements"]
+
+
+def test_the_constraints_filter_follows_a_flag_to_every_flag_replacing_it(
+    client: TestClient,
+) -> None:
+    both = ["--graph-backend-decode", "--graph-backend-prefill"]
+    for name in ("--disable-graph", "disable_graph"):  # any of its names
+        assert keys(client, name) == (["k-decode", "k-prefill", "k-old"], {"--disable-graph": both})
+    # The flags replacing it do not follow it back; a replacement naming no flag adds none.
+    assert keys(client, "--graph-backend-decode") == (["k-decode"], {})
+    assert keys(client, "--old-widget") == ([], {})
+    assert keys(client, "graph-backend") == (["k-decode", "k-prefill"], {})  # part of a name
+    page = client.get("/v/p1/constraints", params={"flag": "--disable-graph"}).text
+    note = re.search(r'<p class="notice replaced">(.*?)</p>', page, re.S)
+    assert note is not None
+    assert re.findall(r'href="([^"]*)"', note.group(1)) == [f"/v/p1/flags/{n}" for n in both]
+    assert "the list shows the constraints of all of them" in note.group(1)
+    assert "3 sites" in page
+    assert "notice replaced" not in client.get("/v/p1/constraints?flag=--graph-backend-decode").text

@@ -125,9 +125,8 @@ def same_page_elsewhere(request: Request, found: dict[str, str]) -> dict[str, st
     i = segments.index("v")
     if segments[i + 2 : i + 3] != ["backends"] or len(segments) < i + 5:
         return found
-    if values == "":  # the flag's page there; a backend page's JSON links JSON twins
-        api = segments[1:2] == ["api"] and not found["url"].startswith("/api/")
-        return {**found, "url": "/api" + found["url"]} if api else found
+    if values == "":  # the flag's page there
+        return found
     flag = found["url"].rsplit("/", 1)[1]  # the flag's name in that version
     segments[i + 1], segments[i + 3] = quote(found["version"], safe=""), flag
     url = "/".join(segments)
@@ -135,6 +134,14 @@ def same_page_elsewhere(request: Request, found: dict[str, str]) -> dict[str, st
     if values is not None:
         query = with_values(query, values)
     return {**found, "url": f"{url}?{query}" if query else url}
+
+
+def json_twin(request: Request, link: dict[str, str]) -> dict[str, str]:
+    """On a JSON reply, a link to a page as its JSON twin (`/api` in front), as the
+    suggestions are: every page that "elsewhere" links (flag, env, backend) has one."""
+    if wants_json(request) and link["url"].startswith("/v/"):
+        return {**link, "url": "/api" + link["url"]}
+    return link
 
 
 def with_values(query: str, values: str) -> str:

@@ -23,6 +23,7 @@ from kb.queries import (
     filter_constraints,
     get_version,
     per_stamp,
+    replaced_by,
 )
 from kb.schema import ConstraintSite, Version
 
@@ -80,6 +81,7 @@ def constraint_list_dict(
     sites.sort(key=SORTS[sort])
     page, per_page, pages = clamp_page(page, per_page, len(sites))
     shown = sites[(page - 1) * per_page : page * per_page] if per_page else sites
+    replacing = replaced_by(session, version, flag) if flag else {}
     params = {
         "flag": flag[:MAX_NAME],
         "kind": kind if kind in KINDS else "",
@@ -99,6 +101,7 @@ def constraint_list_dict(
         "pages": pages,
         "total": len(sites),
         "constraints": constraint_dicts(session, version, shown),
+        "replacements": {old: [f.name for f in new] for old, new in replacing.items()},
         "facets": [
             facet("kind", (s.kind for s in sites), params),
             facet("function", (s.function for s in sites), params),

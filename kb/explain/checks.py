@@ -126,6 +126,8 @@ class UseChecker:
             "deprecated",
             source=source,
             replacement=replacement,
+            # the flags it names, braces expanded: `replacement` keeps SGLang's spelling
+            replacements=self.facts.replacement_flags(replacement) if replacement else None,
             deprecated_kind=kind,
         )
 

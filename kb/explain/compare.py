@@ -32,6 +32,7 @@ def compare(
                     "flag": ua.match.option,
                     "name": ua.flag.name,
                     "replacement": hint,
+                    "replacements": facts_b.replacement_flags(hint),
                     "message": f"{ua.match.option} does not exist in {b.version}"
                     + (f"; use {hint}" if hint else ""),
                 }

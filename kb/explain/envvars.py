@@ -424,6 +424,7 @@ def check_env(
                     spec.source,
                     env=a.name,
                     replacement=replacement,
+                    replacements=facts.replacement_flags(replacement),
                 )
             )
         elif spec is not None and is_deprecated(a.name, None, spec.comment):

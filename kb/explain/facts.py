@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from kb.queries import expand_braces
+
 Citation = dict[str, Any]
 
 
@@ -105,6 +107,16 @@ class VersionFacts:
 
     def env_url(self, name: str) -> str:
         return f"/v/{quote(self.name, safe='')}/env/{quote(name, safe='')}"
+
+    def replacement_flags(self, replacement: str | None) -> list[str]:
+        """The flags of this version that a replacement names, by their names: a brace pair
+        names two (`--x-{decode,prefill}=off`: `--x-decode`, `--x-prefill`); a value given
+        with `=` is dropped, and a name no flag answers to is left out."""
+        if not replacement:
+            return []
+        by_option = {o: f.name for f in self.flags for o in (f.name, *f.aliases)}
+        named = (by_option.get(n.partition("=")[0]) for n in expand_braces(replacement))
+        return list(dict.fromkeys(n for n in named if n is not None))
 
 
 HELP_FLAG = FlagSpec(
