@@ -329,6 +329,7 @@ def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows
         [(vid, *_INDEX_ENV(v)) for v in env_vars],
         [SiteRow(vid, *_INDEX_SITE(c)) for c in sites],
         [(vid, u["dest"], dumps(u["via"])) for u in rows.indirect],
+        [(vid, m["name"], m["path"], dumps(m["architectures"])) for m in rows.models],
     )
 
 

@@ -697,7 +697,7 @@ class Diff(Model):
 
 
 class SearchHit(Sparse):
-    kind: Literal["flag", "choice", "member", "enum", "env", "carrier", "constraint"]
+    kind: Literal["flag", "choice", "member", "enum", "env", "carrier", "model", "constraint"]
     name: str
     version: str
     url: str

@@ -51,6 +51,7 @@ from kb.schema import (
     EnvVar,
     Flag,
     IndirectUsage,
+    ModelFile,
     Version,
     loads,
     make_engine,
@@ -66,7 +67,8 @@ KIND_ORDER = {
     "enum": 3,
     "env": 4,
     "carrier": 5,
-    "constraint": 6,
+    "model": 6,
+    "constraint": 7,
 }
 TIER_LABELS = ("exact", "alias", "prefix", "words", "fuzzy", "text")
 
@@ -164,8 +166,11 @@ class _Doc:
 
 
 # Facts of one kind are numbered together, in this order (see IndexBuild).
-KINDS = {"flag": 0, "choice": 0, "enum": 1, "member": 1, "env": 2, "constraint": 3, "carrier": 4}
-GROUPS = 5
+KINDS = {
+    "flag": 0, "choice": 0, "enum": 1, "member": 1, "env": 2, "constraint": 3, "carrier": 4,
+    "model": 5,
+}  # fmt: skip
+GROUPS = 6
 
 
 def _versions(session: Session) -> list[dict[str, Any]]:
@@ -181,13 +186,14 @@ class IndexRows(NamedTuple):
     choices, deprecated, argparse_dest, negation), env vars as (version_id, name, type,
     default, default_expr, deprecated_names, replacement, comment, section, flags); JSON
     columns as the JSON text stored, in the order written; indirect reads as (version_id,
-    dest, via)."""
+    dest, via); model files as (version_id, name, path, architectures)."""
 
     flags: Iterable[tuple[Any, ...]]
     enums: Iterable[EnumRow]
     env: Iterable[tuple[Any, ...]]
     sites: Iterable[SiteRow]
     indirect: Iterable[tuple[int, str, str]]
+    models: Iterable[tuple[int, str, str, str]]
 
 
 class EnumRow(NamedTuple):
@@ -259,18 +265,24 @@ def _collect(
     env = sa_select(*env_cols).order_by(col(EnvVar.id))
     iu = IndirectUsage
     indirect = sa_select(col(iu.version_id), col(iu.dest), col(iu.via)).order_by(col(iu.id))
+    mf = ModelFile
+    models = sa_select(
+        col(mf.version_id), col(mf.name), col(mf.path), col(mf.architectures)
+    ).order_by(col(mf.id))
     if only is not None:
         flag_query = flag_query.where(col(Flag.version_id).in_(only))
         enums = enums.where(c.version_id.in_(only))
         sites = sites.where(site_table.c.version_id.in_(only))
         env = env.where(col(EnvVar.version_id).in_(only))
         indirect = indirect.where(col(iu.version_id).in_(only))
+        models = models.where(col(mf.version_id).in_(only))
     rows = IndexRows(
         _each(session, flag_query),
         _each(session, enums),
         _each(session, env),
         _each(session, sites),
         _each(session, indirect),
+        _each(session, models),
     )
     return _collect_rows(rows, docs)
 
@@ -384,6 +396,7 @@ def _collect_rows(
 
     _collect_env(rows.env, known, new)
     _collect_carriers(rows.indirect, {k: v[1] for k, v in option_of.items()}, known, new)
+    _collect_models(rows.models, known, new)
 
     for site in rows.sites:
         vid = site.version_id
@@ -492,6 +505,32 @@ def _collect_carriers(
                     snippet=f"carries the value of {flag}: the flag's reads through a chain",
                 ),
             )
+
+
+def _collect_models(rows: Iterable[tuple[int, str, str, str]], known: Any, new: Any) -> None:
+    """Model files, found by file name or architecture (`deepseek_v2`, `DeepseekV3ForCausalLM`):
+    each leads to its page, what configures it."""
+    for vid, name, path, archs_j in rows:
+        key = ("model", name, path, archs_j)
+        if known(key, vid):
+            continue
+        archs = loads(archs_j) or []
+        new(
+            key,
+            vid,
+            _Doc(
+                kind="model",
+                name=name,
+                flag=None,
+                keys=[normalize(name)],
+                aliases=[normalize(a) for a in archs],
+                toks=sorted({w for n in [name, *archs] for w in words(n)}),
+                text=" ".join(["model", *archs]),
+                snippet=_shorten(
+                    f"model file {path}" + (f"; architectures: {', '.join(archs)}" if archs else "")
+                ),
+            ),
+        )
 
 
 def fact_id(key: tuple[Any, ...]) -> str:
@@ -901,6 +940,8 @@ def _url(kind: str, data: dict[str, Any], version: dict[str, Any]) -> str:
         return f"/v/{v}/enums#enum-{quote(data['name'].split('.')[0], safe='')}"
     if kind == "env":
         return f"/v/{v}/env/{quote(data['name'], safe='')}"
+    if kind == "model":
+        return f"/v/{v}/models/{quote(data['name'], safe='')}"
     loc = data["locs"].get(version["id"]) or next(iter(data["locs"].values()), None)
     if loc:
         path, line, end = loc

@@ -228,6 +228,21 @@ def test_models_pages(client: TestClient) -> None:
     assert 'id="indirect"' in flag_html
 
 
+def test_search_finds_model_pages(client: TestClient) -> None:
+    def search(q: str) -> list[dict[str, Any]]:
+        body = client.get("/api/search", params={"q": q, "version": "v0.4.0"}).json()
+        return [r for r in body["results"] if r["kind"] == "model"]
+
+    # by file name, and by an architecture it registers (its EntryClass)
+    assert [(r["name"], r["match"]) for r in search("alpha_moe")][:1] == [("alpha_moe", "exact")]
+    hit = search("DeltaVLForConditionalGeneration")[0]
+    assert (hit["name"], hit["match"]) == ("delta", "alias")
+    assert hit["url"] == "/v/v0.4.0/models/delta"
+    assert client.get(hit["url"]).status_code == 200
+    page = client.get("/search", params={"q": "delta", "version": "v0.4.0"}).text
+    assert "Models" in page and "/v/v0.4.0/models/delta" in page
+
+
 def test_backend_value_requirements_and_side_effects(client: TestClient) -> None:
     cutlass = get(client, f"{V}/backends/--moe-runner-backend/flashinfer_cutlass")
     reqs = cutlass["requirements"]

@@ -24,6 +24,7 @@ GROUPS = {
     "enum": "Enums",
     "env": "Environment variables",
     "carrier": "Carriers",
+    "model": "Models",
     "constraint": "Constraints",
 }
 DROPDOWN_LIMIT = 8
