@@ -14,6 +14,7 @@ from urllib.parse import quote
 from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
+from kb.polarity import arch_reading
 from kb.queries import (
     MAX_NAME,
     NotFound,
@@ -200,6 +201,21 @@ def _mentions(text: str, names: list[str]) -> bool:
     return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text) for n in names)
 
 
+def _conditions(row: ConstraintSite) -> list[str]:
+    return loads(row.conditions) or ([row.condition] if row.condition else [])
+
+
+def _is_models(row: ConstraintSite, archs: list[str]) -> bool:
+    """The site can apply to the model: its conditions test one of its architectures and
+    allow it. Tested only under `not` (a later branch of an if/elif chain on the
+    architecture) it is another model's. A site whose conditions test none of them but
+    whose text names one (its message) is still listed."""
+    reading = arch_reading(_conditions(row), archs)
+    if reading is None or not reading.named:
+        return _mentions(row.condition + " " + row.message, archs)
+    return bool(reading.may & set(archs))
+
+
 def model_detail(session: Session, version: Version, name: str) -> dict[str, Any]:
     name = name.strip().removesuffix(".py")[:MAX_NAME]
     models = _models(session, version)
@@ -243,7 +259,7 @@ def model_detail(session: Session, version: Version, name: str) -> dict[str, Any
     constraints = [
         constraint_dict(version, c)
         for c in all_constraints(session, version)
-        if archs and _mentions(c.condition + " " + c.message, archs)
+        if archs and _is_models(c, archs)
     ]
     return {
         "name": row.name,
