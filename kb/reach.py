@@ -14,7 +14,7 @@ from urllib.parse import quote
 from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
-from kb.polarity import arch_reading
+from kb.polarity import arch_reading, value_reading
 from kb.queries import (
     MAX_NAME,
     NotFound,
@@ -356,9 +356,13 @@ def _top_level_and(text: str) -> list[str]:
 def value_effects(
     session: Session, version: Version, flag: Flag, values: list[str]
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """For each value: "requirements" (raise/assert sites whose condition tests it) and
-    "side_effects" (overrides and warnings it triggers, overrides that switch the flag to it)."""
+    """For each value: "requirements" (raise/assert sites whose conditions allow it and test
+    the flag) and "side_effects" (overrides and warnings so triggered, overrides that switch
+    the flag to it). A site testing the flag under `not`/`!=` (`assert x in ['a']` fails
+    when x is not a) is every other value's: it is listed for those with `excluding`, the
+    values it spares, and not for the values it names."""
     option_of = _option_of(session, version)
+    universe = list(dict.fromkeys([*(str(c) for c in loads(flag.choices) or []), *values]))
     out: dict[str, dict[str, list[dict[str, Any]]]] = {
         v: {"requirements": [], "side_effects": []} for v in values
     }
@@ -366,15 +370,26 @@ def value_effects(
     for row in rows:
         reads = loads(row.flags) or []
         writes = loads(row.writes) or {}
+        reading = (
+            value_reading(_conditions(row), flag.dest, option_of, universe)
+            if flag.name in reads
+            else None
+        )
+        excluding = [v for v in universe if reading and v not in reading.may]
         for value in values:
             rx = _value_tests(value)
-            tests = flag.name in reads and bool(rx.search(row.condition))
+            if reading is not None:
+                tests = value in reading.may and (value in reading.named or bool(excluding))
+            else:  # the flag is not read, or a condition does not parse: its text decides
+                tests = flag.name in reads and bool(rx.search(row.condition))
             switches = row.kind == "override" and bool(rx.search(writes.get(flag.dest, "")))
             if not (tests or switches):
                 continue
             c = constraint_dict(version, row)
             c["summary"] = plain(c, option_of)
             c["context"] = _context(row.condition)
+            if tests and reading is not None and value not in reading.named:
+                c["excluding"] = excluding
             if switches:
                 c["effect"] = "switches_to"
                 out[value]["side_effects"].append(c)

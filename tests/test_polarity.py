@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from kb.polarity import OTHER, arch_reading
+from kb.polarity import OTHER, arch_reading, value_reading
 from tests.conftest import ingest_into
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
 
@@ -44,6 +44,34 @@ def test_an_elif_branch_is_not_the_earlier_branches_model() -> None:
     assert allowed(["not ('Gamma4' in model_arch)"], ["Gamma4ForCausalLM"])[0] == set()
     # an unparsable condition: the caller falls back to the text
     assert arch_reading(["model_arch in ["], [ALPHA]) is None
+
+
+def test_a_value_tested_under_not_is_the_other_values() -> None:
+    values = ["auto", "triton", "cutlass", "trtllm"]
+    dests = ["runner_backend", "a2a_backend", "quantization"]
+
+    def read(*conditions: str) -> tuple[set[str], set[str]]:
+        reading = value_reading(list(conditions), "runner_backend", dests, values)
+        assert reading is not None
+        return set(reading.may) - {OTHER}, set(reading.named)
+
+    # `assert self.runner_backend in ['cutlass']` under a2a == 'fi', as stored
+    negated = read("self.a2a_backend == 'fi'", "not (self.runner_backend in ['cutlass'])")
+    assert negated == ({"auto", "triton", "trtllm"}, {"cutlass"})
+    assert read("self.runner_backend == 'cutlass'") == ({"cutlass"}, {"cutlass"})
+    assert read("self.runner_backend != 'auto'")[0] == {"triton", "cutlass", "trtllm"}
+    assert read("self.runner_backend not in ['auto', None]")[0] == {"triton", "cutlass", "trtllm"}
+    # another flag's test with a shared value says nothing of this flag
+    assert read("self.a2a_backend == 'triton'") == (set(values), set())
+    # `is None`: no value; an enum's method; a local copy compared with a value
+    assert read("self.runner_backend is None")[0] == set()
+    assert read("Runner(self.runner_backend).is_trtllm()")[0] == {"trtllm"}
+    assert read("not Runner(self.runner_backend).is_trtllm()")[0] == {"auto", "triton", "cutlass"}
+    assert read("backend == 'triton'")[0] == {"triton"}
+    # an elif chain on the flag: only the later branch's value
+    assert read("not (self.runner_backend == 'auto')", "self.runner_backend in ['triton', 'auto']")[
+        0
+    ] == {"triton"}
 
 
 # --- through the pages ----------------------------------------------------------------------
@@ -145,3 +173,28 @@ def test_model_pages_list_only_the_branches_that_can_apply(client: TestClient) -
     assert all(f"model_arch in ['{BETA}']" in c["conditions"] for c in beta)
     html = client.get("/v/v0.4.0/models/alpha_moe").text
     assert "disable_overlap" not in html
+
+
+def test_a_negated_value_test_is_the_other_values_requirement(client: TestClient) -> None:
+    url = "/api/v/v0.4.0/backends/--runner-backend/compare?values=cutlass,trtllm"
+    body = get(client, url)
+    fi = "fi all-to-all runs only with the cutlass runner"
+    # cutlass is what the assert demands: no requirement of cutlass's
+    assert body["requirements"]["cutlass"] == []
+    trtllm = {r["message"]: r for r in body["requirements"]["trtllm"]}
+    assert set(trtllm) == {fi, "trtllm runner wants fp8"}
+    assert trtllm[fi]["excluding"] == ["cutlass"]
+    assert trtllm["trtllm runner wants fp8"]["excluding"] == []  # tested positively
+    # the warning for any runner but auto: both values', not auto's
+    for value in ("cutlass", "trtllm"):
+        warns = [e for e in body["side_effects"][value] if e["kind"] == "warning"]
+        assert [(w["message"], w["excluding"]) for w in warns] == [
+            ("runner backend chosen by hand", ["auto"])
+        ]
+    auto = get(client, "/api/v/v0.4.0/backends/--runner-backend/auto")
+    assert [r["message"] for r in auto["requirements"]] == [fi]
+    assert not [e for e in auto["side_effects"] if e["kind"] == "warning"]
+    html = client.get(url.removeprefix("/api")).text
+    assert "applies to every value but <code>cutlass</code>" in html
+    single = client.get("/v/v0.4.0/backends/--runner-backend/triton").text
+    assert fi in single and "applies to every value but <code>cutlass</code>" in single
