@@ -463,6 +463,9 @@ class Effect(Constraint):
     summary: str
     context: ConditionContext
     effect: Literal["requires", "triggers", "switches_to"]
+    # set when the site tests the flag negatively (`x != 'a'`, `assert x in ['a']`): it
+    # applies to this value because the value is not one of these
+    excluding: list[str] = []
 
 
 class EnumMemberRef(Model):

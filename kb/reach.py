@@ -14,6 +14,7 @@ from urllib.parse import quote
 from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
+from kb.polarity import arch_reading, value_reading
 from kb.queries import (
     MAX_NAME,
     NotFound,
@@ -200,6 +201,21 @@ def _mentions(text: str, names: list[str]) -> bool:
     return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text) for n in names)
 
 
+def _conditions(row: ConstraintSite) -> list[str]:
+    return loads(row.conditions) or ([row.condition] if row.condition else [])
+
+
+def _is_models(row: ConstraintSite, archs: list[str]) -> bool:
+    """The site can apply to the model: its conditions test one of its architectures and
+    allow it. Tested only under `not` (a later branch of an if/elif chain on the
+    architecture) it is another model's. A site whose conditions test none of them but
+    whose text names one (its message) is still listed."""
+    reading = arch_reading(_conditions(row), archs)
+    if reading is None or not reading.named:
+        return _mentions(row.condition + " " + row.message, archs)
+    return bool(reading.may & set(archs))
+
+
 def model_detail(session: Session, version: Version, name: str) -> dict[str, Any]:
     name = name.strip().removesuffix(".py")[:MAX_NAME]
     models = _models(session, version)
@@ -243,7 +259,7 @@ def model_detail(session: Session, version: Version, name: str) -> dict[str, Any
     constraints = [
         constraint_dict(version, c)
         for c in all_constraints(session, version)
-        if archs and _mentions(c.condition + " " + c.message, archs)
+        if archs and _is_models(c, archs)
     ]
     return {
         "name": row.name,
@@ -340,9 +356,13 @@ def _top_level_and(text: str) -> list[str]:
 def value_effects(
     session: Session, version: Version, flag: Flag, values: list[str]
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """For each value: "requirements" (raise/assert sites whose condition tests it) and
-    "side_effects" (overrides and warnings it triggers, overrides that switch the flag to it)."""
+    """For each value: "requirements" (raise/assert sites whose conditions allow it and test
+    the flag) and "side_effects" (overrides and warnings so triggered, overrides that switch
+    the flag to it). A site testing the flag under `not`/`!=` (`assert x in ['a']` fails
+    when x is not a) is every other value's: it is listed for those with `excluding`, the
+    values it spares, and not for the values it names."""
     option_of = _option_of(session, version)
+    universe = list(dict.fromkeys([*(str(c) for c in loads(flag.choices) or []), *values]))
     out: dict[str, dict[str, list[dict[str, Any]]]] = {
         v: {"requirements": [], "side_effects": []} for v in values
     }
@@ -350,15 +370,26 @@ def value_effects(
     for row in rows:
         reads = loads(row.flags) or []
         writes = loads(row.writes) or {}
+        reading = (
+            value_reading(_conditions(row), flag.dest, option_of, universe)
+            if flag.name in reads
+            else None
+        )
+        excluding = [v for v in universe if reading and v not in reading.may]
         for value in values:
             rx = _value_tests(value)
-            tests = flag.name in reads and bool(rx.search(row.condition))
+            if reading is not None:
+                tests = value in reading.may and (value in reading.named or bool(excluding))
+            else:  # the flag is not read, or a condition does not parse: its text decides
+                tests = flag.name in reads and bool(rx.search(row.condition))
             switches = row.kind == "override" and bool(rx.search(writes.get(flag.dest, "")))
             if not (tests or switches):
                 continue
             c = constraint_dict(version, row)
             c["summary"] = plain(c, option_of)
             c["context"] = _context(row.condition)
+            if tests and reading is not None and value not in reading.named:
+                c["excluding"] = excluding
             if switches:
                 c["effect"] = "switches_to"
                 out[value]["side_effects"].append(c)

@@ -104,3 +104,21 @@ def test_constraints_filter_takes_any_name_of_a_flag(client: TestClient) -> None
     assert len(canonical) == 7
     for name in ("pp-size", "--pp-size", "pipeline-parallel-size", "pp_size"):
         assert sites(name) == canonical, name
+
+
+def test_model_and_value_pages_follow_the_polarity_of_the_tests(client: TestClient) -> None:
+    # v0.5.6's if/elif chain on model_arch: Qwen3Next's branch carries
+    # not (model_arch in ['Qwen3MoeForCausalLM', ...]); it is not qwen3_moe's
+    qwen3 = client.get("/api/v/v0.5.6/models/qwen3_moe").json()["constraints"]
+    assert qwen3 and not [c for c in qwen3 if "Qwen3NextForCausalLM" in c["condition"]]
+    for c in client.get("/api/v/v0.5.6/models/gpt_oss").json()["constraints"]:
+        assert "model_arch in ['GptOssForCausalLM']" in c["conditions"], c["condition"]
+    # `assert moe_runner_backend in ['flashinfer_cutlass']` under the flashinfer all-to-all
+    url = f"/api/v/{VERSION}/backends/--moe-runner-backend/compare"
+    body = client.get(url, params={"values": "flashinfer_cutlass,flashinfer_trtllm"}).json()
+
+    def a2a(value: str) -> list[Any]:
+        return [r for r in body["requirements"][value] if "moe_a2a_backend" in r["condition"]]
+
+    assert a2a("flashinfer_cutlass") == []
+    assert [r["excluding"] for r in a2a("flashinfer_trtllm")] == [["flashinfer_cutlass"]]
