@@ -739,6 +739,20 @@ def test_constraint_sites_read_the_variables(client: TestClient) -> None:
     assert not [f for f in unset["findings"] if f["severity"] == "error"]
 
 
+def test_upgrade_check_tells_variables_findings_apart(client: TestClient) -> None:
+    # Each variable's finding is its own: SGLANG_WIDGET_RATIO, unread at v0.4.0 and declared
+    # at v0.5.0, is a finding gone; a name read nowhere persists (both were one key).
+    command = f"SGLANG_WIDGET_RATIO=1.5 SGLANG_NOPE_AT_ALL=1 {LAUNCH}"
+    r = client.post(
+        "/api/explain", json={"version": "v0.4.0", "compare": "v0.5.0", "command": command}
+    )
+    upgrade = r.json()["compare"]
+    gone = [f["env"] for f in upgrade["findings_gone"]]
+    assert gone == ["SGLANG_WIDGET_RATIO"]
+    assert [f["env"] for f in upgrade["persisting"]] == ["SGLANG_NOPE_AT_ALL"]
+    assert upgrade["findings_new"] == []
+
+
 def test_explain_page_lists_variables(client: TestClient) -> None:
     page = client.get(
         "/explain", params={"version": "v0.5.0", "command": f"SGLANG_WIDGET_COMPIL=1 {LAUNCH}"}

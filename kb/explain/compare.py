@@ -62,14 +62,16 @@ def compare(
     fields_a = {f.name: _fields(f) for f in facts_a.flags}
     fields_b = {f.name: _fields(f) for f in facts_b.flags}
 
-    def key(f: Finding, fields: dict[str, frozenset[str]]) -> tuple[str, Any]:
+    def key(f: Finding, fields: dict[str, frozenset[str]], version: str) -> tuple[str, Any]:
         # by the field a flag sets: a flag renamed to its own alias is the same problem
         flag = f["flag"]
+        if flag is None:  # an environment variable's: the same problem, said the same way
+            return (f["kind"], f.get("env"), f["message"].replace(version, "…"))
         return (f["kind"], min(fields[flag]) if flag in fields else flag)
 
     skip = ("constraint", "undecidable")
-    plain_a = {key(f, fields_a): f for f in a.findings if f["kind"] not in skip}
-    plain_b = {key(f, fields_b): f for f in b.findings if f["kind"] not in skip}
+    plain_a = {key(f, fields_a, a.version): f for f in a.findings if f["kind"] not in skip}
+    plain_b = {key(f, fields_b, b.version): f for f in b.findings if f["kind"] not in skip}
     serious = ("error", "warning")
     # a problem at both versions is listed once, as persisting, not as both new and gone
     persisting = [f for k, f in b.fired.items() if k in a.fired and f["severity"] in serious]
