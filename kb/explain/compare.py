@@ -62,7 +62,7 @@ def compare(
     fields_a = {f.name: _fields(f) for f in facts_a.flags}
     fields_b = {f.name: _fields(f) for f in facts_b.flags}
 
-    def key(f: Finding, fields: dict[str, frozenset[str]], version: str) -> tuple[str, Any]:
+    def key(f: Finding, fields: dict[str, frozenset[str]], version: str) -> tuple[Any, ...]:
         # by the field a flag sets: a flag renamed to its own alias is the same problem
         flag = f["flag"]
         if flag is None:  # an environment variable's: the same problem, said the same way
