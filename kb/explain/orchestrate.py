@@ -148,7 +148,7 @@ def explain(
     result: dict[str, Any] = {
         **analysis.to_json(),
         "errors": analysis.errors,
-        "valid_in": valid_in(options, versions) if options else [],
+        "valid_in": valid_in(command, versions) if options else [],
         "presence": presence(options, versions),
         "compare": None,
         "profile": profile.to_json() if profile is not None else None,
