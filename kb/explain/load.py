@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy import select as sa_select  # sqlmodel's select types 4 columns at most
 from sqlmodel import Session, col, select
 
 from kb.cache import Cache, Stamp
@@ -147,46 +148,68 @@ def _read_options(session: Session) -> list[VersionOptions]:
     versions = list(session.exec(select(Version).order_by(col(Version.position))))
     flags: dict[int | None, list[FlagSpec]] = {v.id: [] for v in versions}
     # What parsing needs of every flag of every version: one query, no help texts.
-    rows = session.exec(
-        select(
-            Flag.version_id,
-            Flag.name,
-            Flag.dest,
-            Flag.aliases,
-            Flag.type,
-            Flag.choices,
-            Flag.choices_dynamic,
-            Flag.choices_extensible,
-            Flag.action,
-            Flag.nargs,
-            Flag.const,
-            Flag.takes_value,
-            Flag.negation,
-            Flag.deprecated_kind,
-            Flag.action_error,
-        ).order_by(col(Flag.version_id), col(Flag.path), col(Flag.line))
+    columns: list[Any] = [
+        Flag.version_id,
+        Flag.name,
+        Flag.dest,
+        Flag.aliases,
+        Flag.type,
+        Flag.choices,
+        Flag.choices_dynamic,
+        Flag.choices_extensible,
+        Flag.action,
+        Flag.nargs,
+        Flag.const,
+        Flag.takes_value,
+        Flag.negation,
+        Flag.deprecated_kind,
+        Flag.action_error,
+    ]
+    rows = session.connection().execute(
+        sa_select(*columns).order_by(col(Flag.version_id), col(Flag.path), col(Flag.line))
     )
-    for (version_id, name, dest, aliases, type_, choices, dynamic, extensible, action, nargs,
-         const, takes_value, negation, deprecated_kind, action_error) in rows:  # fmt: skip
-        names = tuple(loads(aliases) or ())
-        spec = FlagSpec(
-            name=name,
-            dest=dest,
-            aliases=names,
-            type=type_,
-            choices=tuple(loads(choices)) if choices is not None else None,
-            choices_dynamic=dynamic,
-            choices_extensible=extensible,
-            action=action,
-            nargs=nargs,
-            const=_json_or_none(const),
-            takes_value=takes_value,
-            negations=negations_of((name, *names), action, negation),
-            deprecated_kind=deprecated_kind,
-            action_error=action_error,
-        )
-        flags.setdefault(version_id, []).append(spec)
+    made: dict[tuple[Any, ...], FlagSpec] = {}  # a flag unchanged across versions: one spec
+    for version_id, *fields in rows:
+        key = tuple(fields)
+        if key not in made:
+            made[key] = _parse_spec(*fields)
+        flags.setdefault(version_id, []).append(made[key])
     return [VersionOptions.of_flags(v.name, flags[v.id]) for v in versions]
+
+
+def _parse_spec(
+    name: str,
+    dest: str,
+    aliases: str,
+    type_: str | None,
+    choices: str | None,
+    dynamic: bool,
+    extensible: bool,
+    action: str | None,
+    nargs: str | None,
+    const: str | None,
+    takes_value: bool | None,
+    negation: str | None,
+    deprecated_kind: str | None,
+    action_error: str | None,
+) -> FlagSpec:
+    names = tuple(loads(aliases) or ())
+    return FlagSpec(
+        name=name,
+        dest=dest,
+        aliases=names,
+        type=type_,
+        choices=tuple(loads(choices)) if choices is not None else None,
+        choices_dynamic=dynamic,
+        choices_extensible=extensible,
+        action=action,
+        nargs=nargs,
+        const=_json_or_none(const),
+        takes_value=takes_value,
+        negations=negations_of((name, *names), action, negation),
+        deprecated_kind=deprecated_kind,
+        action_error=action_error,
+    )
 
 
 def version_modules(session: Session, version: Version) -> Callable[[str], Module | None]:

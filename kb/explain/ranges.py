@@ -103,10 +103,10 @@ def presence(options: Sequence[str], versions: Sequence[VersionOptions]) -> dict
     return out
 
 
-def _problems(facts: VersionFacts, command: str) -> list[dict[str, str]]:
+def _problems(facts: VersionFacts, table: OptionTable, command: str) -> list[dict[str, str]]:
     """What makes argparse stop on the command at this version, as explain judges it there."""
     out = []
-    for f in analyze(facts, command, evaluate=False).findings:
+    for f in analyze(facts, command, evaluate=False, table=table).findings:
         problem = PARSE_ERRORS.get(f["kind"])
         if problem is not None and f["severity"] == "error":
             out.append({"flag": f["flag"] or "", "problem": problem, "message": f["message"]})
@@ -118,7 +118,8 @@ def judge(command: str, versions: Sequence[VersionOptions]) -> list[list[dict[st
 
     The parse depends on a version only through how each word of the command matches its
     option table and through the matched flags, so versions that agree on those share one
-    analysis: a few analyses for the ~100 versions of a history, not one each.
+    analysis: a few analyses for the ~100 versions of a history, not one each. A flag is
+    told by identity: the loader makes one spec of a flag unchanged between versions.
     """
     argv = tokenize(command).argv
     memo: dict[tuple[object, ...], list[dict[str, str]]] = {}
@@ -126,11 +127,11 @@ def judge(command: str, versions: Sequence[VersionOptions]) -> list[list[dict[st
     for v in versions:
         table = v.table or OptionTable(v.flags)
         key = tuple(
-            (m.kind, m.option, m.resolved, m.explicit, m.candidates, repr(m.flag))
+            (m.kind, m.option, m.resolved, m.explicit, m.candidates, id(m.flag))
             for m in classify(argv, table)
         )
         if key not in memo:
-            memo[key] = _problems(VersionFacts(v.name, list(v.flags)), command)
+            memo[key] = _problems(VersionFacts(v.name, list(v.flags)), table, command)
         out.append(memo[key])
     return out
 
