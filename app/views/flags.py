@@ -52,7 +52,6 @@ from kb.reach import MODELS_DIR, flag_models
 from kb.schema import Flag, Version
 
 router = APIRouter()
-REDIRECT_TO_FLAG = "A unique abbreviation of the flag's option or alias: the flag's URL"
 
 
 def matches(flag: dict[str, Any], query: str) -> bool:
@@ -403,7 +402,7 @@ def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
 @router.get(
     "/api/v/{version}/flags/{flag}",
     response_model=FlagPage,
-    responses={**errors(404), 307: {"description": REDIRECT_TO_FLAG}},
+    responses=errors(404),  # the 307 of an abbreviation is no answer: like /api/latest's 302
 )
 def api_flag(request: Request, session: SessionDep, version: str, flag: str) -> Any:
     """One flag (by option, alias or dest, any dashes or case) with everything about it; a
