@@ -226,7 +226,8 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
             page = exc.pages[k] if exc.pages is not None else None
             url = suggestion_url(request.url.path, exc.kind, name, request.url.query, values, page)
             links.append({"name": name, "url": url or ""})
-        context = pinned_context(request, exc.version) if exc.version else {}
+        flag = exc.name if exc.kind == "flag" else None
+        context = pinned_context(request, exc.version, flag) if exc.version else {}
         elsewhere = [json_twin(request, same_page_elsewhere(request, e)) for e in exc.elsewhere]
         return error_response(
             request, 404, exc.detail, links, elsewhere, exc.kind, exc.name, context

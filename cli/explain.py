@@ -146,7 +146,10 @@ def _finding_lines(console: Console, finding: dict[str, Any], indent: str = "  "
 
 
 def _problems(items: list[dict[str, str]]) -> str:
-    return ", ".join(f"{i['flag']} {i['problem']}" for i in items)
+    return ", ".join(
+        f"{i['flag']} {i['problem']}" if i["problem"] in ("missing", "ambiguous") else i["message"]
+        for i in items
+    )
 
 
 def report(console: Console, result: dict[str, Any], verbose: bool = False) -> None:
@@ -199,7 +202,7 @@ def report(console: Console, result: dict[str, Any], verbose: bool = False) -> N
             line.append(f"; in {r['after']}: {_problems(r['limited_to'])}")
         console.print(line)
     if not result["valid_in"]:
-        console.print(Text("  no ingested version has every flag of this command", "yellow"))
+        console.print(Text("  no ingested version parses this command", "yellow"))
 
     compare = result["compare"]
     if compare:

@@ -787,7 +787,17 @@ class ExplainFlag(Model):
 
 class Limit(Model):
     flag: str
-    problem: Literal["missing", "ambiguous"]
+    problem: Literal[
+        "missing",
+        "ambiguous",
+        "unplaced",
+        "attached_text",
+        "arguments",
+        "wrong_type",
+        "invalid_choice",
+        "action_raises",
+    ]
+    message: str  # explain's finding at that version
 
 
 class ValidRange(Model):

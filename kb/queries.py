@@ -356,6 +356,49 @@ def nearest_versions(
     return out
 
 
+_FLAG_WORD = re.compile(r"(?<![\w-])--[A-Za-z0-9][\w-]*")
+
+
+class Deprecation(NamedTuple):
+    """What SGLang last said of a flag that is gone: at `version`, its deprecation `message`
+    and `replacement`, and `flags`, the flags they name that exist at the asked version."""
+
+    version: str
+    message: str | None
+    replacement: str | None
+    flags: list[str]
+
+
+def last_deprecation(session: Session, version: Version, raw: str) -> Deprecation | None:
+    """For a flag absent at `version`: its newest deprecation before `version` (message or
+    replacement), which names the flags that replace it better than any fuzzy match."""
+    keys = list({name_key(n) for n in flag_name_candidates(raw)} - {""})
+    older = [v for v in ordered_versions(session) if v.position < version.position]
+    if not keys or not older:
+        return None
+    said = or_(col(Flag.deprecated_message).is_not(None), col(Flag.replacement).is_not(None))
+    # version_id IN (...) lets SQLite probe the (version_id, key) index once per version.
+    found = session.exec(
+        select(Flag, Version.name)
+        .join(Option, col(Option.flag_id) == Flag.id)
+        .join(Version, col(Version.id) == Flag.version_id)
+        .where(col(Option.version_id).in_([v.id for v in older]), col(Option.key).in_(keys))
+        .where(said)
+        .order_by(col(Version.position).desc())
+        .limit(1)
+    ).first()
+    if found is None:
+        return None
+    flag, at = found
+    own = {flag.name, *(loads(flag.aliases) or ())}
+    named = [r.partition("=")[0] for r in expand_braces(flag.replacement or "")]
+    named += _FLAG_WORD.findall(flag.deprecated_message or "")
+    present = [
+        n for n in dict.fromkeys(named) if n and n not in own and find_flag(session, version, n)
+    ]
+    return Deprecation(at, flag.deprecated_message, flag.replacement, present)
+
+
 def get_flag(session: Session, version: Version, raw: str, replaced: bool = False) -> Flag:
     """The flag named `raw` (NotFound with suggestions). With `replaced`, a deprecated flag
     gives way to the flag that replaces it (whose code handles the values)."""
@@ -364,11 +407,17 @@ def get_flag(session: Session, version: Version, raw: str, replaced: bool = Fals
         live = [f for f in named if not f.deprecated] if replaced else []
         return live[0] if live and named[0].deprecated else named[0]
     names = flag_name_candidates(raw)
+    detail = f"{raw[:MAX_NAME]} does not exist in {version.name}."
+    gone = last_deprecation(session, version, raw)
+    replacing = gone.flags if gone else []
+    if gone and gone.message:
+        detail += f" In {gone.version} it was deprecated: {' '.join(gone.message.split())[:300]}"
+    fuzzy = did_you_mean(raw, flag_names(session, version))
     raise NotFound(
         "flag",
         raw,
-        f"{raw[:MAX_NAME]} does not exist in {version.name}.",
-        did_you_mean(raw, flag_names(session, version)),
+        detail,
+        list(dict.fromkeys([*replacing, *fuzzy]))[: max(5, len(replacing))],
         nearest_versions(session, version, names) if names else [],
         version=version.name,
     )

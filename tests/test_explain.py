@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -377,29 +378,71 @@ def test_valid_in_ranges_and_what_limits_them(session: Session) -> None:
             "from": "v0.2.0",
             "to": "v0.2.0",
             "versions": 1,
-            "limited_from": [{"flag": "--enable-two-batch-overlap", "problem": "missing"}],
+            "limited_from": [
+                {
+                    "flag": "--enable-two-batch-overlap",
+                    "problem": "missing",
+                    "message": "unknown flag --enable-two-batch-overlap in v0.1.0",
+                }
+            ],
             "before": "v0.1.0",
             # --tp becomes ambiguous with --tp-offload in v0.3.0
-            "limited_to": [{"flag": "--tp", "problem": "ambiguous"}],
+            "limited_to": [
+                {
+                    "flag": "--tp",
+                    "problem": "ambiguous",
+                    "message": "ambiguous abbreviation --tp: could match --tp-offload, --tp-size",
+                }
+            ],
             "after": "v0.3.0",
         }
     ]
     assert result["presence"]["--tp"] == [{"from": "v0.1.0", "to": "v0.2.0"}]
 
 
+def _version(name: str, *flags: FlagSpec) -> VersionOptions:
+    return VersionOptions.of_flags(name, flags)
+
+
 def test_valid_in_pure_function_with_gaps() -> None:
-    versions = [
-        VersionOptions.build("a", {"--x": "--x"}),
-        VersionOptions.build("b", {"--x": "--x", "--y": "--y"}),
-        VersionOptions.build("c", {"--y": "--y"}),
-        VersionOptions.build("d", {"--x": "--x", "--y": "--y", "--yy": "--yy"}),
-    ]
-    got = valid_in(["--x", "--y"], versions)
+    x, y, yy = FlagSpec("--x", "x"), FlagSpec("--y", "y"), FlagSpec("--yy", "yy")
+    versions = [_version("a", x), _version("b", x, y), _version("c", y), _version("d", x, y, yy)]
+    got = valid_in(f"{SERVE} --x 1 --y 2", versions)
     assert [(r["from"], r["to"]) for r in got] == [("b", "b"), ("d", "d")]
-    assert got[0]["limited_from"] == [{"flag": "--y", "problem": "missing"}]
-    assert got[0]["limited_to"] == [{"flag": "--x", "problem": "missing"}]
+    assert [(i["flag"], i["problem"]) for i in got[0]["limited_from"]] == [("--y", "missing")]
+    assert [(i["flag"], i["problem"]) for i in got[0]["limited_to"]] == [("--x", "missing")]
     assert got[1]["after"] is None and got[1]["limited_to"] == []
-    assert valid_in(["--nope"], versions) == []
+    assert valid_in(f"{SERVE} --nope", versions) == []
+
+
+def test_valid_in_counts_a_version_only_where_the_values_are_accepted() -> None:
+    """A choice added in one version and removed in a later one bounds the range, as does a
+    type that stops accepting the word and a flag whose action starts raising."""
+    lb = FlagSpec("--lb", "lb", choices=("auto",))
+    versions = [
+        _version("a", lb, FlagSpec("--n", "n", type="str")),
+        _version("b", replace(lb, choices=("auto", "shortest")), FlagSpec("--n", "n", type="str")),
+        _version("c", replace(lb, choices=("auto", "shortest")), FlagSpec("--n", "n", type="str")),
+        _version("d", replace(lb, choices=("auto", "shortest")), FlagSpec("--n", "n", type="int")),
+        _version("e", lb, FlagSpec("--n", "n", type="str")),
+    ]
+    got = valid_in(f"{SERVE} --lb shortest --n two", versions)
+    assert [(r["from"], r["to"], r["versions"]) for r in got] == [("b", "c", 2)]
+    (start,) = got[0]["limited_from"]
+    assert start["flag"] == "--lb" and start["problem"] == "invalid_choice"
+    assert "invalid choice 'shortest'" in start["message"]
+    (end,) = got[0]["limited_to"]
+    assert end["flag"] == "--n" and end["problem"] == "wrong_type"
+    raising = replace(lb, choices=None, deprecated_kind="raises", action_error="use --other")
+    assert valid_in(f"{SERVE} --lb x", [_version("a", lb), _version("b", raising)]) == []
+
+
+def test_valid_in_agrees_with_explain_at_every_version(session: Session) -> None:
+    """A value no version accepts: no range at all, although every flag exists everywhere."""
+    result = run(session, f"{SERVE} --model-path m --moe-runner-backend bogus")
+    assert kinds(result, "error") == ["invalid_choice"]
+    assert result["presence"]["--moe-runner-backend"] == [{"from": "v0.1.0", "to": "v0.3.0"}]
+    assert result["valid_in"] == []
 
 
 def test_upgrade_check_lists_removed_flags_defaults_and_constraints(session: Session) -> None:

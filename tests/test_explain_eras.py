@@ -37,7 +37,8 @@ def test_era_1_does_not_know_later_flags(session: Session) -> None:
     assert result["findings"][0]["kind"] == "unknown_flag"
     # The range says which release introduced it.
     assert result["valid_in"][0]["from"] == "v0.2.0"
-    assert result["valid_in"][0]["limited_from"] == [{"flag": "--pp-size", "problem": "missing"}]
+    (limit,) = result["valid_in"][0]["limited_from"]
+    assert (limit["flag"], limit["problem"]) == ("--pp-size", "missing")
 
 
 def test_era_2_raise_override_and_choice(session: Session) -> None:

@@ -15,7 +15,13 @@ from sqlmodel import Session, select
 from app.fragments import flag_link
 from app.templating import render
 from kb.contract import ErrorBody
-from kb.queries import expand_braces, find_flag, version_names
+from kb.queries import (
+    expand_braces,
+    find_flag,
+    flag_name_candidates,
+    version_names,
+    versions_with_flag,
+)
 from kb.schema import Version
 
 # What each error status means in this API (the OpenAPI `responses` of the routes).
@@ -180,11 +186,18 @@ def error_response(
     return response
 
 
-def pinned_context(request: Request, version_name: str) -> dict[str, Any]:
+def pinned_context(request: Request, version_name: str, flag: str | None = None) -> dict[str, Any]:
     """The version switcher for an error inside an existing version: it keeps the page, so
-    a flag missing here is one click from a version that has it."""
+    a flag missing here is one click from a version that has it. For a missing `flag`, the
+    versions without it are marked, so the banner does not send to another 404."""
     segments = request.url.path.split("/")
     tail = "/".join(segments[3:]) if segments[1:2] == ["v"] else "flags"
     with Session(request.app.state.engine) as session:
         version = session.exec(select(Version).where(Version.name == version_name)).first()
-        return page_context(session, version, tail) if version is not None else {}
+        if version is None:
+            return {}
+        absent = None
+        if flag is not None:
+            having = {v.name for v in versions_with_flag(session, flag_name_candidates(flag))}
+            absent = set(version_names(session)) - having
+        return page_context(session, version, tail, absent)

@@ -12,7 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
 from sqlmodel import Session
 
@@ -22,13 +22,15 @@ from app.highlight import excerpt
 from app.templating import render
 from app.views import flag_parts as parts
 from app.views import listing
-from app.views.common import errors, page_context, replacement_links
+from app.views.common import errors, page_context, replacement_links, suggestion_url
 from app.views.listing import facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
+from kb.explain.load import load_options
 from kb.flagsites import version_sites
 from kb.queries import (
     MAX_NAME,
+    NotFound,
     backend_url,
     constraint_counts,
     dest_names,
@@ -279,10 +281,49 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
     return [{"name": n, "url": flag_url(version, n), "known": n in known} for n in names]
 
 
+def flag_or_redirect(request: Request, session: Session, version: Version, raw: str) -> Any:
+    """The flag row `raw` names (any of its names: the page answers there), or a redirect
+    to the flag's page when `raw` is a unique abbreviation of its option or an alias, as
+    argparse takes it (allow_abbrev) and explain reads it (`--tp` -> `--tensor-parallel-size`
+    at v0.5.6). An ambiguous one stays a 404 whose suggestions start with the flags it could
+    mean."""
+    try:
+        row = get_flag_row(session, version, raw)
+    except NotFound as exc:
+        table = next(
+            (v.table for v in load_options(session) if v.name == version.name and v.table), None
+        )
+        if table is None or not raw.startswith("--"):
+            raise
+        m = table.match(raw)
+        if m.kind not in ("abbreviation", "ambiguous"):
+            raise
+        if m.flag is not None:
+            return _to_flag(request, m.flag.name)
+        meant = [table.by_option[o].name for o in m.candidates]
+        exc.suggestions = list(dict.fromkeys([*meant, *exc.suggestions]))
+        exc.detail = (
+            f"{raw[:MAX_NAME]} is an ambiguous abbreviation in {version.name}: it could mean "
+            + ", ".join(dict.fromkeys(meant))
+            + "."
+        )
+        raise
+    return row
+
+
+def _to_flag(request: Request, name: str) -> RedirectResponse:
+    # 307: another ingest may add a flag that makes an abbreviation ambiguous
+    url = suggestion_url(request.url.path, "flag", name, request.url.query)
+    return RedirectResponse(url or "/", status_code=307)
+
+
 @router.get("/v/{version}/flags/{flag}", include_in_schema=False)
 def flag_page(request: Request, session: SessionDep, version: str, flag: str) -> Response:
     found = read_version(session, version)
-    data = flag_page_dict(session, found, get_flag_row(session, found, flag))
+    row = flag_or_redirect(request, session, found, flag)
+    if isinstance(row, Response):
+        return row
+    data = flag_page_dict(session, found, row)
     src = data["source"]
     definition = excerpt(session, found, src["path"], src["line"], src["end_line"], context=1)
     names = version_names(session)
@@ -358,8 +399,14 @@ def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
     return absent
 
 
-@router.get("/api/v/{version}/flags/{flag}", responses=errors(404))
-def api_flag(session: SessionDep, version: str, flag: str) -> FlagPage:
-    """One flag (by option, alias or dest, any dashes or case) with everything about it."""
+@router.get(
+    "/api/v/{version}/flags/{flag}",
+    response_model=FlagPage,
+    responses=errors(404),  # the 307 of an abbreviation is no answer: like /api/latest's 302
+)
+def api_flag(request: Request, session: SessionDep, version: str, flag: str) -> Any:
+    """One flag (by option, alias or dest, any dashes or case) with everything about it; a
+    unique abbreviation (`--tp`) redirects to the flag's URL."""
     found = get_version(session, version)
-    return flag_page_data(session, found, get_flag_row(session, found, flag))
+    row = flag_or_redirect(request, session, found, flag)
+    return row if isinstance(row, Response) else flag_page_data(session, found, row)

@@ -46,10 +46,13 @@ class Analysis:
         }
 
 
-def analyze(facts: VersionFacts, command: str, evaluate: bool = True) -> Analysis:
-    """`evaluate=False` when the simulation (kb.explain.deploy) judges the sites instead."""
+def analyze(
+    facts: VersionFacts, command: str, evaluate: bool = True, table: OptionTable | None = None
+) -> Analysis:
+    """`evaluate=False` when the simulation (kb.explain.deploy) judges the sites instead;
+    `table`, the option table of `facts.flags` when the caller has it already."""
     tokens = tokenize(command)
-    table = OptionTable(facts.flags)
+    table = table or OptionTable(facts.flags)
     uses, leftovers = parse(tokens.argv, table)
     check = UseChecker(facts, table, list(tokens.findings))
     for word in leftovers:

@@ -26,7 +26,15 @@ def compare(
         if ua.match.option != ub.match.option or ua.flag is None or ua.flag.builtin:
             continue
         if ub.flag is None:
-            hint = ua.flag.replacement
+            # stated at A, else what SGLang said before B when it deprecated the flag
+            hint = ua.flag.replacement or next(
+                (
+                    f.get("replacement")
+                    for f in b.findings
+                    if f["kind"] == "unknown_flag" and f["flag"] == ub.match.option
+                ),
+                None,
+            )
             removed.append(
                 {
                     "flag": ua.match.option,

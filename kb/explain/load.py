@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy import select as sa_select  # sqlmodel's select types 4 columns at most
 from sqlmodel import Session, col, select
 
 from kb.cache import Cache, Stamp
@@ -19,12 +20,10 @@ from kb.explain.facts import EnvSpec, FlagSpec, SiteSpec, VersionFacts, negation
 from kb.explain.ranges import VersionOptions
 from kb.explain.simulate import Module
 from kb.queries import citation, session_stamp
-from kb.relations import CLI_KINDS
 from kb.schema import (
     ConstraintSite,
     EnvVar,
     Flag,
-    Option,
     Version,
     VersionFile,
     blob_text,
@@ -147,17 +146,70 @@ def load_options(session: Session, stamp: Stamp | None = None) -> list[VersionOp
 
 def _read_options(session: Session) -> list[VersionOptions]:
     versions = list(session.exec(select(Version).order_by(col(Version.position))))
-    options: dict[int | None, dict[str, str]] = {v.id: {} for v in versions}
-    # The option table's command-line strings (option, alias, --no-x), as the parser takes them.
-    rows = session.exec(
-        select(Option.version_id, Option.name, Flag.name)
-        .join(Flag, col(Flag.id) == Option.flag_id)
-        .where(col(Option.kind).in_(CLI_KINDS))
-        .order_by(col(Option.flag_id))
+    flags: dict[int | None, list[FlagSpec]] = {v.id: [] for v in versions}
+    # What parsing needs of every flag of every version: one query, no help texts.
+    columns: list[Any] = [
+        Flag.version_id,
+        Flag.name,
+        Flag.dest,
+        Flag.aliases,
+        Flag.type,
+        Flag.choices,
+        Flag.choices_dynamic,
+        Flag.choices_extensible,
+        Flag.action,
+        Flag.nargs,
+        Flag.const,
+        Flag.takes_value,
+        Flag.negation,
+        Flag.deprecated_kind,
+        Flag.action_error,
+    ]
+    rows = session.connection().execute(
+        sa_select(*columns).order_by(col(Flag.version_id), col(Flag.path), col(Flag.line))
     )
-    for version_id, option, name in rows:
-        options.setdefault(version_id, {}).setdefault(option, name)
-    return [VersionOptions.build(v.name, options[v.id]) for v in versions]
+    made: dict[tuple[Any, ...], FlagSpec] = {}  # a flag unchanged across versions: one spec
+    for version_id, *fields in rows:
+        key = tuple(fields)
+        if key not in made:
+            made[key] = _parse_spec(*fields)
+        flags.setdefault(version_id, []).append(made[key])
+    return [VersionOptions.of_flags(v.name, flags[v.id]) for v in versions]
+
+
+def _parse_spec(
+    name: str,
+    dest: str,
+    aliases: str,
+    type_: str | None,
+    choices: str | None,
+    dynamic: bool,
+    extensible: bool,
+    action: str | None,
+    nargs: str | None,
+    const: str | None,
+    takes_value: bool | None,
+    negation: str | None,
+    deprecated_kind: str | None,
+    action_error: str | None,
+) -> FlagSpec:
+    names = tuple(loads(aliases) or ())
+    return FlagSpec(
+        name=name,
+        dest=dest,
+        aliases=names,
+        type=type_,
+        choices=tuple(loads(choices)) if choices is not None else None,
+        choices_dynamic=dynamic,
+        choices_extensible=extensible,
+        action=action,
+        nargs=nargs,
+        const=_json_or_none(const),
+        takes_value=takes_value,
+        negations=negations_of((name, *names), action, negation),
+        deprecated_kind=deprecated_kind,
+        action_error=action_error,
+    )
 
 
 def version_modules(session: Session, version: Version) -> Callable[[str], Module | None]:

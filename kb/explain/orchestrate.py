@@ -23,8 +23,16 @@ from kb.explain.facts import VersionFacts
 from kb.explain.load import load_facts, load_options, version_modules
 from kb.explain.predicates import Profile
 from kb.explain.ranges import presence, used_options, valid_in
-from kb.explain.report import SEVERITY_RANK
-from kb.queries import NotFound, citation, get_version, newest_version, session_stamp
+from kb.explain.report import SEVERITY_RANK, Finding, clip
+from kb.queries import (
+    Deprecation,
+    NotFound,
+    citation,
+    get_version,
+    last_deprecation,
+    newest_version,
+    session_stamp,
+)
 from kb.schema import Version, loads
 
 MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
@@ -75,6 +83,9 @@ def run(
     remains for knowledge bases without the source of ServerArgs."""
     modules = version_modules(session, version)
     analysis = analyze(facts, command, evaluate=not simulatable(modules))
+    for f in analysis.findings:
+        if f["kind"] == "unknown_flag" and f["flag"]:
+            said_before(f, last_deprecation(session, version, f["flag"]), version.name)
 
     def cite(path: str, line: int, end: int) -> dict[str, Any]:
         return citation(version, path, line, end)
@@ -87,6 +98,25 @@ def run(
         )
         analysis.fired = sim.fired
     return analysis, sim
+
+
+def said_before(finding: Finding, gone: Deprecation | None, version: str) -> None:
+    """An unknown flag that SGLang deprecated before this version: its message, and the
+    flags it names that exist here first among the suggestions (a fuzzy match of the
+    name, `--enable-ep-moe` -> `--enable-eplb`, is no replacement)."""
+    if gone is None:
+        return
+    option, fuzzy = finding["flag"], finding.get("suggestions") or []
+    text = f"unknown flag {option} in {version}; deprecated in {gone.version}"
+    if gone.message:
+        text += f" ({clip(gone.message, 200)})"
+    if gone.flags:
+        text += f": use {' or '.join(gone.flags)}"
+    elif fuzzy:
+        text += "; did you mean " + " or ".join(fuzzy) + "?"
+    finding["message"] = text
+    finding["suggestions"] = list(dict.fromkeys([*gone.flags, *fuzzy]))
+    finding["replacement"] = gone.flags[0] if gone.flags else None
 
 
 def add_fixes(
@@ -148,7 +178,7 @@ def explain(
     result: dict[str, Any] = {
         **analysis.to_json(),
         "errors": analysis.errors,
-        "valid_in": valid_in(options, versions) if options else [],
+        "valid_in": valid_in(command, versions) if options else [],
         "presence": presence(options, versions),
         "compare": None,
         "profile": profile.to_json() if profile is not None else None,

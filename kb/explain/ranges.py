@@ -1,4 +1,5 @@
-"""Across versions: where each option of the command resolves, and where all of them do."""
+"""Across versions: where each option of the command resolves, and where the whole command
+parses (every flag exists and every value is one argparse accepts)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,49 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kb.explain.analysis import Analysis
+from kb.explain.analysis import Analysis, analyze
+from kb.explain.facts import FlagSpec, VersionFacts
+from kb.explain.parsing import OptionTable, classify
+from kb.explain.shell import tokenize
+
+# Findings that mean argparse stops on the command: a flag it does not know, or a value or
+# arity it rejects. Constraint findings are SGLang's checks after parsing: not counted here.
+PARSE_ERRORS = {
+    "unknown_flag": "missing",
+    "ambiguous": "ambiguous",
+    "unplaced": "unplaced",
+    "attached_text": "attached_text",
+    "arguments": "arguments",
+    "wrong_type": "wrong_type",
+    "invalid_choice": "invalid_choice",
+    "action_raises": "action_raises",
+}
 
 
 @dataclass(frozen=True)
 class VersionOptions:
-    """The option strings of one version, mapped to their canonical flag name."""
+    """The option strings of one version, mapped to their canonical flag name, and its flags
+    with what parsing a command needs (no help, defaults or citations)."""
 
     name: str
     options: dict[str, str]
     sorted: tuple[str, ...] = ()
+    flags: tuple[FlagSpec, ...] = ()
+    table: OptionTable | None = None
 
     @classmethod
-    def build(cls, name: str, options: dict[str, str]) -> VersionOptions:
-        return cls(name, options, tuple(sorted(options)))
+    def build(
+        cls, name: str, options: dict[str, str], flags: Sequence[FlagSpec] = ()
+    ) -> VersionOptions:
+        return cls(name, options, tuple(sorted(options)), tuple(flags), OptionTable(flags))
+
+    @classmethod
+    def of_flags(cls, name: str, flags: Sequence[FlagSpec]) -> VersionOptions:
+        options: dict[str, str] = {}
+        for flag in flags:
+            for option in flag.options:
+                options.setdefault(option, flag.name)
+        return cls.build(name, options, flags)
 
     def resolves(self, option: str) -> bool:
         return self.status(option) == "ok"
@@ -73,33 +103,60 @@ def presence(options: Sequence[str], versions: Sequence[VersionOptions]) -> dict
     return out
 
 
-def valid_in(options: Sequence[str], versions: Sequence[VersionOptions]) -> list[dict[str, Any]]:
-    """Ranges of versions (oldest first) where every option resolves, and what limits each end.
-
-    `limited_from` lists the options that fail in the version just before the range,
-    `limited_to` those failing just after it, each as {"flag", "problem": missing|ambiguous};
-    both are empty at the ends of the ingested history.
-    """
-    table = [[v.status(o) for o in options] for v in versions]
-
-    def failing(i: int) -> list[dict[str, str]]:
-        return [
-            {"flag": o, "problem": status}
-            for o, status in zip(options, table[i], strict=True)
-            if status != "ok"
-        ]
-
+def _problems(facts: VersionFacts, table: OptionTable, command: str) -> list[dict[str, str]]:
+    """What makes argparse stop on the command at this version, as explain judges it there."""
     out = []
-    for a, b in _ranges([all(s == "ok" for s in row) for row in table]):
+    for f in analyze(facts, command, evaluate=False, table=table).findings:
+        problem = PARSE_ERRORS.get(f["kind"])
+        if problem is not None and f["severity"] == "error":
+            out.append({"flag": f["flag"] or "", "problem": problem, "message": f["message"]})
+    return out
+
+
+def judge(command: str, versions: Sequence[VersionOptions]) -> list[list[dict[str, str]]]:
+    """For each version, what makes the command fail to parse there (empty: it parses).
+
+    The parse depends on a version only through how each word of the command matches its
+    option table and through the matched flags, so versions that agree on those share one
+    analysis: a few analyses for the ~100 versions of a history, not one each. A flag is
+    told by identity: the loader makes one spec of a flag unchanged between versions.
+    """
+    argv = tokenize(command).argv
+    memo: dict[tuple[object, ...], list[dict[str, str]]] = {}
+    out = []
+    for v in versions:
+        table = v.table or OptionTable(v.flags)
+        key = tuple(
+            (m.kind, m.option, m.resolved, m.explicit, m.candidates, id(m.flag))
+            for m in classify(argv, table)
+        )
+        if key not in memo:
+            memo[key] = _problems(VersionFacts(v.name, list(v.flags)), table, command)
+        out.append(memo[key])
+    return out
+
+
+def valid_in(command: str, versions: Sequence[VersionOptions]) -> list[dict[str, Any]]:
+    """Ranges of versions (oldest first) where the command parses, and what limits each end.
+
+    `limited_from` lists what fails in the version just before the range, `limited_to` what
+    fails just after it, each as {"flag", "problem", "message"} (problem: missing, ambiguous,
+    invalid_choice, wrong_type, ...: see PARSE_ERRORS); both are empty at the ends of the
+    ingested history. Required flags the command lacks are not counted: the range is about
+    what the command gives.
+    """
+    table = judge(command, versions)
+    out = []
+    for a, b in _ranges([not problems for problems in table]):
         after = b + 1 < len(versions)
         out.append(
             {
                 "from": versions[a].name,
                 "to": versions[b].name,
                 "versions": b - a + 1,
-                "limited_from": failing(a - 1) if a else [],
+                "limited_from": table[a - 1] if a else [],
                 "before": versions[a - 1].name if a else None,
-                "limited_to": failing(b + 1) if after else [],
+                "limited_to": table[b + 1] if after else [],
                 "after": versions[b + 1].name if after else None,
             }
         )
