@@ -642,11 +642,17 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
     passes: no condition. A test or local reading a parameter itself (`if
     cls._should_gather(context):`) decides nothing: what it depends on is not named."""
     ret = f.returns_at(d, line)
+    node = f.node(d)
     if ret is not None:
-        return () if ret.value is not None else None
+        if ret.value is None:
+            return None
+        # a `return` under `if context.is_layer_sparse:` (or its `else:`) decides only for
+        # the callers making that branch run, as a guard there does
+        branches = [] if node is None else _parameter_branches(node, _parameters(node))
+        inside = (cond for body, cond in branches if any(ret in ast.walk(s) for s in body))
+        return next(inside, ())
     if d.kind != "def" or f.end_of(d) - d.line > MAX_ACCESSOR_LINES:
         return None
-    node = f.node(d)
     if node is None:
         return None
     rel = line - d.line + 1
@@ -657,19 +663,10 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
         return None
     values = [r.value for r in returns if r.value is not None]  # (all of them, for mypy)
     params = _parameters(node)
-    top: dict[ast.stmt, Cond] = {}
-    for s in _top_statements(getattr(node, "body", [])):
-        top[s] = ()
-        tested = _parameter_test(s.test, params) if isinstance(s, ast.If) else None
-        if tested is None or not isinstance(s, ast.If):
-            continue
-        name, truthy = tested
-        branches = [(s.body, truthy)]
-        if not (len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If)):  # (elif: top)
-            branches.append((s.orelse, not truthy))
-        for body, want in branches:
-            for inner in _top_statements(body):
-                top.setdefault(inner, () if name is None else ((name, want),))
+    top: dict[ast.stmt, Cond] = {s: () for s in _top_statements(getattr(node, "body", []))}
+    for body, cond in _parameter_branches(node, params):
+        for inner in _top_statements(body):
+            top.setdefault(inner, cond)
     # The tests of those `if`s whose body returns at once (a use in a returned value was
     # the `return` case above: a value on the line of `if ctx.x and y(): return True` is no
     # way around the test's parameter), then with the returned values, what a local feeds.
@@ -711,6 +708,23 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
         if conds:
             return both(top[s], min(conds, key=len))
     return None
+
+
+def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.stmt], Cond]]:
+    """The branches of the top-level `if`s of a function testing a parameter, each with
+    what its callers must pass for it to run: `if context.is_layer_sparse:` gives its body
+    `is_layer_sparse` truthy and its `else:` falsy; a test of the server args, no condition."""
+    out: list[tuple[list[ast.stmt], Cond]] = []
+    for s in _top_statements(getattr(node, "body", [])):
+        tested = _parameter_test(s.test, params) if isinstance(s, ast.If) else None
+        if tested is None or not isinstance(s, ast.If):
+            continue
+        name, truthy = tested
+        branches = [(s.body, truthy)]
+        if not (len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If)):  # (elif: top)
+            branches.append((s.orelse, not truthy))
+        out.extend((body, () if name is None else ((name, want),)) for body, want in branches)
+    return out
 
 
 def _parameter_test(test: ast.expr, params: set[str]) -> tuple[str | None, bool] | None:
@@ -1207,7 +1221,13 @@ class Resolver:
                 # A use that names the method (SboFlags.x()) is cited through it rather than
                 # through the class; then the shortest chain wins.
                 rank = (0 if member is not None and member == c.member else 1, len(c.chain))
-                reaches = not c.cond or _call_reaches(_pyfile(sha, read_text), use, c.cond)
+                # (a call in the carrier's own file passes its caller's context on: a fact
+                # of that file, whatever the condition)
+                reaches = (
+                    not c.cond
+                    or c.path == path
+                    or _call_reaches(_pyfile(sha, read_text), use, c.cond)
+                )
                 for dest in c.dests if reaches else ():
                     skey = (dest, path, use.line)
                     old = sites.get(skey)

@@ -250,8 +250,9 @@ def test_a_return_of_a_dozen_conditions_carries_the_flag_on() -> None:
 
 def test_a_test_of_what_the_caller_passes_makes_no_carrier() -> None:
     """The flags decide the layer modes only for some arguments (a sparse layer, a dense
-    one before a sparse one): `_mlp_mode` and `_output_mode` carry nothing on, so a dense
-    layer's `init_new(sparse=False, ...)` is no read of the a2a backend or of xbo."""
+    one before a sparse one): `_mlp_mode` and `_output_mode` carry them on to no call
+    that can only pass a dense layer, so a dense layer's `init_new(sparse=False, ...)` is
+    no read of the a2a backend or of xbo."""
     found = _resolve(FILES)
     assert _at(found, "modes.py", "if get_a2a_backend().is_deep():")  # the use itself
     assert _at(found, "modes.py", "if cls._gather(context):")["enable_x_batch_overlap"] == [
@@ -259,7 +260,8 @@ def test_a_test_of_what_the_caller_passes_makes_no_carrier() -> None:
         "is_xbo_enabled()",
         "LayerModes._gather()",
     ]
-    assert not _at(found, "modes.py", "return cls(cls._mlp_mode(kwargs)")
+    # (the module's own call passes its caller's context on: a fact of that file)
+    assert set(_at(found, "modes.py", "return cls(cls._mlp_mode(kwargs)")) == {"a2a_backend"}
     assert not [s for s in found if s["path"].endswith("dense.py")]
 
 
@@ -380,8 +382,73 @@ def test_a_guard_under_a_test_of_what_the_caller_passes_is_read_where_a_call_mak
     assert not _at(found, "unsaid.py", "self.modes")
     assert set(_at(found, "set_dense.py", "self.modes")) == {"runner_backend"}
     assert set(_at(found, "hybrid.py", "self.modes")) == {"a2a_backend", "runner_backend"}
-    # the calls inside the module pass no such keyword: no read there
-    assert not _at(found, "sparse_modes.py", "return cls(cls._mlp_mode(context)")
+    # the calls inside the module pass their caller's context on: reads of that file
+    assert set(_at(found, "sparse_modes.py", "return cls(cls._mlp_mode(context)")) == {
+        "a2a_backend",
+        "runner_backend",
+    }
+
+
+# Returns under a test of what the caller passes (communicator.py up to snapshot-2026-04-01):
+# the a2a backend decides only a sparse layer's mode, the runner backend only a dense one's.
+RETURN_MODES = """
+from sglang.srt.utils import get_a2a_backend, get_runner_backend
+
+
+class ReturnModes:
+    @classmethod
+    def init_new(cls, **kwargs):
+        ctx = Ctx(**kwargs)
+        return cls(mode=cls._mode(ctx))
+
+    @classmethod
+    def _mode(cls, ctx):
+        if ctx.sparse:
+            return (
+                "scattered"
+                if not get_a2a_backend().is_none()
+                else "full"
+            )
+        else:
+            return "scattered" if get_runner_backend().is_deep() else "full"
+"""
+
+
+def _return_layer(name: str, sparse: str) -> str:
+    return (
+        "from sglang.srt.layers.return_modes import ReturnModes\n\n\n"
+        f"class {name}:\n"
+        "    def __init__(self, is_moe):\n"
+        f"        self.modes = ReturnModes.init_new(sparse={sparse})\n"
+    )
+
+
+RETURN_FILES = {
+    "python/sglang/srt/utils.py": UTILS,
+    "python/sglang/srt/layers/return_modes.py": RETURN_MODES,
+    "python/sglang/srt/models/r_sparse.py": _return_layer("SparseLayer", "is_moe"),
+    "python/sglang/srt/models/r_dense.py": _return_layer("DenseLayer", "False"),
+    "python/sglang/srt/models/r_moe.py": _return_layer("MoeLayer", "True"),
+}
+
+
+def test_a_return_under_a_test_of_what_the_caller_passes_is_read_where_a_call_makes_it_true() -> (
+    None
+):
+    """The return under `if ctx.sparse:` reaches a call that can pass a sparse layer, not a
+    dense one passing `sparse=False`; the `else:` return the other way round."""
+    found = _resolve(RETURN_FILES)
+    line = "self.modes = ReturnModes.init_new("
+    sparse = _at(found, "r_sparse.py", line)
+    assert set(sparse) == {"a2a_backend", "runner_backend"}
+    assert sparse["a2a_backend"][-2:] == ["ReturnModes._mode()", "ReturnModes.init_new()"]
+    assert set(_at(found, "r_dense.py", line)) == {"runner_backend"}
+    assert set(_at(found, "r_moe.py", line)) == {"a2a_backend"}
+    # the module's own call passes its caller's context on: both, as a fact of that file
+    assert set(_at(found, "return_modes.py", "return cls(mode=cls._mode(ctx))")) == {
+        "a2a_backend",
+        "runner_backend",
+    }
 
 
 def test_a_guard_under_a_test_of_the_server_args_carries_the_flag_on() -> None:
