@@ -917,6 +917,10 @@ class Simulator:
         if isinstance(callee, Func):
             if callee.bound is SELF and callee.node.name == "get_model_config":
                 return Obj("model_config")
+            if loads_hf_config(callee.node):
+                # SGLang's own loader (get_config): its result is the config the profile
+                # describes; interpreting its GGUF/registry branches would only blur it
+                return Obj("hf_config")
             return self.call_function(callee, args, kwargs, ctx)
         if any(a is SELF for a in (*args, *kwargs.values())):
             if not (isinstance(callee, Named) and callee.module == "builtins"):
@@ -962,6 +966,8 @@ class Simulator:
         return default
 
     def symbol_call(self, dotted: str, args: list[Any]) -> Any:
+        if dotted.split(".")[-2:] == HF_CONFIG_LOADER:
+            return Obj("hf_config")
         if dotted in TORCH_PREDICATES:
             name = TORCH_PREDICATES[dotted]
             return self.predicate(name, Named(name, "torch"), args)
@@ -1240,6 +1246,8 @@ TORCH_PREDICATES = {
     "torch.cuda.is_available": "is_cuda",
     "torch.cuda.device_count": "get_device_count",
 }
+# transformers' loader of a model's config.json: what it returns is the profile's hf_config
+HF_CONFIG_LOADER = ["AutoConfig", "from_pretrained"]
 ENV_READERS = {"get_bool_env_var": "false", "get_int_env_var": 0, "get_str_env_var": None}
 
 
@@ -1268,6 +1276,25 @@ def class_defaults(cls: ast.ClassDef) -> dict[str, Any]:
         if lit is not NOT_LITERAL:
             out[node.target.id] = lit
     return out
+
+
+@lru_cache(maxsize=256)
+def loads_hf_config(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function that ends `return config` where `config = AutoConfig.from_pretrained(..)`
+    in its body (SGLang's get_config in every era): calling it loads the model's hf_config."""
+    last = fn.body[-1] if fn.body else None
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
+        return False
+    name = last.value.id
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            and ast.unparse(node.value.func).split(".")[-2:] == HF_CONFIG_LOADER
+        ):
+            return True
+    return False
 
 
 def _as_load(target: ast.expr) -> ast.expr:
