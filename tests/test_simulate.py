@@ -4,11 +4,13 @@ and the bounds that keep hostile code harmless."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from typing import Any
 
 import pytest
 
+from ingest.constraints import extract_constraints
 from kb.explain.predicates import Profile, ProfileError, Unknown
 from kb.explain.simulate import Module, Result, Simulator, parse_module
 from tests import sim_repos
@@ -317,3 +319,28 @@ def test_a_method_returning_the_hf_config_reads_the_profile() -> None:
     needs = {n for c in unknown.changes for n in c.needs}
     assert "the model architecture" in needs
     assert not any("AutoConfig" in n or "from_pretrained" in n for n in needs)
+
+
+def test_a_warning_through_a_helper_cites_the_call_and_its_text() -> None:
+    result = run(HF_FILES, {**HF_FIELDS, "enable_old_moe": True}, {"arch": "LlamaForCausalLM"})
+    (warning,) = [c for c in result.checks if c.kind == "warning"]
+    assert warning.outcome == "fired"
+    assert warning.message == "--enable-old-moe is deprecated. Please set `--ep-size` instead."
+    lines = textwrap.dedent(HF_ARGS).splitlines()
+    assert lines[warning.line - 1].strip() == "warn_deprecated("
+    assert warning.path == ARGS and warning.end_line == warning.line + 2
+
+
+def test_ingested_warnings_drop_terminal_colour_codes() -> None:
+    tree = ast.parse(
+        textwrap.dedent(
+            """
+            class ServerArgs:
+                def __post_init__(self):
+                    if self.enable_old_moe:
+                        logger.warning(f"\\033[33mNOTE: {self.tp_size} is ignored\\033[0m")
+            """
+        )
+    )
+    (site,) = extract_constraints(tree, ARGS)
+    assert site["kind"] == "warning" and site["message"] == "NOTE: {self.tp_size} is ignored"
