@@ -40,8 +40,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # docstring; a feature-named definition reading the carrier is no step by name; 23: a
 # conversion held whole in a local; 24: `x.lower() == "v"` compares x; 25: a guard under a
 # test of a parameter carries where a call can make the test true; 26: a return under such
-# a test too (a call in the carrier's own file reads it whatever it passes)
-ANALYZER_VERSION = 26
+# a test too (a call in the carrier's own file reads it whatever it passes); 27: texts
+# without terminal colour codes
+ANALYZER_VERSION = 27
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

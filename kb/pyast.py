@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -55,37 +56,58 @@ def source(node: ast.AST) -> str:
     return ast.unparse(node)
 
 
-def render_text(node: ast.AST | None, strings: dict[str, str] | None = None) -> str | None:
+# terminal colour codes (`"\\033[33m"`): SGLang colours some warnings; a reader sees no escapes
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI_ESCAPE.sub("", text)
+
+
+def render_text(
+    node: ast.AST | None,
+    strings: dict[str, str] | None = None,
+    fill: dict[str, str] | None = None,
+) -> str | None:
     """Render a help text or message as the user reads it.
 
     Implicit concatenation is already one constant; `+` is joined; f-strings keep their
-    `{expr}` placeholders; names of module-level string constants are resolved. Returns None
-    when the expression is not text-like.
+    `{expr}` placeholders, but for a plain `{name}` that `fill` gives a value; names of
+    module-level string constants (`strings`) and of `fill` are resolved; terminal colour
+    codes are dropped. Returns None when the expression is not text-like.
     """
     if node is None:
         return None
     if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, str) else None
+        return strip_ansi(node.value) if isinstance(node.value, str) else None
     if isinstance(node, ast.JoinedStr):
         parts = []
         for value in node.values:
             if isinstance(value, ast.Constant):
-                parts.append(str(value.value))
+                parts.append(strip_ansi(str(value.value)))
             elif isinstance(value, ast.FormattedValue):
-                parts.append("{" + source(value.value) + "}")
+                inner = value.value
+                known = fill.get(inner.id) if fill and isinstance(inner, ast.Name) else None
+                if known is not None and value.conversion == -1 and not value.format_spec:
+                    parts.append(strip_ansi(known))
+                else:
+                    parts.append("{" + source(inner) + "}")
         return "".join(parts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = render_text(node.left, strings), render_text(node.right, strings)
+        left = render_text(node.left, strings, fill)
+        right = render_text(node.right, strings, fill)
         if left is not None and right is not None:
             return left + right
         return None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        return render_text(node.left, strings)  # "... %s" % x: keep the template
+        return render_text(node.left, strings, fill)  # "... %s" % x: keep the template
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr == "format":
-            return render_text(node.func.value, strings)
+            return render_text(node.func.value, strings, fill)
     if isinstance(node, ast.Name) and strings and node.id in strings:
         return strings[node.id]
+    if isinstance(node, ast.Name) and fill and node.id in fill:
+        return strip_ansi(fill[node.id])
     return None
 
 

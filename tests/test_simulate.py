@@ -4,11 +4,13 @@ and the bounds that keep hostile code harmless."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from typing import Any
 
 import pytest
 
+from ingest.constraints import extract_constraints
 from kb.explain.predicates import Profile, ProfileError, Unknown
 from kb.explain.simulate import Module, Result, Simulator, parse_module
 from tests import sim_repos
@@ -216,3 +218,129 @@ def test_environment_variables_the_command_sets_are_used() -> None:
     result = sim.run()
     assert changes(result)["attention_backend"] == "triton"
     assert "environment variable FIXTURE_FORCE_TRITON=1" in result.assumptions.values()
+
+
+# --- era 2 before ModelConfig: `self.get_hf_config().architectures[0]` -------------------
+# (modelled on v0.5.x: a ServerArgs method returns SGLang's get_config(), which loads the
+# config with transformers' AutoConfig and then refines it in branches of its own)
+HF_UTILS = "python/sglang/srt/utils/hf_transformers_utils.py"
+HF_UTILS_TEXT = """
+from transformers import AutoConfig
+
+_CONFIG_REGISTRY = {}
+
+
+def get_config(model, trust_remote_code, revision=None, model_override_args=None, **kwargs):
+    if model.endswith(".gguf"):
+        kwargs["gguf_file"] = model
+    try:
+        config = AutoConfig.from_pretrained(model, trust_remote_code=trust_remote_code)
+    except ValueError as e:
+        raise e
+    if config.model_type in _CONFIG_REGISTRY:
+        config = _CONFIG_REGISTRY[config.model_type].from_pretrained(model)
+    if model_override_args:
+        config.update(model_override_args)
+    return config
+"""
+HF_ARGS = """
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+from sglang.srt.utils import is_sm90_supported
+from sglang.srt.utils.hf_transformers_utils import get_config
+
+
+def warn_deprecated(message: str):
+    logger.warning(f"\\033[33m{message}\\033[0m")
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    attention_backend: Optional[str] = None
+    kv_cache_dtype: str = "auto"
+    json_model_override_args: str = "{}"
+    enable_old_moe: bool = False
+    ep_size: int = 1
+    tp_size: int = 1
+
+    def __post_init__(self):
+        if self.enable_old_moe:
+            self.ep_size = self.tp_size
+            warn_deprecated(
+                "--enable-old-moe is deprecated. Please set `--ep-size` instead."
+            )
+        self._handle_model_specific_adjustments()
+
+    def get_hf_config(self):
+        hf_config = get_config(
+            self.model_path,
+            trust_remote_code=False,
+            model_override_args=json.loads(self.json_model_override_args),
+        )
+        return hf_config
+
+    def _handle_model_specific_adjustments(self):
+        hf_config = self.get_hf_config()
+        model_arch = hf_config.architectures[0]
+        if model_arch in ["DeepseekV3ForCausalLM"]:
+            if self.kv_cache_dtype == "auto":
+                self.kv_cache_dtype = "bf16"
+        elif model_arch in ["GptOssForCausalLM"]:
+            if self.attention_backend is None and is_sm90_supported():
+                self.attention_backend = "fa3"
+"""
+HF_FILES = {ARGS: HF_ARGS, HF_UTILS: HF_UTILS_TEXT, sim_repos.UTILS: sim_repos.UTILS_TEXT}
+HF_FIELDS: dict[str, Any] = {
+    "model_path": "m",
+    "attention_backend": None,
+    "kv_cache_dtype": "auto",
+    "json_model_override_args": "{}",
+    "enable_old_moe": False,
+    "ep_size": 1,
+    "tp_size": 8,
+}
+
+
+def test_a_method_returning_the_hf_config_reads_the_profile() -> None:
+    gpt_oss = run(HF_FILES, HF_FIELDS, {"arch": "GptOssForCausalLM", "sm": 90, "gpus": 8})
+    assert changes(gpt_oss) == {"attention_backend": "fa3"}
+    # the other architecture's branch is not taken: no "bfloat16 or bf16" guess
+    assert all(c.field != "kv_cache_dtype" for c in gpt_oss.changes)
+    llama = run(HF_FILES, HF_FIELDS, {"arch": "LlamaForCausalLM", "sm": 90})
+    assert llama.changes == []
+    # a pasted config.json answers the same way
+    config = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"}
+    assert changes(run(HF_FILES, HF_FIELDS, {"config": config})) == {"kv_cache_dtype": "bf16"}
+    # without a profile the missing fact is the architecture, not the loader's internals
+    unknown = run(HF_FILES, HF_FIELDS)
+    needs = {n for c in unknown.changes for n in c.needs}
+    assert "the model architecture" in needs
+    assert not any("AutoConfig" in n or "from_pretrained" in n for n in needs)
+
+
+def test_a_warning_through_a_helper_cites_the_call_and_its_text() -> None:
+    result = run(HF_FILES, {**HF_FIELDS, "enable_old_moe": True}, {"arch": "LlamaForCausalLM"})
+    (warning,) = [c for c in result.checks if c.kind == "warning"]
+    assert warning.outcome == "fired"
+    assert warning.message == "--enable-old-moe is deprecated. Please set `--ep-size` instead."
+    lines = textwrap.dedent(HF_ARGS).splitlines()
+    assert lines[warning.line - 1].strip() == "warn_deprecated("
+    assert warning.path == ARGS and warning.end_line == warning.line + 2
+
+
+def test_ingested_warnings_drop_terminal_colour_codes() -> None:
+    tree = ast.parse(
+        textwrap.dedent(
+            """
+            class ServerArgs:
+                def __post_init__(self):
+                    if self.enable_old_moe:
+                        logger.warning(f"\\033[33mNOTE: {self.tp_size} is ignored\\033[0m")
+            """
+        )
+    )
+    (site,) = extract_constraints(tree, ARGS)
+    assert site["kind"] == "warning" and site["message"] == "NOTE: {self.tp_size} is ignored"

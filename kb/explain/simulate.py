@@ -259,6 +259,8 @@ class Frame:
     returns: list[Any] = field(default_factory=list)
     # the state at each return that may have happened: merged into the state at the end
     return_states: list[tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=list)
+    site: tuple[str, ast.AST] | None = None  # the call that entered it: (path, node)
+    arg_nodes: dict[str, ast.expr] = field(default_factory=dict)  # parameter -> its argument
 
 
 class _Return(Exception):
@@ -832,13 +834,29 @@ class Simulator:
 
     # --- calls ------------------------------------------------------------------------
 
-    def call_function(self, fn: Func, args: list[Any], kwargs: dict[str, Any], ctx: Ctx) -> Any:
+    def call_function(
+        self,
+        fn: Func,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        ctx: Ctx,
+        site: ast.AST | None = None,
+    ) -> Any:
         key = f"{fn.module.path}:{fn.node.name}"
         if key in self.stack or len(self.stack) >= MAX_DEPTH:
             return unknown(f"what {fn.node.name}() returns (recursion)")
-        frame = Frame(fn.module, fn.node.name, {})
         params = fn.node.args
         positional = [*params.posonlyargs, *params.args]
+        frame = Frame(fn.module, fn.node.name, {})
+        if isinstance(site, ast.Call):
+            frame.site = (self.current_path, site)
+            offset = 1 if fn.bound is not None else 0
+            for i, a in enumerate(site.args):
+                if isinstance(a, ast.Starred):
+                    break
+                if i + offset < len(positional):
+                    frame.arg_nodes[positional[i + offset].arg] = a
+            frame.arg_nodes.update((k.arg, k.value) for k in site.keywords if k.arg)
         values = ([fn.bound] if fn.bound is not None else []) + list(args)
         defaults = params.defaults
         first_default = len(positional) - len(defaults)
@@ -889,8 +907,7 @@ class Simulator:
             base = func.value
             if isinstance(base, ast.Name) and base.id in ("logger", "logging", "log"):
                 if func.attr in ("warning", "warn", "warning_once", "error", "critical"):
-                    message = render_text(node.args[0]) if node.args else ""
-                    self.check("warning", node, message or "", ctx, fired=True)
+                    self.warning(node, frame, ctx)
                 return None
         callee = self.eval(func, frame, ctx)
         args: list[Any] = []
@@ -904,10 +921,33 @@ class Simulator:
             else:
                 args.append(self.eval(a, frame, ctx))
         kwargs = {k.arg: self.eval(k.value, frame, ctx) for k in node.keywords if k.arg}
-        return self.apply(callee, args, kwargs, ctx, func)
+        return self.apply(callee, args, kwargs, ctx, func, node)
+
+    def warning(self, node: ast.Call, frame: Frame, ctx: Ctx) -> None:
+        """A logged warning. Logged by a helper of the same file whose message is its
+        parameter (`print_deprecated_warning(message)`): the caller's site and text."""
+        arg = node.args[0] if node.args else None
+        read = {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)} if arg else set()
+        given: dict[str, str] = {}
+        for name in read & frame.arg_nodes.keys():
+            value = frame.locals.get(name)
+            text = value if isinstance(value, str) else render_text(frame.arg_nodes[name])
+            if text is not None:
+                given[name] = text
+        where: ast.AST = node
+        if given and frame.site is not None and frame.site[0] == self.current_path:
+            where = frame.site[1]
+        message = render_text(arg, fill=given) if arg is not None else ""
+        self.check("warning", where, message or "", ctx, fired=True)
 
     def apply(
-        self, callee: Any, args: list[Any], kwargs: dict[str, Any], ctx: Ctx, func: ast.expr
+        self,
+        callee: Any,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        ctx: Ctx,
+        func: ast.expr,
+        site: ast.AST | None = None,
     ) -> Any:
         name = callee.node.name if isinstance(callee, Func) else getattr(callee, "name", None)
         if name in PREDICATES and (
@@ -917,7 +957,11 @@ class Simulator:
         if isinstance(callee, Func):
             if callee.bound is SELF and callee.node.name == "get_model_config":
                 return Obj("model_config")
-            return self.call_function(callee, args, kwargs, ctx)
+            if loads_hf_config(callee.node):
+                # SGLang's own loader (get_config): its result is the config the profile
+                # describes; interpreting its GGUF/registry branches would only blur it
+                return Obj("hf_config")
+            return self.call_function(callee, args, kwargs, ctx, site)
         if any(a is SELF for a in (*args, *kwargs.values())):
             if not (isinstance(callee, Named) and callee.module == "builtins"):
                 # SGLang hands the server args to code we do not hold: it may change them
@@ -962,6 +1006,8 @@ class Simulator:
         return default
 
     def symbol_call(self, dotted: str, args: list[Any]) -> Any:
+        if dotted.split(".")[-2:] == HF_CONFIG_LOADER:
+            return Obj("hf_config")
         if dotted in TORCH_PREDICATES:
             name = TORCH_PREDICATES[dotted]
             return self.predicate(name, Named(name, "torch"), args)
@@ -1240,6 +1286,8 @@ TORCH_PREDICATES = {
     "torch.cuda.is_available": "is_cuda",
     "torch.cuda.device_count": "get_device_count",
 }
+# transformers' loader of a model's config.json: what it returns is the profile's hf_config
+HF_CONFIG_LOADER = ["AutoConfig", "from_pretrained"]
 ENV_READERS = {"get_bool_env_var": "false", "get_int_env_var": 0, "get_str_env_var": None}
 
 
@@ -1268,6 +1316,25 @@ def class_defaults(cls: ast.ClassDef) -> dict[str, Any]:
         if lit is not NOT_LITERAL:
             out[node.target.id] = lit
     return out
+
+
+@lru_cache(maxsize=256)
+def loads_hf_config(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function that ends `return config` where `config = AutoConfig.from_pretrained(..)`
+    in its body (SGLang's get_config in every era): calling it loads the model's hf_config."""
+    last = fn.body[-1] if fn.body else None
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
+        return False
+    name = last.value.id
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            and ast.unparse(node.value.func).split(".")[-2:] == HF_CONFIG_LOADER
+        ):
+            return True
+    return False
 
 
 def _as_load(target: ast.expr) -> ast.expr:
