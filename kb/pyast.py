@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,6 +33,27 @@ def gc_paused() -> Iterator[None]:
 # Receivers through which server args are read: `self.x` inside ServerArgs,
 # `server_args.x` / `self.server_args.x` / `args.x` in hooks and helpers.
 ARGS_RECEIVERS = {"self", "server_args", "args", "_server_args", "global_server_args"}
+
+
+def and_term(condition: str) -> str:
+    """A condition as one term of an `and`: in parentheses when it binds more loosely (an
+    `or`, a conditional expression, a lambda), so `(a or b) and c` is not read as
+    `a or (b and c)`. Text that does not parse is bracketed when it has an " or "."""
+    try:
+        node = ast.parse(condition.strip(), mode="eval").body
+    except (SyntaxError, *PARSE_FAILURES):
+        return f"({condition})" if " or " in condition else condition
+    loose = isinstance(node, ast.IfExp | ast.Lambda | ast.NamedExpr) or (
+        isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)
+    )
+    return f"({condition})" if loose else condition
+
+
+def and_all(conditions: Sequence[str]) -> str:
+    """Conditions (each a Python expression) ANDed into one that means the same."""
+    if len(conditions) == 1:
+        return conditions[0]
+    return " and ".join(and_term(c) for c in conditions)
 
 
 def literal(node: ast.AST | None) -> Any:
