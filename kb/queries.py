@@ -252,7 +252,8 @@ def deprecation_note(message: str | None, replacement: str | None) -> str:
     text = _DEPRECATED_MARK.sub("", message or "", count=1)
     if replacement:
         r = re.escape(replacement)
-        said = rf"(?:(?:please\s+)?use\s+[`'\"]?{r}[`'\"]?(?:\s+\{{[^{{}}]*\}})?\s+instead|deprecated alias for\s+{r})\.?"
+        use = rf"(?:please\s+)?use\s+[`'\"]?{r}[`'\"]?(?:\s+\{{[^{{}}]*\}})?\s+instead"
+        said = rf"(?:{use}|deprecated alias for\s+{r})\.?"
         text = re.sub(rf"(?:^|(?<=[.!?]))\s*{said}(?=\s|$)", "", text, flags=re.I)
     return text.strip()
 
