@@ -38,8 +38,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # deciding a return counts only at the top, without the function's parameters; 21: a brace
 # pair in a replacement named by the help (`--x-{a,b}`); 22: no carrier from a use in a
 # docstring; a feature-named definition reading the carrier is no step by name; 23: a
-# conversion held whole in a local; 24: `x.lower() == "v"` compares x
-ANALYZER_VERSION = 24
+# conversion held whole in a local; 24: `x.lower() == "v"` compares x; 25: f-string help
+# placeholders rendered (`help_fill`)
+ANALYZER_VERSION = 25
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -76,12 +76,16 @@ def source(node: ast.AST) -> str:
     return ast.unparse(node)
 
 
-def render_text(node: ast.AST | None, strings: dict[str, str] | None = None) -> str | None:
+def render_text(
+    node: ast.AST | None,
+    strings: dict[str, str] | None = None,
+    fill: Callable[[ast.FormattedValue], str] | None = None,
+) -> str | None:
     """Render a help text or message as the user reads it.
 
     Implicit concatenation is already one constant; `+` is joined; f-strings keep their
-    `{expr}` placeholders; names of module-level string constants are resolved. Returns None
-    when the expression is not text-like.
+    `{expr}` placeholders, or what `fill` makes of them; names of module-level string
+    constants are resolved. Returns None when the expression is not text-like.
     """
     if node is None:
         return None
@@ -93,10 +97,10 @@ def render_text(node: ast.AST | None, strings: dict[str, str] | None = None) -> 
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))
             elif isinstance(value, ast.FormattedValue):
-                parts.append("{" + source(value.value) + "}")
+                parts.append(fill(value) if fill else "{" + source(value.value) + "}")
         return "".join(parts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = render_text(node.left, strings), render_text(node.right, strings)
+        left, right = render_text(node.left, strings, fill), render_text(node.right, strings, fill)
         if left is not None and right is not None:
             return left + right
         return None
