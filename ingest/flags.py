@@ -499,7 +499,12 @@ def _help_filler(
             return marker
         found = literal(target)
         if found is not NOT_LITERAL:
-            convert = {ord("r"): repr, ord("s"): str, ord("a"): ascii}.get(value.conversion)
+            conversions: dict[int, Callable[[object], str]] = {
+                ord("r"): repr,
+                ord("s"): str,
+                ord("a"): ascii,
+            }
+            convert = conversions.get(value.conversion)
             try:
                 return format(convert(found) if convert else found, spec)
             except (TypeError, ValueError):
