@@ -301,6 +301,8 @@ class Assembly:
         for flag in rows.flags:
             if flag.get("choices_external"):
                 _resolve_external_choices(flag, modules, rows)
+            if flag.get("help_fill"):
+                _fill_help(flag, modules)
             if flag.get("const_external"):
                 with contextlib.suppress(Unknown):  # else the source text stays
                     flag["const"] = plain(modules.fold(*flag["const_external"]))
@@ -381,6 +383,29 @@ def _resolve_external_choices(flag: dict[str, Any], modules: Modules, rows: Vers
                 f"({', '.join(unresolved)})" + (": the list may be partial" if values else ""),
             }
         )
+
+
+def _fill_help(flag: dict[str, Any], modules: Modules) -> None:
+    """The help's placeholders that need another module (ingest.flags._help_filler): an
+    imported function's docstring, a list folded like external choices (only when every
+    piece folds). What stays unknown keeps its "(computed at run time: …)"."""
+    for marker, kind, *where in flag["help_fill"]:
+        text = None
+        if kind == "doc":
+            text = modules.docstring(*where)
+        elif kind == "values":
+            values, pieces = list(where[0]), where[1]
+            try:
+                for expr, imports in pieces:
+                    found = plain(modules.fold(expr, imports))
+                    values.extend(found if isinstance(found, list) else [found])
+                text = str(values)
+            except Unknown:
+                pass
+        if text is not None:
+            flag["help"] = flag["help"].replace(marker, text, 1)
+            if flag["deprecated_message"]:
+                flag["deprecated_message"] = flag["deprecated_message"].replace(marker, text, 1)
 
 
 def _settle_action(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,8 @@ REPLACEMENT_RE = re.compile(
     r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)"
     r"\s+[`'\"]?(--[A-Za-z0-9](?:[\w-]|\{[\w,-]*\})*)"
 )
+# An f-string help's `{expr}` that static reading cannot render, shown as such.
+RUN_TIME_OPEN = "(computed at run time: "
 SEPARATOR_RE = re.compile(r"^[\s#=\-*_~]*$")
 EXTEND_RE = re.compile(r"\.(?:extend|append|add|update)\(|\+=")  # literal-led: fast
 NAME_BEFORE_RE = re.compile(r"\b([A-Z_][A-Z0-9_]*)\s*$")
@@ -54,12 +57,16 @@ class ModuleInfo:
     extended: set[str] = field(default_factory=set)  # constants that hooks extend
     field_defaults: dict[str, ast.expr | None] = field(default_factory=dict)  # ServerArgs fields
     imports: dict[str, str] = field(default_factory=dict)  # name -> module it came from
+    docs: dict[str, str] = field(default_factory=dict)  # function or class -> its docstring
     scope: Scope = field(default_factory=Scope)  # for folding constant expressions
 
 
 def module_info(tree: ast.Module, text: str, class_name: str = "ServerArgs") -> ModuleInfo:
     info = ModuleInfo(scope=Scope.of(tree.body))
     for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if (doc := ast.get_docstring(node)) is not None:
+                info.docs[node.name] = doc
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
@@ -387,6 +394,7 @@ def _new_flag(path: str, node: ast.AST) -> dict[str, Any]:
         "choices_dynamic": False,
         "choices_external": [],
         "help": "",
+        "help_fill": [],  # placeholders of the help the assembler may fill (_help_filler)
         "hidden": False,
         "action": None,
         "nargs": None,
@@ -435,19 +443,80 @@ def _set_default(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo) 
         flag["default"] = list(value) if isinstance(value, (tuple, set)) else value
 
 
-def _set_help(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo, out: Extraction):
+def _set_help(
+    flag: dict[str, Any],
+    node: ast.expr | None,
+    info: ModuleInfo,
+    out: Extraction,
+    local: dict[str, ast.expr] | None = None,
+) -> None:
     if node is None:
         return
     if isinstance(node, ast.Attribute) and source(node) == "argparse.SUPPRESS":
         flag["hidden"] = True
         return
-    text = render_text(node, info.strings)
+    text = render_text(node, info.strings, _help_filler(flag, info, local or {}))
     if text is None:
         text = source(node)
         out.warnings.append(
             {"path": flag["path"], "line": node.lineno, "what": f"help is not text: {text[:80]}"}
         )
     flag["help"] = text
+
+
+def _help_filler(
+    flag: dict[str, Any], info: ModuleInfo, local: dict[str, ast.expr]
+) -> Callable[[ast.FormattedValue], str]:
+    """What an f-string help shows for `{expr}`, read statically: a name bound to a literal,
+    a function's `__doc__` in this file, a list worked out like choices
+    (`{tool_call_parser_choices}`). What needs another module is left to the assembler as
+    `help_fill`: [placeholder, "doc", module, name] for an imported function's `__doc__`,
+    [placeholder, "values", known values, [(expr, imports)]] for a list. Anything else is
+    shown as a placeholder that says so, never as raw braces, which read as part of the
+    text."""
+
+    def fill(value: ast.FormattedValue) -> str:
+        expr = target = value.value
+        for _ in range(4):  # a name bound to a name ...
+            if not isinstance(target, ast.Name):
+                break
+            if target.id not in local and target.id in info.extended:
+                break  # hooks add to it: the list printed may be longer
+            bound = local.get(target.id) if target.id in local else info.lists.get(target.id)
+            if bound is None:
+                break
+            target = bound
+        marker = f"{RUN_TIME_OPEN}{source(target)})"  # the expression rather than its name
+        spec = render_text(value.format_spec) if value.format_spec is not None else ""
+        if spec is None or "{" in spec:
+            return marker
+        if isinstance(expr, ast.Attribute) and expr.attr == "__doc__":
+            name = expr.value.id if isinstance(expr.value, ast.Name) else ""
+            if name in info.docs:
+                return info.docs[name]
+            if name in info.imports:
+                flag["help_fill"].append([marker, "doc", info.imports[name], name])
+            return marker
+        found = literal(target)
+        if found is not NOT_LITERAL:
+            conversions: dict[int, Callable[[object], str]] = {
+                ord("r"): repr,
+                ord("s"): str,
+                ord("a"): ascii,
+            }
+            convert = conversions.get(value.conversion)
+            try:
+                return format(convert(found) if convert else found, spec)
+            except (TypeError, ValueError):
+                return marker
+        listed = resolve_choices(expr, info, local)
+        if listed.external:
+            flag["help_fill"].append([marker, "values", listed.values or [], listed.external])
+        elif listed.values and not listed.dynamic and not listed.extensible and not spec:
+            return str(listed.values)
+        return marker
+
+    return fill
 
 
 def _finish_deprecation(flag: dict[str, Any], new_flag: ast.expr | None) -> None:
@@ -517,7 +586,7 @@ def _argparse_flag(
         _set_default(flag, default, info)
     choices = resolve_choices(kwarg(call, "choices"), info, local)
     _apply_choices(flag, choices, call, out)
-    _set_help(flag, kwarg(call, "help"), info, out)
+    _set_help(flag, kwarg(call, "help"), info, out, local)
     nargs = literal(kwarg(call, "nargs"))
     flag["nargs"] = None if nargs is NOT_LITERAL or nargs is None else str(nargs)
     flag["required"] = literal(kwarg(call, "required")) is True

@@ -193,6 +193,28 @@ class Modules:
         except External as exc:  # pragma: no cover - the resolver never leaves one
             raise Unknown(str(exc)) from exc
 
+    def docstring(self, module: str, name: str) -> str | None:
+        """The docstring of a function or class a module defines at top level (not
+        followed through re-exports), cleaned like `inspect.cleandoc`."""
+        return self._memoized(("docstring", module, name), lambda: self._docstring(module, name))
+
+    def _docstring(self, module: str, name: str) -> str | None:
+        found = self.text(module)
+        if found is None:
+            return None
+        path, text = found
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, *PARSE_FAILURES):
+            return None
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                if node.name == name and (doc := ast.get_docstring(node)) is not None:
+                    self.used[path] = self.files[path]
+                    self._used_log.append((path, self.files[path]))
+                    return doc
+        return None
+
     def class_def(self, module: str, name: str) -> tuple[ast.ClassDef, str] | None:
         """A class defined in (or re-exported by) a module, with the path it is in."""
         return self._memoized(("class_def", module, name), lambda: self._class_def(module, name))

@@ -21,6 +21,7 @@ from ingest.git_source import Ref
 from ingest.versions import order, sort_key
 from kb.codec import CHAIN_BYTES, MAX_READ_CHAIN, SMALL, pack, unpack
 from kb.factored import analyze, delete_version, forget, tables, write_rows
+from kb.pyast import and_all
 from kb.relations import insert_rows as _insert
 from kb.relations import write_relations_of
 from kb.schema import (
@@ -264,7 +265,7 @@ def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows
         {
             "kind": c["kind"],
             "function": c["function"],
-            "condition": " and ".join(c["conditions"]),
+            "condition": and_all(c["conditions"]),
             "conditions": dumps(c["conditions"]),
             "message": c["message"],
             "flags": dumps(c["flags"]),

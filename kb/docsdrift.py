@@ -8,13 +8,16 @@ row of the documented flag just before it in the code, where its row would go).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
+from rapidfuzz import fuzz
 from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
 from kb.env import all_env, is_deprecated
-from kb.queries import all_flags, citation, did_you_mean, version_paths
+from kb.queries import all_flags, citation, version_paths
 from kb.schema import DocEntry, EnvVar, Flag, Version, loads
 
 FLAGS_DOC = "server_arguments.md"
@@ -23,6 +26,70 @@ TEST_PATHS = ("python/sglang/test/", "test/")
 NONE_WORDS = {"none", "null", "not set", "unset", "", "-", "—", "n/a"}
 TRUE_WORDS = {"true", "1", "yes", "y", "on", "enabled"}
 FALSE_WORDS = {"false", "0", "no", "n", "off", "disabled"}
+# A docs row saying its name gave way to another (which it then names).
+GAVE_WAY = re.compile(r"deprecat|instead|\balias\b|renamed|replaced", re.I)
+NAMED = {
+    "flag": re.compile(r"--[A-Za-z0-9][\w-]*"),
+    "env": re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+"),
+}
+TYPO = 90  # fuzz.ratio of two names that differ by a slip (`--oltp-…` for `--otlp-…`)
+MAX_EXTRA_WORDS = 2  # `--nsa-prefill` for `--nsa-prefill-backend`: words left out
+GENERIC = {"enable", "disable", "sglang", "sgl"}  # words too common to make names alike
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[-_]+", name.lower()) if w]
+
+
+def _close(a: str, b: str) -> float | None:
+    """Whether two names are alike, or None: a slip of spelling (fuzz.ratio ≥ TYPO, which
+    is returned), or one name's words all in the other's, in order, with at most
+    MAX_EXTRA_WORDS more and at least two telling ones in common (0: how many more does not
+    rank them).
+    Sharing a word or two (`--enable-…`) is no likeness: a suggestion must be worth
+    following."""
+    score = fuzz.ratio(a.lstrip("-").lower(), b.lstrip("-").lower())
+    if score >= TYPO:
+        return score
+    short, long = sorted((_words(a), _words(b)), key=len)
+    if len(set(short) - GENERIC) < 2 or len(long) - len(short) > MAX_EXTRA_WORDS:
+        return None
+    rest = iter(long)
+    return 0.0 if all(w in rest for w in short) else None
+
+
+def suggestion(
+    kind: str,
+    name: str,
+    text: str,
+    known: dict[str, Any],
+    replacement: Callable[[Any], str | None],
+) -> str | None:
+    """The name in the code a docs row naming `name` (absent there) means, or None: the
+    name its own text gives as the new one ("deprecated. Please set `--moe-runner-backend`
+    …"), else the one closest match (a tie says nothing), then what that has been
+    deprecated for. Nothing rather than a guess: these go into pull requests."""
+    found: str | None = None
+    if GAVE_WAY.search(text):
+        named = [n for n in NAMED[kind].findall(text) if n != name and n in known]
+        found = named[0] if named else None
+    if found is None:  # ties broken by the words of the row's text a name has ("backend")
+        said = set(re.findall(r"[a-z0-9]+", text.lower()))
+        scored = sorted(
+            ((score, len(said.intersection(_words(n)))), n)
+            for n in known
+            if (score := _close(name, n)) is not None
+        )[::-1]
+        if scored and (len(scored) == 1 or scored[0][0] > scored[1][0]):
+            found = scored[0][1]
+    seen = set()
+    while found is not None and found not in seen:  # a deprecated name: where it leads
+        seen.add(found)
+        new = replacement(known[found])
+        if new is None or new not in known:
+            break
+        found = new
+    return found
 
 
 def docs_files(session: Session, version: Version) -> dict[str, list[str]]:
@@ -106,13 +173,13 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
         flag = flag_of(e)
         docs_cite = citation(version, e.path, e.line)
         if flag is None:
-            guess = did_you_mean(e.name, list(by_name), limit=1)
-            near = by_name[guess[0]] if guess else None
+            guess = suggestion("flag", e.name, e.description, by_name, _flag_replacement)
+            near = by_name[guess] if guess else None
             not_in_code.append(
                 {
                     "name": e.name,
                     "docs": docs_cite,
-                    "suggestion": near.name if near else None,
+                    "suggestion": guess,
                     "code": citation(version, near.path, near.line, near.end_line)
                     if near
                     else None,
@@ -157,6 +224,14 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
             }
         )
     return _section(missing, not_in_code, differs)
+
+
+def _flag_replacement(flag: Flag) -> str | None:
+    return flag.replacement if flag.deprecated else None
+
+
+def _env_replacement(var: EnvVar) -> str | None:
+    return var.replacement
 
 
 def _differ(
@@ -214,13 +289,13 @@ def _env_drift(
         docs_cite = citation(version, e.path, e.line)
         var, spelling = resolve(e.name)
         if var is None:
-            guess = did_you_mean(e.name, list(variables), limit=1)
-            near = variables[guess[0]] if guess else None
+            guess = suggestion("env", e.name, e.description, variables, _env_replacement)
+            near = variables[guess] if guess else None
             not_in_code.append(
                 {
                     "name": e.name,
                     "docs": docs_cite,
-                    "suggestion": near.name if near else None,
+                    "suggestion": guess,
                     "code": citation(version, near.path, near.line, near.end_line)
                     if near
                     else None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,6 +36,27 @@ def gc_paused() -> Iterator[None]:
 ARGS_RECEIVERS = {"self", "server_args", "args", "_server_args", "global_server_args"}
 
 
+def and_term(condition: str) -> str:
+    """A condition as one term of an `and`: in parentheses when it binds more loosely (an
+    `or`, a conditional expression, a lambda), so `(a or b) and c` is not read as
+    `a or (b and c)`. Text that does not parse is bracketed when it has an " or "."""
+    try:
+        node = ast.parse(condition.strip(), mode="eval").body
+    except (SyntaxError, *PARSE_FAILURES):
+        return f"({condition})" if " or " in condition else condition
+    loose = isinstance(node, ast.IfExp | ast.Lambda | ast.NamedExpr) or (
+        isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)
+    )
+    return f"({condition})" if loose else condition
+
+
+def and_all(conditions: Sequence[str]) -> str:
+    """Conditions (each a Python expression) ANDed into one that means the same."""
+    if len(conditions) == 1:
+        return conditions[0]
+    return " and ".join(and_term(c) for c in conditions)
+
+
 def literal(node: ast.AST | None) -> Any:
     """The value of a literal expression (including -1, tuples, lists), else NOT_LITERAL."""
     if node is None:
@@ -64,17 +85,30 @@ def strip_ansi(text: str) -> str:
     return ANSI_ESCAPE.sub("", text)
 
 
+def fill_names(given: dict[str, str]) -> Callable[[ast.FormattedValue], str]:
+    """A `fill` for render_text: a plain `{name}` that `given` holds is its value."""
+
+    def fill(value: ast.FormattedValue) -> str:
+        inner = value.value
+        known = given.get(inner.id) if isinstance(inner, ast.Name) else None
+        if known is not None and value.conversion == -1 and not value.format_spec:
+            return known
+        return "{" + source(inner) + "}"
+
+    return fill
+
+
 def render_text(
     node: ast.AST | None,
     strings: dict[str, str] | None = None,
-    fill: dict[str, str] | None = None,
+    fill: Callable[[ast.FormattedValue], str] | None = None,
 ) -> str | None:
     """Render a help text or message as the user reads it.
 
     Implicit concatenation is already one constant; `+` is joined; f-strings keep their
-    `{expr}` placeholders, but for a plain `{name}` that `fill` gives a value; names of
-    module-level string constants (`strings`) and of `fill` are resolved; terminal colour
-    codes are dropped. Returns None when the expression is not text-like.
+    `{expr}` placeholders, or what `fill` makes of them; names of module-level string
+    constants are resolved; terminal colour codes are dropped. Returns None when the
+    expression is not text-like.
     """
     if node is None:
         return None
@@ -86,16 +120,10 @@ def render_text(
             if isinstance(value, ast.Constant):
                 parts.append(strip_ansi(str(value.value)))
             elif isinstance(value, ast.FormattedValue):
-                inner = value.value
-                known = fill.get(inner.id) if fill and isinstance(inner, ast.Name) else None
-                if known is not None and value.conversion == -1 and not value.format_spec:
-                    parts.append(strip_ansi(known))
-                else:
-                    parts.append("{" + source(inner) + "}")
+                parts.append(strip_ansi(fill(value)) if fill else "{" + source(value.value) + "}")
         return "".join(parts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = render_text(node.left, strings, fill)
-        right = render_text(node.right, strings, fill)
+        left, right = render_text(node.left, strings, fill), render_text(node.right, strings, fill)
         if left is not None and right is not None:
             return left + right
         return None
@@ -106,8 +134,6 @@ def render_text(
             return render_text(node.func.value, strings, fill)
     if isinstance(node, ast.Name) and strings and node.id in strings:
         return strings[node.id]
-    if isinstance(node, ast.Name) and fill and node.id in fill:
-        return strip_ansi(fill[node.id])
     return None
 
 

@@ -241,6 +241,23 @@ def expand_braces(text: str) -> list[str]:
     return [e for part in m.group(1).split(",") for e in expand_braces(head + part + tail)]
 
 
+_DEPRECATED_MARK = re.compile(r"^\s*(?:\[deprecated\]|\(deprecated\)|deprecated\s*[.:])\s*", re.I)
+
+
+def deprecation_note(message: str | None, replacement: str | None) -> str:
+    """A deprecation message less what a notice "Deprecated. Use <replacement> instead."
+    already says: its leading "Deprecated."/"[Deprecated]" and a sentence that only names the
+    replacement ("Use X instead.", "Deprecated alias for X."), which the notice gives with
+    each flag expanded and linked. What else the message says is kept as written."""
+    text = _DEPRECATED_MARK.sub("", message or "", count=1)
+    if replacement:
+        r = re.escape(replacement)
+        use = rf"(?:please\s+)?use\s+[`'\"]?{r}[`'\"]?(?:\s+\{{[^{{}}]*\}})?\s+instead"
+        said = rf"(?:{use}|deprecated alias for\s+{r})\.?"
+        text = re.sub(rf"(?:^|(?<=[.!?]))\s*{said}(?=\s|$)", "", text, flags=re.I)
+    return text.strip()
+
+
 def backend_url(version: Version, flag: str, value: str) -> str:
     return (
         f"/v/{quote(version.name, safe='')}/backends/{quote(flag, safe='')}/{quote(value, safe='')}"

@@ -42,7 +42,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 28
+EXTRACTOR_VERSION = 29
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
@@ -142,7 +142,7 @@ class ConstraintSite(SQLModel, table=True):
     version_id: int = Field(foreign_key="version.id", index=True)
     kind: str  # raise | assert | override | warning
     function: str  # "ServerArgs._handle_a2a_moe" or "handle_speculative_decoding"
-    condition: str = ""  # the enclosing conditions joined with " and "
+    condition: str = ""  # the enclosing conditions ANDed (kb.pyast.and_all: an `or` bracketed)
     conditions: str = "[]"  # JSON list of condition source texts, outermost first
     message: str = ""
     flags: str = "[]"  # JSON options read in the conditions (and the assert test)

@@ -18,6 +18,7 @@ from sqlmodel import Session
 from app.main import create_app
 from ingest.docs import doc_kind, parse_docs, split_row
 from ingest.env import extract_declarations, scan_env
+from kb.docsdrift import suggestion
 from kb.env import conversion_short, conversion_words
 from tests.conftest import ingest_into
 from tests.env_fixtures import (
@@ -452,6 +453,8 @@ def test_docs_drift(client: TestClient) -> None:
     flags, env = d["flags"], d["env"]
     assert flags["missing_from_docs"] == ["--enable-widget"]
     assert flags["not_in_code"] == ["--widget-size"]
+    # `--widget-mode` shares a word: no likeness worth a suggestion in a pull request
+    assert flags["details"]["not_in_code"][0]["suggestion"] is None
     differs = {(r["name"], r["field"]): r for r in flags["differs"]}
     assert differs[("--tp-size", "default")]["docs"] == "2"
     assert differs[("--tp-size", "default")]["code"] == 1
@@ -486,6 +489,50 @@ def test_docs_drift(client: TestClient) -> None:
     assert page.status_code == 200 and "SGLANG_WIDGET_GONE" in page.text
     source = client.get("/v/v0.5.0/source/docs/references/environment_variables.md")
     assert source.status_code == 200  # docs files are stored, so citations open
+
+
+def test_docs_drift_suggests_only_what_the_row_means() -> None:
+    known = {
+        n: n
+        for n in [
+            "--otlp-traces-endpoint", "--enable-trace", "--moe-runner-backend", "--ep-size",
+            "--enable-lora", "--tp-size", "--nsa-prefill-backend", "--nsa-prefill-cp-mode",
+            "--dsa-prefill-backend", "--enable-flashinfer-cutlass-moe",
+            "--enable-flashinfer-trtllm-moe", "--expert-parallel-size",
+        ]
+    }  # fmt: skip
+    old = {"--nsa-prefill-backend": "--dsa-prefill-backend"}
+
+    def said(name: str, text: str = "") -> str | None:
+        return suggestion("flag", name, text, known, old.get)
+
+    # the row names the flag that replaced it; a flag it names otherwise is no replacement
+    deprecated = "NOTE: --enable-x-moe is deprecated. Please set `--moe-runner-backend` to 'x'."
+    assert said("--enable-x-moe", deprecated) == "--moe-runner-backend"
+    assert said("--enable-ep-moe", "Deprecated. Set `--ep-size` like `--tp-size`.") == ("--ep-size")
+    assert said("--oltp-traces-endpoint", "Endpoint if --enable-trace is set.") == (
+        "--otlp-traces-endpoint"  # a slip of spelling
+    )
+    # nothing close: nothing, not the best of bad matches
+    assert said("--enable-triton-kernel-moe") is None
+    assert said("--crash-on-nan") is None
+    assert said("--enable-widget-lora") is None
+    # words left out: the one name with them, a tie broken by the row's words, else nothing
+    assert said("--nsa-prefill", "Choose the NSA backend for prefill.") == "--dsa-prefill-backend"
+    old.clear()
+    assert said("--nsa-prefill", "Choose the NSA backend for prefill.") == "--nsa-prefill-backend"
+    assert said("--nsa-prefill", "Prefill.") is None  # -backend or -cp-mode: a tie
+    assert said("--enable-flashinfer-moe", "Flashinfer MoE.") is None
+    # a deprecated alias is followed to what replaces it
+    old["--nsa-prefill-backend"] = "--dsa-prefill-backend"
+    assert said("--nsa-prefill", "Deprecated alias for `--nsa-prefill-backend`.") == (
+        "--dsa-prefill-backend"
+    )
+    env = {"SGLANG_RECV_SKIPPER_WEIGHT_TARGET_VERIFY": 1, "SGLANG_DISABLE_STATIC_WATERFILL": 2}
+    assert suggestion("env", "SGLANG_RECV_SKIPPER_WEIGHT_VERIFY", "", env, lambda v: None) == (
+        "SGLANG_RECV_SKIPPER_WEIGHT_TARGET_VERIFY"
+    )
+    assert suggestion("env", "SGLANG_DISABLE_FA4_WARMUP", "", env, lambda v: None) is None
 
 
 def test_search_finds_variables(client: TestClient) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.views import flag_parts as parts
+from kb.pyast import and_all
 
 NAMES = {"moe_runner_backend": "--moe-runner-backend", "quantization": "--quantization"}
 
@@ -24,6 +25,35 @@ def test_plain_words_name_flags_and_spell_out_comparisons() -> None:
     assert parts.plain_condition(["self.quantization is None"], NAMES) == "--quantization is unset"
     assert parts.plain_condition(["get_bool_env_var('X')"], NAMES) == "environment X is true"
     assert parts.plain_condition(["a ==("], NAMES) == "a ==("  # unparsable stays as written
+
+
+def test_plain_words_keep_the_grouping_of_an_or_inside_an_and() -> None:
+    names = {**NAMES, "kv": "--kv"}
+    either = "self.moe_runner_backend == 'a' or self.quantization == 'a'"
+    # an `if (A or B):` with a nested `if C:`: the path's parts are ANDed
+    assert parts.plain_condition([either, "self.kv not in ['x', 'y']"], names) == (
+        "(--moe-runner-backend is a or --quantization is a) and --kv is none of x, y"
+    )
+    assert parts.plain_condition([either], names) == (
+        "--moe-runner-backend is a or --quantization is a"
+    )
+    assert parts.plain_condition([f"self.kv and ({either})"], names) == (
+        "--kv is on and (--moe-runner-backend is a or --quantization is a)"
+    )
+    assert parts.plain_condition([f"not (self.kv and ({either}))"], names) == (
+        "not (--kv is on and (--moe-runner-backend is a or --quantization is a))"
+    )
+    assert parts.plain_condition(["a or b", "c ==("], names) == "(a or b) and c ==("
+    assert parts.plain_condition(["a or f(", "c"], names) == "(a or f() and c"
+
+
+def test_conditions_anded_as_python_keep_their_meaning() -> None:
+    assert and_all(["a or b", "c"]) == "(a or b) and c"
+    assert and_all(["a or b"]) == "a or b"
+    assert and_all(["x if y else z", "not (a or b)", "a and b"]) == (
+        "(x if y else z) and not (a or b) and a and b"
+    )
+    assert and_all([]) == ""
 
 
 def test_tested_values_of_the_flag_only() -> None:

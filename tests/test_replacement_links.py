@@ -12,7 +12,7 @@ from planted_kb import build_kb, flag
 
 from app.main import create_app
 from ingest.flags import _finish_deprecation
-from kb.queries import expand_braces
+from kb.queries import deprecation_note, expand_braces
 
 NO_SITES: dict[str, Any] = {"constraints": [], "enums": {}}
 
@@ -37,6 +37,7 @@ SPEC = {
             "--disable-graph",
             deprecated=True,
             deprecated_message="Deprecated. Use --graph-backend-{decode,prefill}=disabled instead.",
+            help="Deprecated. Use --graph-backend-{decode,prefill}=disabled instead.",
             replacement="--graph-backend-{decode,prefill}=disabled",
             action="store_true",
             takes_value=False,
@@ -78,6 +79,36 @@ def test_a_brace_pair_links_both_flags(client: TestClient) -> None:
     assert "<code>--graph-backend-decode=disabled</code></a> and <a" in text
     for href in hrefs:
         assert client.get(href).status_code == 200
+
+
+def test_the_notice_says_the_deprecation_once(client: TestClient) -> None:
+    # The message "Deprecated. Use --graph-backend-{decode,prefill}=disabled instead." is what
+    # the notice says with both flags linked: neither it nor the help is repeated.
+    text = re.sub(r"<[^>]+>|\s+", " ", notice(client, "--disable-graph")).split()
+    assert " ".join(text) == (
+        "Deprecated. Use --graph-backend-decode=disabled and "
+        "--graph-backend-prefill=disabled instead."
+    )
+    page = client.get("/v/p1/flags/--disable-graph").text
+    assert 'class="help-full"' not in page and "No help text" not in page
+    found = client.get("/api/explain", params={"version": "p1", "command": "x --disable-graph"})
+    (dep,) = [f for f in found.json()["findings"] if f["kind"] == "deprecated"]
+    assert "(" not in dep["message"]  # no "(Deprecated. Use … instead.)" after it
+
+
+def test_deprecation_note_keeps_what_the_notice_does_not_say() -> None:
+    assert deprecation_note("Deprecated alias for --x.", "--x") == ""
+    assert deprecation_note("[Deprecated] Please use `--x` instead.", "--x") == ""
+    assert (
+        deprecation_note("[Deprecated] Use --x {a,b} instead. 'c' maps to 'a'.", "--x")
+        == "'c' maps to 'a'."
+    )
+    assert deprecation_note("(Deprecated) Enable the old kernel.", None) == "Enable the old kernel."
+    assert deprecation_note("Note: --y is deprecated. Use --x instead.", "--x") == (
+        "Note: --y is deprecated."
+    )
+    assert deprecation_note("Use --x-other instead.", "--x") == "Use --x-other instead."
+    assert deprecation_note(None, "--x") == ""
 
 
 def test_a_replacement_that_is_no_flag_is_not_linked(client: TestClient) -> None:

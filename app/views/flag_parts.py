@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
+from kb.pyast import and_term
 from kb.queries import quoted
 
 EFFECTS = {"raise": "requires", "assert": "requires", "override": "overrides", "warning": "warns"}
@@ -89,7 +90,7 @@ def _words(node: ast.AST, names: dict[str, str], negate: bool = False) -> str:
         return _words(node.operand, names, not negate)
     if isinstance(node, ast.BoolOp):
         joiner = " and " if isinstance(node.op, ast.And) else " or "
-        inner = joiner.join(_words(v, names) for v in node.values)
+        inner = joiner.join(_grouped(v, names, node.op) for v in node.values)
         return f"not ({inner})" if negate else inner
     flag = _flag_of(node, names)
     if flag is not None:
@@ -110,15 +111,28 @@ def _words(node: ast.AST, names: dict[str, str], negate: bool = False) -> str:
     return (f"not {text}" if simple else f"not ({text})") if negate else text
 
 
+def _grouped(node: ast.AST, names: dict[str, str], within: ast.boolop) -> str:
+    """A term of an and/or in words, in parentheses when it is the other kind of and/or:
+    "(A or B) and C" must not read as "A or (B and C)"."""
+    said = _words(node, names)
+    nested = isinstance(node, ast.BoolOp) and type(node.op) is not type(within)
+    return f"({said})" if nested else said
+
+
 def plain_condition(conditions: list[str], names: dict[str, str]) -> str:
     """A condition path (its parts are ANDed) in words: flags by their option names,
     comparisons as "is", "is one of", "is unset"; what cannot be parsed stays as written."""
+    if len(conditions) == 1:
+        try:
+            return _words(_parsed(conditions[0]), names)
+        except SyntaxError:
+            return conditions[0]
     said = []
     for part in conditions:
         try:
-            said.append(_words(_parsed(part), names))
+            said.append(_grouped(_parsed(part), names, ast.And()))
         except SyntaxError:
-            said.append(part)
+            said.append(and_term(part))
     return " and ".join(said)
 
 

@@ -33,6 +33,7 @@ from kb.queries import (
     NotFound,
     backend_url,
     constraint_counts,
+    deprecation_note,
     dest_names,
     enum_dict,
     flag_dict,
@@ -334,6 +335,7 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
         "definition": definition,
         "cards": constraint_cards(session, found, data["constraints"], data["name"]),
         "replacement": replacement_links(session, found, new) if new else None,
+        "deprecation_note": deprecation_note(data["deprecated_message"], new),
         "indirect_by_file": [
             (path, list(group))
             for path, group in groupby(data["indirect_usages"], key=itemgetter("path"))

@@ -10,7 +10,7 @@ from kb.explain.parsing import Match, OptionTable, Use
 from kb.explain.report import Finding, clip, display, finding, one_line, suggest
 from kb.explain.sites import FlagEnv, dest_of
 from kb.explain.values import default_of, equal, is_shell, use_value
-from kb.queries import expand_braces
+from kb.queries import deprecation_note, expand_braces
 
 
 class UseChecker:
@@ -116,8 +116,8 @@ class UseChecker:
         replacement = self.stated(flag)
         if replacement:  # a brace pair names two flags: `--x-{decode,prefill}=off`
             text += f"; use {' and '.join(expand_braces(replacement))} instead"
-        if flag.deprecated_message:
-            text += f" ({clip(flag.deprecated_message, 200)})"
+        if note := deprecation_note(flag.deprecated_message, flag.replacement):
+            text += f" ({clip(note, 200)})"
         source = flag.action_source if kind == "warns" and flag.action_source else flag.source
         self.add(
             severity,

@@ -28,6 +28,7 @@ from kb.explain.safe_eval import Undecidable
 from kb.explain.shell import tokenize
 from kb.explain.simulate import Check, Module, Result, Simulator, parse_module
 from kb.explain.values import default_of as _default_of
+from kb.pyast import and_all
 
 Finding = dict[str, Any]
 Cite = Callable[[str, int, int], dict[str, Any]]
@@ -168,7 +169,7 @@ def _report(
         return f"{posixpath.basename(path)}:{line}"
 
     def when(conds: Sequence[str]) -> str:
-        return " and ".join(conds)
+        return and_all(conds)
 
     seen: set[tuple[str, int, str]] = set()
     for check in result.checks:
@@ -371,7 +372,7 @@ def _effective(
                 "certain": certain,
                 "needs": list(after.needs) if isinstance(after, Unknown) else [],
                 "given": name in given,
-                "condition": " and ".join(change.conditions),
+                "condition": and_all(change.conditions),
                 "source": cite(change.path, change.line, change.end_line),
                 "_change": change,
             }

@@ -36,7 +36,7 @@ from kb.explain.predicates import (
     unknown,
 )
 from kb.explain.safe_eval import ARITHMETIC, COMPARISONS
-from kb.pyast import NOT_LITERAL, literal, render_text
+from kb.pyast import NOT_LITERAL, fill_names, literal, render_text, strip_ansi
 
 MAX_STEPS = 60_000  # statements per run
 MAX_DEPTH = 14  # nested calls
@@ -937,7 +937,10 @@ class Simulator:
         where: ast.AST = node
         if given and frame.site is not None and frame.site[0] == self.current_path:
             where = frame.site[1]
-        message = render_text(arg, fill=given) if arg is not None else ""
+        if isinstance(arg, ast.Name) and arg.id in given:  # `logger.warning(message)`
+            message: str | None = strip_ansi(given[arg.id])
+        else:
+            message = render_text(arg, fill=fill_names(given)) if arg is not None else ""
         self.check("warning", where, message or "", ctx, fired=True)
 
     def apply(
