@@ -507,6 +507,13 @@ def _collect_carriers(
             )
 
 
+# Words of architecture names that say what kind of head, not which model.
+ARCH_WORDS = frozenset(
+    {"for", "causal", "lm", "conditional", "generation", "model", "sequence"}
+    | {"classification", "embedding", "reward", "multimodal", "vl", "vision"}
+)
+
+
 def _collect_models(rows: Iterable[tuple[int, str, str, str]], known: Any, new: Any) -> None:
     """Model files, found by file name or architecture (`deepseek_v2`, `DeepseekV3ForCausalLM`):
     each leads to its page, what configures it."""
@@ -524,8 +531,12 @@ def _collect_models(rows: Iterable[tuple[int, str, str, str]], known: Any, new: 
                 flag=None,
                 keys=[normalize(name)],
                 aliases=[normalize(a) for a in archs],
-                toks=sorted({w for n in [name, *archs] for w in words(n)}),
-                text=" ".join(["model", *archs]),
+                # an architecture is found whole (an alias) or by the words naming its
+                # model, not by "for", "causal", "lm" that nearly every one ends with
+                toks=sorted({w for n in [name, *archs] for w in words(n)} - ARCH_WORDS),
+                text=" ".join(
+                    ["model", *(w for a in archs for w in words(a) if w not in ARCH_WORDS)]
+                ),
                 snippet=_shorten(
                     f"model file {path}" + (f"; architectures: {', '.join(archs)}" if archs else "")
                 ),

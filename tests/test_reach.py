@@ -239,6 +239,8 @@ def test_search_finds_model_pages(client: TestClient) -> None:
     assert (hit["name"], hit["match"]) == ("delta", "alias")
     assert hit["url"] == "/v/v0.4.0/models/delta"
     assert client.get(hit["url"]).status_code == 200
+    # not every model whose architecture also ends in "ForCausalLM"
+    assert [r["name"] for r in search("DeltaForCausalLM")] == ["delta"]
     page = client.get("/search", params={"q": "delta", "version": "v0.4.0"}).text
     assert "Models" in page and "/v/v0.4.0/models/delta" in page
 
