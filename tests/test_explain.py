@@ -413,6 +413,9 @@ def test_valid_in_pure_function_with_gaps() -> None:
     assert [(i["flag"], i["problem"]) for i in got[0]["limited_to"]] == [("--x", "missing")]
     assert got[1]["after"] is None and got[1]["limited_to"] == []
     assert valid_in(f"{SERVE} --nope", versions) == []
+    # versions that parse alike share one analysis; the limit's message names its own version
+    only = valid_in(f"{SERVE} --x 1 --y 2", [_version("a0", x), *versions])[0]
+    assert only["limited_from"][0]["message"] == "unknown flag --y in a"
 
 
 def test_valid_in_counts_a_version_only_where_the_values_are_accepted() -> None:

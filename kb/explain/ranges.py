@@ -146,6 +146,15 @@ def valid_in(command: str, versions: Sequence[VersionOptions]) -> list[dict[str,
     what the command gives.
     """
     table = judge(command, versions)
+
+    def at(i: int) -> list[dict[str, str]]:
+        # judge's shared analysis says what fails; its messages name the version analyzed
+        # (and suggest from its options): the version just outside the range says its own
+        v = versions[i]
+        return _problems(
+            VersionFacts(v.name, list(v.flags)), v.table or OptionTable(v.flags), command
+        )
+
     out = []
     for a, b in _ranges([not problems for problems in table]):
         after = b + 1 < len(versions)
@@ -154,9 +163,9 @@ def valid_in(command: str, versions: Sequence[VersionOptions]) -> list[dict[str,
                 "from": versions[a].name,
                 "to": versions[b].name,
                 "versions": b - a + 1,
-                "limited_from": table[a - 1] if a else [],
+                "limited_from": at(a - 1) if a else [],
                 "before": versions[a - 1].name if a else None,
-                "limited_to": table[b + 1] if after else [],
+                "limited_to": at(b + 1) if after else [],
                 "after": versions[b + 1].name if after else None,
             }
         )
