@@ -853,12 +853,15 @@ class Resolver:
         for path, sha in files.items():
             if old.get(path) == sha:
                 continue
-            self._unbind(path)
             f = facts_of(path)
             unique = _bindings(path, f.get("imports") or [])
-            self.bound[path] = unique
-            for alias, target in unique.items():
-                self.graph[target].setdefault(path, []).append(alias)
+            # Most changes keep a file's imports: its place in the graph stays as it is.
+            if list(unique.items()) != list(self.bound.get(path, {}).items()):
+                self._unbind(path)
+                self.bound[path] = unique
+                for alias, target in unique.items():
+                    self.graph[target].setdefault(path, []).append(alias)
+            self.carriers.pop(path, None)
             if f.get("carriers"):
                 self.carriers[path] = f["carriers"]
         self.files = files
@@ -1238,7 +1241,7 @@ def hops(chain: tuple[str, ...]) -> int:
 
 
 _RECENT: dict[str, PyFile] = {}
-RECENT_FILES = 32  # model files and their bases: a few MB of text and outlines
+RECENT_FILES = 128  # a version follows uses into ~40-80 files: fewer and each was read again
 
 
 def _pyfile(sha: str, read_text: Callable[[str], str]) -> PyFile:
