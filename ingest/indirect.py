@@ -32,7 +32,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from operator import itemgetter
 from typing import Any
 
 from ingest.chunks import Piece
@@ -499,27 +498,14 @@ class Use:
     returned: bool = True  # in that `return` itself (not in an `if` or a local deciding it)
 
 
-Pattern = tuple[str, str | None, tuple[str, str | None]]  # name, member, carrier id
-
-
 def file_uses(
     f: PyFile,
-    patterns: list[Pattern],
+    patterns: list[tuple[str, str | None, tuple[str, str | None]]],
     accessors: bool = False,
 ) -> list[Use]:
     """Uses of each (name, member) pattern in code (not in imports, comments or
     triple-quoted strings). With `accessors`, only those in the `return` of a short
     function (`Use.accessor` set): the other hits are dropped before the costlier tests."""
-    return [use for _pos, use in file_uses_at(f, patterns, accessors)]
-
-
-def file_uses_at(
-    f: PyFile,
-    patterns: list[Pattern],
-    accessors: bool = False,
-) -> list[tuple[int, Use]]:
-    """file_uses with the offset of the name each use was found at, in their order (the
-    order of (offset, name), then of the patterns)."""
     if not patterns:
         return []
     by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
@@ -541,7 +527,7 @@ def file_uses_at(
         for name, entries in by_name.items()
         if all(member is not None for member, _cid in entries)
     }
-    out: list[tuple[int, Use]] = []
+    out: list[Use] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
     for pos, name in hits:
         before = f.text[pos - 1] if pos else " "
@@ -580,8 +566,7 @@ def file_uses_at(
                         prop = accessor_kind(f, d.line) == "property"
                         returned = f.returns_at(d, line) is not None
             if accessor is not None or not accessors:
-                use = Use(cid, line, f.text_of(line), accessor, def_line, prop, returned)
-                out.append((pos, use))
+                out.append(Use(cid, line, f.text_of(line), accessor, def_line, prop, returned))
     return out
 
 
@@ -832,8 +817,6 @@ class Resolver:
         self.graph: dict[Target, dict[str, list[str]]] = defaultdict(dict)
         self.carriers: dict[str, list[dict[str, Any]]] = {}  # path -> its own carriers
         self.uses: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}  # (sha, patterns) ->
-        # (sha, the patterns of one name) -> its uses with their offsets
-        self.uses_at: dict[tuple[str, tuple[Pattern, ...]], list[tuple[int, Use]]] = {}
         self.defs: dict[str, list[tuple[str, int]]] = {}  # sha -> top-level (name, line)
         self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
         self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
@@ -869,7 +852,6 @@ class Resolver:
         self._importers, self._reexports = {}, {}
         shas = set(files.values())  # a blob no longer in the version: its entries go
         self.uses = {k: v for k, v in self.uses.items() if k[0] in shas}
-        self.uses_at = {k: v for k, v in self.uses_at.items() if k[0] in shas}
         self.relations = {k: v for k, v in self.relations.items() if k[0] in shas}
         self.classes = {k: v for k, v in self.classes.items() if k in shas}
         self.members = {k: v for k, v in self.members.items() if k[0] in shas}
@@ -1098,26 +1080,6 @@ class Resolver:
             found = self.classes[sha] = class_index(text)
         return found
 
-    def _uses(
-        self, sha: str, patterns: tuple[Pattern, ...], read_text: Callable[[str], str]
-    ) -> list[Use]:
-        """file_uses of the blob, from the uses of each name (a version adding a carrier
-        scans the files using the others for the new name only). The uses of a name have
-        its own carrier ids: merged in file_uses' order, by offset, then name (`patterns`
-        are sorted by name), then pattern."""
-        by_name: dict[str, list[Pattern]] = defaultdict(list)
-        for pattern in patterns:
-            by_name[pattern[0]].append(pattern)
-        found: list[tuple[int, Use]] = []
-        for group in by_name.values():
-            key = (sha, tuple(group))
-            at = self.uses_at.get(key)
-            if at is None:
-                at = self.uses_at[key] = file_uses_at(_pyfile(sha, read_text), group)
-            found.extend(at)
-        found.sort(key=itemgetter(0))  # stable: names, then patterns, as listed
-        return [use for _pos, use in found]
-
     def _follow(
         self,
         path: str,
@@ -1143,10 +1105,12 @@ class Resolver:
         key = (sha, patterns)
         cached = self.uses.get(key)
         if cached is None:
-            cached = self.uses[key] = self._uses(sha, patterns, read_text)
-        defs = self.defs.get(sha)
-        if defs is None:
-            defs = self.defs[sha] = _pyfile(sha, read_text).module_defs()
+            f = _pyfile(sha, read_text)
+            cached = file_uses(f, list(patterns))
+            self.uses[key] = cached
+            if sha not in self.defs:
+                self.defs[sha] = f.module_defs()
+        defs = self.defs[sha]
         local_defs = {name for name, _line in defs}
         for use in cached:
             alias, member = use.carrier
@@ -1241,7 +1205,7 @@ def hops(chain: tuple[str, ...]) -> int:
 
 
 _RECENT: dict[str, PyFile] = {}
-RECENT_FILES = 128  # a version follows uses into ~40-80 files: fewer and each was read again
+RECENT_FILES = 32  # model files and their bases: a few MB of text and outlines
 
 
 def _pyfile(sha: str, read_text: Callable[[str], str]) -> PyFile:
