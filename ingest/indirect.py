@@ -39,7 +39,7 @@ from typing import Any
 
 from ingest.chunks import Piece
 from ingest.pyfile import MAX_ACCESSOR_LINES, Def, Outline, PyFile, outline
-from ingest.sites import docstring_spans, in_spans, server_args_aliases
+from ingest.sites import in_spans, server_args_aliases
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
@@ -559,7 +559,6 @@ def file_uses(
     }
     out: list[Use] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
-    strings: list[tuple[int, int]] | None = None  # docstrings and text, on the first hit
     for pos, name in hits:
         before = f.text[pos - 1] if pos else " "
         m = ATTR_AFTER_RE.match(f.text, pos + len(name))
@@ -577,9 +576,7 @@ def file_uses(
             continue
         if stripped.startswith(("from ", "import ", "global ")) or _in_import_block(f, line):
             continue
-        if strings is None:
-            strings = docstring_spans(f.text)
-        if in_spans(strings, pos):
+        if in_spans(f.strings, pos):
             continue  # `- experts: get_moe_impl_class(...)` in a docstring
         if re.match(r"(?:async\s+)?(?:def|class)\s", stripped):
             continue  # the definition itself
@@ -936,12 +933,15 @@ class Resolver:
         for path, sha in files.items():
             if old.get(path) == sha:
                 continue
-            self._unbind(path)
             f = facts_of(path)
             unique = _bindings(path, f.get("imports") or [])
-            self.bound[path] = unique
-            for alias, target in unique.items():
-                self.graph[target].setdefault(path, []).append(alias)
+            # Most changes keep a file's imports: its place in the graph stays as it is.
+            if list(unique.items()) != list(self.bound.get(path, {}).items()):
+                self._unbind(path)
+                self.bound[path] = unique
+                for alias, target in unique.items():
+                    self.graph[target].setdefault(path, []).append(alias)
+            self.carriers.pop(path, None)
             if f.get("carriers"):
                 self.carriers[path] = f["carriers"]
         self.files = files

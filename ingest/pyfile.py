@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
+from ingest.sites import docstring_spans
 from kb.pyast import PARSE_FAILURES
 
 # `(def|class)[ \t]+(\w+)` as four literal-led scans (the engine skips to "def " and the
@@ -98,6 +99,7 @@ class PyFile:
         self._starts: list[int] | None = None  # offset of each line, for end_of
         self._nodes: dict[int, ast.AST | None] = {}
         self._return_nodes: dict[int, list[ast.Return]] = {}
+        self._strings: list[tuple[int, int]] | None = None
 
     @property
     def defs(self) -> list[Def]:
@@ -114,6 +116,13 @@ class PyFile:
             self._defs = defs
             self._def_lines = [d.line for d in defs]
         return self._defs
+
+    @property
+    def strings(self) -> list[tuple[int, int]]:
+        """Spans of the triple-quoted strings (docstrings and text), found on first use."""
+        if self._strings is None:
+            self._strings = docstring_spans(self.text)
+        return self._strings
 
     def maybe_return(self, line: int) -> bool:
         """A `return` on the line or a few lines above it (before any outline is built)."""

@@ -298,17 +298,33 @@ def _with_alias_reads(
 
 def server_args_aliases(data: bytes) -> set[bytes]:
     """The names a file binds to `get_global_server_args()` and to nothing else."""
-    if GLOBAL_ARGS not in data:
-        return set()
-    names = {m.group(1) for m in ALIAS_RE.finditer(data)}
+    names = set()
+    # The lines holding the binding, by bytes.find: ALIAS_RE's `^` over the whole text made
+    # the engine try every position of it.
+    at = data.find(GLOBAL_ARGS)
+    while at >= 0:
+        m = ALIAS_RE.match(data, data.rfind(b"\n", 0, at) + 1)  # (`^` holds after a newline)
+        if m is not None:
+            names.add(m.group(1))
+        at = data.find(GLOBAL_ARGS, at + 1)
     return {n for n in names if _only_bound_so(data, n)}
+
+
+BOUND_TO_RE = re.compile(rb"[ \t]*=(?!=)[ \t]*(.*)$", re.M)  # after the name: what it is bound to
 
 
 def _only_bound_so(data: bytes, name: bytes) -> bool:
     """Whether every `name = …` in `data` binds the server args and no `def` takes `name`."""
-    bound = re.findall(rb"(?m)^[ \t]*" + name + rb"[ \t]*=(?!=)[ \t]*(.*)$", data)
-    if any(rest.strip() != b"get_global_server_args()" for rest in bound):
-        return False
+    # Each `name` at a line's start (after its indentation), by bytes.find: a regex led by
+    # `^` would try every position of the text.
+    at = data.find(name)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        if not data[start:at].strip(b" \t"):
+            m = BOUND_TO_RE.match(data, at + len(name))
+            if m is not None and m.group(1).strip() != b"get_global_server_args()":
+                return False
+        at = data.find(name, at + 1)
     return not re.search(rb"\bdef \w+\([^)]*\b" + name + rb"\b", data)
 
 

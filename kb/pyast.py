@@ -61,6 +61,12 @@ def literal(node: ast.AST | None) -> Any:
     """The value of a literal expression (including -1, tuples, lists), else NOT_LITERAL."""
     if node is None:
         return NOT_LITERAL
+    # The common cases as ast.literal_eval answers them, without its nested functions:
+    # each call made a reference cycle of them: nearly all of a worker's cyclic garbage.
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return NOT_LITERAL
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

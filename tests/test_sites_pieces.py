@@ -224,3 +224,14 @@ def test_reads_through_a_local_name_of_the_server_args() -> None:
     for text in (rebound, param):
         (got,) = check_versions(text)
         assert [r[0] for r in got["reads"]] == ["tp_size"]
+
+
+def test_server_args_aliases_are_names_bound_at_a_line_start_only() -> None:
+    """A name counts when each `name = …` at a line's start binds the server args: `sa2 = 1`,
+    `x.sa = 3`, `sa == 2` and a keyword argument are no bindings of `sa`; `\tsa = 3` is."""
+    assert sites.server_args_aliases(
+        b"sa = get_global_server_args()\nsa2 = 1\nx.sa = 3\nif sa == 2:\n    pass\n"
+        b"  sb  = get_global_server_args()  \nf(sc = get_global_server_args())\n"
+    ) == {b"sa", b"sb"}
+    assert sites.server_args_aliases(b"sa = get_global_server_args()\n\tsa = 3\n") == set()
+    assert sites.server_args_aliases(b"x = 1\n= get_global_server_args()\n") == set()
