@@ -42,8 +42,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # conversion held whole in a local; 24: `x.lower() == "v"` compares x; 25: a guard under a
 # test of a parameter carries where a call can make the test true; 26: a return under such
 # a test too (a call in the carrier's own file reads it whatever it passes); 27: texts
-# without terminal colour codes; 28: f-string help placeholders rendered (`help_fill`)
-ANALYZER_VERSION = 28
+# without terminal colour codes; 28: f-string help placeholders rendered (`help_fill`); 29: a
+# call of a same-file warning helper is a warning site
+ANALYZER_VERSION = 29
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -22,6 +22,7 @@ from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.choices import registry_subject
 from ingest.constraints import site_key
 from ingest.env_rows import docs_rows, env_rows
+from ingest.flags import replacement_in_message
 from ingest.indirect import Resolver, absolute, model_rows, module_of
 from ingest.modules import Memo, Modules
 from ingest.static_eval import Unknown, plain
@@ -307,6 +308,7 @@ class Assembly:
                 with contextlib.suppress(Unknown):  # else the source text stays
                     flag["const"] = plain(modules.fold(*flag["const_external"]))
             _settle_action(flag, local_actions, modules, rows)
+        _replacements_in_messages(rows.flags)
         rows.cited.update(modules.used)
         for blob in blobs.values():
             rows.warnings.extend(blob.facts.get("warnings", []))
@@ -440,6 +442,22 @@ def _settle_action(
     flag["takes_value"] = actions.takes_value(flag, cls)
     if flag["deprecated"] and flag.get("deprecated_kind") is None:
         flag["deprecated_kind"] = "soft"  # said in the help only; using it does nothing else
+
+
+def _replacements_in_messages(flags: list[dict[str, Any]]) -> None:
+    """A deprecated flag whose message names its replacement only in words (`set --x to
+    'v'`): the replacement among the flags of the version."""
+    choices_of: dict[str, list[Any] | None] = {}
+    for flag in flags:
+        for name in [flag["name"], *flag["aliases"], flag.get("negation")]:
+            if name:
+                choices_of[name] = flag["choices"]
+    for flag in flags:
+        if flag["deprecated"] and not flag["replacement"] and flag["deprecated_message"]:
+            own = {flag["name"], *flag["aliases"], flag.get("negation") or ""}
+            flag["replacement"] = replacement_in_message(
+                flag["deprecated_message"], own, choices_of
+            )
 
 
 def _constraints(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str]) -> None:

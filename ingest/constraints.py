@@ -11,13 +11,63 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from kb.pyast import args_attr, call_name, names_read, render_text, source
+from kb.pyast import args_attr, call_name, fill_names, names_read, render_text, source, strip_ansi
 
 WARNING_CALLS = re.compile(r"(^|\.)(warning|warn|warning_once|print_warning|warn_once)$")
 OPTION_RE = re.compile(r"(?<![\w-])--([a-z0-9][a-z0-9-]*[a-z0-9])")
 SKIP_METHODS = {"add_cli_args", "from_cli_args", "__repr__", "__str__", "url"}
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A function of the file (module-level, or local to a scanned one) that logs a warning
+    made of one of its parameters
+    (`def print_deprecated_warning(message): logger.warning(f"...{message}...")`): a call of
+    it is a warning site at the call."""
+
+    param: str
+    index: int  # the parameter's position
+    template: ast.expr  # the warning call's message, rendered with the call's argument
+
+
+def warning_helpers(tree: ast.Module) -> dict[str, Helper]:
+    """The file's module-level warning helpers by name (the first warning call of each that
+    uses a parameter in its message). A helper defined in a scanned function is known to the
+    statements after it (_walk)."""
+    found: dict[str, Helper] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            helper = _helper(node)
+            if helper is not None:
+                found[node.name] = helper
+    return found
+
+
+def _helper(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Helper | None:
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Call) and sub.args and _is_warning(call_name(sub)):
+            used = {n.id for n in ast.walk(sub.args[0]) if isinstance(n, ast.Name)}
+            param = next((p for p in params if p in used), None)
+            if param is not None:
+                return Helper(param, params.index(param), sub.args[0])
+    return None
+
+
+def helpers_key(helpers: dict[str, Helper]) -> str:
+    """What the helpers make of a call's message: function sites depend on it as well."""
+    return repr(sorted((n, h.param, h.index, ast.dump(h.template)) for n, h in helpers.items()))
+
+
+def _is_warning(name: str) -> bool:
+    return (
+        bool(WARNING_CALLS.search(name))
+        and not name.startswith("self.")
+        or (name == "warnings.warn")
+    )
 
 
 def scan_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -48,17 +98,22 @@ def _takes_server_args(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def extract_constraints(tree: ast.Module, path: str) -> list[dict[str, Any]]:
     sites: list[dict[str, Any]] = []
+    helpers = warning_helpers(tree)
     for qualname, func in scan_functions(tree):
-        sites.extend(function_sites(qualname, func, path))
+        sites.extend(function_sites(qualname, func, path, helpers))
     return sites
 
 
 def function_sites(
-    qualname: str, func: ast.FunctionDef | ast.AsyncFunctionDef, path: str
+    qualname: str,
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    path: str,
+    helpers: dict[str, Helper] | None = None,
 ) -> list[dict[str, Any]]:
-    """The sites of one function: they depend on its text alone (ingest.reuse relies on it)."""
+    """The sites of one function: they depend on its text and the file's warning helpers
+    alone (ingest.reuse relies on it)."""
     sites: list[dict[str, Any]] = []
-    _walk(func.body, [], qualname, path, sites)
+    _walk(func.body, [], qualname, path, sites, None, helpers or {})
     return sites
 
 
@@ -69,36 +124,41 @@ def _walk(
     path: str,
     out: list[dict[str, Any]],
     cond_nodes: list[list[str]] | None = None,
+    helpers: dict[str, Helper] | None = None,
 ) -> None:
     # cond_nodes: the server-args names each enclosing condition reads (computed once per if).
     cond_nodes = cond_nodes or []
+    helpers = helpers or {}
     for stmt in body:
         if isinstance(stmt, ast.If):
             text = source(stmt.test)
             reads = [*cond_nodes, names_read(stmt.test)]
-            _walk(stmt.body, [*conds, text], func, path, out, reads)
+            _walk(stmt.body, [*conds, text], func, path, out, reads, helpers)
             if stmt.orelse:
-                _walk(stmt.orelse, [*conds, f"not ({text})"], func, path, out, reads)
+                _walk(stmt.orelse, [*conds, f"not ({text})"], func, path, out, reads, helpers)
             elif _leaves(stmt.body):
                 # `if G: return` guards everything after it in this block: it runs under not G.
                 conds = [*conds, f"not ({text})"]
                 cond_nodes = reads
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
-            _walk(stmt.body, conds, func, path, out, cond_nodes)
-            _walk(getattr(stmt, "orelse", []), conds, func, path, out, cond_nodes)
+            _walk(stmt.body, conds, func, path, out, cond_nodes, helpers)
+            _walk(getattr(stmt, "orelse", []), conds, func, path, out, cond_nodes, helpers)
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            _walk(stmt.body, conds, func, path, out, cond_nodes)  # type: ignore[attr-defined]
+            _walk(stmt.body, conds, func, path, out, cond_nodes, helpers)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]
-                _walk(handler.body, conds, func, path, out, cond_nodes)
-            _walk(stmt.orelse + stmt.finalbody, conds, func, path, out, cond_nodes)  # type: ignore[attr-defined]
+                _walk(handler.body, conds, func, path, out, cond_nodes, helpers)
+            _walk(stmt.orelse + stmt.finalbody, conds, func, path, out, cond_nodes, helpers)  # type: ignore[attr-defined]
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # A helper defined inside a validator (`def _check(): raise ...`) runs under
             # the validator's conditions when called: its raises are the validator's too.
-            _walk(stmt.body, conds, f"{func}.{stmt.name}", path, out, cond_nodes)
+            _walk(stmt.body, conds, f"{func}.{stmt.name}", path, out, cond_nodes, helpers)
+            helper = _helper(stmt)  # a local warning helper: its calls below are sites too
+            if helper is not None:
+                helpers = {**helpers, stmt.name: helper}
         elif isinstance(stmt, ast.Match):
             for case in stmt.cases:
                 text = f"{source(stmt.subject)} matches {source(case.pattern)}"
-                _walk(case.body, [*conds, text], func, path, out, cond_nodes)
+                _walk(case.body, [*conds, text], func, path, out, cond_nodes, helpers)
         elif isinstance(stmt, ast.Raise):
             out.append(_site("raise", stmt, conds, cond_nodes, func, path, _raise_message(stmt)))
         elif isinstance(stmt, ast.Assert):
@@ -134,12 +194,11 @@ def _walk(
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
             name = call_name(call)
-            if (
-                WARNING_CALLS.search(name)
-                and not name.startswith("self.")
-                or name == "warnings.warn"
-            ):
+            if _is_warning(name):
                 message = _text(call.args[0]) if call.args else ""
+                out.append(_site("warning", stmt, conds, cond_nodes, func, path, message))
+            elif name in helpers:
+                message = _helper_message(call, helpers[name])
                 out.append(_site("warning", stmt, conds, cond_nodes, func, path, message))
             elif name == "setattr" and conds and len(call.args) == 3:
                 target = call.args[0]
@@ -174,6 +233,17 @@ def _text(node: ast.expr | None) -> str:
         return ""
     text = render_text(node)
     return text if text is not None else source(node)
+
+
+def _helper_message(call: ast.Call, helper: Helper) -> str:
+    """The helper's warning with the call's argument in place of its parameter."""
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+    arg = call.args[helper.index] if helper.index < len(call.args) else given.get(helper.param)
+    given_text = _text(arg)
+    if isinstance(helper.template, ast.Name):  # logger.warning(message)
+        return given_text
+    text = render_text(helper.template, fill=fill_names({helper.param: given_text}))
+    return strip_ansi(text) if text is not None else given_text
 
 
 def _raise_message(stmt: ast.Raise) -> str:

@@ -40,6 +40,11 @@ REPLACEMENT_RE = re.compile(
     r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)"
     r"\s+[`'\"]?(--[A-Za-z0-9](?:[\w-]|\{[\w,-]*\})*)"
 )
+# A flag a deprecation message names, and what follows it (a value, `to '<value>'`).
+MENTION_RE = re.compile(r"(?<![\w-])(--[a-z0-9][\w-]*[a-z0-9])")
+SET_BEFORE_RE = re.compile(r"\bset\s+[`'\"]?$", re.I)
+AND_BEFORE_RE = re.compile(r"\b(?:and|or)\s+[`'\"]?$")  # `set --a=x and --b=x`
+VALUE_AFTER_RE = re.compile(r"^(?:=([\w.-]*\w)|[`'\"]?\s+to\s+([`'\"])([\w.-]+)\2)")
 # An f-string help's `{expr}` that static reading cannot render, shown as such.
 RUN_TIME_OPEN = "(computed at run time: "
 SEPARATOR_RE = re.compile(r"^[\s#=\-*_~]*$")
@@ -537,6 +542,41 @@ def _finish_deprecation(flag: dict[str, Any], new_flag: ast.expr | None) -> None
     elif m := REPLACEMENT_RE.search(help_text):
         if m.group(1) != flag["name"]:
             flag["replacement"] = m.group(1)
+
+
+def replacement_in_message(
+    message: str, own: set[str], choices_of: dict[str, list[Any] | None]
+) -> str | None:
+    """The replacement a deprecation message names in words REPLACEMENT_RE does not read:
+    `Please set `--x` to 'v' instead` -> `--x=v` (what follows `to` is the value: `set --ep-size
+    to the same value as --tp-size` names --ep-size), else the one flag of the version (keys of
+    `choices_of`) a message saying `instead` names. Several: a brace pair (`--x-{a,b}`) when
+    they differ in their last part only, else None. A value the flag cannot take is dropped."""
+    named: list[tuple[str, str | None]] = []
+    targets: list[tuple[str, str | None]] = []
+    for m in MENTION_RE.finditer(message):
+        name = m.group(1)
+        if name in own or name not in choices_of:
+            continue
+        after = VALUE_AFTER_RE.match(message[m.end() :])
+        value = (after.group(1) or after.group(3)) if after else None
+        choices = choices_of[name]
+        if value is not None and choices and value not in {str(c) for c in choices}:
+            value = None
+        before = message[: m.start()]
+        is_target = SET_BEFORE_RE.search(before) or (targets and AND_BEFORE_RE.search(before))
+        (targets if is_target else named).append((name, value))
+    found = list(dict.fromkeys(targets or (named if re.search(r"\binstead\b", message) else [])))
+    if not found or len({v for _n, v in found}) > 1:
+        return None
+    value = f"={found[0][1]}" if found[0][1] is not None else ""
+    if len(found) == 1:
+        return found[0][0] + value
+    heads = {n.rpartition("-")[0] for n, _v in found}
+    if len(heads) != 1:
+        return None
+    tails = ",".join(n.rpartition("-")[2] for n, _v in found)
+    return f"{heads.pop()}-{{{tails}}}{value}"
 
 
 def _argparse_flag(

@@ -23,7 +23,13 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.constraints import SKIP_METHODS, function_sites, scan_functions
+from ingest.constraints import (
+    SKIP_METHODS,
+    function_sites,
+    helpers_key,
+    scan_functions,
+    warning_helpers,
+)
 from ingest.pyfile import Def, PyFile
 from kb.pyast import PARSE_FAILURES
 
@@ -31,6 +37,9 @@ CLASS = "ServerArgs"
 # path -> method text -> its sites, lines relative to the method's first line (0-based).
 # One version per path (replaced by each version's): a few hundred kB.
 _MEMO: dict[str, dict[str, list[dict[str, Any]]]] = {}
+# path -> the warning helpers (constraints.helpers_key) the memo's sites were made with: a
+# method's sites depend on them too (a call of a helper is a warning site).
+_HELPERS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -120,12 +129,19 @@ def parse_server_args(text: str, path: str) -> tuple[ast.Module, list[dict[str, 
             tree = None  # parsed whole below, which raises what the text raises
         if tree is not None and not _holds(tree, found[0], blanked):
             tree = None
+    # Helpers are module-level functions, never blanked: the blanked tree has them all.
+    helpers = warning_helpers(tree) if tree is not None else {}
+    if tree is not None and helpers_key(helpers) != _HELPERS.get(path):
+        tree = None  # the memo's sites were made with other helpers
     if tree is None:
         blanked = []
         tree = ast.parse(text)
+        helpers = warning_helpers(tree)
+    _HELPERS[path] = helpers_key(helpers)
     # Sites per function in the order of the file: the parsed ones and the reused ones.
     parts = [
-        (_first_line(func), function_sites(qual, func, path)) for qual, func in scan_functions(tree)
+        (_first_line(func), function_sites(qual, func, path, helpers))
+        for qual, func in scan_functions(tree)
     ]
     parts += [(m.start, _shift(memo[m.text], m.start - 1)) for m in blanked]
     parts.sort(key=lambda p: p[0])

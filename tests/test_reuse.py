@@ -115,6 +115,46 @@ def test_last_method_is_never_left_out() -> None:
     assert ["tp_size", 29, "write"] in facts["reads"]
 
 
+DEPRECATED = """
+    def check_deprecated(self):
+        if self.dp_size > 4:
+            print_deprecated_warning("NOTE: --dp-size above 4 is deprecated. Use --tp-size.")
+"""
+
+
+def _helper(colour: str) -> str:
+    return f"""
+
+def print_deprecated_warning(message: str):
+    logger.warning(f"\\033[{colour}m{{message}}\\033[0m")
+"""
+
+
+def test_call_of_a_warning_helper_is_a_warning_site_at_the_call() -> None:
+    text = HEAD + DEPRECATED + TAIL + _helper("33")
+    (site,) = [s for s in _fresh(text)["constraints"] if s["kind"] == "warning"]
+    assert site["message"] == "NOTE: --dp-size above 4 is deprecated. Use --tp-size."
+    assert site["line"] == 14  # the call, not the helper's logger.warning
+    assert site["function"] == "ServerArgs.check_deprecated"
+    assert site["conditions"] == ["self.dp_size > 4"]
+    assert site["affects"] == ["dp_size", "tp_size"]
+
+
+def test_helper_that_stops_logging_makes_unchanged_callers_parsed_again() -> None:
+    v1 = HEAD + DEPRECATED + TAIL + _helper("33")
+    v2 = HEAD + DEPRECATED + TAIL + "\n\ndef print_deprecated_warning(message: str):\n    pass\n"
+    facts = _after(v1, v2)
+    assert facts == _fresh(v2)
+    assert not [s for s in facts["constraints"] if s["kind"] == "warning"]
+
+
+def test_helper_changing_its_text_makes_callers_parsed_again() -> None:
+    v1 = HEAD + DEPRECATED + WARN + TAIL + _helper("33")
+    v2 = HEAD + DEPRECATED + WARN + TAIL + _helper("1;33")
+    assert _methods_parsed(v1, v2) == ["check_deprecated", "warn_mem", "add_cli_args", "url"]
+    assert _after(v1, v2) == _fresh(v2)
+
+
 CARRIERS_V1 = """\
 _ENABLED = None
 
@@ -199,3 +239,18 @@ def test_lines_far_from_any_return_still_carry_through_global_or_module_level() 
     # ... and in a file without any `global` statement.
     alone = text.split("\n\n\n")[0] + "\n\n\ndef f():\n    pass\n"
     assert [c["name"] for c in find_carriers(alone, {1})] == ["IS_Y"]
+
+
+def test_call_of_a_local_warning_helper_is_a_warning_site() -> None:
+    local = """
+    def __post_init__(self):
+        def print_deprecated_warning(message: str):
+            logger.warning(f"\\033[33m{message}\\033[0m")
+
+        if self.dp_size > 4:
+            print_deprecated_warning("NOTE: --dp-size above 4 is deprecated.")
+"""
+    facts = _fresh(HEAD + local + TAIL)
+    (site,) = [s for s in facts["constraints"] if s["line"] == 17]
+    assert site["kind"] == "warning" and site["function"] == "ServerArgs.__post_init__"
+    assert site["message"] == "NOTE: --dp-size above 4 is deprecated."
