@@ -40,6 +40,7 @@ from typing import Any
 from ingest.chunks import Piece
 from ingest.pyfile import MAX_ACCESSOR_LINES, Def, Outline, PyFile, outline
 from ingest.sites import in_spans, server_args_aliases
+from kb.pyast import ARGS_RECEIVERS
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
@@ -658,12 +659,18 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
     # (a bare `return` under `if not enabled:` decides what the function does, not a value)
     if not returns or any(r.value is None or _size(r.value) > MAX_RETURN_NODES for r in returns):
         return None
-    values = [r.value for r in returns if r.value is not None]  # (all of them, for mypy)
     params = _parameters(node)
+    branches = _parameter_branches(node, params)
     top: dict[ast.stmt, Cond] = {s: () for s in _top_statements(getattr(node, "body", []))}
-    for body, cond in _parameter_branches(node, params):
+    for body, cond in branches:
         for inner in _top_statements(body):
             top.setdefault(inner, cond)
+    # each returned value with the condition of the branch holding its `return`
+    values = [
+        (r.value, next((c for body, c in branches if any(r in ast.walk(b) for b in body)), ()))
+        for r in returns
+        if r.value is not None
+    ]
     # The tests of those `if`s whose body returns at once (a use in a returned value was
     # the `return` case above: a value on the line of `if ctx.x and y(): return True` is no
     # way around the test's parameter), then with the returned values, what a local feeds.
@@ -676,7 +683,7 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
     for e, cond in tests:
         if _spans(e, rel):
             return cond
-    deciding: list[tuple[ast.expr, Cond]] = [*((v, ()) for v in values), *tests]
+    deciding: list[tuple[ast.expr, Cond]] = [*values, *tests]
     assigned: dict[str, list[ast.stmt]] = defaultdict(list)
     for s in stmts:
         if isinstance(s, ast.Assign):
@@ -736,8 +743,8 @@ def _parameter_test(test: ast.expr, params: set[str]) -> tuple[str | None, bool]
     base = getattr(test, "value", None)
     if not isinstance(base, ast.Name) or base.id not in params:
         return None
-    if isinstance(test, ast.Attribute):
-        return (None if _is_args(base) else test.attr, truthy)
+    if isinstance(test, ast.Attribute):  # (`args.x`: a parameter holding the server args)
+        return (None if _is_args(base) or base.id in ARGS_RECEIVERS else test.attr, truthy)
     if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant):
         key = test.slice.value
         return (key, truthy) if isinstance(key, str) else None
@@ -1303,12 +1310,18 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
     names, none as a literal making the test false (`is_layer_sparse=False` where the carrier
     decides under `if context.is_layer_sparse:`). A call leaving one out, or one not
     parsed, reaches nothing (the caller's choice is not known: as before the condition)."""
-    keywords = call_keywords(f, use.line, use.carrier)
-    if keywords is None:
+    call = call_of(f, use.line, use.carrier)
+    if call is None:
         return False
+    keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
     for name, want in cond:
         value = keywords.get(name)
         if value is None:
+            # passed by position (`mlp_mode(config.num_experts > 0)`), maybe: which
+            # parameter each argument binds is not read here, so the call reaches, as any
+            # call did before conditions
+            if call.args:
+                continue
             return False
         literals = _literals(f, use.line, value)
         if literals is not None and all(bool(v) != want for v in literals):
@@ -1356,11 +1369,9 @@ def _target_key(node: ast.AST) -> str | None:
     return None
 
 
-def call_keywords(
-    f: PyFile, line: int, carrier: tuple[str, str | None]
-) -> dict[str, ast.expr] | None:
-    """The keyword arguments of the first call of `alias(` or `alias.member(` on `line`
-    (over the lines it spans, MAX_ACCESSOR_LINES at most); None when there is none."""
+def call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call | None:
+    """The first call of `alias(` or `alias.member(` on `line` (over the lines it spans,
+    MAX_ACCESSOR_LINES at most); None when there is none."""
     alias, member = carrier
     ref = re.escape(alias) + ("" if member is None else rf"\s*\.\s*{re.escape(member)}")
     text = "\n".join(f.lines[line - 1 : line - 1 + MAX_ACCESSOR_LINES])
@@ -1382,9 +1393,7 @@ def call_keywords(
         call = ast.parse(text[m.start() : end], mode="eval").body if end > 0 else None
     except (SyntaxError, ValueError, RecursionError):
         return None
-    if not isinstance(call, ast.Call):
-        return None
-    return {k.arg: k.value for k in call.keywords if k.arg is not None}
+    return call if isinstance(call, ast.Call) else None
 
 
 MEMBER_STEP_RE = re.compile(r"\w+\.\w+(?:\(\))?")  # `Cls.method()`, `Cls.prop`

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingest import sites
-from ingest.indirect import call_keywords, hops, resolve, scan_structure
+from ingest.indirect import call_of, hops, resolve, scan_structure
 from ingest.pyfile import PyFile
 
 UTILS = """
@@ -451,18 +451,76 @@ def test_a_return_under_a_test_of_what_the_caller_passes_is_read_where_a_call_ma
     }
 
 
+def test_a_local_at_the_top_used_in_a_conditional_return_keeps_its_condition() -> None:
+    """`backend = get_a2a_backend()` at the top, used only in the return under `if
+    ctx.sparse:`: it decides for sparse callers only, as the same code written inline."""
+    files = dict(RETURN_FILES)
+    files["python/sglang/srt/layers/return_modes.py"] = RETURN_MODES.replace(
+        '        if ctx.sparse:\n            return (\n                "scattered"\n'
+        "                if not get_a2a_backend().is_none()",
+        "        backend = get_a2a_backend()\n        if ctx.sparse:\n            return (\n"
+        '                "scattered"\n                if not backend.is_none()',
+    )
+    assert "backend = get_a2a_backend()" in files["python/sglang/srt/layers/return_modes.py"]
+    found = _resolve(files)
+    line = "self.modes = ReturnModes.init_new("
+    assert set(_at(found, "r_dense.py", line)) == {"runner_backend"}
+    assert set(_at(found, "r_moe.py", line)) == {"a2a_backend"}
+
+
 def test_a_guard_under_a_test_of_the_server_args_carries_the_flag_on() -> None:
     found = _resolve(SPARSE_FILES)
     use = _at(found, "runner.py", "return 1 if gather(server_args) else 0")
     assert use == {"a2a_backend": ["A2A", "get_a2a_backend()", "gather()"]}
 
 
-def test_call_keywords_reads_the_call_over_its_lines() -> None:
+def test_call_of_reads_the_call_over_its_lines() -> None:
     f = PyFile("x = Modes.init_new(\n    a=1,  # (\n    b=c(d),\n)\ny = Modes.init_new(**kw)\n")
-    found = call_keywords(f, 1, ("Modes", "init_new"))
-    assert found is not None and sorted(found) == ["a", "b"]
-    assert call_keywords(f, 5, ("Modes", "init_new")) == {}
-    assert call_keywords(f, 5, ("Other", None)) is None
+    found = call_of(f, 1, ("Modes", "init_new"))
+    assert found is not None and sorted(k.arg for k in found.keywords if k.arg) == ["a", "b"]
+    late = call_of(f, 5, ("Modes", "init_new"))
+    assert late is not None and [k.arg for k in late.keywords] == [None]
+    assert call_of(f, 5, ("Other", None)) is None
+
+
+POSITIONAL_FILES = {
+    "python/sglang/srt/utils.py": UTILS,
+    "python/sglang/srt/layers/helper.py": """from sglang.srt.utils import get_a2a_backend
+
+
+def mlp_mode(is_sparse):
+    if is_sparse:
+        return "scattered" if not get_a2a_backend().is_none() else "full"
+    return "full"
+
+
+def use_a2a(x, args):
+    if args.enable_dp_attention:
+        return not get_a2a_backend().is_none()
+    return False
+""",
+    "python/sglang/srt/models/m.py": """from sglang.srt.layers.helper import mlp_mode, use_a2a
+
+
+class M:
+    def __init__(self, config, server_args):
+        self.mode = mlp_mode(config.num_experts > 0)
+        self.kw_mode = mlp_mode(is_sparse=config.num_experts > 0)
+        self.dense = mlp_mode(is_sparse=False)
+        self.gather = use_a2a(1, server_args)
+""",
+}
+
+
+def test_a_conditional_carrier_called_by_position_or_tested_on_args() -> None:
+    """Which parameter a positional argument binds is not read: such a call reaches, as
+    every call did before conditions; a test of a parameter named `args` tests the server
+    args (ARGS_RECEIVERS), which makes no condition."""
+    found = _resolve(POSITIONAL_FILES)
+    assert "a2a_backend" in _at(found, "m.py", "self.mode = mlp_mode(")
+    assert "a2a_backend" in _at(found, "m.py", "self.kw_mode = mlp_mode(")
+    assert not _at(found, "m.py", "self.dense = mlp_mode(")
+    assert "a2a_backend" in _at(found, "m.py", "self.gather = use_a2a(")
 
 
 # --- choice attribution (ingest/assemble.py Attributor) -----------------------------------
