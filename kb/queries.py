@@ -408,12 +408,17 @@ def last_deprecation(session: Session, version: Version, raw: str) -> Deprecatio
         return None
     flag, at = found
     own = {flag.name, *(loads(flag.aliases) or ())}
-    named = [r.partition("=")[0] for r in expand_braces(flag.replacement or "")]
-    named += _FLAG_WORD.findall(flag.deprecated_message or "")
-    present = [
-        n for n in dict.fromkeys(named) if n and n not in own and find_flag(session, version, n)
-    ]
-    return Deprecation(at, flag.deprecated_message, flag.replacement, present)
+
+    def present(named: list[str]) -> list[str]:
+        return [
+            n for n in dict.fromkeys(named) if n and n not in own and find_flag(session, version, n)
+        ]
+
+    # the stated replacement when it names a flag here; else every flag the message names
+    # (which may name others in passing: "set --ep-size to the value of --tp-size")
+    stated = present([r.partition("=")[0] for r in expand_braces(flag.replacement or "")])
+    named = stated or present(_FLAG_WORD.findall(flag.deprecated_message or ""))
+    return Deprecation(at, flag.deprecated_message, flag.replacement, named)
 
 
 def get_flag(session: Session, version: Version, raw: str, replaced: bool = False) -> Flag:

@@ -76,3 +76,30 @@ def test_upgrade_check_names_the_replacement_stated_after_the_old_version(
     (removed,) = result["compare"]["removed"]
     assert removed["replacement"] == "--moe-a2a-backend"
     assert removed["message"].endswith("; use --moe-a2a-backend")
+
+
+def test_explain_links_the_replacement_and_not_flags_named_in_passing(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A stated replacement names the flags to use; other flags its message names in
+    passing ("as --chunked-prefill-size") are no replacement. Both say the same."""
+    note = f"{NOTE} Keep --chunked-prefill-size as it is."
+
+    def flags_of(v: int) -> list[dict[str, Any]]:
+        flags = ORIGINAL(v)
+        for spec in flags:
+            if spec["name"] == "--enable-deepep-moe" and spec.get("deprecated"):
+                spec.update(replacement="--moe-a2a-backend=deepep", deprecated_message=note)
+        return flags
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(explain_kb, "flags_of", flags_of)
+        url = explain_kb.build(tmp_path_factory.mktemp("stated") / "kb.db")
+    engine = make_engine(url, readonly=True)
+    with Session(engine) as s:
+        result = explain(s, "v0.3.0", f"{SERVE} --enable-deepep-moe")
+    engine.dispose()
+    (unknown,) = [f for f in result["findings"] if f["kind"] == "unknown_flag"]
+    assert unknown["replacement"] == "--moe-a2a-backend=deepep"
+    assert unknown["replacements"] == ["--moe-a2a-backend"]
+    assert unknown["message"].endswith(": use --moe-a2a-backend")

@@ -116,7 +116,8 @@ def said_before(finding: Finding, gone: Deprecation | None, version: str) -> Non
         text += "; did you mean " + " or ".join(fuzzy) + "?"
     finding["message"] = text
     finding["suggestions"] = list(dict.fromkeys([*gone.flags, *fuzzy]))
-    finding["replacement"] = gone.flags[0] if gone.flags else None
+    finding["replacement"] = gone.replacement or (gone.flags[0] if gone.flags else None)
+    finding["replacements"] = gone.flags  # (the page's "use instead" links)
 
 
 def add_fixes(
