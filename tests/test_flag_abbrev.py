@@ -39,6 +39,28 @@ def test_ambiguous_abbreviation_is_a_404_listing_what_it_could_mean(client: Test
     assert "ambiguous abbreviation" in body["detail"]
 
 
+@pytest.mark.parametrize("name", ["--", "--tp=2"])
+def test_option_end_and_a_value_are_no_abbreviations(client: TestClient, name: str) -> None:
+    """`--` ends argparse's options (it was "ambiguous" with every flag); `--tp=2` names a
+    value, not a flag page."""
+    r = client.get(f"/api/v/v0.2.0/flags/{name}", follow_redirects=False)
+    assert r.status_code == 404
+    assert "ambiguous abbreviation" not in r.json()["detail"]
+
+
+def test_an_ambiguous_abbreviation_lists_a_few_flags_at_most(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--enable` could mean a hundred flags at a real version: the first MAX_MEANT, then a
+    count (here the cap is made 1 for the fixture's few --enable-* flags)."""
+    import app.views.flags as flags
+
+    monkeypatch.setattr(flags, "MAX_MEANT", 1)
+    detail = client.get("/api/v/v0.3.0/flags/--enable").json()["detail"]
+    meant = detail.split("could mean ", 1)[1]
+    assert meant.count("--") == 1 and " more." in meant, detail
+
+
 @pytest.mark.parametrize("url", ["/v/v0.2.0/flags/--tp-off", "/v/v0.2.0/flags/--no-such-flag"])
 def test_every_link_of_a_flag_404_answers(client: TestClient, url: str) -> None:
     """The old-version banner must not send to the same missing page in the newest version:

@@ -282,6 +282,9 @@ def related_flags(session: Session, version: Version, data: dict[str, Any]) -> l
     return [{"name": n, "url": flag_url(version, n), "known": n in known} for n in names]
 
 
+MAX_MEANT = 10  # flags an ambiguous abbreviation lists (`--enable` could mean 100)
+
+
 def flag_or_redirect(request: Request, session: Session, version: Version, raw: str) -> Any:
     """The flag row `raw` names (any of its names: the page answers there), or a redirect
     to the flag's page when `raw` is a unique abbreviation of its option or an alias, as
@@ -294,18 +297,21 @@ def flag_or_redirect(request: Request, session: Session, version: Version, raw: 
         table = next(
             (v.table for v in load_options(session) if v.name == version.name and v.table), None
         )
-        if table is None or not raw.startswith("--"):
+        # (`--` alone ends argparse's options; `--tp=2` is an option with its value, no name)
+        if table is None or not raw.startswith("--") or len(raw) < 3 or "=" in raw:
             raise
         m = table.match(raw)
         if m.kind not in ("abbreviation", "ambiguous"):
             raise
         if m.flag is not None:
             return _to_flag(request, m.flag.name)
-        meant = [table.by_option[o].name for o in m.candidates]
-        exc.suggestions = list(dict.fromkeys([*meant, *exc.suggestions]))
+        meant = list(dict.fromkeys(table.by_option[o].name for o in m.candidates))
+        exc.suggestions = list(dict.fromkeys([*meant[:MAX_MEANT], *exc.suggestions]))
+        more = f" and {len(meant) - MAX_MEANT} more" if len(meant) > MAX_MEANT else ""
         exc.detail = (
             f"{raw[:MAX_NAME]} is an ambiguous abbreviation in {version.name}: it could mean "
-            + ", ".join(dict.fromkeys(meant))
+            + ", ".join(meant[:MAX_MEANT])
+            + more
             + "."
         )
         raise
