@@ -45,8 +45,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # without terminal colour codes; 28: f-string help placeholders rendered (`help_fill`); 29: a
 # call of a same-file warning helper is a warning site
 # 30: conditional carriers: a call by position reaches, `args.x` tests the server args, a
-# local at the top keeps its return's condition
-ANALYZER_VERSION = 30
+# local at the top keeps its return's condition; 31: a help list extended by a call or under a
+# format spec is a placeholder
+ANALYZER_VERSION = 31
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

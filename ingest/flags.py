@@ -123,6 +123,9 @@ class Choices:
     # [(source text, {name: [module, name there]})], e.g.
     # ("list(ReasoningParser.DetectorMap.keys())", {"ReasoningParser": ["sglang...", ...]}).
     external: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
+    # a part neither known here nor in another module (`extra_parsers()`): the values found
+    # are not all of them
+    unknown: bool = False
 
 
 def resolve_choices(
@@ -130,14 +133,14 @@ def resolve_choices(
 ) -> Choices:
     """Resolve a choices expression to values as far as static reading allows."""
     if node is None or depth > 8:
-        return Choices(dynamic=node is not None)
+        return Choices(dynamic=node is not None, unknown=node is not None)
     value = literal(node)
     if value is not NOT_LITERAL and isinstance(value, (list, tuple, set, frozenset)):
         values = list(value)
         return Choices(sorted(values, key=str) if isinstance(value, (set, frozenset)) else values)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         out: list[Any] = []
-        dynamic = False
+        dynamic = unknown = False
         external: list[tuple[str, dict[str, list[str]]]] = []
         for elt in node.elts:
             v = literal(elt)
@@ -148,6 +151,7 @@ def resolve_choices(
                     sub = resolve_choices(elt.value, info, local, depth + 1)
                     out.extend(sub.values or [])
                     dynamic = dynamic or sub.dynamic
+                    unknown = unknown or sub.unknown
                     external.extend(sub.external)
                     continue
                 try:  # a constant (`[LORA_TARGET_ALL_MODULES]`), folded or resolved later
@@ -155,22 +159,25 @@ def resolve_choices(
                 except External:
                     external.append((source(elt), _imports_of(elt, info, local)))
                 except Unknown:
-                    dynamic = True
+                    dynamic = unknown = True
             else:
                 out.append(v)
-        return Choices(out, dynamic=dynamic or bool(external), external=external)
+        return Choices(out, dynamic=dynamic or bool(external), external=external, unknown=unknown)
     if isinstance(node, ast.Name):
         target = local.get(node.id) if node.id in local else info.lists.get(node.id)
         if target is None:
             imports = _imports_of(node, info, local)
             return Choices(
-                const=node.id, dynamic=True, external=[(node.id, imports)] if imports else []
+                const=node.id,
+                dynamic=True,
+                external=[(node.id, imports)] if imports else [],
+                unknown=not imports,
             )
         sub = resolve_choices(target, info, local if node.id in local else {}, depth + 1)
         extensible = node.id in info.extended or sub.extensible
-        if node.id in local:  # a local variable is not a named constant worth showing
-            return Choices(sub.values, sub.const, extensible, sub.dynamic, sub.external)
-        return Choices(sub.values, sub.const or node.id, extensible, sub.dynamic, sub.external)
+        const = sub.const if node.id in local else sub.const or node.id
+        # (a local variable is not a named constant worth showing)
+        return Choices(sub.values, const, extensible, sub.dynamic, sub.external, sub.unknown)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left = resolve_choices(node.left, info, local, depth + 1)
         right = resolve_choices(node.right, info, local, depth + 1)
@@ -180,6 +187,7 @@ def resolve_choices(
             left.extensible or right.extensible,
             left.dynamic or right.dynamic,
             left.external + right.external,
+            left.unknown or right.unknown,
         )
     if isinstance(node, ast.Call) and call_name(node) in ("list", "sorted", "tuple", "set"):
         if node.args:
@@ -200,10 +208,10 @@ def resolve_choices(
     except External:
         return Choices(dynamic=True, external=[(source(node), _imports_of(node, info, local))])
     except Unknown:
-        return Choices(dynamic=True)
+        return Choices(dynamic=True, unknown=True)
     if isinstance(value, list):
         return Choices(value)
-    return Choices(dynamic=True)
+    return Choices(dynamic=True, unknown=True)
 
 
 def _scope(info: ModuleInfo, local: dict[str, ast.expr]) -> Scope:
@@ -515,9 +523,11 @@ def _help_filler(
             except (TypeError, ValueError):
                 return marker
         listed = resolve_choices(expr, info, local)
+        if listed.unknown or listed.extensible or spec:
+            return marker  # (a call adds to it, hooks do, or a format spec: not shown as is)
         if listed.external:
             flag["help_fill"].append([marker, "values", listed.values or [], listed.external])
-        elif listed.values and not listed.dynamic and not listed.extensible and not spec:
+        elif listed.values:
             return str(listed.values)
         return marker
 

@@ -40,6 +40,8 @@ class ServerArgs:
         parser.add_argument(
             "--reasoning-parser", choices=["auto"] + names, help=f"Parsers: {names}."
         )
+        more = list(ReasoningParser.DetectorMap.keys()) + extra_parsers()
+        parser.add_argument("--more", help=f"Also {more}; wide {names:>40}.")
         parser.add_argument("--buckets", help=f"Buckets. {BUCKET_RULE} {note!r}")
         parser.add_argument("--port", help=f"Port {os.getpid()}.")
         parser.add_argument("--gone", help=f"Doc: {elsewhere.__doc__} {note:>9}")
@@ -91,6 +93,11 @@ def test_help_placeholders_are_rendered_or_marked() -> None:
     assert found["--chunk"] == "Chunk. Sizes like 1k.\n\nDecimals are allowed."
     assert found["--reasoning-parser"] == "Parsers: ['deepseek-r1', 'qwen3']."
     assert found["--buckets"] == "Buckets. Rules: default or custom. 'local'"
+    # a list a call extends, or one under a format spec, is not worked out here
+    assert found["--more"] == (
+        "Also (computed at run time: list(ReasoningParser.DetectorMap.keys()) + extra_parsers());"
+        " wide (computed at run time: list(ReasoningParser.DetectorMap.keys()))."
+    )
     assert found["--port"] == "Port (computed at run time: os.getpid())."
     assert found["--gone"] == ("Doc: (computed at run time: elsewhere.__doc__)     local")
 
