@@ -241,6 +241,13 @@ def expand_braces(text: str) -> list[str]:
     return [e for part in m.group(1).split(",") for e in expand_braces(head + part + tail)]
 
 
+def replacement_names(replacement: str | None) -> list[str]:
+    """The option names a replacement gives, braces expanded and a `=value` dropped:
+    `--x-{decode,prefill}=off` -> [--x-decode, --x-prefill]."""
+    names = (n.partition("=")[0] for n in expand_braces(replacement or ""))
+    return [n for n in dict.fromkeys(names) if n]
+
+
 _DEPRECATED_MARK = re.compile(r"^\s*(?:\[deprecated\]|\(deprecated\)|deprecated\s*[.:])\s*", re.I)
 
 
@@ -416,7 +423,7 @@ def last_deprecation(session: Session, version: Version, raw: str) -> Deprecatio
 
     # the stated replacement when it names a flag here; else every flag the message names
     # (which may name others in passing: "set --ep-size to the value of --tp-size")
-    stated = present([r.partition("=")[0] for r in expand_braces(flag.replacement or "")])
+    stated = present(replacement_names(flag.replacement))
     named = stated or present(_FLAG_WORD.findall(flag.deprecated_message or ""))
     return Deprecation(at, flag.deprecated_message, flag.replacement, named)
 
@@ -604,9 +611,7 @@ def replaced_by(session: Session, version: Version, raw: str) -> dict[str, list[
     for old in flags_named(session, version, raw):
         if not old.deprecated or not old.replacement:
             continue
-        new = (
-            find_flag(session, version, n.partition("=")[0]) for n in expand_braces(old.replacement)
-        )
+        new = (find_flag(session, version, n) for n in replacement_names(old.replacement))
         found = {f.id: f for f in new if f is not None and f.id != old.id}
         if found:
             out[old.name] = list(found.values())

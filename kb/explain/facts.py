@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from kb.queries import expand_braces
+from kb.queries import replacement_names
 
 Citation = dict[str, Any]
 
@@ -112,10 +112,8 @@ class VersionFacts:
         """The flags of this version that a replacement names, by their names: a brace pair
         names two (`--x-{decode,prefill}=off`: `--x-decode`, `--x-prefill`); a value given
         with `=` is dropped, and a name no flag answers to is left out."""
-        if not replacement:
-            return []
         by_option = {o: f.name for f in self.flags for o in (f.name, *f.aliases)}
-        named = (by_option.get(n.partition("=")[0]) for n in expand_braces(replacement))
+        named = (by_option.get(n) for n in replacement_names(replacement))
         return list(dict.fromkeys(n for n in named if n is not None))
 
 
