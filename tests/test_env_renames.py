@@ -1,6 +1,7 @@
 """Environment variables across versions: a default that only changed its spelling is no
-change, a name that became a deprecated name of another variable is renamed (not removed).
-Synthetic rows written through the schema models."""
+change, a name that became a deprecated name of another variable is renamed (not removed),
+and a deprecated name's page redirects to the variable that still reads it. Synthetic rows
+written through the schema models."""
 
 from __future__ import annotations
 
@@ -126,3 +127,20 @@ def test_a_name_that_became_a_deprecated_name_is_renamed(client: TestClient) -> 
         assert ("v2.0.0", "renamed", "WIDGET_PROFILE_OPS", "WIDGET_NVTX_OPS") in events, url
         assert ("v2.0.0", "type", "int", "bool") in events
         assert not any(e[1] in ("removed", "deprecated_names") for e in events)
+
+
+@pytest.mark.parametrize("prefix", ["", "/api"])
+def test_a_deprecated_name_redirects_to_its_variable(client: TestClient, prefix: str) -> None:
+    r = client.get(f"{prefix}/v/v2.0.0/env/widget_nvtx?q=1")
+    assert r.status_code == 307
+    assert r.headers["location"] == f"{prefix}/v/v2.0.0/env/WIDGET_NVTX_SCHED?q=1&via=WIDGET_NVTX"
+    assert client.get(f"{prefix}/v/v2.0.0/env/WIDGET_NVTX_SCHEDX").status_code == 404
+
+
+def test_the_variable_page_says_it_was_reached_by_its_old_name(client: TestClient) -> None:
+    r = client.get("/v/v2.0.0/env/WIDGET_NVTX", follow_redirects=True)
+    assert r.status_code == 200
+    assert "Reached by its deprecated name <code>WIDGET_NVTX</code>" in r.text
+    # not on a plain visit, nor for a name the variable does not read
+    assert "Reached by" not in client.get("/v/v2.0.0/env/WIDGET_NVTX_SCHED").text
+    assert "Reached by" not in client.get("/v/v2.0.0/env/WIDGET_NVTX_SCHED?via=OTHER").text
