@@ -614,6 +614,7 @@ class DiffSummary(Model):
     condition_groups: int = 0  # root causes of the constraints_changed (ConditionGroup)
     env_added: int = 0
     env_removed: int = 0
+    env_renamed: int = 0
     env_changed: int = 0  # variables with a changed field
 
 
@@ -673,6 +674,13 @@ class EnvChange(FieldChange):
     name: str  # the environment variable
 
 
+class EnvRename(Model):
+    """A name that became a deprecated name of another variable: SGLang still reads it."""
+
+    from_: str = From()
+    to: str  # the variable that reads the old name in its place
+
+
 class Diff(Model):
     from_: str = From()
     to: str
@@ -692,6 +700,7 @@ class Diff(Model):
     enums_changed: list[EnumChange]
     env_added: list[str] = []
     env_removed: list[str] = []
+    env_renamed: list[EnvRename] = []
     env_changed: list[EnvChange] = []
     condition_groups: list[ConditionGroup] = []  # constraints_changed by root cause, biggest first
 

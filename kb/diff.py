@@ -349,6 +349,7 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "enums_changed": len(enums["added"]) + len(enums["removed"]) + len(enums["changed"]),
         "env_added": len(result["env_added"]),
         "env_removed": len(result["env_removed"]),
+        "env_renamed": len(result["env_renamed"]),
         "env_changed": len({c["name"] for c in result["env_changed"]}),
     }
     return result
@@ -439,6 +440,28 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
 # Fields compared between two rows of one variable (history and diff), in report order.
 ENV_FIELDS = ("type", "default", "deprecated_names", "declared")
 
+# What SGLang's bool readers take as true or false (environ.py EnvBool.parse; the older
+# get_bool_env_var takes anything but "true"/"1" as false, "" included).
+_TRUE = {"true", "1", "yes", "y"}
+_FALSE = {"false", "0", "no", "n", ""}
+
+
+def read_as(type_: str | None, value: Any) -> Any:
+    """A default as SGLang reads it for a variable of `type_`: `"false"` read by a bool
+    helper is False, `"16"` read by an int one is 16. A string it would refuse, or one of
+    another type, stays as it is."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().lower()
+    if type_ == "bool":
+        return True if text in _TRUE else False if text in _FALSE else value
+    if type_ in ("int", "float"):
+        try:
+            return int(text) if type_ == "int" else float(text)
+        except ValueError:
+            return value
+    return value
+
 
 def _values(var: EnvVar) -> dict[str, Any]:
     return {
@@ -449,27 +472,62 @@ def _values(var: EnvVar) -> dict[str, Any]:
     }
 
 
+def _same_default(old: EnvVar, new: EnvVar) -> bool:
+    """Both static defaults read the same: `"false"` read with get_bool_env_var before the
+    variable moved into environ.py and EnvBool(False) after it are one value in two spellings.
+    Each side is read by its own type, or by the other's where its own is unknown."""
+    if old.default is None or new.default is None:
+        return False
+    a = read_as(old.type or new.type, loads(old.default))
+    b = read_as(new.type or old.type, loads(new.default))
+    # bool is an int in Python: "0" read as an int equals False, as it should for a move
+    # from an int read to a bool one (the type change is reported on its own).
+    return bool(a == b)
+
+
 def compare_env(old: EnvVar, new: EnvVar) -> list[dict[str, Any]]:
+    """Changed fields; a default that only changed its spelling is not a change (the move
+    into environ.py shows as the `declared` change)."""
     a, b = _values(old), _values(new)
-    return [{"field": f, "from": a[f], "to": b[f]} for f in ENV_FIELDS if a[f] != b[f]]
+    return [
+        {"field": f, "from": a[f], "to": b[f]}
+        for f in ENV_FIELDS
+        if a[f] != b[f] and not (f == "default" and _same_default(old, new))
+    ]
 
 
 def _env(session: Session, version: Version) -> list[EnvVar]:
     return list(session.exec(select(EnvVar).where(EnvVar.version_id == version.id)))
 
 
+def _readers(rows: Iterable[EnvVar]) -> dict[str, str]:
+    """Deprecated name -> the variable that still reads it in its place (EnvBoolWithAlias)."""
+    return {old: v.name for v in rows for old in loads(v.deprecated_names) or []}
+
+
 def diff_env(session: Session, old: Version, new: Version) -> dict[str, Any]:
-    """{"env_added": [name], "env_removed": [name], "env_changed": [{"name", "field", "from",
-    "to"}]} going from `old` to `new`."""
+    """{"env_added": [name], "env_removed": [name], "env_renamed": [{"from", "to"}],
+    "env_changed": [{"name", "field", "from", "to"}]} going from `old` to `new`. A name that
+    becomes a deprecated name of another variable is renamed, not removed: SGLang still reads
+    it (and the new name is not counted as added)."""
     a = {v.name: v for v in _env(session, old)}
     b = {v.name: v for v in _env(session, new)}
+    readers = _readers(b.values())
+    renamed = [
+        {"from": name, "to": readers[name]}
+        for name in sorted(a.keys() - b.keys())
+        if name in readers
+    ]
     changed = [
         {"name": name, **change}
         for name in sorted(a.keys() & b.keys())
         for change in compare_env(a[name], b[name])
     ]
+    gone = {r["from"] for r in renamed}
+    new_names = {r["to"] for r in renamed} - a.keys()
     return {
-        "env_added": sorted(b.keys() - a.keys()),
-        "env_removed": sorted(a.keys() - b.keys()),
+        "env_added": sorted(b.keys() - a.keys() - new_names),
+        "env_removed": sorted(a.keys() - b.keys() - gone),
+        "env_renamed": renamed,
         "env_changed": changed,
     }

@@ -198,27 +198,61 @@ def env_sites(session: Session, version: Version, name: str) -> list[EnvSite]:
     )
 
 
+def readers_of(session: Session, name: str, version_ids: list[int]) -> list[EnvVar]:
+    """Variables of these versions that list `name` among their deprecated names (they still
+    read it in their place)."""
+    rows = session.exec(
+        select(EnvVar).where(
+            col(EnvVar.version_id).in_(version_ids),
+            col(EnvVar.deprecated_names).contains(f'"{name}"'),  # narrows; checked below
+        )
+    )
+    return [r for r in rows if name in (loads(r.deprecated_names) or [])]
+
+
 def env_history(session: Session, name: str) -> list[dict[str, Any]]:
     """Change events of one variable across all versions, oldest first (Change dicts):
-    "added", "removed" and each changed field."""
+    "added", "removed", "renamed" and each changed field. The variable is followed through a
+    rename to a deprecated name: where its name has no row, the variable that still reads it
+    (its new name), or one of its own deprecated names (its old name) stands for it."""
     versions = list(reversed(ordered_versions(session)))
+    ids = [v.id for v in versions if v.id is not None]
     rows = {
         r.version_id: r
         for r in session.exec(
-            select(EnvVar).where(
-                col(EnvVar.version_id).in_([v.id for v in versions]), EnvVar.name == name
-            )
+            select(EnvVar).where(col(EnvVar.version_id).in_(ids), EnvVar.name == name)
         )
     }
+    former = {d for r in rows.values() for d in loads(r.deprecated_names) or []}
+    missing = [i for i in ids if i not in rows]
+    if missing and former:
+        older = select(EnvVar).where(
+            col(EnvVar.version_id).in_(missing), col(EnvVar.name).in_(former)
+        )
+        for r in session.exec(older):
+            rows.setdefault(r.version_id, r)
+    missing = [i for i in ids if i not in rows]
+    if missing:
+        for r in readers_of(session, name, missing):
+            rows.setdefault(r.version_id, r)
     events: list[dict[str, Any]] = []
     prev: EnvVar | None = None
     for version in versions:
         row = rows.get(version.id or -1)
         if row is None and prev is not None:
-            events.append({"version": version.name, "field": "removed", "from": name, "to": None})
+            events.append(
+                {"version": version.name, "field": "removed", "from": prev.name, "to": None}
+            )
         elif row is not None and prev is None:
-            events.append({"version": version.name, "field": "added", "from": None, "to": name})
+            events.append({"version": version.name, "field": "added", "from": None, "to": row.name})
         elif row is not None and prev is not None:
-            events.extend({"version": version.name, **c} for c in compare_env(prev, row))
+            changes = compare_env(prev, row)
+            if row.name != prev.name:
+                events.append(
+                    {"version": version.name, "field": "renamed", "from": prev.name, "to": row.name}
+                )
+                # the old name entering or leaving the deprecated names is the rename itself
+                changes = [c for c in changes if c["field"] != "deprecated_names"]
+            events.extend({"version": version.name, **c} for c in changes)
         prev = row
     return events

@@ -81,6 +81,7 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
             ],
             "env_added": d["env_added"],
             "env_removed": d["env_removed"],
+            "env_renamed": d["env_renamed"],
             "env_changed": d["env_changed"],
             "condition_groups": [{**g, "count": len(g["items"])} for g in d["condition_groups"]],
         }

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from itertools import groupby
+from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 from sqlmodel import Session, select
 
 from app.deps import SessionDep
 from app.highlight import excerpt
 from app.templating import render
-from app.views.common import errors, page_context, replacement_links
+from app.views.common import errors, page_context, replacement_links, suggestion_url
 from kb.contract import EnvList, EnvPage
 from kb.env import (
     all_env,
@@ -23,9 +25,10 @@ from kb.env import (
     env_var_dict,
     get_env,
     is_deprecated,
+    readers_of,
     versions_with_env,
 )
-from kb.queries import MAX_NAME, get_version, version_names
+from kb.queries import MAX_NAME, NotFound, get_version, version_names
 from kb.schema import EnvVar, Version
 
 router = APIRouter()
@@ -72,10 +75,34 @@ def env_data(session: Session, version: Version, var: EnvVar) -> EnvPage:
     return EnvPage.model_validate(data)
 
 
+def env_or_redirect(
+    request: Request, session: Session, version: Version, raw: str
+) -> EnvVar | Response:
+    """The variable `raw` names, or a redirect to the variable that reads it when `raw` is
+    one of its deprecated names (EnvBoolWithAlias: SGLang still reads the old name), as a
+    flag alias answers on its flag's page. The query is kept, plus `via=OLD` for the note."""
+    try:
+        return get_env(session, version, raw)
+    except NotFound:
+        name = raw.strip()[:MAX_NAME]
+        for candidate in dict.fromkeys([name, name.upper()]):
+            readers = readers_of(session, candidate, [version.id or -1])
+            if readers:
+                query = "&".join(q for q in (request.url.query, urlencode({"via": candidate})) if q)
+                url = suggestion_url(request.url.path, "env", readers[0].name, query)
+                # 307: a later ingest may give the old name a row of its own again
+                return RedirectResponse(url or "/", status_code=307)
+        raise
+
+
 @router.get("/v/{version}/env/{name}", include_in_schema=False)
-def env_page(request: Request, session: SessionDep, version: str, name: str) -> Response:
+def env_page(
+    request: Request, session: SessionDep, version: str, name: str, via: str = ""
+) -> Response:
     found = get_version(session, version)
-    var = get_env(session, found, name)
+    var = env_or_redirect(request, session, found, name)
+    if isinstance(var, Response):
+        return var
     data = env_data(session, found, var)
     src = data.source
     definition = excerpt(session, found, src.path, src.line, src.end_line, context=1)
@@ -100,12 +127,20 @@ def env_page(request: Request, session: SessionDep, version: str, name: str) -> 
         "sites_by_file": by_file,
         "converts": conversion_words(conversion),  # in plain words, with an example
         "to_flags": replacement_links(session, found, new) if new.startswith("--") else None,
+        # reached by a deprecated name (env_or_redirect): only one it really has
+        "via": via if via in data.deprecated_names else None,
     }
     return render(request, "env.html", context)
 
 
-@router.get("/api/v/{version}/env/{name}", responses=errors(404))
-def api_env_var(session: SessionDep, version: str, name: str) -> EnvPage:
-    """One environment variable (exact name, any case) with its reads and history."""
+@router.get(
+    "/api/v/{version}/env/{name}",
+    response_model=EnvPage,
+    responses=errors(404),  # the 307 of a deprecated name is no answer, like a flag's
+)
+def api_env_var(request: Request, session: SessionDep, version: str, name: str) -> Any:
+    """One environment variable (exact name, any case) with its reads and history; a
+    deprecated name redirects (307) to the variable that still reads it."""
     found = get_version(session, version)
-    return env_data(session, found, get_env(session, found, name))
+    var = env_or_redirect(request, session, found, name)
+    return var if isinstance(var, Response) else env_data(session, found, var)
