@@ -334,6 +334,8 @@ def test_ingested_rows(env_db: Path) -> None:
 
     # An alias's old name is cited at the declaration, not at a docstring quoting it.
     assert line_of("SGLANG_GADGET_FUSE").startswith("SGLANG_WIDGET_FUSE = EnvBoolWithAlias(")
+    # A variable because the declaration reads it, with the declaration's type and default.
+    assert at[("v0.5.0", "SGLANG_GADGET_FUSE")][:3] == (0, "bool", "SGLANG_WIDGET_FUSE")
     assert line_of("SGLANG_WIDGET_LOG").startswith('_note_renamed("SGLANG_WIDGET_LOG"')
     # The helper call is neither a read of the old name nor of the new one.
     assert cite["SGLANG_WIDGET_LOG"].split(":")[1] == "0"
