@@ -234,7 +234,7 @@ class EnvSite(SQLModel, table=True):
     version_id: int = Field(foreign_key="version.id")
     name: str
     access: str = "read"  # read | write | check ("X" in os.environ)
-    how: str  # environ.get | getenv | environ[] | get_bool_env_var | envs.get | literal ...
+    how: str  # environ.get | getenv | environ[] | get_bool_env_var | envs.get | literal | dict key
     default: str | None = None  # JSON of a literal default given at the read
     function: str = ""  # enclosing function, when known
     flags: str = "[]"  # JSON options read by the statement or its enclosing conditions
