@@ -46,8 +46,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # call of a same-file warning helper is a warning site
 # 30: conditional carriers: a call by position reaches, `args.x` tests the server args, a
 # local at the top keeps its return's condition; 31: a help list extended by a call or under a
-# format spec is a placeholder
-ANALYZER_VERSION = 31
+# format spec is a placeholder; 32: one env read per split call, none in docstrings, dict
+# keys are writes
+ANALYZER_VERSION = 32
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -5,7 +5,9 @@ Python file of every version): `os.environ.get("X", d)`, `os.getenv`, `os.enviro
 (a write when assigned or deleted), `"X" in os.environ`, `os.environ.setdefault/pop`,
 helpers whose name says env (`get_bool_env_var("X")`, `get_int_env_var`, `_get_env`),
 `envs.X.get()`/`.value`/`.is_set()` (reads) and `.set()`/`.override()`/`.clear()` (writes),
-and any other `"SGLANG_X"`/`"SGL_X"` string (`_lazy_bool("SGLANG_X", False)`).
+and any other `"SGLANG_X"`/`"SGL_X"` string (`_lazy_bool("SGLANG_X", False)`; a dict key,
+`env={"SGLANG_X": "1"}`, is a write). A name is counted once per call, at the call's first
+line, however the call is split over lines; docstrings are skipped.
 
 Each site keeps the flag dests its statement and enclosing `if`s read (`self.x` in
 server_args.py, `server_args.x` anywhere), so the assembler can say which flags' handling
@@ -26,7 +28,7 @@ from itertools import accumulate
 from typing import Any
 
 from ingest.chunks import CUT, Piece, PieceSource
-from ingest.sites import LineIndex, line_state
+from ingest.sites import LineIndex, docstring_spans, line_state
 from kb.pyast import NOT_LITERAL, literal
 
 ENVIRON_PATH = "python/sglang/srt/environ.py"
@@ -53,6 +55,9 @@ DEFAULT_RE = re.compile(
     r"\s*,\s*(?:default\s*=\s*)?(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|-?[0-9][0-9_.eE+-]*|True|False|None)\s*[,)]"
 )
 WRITE_AFTER = re.compile(rb"\s*\]?\s*=(?!=)")
+# `{"SGLANG_X": "1"}`, `env={..}`, `os.environ.update({..})`: a name as a dict key is a value
+# given (to a child process, to os.environ), not a read.
+DICT_KEY_AFTER = re.compile(rb"\s*:")
 FLAG_READ_RE = re.compile(r"\bserver_args\.([a-z_][a-z0-9_]*)")
 SELF_READ_RE = re.compile(r"\bself\.([a-z_][a-z0-9_]*)")
 ENVS_WRITES = {"set", "override", "clear"}
@@ -209,6 +214,12 @@ def _last_shallower(text: bytes, limit: int) -> int:
     return 0 if _shallow(limit).match(b"\n" + text[: text.find(b"\n") + 1 or None]) else -1
 
 
+def _opening(spans: list[tuple[int, int]], offset: int) -> int:
+    """Where the triple-quoted string holding `offset` opens, or -1."""
+    i = bisect.bisect_right(spans, (offset, 1 << 62)) - 1
+    return spans[i][0] if i >= 0 and spans[i][0] <= offset < spans[i][1] else -1
+
+
 def _strip_strings(text: str) -> str:
     return re.sub(r"\"[^\"]*\"|'[^']*'", '""', text)
 
@@ -239,15 +250,30 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
     continue past the end of `data` (`piece`: the text is a piece of a blob)."""
     found: dict[tuple[str, int], list[Any]] = {}
     open_end = False
+    # Offsets of the quoted names the call patterns took: the literal pass skips them, or a
+    # call split over lines (`get_bool_env_var(\n "X"`) would count once more on the name's.
+    taken: set[int] = set()
+    strings: list[tuple[int, int]] | None = None  # triple-quoted spans, when first needed
 
     def add(
         name: str, offset: int, access: str, how: str, default: Any, cast: str | None, again: int
     ) -> None:
+        nonlocal strings
         if not env_name_ok(name):
             return
         no = text.number(offset)
         if "#" in text.prefix(offset):
             return  # a mention in a comment
+        if strings is None:
+            strings = docstring_spans(data)
+        opening = _opening(strings, offset)
+        # A docstring ("Usage: X = EnvBool(..)") reads nothing, nor does a quoted name in other
+        # triple-quoted text; a call there is code run elsewhere (C source given to a compiler:
+        # `getenv("SGLANG_X")`) and stays a read.
+        if opening >= 0 and (
+            how in ("literal", "dict key") or not text.prefix(opening).strip(" \trRuUbB")
+        ):
+            return
         key = (name, no)
         if key in found:
             if access == "write":
@@ -278,11 +304,13 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
                 elif piece and OPEN_WRITE.match(data, m.end()):
                     open_end = True  # `] =` may follow after a blank line
             default, again = default_after(m.end()) if how == "environ.get" else (None, -1)
+            taken.add(m.start("q"))
             add(name, m.start(), access, how, default, _cast_of(text.prefix(m.start())), again)
     if b"getenv" in data:
         for m in GETENV_RE.finditer(data):
             prefix = text.prefix(m.start())
             default, again = default_after(m.end())
+            taken.add(m.start("q"))
             add(m.group("n").decode(), m.start(), "read", "getenv", default, _cast_of(prefix),
                 again)  # fmt: skip
     for lead, rx in HELPER_RES:
@@ -297,6 +325,7 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
             default, again = default_after(m.end())
             if default is None and helper in HELPER_DEFAULTS:
                 default = HELPER_DEFAULTS[helper]
+            taken.add(m.start("q"))
             add(m.group("n").decode(), m.start() - len(word.group(0)), "read", helper, default,
                 _cast_of("", helper), again)  # fmt: skip
     for needle in IN_ENVIRON:
@@ -322,8 +351,11 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
     if b"SGL" in data:
         for m in LITERAL_RE.finditer(data):
             before, after = data[m.start() - 1 : m.start()], data[m.end() : m.end() + 1]
-            if before in (b'"', b"'") and after == before:
-                add(m.group(0).decode(), m.start(), "read", "literal", None, None, -1)
+            if before in (b'"', b"'") and after == before and m.start() - 1 not in taken:
+                if DICT_KEY_AFTER.match(data, m.end() + 1):
+                    add(m.group(0).decode(), m.start(), "write", "dict key", None, None, -1)
+                else:
+                    add(m.group(0).decode(), m.start(), "read", "literal", None, None, -1)
     if piece and b"env" in data:
         # The call patterns allow blanks after `(`/`[`: one may run on past the blank line.
         last = len(data) - 1

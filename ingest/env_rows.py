@@ -63,10 +63,14 @@ def env_rows(
     # A deprecated name is cited where it is deprecated (a declaration's deprecated_name=, a
     # helper call), not where a docstring happens to quote it.
     deprecated_at: dict[str, dict[str, Any]] = {}
+    # An old name a declaration still reads (`deprecated_name=`) is a variable of its own,
+    # parsed by the same Env class with the same default when neither name is set.
+    alias_of: dict[str, dict[str, Any]] = {}
     for v in decl["vars"]:
         for old in v["deprecated_names"]:
             replacement[old] = v["name"]
             deprecated_at.setdefault(old, v)
+            alias_of.setdefault(old, v)
     notes: dict[str, str] = {}
     conversion: dict[str, Any] = {}
     version_options = set(option_of.values())
@@ -87,7 +91,7 @@ def env_rows(
                     replacement.setdefault(name, new)
 
     variables: list[dict[str, Any]] = []
-    for name in sorted(set(declared) | set(by_name) | set(notes)):
+    for name in sorted(set(declared) | set(by_name) | set(notes) | set(alias_of)):
         reads = by_name.get(name, [])
         if name in declared:
             v = declared[name]
@@ -123,6 +127,9 @@ def env_rows(
                 "line": first["line"],
                 "end_line": first["end_line"],
             }
+            alias = alias_of.get(name)
+            if alias is not None:
+                var.update({k: alias[k] for k in ("type", "default", "default_expr")})
         if name in notes:  # the deprecation warning, e.g. "X (in ms) ... Y (in seconds)"
             comment = var["comment"]
             if comment and not comment.endswith((".", "!", "?")):

@@ -993,7 +993,7 @@ class EnvList(Model):
 class EnvSite(Site):
     name: str
     access: str  # read | write | check
-    how: str  # environ.get | getenv | environ[] | get_bool_env_var | envs.get | literal ...
+    how: str  # environ.get | getenv | environ[] | get_bool_env_var | envs.get | literal | dict key
     default: Value  # a literal default given at the read
     function: str
     flags: list[str]  # options read by the statement or its enclosing conditions

@@ -42,7 +42,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 30
+EXTRACTOR_VERSION = 31
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
@@ -234,7 +234,7 @@ class EnvSite(SQLModel, table=True):
     version_id: int = Field(foreign_key="version.id")
     name: str
     access: str = "read"  # read | write | check ("X" in os.environ)
-    how: str  # environ.get | getenv | environ[] | get_bool_env_var | envs.get | literal ...
+    how: str  # environ.get | getenv | environ[] | get_bool_env_var | envs.get | literal | dict key
     default: str | None = None  # JSON of a literal default given at the read
     function: str = ""  # enclosing function, when known
     flags: str = "[]"  # JSON options read by the statement or its enclosing conditions

@@ -232,6 +232,53 @@ def test_names_in_messages_are_not_variables() -> None:
     assert "SOME_SETTING" not in by_name(scan_env(text(ENVIRON_PY))[0])
 
 
+def test_docstrings_dict_keys_and_split_calls() -> None:
+    src = text(
+        """
+        class Fallback:
+            \"\"\"Reads the old name, as in
+
+                SGLANG_NEW_FUSE = EnvBoolWithAlias(True, deprecated_name="SGLANG_OLD_FUSE")
+                os.environ.get("SGLANG_DOC_ONLY", "1")
+            \"\"\"
+
+        REPORT = f\"\"\"fuse: {os.environ.get("SGLANG_IN_FSTRING")}\"\"\"
+        KERNEL = \"\"\"int v = atoi(getenv("SGLANG_IN_C")); // "SGLANG_C_TEXT" \"\"\"
+        env = {**os.environ, "SGLANG_CHILD_A": "1",
+               "SGLANG_CHILD_B" : "24"}
+        os.environ.update({"SGLANG_CHILD_C": "0"})
+        POOL_ENV: dict[str, str] = {
+            "SGLANG_CHILD_D": "1",
+        }
+        MODE = {"mode": "SGLANG_AS_VALUE"}
+        self.fused = get_bool_env_var(
+            "SGLANG_SPLIT", "true"
+        )
+        X = os.environ.get(
+            "SGLANG_SPLIT_GET"
+        )
+        """
+    )
+    sites, _ = scan_env(src)
+    s = by_name(sites)
+    # A docstring's text reads nothing; an f-string's field is code.
+    assert "SGLANG_OLD_FUSE" not in s and "SGLANG_DOC_ONLY" not in s
+    assert s["SGLANG_IN_FSTRING"][3:5] == ["read", "environ.get"]
+    # Other triple-quoted text: a call is code run elsewhere (C source), a bare name is not.
+    assert s["SGLANG_IN_C"][3:5] == ["read", "getenv"] and "SGLANG_C_TEXT" not in s
+    # Keys of a dict literal are values given (to a child process, to os.environ).
+    for name in ("SGLANG_CHILD_A", "SGLANG_CHILD_B", "SGLANG_CHILD_C", "SGLANG_CHILD_D"):
+        assert s[name][3:5] == ["write", "dict key"], name
+    assert s["SGLANG_AS_VALUE"][3:5] == ["read", "literal"]
+    # A call over three lines: one read, at the call's first line, spanning the statement.
+    split = [x for x in sites if x[0] == "SGLANG_SPLIT"]
+    assert [x[1:5] for x in split] == [[17, 19, "read", "get_bool_env_var"]]
+    assert split[0][5] == "true"
+    assert [x[1:5] for x in sites if x[0] == "SGLANG_SPLIT_GET"] == [
+        [20, 22, "read", "environ.get"]
+    ]
+
+
 def test_docs_shapes() -> None:
     bullets = parse_docs(textwrap.dedent(OLD_DOCS), "flags")
     assert [(e["names"], e["form"]) for e in bullets] == [
@@ -334,6 +381,10 @@ def test_ingested_rows(env_db: Path) -> None:
 
     # An alias's old name is cited at the declaration, not at a docstring quoting it.
     assert line_of("SGLANG_GADGET_FUSE").startswith("SGLANG_WIDGET_FUSE = EnvBoolWithAlias(")
+    # It is a variable because the declaration reads it, not because a docstring quotes it:
+    # no read counted there, and the declaration's type and default.
+    assert cite["SGLANG_GADGET_FUSE"].split(":")[1] == "0"
+    assert at[("v0.5.0", "SGLANG_GADGET_FUSE")][:3] == (0, "bool", "SGLANG_WIDGET_FUSE")
     assert line_of("SGLANG_WIDGET_LOG").startswith('_note_renamed("SGLANG_WIDGET_LOG"')
     # The helper call is neither a read of the old name nor of the new one.
     assert cite["SGLANG_WIDGET_LOG"].split(":")[1] == "0"

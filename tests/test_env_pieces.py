@@ -164,3 +164,17 @@ def test_pieces_agree_with_the_whole_blob_on_generated_versions(
 ) -> None:
     both(*("\n".join(lines) for lines in versions))
     both(*("\n".join(lines) for lines in versions), flags_file=True)
+
+
+def test_docstrings_dict_keys_and_split_calls_over_pieces() -> None:
+    # A docstring with blank lines stays one piece; a call split over lines counts once.
+    old = 'class A:\n    """Usage:\n\n        X = get_bool_env_var("SGLANG_DOC")\n    """\n'
+    new = (
+        old + '\n\nENV = {\n    "SGLANG_KID": "1",\n}\nY = get_int_env_var(\n    "SGLANG_Y", 3\n)\n'
+    )
+    first, second = both(old, new)
+    assert first == ([], {})
+    assert [s[:5] for s in second[0]] == [
+        ["SGLANG_KID", 9, 9, "write", "dict key"],
+        ["SGLANG_Y", 11, 13, "read", "get_int_env_var"],
+    ]
