@@ -84,10 +84,38 @@
     lineClick(event);
   });
 
-  // The version switcher goes as soon as a version is picked.
+  // The version switcher goes on an explicit choice only (WCAG 3.2.2 On Input): a pick with
+  // the pointer, or Enter, or leaving the select after a change. Arrow keys on a closed
+  // select change its value one step at a time, so a change made by keys only shows Go.
+  var keyed = false;
+  function switcher(event) {
+    var select = event.target.closest && event.target.closest("select[data-autosubmit]");
+    return select && select.form ? select : null;
+  }
+  function changed(select) {
+    var picked = select.options[select.selectedIndex];
+    return picked && !picked.defaultSelected;
+  }
+  document.addEventListener("pointerdown", function (event) { if (switcher(event)) keyed = false; });
+  document.addEventListener("keydown", function (event) {
+    var select = switcher(event);
+    if (!select) return;
+    if (event.key === "Enter") {
+      event.preventDefault();
+      if (changed(select)) select.form.submit();
+    } else {
+      keyed = true;
+    }
+  });
   document.addEventListener("change", function (event) {
-    var select = event.target.closest("select[data-autosubmit]");
-    if (select && select.form) select.form.submit();
+    var select = switcher(event);
+    if (!select) return;
+    if (!keyed) select.form.submit();
+    else select.form.classList.toggle("pending", changed(select));
+  });
+  document.addEventListener("focusout", function (event) {
+    var select = switcher(event);
+    if (select && keyed && changed(select)) select.form.submit();
   });
 
   // A list filter swapped in by htmx moves the URL but not the header: the switcher and the

@@ -222,8 +222,15 @@ def _sha(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()
 
 
-def build_kb(path: Path, url: str | None = None) -> Path:
-    """The knowledge base in SQLite at `path`, or in the database at `url` when given."""
+# Unbroken runs as real messages and comments have them (a formatted field, a banner rule):
+# planted with `long_words` to check that pages wrap them on a phone.
+LONG_TOKEN = "a2a_backend({server_args.moe_a2a_backend})_with_two_batch_overlap_needs_all_to_all"
+LONG_RULE = "=" * 90
+
+
+def build_kb(path: Path, url: str | None = None, long_words: bool = False) -> Path:
+    """The knowledge base in SQLite at `path`, or in the database at `url` when given;
+    `long_words` plants unbroken runs in a constraint's message and a variable's comment."""
     engine = make_engine(url or f"sqlite:///{path}")
     create_schema(engine)
     with Session(engine) as session:
@@ -307,7 +314,9 @@ def build_kb(path: Path, url: str | None = None) -> Path:
                     conversion=dumps(
                         {"expr": "str(float(v) / 1000.0)", "cast": "float", "op": "/", "by": 1e3}
                     ),
-                    comment="SGLANG_FAKE_SWITCH_MS is deprecated",
+                    comment=f"{LONG_RULE} SGLANG_FAKE_SWITCH_MS is deprecated"
+                    if long_words
+                    else "SGLANG_FAKE_SWITCH_MS is deprecated",
                     path=ARGS,
                     line=1,
                     end_line=1,
@@ -335,7 +344,8 @@ def build_kb(path: Path, url: str | None = None) -> Path:
                         condition=(
                             "self.enable_two_batch_overlap and self.moe_a2a_backend == 'none'"
                         ),
-                        message="two-batch overlap needs an all-to-all backend",
+                        message="two-batch overlap needs an all-to-all backend"
+                        + (f": {LONG_TOKEN}" if long_words else ""),
                         flags=dumps(["--enable-two-batch-overlap", "--moe-a2a-backend"]),
                         key="tbo",
                         path=ARGS,
