@@ -44,7 +44,7 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # a test too (a call in the carrier's own file reads it whatever it passes); 27: texts
 # without terminal colour codes; 28: f-string help placeholders rendered (`help_fill`); 29: a
 # call of a same-file warning helper is a warning site
-ANALYZER_VERSION = 29
+ANALYZER_VERSION = 30
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
