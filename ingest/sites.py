@@ -15,7 +15,7 @@ import ast
 import bisect
 import copy
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from itertools import accumulate
 from typing import Any, AnyStr, NamedTuple
@@ -251,7 +251,7 @@ def scan(
     if pieces is not None:
         facts = _from_pieces(data, pieces.get())
         if facts is not None:
-            return _with_alias_reads(data, facts, index)
+            return _with_local_flags(data, _with_alias_reads(data, facts, index))
     lines = _Lines(data, index)
     reads0, reads1, reads2, compares, contains, is_calls, enum_refs = _find(data, lines)
     facts = {
@@ -261,7 +261,7 @@ def scan(
         "enums": scan_enums(data) if b"Enum" in data else [],
         "lines": {str(k): v for k, v in lines.texts.items()},
     }
-    return _with_alias_reads(data, facts, index)
+    return _with_local_flags(data, _with_alias_reads(data, facts, index))
 
 
 # `sa = get_global_server_args()` then `sa.enable_x`: a local name for the server args. A
@@ -326,6 +326,132 @@ def _only_bound_so(data: bytes, name: bytes) -> bool:
                 return False
         at = data.find(name, at + 1)
     return not re.search(rb"\bdef \w+\([^)]*\b" + name + rb"\b", data)
+
+
+# `name = server_args.x` then `name == "v"` in the same function: the comparison is about x.
+# Like the aliases, whole-blob (the function spans pieces), after the scans in either mode.
+LOCAL_LEADS = (b"= server_args.", b"= self.server_args.", b"= get_global_server_args().")
+LOCAL_RE = re.compile(  # matched from a line's start: indented, so in some block
+    rb"([ \t]+)([A-Za-z_]\w*)[ \t]*= (?:(?:self\.)?server_args|get_global_server_args\(\))"
+    rb"\.([a-z_][a-z0-9_]*)[ \t]*(?:#[^\n]*)?$",
+    re.M,
+)
+# What binds a name again: `NAME =` (augmented, `:=`), `a, NAME, b =` and `NAME: int =` at a
+# line's start, `for NAME in`, `as NAME`, `del NAME`, `global NAME`, a nested def's or lambda's
+# parameter `NAME` (a keyword argument `f(NAME=1)` is taken for one too: precision first).
+REBIND = (
+    rb"(?<![\w.])NAME\b[ \t]*(?::=|(?:[-+*/%&|^@]|//|\*\*|>>|<<)?=(?!=))"
+    rb"|(?m:^)[ \t]*\(?[\w, \t]*(?<![\w.])NAME\b[ \t]*[,:)][^\n=]*=(?!=)"
+    rb"|\bfor\b[^\n=]*?(?<![\w.])NAME\b[^\n=]*?\bin\b"
+    rb"|\b(?:as|del|global|nonlocal)[ \t]+\(?[\w, \t]*(?<![\w.])NAME\b"
+    rb"|\b(?:def[ \t]+\w+|lambda)[ \t]*\(?[^)\n:]*(?<![\w.])NAME\b"
+)
+COMPARED_AFTER = r"(?:\.(?:lower|upper|strip|casefold)\(\))*[ \t]*(?:==|!=|(?:not[ \t]+)?in\b)"
+
+
+def _with_local_flags(data: bytes, facts: dict[str, Any]) -> dict[str, Any]:
+    """`facts` with each comparison of a local name bound once in its function to a flag's
+    read (`name = server_args.grammar_backend`) made a comparison of that flag's dest."""
+    if b"server_args" not in data:
+        return facts
+    tails = {tail for _v, _no, tail, how in facts["choices"] if how != "is_call"}
+    if not tails or not any(lead in data for lead in LOCAL_LEADS):
+        return facts
+    scopes = local_flags(data, tails)
+    if not scopes:
+        return facts
+    choices = []
+    for fact in facts["choices"]:
+        value, no, tail, how = fact
+        if how != "is_call":
+            for name, dest, first, last in scopes:
+                if tail == name and first < no <= last and _compares(facts["lines"][str(no)], name):
+                    fact = [value, no, dest, how]
+                    break
+        choices.append(fact)
+    return {**facts, "choices": choices}
+
+
+def _compares(line: str, name: str) -> bool:
+    """Whether `line` compares the bare `name` (and no attribute of that name)."""
+    after = re.escape(name) + COMPARED_AFTER
+    return bool(re.search(r"(?<![\w.])" + after, line)) and not re.search(r"\." + after, line)
+
+
+def local_flags(data: bytes, names: set[str] | None = None) -> list[tuple[str, str, int, int]]:
+    """(name, dest, line of the binding, last line of its function) for each local name
+    (of `names`, if given) bound to a flag's read, once in its function, and not used
+    before in it (a parameter, a global, another binding: it could be anything)."""
+    found = []
+    spans: list[tuple[int, int]] | None = None
+    # The lines holding a lead, by bytes.find (a regex led by `^` tries every position)
+    starts = set()
+    for lead in LOCAL_LEADS:
+        at = data.find(lead)
+        while at >= 0:
+            starts.add(data.rfind(b"\n", 0, at) + 1)
+            at = data.find(lead, at + 1)
+    for line_start in sorted(starts):
+        m = LOCAL_RE.match(data, line_start)
+        if m is None or names is not None and m.group(2).decode() not in names:
+            continue
+        if spans is None:
+            spans = docstring_spans(data)
+        scope = _function_of(data, m.start(), len(m.group(1)), spans)
+        if scope is None:
+            continue
+        start, end = scope
+        name = m.group(2)
+        if next(_mentions(data, name, start, m.start()), None) is not None:
+            continue
+        # REBIND tried on the lines that name it only (over a whole body it cost more than
+        # the rest of the scan)
+        rebind = re.compile(REBIND.replace(b"NAME", name))
+        lines = {data.rfind(b"\n", 0, at) + 1 for at in _mentions(data, name, m.end(), end)}
+        if any(rebind.search(data, at, _line_end(data, at)) for at in lines):
+            continue
+        first = data.count(b"\n", 0, m.start()) + 1
+        last = first + data.count(b"\n", m.start(), end)
+        found.append((name.decode(), m.group(3).decode(), first, last))
+    return found
+
+
+def _line_end(data: bytes, at: int) -> int:
+    end = data.find(b"\n", at)
+    return end if end >= 0 else len(data)
+
+
+def _mentions(data: bytes, name: bytes, start: int, end: int) -> Iterator[int]:
+    """Offsets of `name` as a whole name (not an attribute) in data[start:end]."""
+    at = data.find(name, start, end)
+    while at >= 0:
+        before, after = data[at - 1 : at], data[at + len(name) : at + len(name) + 1]
+        if before not in WORD_BYTES and before != b"." and after not in WORD_BYTES:
+            yield at
+        at = data.find(name, at + 1, end)
+
+
+def _function_of(
+    data: bytes, at: int, indent: int, spans: list[tuple[int, int]]
+) -> tuple[int, int] | None:
+    """(start, end) of the function whose body holds the line at `at`, indented `indent`."""
+    i = data.rfind(b"def ", 0, at)
+    while i >= 0:
+        start = data.rfind(b"\n", 0, i) + 1
+        head = data[start:i]
+        inner = len(head) - len(head.lstrip(b" \t"))
+        if head.strip(b" \t") in (b"", b"async") and inner < indent and not in_spans(spans, i):
+            break
+        i = data.rfind(b"def ", 0, i)
+    else:
+        return None
+    # Where the body ends: the first line at the def's indentation or less (`)` and `]`
+    # close a signature or a call; blank lines, comments and docstrings say nothing).
+    ends = re.compile(rb"\n(?=[ \t]{0,%d}[^ \t\r\n#)\]}])" % inner)
+    for m in ends.finditer(data, data.find(b"\n", i)):
+        if not in_spans(spans, m.start() + 1):
+            return (start, m.start()) if m.start() > at else None  # (else a def before it)
+    return start, len(data)
 
 
 # The facts of a text by kind: reads by each of READ_RES, comparisons, `in` literals,

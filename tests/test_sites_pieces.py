@@ -172,6 +172,7 @@ FRAGMENTS = [
     b".get(", b"if x ==", b'"triton":', b"y in (", b'"a", "b")', b'"c"]', b"z in [",
     b"# ====", b"s.is_fa3()", b"Backend.FA3", b'"""doc', b"class E(Enum):", b"    A = 1",
     b"    B = 'b'", b"def f(self):", b"    return self.x != 'v'", b"(", b")", b"\\",
+    b"    name = server_args.alpha", b'    if name == "v":', b"        name = 1",
 ]  # fmt: skip
 
 
@@ -235,3 +236,130 @@ def test_server_args_aliases_are_names_bound_at_a_line_start_only() -> None:
     ) == {b"sa", b"sb"}
     assert sites.server_args_aliases(b"sa = get_global_server_args()\n\tsa = 3\n") == set()
     assert sites.server_args_aliases(b"x = 1\n= get_global_server_args()\n") == set()
+
+
+LOCAL = b"""def create_backend(
+    server_args,
+    tokenizer,
+) -> Backend:
+    name = server_args.grammar_backend
+
+    if name in REGISTRY:
+        return REGISTRY[name]
+
+    # the defaults
+    if name == "outlines":
+        return 1
+    elif name.lower() != "xgrammar":
+        return 2
+    elif self.name == "none":
+        return 3
+
+    return name not in ("llguidance", "none")
+
+
+class Runner:
+    def __init__(self, server_args):
+        self.server_args = server_args
+
+    def pick(self):
+        backend = self.server_args.sampling_backend  # what the user asked
+        if backend == "flashinfer":
+            return torch.ops.flashinfer
+        raise ValueError(f"Invalid backend: {backend}")
+
+    def other(self):
+        return backend == "pytorch"
+
+
+async def sample():
+    mode = get_global_server_args().sampling_backend
+    return mode == "pytorch"
+"""
+
+
+def _subjects(got: dict[str, Any]) -> list[tuple[str, int, str]]:
+    return [(c[0], c[1], c[2]) for c in got["choices"]]
+
+
+def test_a_local_bound_to_a_flag_s_read_stands_for_the_flag() -> None:
+    """`name = server_args.grammar_backend`, then `name == "outlines"` pieces later in the
+    same function: a comparison of grammar_backend, whole or by pieces; not `self.name`, nor
+    the same name in another function."""
+    got, *_ = check_versions(*neighbours_changed(LOCAL))
+    assert _subjects(got) == [
+        ("outlines", 11, "grammar_backend"),
+        ("xgrammar", 13, "grammar_backend"),
+        ("none", 15, "name"),  # self.name: an attribute, not the local
+        ("flashinfer", 27, "sampling_backend"),
+        ("pytorch", 32, "backend"),  # another function's name
+        ("pytorch", 37, "sampling_backend"),
+        ("llguidance", 18, "grammar_backend"),
+        ("none", 18, "grammar_backend"),
+    ]
+
+
+def test_a_local_bound_otherwise_too_stays_itself() -> None:
+    """A name bound again, a parameter, used before its binding, bound by `for`/`as`, or not
+    in a function: it may hold anything there, so the comparison keeps its own name."""
+    body = b'    name = server_args.grammar_backend\n%b\n    if name == "outlines":\n        pass\n'
+    for before, after in (
+        (b"def f(server_args):\n", b'    name = "xgrammar"'),
+        (b"def f(server_args):\n", b"    name += suffix"),
+        (b"def f(server_args):\n", b"    name, other = split(name)"),
+        (b"def f(server_args):\n", b"    for name in names:\n        pass"),
+        (b"def f(server_args):\n", b"    with open(p) as name:\n        pass"),
+        (b"def f(server_args, name):\n", b""),
+        (b"def f(server_args):\n    log(name)\n", b""),
+        (b"def f(server_args):\n    global name\n", b""),
+        (b"if ready:\n", b""),
+    ):
+        data = before + body % after
+        (got,) = check_versions(data)
+        assert [c[2] for c in got["choices"] if c[0] == "outlines"] == ["name"], data
+    # `name` in a call's arguments or a comparison binds nothing
+    for after in (b"    log(name, level=1)", b"    ok = name >= 1 or name != 2"):
+        data = b"def f(server_args):\n" + body % after
+        assert sites.scan(data)["choices"][-1][2] == "grammar_backend", data
+
+
+def test_a_local_is_followed_to_its_function_s_end() -> None:
+    """A docstring line at the margin does not end the function; the next def does."""
+    data = (
+        b'def f(server_args):\n    mode = server_args.grammar_backend\n    """Doc\nat the margin\n'
+        b'"""\n    if mode == "outlines":\n        pass\n'
+        b'def g():\n    if mode == "none":\n        pass\n'
+    )
+    assert _subjects(sites.scan(data)) == [
+        ("outlines", 6, "grammar_backend"),
+        ("none", 9, "mode"),
+    ]
+
+
+def test_a_local_s_comparison_is_the_flag_s_when_the_flag_accepts_the_value() -> None:
+    """The rewritten subject is the flag's dest: a value the flag takes is its choice site
+    (by the name, whatever other flags take it), another value is no choice site of any."""
+    from ingest.assemble import Attributor
+
+    flags: list[dict[str, Any]] = [
+        {"name": n, "dest": d, "choices": c, "choices_dynamic": False, "deprecated": None}
+        for n, d, c in [
+            ("--grammar-backend", "grammar_backend", ["xgrammar", "outlines", "none"]),
+            ("--sampling-backend", "sampling_backend", ["flashinfer", "pytorch"]),
+            ("--attention-backend", "attention_backend", ["flashinfer", "triton"]),
+            ("--speculative-algorithm", "speculative_algorithm", ["none", "eagle"]),
+        ]
+    ]
+    who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
+    got = {
+        (v, no): who.value(v, tail, "pkg/runner.py") for v, no, tail in _subjects(sites.scan(LOCAL))
+    }
+    assert got[("outlines", 11)] == ("--grammar-backend", [], "subject")
+    assert got[("none", 18)] == ("--grammar-backend", [], "subject")
+    assert got[("llguidance", 18)] is None  # not a value of the flag compared
+    assert got[("flashinfer", 27)] == ("--sampling-backend", [], "subject")
+    # the bare names alone said nothing: `name` no flag's, `backend` either flag's
+    assert who.value("outlines", "name") is None
+    assert who.value("flashinfer", "backend") == (
+        None, ["--attention-backend", "--sampling-backend"], "",
+    )  # fmt: skip
