@@ -1338,10 +1338,19 @@ def _literals(f: PyFile, line: int, value: ast.expr) -> list[Any] | None:
         return [value.value]
     key = _target_key(value)
     d = f.enclosing(line) if key is not None else None
-    node = f.node(d) if d is not None and d.kind == "def" else None
-    if node is None:
+    if key is None or d is None or d.kind != "def":
         return None
-    out: list[Any] = []
+    table = f.memo.get(("literals", d.line))
+    if table is None:  # (one walk a function: its calls are checked once per use)
+        node = f.node(d)
+        table = f.memo[("literals", d.line)] = {} if node is None else _assigned_literals(node)
+    return table.get(key)
+
+
+def _assigned_literals(node: ast.AST) -> dict[str, list[Any] | None]:
+    """For each local or `self.x` a function binds: the literals its assignments give it,
+    or None when one binds it otherwise (a call, a loop, a tuple, several targets)."""
+    table: dict[str, list[Any] | None] = {}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Assign):
             bound = sub.targets
@@ -1351,13 +1360,19 @@ def _literals(f: PyFile, line: int, value: ast.expr) -> list[Any] | None:
             bound = [i.optional_vars for i in sub.items if i.optional_vars is not None]
         else:
             continue
-        if any(_target_key(t) == key for b in bound for t in ast.walk(b)):
-            if not isinstance(sub, ast.Assign) or len(sub.targets) != 1:
-                return None
-            if not isinstance(sub.value, ast.Constant) or _target_key(sub.targets[0]) != key:
-                return None
-            out.append(sub.value.value)
-    return out or None
+        keys = {k for b in bound for t in ast.walk(b) if (k := _target_key(t)) is not None}
+        for key in keys:
+            known = table.get(key, [])
+            if known is None:
+                continue
+            plain = (
+                isinstance(sub, ast.Assign)
+                and len(sub.targets) == 1
+                and isinstance(sub.value, ast.Constant)
+                and _target_key(sub.targets[0]) == key
+            )
+            table[key] = [*known, sub.value.value] if plain else None  # type: ignore[union-attr]
+    return table
 
 
 def _target_key(node: ast.AST) -> str | None:

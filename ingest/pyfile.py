@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import Any
 
 from ingest.sites import docstring_spans
 from kb.pyast import PARSE_FAILURES
@@ -100,6 +101,9 @@ class PyFile:
         self._nodes: dict[int, ast.AST | None] = {}
         self._return_nodes: dict[int, list[ast.Return]] = {}
         self._strings: list[tuple[int, int]] | None = None
+        # tables other modules derive from a def's node, by (what, def line): kept with the
+        # file, which the resolver keeps while versions share it
+        self.memo: dict[tuple[str, int], Any] = {}
 
     @property
     def defs(self) -> list[Def]:
