@@ -264,6 +264,9 @@ def test_unknown_versions_are_404_with_suggestions(client: Any) -> None:
     page = client.get("/diff/vv1...v2")
     assert page.status_code == 404 and 'href="/diff/v1...v2"' in page.text
     assert client.get("/diff/just-one-version").status_code == 404
+    # GitHub's two-dot spelling goes to the permalink
+    two = client.get("/diff/v1..v2", follow_redirects=False)
+    assert (two.status_code, two.headers["location"]) == (308, "/diff/v1...v2")
     assert client.get("/diff/" + "x" * 5000 + "...v1").status_code == 404
 
 

@@ -234,6 +234,9 @@ def _env_sections(session: Session, version: Version) -> dict[str, str | None]:
 
 @router.get("/diff/{spec}", include_in_schema=False)
 def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
+    if "..." not in spec and ".." in spec:  # GitHub's other compare spelling: A..B
+        a, b = spec.split("..", 1)
+        return RedirectResponse(diff_url(a, b), status_code=308)
     if "..." not in spec:
         versions = ordered_versions(session)
         raise NotFound(
