@@ -47,8 +47,10 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # 30: conditional carriers: a call by position reaches, `args.x` tests the server args, a
 # local at the top keeps its return's condition; 31: a help list extended by a call or under a
 # format spec is a placeholder; 32: one env read per split call, none in docstrings, dict
-# keys are writes; 33: a local bound once to a flag's read stands for that flag in comparisons
-ANALYZER_VERSION = 33
+# keys are writes; 33: a local bound once to a flag's read stands for that flag in
+# comparisons; 34: ServerArgs's accessor methods (`get_attention_backends()`) and the
+# flags they return
+ANALYZER_VERSION = 34
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
@@ -141,7 +143,7 @@ def _parsed(
     try:
         if kind == "server_args":
             # Unchanged methods of the last version of the path are not parsed again.
-            tree, facts["constraints"] = parse_server_args(text, path)
+            tree, facts["constraints"], facts["accessors"] = parse_server_args(text, path)
         else:
             tree = ast.parse(text)
             if kind == "environ":

@@ -336,6 +336,7 @@ class Assembly:
                 read_text,
                 lambda p: p == SERVER_ARGS_PATH or p.startswith(OTHER_PROGRAMS),
             )
+            _accessor_reads(rows, blobs, option_of)
             for site in rows.indirect:
                 rows.cited[site["path"]] = files[site["path"]]
 
@@ -482,6 +483,31 @@ def _constraints(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str
                 }
             )
             rows.cited[path] = blob.sha
+
+
+def _accessor_reads(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str]) -> None:
+    """Calls of a ServerArgs accessor method (`server_args.get_attention_backends()`) read
+    the flags it returns: an indirect read through `ServerArgs.<method>()` each."""
+    main = blobs.get(SERVER_ARGS_PATH)
+    accessors = main.facts.get("accessors", {}) if main is not None else {}
+    if not accessors:
+        return
+    held = {(r["dest"], r["path"], r["line"]) for r in rows.indirect}
+    for path, blob in blobs.items():
+        if path == SERVER_ARGS_PATH or blob.other_program or not blob.facts["reads"]:
+            continue
+        read, found = blob.usages
+        if read.isdisjoint(accessors):
+            continue
+        for row in found:
+            for dest in accessors.get(row["dest"], ()):
+                if dest in option_of and (dest, path, row["line"]) not in held:
+                    held.add((dest, path, row["line"]))
+                    via = [f"ServerArgs.{row['dest']}()"]
+                    rows.indirect.append(
+                        {"dest": dest, "path": path, "line": row["line"], "text": row["text"],
+                         "via": via}
+                    )  # fmt: skip
 
 
 def _usages(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str]) -> None:

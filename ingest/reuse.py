@@ -20,8 +20,9 @@ either side; anything else (or a syntax error) parses the whole text instead.
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ingest.constraints import (
     SKIP_METHODS,
@@ -105,10 +106,17 @@ def _shift(sites: list[dict[str, Any]], by: int) -> list[dict[str, Any]]:
     return [{**s, "line": s["line"] + by, "end_line": s["end_line"] + by} for s in sites]
 
 
-def parse_server_args(text: str, path: str) -> tuple[ast.Module, list[dict[str, Any]]]:
+class ServerArgsParse(NamedTuple):
+    tree: ast.Module
+    sites: list[dict[str, Any]]
+    accessors: dict[str, list[str]]  # see accessor_dests
+
+
+def parse_server_args(text: str, path: str) -> ServerArgsParse:
     """The tree of server_args.py (unchanged ServerArgs methods left out when the last
-    version of `path` had them) and its constraint sites, as `extract_constraints` gives
-    them on the whole tree. Raises what `ast.parse` raises on the whole text."""
+    version of `path` had them), its constraint sites, as `extract_constraints` gives them
+    on the whole tree, and its accessor methods. Raises what `ast.parse` raises on the
+    whole text."""
     f = PyFile(text)
     found = members(f)
     memo = _MEMO.get(path, {})
@@ -147,7 +155,47 @@ def parse_server_args(text: str, path: str) -> tuple[ast.Module, list[dict[str, 
     parts.sort(key=lambda p: p[0])
     sites = [s for _line, part in parts for s in part]
     _remember(path, tree, found, memo, blanked, dict(parts))
-    return tree, sites
+    accessors = {}
+    for m in found[1] if found is not None else []:
+        if m.text not in _ACCESSORS:
+            _ACCESSORS[m.text] = accessor_dests(m.text)
+        if _ACCESSORS[m.text]:
+            accessors[m.name] = _ACCESSORS[m.text]
+    if len(_ACCESSORS) > 4096:  # (method texts of many versions: bounded)
+        _ACCESSORS.clear()
+    return ServerArgsParse(tree, sites, accessors)
+
+
+_ACCESSORS: dict[str, list[str]] = {}  # method text -> accessor_dests, across versions
+
+
+def accessor_dests(method: str) -> list[str]:
+    """The fields a ServerArgs method returns, when it is a plain accessor: `self` its only
+    parameter, no call, no assignment to `self`, a `return` (`get_attention_backends()`
+    returning `self.prefill_attention_backend or self.attention_backend`, ...); [] for any
+    other method. Code calling `server_args.get_attention_backends()` reads those flags."""
+    try:
+        tree = ast.parse(textwrap.dedent(method))
+    except (SyntaxError, *PARSE_FAILURES):
+        return []
+    func = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(func, ast.FunctionDef) or func.decorator_list:
+        return []
+    a = func.args
+    if [p.arg for p in a.args] != ["self"] or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg:
+        return []
+    nodes = list(ast.walk(func))
+    if any(isinstance(n, (ast.Call, ast.Lambda, ast.Yield, ast.Await)) for n in nodes):
+        return []
+    if not any(isinstance(n, ast.Return) and n.value is not None for n in nodes):
+        return []
+    read: set[str] = set()
+    for n in nodes:
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            if not isinstance(n.ctx, ast.Load):
+                return []
+            read.add(n.attr)
+    return sorted(read)
 
 
 def _remember(

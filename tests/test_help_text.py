@@ -111,3 +111,43 @@ def test_a_module_not_in_the_version_leaves_the_placeholder() -> None:
         "Parsers: (computed at run time: list(ReasoningParser.DetectorMap.keys()))."
     )
     assert "{" not in "".join(found.values())
+
+
+ACCESSOR_ARGS = """
+class ServerArgs:
+    def get_backends(self):
+        prefill = self.prefill_backend if self.prefill_backend else self.attention_backend
+        return prefill, self.attention_backend
+
+    def uses_more(self):
+        return helper(self.attention_backend)
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--attention-backend", choices=["fa3", "triton"])
+        parser.add_argument("--prefill-backend", choices=["fa3", "triton"])
+"""
+RUNNER = """
+def init_backend(server_args):
+    prefill, decode = server_args.get_backends()
+    other = server_args.uses_more()
+"""
+
+
+def test_a_server_args_accessor_method_is_read_where_it_is_called() -> None:
+    """`server_args.get_backends()` reads the two flags the accessor returns (a method with
+    a call in it is no accessor), as an indirect read through the method."""
+    files, facts, blobs = {}, {}, {}
+    for path, text in {SRT + "server_args.py": ACCESSOR_ARGS, SRT + "runner.py": RUNNER}.items():
+        sha = hashlib.sha1(text.encode()).hexdigest()
+        files[path], blobs[sha] = sha, text
+        facts[facts_key(sha, kind_of(path))] = json.loads(
+            json.dumps(analyze(text.encode(), kind_of(path), path))
+        )
+    rows = assemble(files, facts, blobs.__getitem__)
+    got = sorted((r["dest"], r["path"], r["line"], r["via"]) for r in rows.indirect)
+    via = ["ServerArgs.get_backends()"]
+    assert got == [
+        ("attention_backend", SRT + "runner.py", 3, via),
+        ("prefill_backend", SRT + "runner.py", 3, via),
+    ]

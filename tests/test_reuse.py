@@ -69,7 +69,7 @@ def _methods_parsed(v1: str, v2: str) -> list[str]:
     """The ServerArgs methods in version 2's tree (the others were reused, not parsed)."""
     reuse._MEMO.clear()
     reuse.parse_server_args(v1, SERVER_ARGS_PATH)
-    tree, _sites = reuse.parse_server_args(v2, SERVER_ARGS_PATH)
+    tree = reuse.parse_server_args(v2, SERVER_ARGS_PATH).tree
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
     return [n.name for n in cls.body if isinstance(n, ast.FunctionDef)]
 
