@@ -159,7 +159,7 @@ def clause_root(clause: str) -> str:
     return ast.unparse(node)
 
 
-def _path(site: ConstraintSite) -> list[str]:
+def condition_path(site: ConstraintSite) -> list[str]:
     """A site's condition path (its whole condition when no path was recorded)."""
     return loads(site.conditions) or ([site.condition] if site.condition else [])
 
@@ -333,7 +333,10 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         **diff_env(session, old, new),
     }
     # One entry per root cause of the condition changes (an upstream `elif` rewrites many).
-    clauses = [condition_change(_path(o), _path(n)) for o, n in result["constraints_changed"]]
+    clauses = [
+        condition_change(condition_path(o), condition_path(n))
+        for o, n in result["constraints_changed"]
+    ]
     result["condition_changes"] = clauses
     result["condition_groups"] = group_condition_changes(clauses)
     result["summary"] = {

@@ -14,6 +14,7 @@ from urllib.parse import quote
 from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
+from kb.diff import condition_path
 from kb.polarity import arch_reading, value_reading
 from kb.queries import (
     MAX_NAME,
@@ -201,16 +202,12 @@ def _mentions(text: str, names: list[str]) -> bool:
     return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text) for n in names)
 
 
-def _conditions(row: ConstraintSite) -> list[str]:
-    return loads(row.conditions) or ([row.condition] if row.condition else [])
-
-
 def _is_models(row: ConstraintSite, archs: list[str]) -> bool:
     """The site can apply to the model: its conditions test one of its architectures and
     allow it. Tested only under `not` (a later branch of an if/elif chain on the
     architecture) it is another model's. A site whose conditions test none of them but
     whose text names one (its message) is still listed."""
-    reading = arch_reading(_conditions(row), archs)
+    reading = arch_reading(condition_path(row), archs)
     if reading is None or not reading.named:
         return _mentions(row.condition + " " + row.message, archs)
     return bool(reading.may & set(archs))
@@ -371,7 +368,7 @@ def value_effects(
         reads = loads(row.flags) or []
         writes = loads(row.writes) or {}
         reading = (
-            value_reading(_conditions(row), flag.dest, option_of, universe)
+            value_reading(condition_path(row), flag.dest, option_of, universe)
             if flag.name in reads
             else None
         )
