@@ -576,12 +576,17 @@ def flag_constraints(session: Session, version: Version, name: str) -> list[Any]
 
 
 def filter_constraints(
-    session: Session, version: Version, flag: str = "", kind: str = ""
+    session: Session,
+    version: Version,
+    flag: str = "",
+    kind: str = "",
+    replaced: dict[str, list[Flag]] | None = None,
 ) -> list[Any]:
     """The version's constraint sites of a kind that read or affect a flag. `flag` is any
     name of a flag (option, alias, dest, deprecated alias; any dashes or case): all the
     flags it names count. Text that names no flag matches as a substring of flag names (the
-    filter runs as the user types)."""
+    filter runs as the user types). `replaced`: `replaced_by` of `flag`, when the caller
+    has it already."""
     sites = all_constraints(session, version)
     if kind:
         sites = [s for s in sites if s.kind == kind]
@@ -591,7 +596,9 @@ def filter_constraints(
     named = select(Option.flag_id).where(Option.version_id == version.id, Option.key == key)
     replacing: list[int | None] = []
     if rows(session, named.limit(1)):  # a deprecated flag counts the flags replacing it too
-        replacing = [f.id for new in replaced_by(session, version, flag).values() for f in new]
+        if replaced is None:
+            replaced = replaced_by(session, version, flag)
+        replacing = [f.id for new in replaced.values() for f in new]
     else:
         named = select(Option.flag_id).where(
             Option.version_id == version.id, col(Option.key).contains(key, autoescape=True)

@@ -72,16 +72,16 @@ def constraint_list_dict(
 ) -> dict[str, Any]:
     """`constraint_list` as the plain dict the HTML page renders (the JSON twin validates
     it); each shown site's dict is made once per stamp (`constraint_dicts`) and shared."""
+    replacing = replaced_by(session, version, flag) if flag else {}
     sites: list[ConstraintSite] = [
         s
-        for s in filter_constraints(session, version, flag, kind)
+        for s in filter_constraints(session, version, flag, kind, replacing)
         if (not function or s.function == function) and (not path or s.path == path)
     ]
     sort = sort if sort in SORTS else "path"
     sites.sort(key=SORTS[sort])
     page, per_page, pages = clamp_page(page, per_page, len(sites))
     shown = sites[(page - 1) * per_page : page * per_page] if per_page else sites
-    replacing = replaced_by(session, version, flag) if flag else {}
     params = {
         "flag": flag[:MAX_NAME],
         "kind": kind if kind in KINDS else "",
