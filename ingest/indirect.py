@@ -32,7 +32,7 @@ import ast
 import re
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -928,6 +928,8 @@ class Resolver:
         # (sha, class line) -> its methods (line, name) and the `self.x(` each calls
         self.members: dict[tuple[str, int], tuple[list[tuple[int, str]], dict[str, set[str]]]]
         self.members = {}
+        # (sha, line, carrier, condition) -> whether the call there can make it true
+        self.reaches: dict[tuple[str, int, tuple[str, str | None], Cond], bool] = {}
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
         self._reexports: dict[Target, list[tuple[str, str]]] = {}
@@ -961,6 +963,7 @@ class Resolver:
         self.members = {k: v for k, v in self.members.items() if k[0] in shas}
         self.defs = {k: v for k, v in self.defs.items() if k in shas}
         self.outline = {k: v for k, v in self.outline.items() if k in shas}
+        self.reaches = {k: v for k, v in self.reaches.items() if k[0] in shas}
 
     def _unbind(self, path: str) -> None:
         for target in self.bound.pop(path, {}).values():
@@ -1049,6 +1052,15 @@ class Resolver:
             for site in sites.values()
         ]
         return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
+
+    def _reaches(self, sha: str, use: Use, cond: Cond, read_text: Callable[[str], str]) -> bool:
+        """_call_reaches, once per blob: it parses the call and walks its function, and the
+        next versions mostly ask the same of the same blob."""
+        key = (sha, use.line, use.carrier, cond)
+        found = self.reaches.get(key)
+        if found is None:
+            found = self.reaches[key] = _call_reaches(_pyfile(sha, read_text), use, cond)
+        return found
 
     def _targets(self, c: Carrier) -> list[Target]:
         out, todo = [(c.module, c.name)], [(c.module, c.name)]
@@ -1230,11 +1242,7 @@ class Resolver:
                 rank = (0 if member is not None and member == c.member else 1, len(c.chain))
                 # (a call in the carrier's own file passes its caller's context on: a fact
                 # of that file, whatever the condition)
-                reaches = (
-                    not c.cond
-                    or c.path == path
-                    or _call_reaches(_pyfile(sha, read_text), use, c.cond)
-                )
+                reaches = not c.cond or c.path == path or self._reaches(sha, use, c.cond, read_text)
                 for dest in c.dests if reaches else ():
                     skey = (dest, path, use.line)
                     old = sites.get(skey)
@@ -1351,7 +1359,7 @@ def _assigned_literals(node: ast.AST) -> dict[str, list[Any] | None]:
     """For each local or `self.x` a function binds: the literals its assignments give it,
     or None when one binds it otherwise (a call, a loop, a tuple, several targets)."""
     table: dict[str, list[Any] | None] = {}
-    for sub in ast.walk(node):
+    for sub in _nested_statements(node):
         if isinstance(sub, ast.Assign):
             bound = sub.targets
         elif isinstance(sub, (ast.AnnAssign, ast.AugAssign, ast.For)):
@@ -1373,6 +1381,19 @@ def _assigned_literals(node: ast.AST) -> dict[str, list[Any] | None]:
             )
             table[key] = [*known, sub.value.value] if plain else None  # type: ignore[union-attr]
     return table
+
+
+def _nested_statements(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and every statement inside it, nested blocks included: what ast.walk gives
+    minus the expressions, which hold no statement and are most of a function's nodes."""
+    todo = [node]
+    while todo:
+        sub = todo.pop()
+        yield sub
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(sub, name, None)
+            if isinstance(block, list):
+                todo.extend(block)
 
 
 def _target_key(node: ast.AST) -> str | None:
