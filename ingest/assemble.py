@@ -32,6 +32,12 @@ from kb.dests import dest_rank
 # `server_args.x` reads and backend checks are about that program's flags, not these.
 OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
 
+# Tests and benchmarks: their comparisons are about their own arguments (a benchmark's
+# `args.dataset_name == "mooncake"`), never the handling of a server flag's value.
+NOT_SERVER_RE = re.compile(
+    r"(?:^|/)(?:tests?|benchmarks?)/|/(?:test_|bench_)[^/]*$|benchmark[^/]*$"
+)
+
 # Values too common to say anything on their own: only attributed sites are kept for them.
 GENERIC_VALUES = {
     "auto", "none", "default", "true", "false", "null", "", "disabled", "enabled", "on",
@@ -551,6 +557,25 @@ def related(tail: str, dest: str) -> bool:
     return not tail or bool(set(_words(tail)) & set(_words(dest)))
 
 
+def fits(tail: str, dest: str) -> bool:
+    """Whether a compared name could hold the flag's value: each word that says which thing
+    it is (not `backend`, `type`, ...) is one of the dest's, or two of them are
+    (`prefetch_stop_policy`). One word in common and one more names something else:
+    `input_dtype` and `rounter_params_dtype` are no --kv-cache-dtype or --dtype,
+    `response_format` no --log-requests-format. A name of kind words only: `related`."""
+    core = core_words(tail)
+    if not core:
+        return related(tail, dest)
+    words = frozenset(_words(dest))
+    return core <= words or len(_stems(core) & _stems(words)) >= 2
+
+
+@lru_cache(maxsize=65536)
+def _stems(words: frozenset[str]) -> frozenset[str]:
+    """Words without a plural's `s`: `target_module` has two of --lora-target-modules's."""
+    return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words)
+
+
 def family_base(options: list[str], dest_of: dict[str, str]) -> str | None:
     """The flag a family of variants derives from: --attention-backend for
     {--attention-backend, --decode-attention-backend, --prefill-attention-backend};
@@ -654,20 +679,35 @@ class Attributor:
         if value.lower() in GENERIC_VALUES:
             return None
         # Words in common (quant_type, --quantization) say nothing of what another object
-        # holds (the kernel's own input format); the value alone still may (only-flag, family).
-        return self.among(sorted(candidates), tail, by_words=not receiver)
+        # holds (the kernel's own input format); the value alone still may (only-flag, family),
+        # unless a name of its own fits none of the flags (`config.rounter_params_dtype`;
+        # `quant_config.get_name()` is the quantization's name).
+        if (
+            receiver
+            and core_words(tail)
+            and not any(fits(tail, self.dest_of[c]) for c in candidates)
+        ):
+            return None
+        return self.among(sorted(candidates), tail, by_words=not receiver, narrow=not receiver)
 
     def among(
-        self, candidates: list[str], tail: str, by_words: bool = True
+        self, candidates: list[str], tail: str, by_words: bool = True, narrow: bool = False
     ) -> tuple[str | None, list[str], str] | None:
-        """`by_words`: the compared name may stand for a flag whose words it spells."""
+        """`by_words`: the compared name may stand for a flag whose words it spells;
+        `narrow`: it is compared with the value, so only the flags it fits are candidates."""
         found = self.by_subject(tail, candidates) if by_words else None
         if found is not None:
             return found, [], "subject"
+        if narrow:
+            # Only the flags the name could be: `dsa_impl` is no --attention-backend, and a
+            # name that fits none (`dataset_name`, `block.type`) is no choice site at all.
+            candidates = [c for c in candidates if fits(tail, self.dest_of[c])]
+            if not candidates:
+                return None
         if len(candidates) == 1:
             # No other flag accepts the value; unless the compared name is plainly something
-            # else (`block.type == "text"`), which is not a choice site at all.
-            if related(tail, self.dest_of[candidates[0]]):
+            # else (`input_dtype == "fp8"`), which is not a choice site at all.
+            if narrow or related(tail, self.dest_of[candidates[0]]):
                 return candidates[0], [], "only-flag"
             return None
         base = family_base(candidates, self.dest_of)
@@ -733,7 +773,7 @@ def _choice_sites(
     accepting = who.accepting.keys()
 
     for path, blob in blobs.items():
-        if blob.other_program:
+        if blob.other_program or NOT_SERVER_RE.search(path):
             continue
         keys = blob.choice_keys
         if keys is not None and (

@@ -43,6 +43,7 @@ from ingest.sites import (
     _in_comment,
     _Lines,
     _string_items,
+    continued,
     subject_tail,
 )
 
@@ -357,10 +358,12 @@ def _found(
                 return None  # (a piece's ` in` last, or a match it cannot decide alone)
             if m.group(1) is None or NOT_AFTER_CONST_RE.match(data, m.end()):
                 continue
+            if _registers(data, m.end(), m.group(1)):
+                continue  # `if name not in NAMES: NAMES.append(name)`: adds any name
             prefix = lines.prefix(at)
             if _in_comment(prefix):
                 continue
-            tail = subject_tail(prefix.removesuffix(" not"))
+            tail = subject_tail(continued(data, at, prefix).removesuffix(" not"))
             named.append((at, lines.at(at), m.group(1).decode(), tail))
     consts = []
     # One literal-led pass for the three openers; the constants are taken opener by opener
@@ -392,6 +395,18 @@ def _found(
             )
         ]
     return cut.split(lines, registry, keys, named, consts, defs)
+
+
+# The line after a containment test, adding to the container tested: a helper registering
+# a name (`add_mla_attention_backend`), no site handling each of the values listed.
+ADDS_RE = rb"[ \t]*(?:self\.|cls\.)?%s\.(?:append|add|extend|insert)\("
+
+
+def _registers(data: bytes, end: int, const: bytes) -> bool:
+    """Whether the line after the one holding `end` adds to `const` (the line after a
+    piece's last is the blank CUT, as in the blob)."""
+    start = data.find(b"\n", end) + 1
+    return start > 0 and re.match(ADDS_RE % re.escape(const), data[start : start + 200]) is not None
 
 
 def _registry_matches(data: bytes, defs: list[int]) -> Iterator[re.Match[bytes]]:

@@ -194,8 +194,15 @@ def in_spans(spans: list[tuple[int, int]], offset: int) -> bool:
 NORMALISING = (".lower()", ".upper()", ".strip()", ".casefold()")
 
 
+# `d.get("key")` compared: the key, like `d["key"]` (`quant.get("dtype") == "fp8"` is about
+# that dict's dtype, not about no name at all).
+GET_KEY_RE = re.compile(r"""\.get\(\s*(["'])(\w+)\1\s*\)(?=(?:\.\w+\(\))*\s*(?:not)?\s*$)""")
+
+
 def _subject(prefix: str) -> str | None:
     """The compared expression at the end of `prefix`, normalising calls taken off."""
+    if ".get(" in prefix:
+        prefix = GET_KEY_RE.sub(r'["\2"]', prefix)
     m = SUBJECT_RE.search(prefix.rstrip())
     if not m:
         return None
@@ -220,6 +227,21 @@ def subject_tail(prefix: str) -> str:
         last = last[:-2]
         last = re.sub(r"^get_", "", last)
     return last
+
+
+def continued(data: bytes, at: int, prefix: str) -> str:
+    """`prefix` (its line up to `at`), or when it holds no name, the line before joined to
+    it: the compared expression ends that line (`and server_args.x` then `in [...]`). The
+    line before a piece's first is blank in the blob as in the pieces joined by CUT."""
+    if prefix.strip() not in ("", "not"):
+        return prefix
+    start = data.rfind(b"\n", 0, at) + 1
+    if start == 0:
+        return prefix
+    before = data[data.rfind(b"\n", 0, start - 1) + 1 : start - 1].decode("utf-8", "replace")
+    if not before.strip() or line_state(before) != "code":
+        return prefix
+    return before.rstrip() + " " + prefix.strip()
 
 
 def compared_name(prefix: str) -> str:
@@ -330,10 +352,12 @@ def _only_bound_so(data: bytes, name: bytes) -> bool:
 
 # `name = server_args.x` then `name == "v"` in the same function: the comparison is about x.
 # Like the aliases, whole-blob (the function spans pieces), after the scans in either mode.
-LOCAL_LEADS = (b"= server_args.", b"= self.server_args.", b"= get_global_server_args().")
+# (`= enc.server_args.x` too: the server args another object holds; and `= self.x`, whose
+# comparisons are those of `self.x`: `backend = self.storage_backend_type`)
+LOCAL_LEADS = (b"= server_args.", b".server_args.", b"= get_global_server_args().", b"= self.")
 LOCAL_RE = re.compile(  # matched from a line's start: indented, so in some block
-    rb"([ \t]+)([A-Za-z_]\w*)[ \t]*= (?:(?:self\.)?server_args|get_global_server_args\(\))"
-    rb"\.([a-z_][a-z0-9_]*)[ \t]*(?:#[^\n]*)?$",
+    rb"([ \t]+)([A-Za-z_]\w*)[ \t]*= (?:(?:(?:[A-Za-z_]\w*\.)?server_args"
+    rb"|get_global_server_args\(\))\.|self\.)([a-z_][a-z0-9_]*)[ \t]*(?:#[^\n]*)?$",
     re.M,
 )
 # What binds a name again: `NAME =` (augmented, `:=`), `a, NAME, b =` and `NAME: int =` at a
@@ -351,9 +375,8 @@ COMPARED_AFTER = r"(?:\.(?:lower|upper|strip|casefold)\(\))*[ \t]*(?:==|!=|(?:no
 
 def _with_local_flags(data: bytes, facts: dict[str, Any]) -> dict[str, Any]:
     """`facts` with each comparison of a local name bound once in its function to a flag's
-    read (`name = server_args.grammar_backend`) made a comparison of that flag's dest."""
-    if b"server_args" not in data:
-        return facts
+    read (`name = server_args.grammar_backend`) made a comparison of that flag's dest (or
+    bound to `self.x`: of x)."""
     tails = {tail for _v, _no, tail, how in facts["choices"] if how != "is_call"}
     if not tails or not any(lead in data for lead in LOCAL_LEADS):
         return facts
@@ -516,7 +539,7 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
         prefix = lines.prefix(m.start())
         if _in_comment(prefix):
             continue
-        tail = compared_name(prefix)
+        tail = compared_name(continued(data, m.start(), prefix))
         compares.append([m.group(2).decode(), lines.at(m.start()), tail, "compare"])
     contains: list[list[Any]] = []
     for m in CONTAINS_RE.finditer(data):
@@ -532,7 +555,7 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
         if not values:
             continue
         at = m.start() - 1  # the space
-        tail = compared_name(lines.prefix(at).removesuffix(" not"))
+        tail = compared_name(continued(data, at, lines.prefix(at)).removesuffix(" not"))
         for value in values:
             contains.append([value, lines.at(at), tail, "contains"])
     is_calls: list[list[Any]] = []

@@ -1,0 +1,191 @@
+"""Choice sites are attributed by what the code says (issue 11): synthetic shapes modelled on
+the false positives a real-data audit found."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingest import sites
+from ingest.analyze import SERVER_ARGS_PATH, analyze, facts_key, kind_of
+from ingest.assemble import Attributor, assemble
+from ingest.choices import scan_choice_shapes
+
+FLAGS: list[tuple[str, str, list[str] | None]] = [
+    ("--attention-backend", "attention_backend", ["fa3", "triton", "flashinfer"]),
+    ("--prefill-attention-backend", "prefill_attention_backend", ["fa3", "triton"]),
+    ("--mm-attention-backend", "mm_attention_backend", ["fa3", "sdpa"]),
+    ("--dsa-prefill-backend", "dsa_prefill_backend", ["fa3", "flashmla"]),
+    ("--dsa-decode-backend", "dsa_decode_backend", ["fa3", "flashmla"]),
+    ("--transfer-backend", "disaggregation_transfer_backend", ["mooncake", "nixl"]),
+    ("--storage-backend", "hicache_storage_backend", ["mooncake", "file"]),
+    ("--kv-cache-dtype", "kv_cache_dtype", ["auto", "fp8_e4m3"]),
+    ("--dtype", "dtype", ["auto", "float32"]),
+    ("--draft-dtype", "speculative_draft_dtype", ["auto", "float32"]),
+    ("--log-format", "log_requests_format", ["text", "json"]),
+    ("--prefetch-policy", "hicache_storage_prefetch_policy", ["best_effort", "timeout"]),
+    ("--lora-target-modules", "lora_target_modules", ["embed_tokens", "q_proj"]),
+    ("--quantization", "quantization", ["fp9", "awq"]),
+    ("--draft-quantization", "speculative_draft_model_quantization", ["fp9", "awq"]),
+]
+
+
+def _who() -> Attributor:
+    flags: list[dict[str, Any]] = [
+        {"name": n, "dest": d, "choices": c, "choices_dynamic": False, "deprecated": None}
+        for n, d, c in FLAGS
+    ]
+    return Attributor(flags, {f["dest"]: f["name"] for f in flags})
+
+
+def _attributed(src: str) -> dict[int, list[Any]]:
+    who = _who()
+    got: dict[int, list[Any]] = {}
+    for value, line, tail, _how in sites.scan(src.encode())["choices"]:
+        got.setdefault(line, []).append(who.value(value, tail, "python/sglang/srt/x.py"))
+    return got
+
+
+OTHER_NAMES = """
+def f(args, config, request, weight_quant, input_dtype, dsa_impl, quant_config):
+    if args.dataset_name == "mooncake":
+        return 1
+    if config.rounter_params_dtype == "float32":
+        return 2
+    if request.response_format == "text":
+        return 3
+    if weight_quant.get("dtype") == "fp8_e4m3":
+        return 4
+    if input_dtype in ("fp8_e4m3", "fp8_e4m3fn"):
+        return 5
+    if dsa_impl == "fa3":
+        return 6
+    if self.prefetch_stop_policy == "timeout":
+        return 7
+    if target_module == "embed_tokens":
+        return 8
+    if quant_config.get_name() == "awq":
+        return 9
+    if prefill_backend == "fa3":
+        return 10
+"""
+
+
+def test_a_name_that_names_something_else_is_no_site_of_the_flag() -> None:
+    got = _attributed(OTHER_NAMES)
+    # a benchmark's dataset, a model config's dtype, a request's format: no site at all
+    assert got[3] == [None]
+    assert got[5] == [None]
+    assert got[7] == [None]
+    # `d.get("dtype")` is that dict's dtype (another flag's dest), not no name at all
+    assert got[9] == [None]
+    assert got[11] == [None, None]  # one word in common (dtype), one more (input)
+    # the DSA impl is one of the DSA flags, never --attention-backend or --mm-attention-backend
+    assert got[13] == [(None, ["--dsa-decode-backend", "--dsa-prefill-backend"], "")]
+    # two words in common, or a plural's: still the flag's
+    assert got[15] == [("--prefetch-policy", [], "only-flag")]
+    assert got[17] == [("--lora-target-modules", [], "only-flag")]
+    # the quantization's name on a config object: the value says it, as before
+    assert got[19] == [("--quantization", [], "family")]
+    # only the flags the name fits: not --mm-attention-backend, --dsa-decode-backend
+    assert got[21] == [(None, ["--dsa-prefill-backend", "--prefill-attention-backend"], "")]
+
+
+CONTINUED = """
+class Scheduler:
+    def __init__(self, enc):
+        if (
+            self.server_args.language_only
+            and self.server_args.disaggregation_transfer_backend
+            in ["nixl", "mooncake"]
+        ):
+            pass
+        if (
+            self.storage_backend_type  # a comment
+            not in ["mooncake"]
+        ):
+            pass
+
+
+async def handle(enc, request):
+    backend = enc.server_args.hicache_storage_backend
+    if backend == "mooncake":
+        return 1
+
+
+class Controller:
+    def pick(self):
+        backend = self.storage_backend_type
+        if backend == "mooncake":
+            return 1
+"""
+
+
+def test_the_compared_name_on_the_line_before_or_bound_from_another_object_s_args() -> None:
+    got = {
+        (line, value): (tail, how)
+        for value, line, tail, how in sites.scan(CONTINUED.encode())["choices"]
+    }
+    assert got[(7, "mooncake")] == ("disaggregation_transfer_backend", "contains")
+    assert got[(12, "mooncake")] == ("", "contains")  # a comment ends the line before
+    assert got[(19, "mooncake")] == ("hicache_storage_backend", "compare")
+    assert got[(26, "mooncake")] == ("storage_backend_type", "compare")
+    # and a named container's test, the same way
+    src = (
+        b"NAMES = ['fa3', 'triton']\n\n\ndef f(self):\n    if (\n"
+        b"        self.attention_backend\n        not in NAMES\n    ):\n        pass\n"
+    )
+    assert scan_choice_shapes(src, [])["named_contains"] == [["NAMES", 7, "attention_backend"]]
+
+
+REGISTERING = b"""MLA_BACKENDS = ["fa3", "triton", "flashinfer"]
+
+
+def add_mla_attention_backend(backend_name):
+    if backend_name not in MLA_BACKENDS:
+        MLA_BACKENDS.append(backend_name)
+
+
+def is_mla(attention_backend):
+    return attention_backend in MLA_BACKENDS
+"""
+
+
+def test_a_helper_adding_a_name_to_a_list_handles_none_of_its_values() -> None:
+    found = scan_choice_shapes(REGISTERING, [])
+    assert found["named_contains"] == [["MLA_BACKENDS", 10, "attention_backend"]]
+
+
+SERVER_ARGS = """
+import argparse
+
+
+class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument(
+            "--disaggregation-transfer-backend", type=str, choices=["mooncake", "nixl"]
+        )
+"""
+USE = """
+def f(server_args):
+    if server_args.disaggregation_transfer_backend == "mooncake":
+        return 1
+"""
+
+
+def test_tests_and_benchmarks_are_no_handling_sites() -> None:
+    files = {
+        SERVER_ARGS_PATH: SERVER_ARGS,
+        "python/sglang/srt/disaggregation/conn.py": USE,
+        "python/sglang/test/kits/runner.py": USE,
+        "python/sglang/benchmark/serving.py": USE,
+        "python/sglang/bench_serving.py": USE,
+        "python/sglang/srt/mem_cache/storage/test_store.py": USE,
+    }
+    facts = {}
+    for path, text in files.items():
+        facts[facts_key(path, kind_of(path))] = analyze(text.encode(), kind_of(path), path)
+    rows = assemble({p: p for p in files}, facts)
+    assert [(c["path"], c["flag"]) for c in rows.choice_sites] == [
+        ("python/sglang/srt/disaggregation/conn.py", "--disaggregation-transfer-backend")
+    ]
