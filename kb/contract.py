@@ -44,8 +44,11 @@ class Sparse(Model):
     """A model with optional keys (default None): they are left out of the JSON when None.
     Only these models pay for the Python hook; the others serialize in pydantic-core alone."""
 
+    # No return annotation: pydantic takes the serializer's JSON schema from it, and `Any`
+    # made every Sparse model an empty schema in the OpenAPI document. Without one, the
+    # schema is the model's own fields (the keys left out when None are not required).
     @model_serializer(mode="wrap")
-    def _drop_unset_options(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _drop_unset_options(self, handler: SerializerFunctionWrapHandler):
         data = handler(self)
         for name, key in _optional_keys(type(self)):
             if getattr(self, name) is None:
