@@ -49,8 +49,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # format spec is a placeholder; 32: one env read per split call, none in docstrings, dict
 # keys are writes; 33: a local bound once to a flag's read stands for that flag in
 # comparisons; 34: ServerArgs's accessor methods (`get_attention_backends()`) and the
-# flags they return
-ANALYZER_VERSION = 34
+# flags they return; 35: a replacement read by `use` keeps its value (`'--x v'`, `--x=v`);
+# env defaults falling back to another variable; warnings of argparse action classes
+ANALYZER_VERSION = 35
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -447,13 +447,18 @@ def _settle_action(
 
 def _replacements_in_messages(flags: list[dict[str, Any]]) -> None:
     """A deprecated flag whose message names its replacement only in words (`set --x to
-    'v'`): the replacement among the flags of the version."""
+    'v'`): the replacement among the flags of the version. A replacement's value the
+    flag's choices lack is dropped, as replacement_in_message drops it."""
     choices_of: dict[str, list[Any] | None] = {}
     for flag in flags:
         for name in [flag["name"], *flag["aliases"], flag.get("negation")]:
             if name:
                 choices_of[name] = flag["choices"]
     for flag in flags:
+        name, _, value = (flag["replacement"] or "").partition("=")
+        choices = choices_of.get(name)
+        if value and choices and value not in {str(c) for c in choices}:
+            flag["replacement"] = name  # a value the flag cannot take ('pytroch'): dropped
         if flag["deprecated"] and not flag["replacement"] and flag["deprecated_message"]:
             own = {flag["name"], *flag["aliases"], flag.get("negation") or ""}
             flag["replacement"] = replacement_in_message(

@@ -35,10 +35,13 @@ ARG_META_KEYS = {
     "const",
     "no_cli",
 }
-# A brace pair is part of the name (`--x-{decode,prefill}`, two flags: kb.queries.expand_braces)
+# A brace pair is part of the name (`--x-{decode,prefill}`, two flags: kb.queries.expand_braces).
+# The value stays with the flag as `=value`, like replacement_in_message's: written so
+# (`use --x=auto`), or after a space inside the quotes (`use '--attention-backend triton'`).
 REPLACEMENT_RE = re.compile(
     r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)"
-    r"\s+[`'\"]?(--[A-Za-z0-9](?:[\w-]|\{[\w,-]*\})*)"
+    r"\s+(?P<q>[`'\"])?(--[A-Za-z0-9](?:[\w-]|\{[\w,-]*\})*)"
+    r"(?:=(?P<eq>[\w.-]*\w)|(?(q)\s+(?P<sp>[\w.-]*\w)(?=(?P=q))))?"
 )
 # A flag a deprecation message names, and what follows it (a value, `to '<value>'`).
 MENTION_RE = re.compile(r"(?<![\w-])(--[a-z0-9][\w-]*[a-z0-9])")
@@ -550,8 +553,9 @@ def _finish_deprecation(flag: dict[str, Any], new_flag: ast.expr | None) -> None
     if isinstance(replacement, str):
         flag["replacement"] = replacement
     elif m := REPLACEMENT_RE.search(help_text):
-        if m.group(1) != flag["name"]:
-            flag["replacement"] = m.group(1)
+        if m.group(2) != flag["name"]:
+            value = m.group("eq") or m.group("sp")
+            flag["replacement"] = m.group(2) + (f"={value}" if value else "")
 
 
 def replacement_in_message(

@@ -49,6 +49,22 @@ class ServerArgs:
             help="Deprecated. Stats are collected when --enable-metrics is set.",
         )
         parser.add_argument(
+            "--disable-widget",
+            action=DeprecatedAction,
+            help="'--disable-widget' is deprecated. Please use '--widget-backend none' instead.",
+        )
+        parser.add_argument(
+            "--disable-fast-widget",
+            action=DeprecatedAction,
+            help="'--disable-fast-widget' is deprecated. Please use '--widget-backend fsat' "
+            "instead.",
+        )
+        parser.add_argument(
+            "--enable-auto-widget",
+            action="store_true",
+            help="(Deprecated: use --widget-backend=fast) Enable the fast widget.",
+        )
+        parser.add_argument(
             "--enable-gone-widget",
             action=DeprecatedAction,
             help="NOTE: deprecated. Please set `--gone-backend` to 'x' instead.",
@@ -71,6 +87,15 @@ def test_replacement_read_from_the_words_of_the_message() -> None:
     assert flags["--collect-widget-stats"]["deprecated"]
     assert flags["--collect-widget-stats"]["replacement"] is None
     assert flags["--enable-gone-widget"]["replacement"] is None
+
+
+def test_replacement_read_by_use_keeps_its_value() -> None:
+    flags = _flags()
+    # `use '--x v'` and `use --x=v` keep the value, as `set --x to 'v'` does.
+    assert flags["--disable-widget"]["replacement"] == "--widget-backend=none"
+    assert flags["--enable-auto-widget"]["replacement"] == "--widget-backend=fast"
+    # A value the flag cannot take (a typo in SGLang's message) is dropped.
+    assert flags["--disable-fast-widget"]["replacement"] == "--widget-backend"
 
 
 FLAGS: dict[str, list[Any] | None] = {
