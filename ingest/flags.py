@@ -477,7 +477,13 @@ def _set_help(
         out.warnings.append(
             {"path": flag["path"], "line": node.lineno, "what": f"help is not text: {text[:80]}"}
         )
-    flag["help"] = text
+    flag["help"] = argparse_text(text)
+
+
+def argparse_text(text: str) -> str:
+    """The help as argparse prints it: it %-formats every help string, so `%%` shows as `%`
+    (`token_idx %% cp_size`). A `%(name)s` of argparse's own is left as written."""
+    return text.replace("%%", "%") if "%" in text else text
 
 
 def _help_filler(

@@ -65,6 +65,11 @@ class ServerArgs:
             help="(Deprecated: use --widget-backend=fast) Enable the fast widget.",
         )
         parser.add_argument(
+            "--widget-split-mode",
+            default="rr",
+            help="[Deprecated] Use --widget-backend instead. 'rr' splits by token_idx %% cp_size.",
+        )
+        parser.add_argument(
             "--enable-gone-widget",
             action=DeprecatedAction,
             help="NOTE: deprecated. Please set `--gone-backend` to 'x' instead.",
@@ -96,6 +101,15 @@ def test_replacement_read_by_use_keeps_its_value() -> None:
     assert flags["--enable-auto-widget"]["replacement"] == "--widget-backend=fast"
     # A value the flag cannot take (a typo in SGLang's message) is dropped.
     assert flags["--disable-fast-widget"]["replacement"] == "--widget-backend"
+
+
+def test_help_and_deprecation_message_as_argparse_prints_them() -> None:
+    # argparse %-formats help: `%%` is printed `%`, in the help and the deprecation message
+    # (the JSON's deprecated_message is the text the page shows).
+    flag = _flags()["--widget-split-mode"]
+    assert flag["deprecated"] and flag["replacement"] == "--widget-backend"
+    said = "[Deprecated] Use --widget-backend instead. 'rr' splits by token_idx % cp_size."
+    assert flag["help"] == flag["deprecated_message"] == said
 
 
 FLAGS: dict[str, list[Any] | None] = {
