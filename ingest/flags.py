@@ -411,6 +411,8 @@ def _new_flag(path: str, node: ast.AST) -> dict[str, Any]:
         "choices_external": [],
         "help": "",
         "help_fill": [],  # placeholders of the help the assembler may fill (_help_filler)
+        # literal keywords argparse does not take, for the action class (`new_flag="--x"`)
+        "action_args": {},
         "hidden": False,
         "action": None,
         "nargs": None,
@@ -654,7 +656,22 @@ def _argparse_flag(
     if const is not None:
         flag["const"] = _const(const, info, flag)
     _finish_deprecation(flag, kwarg(call, "new_flag"))
+    for kw in call.keywords:
+        _note_action_arg(flag, kw.arg, kw.value)
     return flag
+
+
+# add_argument's own keywords; any other goes to the action class's __init__
+ARGPARSE_KEYWORDS = {
+    "action", "nargs", "const", "default", "type", "choices", "required", "help", "metavar",
+    "dest", "version", "deprecated",
+}  # fmt: skip
+
+
+def _note_action_arg(flag: dict[str, Any], key: str | None, node: ast.expr) -> None:
+    value = literal(node)
+    if key and key not in ARGPARSE_KEYWORDS and isinstance(value, str | int | float | bool):
+        flag["action_args"][key] = value
 
 
 def _const(node: ast.expr, info: ModuleInfo, flag: dict[str, Any]) -> Any:
@@ -842,6 +859,7 @@ def _merge_action_kwargs(
         if not isinstance(key, str):
             continue
         flag["explicit"].append(key)
+        _note_action_arg(flag, key, v)
         if key == "nargs":
             value = literal(v)
             flag["nargs"] = None if value is NOT_LITERAL or value is None else str(value)
