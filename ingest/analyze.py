@@ -51,7 +51,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # comparisons; 34: ServerArgs's accessor methods (`get_attention_backends()`) and the
 # flags they return; 35: a compared name on the line before, `d.get("k")` compared, a local
 # bound to `x.server_args.y` or `self.y`, a containment test guarding an append is no site
-ANALYZER_VERSION = 35
+# 36: a replacement read by `use` keeps its value (`'--x v'`, `--x=v`);
+# env defaults falling back to another variable; warnings of argparse action classes
+ANALYZER_VERSION = 36
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -20,9 +20,9 @@ from typing import Any, Literal, Protocol
 from ingest import actions
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.choices import registry_subject
-from ingest.constraints import site_key
+from ingest.constraints import ACTION_CALL, site_key
 from ingest.env_rows import docs_rows, env_rows
-from ingest.flags import replacement_in_message
+from ingest.flags import MENTION_RE, replacement_in_message
 from ingest.indirect import Resolver, absolute, model_rows, module_of
 from ingest.modules import Memo, Modules
 from ingest.static_eval import Unknown, plain
@@ -327,6 +327,7 @@ class Assembly:
         by_option = {f["name"]: f for f in rows.flags}
 
         _constraints(rows, blobs, option_of)
+        _action_warnings(rows, blobs)
         _usages(rows, blobs, option_of)
         self.env_cache = {p: e for p, e in self.env_cache.items() if p in files}
         rows.env_vars, rows.env_sites, rows.env_prefix_aliases = env_rows(
@@ -453,13 +454,18 @@ def _settle_action(
 
 def _replacements_in_messages(flags: list[dict[str, Any]]) -> None:
     """A deprecated flag whose message names its replacement only in words (`set --x to
-    'v'`): the replacement among the flags of the version."""
+    'v'`): the replacement among the flags of the version. A replacement's value the
+    flag's choices lack is dropped, as replacement_in_message drops it."""
     choices_of: dict[str, list[Any] | None] = {}
     for flag in flags:
         for name in [flag["name"], *flag["aliases"], flag.get("negation")]:
             if name:
                 choices_of[name] = flag["choices"]
     for flag in flags:
+        name, _, value = (flag["replacement"] or "").partition("=")
+        choices = choices_of.get(name)
+        if value and choices and value not in {str(c) for c in choices}:
+            flag["replacement"] = name  # a value the flag cannot take ('pytroch'): dropped
         if flag["deprecated"] and not flag["replacement"] and flag["deprecated_message"]:
             own = {flag["name"], *flag["aliases"], flag.get("negation") or ""}
             flag["replacement"] = replacement_in_message(
@@ -472,6 +478,8 @@ def _constraints(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str
         if path != SERVER_ARGS_PATH and not path.startswith(HOOK_DIR):
             continue
         for site, key in zip(blob.facts.get("constraints", []), blob.constraint_keys, strict=True):
+            if "binds" in site:
+                continue  # an action's warning: a site for each flag using it (below)
             flags = [option_of[d] for d in site["flags"] if d in option_of]
             affects = [option_of[d] for d in site["affects"] if d in option_of]
             writes = {d: v for d, v in site["writes"].items() if d in option_of}
@@ -489,6 +497,47 @@ def _constraints(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str
                 }
             )
             rows.cited[path] = blob.sha
+
+
+def _action_warnings(rows: VersionRows, blobs: dict[str, _Blob]) -> None:
+    """The warning an argparse action's `__call__` gives (constraints.ACTION_CALL sites) is
+    a site of each flag using the action, at the warning, its text as the flag makes it:
+    `option_string` is the flag, `self.new_flag` what its add_argument passes (a local
+    `replacement = f" Use '{self.new_flag}' instead." if self.new_flag else ""` follows)."""
+    for flag in rows.flags:
+        path, action = flag.get("action_path"), (flag["action"] or "").split(".")[-1]
+        blob = blobs.get(path or "")
+        if blob is None or not action:
+            continue
+        for site in blob.facts.get("constraints", []):
+            if site.get("binds") is None or site["function"] != f"{action}{ACTION_CALL}":
+                continue
+            message = _action_message(site["message"], site["binds"], flag)
+            affects = [f for f in _options_in(message, rows.flags) if f != flag["name"]]
+            made = {k: v for k, v in site.items() if k != "binds"}
+            made.update(message=message, flags=[flag["name"]], affects=affects, writes={})
+            rows.constraints.append({**made, "key": site_key(made)})
+            rows.cited[blob.path] = blob.sha
+
+
+def _action_message(template: str, binds: dict[str, dict[str, str]], flag: dict[str, Any]) -> str:
+    given = flag.get("action_args") or {}
+    text = template.replace("{option_string}", flag["name"])
+    for name, bound in binds.items():
+        if "text" in bound:
+            chosen = bound["text"]
+        else:
+            chosen = bound["then"] if given.get(bound["if"]) else bound["else"]
+        text = text.replace("{" + name + "}", chosen)
+    for attr, value in given.items():
+        text = text.replace("{self." + attr + "}", str(value))
+    return text
+
+
+def _options_in(message: str, flags: list[dict[str, Any]]) -> list[str]:
+    """The flags of the version a message names (`Use '--x' instead.`)."""
+    names = {f["name"] for f in flags}
+    return [o for o in dict.fromkeys(MENTION_RE.findall(message)) if o in names]
 
 
 def _accessor_reads(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str]) -> None:

@@ -19,6 +19,7 @@ from kb.pyast import args_attr, call_name, fill_names, names_read, render_text, 
 WARNING_CALLS = re.compile(r"(^|\.)(warning|warn|warning_once|print_warning|warn_once)$")
 OPTION_RE = re.compile(r"(?<![\w-])--([a-z0-9][a-z0-9-]*[a-z0-9])")
 SKIP_METHODS = {"add_cli_args", "from_cli_args", "__repr__", "__str__", "url"}
+ACTION_CALL = ".__call__"  # the qualified name of an argparse action's __call__ ends so
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,15 @@ def _is_warning(name: str) -> bool:
 
 
 def scan_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """(qualified name, function) of every function whose body may constrain server args."""
+    """(qualified name, function) of every function whose body may constrain server args,
+    and the `__call__` of every argparse action class (`Name.__call__`: ACTION_CALL)."""
     found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
     for node in tree.body:
+        if isinstance(node, ast.ClassDef) and any(source(b).endswith("Action") for b in node.bases):
+            calls = [
+                f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__call__"
+            ]
+            found += [(f"{node.name}{ACTION_CALL}", f) for f in calls]
         if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
             for stmt in node.body:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -114,7 +121,40 @@ def function_sites(
     alone (ingest.reuse relies on it)."""
     sites: list[dict[str, Any]] = []
     _walk(func.body, [], qualname, path, sites, None, helpers or {})
+    if qualname.endswith(ACTION_CALL):
+        # An action warns whenever its flag is used, with the flag it is given: the
+        # assembler makes a site of each use (assemble._action_warnings). Its raises are
+        # the flag's action_error already.
+        binds = _action_binds(func)
+        sites = [{**s, "binds": binds} for s in sites if s["kind"] == "warning"]
     return sites
+
+
+def _action_binds(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, dict[str, str]]:
+    """The texts `__call__` binds to local names its warning uses: `{"text": ...}`, or
+    `{"if": attr, "then": ..., "else": ...}` for `x = f"..{self.new_flag}.." if
+    self.new_flag else ""` (`self.attr` is what the flag's add_argument passes)."""
+    out: dict[str, dict[str, str]] = {}
+    for stmt in func.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if not isinstance(target, ast.Name):
+            continue
+        if isinstance(value, ast.IfExp):
+            test = value.test
+            then, other = render_text(value.body), render_text(value.orelse)
+            if _self_attr(test) and then is not None and other is not None:
+                out[target.id] = {"if": _self_attr(test) or "", "then": then, "else": other}
+        elif (text := render_text(value)) is not None:
+            out[target.id] = {"text": text}
+    return out
+
+
+def _self_attr(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
+    return None
 
 
 def _walk(

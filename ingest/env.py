@@ -54,6 +54,19 @@ QUOTED_BEFORE = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_]*)\1\s*(?:not\s*)?$")
 DEFAULT_RE = re.compile(
     r"\s*,\s*(?:default\s*=\s*)?(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|-?[0-9][0-9_.eE+-]*|True|False|None)\s*[,)]"
 )
+_LIT = r"(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|-?[0-9][0-9_.eE+-]*|True|False|None)"
+# A default that reads another variable: `os.environ.get("A", os.environ.get("B", "x"))`,
+# `get_int_env_var("A", get_int_env_var("B", 3))`, `os.getenv("A", envs.B.get())`; or that
+# is another variable's declared default (`envs.B.default`: B's default, not its value).
+FALLBACK_RE = re.compile(
+    r"\s*,\s*(?:default\s*=\s*)?(?:os\.)?(?P<call>environ\.get|getenv|\w*env\w*)\(\s*"
+    r"(?P<q>[\"'])(?P<n>[A-Za-z_][A-Za-z0-9_]*)(?P=q)\s*(?:,\s*(?:default\s*=\s*)?" + _LIT + r")?"
+    r"\s*\)\s*[,)]"
+)
+ENVS_FALLBACK_RE = re.compile(
+    r"\s*,\s*(?:default\s*=\s*)?envs\.(?P<n>[A-Z][A-Z0-9_]*)\.(?P<how>get\(\)|value|default)"
+    r"\s*[,)]"
+)
 WRITE_AFTER = re.compile(rb"\s*\]?\s*=(?!=)")
 # `{"SGLANG_X": "1"}`, `env={..}`, `os.environ.update({..})`: a name as a dict key is a value
 # given (to a child process, to os.environ), not a read.
@@ -614,12 +627,29 @@ def _context(
 
 
 def _default_after(data: bytes, end: int) -> Any:
-    """The literal second argument after a name at `end`, or None."""
-    m = DEFAULT_RE.match(data[end : end + 260].decode("utf-8", "replace"))
+    """The literal second argument after a name at `end`, or a fallback to another
+    variable ({"env": name, "default": its literal default or None, "reads": False when it
+    is only that variable's declared default}), or None."""
+    text = data[end : end + 260].decode("utf-8", "replace")
+    m = DEFAULT_RE.match(text)
     if not m:
-        return None
+        return _fallback_after(text)
     value = literal(ast.parse(m.group(1), mode="eval").body) if m.group(1) else NOT_LITERAL
     return None if value is NOT_LITERAL else value
+
+
+def _fallback_after(text: str) -> dict[str, Any] | None:
+    m = FALLBACK_RE.match(text)
+    if m:
+        call = m.group("call")
+        default = literal(ast.parse(m.group(4), mode="eval").body) if m.group(4) else None
+        if default is None:
+            default = HELPER_DEFAULTS.get(call)  # get_int_env_var("B") reads 0 when unset
+        return {"env": m.group("n"), "default": default, "reads": True}
+    m = ENVS_FALLBACK_RE.match(text)
+    if m:  # the default is the declaration's (filled in by ingest/env_rows.py)
+        return {"env": m.group("n"), "default": None, "reads": m.group("how") != "default"}
+    return None
 
 
 # --- environ.py declarations ---------------------------------------------------------------
@@ -721,12 +751,14 @@ def extract_declarations(tree: ast.Module, text: str, path: str) -> dict[str, An
                     else:
                         default = value
             end = stmt.end_lineno or stmt.lineno
+            given = call.args[0] if call.args else kwarg_of(call, "default")
             out.append(
                 {
                     "name": target.id,
                     "type": env_type,
                     "default": default,
                     "default_expr": default_expr,
+                    "fallback": _fallback_of(given) if default_expr else None,
                     "deprecated_names": deprecated,
                     "comment": _comment(lines, stmt.lineno, end),
                     "section": section,
@@ -741,6 +773,19 @@ def extract_declarations(tree: ast.Module, text: str, path: str) -> dict[str, An
         if m and m.group(1) != m.group(2):
             aliases.append({"from": m.group(1), "to": m.group(2), "line": no, "path": path})
     return {"vars": out, "prefix_aliases": aliases, "deprecations": deprecations(tree, path)}
+
+
+def kwarg_of(call: ast.Call, name: str) -> ast.expr | None:
+    return next((kw.value for kw in call.keywords if kw.arg == name), None)
+
+
+def _fallback_of(node: ast.expr | None) -> dict[str, Any] | None:
+    """A declaration's default that reads another variable (`EnvStr(os.environ.get("B",
+    "x"))`, `EnvInt(get_int_env_var("B", 3))`, `envs.B.get()`), as _fallback_after says it:
+    the declaration's source text, read by the same patterns as a read's default."""
+    if node is None:
+        return None
+    return _fallback_after(", " + ast.unparse(node) + ")")
 
 
 # --- deprecations declared by calls: `_print_deprecated_env("OLD", "NEW")` ------------------

@@ -101,6 +101,7 @@ def env_rows(
                 "type": v["type"],
                 "default": v["default"],
                 "default_expr": v["default_expr"],
+                "fallback": v.get("fallback"),
                 "deprecated_names": v["deprecated_names"],
                 "comment": v["comment"],
                 "section": v["section"],
@@ -111,15 +112,19 @@ def env_rows(
         else:
             first = deprecated_at.get(name) or min(reads, key=_source_rank)
             casts = Counter(s["cast"] for s in reads if s["cast"])
-            defaults = [
-                s["default"] for s in sorted(reads, key=_source_rank) if s["default"] is not None
+            # The best cited read giving a default: a literal, or another variable's.
+            given = [
+                s
+                for s in sorted(reads, key=_source_rank)
+                if (s["default"], s["fallback"]) != (None, None)
             ]
             var = {
                 "name": name,
                 "declared": False,
                 "type": casts.most_common(1)[0][0] if casts else None,
-                "default": defaults[0] if defaults else None,
+                "default": given[0]["default"] if given else None,
                 "default_expr": None,
+                "fallback": given[0]["fallback"] if given else None,
                 "deprecated_names": [],
                 "comment": "",
                 "section": None,
@@ -129,12 +134,15 @@ def env_rows(
             }
             alias = alias_of.get(name)
             if alias is not None:
-                var.update({k: alias[k] for k in ("type", "default", "default_expr")})
+                var.update(
+                    {k: alias.get(k) for k in ("type", "default", "default_expr", "fallback")}
+                )
         if name in notes:  # the deprecation warning, e.g. "X (in ms) ... Y (in seconds)"
             comment = var["comment"]
             if comment and not comment.endswith((".", "!", "?")):
                 comment += "."
             var["comment"] = f"{comment} {notes[name]}".strip()
+        var["fallback"] = _fallback(var["fallback"], declared)
         var["replacement"] = replacement.get(name)
         var["conversion"] = conversion.get(name) if var["replacement"] else None
         var["reads"] = sum(1 for s in reads if s["access"] != "write")
@@ -158,18 +166,22 @@ def _file_sites(
         if path == ENVIRON_PATH
         else set()
     )
+    # (a declaration's default reading another variable reads it there)
+    fallbacks = {(v["fallback"] or {}).get("env") for v in decl["vars"] if v.get("fallback")}
     lines = facts["lines"]
     sites = []
     for name, line, end, access, how, default, cast, function, dests in facts["env"]:
-        if line in spans:
+        if line in spans and name not in fallbacks:
             continue
         flags = list(dict.fromkeys(option_of[d] for d in dests if d in option_of))
+        fallback = default if isinstance(default, dict) else None  # ingest/env.py _fallback_after
         sites.append(
             {
                 "name": name,
                 "access": access,
                 "how": how,
-                "default": default,
+                "default": None if fallback else default,
+                "fallback": fallback,
                 "cast": cast,
                 "function": function,
                 "flags": flags,
@@ -182,13 +194,27 @@ def _file_sites(
     return sites
 
 
+def _fallback(found: dict[str, Any] | None, declared: dict[str, Any]) -> dict[str, Any] | None:
+    """{"name", "default", "reads"} of a default taken from another variable: "reads" false
+    when it is only that variable's declared default (`envs.B.default`), which is also the
+    default when the read gave none (`envs.B.get()`)."""
+    if found is None:
+        return None
+    other = declared.get(found["env"])
+    default = found["default"]
+    if default is None and other is not None:
+        default = other["default"]
+    return {"name": found["env"], "default": default, "reads": found["reads"]}
+
+
 def _source_rank(site: dict[str, Any]) -> tuple[bool, bool, bool, str, int]:
     """Where an undeclared variable is best cited: a real read (not a bare string or a
-    write), outside tests, with a default, then the earliest path."""
+    write), outside tests, with a default (a literal or another variable's), then the
+    earliest path."""
     return (
         site["how"] in ("literal", "in environ") or site["access"] != "read",
         site["path"].startswith(TEST_PATHS),
-        site["default"] is None,
+        site["default"] is None and site["fallback"] is None,
         site["path"],
         site["line"],
     )

@@ -35,10 +35,13 @@ ARG_META_KEYS = {
     "const",
     "no_cli",
 }
-# A brace pair is part of the name (`--x-{decode,prefill}`, two flags: kb.queries.expand_braces)
+# A brace pair is part of the name (`--x-{decode,prefill}`, two flags: kb.queries.expand_braces).
+# The value stays with the flag as `=value`, like replacement_in_message's: written so
+# (`use --x=auto`), or after a space inside the quotes (`use '--attention-backend triton'`).
 REPLACEMENT_RE = re.compile(
     r"(?:[Uu]se|replaced by|alias (?:for|of)|renamed to|in favou?r of)"
-    r"\s+[`'\"]?(--[A-Za-z0-9](?:[\w-]|\{[\w,-]*\})*)"
+    r"\s+(?P<q>[`'\"])?(--[A-Za-z0-9](?:[\w-]|\{[\w,-]*\})*)"
+    r"(?:=(?P<eq>[\w.-]*\w)|(?(q)\s+(?P<sp>[\w.-]*\w)(?=(?P=q))))?"
 )
 # A flag a deprecation message names, and what follows it (a value, `to '<value>'`).
 MENTION_RE = re.compile(r"(?<![\w-])(--[a-z0-9][\w-]*[a-z0-9])")
@@ -408,6 +411,8 @@ def _new_flag(path: str, node: ast.AST) -> dict[str, Any]:
         "choices_external": [],
         "help": "",
         "help_fill": [],  # placeholders of the help the assembler may fill (_help_filler)
+        # literal keywords argparse does not take, for the action class (`new_flag="--x"`)
+        "action_args": {},
         "hidden": False,
         "action": None,
         "nargs": None,
@@ -474,7 +479,13 @@ def _set_help(
         out.warnings.append(
             {"path": flag["path"], "line": node.lineno, "what": f"help is not text: {text[:80]}"}
         )
-    flag["help"] = text
+    flag["help"] = argparse_text(text)
+
+
+def argparse_text(text: str) -> str:
+    """The help as argparse prints it: it %-formats every help string, so `%%` shows as `%`
+    (`token_idx %% cp_size`). A `%(name)s` of argparse's own is left as written."""
+    return text.replace("%%", "%") if "%" in text else text
 
 
 def _help_filler(
@@ -550,8 +561,9 @@ def _finish_deprecation(flag: dict[str, Any], new_flag: ast.expr | None) -> None
     if isinstance(replacement, str):
         flag["replacement"] = replacement
     elif m := REPLACEMENT_RE.search(help_text):
-        if m.group(1) != flag["name"]:
-            flag["replacement"] = m.group(1)
+        if m.group(2) != flag["name"]:
+            value = m.group("eq") or m.group("sp")
+            flag["replacement"] = m.group(2) + (f"={value}" if value else "")
 
 
 def replacement_in_message(
@@ -644,7 +656,22 @@ def _argparse_flag(
     if const is not None:
         flag["const"] = _const(const, info, flag)
     _finish_deprecation(flag, kwarg(call, "new_flag"))
+    for kw in call.keywords:
+        _note_action_arg(flag, kw.arg, kw.value)
     return flag
+
+
+# add_argument's own keywords; any other goes to the action class's __init__
+ARGPARSE_KEYWORDS = {
+    "action", "nargs", "const", "default", "type", "choices", "required", "help", "metavar",
+    "dest", "version", "deprecated",
+}  # fmt: skip
+
+
+def _note_action_arg(flag: dict[str, Any], key: str | None, node: ast.expr) -> None:
+    value = literal(node)
+    if key and key not in ARGPARSE_KEYWORDS and isinstance(value, str | int | float | bool):
+        flag["action_args"][key] = value
 
 
 def _const(node: ast.expr, info: ModuleInfo, flag: dict[str, Any]) -> Any:
@@ -832,6 +859,7 @@ def _merge_action_kwargs(
         if not isinstance(key, str):
             continue
         flag["explicit"].append(key)
+        _note_action_arg(flag, key, v)
         if key == "nargs":
             value = literal(v)
             flag["nargs"] = None if value is NOT_LITERAL or value is None else str(value)

@@ -379,6 +379,7 @@ def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> list[dict[str,
             "deprecated_names": dumps(v["deprecated_names"]),
             "flags": dumps(v["flags"]),
             "conversion": as_json(v.get("conversion")),
+            "fallback": as_json(v.get("fallback")),
         }
         for v in rows.env_vars
     ]

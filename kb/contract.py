@@ -44,8 +44,11 @@ class Sparse(Model):
     """A model with optional keys (default None): they are left out of the JSON when None.
     Only these models pay for the Python hook; the others serialize in pydantic-core alone."""
 
+    # No return annotation: pydantic takes the serializer's JSON schema from it, and `Any`
+    # made every Sparse model an empty schema in the OpenAPI document. Without one, the
+    # schema is the model's own fields (the keys left out when None are not required).
     @model_serializer(mode="wrap")
-    def _drop_unset_options(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _drop_unset_options(self, handler: SerializerFunctionWrapHandler):
         data = handler(self)
         for name, key in _optional_keys(type(self)):
             if getattr(self, name) is None:
@@ -961,6 +964,17 @@ class EnvConversion(Model):
     by: int | float | None = None
 
 
+class EnvFallback(Model):
+    """A default read from another variable: `os.environ.get("A", os.environ.get("B",
+    "/tmp"))` falls back to B, then to "/tmp". `reads` is false when the default is only B's
+    declared default (`os.getenv("A", envs.B.default)`), not B's value."""
+
+    name: str  # the other variable
+    default: Value  # its default, when neither is set (None: unset)
+    reads: bool
+    url: str  # the other variable's page
+
+
 class EnvVar(Model):
     """An environment variable of a version: declared in environ.py, or read by the code."""
 
@@ -968,6 +982,7 @@ class EnvVar(Model):
     type: str | None  # bool | int | float | str | tuple, None when unknown
     default: Value  # the static default (None: unset, or see default_expr)
     default_expr: str | None  # source text of a default that is not static
+    fallback: EnvFallback | None  # a default read from another variable, else null
     deprecated_names: list[str]  # still read in its place (EnvBoolWithAlias)
     # this name is deprecated: the variable (or --flag, `--flag=value` when SGLang's warning
     # names the value) replacing it

@@ -1,8 +1,8 @@
 """Environment variables in the knowledge base: JSON shapes, lookups, history and diff.
 
 EnvVar (API contract) = {"name", "type", "default", "deprecated_names", "source"} plus
-declared, default_expr, replacement, conversion, comment, section, flags, reads/writes counts,
-url.
+declared, default_expr, fallback, replacement, conversion, comment, section, flags,
+reads/writes counts, url.
 """
 
 from __future__ import annotations
@@ -75,12 +75,21 @@ def conversion_short(conv: dict[str, Any] | None) -> str | None:
     return short[conv["op"]].format(shown)
 
 
+def env_fallback(version: Version, var: EnvVar) -> dict[str, Any] | None:
+    """The variable a default is read from (EnvFallback), with its page."""
+    found = loads(var.fallback)
+    if not found:
+        return None
+    return {**found, "url": env_url(version, found["name"])}
+
+
 def env_var_dict(version: Version, var: EnvVar) -> dict[str, Any]:
     return {
         "name": var.name,
         "type": var.type,
         "default": loads(var.default),
         "default_expr": var.default_expr,
+        "fallback": env_fallback(version, var),
         "deprecated_names": loads(var.deprecated_names) or [],
         "replacement": var.replacement,
         "conversion": loads(var.conversion),

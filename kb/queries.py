@@ -258,7 +258,9 @@ def deprecation_note(message: str | None, replacement: str | None) -> str:
     each flag expanded and linked. What else the message says is kept as written."""
     text = _DEPRECATED_MARK.sub("", message or "", count=1)
     if replacement:
-        r = re.escape(replacement)
+        name, eq, value = replacement.partition("=")
+        # `--x=v` is written so or as `'--x v'` (ingest.flags.REPLACEMENT_RE)
+        r = re.escape(name) + (rf"(?:=|\s+){re.escape(value)}" if eq else "")
         use = rf"(?:please\s+)?use\s+[`'\"]?{r}[`'\"]?(?:\s+\{{[^{{}}]*\}})?\s+instead"
         said = rf"(?:{use}|deprecated alias for\s+{r})\.?"
         text = re.sub(rf"(?:^|(?<=[.!?]))\s*{said}(?=\s|$)", "", text, flags=re.I)

@@ -57,7 +57,8 @@ def option_rows(version_id: int, flags: Sequence[Any]) -> list[dict[str, Any]]:
     for fid, name, dest, aliases, deprecated, replacement, _ad, _neg in flags:
         if not deprecated:
             continue
-        target = owner.get(name_key(replacement)) if replacement else None
+        # (a replacement may carry the value to give it: `--attention-backend=triton`)
+        target = owner.get(name_key(replacement.partition("=")[0])) if replacement else None
         if target is None:  # (not `or`: the version's first flag is index 0 in a template)
             target = live_dests.get(dest)
         if target is not None and target != fid:

@@ -42,13 +42,13 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 33
+EXTRACTOR_VERSION = 34
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 7  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
+SCHEMA_VERSION = 8  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
 # 5: facts stored once (kb/factored.py); 6: delta chains (Blob.depth), checksummed frames,
-# versionfile WITHOUT ROWID; 7: envvar.conversion
+# versionfile WITHOUT ROWID; 7: envvar.conversion; 8: envvar.fallback
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -207,6 +207,10 @@ class EnvVar(SQLModel, table=True):
     type: str | None = None  # bool | int | float | str | tuple, else unknown
     default: str | None = None  # JSON of the value when it is static
     default_expr: str | None = None  # source text when it is not
+    # JSON {"name", "default", "reads"} of a default read from another variable
+    # (`os.environ.get("A", os.environ.get("B", "x"))`); "reads" false when it is only B's
+    # declared default (`envs.B.default`)
+    fallback: str | None = None
     deprecated_names: str = "[]"  # JSON names still read in its place (EnvBoolWithAlias)
     # for a deprecated name: the variable or --flag replacing it (`--flag=value` when the
     # warning names the value)

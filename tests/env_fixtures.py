@@ -175,6 +175,7 @@ class Envs:
     SGLANG_WIDGET_TURBO = EnvBool(False)
     SGLANG_WIDGET_POLL_MS = EnvInt(100)
     SGLANG_WIDGET_IDLE_MIN = EnvFloat(1.0)
+    SGLANG_WIDGET_CACHE = EnvStr(os.environ.get("XDG_WIDGET_HOME", "/var/widget"))
 
     # fmt: on
 
@@ -238,10 +239,17 @@ NEW_RUNNER = """
 import os
 
 from sglang.srt.environ import envs
+from sglang.srt.utils import get_int_env_var
 
 CHUNK = envs.SGLANG_CHUNK_SIZE.get()
 RATIO = envs.SGLANG_WIDGET_RATIO.value
 HOME = os.getenv("WIDGET_HOME", "/var/tmp")
+# Defaults read from another variable, or another's declared default.
+SCRATCH = os.environ.get("WIDGET_SCRATCH", os.environ.get("WIDGET_TMPDIR", "/tmp"))
+BATCH = get_int_env_var("WIDGET_BATCH", get_int_env_var("WIDGET_BATCH_OLD"))
+HOST = os.getenv(
+    "WIDGET_HOSTNAME", envs.SGLANG_CHUNK_SIZE.default
+)
 
 
 def _lazy_bool(name, default):

@@ -268,6 +268,13 @@ def test_openapi_is_typed_without_phantom_statuses(client: TestClient) -> None:
     assert {"$ref": "#/components/schemas/EnvConversion"} in conversion["anyOf"]
     assert "conversion" in schemas["EnvVar"]["required"]
     assert schemas["EnvConversion"]["properties"]["op"]["anyOf"][0]["enum"] == ["*", "/", "//"]
+    # Models whose None keys are left out (Sparse) describe their fields too: their
+    # serializer's return annotation once made them empty schemas ({}).
+    assert not [name for name, schema in schemas.items() if not schema.get("properties")]
+    finding = schemas["Finding"]
+    assert {"severity", "flag", "message", "source", "kind"} <= set(finding["required"])
+    assert "replacement" in finding["properties"] and "fix" not in finding["required"]
+    assert schemas["SearchHit"]["properties"]["kind"]["enum"][0] == "flag"
 
 
 def test_committed_openapi_matches_the_served_one(client: TestClient) -> None:

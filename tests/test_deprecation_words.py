@@ -49,6 +49,27 @@ class ServerArgs:
             help="Deprecated. Stats are collected when --enable-metrics is set.",
         )
         parser.add_argument(
+            "--disable-widget",
+            action=DeprecatedAction,
+            help="'--disable-widget' is deprecated. Please use '--widget-backend none' instead.",
+        )
+        parser.add_argument(
+            "--disable-fast-widget",
+            action=DeprecatedAction,
+            help="'--disable-fast-widget' is deprecated. Please use '--widget-backend fsat' "
+            "instead.",
+        )
+        parser.add_argument(
+            "--enable-auto-widget",
+            action="store_true",
+            help="(Deprecated: use --widget-backend=fast) Enable the fast widget.",
+        )
+        parser.add_argument(
+            "--widget-split-mode",
+            default="rr",
+            help="[Deprecated] Use --widget-backend instead. 'rr' splits by token_idx %% cp_size.",
+        )
+        parser.add_argument(
             "--enable-gone-widget",
             action=DeprecatedAction,
             help="NOTE: deprecated. Please set `--gone-backend` to 'x' instead.",
@@ -71,6 +92,24 @@ def test_replacement_read_from_the_words_of_the_message() -> None:
     assert flags["--collect-widget-stats"]["deprecated"]
     assert flags["--collect-widget-stats"]["replacement"] is None
     assert flags["--enable-gone-widget"]["replacement"] is None
+
+
+def test_replacement_read_by_use_keeps_its_value() -> None:
+    flags = _flags()
+    # `use '--x v'` and `use --x=v` keep the value, as `set --x to 'v'` does.
+    assert flags["--disable-widget"]["replacement"] == "--widget-backend=none"
+    assert flags["--enable-auto-widget"]["replacement"] == "--widget-backend=fast"
+    # A value the flag cannot take (a typo in SGLang's message) is dropped.
+    assert flags["--disable-fast-widget"]["replacement"] == "--widget-backend"
+
+
+def test_help_and_deprecation_message_as_argparse_prints_them() -> None:
+    # argparse %-formats help: `%%` is printed `%`, in the help and the deprecation message
+    # (the JSON's deprecated_message is the text the page shows).
+    flag = _flags()["--widget-split-mode"]
+    assert flag["deprecated"] and flag["replacement"] == "--widget-backend"
+    said = "[Deprecated] Use --widget-backend instead. 'rr' splits by token_idx % cp_size."
+    assert flag["help"] == flag["deprecated_message"] == said
 
 
 FLAGS: dict[str, list[Any] | None] = {

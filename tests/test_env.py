@@ -90,7 +90,7 @@ def test_declarations_fold_defaults_and_deprecated_names() -> None:
     src = textwrap.dedent(ENVIRON_PY).lstrip()
     decl = extract_declarations(ast.parse(src), src, ENVIRON)
     v = {d["name"]: d for d in decl["vars"]}
-    assert len(v) == 14
+    assert len(v) == 15
     assert (v["SGLANG_WIDGET_COMPILE"]["type"], v["SGLANG_WIDGET_COMPILE"]["default"]) == (
         "bool",
         False,
@@ -100,6 +100,10 @@ def test_declarations_fold_defaults_and_deprecated_names() -> None:
     assert v["SGLANG_WIDGET_RATIO"]["type"] == "float"
     assert v["SGLANG_WIDGET_DIR"]["default"] is None
     assert v["SGLANG_WIDGET_DIR"]["default_expr"] == "os.path.expanduser('~/.cache/widget')"
+    assert v["SGLANG_WIDGET_DIR"]["fallback"] is None
+    assert v["SGLANG_WIDGET_CACHE"]["fallback"] == {
+        "env": "XDG_WIDGET_HOME", "default": "/var/widget", "reads": True
+    }  # fmt: skip
     assert (v["SGLANG_WIDGET_TAGS"]["type"], v["SGLANG_WIDGET_TAGS"]["default"]) == ("tuple", [])
     fuse = v["SGLANG_WIDGET_FUSE"]
     assert (fuse["type"], fuse["default"], fuse["deprecated_names"]) == (
@@ -475,6 +479,46 @@ def test_conversion_of_a_deprecated_name_in_api_and_page(client: TestClient) -> 
     idle = client.get("/v/v0.5.0/env/SGLANG_WIDGET_IDLE_S").text
     assert "SGLang converts the value with str(round(float(os.environ[old_name]) / 60))." in idle
     assert "converts" not in client.get("/v/v0.5.0/env/SGLANG_WIDGET_LOG").text
+
+
+def test_a_default_read_from_another_variable(client: TestClient) -> None:
+    listed = {v["name"]: v for v in get(client, "/api/v/v0.5.0/env?q=widget")["env"]}
+    url = "/v/v0.5.0/env/"
+    # It was "unset": the default is the other variable's value, then its default.
+    scratch = listed["WIDGET_SCRATCH"]
+    assert scratch["default"] is None
+    assert scratch["fallback"] == {
+        "name": "WIDGET_TMPDIR", "default": "/tmp", "reads": True, "url": url + "WIDGET_TMPDIR"
+    }  # fmt: skip
+    assert listed["WIDGET_TMPDIR"]["fallback"] is None  # the inner read: a literal default
+    assert listed["WIDGET_TMPDIR"]["default"] == "/tmp"
+    # A helper's own default when the inner read gives none (get_int_env_var: 0).
+    assert listed["WIDGET_BATCH"]["fallback"]["name"] == "WIDGET_BATCH_OLD"
+    assert listed["WIDGET_BATCH"]["fallback"]["default"] == 0
+    # Another variable's declared default (not its value): the declaration's.
+    host = listed["WIDGET_HOSTNAME"]["fallback"]
+    assert host["name"] == "SGLANG_CHUNK_SIZE" and host["default"] == 512
+    assert host["reads"] is False
+    # A declaration in environ.py whose default reads another variable, which it reads.
+    cache = get(client, "/api/v/v0.5.0/env/SGLANG_WIDGET_CACHE")
+    assert cache["fallback"]["name"] == "XDG_WIDGET_HOME"
+    assert cache["fallback"]["default"] == "/var/widget"
+    xdg = get(client, "/api/v/v0.5.0/env/XDG_WIDGET_HOME")
+    assert [r["path"] for r in xdg["reads"]] == [ENVIRON]
+    assert listed["WIDGET_HOME"]["fallback"] is None
+    # The pages say so and link the other variable.
+    page = client.get("/v/v0.5.0/env/WIDGET_SCRATCH").text
+    assert (
+        'falls back to <a href="/v/v0.5.0/env/WIDGET_TMPDIR"><code>$WIDGET_TMPDIR</code></a>'
+        in page
+    )
+    assert (
+        "(default <code>&#34;/tmp&#34;</code>)" in page or '(default <code>"/tmp"</code>)' in page
+    )
+    listing = client.get("/v/v0.5.0/env?q=widget_scratch").text
+    assert 'href="/v/v0.5.0/env/WIDGET_TMPDIR"' in listing
+    host_page = client.get("/v/v0.5.0/env/WIDGET_HOSTNAME").text
+    assert 'the declared default of <a href="/v/v0.5.0/env/SGLANG_CHUNK_SIZE">' in host_page
 
 
 def test_conversion_words() -> None:

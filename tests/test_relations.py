@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from app.main import create_app
 from kb.queries import find_flag, get_version
-from kb.relations import _option_template
+from kb.relations import _option_template, option_rows
 from kb.schema import VersionFile, make_engine
 from kb.search import SearchIndex, build_index
 
@@ -104,6 +104,17 @@ def test_option_rows(kb_db: Path) -> None:
         )
     )
     assert "ix_option_version_key" in plan
+
+
+def test_a_replacement_with_its_value_names_its_flag() -> None:
+    # `--attention-backend=triton`: the deprecated name still answers for --attention-backend.
+    flags = [
+        (1, "--attention-backend", "attention_backend", "[]", False, None, None, None),
+        (2, "--disable-widget", "disable_widget", "[]", True, "--attention-backend=triton",
+         None, None),
+    ]  # fmt: skip
+    rows = {(r["name"], r["kind"], r["flag_id"]) for r in option_rows(7, flags)}
+    assert ("--disable-widget", "deprecated_alias", 1) in rows
 
 
 def negation_kb(tmp_path: Path) -> str:

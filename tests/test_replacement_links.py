@@ -109,6 +109,10 @@ def test_deprecation_note_keeps_what_the_notice_does_not_say() -> None:
     )
     assert deprecation_note("Use --x-other instead.", "--x") == "Use --x-other instead."
     assert deprecation_note(None, "--x") == ""
+    # a replacement with its value, written `'--x v'` in the message
+    said = "'--old' is deprecated. Please use '--x v' instead."
+    assert deprecation_note(said, "--x=v") == "'--old' is deprecated."
+    assert deprecation_note("Use --x=v instead.", "--x=v") == ""
 
 
 def test_a_replacement_that_is_no_flag_is_not_linked(client: TestClient) -> None:
@@ -125,7 +129,8 @@ def test_expand_braces() -> None:
 
 def test_a_help_text_replacement_keeps_its_braces() -> None:
     # Without a literal new_flag=, the replacement is read from the help: the brace pair is
-    # part of the name (it was cut at the brace: `--graph-backend-`, no flag at all).
+    # part of the name (it was cut at the brace: `--graph-backend-`, no flag at all), and
+    # the value stays with it, as replacements read from other words keep theirs.
     found: dict[str, Any] = {
         "name": "--disable-graph",
         "action": "store_true",
@@ -133,7 +138,7 @@ def test_a_help_text_replacement_keeps_its_braces() -> None:
         "deprecated": False,
     }
     _finish_deprecation(found, None)
-    assert found["replacement"] == "--graph-backend-{decode,prefill}"
+    assert found["replacement"] == "--graph-backend-{decode,prefill}=disabled"
     found = {**found, "help": "[Deprecated] Use --cp-mode {zigzag,interleave} instead."}
     _finish_deprecation(found, None)
     assert found["replacement"] == "--cp-mode"
