@@ -268,6 +268,7 @@ class Change(FieldChange):
     """One step of a flag's history: `field` is added | removed | renamed | a changed field."""
 
     version: str
+    name: str | None = None  # its name at `version` (a link there); absent where removed
 
 
 class RelatedFlag(Model):

@@ -360,9 +360,10 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
 
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """Change events of one flag across all versions, oldest first:
-    [{"version", "field", "from", "to"}] with field "added", "removed", "renamed" or a FIELDS
-    name. The flag is followed by its canonical option, its aliases and its dest, so a flag
-    renamed with an alias keeps one history."""
+    [{"version", "name", "field", "from", "to"}] with field "added", "removed", "renamed" or a
+    FIELDS name, and "name" the flag's name at that version (not on "removed"). The flag is
+    followed by its canonical option, its aliases and its dest, so a flag renamed with an alias
+    keeps one history."""
     name = flag_name.strip()
     dest = option_to_dest(name)
     option = "--" + dest.replace("_", "-") if not name.startswith("-") else name
@@ -421,19 +422,22 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     for version in versions:
         candidates = per_version.get(version.id or -1)
         row = best(candidates) if candidates else None
-        if row is None and prev is not None:
-            events.append(
-                {"version": version.name, "field": "removed", "from": prev.name, "to": None}
-            )
-        elif row is not None and prev is None:
-            events.append({"version": version.name, "field": "added", "from": None, "to": row.name})
-        elif row is not None and prev is not None:
-            if row.name != prev.name:
+        if row is None:
+            if prev is not None:
                 events.append(
-                    {"version": version.name, "field": "renamed", "from": prev.name, "to": row.name}
+                    {"version": version.name, "field": "removed", "from": prev.name, "to": None}
                 )
+            prev = None
+            continue
+        # "name": what the flag was called at that version, for a link to it there.
+        at = {"version": version.name, "name": row.name}
+        if prev is None:
+            events.append({**at, "field": "added", "from": None, "to": row.name})
+        else:
+            if row.name != prev.name:
+                events.append({**at, "field": "renamed", "from": prev.name, "to": row.name})
             for change in compare_flags(prev, row):
-                events.append({"version": version.name, **change})
+                events.append({**at, **change})
         prev = row
     return events
 
