@@ -265,7 +265,8 @@ class FieldChange(Sparse):
 
 
 class Change(FieldChange):
-    """One step of a flag's history: `field` is added | removed | renamed | a changed field."""
+    """One step of a flag's history: `field` is added | removed | renamed | respelled (only
+    the primary spelling changed, both accepted before and after) | a changed field."""
 
     version: str
     name: str | None = None  # its name at `version` (a link there); absent where removed

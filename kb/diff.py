@@ -422,10 +422,11 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
 
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """Change events of one flag across all versions, oldest first:
-    [{"version", "name", "field", "from", "to"}] with field "added", "removed", "renamed" or a
-    FIELDS name, and "name" the flag's name at that version (not on "removed"). The flag is
-    followed by its canonical option, its aliases and its dest, so a flag renamed with an alias
-    keeps one history."""
+    [{"version", "name", "field", "from", "to"}] with field "added", "removed", "renamed",
+    "respelled" (only the primary spelling changed, see `_respelled`) or a FIELDS name, and
+    "name" the flag's name at that version (not on "removed"). The flag is followed by its
+    canonical option, its aliases and its dest, so a flag renamed with an alias keeps one
+    history."""
     name = flag_name.strip()
     dest = option_to_dest(name)
     option = "--" + dest.replace("_", "-") if not name.startswith("-") else name
@@ -497,7 +498,9 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
             events.append({**at, "field": "added", "from": None, "to": row.name})
         else:
             if row.name != prev.name:
-                events.append({**at, "field": "renamed", "from": prev.name, "to": row.name})
+                # A swap of the primary spelling is no rename, as in the diff.
+                field = "respelled" if _respelled(prev, row) else "renamed"
+                events.append({**at, "field": field, "from": prev.name, "to": row.name})
             for change in compare_flags(prev, row):
                 events.append({**at, **change})
         prev = row

@@ -192,3 +192,15 @@ def test_same_condition_new_dests_stay_added_and_removed(tmp_path: Path) -> None
     d = get(TestClient(create_app(url)), "/api/diff/v1/v2")
     assert d["constraints_value_changed"] == []
     assert len(d["constraints_added"]) == len(d["constraints_removed"]) == 1
+
+
+def test_history_calls_a_primary_spelling_swap_respelled(client: TestClient) -> None:
+    history = get(client, "/api/v/v3/flags/--ps")["history"]
+    assert [(h["version"], h["field"], h.get("name")) for h in history][:2] == [
+        ("v1", "added", "--par-size"),
+        ("v3", "respelled", "--ps"),
+    ]
+    assert not any(h["field"] == "renamed" for h in history)
+    page = client.get("/v/v3/flags/--ps").text
+    assert "primary spelling <code>--par-size</code> → <code>--ps</code>" in page
+    assert 'href="/v/v3/flags/--ps"' in page[page.index('id="timeline"') :]
