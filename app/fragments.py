@@ -227,9 +227,20 @@ def constraint_card_body(c: Any, lines: Sequence[Mapping[str, Any]] | None, vers
     return "".join(out)
 
 
+# Marks where the flag changed link to its page there; the other marks are not links (a
+# hundred 3 px links, one tab stop each, were unusable). Reach links past this many plain
+# marks on each side, so a finger finds one on a phone.
+REACH = 4
+
+
 def timeline_marks(marks: Sequence[Mapping[str, Any]], current: str, w: int = 8) -> Markup:
-    """The marks of the flag page's timeline strip (one per version, oldest first)."""
-    out = []
+    """The marks of the flag page's timeline strip (one per version, oldest first). Only
+    change points are links (the History list has the same links, full size); each has an
+    invisible hit area over up to REACH plain marks on each side, never another link's."""
+    items = list(map(_d, marks))
+    linked = [i for i, m in enumerate(items) if m["url"] and m["state"] in LINKED]
+    order = {i: k for k, i in enumerate(linked)}
+    plain, links = [], []
     shapes = {
         "added": '<rect class="mk" x="{x}" y="2" width="3" height="24"/>\n',
         "default": '<circle class="mk" cx="{mid}" cy="14" r="3.5"/>\n',
@@ -237,36 +248,48 @@ def timeline_marks(marks: Sequence[Mapping[str, Any]], current: str, w: int = 8)
         "deprecated": '<path class="mk" d="M{mid} 6 l4 16 h-8 z"/>\n',
         "changed": '<circle class="mk" cx="{mid}" cy="14" r="1.8"/>',
     }
-    for i, m in enumerate(map(_d, marks)):
+    for i, m in enumerate(items):
         x = i * w
         title = _e(m["title"])
         state = m["state"]
-        if m["url"]:
-            here = m["version"] == current
+        here = m["version"] == current
+        frame = (
+            f'<rect class="here" x="{x - 0.5}" y="0.5" width="{w}" height="27"/>' if here else ""
+        )
+        cls = f"tl-{_e(state)}{' tl-here' if here else ''}"
+        if i in order:
+            k = order[i]
+            left = min(REACH, i if k == 0 else (i - linked[k - 1] - 1) // 2)
+            last = len(items) - 1
+            right = min(REACH, last - i if k == len(linked) - 1 else (linked[k + 1] - i - 1) // 2)
             shape = shapes.get(state, "").format(x=x, mid=x + w / 2)
-            out.append(
-                f'<a href="{_e(m["url"])}" class="tl-{_e(state)}'
-                f'{" tl-here" if here else ""}"><title>{title}</title>\n'
+            links.append(
+                f'<a href="{_e(m["url"])}" class="{cls}"><title>{title}</title>\n'
+                f'      <rect class="hit" x="{x - left * w}" y="0" '
+                f'width="{(left + right + 1) * w}" height="28"/>\n'
                 f'      <rect class="bar" x="{x}" y="10" width="{w - 1}" height="8"/>\n'
-                f"{shape}"
-                + (
-                    f'<rect class="here" x="{x - 0.5}" y="0.5" width="{w}" height="27"/>'
-                    if here
-                    else ""
-                )
-                + "    </a>\n"
+                f"{shape}{frame}    </a>\n"
             )
         elif state == "removed":
-            out.append(
-                f'<g class="tl-removed"><title>{title}</title><path class="mk" '
-                f'd="M{x + 1} 8 l6 12 m0 -12 l-6 12"/></g>\n'
+            plain.append(
+                f'<g class="{cls}"><title>{title}</title><path class="mk" '
+                f'd="M{x + 1} 8 l6 12 m0 -12 l-6 12"/>{frame}</g>\n'
             )
-        else:
-            out.append(
-                f'<g class="tl-absent"><title>{title}</title><rect class="bar" x="{x}" y="13" '
-                f'width="{w - 1}" height="2"/></g>'
+        elif state == "absent":
+            plain.append(
+                f'<g class="{cls}"><title>{title}</title><rect class="bar" x="{x}" y="13" '
+                f'width="{w - 1}" height="2"/>{frame}</g>'
             )
-    return Markup("".join(out))
+        else:  # present, unchanged
+            plain.append(
+                f'<g class="{cls}"><title>{title}</title><rect class="bar" x="{x}" y="10" '
+                f'width="{w - 1}" height="8"/>{frame}</g>\n'
+            )
+    # Links last: their hit areas lie over the plain marks beside them.
+    return Markup("".join(plain + links))
+
+
+LINKED = frozenset({"added", "default", "choices", "deprecated", "changed"})
 
 
 def usage_rows(sites: Sequence[int], usages: Sequence[Any]) -> Markup:

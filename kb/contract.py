@@ -268,9 +268,11 @@ class FieldChange(Sparse):
 
 
 class Change(FieldChange):
-    """One step of a flag's history: `field` is added | removed | renamed | a changed field."""
+    """One step of a flag's history: `field` is added | removed | renamed | respelled (only
+    the primary spelling changed, both accepted before and after) | a changed field."""
 
     version: str
+    name: str | None = None  # its name at `version` (a link there); absent where removed
 
 
 class RelatedFlag(Model):
@@ -607,7 +609,7 @@ class SourceFile(Model):
 class DiffSummary(Model):
     added: int
     removed: int
-    renamed: int
+    renamed: int  # renames (`respelled` flags are not counted)
     changed: int  # flags
     changes: int  # field changes
     constraints_added: int
@@ -619,12 +621,14 @@ class DiffSummary(Model):
     env_removed: int = 0
     env_renamed: int = 0
     env_changed: int = 0  # variables with a changed field
+    respelled: int = 0  # flags whose primary spelling changed, the other one kept as an alias
+    constraints_value_changed: int = 0
 
 
 class Rename(Model):
     from_: str = From()
     to: str
-    via: str  # alias | dest | deprecated
+    via: str  # alias | dest | deprecated; primary (in `respelled`)
     dest: str  # of the new flag
 
 
@@ -647,6 +651,21 @@ class ConstraintChange(Model):
     condition: list[list[str]]  # word diff [[op, text]]
     gained: list[str] = []  # clauses of `conditions` only at `to`, as written
     lost: list[str] = []  # clauses only at `from`
+
+
+class WriteChange(Model):
+    dest: str
+    from_: Value = From()  # the value written, as source text
+    to: Value
+
+
+class ConstraintValueChange(Model):
+    """A site under the same condition that writes another value or says it differently."""
+
+    from_: Constraint = From()
+    to: Constraint
+    writes: list[WriteChange]  # the overridden values that changed
+    message: list[list[str]]  # word diff [[op, text]] of the message; [] when the same
 
 
 class ConditionGroup(Model):
@@ -706,6 +725,9 @@ class Diff(Model):
     env_renamed: list[EnvRename] = []
     env_changed: list[EnvChange] = []
     condition_groups: list[ConditionGroup] = []  # constraints_changed by root cause, biggest first
+    # Both names accepted before and after, only the primary spelling changed (not renamed).
+    respelled: list[Rename] = []
+    constraints_value_changed: list[ConstraintValueChange] = []
 
 
 # --- search --------------------------------------------------------------------------------

@@ -126,7 +126,8 @@ def pair_constraints(
 ) -> dict[str, list[Any]]:
     """Pair a removed and an added site that do the same thing under a changed condition,
     so the diff shows one "condition changed" entry instead of an unrelated add and remove.
-    Returns {"constraints_added", "constraints_removed", "constraints_changed": [(old, new)]}."""
+    Returns {"constraints_added", "constraints_removed", "constraints_changed": [(old, new)],
+    "constraints_value_changed": [(old, new)]}."""
     waiting: dict[tuple[str, ...], list[ConstraintSite]] = {}
     for site in added:
         waiting.setdefault(_same_check(site), []).append(site)
@@ -139,10 +140,47 @@ def pair_constraints(
         else:
             gone.append(site)
     paired = {id(new) for _old, new in changed}
+    added = [s for s in added if id(s) not in paired]
+    # Then a site that does the same kind of thing under the same condition but writes
+    # another value (or says it in other words): one "value changed" entry.
+    same_place: dict[tuple[Any, ...], list[ConstraintSite]] = {}
+    for site in added:
+        same_place.setdefault(_same_place(site), []).append(site)
+    revalued: list[tuple[ConstraintSite, ConstraintSite]] = []
+    removed_left: list[ConstraintSite] = []
+    for site in gone:
+        match = same_place.get(_same_place(site))
+        if match:
+            revalued.append((site, match.pop(0)))
+        else:
+            removed_left.append(site)
+    paired = {id(new) for _old, new in revalued}
     return {
         "constraints_added": [s for s in added if id(s) not in paired],
-        "constraints_removed": gone,
+        "constraints_removed": removed_left,
         "constraints_changed": changed,
+        "constraints_value_changed": revalued,
+    }
+
+
+def _same_place(site: ConstraintSite) -> tuple[Any, ...]:
+    """Where a site is and what it touches, without the values it writes or its message."""
+    return (
+        site.kind,
+        site.function,
+        tuple(" ".join(c.split()) for c in condition_path(site)),
+        tuple(sorted(loads(site.writes) or {})),
+        bool(site.message),
+    )
+
+
+def value_change(old: ConstraintSite, new: ConstraintSite) -> dict[str, Any]:
+    """What a site writes or says differently: {"writes": [{"dest", "from", "to"}],
+    "message": word diff ([] when the message is the same)}."""
+    a, b = loads(old.writes) or {}, loads(new.writes) or {}
+    return {
+        "writes": [{"dest": k, "from": a[k], "to": b[k]} for k in a if a[k] != b.get(k)],
+        "message": word_diff(old.message, new.message) if old.message != new.message else [],
     }
 
 
@@ -274,6 +312,17 @@ def find_renames(old: dict[str, Flag], new: dict[str, Flag]) -> list[dict[str, s
     return renames
 
 
+def _spellings(flag: Flag) -> set[str]:
+    return {flag.name, *(loads(flag.aliases) or [])}
+
+
+def _respelled(old: Flag, new: Flag) -> bool:
+    """Each side's name is a spelling on the other side too, only the primary one changed
+    (`--tp-size` with alias `--tensor-parallel-size`, then the other way round): a command
+    line that worked still works, so the flag was not renamed."""
+    return old.name != new.name and old.name in _spellings(new) and new.name in _spellings(old)
+
+
 def _flags(session: Session, version: Version) -> dict[str, Flag]:
     rows = session.exec(select(Flag).where(Flag.version_id == version.id)).all()
     return {f.name: f for f in rows}
@@ -285,16 +334,26 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
     Flags and enums are returned as rows so callers can cite them; changes are plain dicts.
     """
     a, b = _flags(session, old), _flags(session, new)
-    renamed = find_renames(a, b)
-    renamed_from = {r["from"] for r in renamed}
-    renamed_to = {r["to"] for r in renamed}
+    # Renames are found in time order (a deprecation points forward) and turned around for
+    # a diff back in time, so both directions list the same renames.
+    if old.position <= new.position:
+        pairs = find_renames(a, b)
+    else:
+        pairs = [{**r, "from": r["to"], "to": r["from"]} for r in find_renames(b, a)]
+    # Both spellings accepted on both sides: only which one is primary changed.
+    respelled = [r for r in pairs if _respelled(a[r["from"]], b[r["to"]])]
+    renamed = [r for r in pairs if r not in respelled]
+    for r in respelled:
+        r["via"] = "primary"
+    renamed_from = {r["from"] for r in pairs}
+    renamed_to = {r["to"] for r in pairs}
     added = sorted(n for n in b if n not in a and n not in renamed_to)
     removed = sorted(n for n in a if n not in b and n not in renamed_from)
     changed: list[dict[str, Any]] = []
     for name in sorted(a.keys() & b.keys()):
         for change in compare_flags(a[name], b[name]):
             changed.append({"name": name, **change})
-    for r in renamed:
+    for r in renamed + respelled:
         if r["via"] != "deprecated":
             # The option lives on under a new name: report what else changed with it.
             for change in compare_flags(a[r["from"]], b[r["to"]]):
@@ -323,6 +382,7 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "added": added,
         "removed": removed,
         "renamed": renamed,
+        "respelled": respelled,
         "changed": changed,
         **pair_constraints(_multiset_minus(ca, cb), _multiset_minus(cb, ca)),
         "enums_added": enums["added"],
@@ -343,11 +403,13 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "added": len(added),
         "removed": len(removed),
         "renamed": len(renamed),
+        "respelled": len(respelled),
         "changed": len({c["name"] for c in changed}),
         "changes": len(changed),
         "constraints_added": len(result["constraints_added"]),
         "constraints_removed": len(result["constraints_removed"]),
         "constraints_changed": len(result["constraints_changed"]),
+        "constraints_value_changed": len(result["constraints_value_changed"]),
         "condition_groups": len(result["condition_groups"]),
         "enums_changed": len(enums["added"]) + len(enums["removed"]) + len(enums["changed"]),
         "env_added": len(result["env_added"]),
@@ -360,9 +422,11 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
 
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """Change events of one flag across all versions, oldest first:
-    [{"version", "field", "from", "to"}] with field "added", "removed", "renamed" or a FIELDS
-    name. The flag is followed by its canonical option, its aliases and its dest, so a flag
-    renamed with an alias keeps one history."""
+    [{"version", "name", "field", "from", "to"}] with field "added", "removed", "renamed",
+    "respelled" (only the primary spelling changed, see `_respelled`) or a FIELDS name, and
+    "name" the flag's name at that version (not on "removed"). The flag is followed by its
+    canonical option, its aliases and its dest, so a flag renamed with an alias keeps one
+    history."""
     name = flag_name.strip()
     dest = option_to_dest(name)
     option = "--" + dest.replace("_", "-") if not name.startswith("-") else name
@@ -421,19 +485,24 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     for version in versions:
         candidates = per_version.get(version.id or -1)
         row = best(candidates) if candidates else None
-        if row is None and prev is not None:
-            events.append(
-                {"version": version.name, "field": "removed", "from": prev.name, "to": None}
-            )
-        elif row is not None and prev is None:
-            events.append({"version": version.name, "field": "added", "from": None, "to": row.name})
-        elif row is not None and prev is not None:
-            if row.name != prev.name:
+        if row is None:
+            if prev is not None:
                 events.append(
-                    {"version": version.name, "field": "renamed", "from": prev.name, "to": row.name}
+                    {"version": version.name, "field": "removed", "from": prev.name, "to": None}
                 )
+            prev = None
+            continue
+        # "name": what the flag was called at that version, for a link to it there.
+        at = {"version": version.name, "name": row.name}
+        if prev is None:
+            events.append({**at, "field": "added", "from": None, "to": row.name})
+        else:
+            if row.name != prev.name:
+                # A swap of the primary spelling is no rename, as in the diff.
+                field = "respelled" if _respelled(prev, row) else "renamed"
+                events.append({**at, "field": field, "from": prev.name, "to": row.name})
             for change in compare_flags(prev, row):
-                events.append({"version": version.name, **change})
+                events.append({**at, **change})
         prev = row
     return events
 

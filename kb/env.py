@@ -248,20 +248,23 @@ def env_history(session: Session, name: str) -> list[dict[str, Any]]:
     prev: EnvVar | None = None
     for version in versions:
         row = rows.get(version.id or -1)
-        if row is None and prev is not None:
-            events.append(
-                {"version": version.name, "field": "removed", "from": prev.name, "to": None}
-            )
-        elif row is not None and prev is None:
-            events.append({"version": version.name, "field": "added", "from": None, "to": row.name})
-        elif row is not None and prev is not None:
+        if row is None:
+            if prev is not None:
+                events.append(
+                    {"version": version.name, "field": "removed", "from": prev.name, "to": None}
+                )
+            prev = None
+            continue
+        # "name": what the variable was called at that version, for a link to it there.
+        at = {"version": version.name, "name": row.name}
+        if prev is None:
+            events.append({**at, "field": "added", "from": None, "to": row.name})
+        else:
             changes = compare_env(prev, row)
             if row.name != prev.name:
-                events.append(
-                    {"version": version.name, "field": "renamed", "from": prev.name, "to": row.name}
-                )
+                events.append({**at, "field": "renamed", "from": prev.name, "to": row.name})
                 # the old name entering or leaving the deprecated names is the rename itself
                 changes = [c for c in changes if c["field"] != "deprecated_names"]
-            events.extend({"version": version.name, **c} for c in changes)
+            events.extend({**at, **c} for c in changes)
         prev = row
     return events

@@ -800,7 +800,8 @@ def _history_values(flag: Flag) -> dict[str, Any]:
 
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """The flag across every version, oldest first, as Change dicts
-    {"version", "field", "from", "to"}: "added", "renamed", each changed field, "removed".
+    {"version", "name", "field", "from", "to"}: "added", "renamed", "respelled", each changed
+    field, "removed".
 
     Delegates to app/diff.py so the history and the version diff compare fields the same way.
     """

@@ -3,7 +3,7 @@ tests (names and texts are synthetic)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ def build_kb(path: Path, versions: list[tuple[str, dict[str, Any]]]) -> str:
             version = Version(
                 name=name,
                 commit=f"{position:040x}",
-                date=datetime(2025, 1, 1 + position, tzinfo=UTC),
+                date=datetime(2025, 1, 1, tzinfo=UTC) + timedelta(days=position),
                 ingested_at=datetime(2025, 2, 1, tzinfo=UTC),
                 sort_key=name,
                 position=position,

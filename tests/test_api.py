@@ -128,6 +128,7 @@ def test_history(client: TestClient) -> None:
         "field": "added",
         "from": None,
         "to": "--moe-runner-backend",
+        "name": "--moe-runner-backend",
     }
     choices = [h for h in history if h["field"] == "choices"]
     assert len(choices) == 1 and choices[0]["version"] == "v0.3.0"

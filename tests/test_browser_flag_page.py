@@ -22,6 +22,8 @@ from browser_support import (
     shot,
 )
 from dashboard_kb import build_kb
+from planted_kb import build_kb as build_planted
+from planted_kb import flag
 
 pytestmark = MARKS
 
@@ -92,7 +94,7 @@ def test_timeline_marks_every_version_and_links_there(browser: Any, server: str)
         marks = pg.locator("svg.tl > a, svg.tl > g")
         assert marks.count() == versions
         assert pg.locator("svg.tl .tl-added").count() == 1
-        here = pg.locator("svg.tl a.tl-here")
+        here = pg.locator("svg.tl .tl-here")
         assert here.count() == 1 and VERSION in here.locator("title").text_content()
         # A mark is a link to the flag in that version, named by its <title>.
         target = pg.locator("svg.tl a.tl-added")
@@ -158,6 +160,53 @@ def test_skip_link_and_old_version_banner(
         pg.wait_for_url("**/flags")
         assert pg.locator(".notice.old-version").count() == 0
         assert page_width(pg) <= width
+        assert pg.errors == []
+
+
+# A flag in 100 versions that changed at three of them (synthetic).
+STRIP = [f"v1.{i}" for i in range(100)]
+
+
+@pytest.fixture(scope="module")
+def strip_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    def version(i: int) -> dict[str, Any]:
+        default = 1 if i < 40 else 2
+        knob = flag("--knob", type="int", default=default, choices=None if i < 70 else [1, 2])
+        return {"flags": [knob] if i >= 5 else [], "constraints": [], "enums": {}}
+
+    path = tmp_path_factory.mktemp("strip") / "kb.db"
+    with live_server(build_planted(path, [(v, version(i)) for i, v in enumerate(STRIP)])) as base:
+        yield base
+
+
+def test_timeline_one_tab_stop_per_change_and_fingertip_targets(
+    browser: Any, strip_server: str
+) -> None:
+    width, height = PHONE
+    with new_page(browser, strip_server, height=height, width=width) as pg:
+        pg.goto(f"/v/{STRIP[-1]}/flags/--knob")
+        assert pg.locator("svg.tl > a, svg.tl > g").count() == len(STRIP)
+        links = pg.locator("svg.tl a")
+        # added at v1.5, default changed at v1.40, choices at v1.70: three links, not 95
+        assert links.count() == 3
+        titles = links.locator("title").all_text_contents()
+        assert [t.split(":")[0] for t in titles] == ["v1.5", "v1.40", "v1.70"]
+        # Tabbing through the page stops three times in the strip, one after the other.
+        stops = []
+        for _ in range(60):
+            pg.keyboard.press("Tab")
+            stops.append(pg.evaluate("document.activeElement.closest('svg.tl') !== null"))
+            if stops[-3:] == [True, True, False]:
+                break
+        first = stops.index(True)
+        assert stops[first:] == [True, True, True, False]
+        # Each link is wider than a mark: its hit area reaches the plain marks beside it.
+        mark = pg.locator("svg.tl > g").first.bounding_box()["width"]
+        for box in links.evaluate_all("els => els.map(e => e.getBoundingClientRect().width)"):
+            assert box >= 6 * mark
+        pg.locator("#timeline").screenshot(path=str(SHOTS / "flag-timeline-phone.png"))
+        links.nth(1).click()
+        pg.wait_for_url("**/v/v1.40/flags/--knob")
         assert pg.errors == []
 
 

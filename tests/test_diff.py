@@ -193,8 +193,15 @@ def test_history_follows_a_rename(planted: str) -> None:
     engine = make_engine(planted, readonly=True)
     with Session(engine) as session:
         events = flag_history(session, "--new-name")
-    assert events[0] == {"version": "v1", "field": "added", "from": None, "to": "--old-name"}
-    assert {"version": "v2", "field": "renamed", "from": "--old-name", "to": "--new-name"} in events
+    assert events[0] == {
+        "version": "v1",
+        "name": "--old-name",
+        "field": "added",
+        "from": None,
+        "to": "--old-name",
+    }
+    renamed = {"version": "v2", "field": "renamed", "from": "--old-name", "to": "--new-name"}
+    assert {**renamed, "name": "--new-name"} in events
     assert not any(e["field"] == "removed" for e in events)
 
 
@@ -277,6 +284,7 @@ def test_flag_page_history_uses_the_diff_comparison(client: Any) -> None:
         "field": "renamed",
         "from": "--old-name",
         "to": "--new-name",
+        "name": "--new-name",  # its name at that version
     } in history
 
 

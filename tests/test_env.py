@@ -426,7 +426,13 @@ def test_env_api_and_pages(client: TestClient) -> None:
     ]
     assert write["text"].startswith('os.environ["SGLANG_WIDGET_COMPILE"]')
     assert one["history"] == [
-        {"version": "v0.5.0", "field": "added", "from": None, "to": "SGLANG_WIDGET_COMPILE"}
+        {
+            "version": "v0.5.0",
+            "name": "SGLANG_WIDGET_COMPILE",
+            "field": "added",
+            "from": None,
+            "to": "SGLANG_WIDGET_COMPILE",
+        }
     ]
     chunk = get(client, "/api/v/v0.5.0/env/SGLANG_CHUNK_SIZE")["history"]
     assert chunk[0]["version"] == "v0.5.0"

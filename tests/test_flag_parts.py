@@ -3,8 +3,10 @@ grouping by effect and value, and the timeline replayed from the history."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from app import fragments
 from app.views import flag_parts as parts
 from kb.pyast import and_all
 
@@ -95,6 +97,27 @@ def test_timeline_replays_history_with_links_only_where_the_flag_exists() -> Non
     assert [m["state"] for m in marks] == ["absent", "added", "choices", "present", "removed"]
     assert [m["url"] is not None for m in marks] == [False, True, True, True, False]
     assert marks[2]["title"] == "v3: choices +b; help text changed"
+
+
+def test_timeline_links_only_change_points_with_hit_areas_that_do_not_overlap() -> None:
+    names = [f"v{i}" for i in range(1, 41)]
+    history = [
+        {"version": "v3", "field": "added", "from": None, "to": "--x"},
+        {"version": "v5", "field": "default", "from": 1, "to": 2},
+        {"version": "v20", "field": "help", "from": "h", "to": "i"},
+        {"version": "v38", "field": "removed", "from": "--x", "to": None},
+    ]
+    marks = parts.timeline(names, history, "--x")
+    html = str(fragments.timeline_marks(marks, "v12"))
+    # Three links (added, default, help), not one per version the flag exists in (35).
+    assert re.findall(r'<a href="/v/(v\d+)/', html) == ["v3", "v5", "v20"]
+    assert html.count("<g ") == 37 and 'class="tl-present tl-here"' in html
+    spans = [
+        (float(x) / 8, float(x) / 8 + float(w) / 8)
+        for x, w in re.findall(r'class="hit" x="([-\d.]+)" y="0" width="([\d.]+)"', html)
+    ]
+    # v3 reaches v1..v3 (v4 is between it and v5), v5 itself and 4 marks after it.
+    assert spans == [(0, 3), (4, 9), (15, 24)]
 
 
 def test_choice_grid_one_column_per_run_of_equal_lists() -> None:

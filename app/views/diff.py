@@ -15,7 +15,7 @@ from app.deps import SessionDep
 from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import Diff
-from kb.diff import clause_root, diff_versions, word_diff
+from kb.diff import clause_root, diff_versions, value_change, word_diff
 from kb.queries import (
     NotFound,
     citation,
@@ -63,10 +63,19 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
             "added_flags": [brief(b, d["flags_to"], n) for n in d["added"]],
             "removed_flags": [brief(a, d["flags_from"], n) for n in d["removed"]],
             "renamed": [{**r, "dest": d["flags_to"][r["to"]].dest} for r in d["renamed"]],
+            "respelled": [{**r, "dest": d["flags_to"][r["to"]].dest} for r in d["respelled"]],
             "changed": [{**c, "section": sections.get(c["name"])} for c in d["changed"]],
             "constraints_added": [constraint_dict(b, c) for c in d["constraints_added"]],
             "constraints_removed": [constraint_dict(a, c) for c in d["constraints_removed"]],
             "constraints_changed": changed_constraints(d),
+            "constraints_value_changed": [
+                {
+                    "from": constraint_dict(a, old),
+                    "to": constraint_dict(b, new),
+                    **value_change(old, new),
+                }
+                for old, new in d["constraints_value_changed"]
+            ],
             "enums_added": [enum_dict(b, e) for e in d["enums_added"]],
             "enums_removed": [enum_dict(a, e) for e in d["enums_removed"]],
             "enums_changed": [
@@ -158,7 +167,7 @@ def diff_home(
 
 def _changed_groups(d: Diff) -> list[dict[str, Any]]:
     """Field changes grouped by flag, with the flag's name at each side of the diff."""
-    old_name = {r.to: r.from_ for r in d.renamed if r.via != "deprecated"}
+    old_name = {r.to: r.from_ for r in d.renamed + d.respelled if r.via != "deprecated"}
     groups: dict[str, dict[str, Any]] = {}
     for c in d.changed:
         group = groups.setdefault(

@@ -241,6 +241,8 @@ def _change_words(change: dict[str, Any]) -> str:
         return field
     if field == "renamed":
         return f"renamed {change['from']} → {change['to']}"
+    if field == "respelled":
+        return f"primary spelling {change['from']} → {change['to']}"
     if field == "choices":
         plus = " ".join(f"+{v}" for v in change.get("added") or [])
         minus = " ".join(f"−{v}" for v in change.get("removed") or [])
@@ -275,7 +277,7 @@ def timeline(
             continue
         fields = [c["field"] for c in changes]
         for c in changes:
-            if c["field"] in ("added", "renamed"):
+            if c["field"] in ("added", "renamed", "respelled"):
                 name, exists = c["to"], True
             elif c["field"] == "removed":
                 exists = False
