@@ -49,8 +49,10 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # format spec is a placeholder; 32: one env read per split call, none in docstrings, dict
 # keys are writes; 33: a local bound once to a flag's read stands for that flag in
 # comparisons; 34: ServerArgs's accessor methods (`get_attention_backends()`) and the
-# flags they return
-ANALYZER_VERSION = 34
+# flags they return; 35: a carrier's return `and`-ed with tests of what callers pass is
+# conditional on them, followed through a test passing the context on and a method building
+# the previous layer's context
+ANALYZER_VERSION = 35
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

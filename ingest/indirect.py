@@ -17,8 +17,14 @@ Two phases, like the rest of the ingest:
   module's top-level definitions named for that feature (`model_forward_maybe_tbo`) are
   followed as well. Everything else is a use site, recorded with its chain, never followed.
   A carrier deciding only under a test of what its callers pass (`if
-  context.is_layer_sparse:`) carries that condition on; a call of it is a use site only if
-  it passes the tested name without making the test false (`is_layer_sparse=False`).
+  context.is_layer_sparse:`, or `and`-ed with one in its return: `not
+  context.is_layer_sparse and context.is_next_layer_sparse and ...`) carries that
+  condition on, through a test passing the context on whole (`if
+  cls._should_gather_for_tbo(context):`) and through a method of the file building another
+  context from this one's fields (`context.previous_layer()`: the previous layer's
+  `is_layer_sparse` is this one's `is_previous_layer_sparse`); a call of it is a use site
+  only if it passes the tested names without making a test false (`is_layer_sparse=False`),
+  nor two of them true only in branches that never both run.
 - then model classes (`_inherit`): from the classes of model files holding a use, to the
   classes deriving from them or holding an instance of them (`self.model = X(...)`).
 
@@ -35,6 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import combinations, product
 from typing import Any
 
 from ingest.chunks import Piece
@@ -115,7 +122,7 @@ class _Block:
     short `return` holding it (None: no such return)."""
 
     globals: list[tuple[str, list[str], int]] | None = None
-    returns: dict[int, list[str] | None] = field(default_factory=dict)
+    returns: dict[int, tuple[list[str], Cond] | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -426,9 +433,11 @@ def find_carriers(
         ident = _carrier_id(f, d)
         returned = known.returns[rel]
         if returned is not None and ident is not None:
-            add(ident[0], ident[1], accessor_kind(f, d.line), returned, [], d.line)
-    # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED).
-    for _round in range(2):
+            add(ident[0], ident[1], accessor_kind(f, d.line), returned[0], [], d.line, returned[1])
+    # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED),
+    # three deep: LayerScatterModes' _should_gather_for_tbo -> _compute_layer_output_mode
+    # -> _compute_layer_input_mode -> init_new.
+    for _round in range(3):
         before = len(found)
         for use in file_uses(f, _local_patterns(list(found.values())), accessors=True):
             if use.accessor is None:
@@ -436,8 +445,14 @@ def find_carriers(
             name, member = use.accessor
             for c in [c for c in found.values() if (c["name"], c["member"]) == use.carrier]:
                 kind = "property" if use.prop else "function"
-                cond = both(stored_cond(c), use.cond)
-                add(name, member, kind, c["dests"], c["chain"], use.def_line, cond)
+                if use.passes_on and not c.get("cond"):
+                    continue
+                if hops((*c["chain"], display(name, member, kind))) > MAX_CHAIN:
+                    continue  # (as between files)
+                passed = passed_cond(f, use, stored_cond(c))
+                if passed is not None:
+                    cond = both(passed, use.cond)
+                    add(name, member, kind, c["dests"], c["chain"], use.def_line, cond)
         if len(found) == before:
             break
     return list(found.values())
@@ -490,16 +505,32 @@ def _globals(
     return out
 
 
-def _return_dests(f: PyFile, d: Def, line: int, aliases: frozenset[str]) -> list[str] | None:
+def _return_dests(
+    f: PyFile, d: Def, line: int, aliases: frozenset[str]
+) -> tuple[list[str], Cond] | None:
     """The dests of the short function's `return` that holds `line`, if it makes `d` an
-    accessor (a few flags, a small expression)."""
+    accessor (a few flags, a small expression), with what its callers must pass for them
+    to decide it (`_and_cond`)."""
     ret = f.returns_at(d, line)
     if ret is None or ret.value is None:
         return None
     dests = flag_reads(ret.value, aliases)
     if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
-        return dests
+        node = f.node(d)
+        params = set() if node is None else _parameters(node)
+        return dests, _and_cond(ret.value, params)
     return None
+
+
+def _and_cond(value: ast.expr, params: set[str]) -> Cond:
+    """The tests of what callers pass among the `and` terms of a returned value: `not
+    ctx.is_layer_sparse and ctx.is_next_layer_sparse and server_args.x` decides by x only
+    for a dense layer followed by a sparse one. (Such a term holds no use: it reads a
+    parameter alone.)"""
+    if not isinstance(value, ast.BoolOp) or not isinstance(value.op, ast.And):
+        return ()
+    tested = [_parameter_test(t, params) for t in value.values]
+    return tuple(sorted({(name, want) for name, want in filter(None, tested) if name}))
 
 
 def _local_patterns(
@@ -527,6 +558,9 @@ class Use:
     prop: bool = False  # the accessor is a property
     returned: bool = True  # in that `return` itself (not in an `if` or a local deciding it)
     cond: Cond = ()  # what the accessor's callers must pass for the use to decide it
+    # decides only by what the accessor passes on (`if cls._gather(context):`): only a
+    # carrier conditional on what it is passed makes the accessor one (`passed_cond`)
+    passes_on: bool = False
 
 
 def file_uses(
@@ -587,7 +621,7 @@ def file_uses(
             if (line, cid) in seen:
                 continue
             seen.add((line, cid))
-            accessor, def_line, prop, returned = None, line, False, True
+            accessor, def_line, prop, returned, passes_on = None, line, False, True, False
             cond: Cond = ()
             if _may_decide(f, line):  # cheap test before finding the enclosing function
                 d = f.enclosing(line)
@@ -595,12 +629,13 @@ def file_uses(
                 if d is not None and decided is not None:
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
-                        accessor, def_line, cond = ident, d.line, decided
+                        accessor, def_line, (cond, passes_on) = ident, d.line, decided
                         prop = accessor_kind(f, d.line) == "property"
                         returned = f.returns_at(d, line) is not None
             if accessor is not None or not accessors:
                 text = f.text_of(line)
-                out.append(Use(cid, line, text, accessor, def_line, prop, returned, cond))
+                use = Use(cid, line, text, accessor, def_line, prop, returned, cond, passes_on)
+                out.append(use)
     return out
 
 
@@ -625,7 +660,7 @@ def _may_decide(f: PyFile, line: int) -> bool:
     return f.def_near(line)
 
 
-def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
+def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
     """What `line` decides of what the short function `d` returns: None if nothing, else the
     condition on what its callers pass (() for none). It decides when it is in a `return`,
     or, where every `return` of the function is small, in the small test of an `if` that
@@ -638,22 +673,27 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
     call sites to check (`init_new(is_layer_sparse=False, ...)` makes it false). A test of
     the server args (`if server_args.enable_dp_attention:`) is a flag's, whatever the caller
     passes: no condition. A test or local reading a parameter itself (`if
-    cls._should_gather(context):`) decides nothing: what it depends on is not named."""
+    cls._should_gather(context):`) decides nothing: what it depends on is not named; unless
+    it passes the parameter on whole to the carrier (at any depth of the function), when
+    it decides where the carrier's own condition says (True with the condition: only a
+    conditional carrier names it, `passed_cond`)."""
     ret = f.returns_at(d, line)
     node = f.node(d)
+    rel = line - d.line + 1
     if ret is not None:
         if ret.value is None:
             return None
         # a `return` under `if context.is_layer_sparse:` (or its `else:`) decides only for
-        # the callers making that branch run, as a guard there does
-        branches = [] if node is None else _parameter_branches(node, _parameters(node))
+        # the callers making that branch run, as a guard there does; one `and`-ed with
+        # such tests, only for the callers making them true
+        params = set() if node is None else _parameters(node)
+        branches = [] if node is None else _parameter_branches(node, params)
         inside = (cond for body, cond in branches if any(ret in ast.walk(s) for s in body))
-        return next(inside, ())
+        return both(next(inside, ()), _and_cond(ret.value, params)), False
     if d.kind != "def" or f.end_of(d) - d.line > MAX_ACCESSOR_LINES:
         return None
     if node is None:
         return None
-    rel = line - d.line + 1
     stmts = _own_statements(node)
     returns = [s for s in stmts if isinstance(s, ast.Return)]
     # (a bare `return` under `if not enabled:` decides what the function does, not a value)
@@ -661,6 +701,18 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
         return None
     params = _parameters(node)
     branches = _parameter_branches(node, params)
+    # A test passing the parameters on whole (`if cls._should_gather(context): return X`),
+    # at any depth: it decides under the callee's own condition, on names the call passes on
+    # (`passed_cond`), that the carrier brings.
+    for s in stmts:
+        if (
+            isinstance(s, ast.If)
+            and _spans(s.test, rel)
+            and isinstance(s.body[0], ast.Return)
+            and _passes_on(s.test, params)
+        ):
+            inside = (c for body, c in branches if any(s in ast.walk(b) for b in body))
+            return next(inside, ()), True
     top: dict[ast.stmt, Cond] = {s: () for s in _top_statements(getattr(node, "body", []))}
     for body, cond in branches:
         for inner in _top_statements(body):
@@ -682,7 +734,7 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
     ]  # fmt: skip
     for e, cond in tests:
         if _spans(e, rel):
-            return cond
+            return cond, False
     deciding: list[tuple[ast.expr, Cond]] = [*values, *tests]
     assigned: dict[str, list[ast.stmt]] = defaultdict(list)
     for s in stmts:
@@ -710,8 +762,30 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
             if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(e))
         ]  # fmt: skip
         if conds:
-            return both(top[s], min(conds, key=len))
+            return both(top[s], min(conds, key=len)), False
     return None
+
+
+def _passes_on(test: ast.expr, params: set[str]) -> bool:
+    """A test that is a call (or `not` one) of something not read from a parameter, given
+    parameters whole (`context`) or a parameter's method's result (`context.previous_layer()`)
+    and nothing else of them."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if not isinstance(test, ast.Call) or _reads(test.func, params) or not params:
+        return False
+    passed = [*test.args, *(k.value for k in test.keywords)]
+    whole = [a for a in passed if _passed_param(a, params)]
+    return bool(whole) and not any(_reads(a, params) for a in passed if a not in whole)
+
+
+def _passed_param(arg: ast.expr, params: set[str]) -> bool:
+    """`context` or `context.previous_layer()`, `context` a parameter."""
+    if isinstance(arg, ast.Call) and not arg.args and not arg.keywords:
+        if not isinstance(arg.func, ast.Attribute):
+            return False
+        arg = arg.func.value
+    return isinstance(arg, ast.Name) and arg.id in params
 
 
 def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.stmt], Cond]]:
@@ -1249,7 +1323,10 @@ class Resolver:
                     name, acc_member = use.accessor
                     kind = "property" if use.prop else "function"
                     chain = (*c.chain, display(name, acc_member, kind))
-                    if hops(chain) > MAX_CHAIN:
+                    if hops(chain) > MAX_CHAIN or (use.passes_on and not c.cond):
+                        continue
+                    passed = passed_cond(_pyfile(sha, read_text), use, c.cond) if c.cond else ()
+                    if passed is None:
                         continue
                     add(
                         Carrier(
@@ -1262,7 +1339,7 @@ class Resolver:
                             path,
                             use.def_line,
                             True,
-                            both(c.cond, use.cond),
+                            both(passed, use.cond),
                         )
                     )
         # Definitions named for the feature, in a module that uses the feature's carrier
@@ -1305,6 +1382,49 @@ class Resolver:
             add(c2)
 
 
+def passed_cond(f: PyFile, use: Use, cond: Cond) -> Cond | None:
+    """A conditional carrier's condition as the function calling it at `use` gets it: the
+    same names where the call passes its parameter on whole (`cls._output_mode(context)`);
+    where it passes `context.previous_layer()`, a method defined once in the file returning
+    `Ctx(is_layer_sparse=self.is_previous_layer_sparse, is_next_layer_sparse=
+    self.is_layer_sparse, ...)`, each name becomes the one it is built from (the previous
+    layer's sparsity is the caller's `is_previous_layer_sparse`), a name built from a
+    literal that makes its test true is dropped. None when the call cannot pass the
+    condition on (a literal making a test false; a method not found, or defined twice; a
+    name it does not build from `self.x`)."""
+    if not cond:
+        return cond
+    name, member = use.carrier  # (a file's own method is called on `cls` or `self` too)
+    receivers = [name] if member is None else [name, "cls", "self"]
+    calls = (call_of(f, use.line, (r, member)) for r in receivers)
+    call = next((c for c in calls if c is not None), None)
+    d = f.enclosing(use.line)
+    caller = f.node(d) if call is not None and d is not None else None
+    params = set() if caller is None else _parameters(caller)
+    passed = [] if call is None else [*call.args, *(k.value for k in call.keywords)]
+    shifted = [a for a in passed if isinstance(a, ast.Call) and _passed_param(a, params)]
+    if not shifted:
+        return cond
+    method = shifted[0].func.attr  # type: ignore[attr-defined]
+    defs = [x for x in f.defs if x.name == method and x.kind == "def"]
+    node = f.node(defs[0]) if len(defs) == 1 else None
+    rets = [s for s in _own_statements(node) if isinstance(s, ast.Return)] if node else []
+    built = rets[0].value if len(rets) == 1 else None
+    if not isinstance(built, ast.Call):
+        return None
+    out: list[tuple[str, bool]] = []
+    for name, want in cond:
+        value = next((k.value for k in built.keywords if k.arg == name), None)
+        if isinstance(value, ast.Constant):
+            if bool(value.value) != want:
+                return None
+        elif isinstance(value, ast.Attribute) and _target_key(value) == f"self.{value.attr}":
+            out.append((value.attr, want))
+        else:
+            return None
+    return tuple(sorted(set(out)))
+
+
 def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
     """Whether the call of a conditional carrier at a use passes every keyword its condition
     names, none as a literal making the test false (`is_layer_sparse=False` where the carrier
@@ -1314,6 +1434,7 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
     if call is None:
         return False
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    fitting: list[list[Block]] = []  # per tested name set from literals: where one fits
     for name, want in cond:
         value = keywords.get(name)
         if value is None:
@@ -1324,18 +1445,30 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
                 continue
             return False
         literals = _literals(f, use.line, value)
-        if literals is not None and all(bool(v) != want for v in literals):
-            return False
-    return True
+        if literals is not None:
+            fitting.append([where for v, where in literals if bool(v) == want])
+            if not fitting[-1]:
+                return False
+    # Literals set in branches that never both run (`if moe: sparse = nxt = True` / `else:
+    # sparse = nxt = False`) cannot make two tests true together: one set of blocks must
+    # nest (one inside the other).
+    return any(
+        all(a[: len(b)] == b or b[: len(a)] == a for a, b in combinations(chosen, 2))
+        for chosen in product(*fitting)
+    )
 
 
-def _literals(f: PyFile, line: int, value: ast.expr) -> list[Any] | None:
-    """The literals a value passed at `line` can be: itself, or what every assignment in
-    the enclosing function gives the local or `self.x` it names (a dense layer's
-    `self.is_layer_sparse = False` above its call). None when one is no literal, or when
-    the function assigns it nowhere (a parameter, set elsewhere: not known)."""
+Block = tuple[int, ...]  # the statement lists holding a statement, outermost first
+
+
+def _literals(f: PyFile, line: int, value: ast.expr) -> list[tuple[Any, Block]] | None:
+    """The literals a value passed at `line` can be, each with where it is set: itself, or
+    what every assignment in the enclosing function gives the local or `self.x` it names (a
+    dense layer's `self.is_layer_sparse = False` above its call). None when one is no
+    literal, or when the function assigns it nowhere (a parameter, set elsewhere: not
+    known)."""
     if isinstance(value, ast.Constant):
-        return [value.value]
+        return [(value.value, ())]
     key = _target_key(value)
     d = f.enclosing(line) if key is not None else None
     if key is None or d is None or d.kind != "def":
@@ -1347,10 +1480,24 @@ def _literals(f: PyFile, line: int, value: ast.expr) -> list[Any] | None:
     return table.get(key)
 
 
-def _assigned_literals(node: ast.AST) -> dict[str, list[Any] | None]:
-    """For each local or `self.x` a function binds: the literals its assignments give it,
-    or None when one binds it otherwise (a call, a loop, a tuple, several targets)."""
-    table: dict[str, list[Any] | None] = {}
+def _assigned_literals(node: ast.AST) -> dict[str, list[tuple[Any, Block]] | None]:
+    """For each local or `self.x` a function binds: the literals its assignments give it
+    (with the blocks holding each), or None when one binds it otherwise (a call, a loop, a
+    tuple, several targets)."""
+    table: dict[str, list[tuple[Any, Block]] | None] = {}
+    blocks: dict[int, Block] = {}  # id of a statement -> the blocks holding it
+    todo: list[tuple[list[Any], Block]] = [(getattr(node, "body", []), ())]
+    while todo:
+        body, where = todo.pop()
+        inner = (*where, id(body))
+        for st in body:
+            blocks[id(st)] = inner
+            for sub_body in (
+                *(getattr(st, b, None) for b in ("body", "orelse", "finalbody")),
+                *(h.body for h in [*getattr(st, "handlers", []), *getattr(st, "cases", [])]),
+            ):
+                if isinstance(sub_body, list):
+                    todo.append((sub_body, inner))
     for sub in ast.walk(node):
         if isinstance(sub, ast.Assign):
             bound = sub.targets
@@ -1371,7 +1518,10 @@ def _assigned_literals(node: ast.AST) -> dict[str, list[Any] | None]:
                 and isinstance(sub.value, ast.Constant)
                 and _target_key(sub.targets[0]) == key
             )
-            table[key] = [*known, sub.value.value] if plain else None  # type: ignore[union-attr]
+            if not plain:
+                table[key] = None
+                continue
+            table[key] = [*known, (sub.value.value, blocks.get(id(sub), ()))]  # type: ignore[union-attr]
     return table
 
 
@@ -1386,7 +1536,15 @@ def _target_key(node: ast.AST) -> str | None:
 
 def call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call | None:
     """The first call of `alias(` or `alias.member(` on `line` (over the lines it spans,
-    MAX_ACCESSOR_LINES at most); None when there is none."""
+    MAX_ACCESSOR_LINES at most); None when there is none. Kept with the file: a call of
+    `init_new` is checked once per conditional carrier of it (five in the layer modes)."""
+    key = (f"call {carrier[0]}.{carrier[1]}", line)
+    if key not in f.memo:
+        f.memo[key] = _call_of(f, line, carrier)
+    return f.memo[key]  # type: ignore[no-any-return]
+
+
+def _call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call | None:
     alias, member = carrier
     ref = re.escape(alias) + ("" if member is None else rf"\s*\.\s*{re.escape(member)}")
     text = "\n".join(f.lines[line - 1 : line - 1 + MAX_ACCESSOR_LINES])
