@@ -851,3 +851,20 @@ def test_a_context_built_by_a_method_defined_twice_is_not_followed() -> None:
     found = _resolve({**GATHER_FILES, "python/sglang/srt/layers/gather_modes.py": twice})
     assert _at(found, "mixed.py", "self.modes")["enable_x_batch_overlap"]
     assert not _at(found, "sparse_after.py", "self.modes")
+
+
+def test_a_test_passing_the_context_to_an_unconditional_carrier_decides_nothing() -> None:
+    """What `_always(context)` depends on besides the flag is not named: `_mode` stays no
+    carrier (only a conditional carrier's condition names what the call passes on)."""
+    always = GATHER_MODES.replace(
+        "    @classmethod\n    def _output_mode(",
+        "    @classmethod\n    def _always(cls, context):\n"
+        "        return get_global_server_args().enable_x_batch_overlap\n\n"
+        "    @classmethod\n    def _mode(cls, context):\n"
+        "        if cls._always(context):\n            return 1\n        return 2\n\n"
+        "    @classmethod\n    def _output_mode(",
+    ).replace("cls._output_mode(context))", "cls._output_mode(context), cls._mode(context))")
+    assert "cls._mode(context))" in always
+    found = _resolve({**GATHER_FILES, "python/sglang/srt/layers/gather_modes.py": always})
+    assert not _at(found, "gather_modes.py", "return cls(cls._input_mode(context)")
+    assert not _at(found, "dense.py", "self.modes")
