@@ -51,8 +51,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # comparisons; 34: ServerArgs's accessor methods (`get_attention_backends()`) and the
 # flags they return; 35: a carrier's return `and`-ed with tests of what callers pass is
 # conditional on them, followed through a test passing the context on and a method building
-# the previous layer's context
-ANALYZER_VERSION = 35
+# the previous layer's context; 36: what follows an early return under a test of what
+# callers pass (`if context.layer_id == 0: return`) decides only when the test is false
+ANALYZER_VERSION = 36
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -793,7 +793,8 @@ def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.
     what its callers must pass for it to run: `if context.is_layer_sparse:` gives its body
     `is_layer_sparse` truthy and its `else:` falsy; a test of the server args, no condition."""
     out: list[tuple[list[ast.stmt], Cond]] = []
-    for s in _top_statements(getattr(node, "body", [])):
+    body = getattr(node, "body", [])
+    for s in _top_statements(body):
         tested = _parameter_test(s.test, params) if isinstance(s, ast.If) else None
         if tested is None or not isinstance(s, ast.If):
             continue
@@ -801,7 +802,11 @@ def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.
         branches = [(s.body, truthy)]
         if not (len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If)):  # (elif: top)
             branches.append((s.orelse, not truthy))
-        out.extend((body, () if name is None else ((name, want),)) for body, want in branches)
+        # An early return (`if context.layer_id == 0: return X`): what follows it runs only
+        # for the callers making the test false.
+        if s in body and not s.orelse and isinstance(s.body[-1], ast.Return):
+            branches.append((body[body.index(s) + 1 :], not truthy))
+        out.extend((b, () if name is None else ((name, want),)) for b, want in branches)
     return out
 
 
@@ -812,6 +817,17 @@ def _parameter_test(test: ast.expr, params: set[str]) -> tuple[str | None, bool]
     truthy = True
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, truthy = test.operand, not truthy
+    # `ctx.layer_id == 0` is `not ctx.layer_id` (`!= 0`: itself)
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == 0
+        and not isinstance(test.comparators[0].value, bool)
+    ):
+        truthy = truthy == isinstance(test.ops[0], ast.NotEq)
+        test = test.left
     if isinstance(test, ast.Name):
         return (test.id, truthy) if test.id in params else None
     base = getattr(test, "value", None)

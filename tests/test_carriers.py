@@ -868,3 +868,14 @@ def test_a_test_passing_the_context_to_an_unconditional_carrier_decides_nothing(
     found = _resolve({**GATHER_FILES, "python/sglang/srt/layers/gather_modes.py": always})
     assert not _at(found, "gather_modes.py", "return cls(cls._input_mode(context)")
     assert not _at(found, "dense.py", "self.modes")
+
+
+def test_what_follows_an_early_return_on_the_context_decides_only_past_it() -> None:
+    """`if context.layer_id == 0: return` above: the input mode reads the flag only for a
+    layer other than the first; a call passing `layer_id=0` reaches nothing through it."""
+    first = _gather_model("True", "config.is_sparse(layer_id - 1)", "True").replace(
+        "layer_id=layer_id,", "layer_id=0,"
+    )
+    found = _resolve({**GATHER_FILES, "python/sglang/srt/models/first.py": first})
+    assert _at(found, "sparse_after.py", "self.modes")["enable_x_batch_overlap"]
+    assert not _at(found, "first.py", "self.modes")
