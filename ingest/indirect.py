@@ -1135,7 +1135,10 @@ class Resolver:
                 self._follow(path, files[path], by_alias, read_text, sites, add)
         self._inherit(files, read_text, sites)
         out = [
-            {**{k: v for k, v in site.items() if k != "rank"}, "via": stored_chain(site["via"])}
+            {
+                **{k: v for k, v in site.items() if k not in ("rank", "conds")},
+                "via": stored_chain(site["via"]),
+            }
             for site in sites.values()
         ]
         return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
@@ -1155,7 +1158,9 @@ class Resolver:
           every method holding a flag's uses without calling `super()` does not get it;
         - composition: `self.model = Glm4MoeModel(...)` in a class's `__init__` (also inside
           `make_layers(lambda ...: X(...))` or a list): the link is `self.model = X(…)`,
-          and the method holding the uses is `__init__`.
+          and the method holding the uses is `__init__`; not when every way to the
+          uses there is a conditional carrier's call its literal arguments make false
+          (`_reached`: `DecoderLayer(config, 0, is_nextn=True)`).
         A step into another model file records a site there (the class line, or the
         assignment line); a step inside one file (DeepseekV2ForCausalLM holding
         DeepseekV2Model) records none (the file has one) but is followed on. Names resolve
@@ -1173,6 +1178,8 @@ class Resolver:
                     old = held.get(where[1])
                     if old is None or len(old[0]) > len(site["via"]):
                         held[where[1]] = (site["via"], 0)
+                    if where[1] == "__init__":
+                        user.guard(site["dest"], site["line"], site.get("conds"))
         # Breadth first, so the shortest chain wins. A class is followed again for a dest
         # when a later way adds a method holding its uses (a subclass overriding the first
         # ones may still inherit it); methods only grow, so this ends.
@@ -1188,10 +1195,18 @@ class Resolver:
                             found.append((path, ref, False))
                 for path, ref, local in found:
                     for rel in self._relations(files[path], ref, cls, local, read_text):
-                        kind, line, name, own, text, link = rel
+                        kind, line, name, own, text, link, args = rel
                         key = (module_of(path) or "", name)
                         for dest in sorted(dests):
-                            passed = _passed(kind, user.chains[dest], own, local)
+                            held = user.chains[dest]
+                            # (a holder building it with arguments that make every way to
+                            # its `__init__`'s uses false: not through `__init__`)
+                            guards = user.guards.get(dest)
+                            if kind == "hold" and guards and "__init__" in held:
+                                sha = files[user.path]
+                                if not _reached(_pyfile(sha, read_text), guards, args):
+                                    held = {m: ch for m, ch in held.items() if m != "__init__"}
+                            passed = _passed(kind, held, own, local)
                             if not passed:
                                 continue
                             chains = {m: ([*c, link], h + (not local)) for m, (c, h) in passed}
@@ -1206,6 +1221,11 @@ class Resolver:
                             reached = users.setdefault(key, _User(path))
                             there = reached.chains.setdefault(dest, {})
                             for method, chain_hops in chains.items():
+                                # reached without conditions: followed again if it was
+                                # with them
+                                if method == "__init__" and reached.guards.get(dest):
+                                    reached.guards[dest] = None
+                                    new[key].add(dest)
                                 if method not in there:
                                     there[method] = chain_hops
                                     new[key].add(dest)
@@ -1236,7 +1256,7 @@ class Resolver:
             classes = self._index(sha, text)
             for c in classes:
                 if ref in c.bases and c.name != cls:
-                    out.append(("inherit", c.line, c.name, _own(text, c), c.text, cls))
+                    out.append(("inherit", c.line, c.name, _own(text, c), c.text, cls, ()))
             out.extend(_holders(text, classes, ref, cls))
         self.relations[key] = out
         return out
@@ -1325,14 +1345,21 @@ class Resolver:
                     or c.path == path
                     or _call_reaches(_pyfile(sha, read_text), use, c.cond)
                 )
+                # the conditions a site is reached under, one per way (None: some way has
+                # none), for a class holding its class to check with its arguments
+                alt = None if not c.cond or c.path == path else (use.carrier, c.cond)
                 for dest in c.dests if reaches else ():
                     skey = (dest, path, use.line)
                     old = sites.get(skey)
+                    before = [] if old is None else old.get("conds", [])
+                    alts = None if alt is None or before is None else [*before, alt]
                     if old is None or old["rank"] > rank:
                         sites[skey] = {
                             "dest": dest, "path": path, "line": use.line, "text": use.text,
-                            "via": list(c.chain), "rank": rank,
+                            "via": list(c.chain), "rank": rank, "conds": alts,
                         }  # fmt: skip
+                    else:
+                        old["conds"] = alts
                 # A definition named for a feature holds no value of the flag: a test of it
                 # (`if TboPreparer._is_all_same(...)`) decides nothing about the flag.
                 if use.accessor is not None and (use.returned or c.kind != "named"):
@@ -1565,9 +1592,12 @@ def _call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call 
     ref = re.escape(alias) + ("" if member is None else rf"\s*\.\s*{re.escape(member)}")
     text = "\n".join(f.lines[line - 1 : line - 1 + MAX_ACCESSOR_LINES])
     m = re.search(rf"(?<![\w.]){ref}\s*\(", text)
-    if m is None:
-        return None
-    depth, end, i = 0, -1, m.end() - 1
+    return None if m is None else _parse_call(text, m.start(), m.end() - 1)
+
+
+def _parse_call(text: str, start: int, i: int) -> ast.Call | None:
+    """The call written from `start`, its `(` at `i`, to the bracket closing it."""
+    depth, end = 0, -1
     while i < len(text) and end < 0:
         char = text[i]
         if char == "#":  # a comment's brackets (a string's are taken: rare in a call)
@@ -1579,7 +1609,7 @@ def _call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call 
         if depth == 0:
             end = i
     try:
-        call = ast.parse(text[m.start() : end], mode="eval").body if end > 0 else None
+        call = ast.parse(text[start:end], mode="eval").body if end > 0 else None
     except (SyntaxError, ValueError, RecursionError):
         return None
     return call if isinstance(call, ast.Call) else None
@@ -1637,8 +1667,10 @@ SHALLOW_RE = {0: re.compile(r"\n(?=[^ \t\n#)\]}])")}
 # (mistral_large_3) <- held by PixtralForConditionalGeneration (pixtral); no further.
 MAX_CLASS_HOPS = 2
 # (inherit | hold, line, class name, methods it defines without calling the base's (inherit)
-# or the methods it calls on the instance it holds (hold), text of the line, link of the chain)
-Relation = tuple[str, int, str, frozenset[str], str, str]
+# or the methods it calls on the instance it holds (hold), text of the line, link of the
+# chain, the arguments of the call building the instance (hold: `_call_args`))
+Relation = tuple[str, int, str, frozenset[str], str, str, "Args"]
+Args = tuple[tuple[str, str], ...]  # (position or keyword, source) of each argument
 # `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
 CALL_AFTER_RE = re.compile(r"[ \t]*\(")
 SELF_ASSIGN_RE = re.compile(
@@ -1828,9 +1860,200 @@ def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relat
                     text_of = lines[first].strip()[:240]
                     start, stop = spans[owner]
                     ran = _run_by_holder(text[start:stop], m.group(1))
-                    out.append(("hold", first_line + first, owner, ran, text_of, link))
+                    args = _call_args(text, pos, end)
+                    out.append(("hold", first_line + first, owner, ran, text_of, link, args))
         pos = text.find(ref, end)
     return sorted(set(out))
+
+
+def _call_args(text: str, pos: int, end: int) -> Args:
+    """The arguments of the call of the name ending at `end` (`X(config, 0, is_nextn=True)`:
+    ("0", "config"), ("1", "0"), ("is_nextn", "True")); one spread (`*a`, `**kw`) is "*"."""
+    at = text.find("(", end)
+    call = _parse_call(text[pos : pos + MAX_CALL_CHARS], 0, at - pos) if at >= 0 else None
+    if call is None:
+        return (("*", ""),)
+    out = [(str(i), ast.unparse(a)) for i, a in enumerate(call.args)]
+    out += [(k.arg or "*", ast.unparse(k.value)) for k in call.keywords]
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        out.append(("*", ""))
+    return tuple(out)
+
+
+MAX_CALL_CHARS = 4000
+UNKNOWN: Any = object()  # a value not known without running the code
+
+
+def _reached(f: PyFile, guards: list[tuple[int, tuple[str, str | None], Cond]], args: Args) -> bool:
+    """Whether an instance built with `args` can reach one of the ways to the uses of its
+    class's `__init__`: each way a call there (`LayerScatterModes.init_new(...)`) must pass
+    values making its condition true. A value is worked out from the literals the holder
+    passes (or the parameters' defaults) through the locals and `self.x` `__init__` sets
+    once and the one-`return` methods of the file it calls (`self._is_layer_sparse(
+    layer_id, is_nextn=is_nextn)` returning `is_nextn or (...)`): a nextn layer built as
+    `DecoderLayer(config, 0, is_nextn=True)` is sparse and layer 0, so it reads nothing
+    through a dense layer before a sparse one. Anything else is not known: reached."""
+    for line, carrier, cond in guards:
+        call = call_of(f, line, carrier)
+        d = f.enclosing(line)
+        node = f.node(d) if d is not None else None
+        env = _bind(node, args) if node is not None else None
+        if call is None or node is None or env is None:
+            return True
+        passed = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        values = [(_value(f, node, passed[n], env), want) for n, want in cond if n in passed]
+        if not any(v is not UNKNOWN and bool(v) != want for v, want in values):
+            return True
+    return False
+
+
+def _bind(node: ast.AST, args: Args) -> dict[str, Any] | None:
+    """A function's parameters bound to the literals a call passes (`args`), or to their
+    literal defaults when it passes none; UNKNOWN otherwise. None for a spread."""
+    given = dict(args)
+    if "*" in given or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults))
+    defaults += a.defaults
+    pairs = [
+        *zip(positional, defaults, strict=True),
+        *zip(a.kwonlyargs, a.kw_defaults, strict=True),
+    ]
+    skip = 1 if positional and positional[0].arg in ("self", "cls") else 0
+    env: dict[str, Any] = {}
+    for i, (p, default) in enumerate(pairs):
+        src = given.get(str(i - skip)) if i < len(positional) else None
+        src = given.get(p.arg, src)
+        if src is not None:
+            try:
+                env[p.arg] = ast.literal_eval(src)
+            except (ValueError, SyntaxError, TypeError, RecursionError):
+                env[p.arg] = UNKNOWN
+        else:
+            env[p.arg] = default.value if isinstance(default, ast.Constant) else UNKNOWN
+    return env
+
+
+def _value(f: PyFile, fn: ast.AST, e: ast.expr, env: dict[str, Any], depth: int = 0) -> Any:
+    """What `e` is in function `fn` given its parameters' `env` (`_reached`), or UNKNOWN."""
+    if depth > MAX_VALUE_DEPTH:
+        return UNKNOWN
+    if isinstance(e, ast.Constant):
+        return e.value
+    key = _target_key(e)
+    if key is not None:
+        if key in env:
+            return env[key]
+        bound = _bound_once(fn).get(key)
+        return UNKNOWN if bound is None else _value(f, fn, bound, env, depth + 1)
+
+    def of(x: ast.expr) -> Any:
+        return _value(f, fn, x, env, depth + 1)
+
+    if isinstance(e, ast.BoolOp):  # truth only: `a or b` is true once one is
+        values, decisive = [of(x) for x in e.values], isinstance(e.op, ast.Or)
+        if any(v is not UNKNOWN and bool(v) == decisive for v in values):
+            return decisive
+        return UNKNOWN if UNKNOWN in values else not decisive
+    if isinstance(e, ast.IfExp):
+        test = of(e.test)
+        return UNKNOWN if test is UNKNOWN else of(e.body if test else e.orelse)
+    if isinstance(e, ast.Call):
+        return _method_value(f, e, env, depth)
+    parts: list[ast.expr] = []
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Not, ast.USub)):
+        parts = [e.operand]
+    elif isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+        parts = [e.left, e.right]
+    elif isinstance(e, ast.Compare) and len(e.ops) == 1 and type(e.ops[0]) in COMPARE:
+        parts = [e.left, e.comparators[0]]
+    values = [of(x) for x in parts]
+    if not values or UNKNOWN in values:
+        return UNKNOWN
+    try:
+        if isinstance(e, ast.UnaryOp):
+            return not values[0] if isinstance(e.op, ast.Not) else -values[0]
+        if isinstance(e, ast.BinOp):
+            return values[0] + values[1] if isinstance(e.op, ast.Add) else values[0] - values[1]
+        return COMPARE[type(e.ops[0])](*values)  # type: ignore[attr-defined]
+    except (TypeError, ArithmeticError):
+        return UNKNOWN
+
+
+MAX_VALUE_DEPTH = 6
+COMPARE: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) -> Any:
+    """`self.m(...)` (or `cls.m`) of a method defined once in the file whose body is one
+    `return`: its value with the call's arguments bound."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and _target_key(func.value) in ("self", "cls")):
+        return UNKNOWN
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return UNKNOWN
+    defs = [x for x in f.defs if x.name == func.attr and x.kind == "def"]
+    node = f.node(defs[0]) if len(defs) == 1 else None
+    body = [s for s in getattr(node, "body", []) if not _is_docstring(s)]
+    if node is None or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return UNKNOWN
+    value = body[0].value
+    if value is None:
+        return None
+    given: list[tuple[str, Any]] = [
+        *((str(i), _value(f, node, a, env, depth + 1)) for i, a in enumerate(call.args)),
+        *((str(k.arg), _value(f, node, k.value, env, depth + 1)) for k in call.keywords),
+    ]
+    inner = _bind(node, tuple((k, "...") for k, _v in given))
+    if inner is None:
+        return UNKNOWN
+    a = node.args  # type: ignore[attr-defined]
+    positional = [p.arg for p in [*a.posonlyargs, *a.args] if p.arg not in ("self", "cls")]
+    for k, v in given:
+        inner[positional[int(k)] if k.isdigit() and int(k) < len(positional) else k] = v
+    return _value(f, node, value, inner, depth + 1)
+
+
+def _is_docstring(s: ast.stmt) -> bool:
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+
+
+def _bound_once(fn: ast.AST) -> dict[str, ast.expr | None]:
+    """The local or `self.x` names a function binds, each with the value of its one plain
+    assignment (None: bound more than once, or otherwise)."""
+    out: dict[str, ast.expr | None] = {}
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Assign):
+            bound = sub.targets
+        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign, ast.For)):
+            bound = [sub.target]
+        elif isinstance(sub, ast.With):
+            bound = [i.optional_vars for i in sub.items if i.optional_vars is not None]
+        else:
+            continue
+        keys = {k for b in bound for t in ast.walk(b) if (k := _target_key(t)) is not None}
+        for key in keys:
+            once = (
+                isinstance(sub, ast.Assign)
+                and len(sub.targets) == 1
+                and key not in out
+                and _target_key(sub.targets[0]) == key
+            )
+            out[key] = sub.value if once else None  # type: ignore[union-attr]
+    return out
 
 
 def _statements(lines: list[str]) -> list[int]:
@@ -1879,6 +2102,18 @@ class _User:
 
     path: str
     chains: dict[str, Chains] = field(default_factory=dict)
+    # per dest: the ways its uses in `__init__` are reached under conditions on what the
+    # call there passes, (line, carrier, condition) each; None: one is reached without
+    guards: dict[str, list[tuple[int, tuple[str, str | None], Cond]] | None] = field(
+        default_factory=dict
+    )
+
+    def guard(self, dest: str, line: int, conds: list[Any] | None) -> None:
+        before = self.guards.get(dest, [])
+        if conds is None or before is None:
+            self.guards[dest] = None
+        else:
+            self.guards[dest] = [*before, *((line, carrier, cond) for carrier, cond in conds)]
 
 
 @lru_cache(maxsize=65536)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingest import sites
-from ingest.indirect import call_of, hops, resolve, scan_structure
+from ingest.indirect import _RECENT, call_of, hops, resolve, scan_structure
 from ingest.pyfile import PyFile
 
 UTILS = """
@@ -192,6 +192,7 @@ OPTIONS = {
 
 
 def _resolve(files: dict[str, str]) -> list[dict[str, Any]]:
+    _RECENT.clear()  # (kept by blob; here a path stands for the blob, its text may differ)
     facts = {}
     for path, text in files.items():
         data = text.encode()
@@ -870,6 +871,64 @@ def test_a_test_passing_the_context_to_an_unconditional_carrier_decides_nothing(
     assert not _at(found, "dense.py", "self.modes")
 
 
+# A layer class whose sparsity and place come from its constructor's arguments, and model
+# files building it: a nextn layer (`is_nextn=True`, layer 0) is sparse and first, so it is
+# neither a dense layer before a sparse one nor after one.
+NEXTN_LAYER = """
+from sglang.srt.layers.gather_modes import LayerModes
+
+
+class MoeLayer:
+    def __init__(self, config, layer_id, is_nextn=False):
+        self.config = config
+        self.sparse = self._is_sparse(layer_id, is_nextn=is_nextn)
+        prev_sparse = self._is_sparse(layer_id - 1, is_nextn=False)
+        self.modes = LayerModes.init_new(
+            layer_id=layer_id,
+            sparse=self.sparse,
+            prev_sparse=prev_sparse,
+            next_sparse=self._is_sparse(layer_id + 1, is_nextn=False),
+        )
+
+    def _is_sparse(self, layer_id, is_nextn):
+        return is_nextn or layer_id >= self.config.first_sparse
+"""
+
+
+def _holder(call: str) -> str:
+    return f"""
+from sglang.srt.models.moe import MoeLayer
+
+
+class Holder:
+    def __init__(self, config):
+        self.decoder = {call}
+"""
+
+
+def test_a_holder_building_a_layer_with_literals_making_every_way_false_reads_nothing():
+    files = {
+        **GATHER_FILES,
+        "python/sglang/srt/models/moe.py": NEXTN_LAYER,
+        "python/sglang/srt/models/moe_nextn.py": _holder("MoeLayer(config, 0, is_nextn=True)"),
+        "python/sglang/srt/models/moe_nextn_kw.py": _holder(
+            "MoeLayer(config, layer_id=0, is_nextn=True)"
+        ),
+        # layer 0 of the model's own layers: dense before a sparse one, maybe
+        "python/sglang/srt/models/moe_first.py": _holder("MoeLayer(config, 0)"),
+        # a sparse layer at a place not known: its previous layer may be dense
+        "python/sglang/srt/models/moe_mtp.py": _holder("MoeLayer(config, config.n, is_nextn=True)"),
+    }
+    found = _resolve(files)
+    gather = {s["path"].rsplit("/", 1)[1] for s in found if s["dest"] == "enable_x_batch_overlap"}
+    assert {"moe.py", "moe_first.py", "moe_mtp.py"} <= gather
+    assert "moe_nextn.py" not in gather
+    assert "moe_nextn_kw.py" not in gather
+    assert _at(found, "moe_first.py", "self.decoder")["enable_x_batch_overlap"][-1] == (
+        "self.decoder = MoeLayer(…)"
+    )
+
+
 def test_what_follows_an_early_return_on_the_context_decides_only_past_it() -> None:
     """`if context.layer_id == 0: return` above: the input mode reads the flag only for a
     layer other than the first; a call passing `layer_id=0` reaches nothing through it."""
@@ -879,3 +938,36 @@ def test_what_follows_an_early_return_on_the_context_decides_only_past_it() -> N
     found = _resolve({**GATHER_FILES, "python/sglang/srt/models/first.py": first})
     assert _at(found, "sparse_after.py", "self.modes")["enable_x_batch_overlap"]
     assert not _at(found, "first.py", "self.modes")
+
+
+def test_a_layer_also_reached_without_conditions_is_held_whatever_its_arguments() -> None:
+    """The nextn layer also builds a block reading the flag unconditionally: its holder
+    reads it through that, though the search meets the layer before the block."""
+    always = """
+from sglang.srt.server_args import get_global_server_args
+
+
+def x_overlap_on():
+    return get_global_server_args().enable_x_batch_overlap
+"""
+    block = """
+from sglang.srt.layers.overlap import x_overlap_on
+
+
+class MoeSparseBlock:
+    def __init__(self, config):
+        self.overlap = x_overlap_on()
+"""
+    layer = block + NEXTN_LAYER.replace(
+        "        self.config = config\n",
+        "        self.config = config\n        self.mlp = MoeSparseBlock(config)\n",
+    )
+    files = {
+        **GATHER_FILES,
+        "python/sglang/srt/layers/overlap.py": always,
+        "python/sglang/srt/models/moe.py": layer,
+        "python/sglang/srt/models/moe_nextn.py": _holder("MoeLayer(config, 0, is_nextn=True)"),
+    }
+    found = _resolve(files)
+    assert _at(found, "moe.py", "self.modes")["enable_x_batch_overlap"]
+    assert _at(found, "moe_nextn.py", "self.decoder")["enable_x_batch_overlap"]
