@@ -53,7 +53,11 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # bound to `x.server_args.y` or `self.y`, a containment test guarding an append is no site
 # 36: a replacement read by `use` keeps its value (`'--x v'`, `--x=v`);
 # env defaults falling back to another variable; warnings of argparse action classes
-ANALYZER_VERSION = 36
+# 37: a carrier's return `and`-ed with tests of what callers pass is
+# conditional on them, followed through a test passing the context on and a method building
+# the previous layer's context; 38: what follows an early return under a test of what
+# callers pass (`if context.layer_id == 0: return`) decides only when the test is false
+ANALYZER_VERSION = 38
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

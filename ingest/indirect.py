@@ -17,8 +17,14 @@ Two phases, like the rest of the ingest:
   module's top-level definitions named for that feature (`model_forward_maybe_tbo`) are
   followed as well. Everything else is a use site, recorded with its chain, never followed.
   A carrier deciding only under a test of what its callers pass (`if
-  context.is_layer_sparse:`) carries that condition on; a call of it is a use site only if
-  it passes the tested name without making the test false (`is_layer_sparse=False`).
+  context.is_layer_sparse:`, or `and`-ed with one in its return: `not
+  context.is_layer_sparse and context.is_next_layer_sparse and ...`) carries that
+  condition on, through a test passing the context on whole (`if
+  cls._should_gather_for_tbo(context):`) and through a method of the file building another
+  context from this one's fields (`context.previous_layer()`: the previous layer's
+  `is_layer_sparse` is this one's `is_previous_layer_sparse`); a call of it is a use site
+  only if it passes the tested names without making a test false (`is_layer_sparse=False`),
+  nor two of them true only in branches that never both run.
 - then model classes (`_inherit`): from the classes of model files holding a use, to the
   classes deriving from them or holding an instance of them (`self.model = X(...)`).
 
@@ -35,6 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import combinations, product
 from typing import Any
 
 from ingest.chunks import Piece
@@ -115,7 +122,7 @@ class _Block:
     short `return` holding it (None: no such return)."""
 
     globals: list[tuple[str, list[str], int]] | None = None
-    returns: dict[int, list[str] | None] = field(default_factory=dict)
+    returns: dict[int, tuple[list[str], Cond] | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -426,9 +433,11 @@ def find_carriers(
         ident = _carrier_id(f, d)
         returned = known.returns[rel]
         if returned is not None and ident is not None:
-            add(ident[0], ident[1], accessor_kind(f, d.line), returned, [], d.line)
-    # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED).
-    for _round in range(2):
+            add(ident[0], ident[1], accessor_kind(f, d.line), returned[0], [], d.line, returned[1])
+    # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED),
+    # three deep: LayerScatterModes' _should_gather_for_tbo -> _compute_layer_output_mode
+    # -> _compute_layer_input_mode -> init_new.
+    for _round in range(3):
         before = len(found)
         for use in file_uses(f, _local_patterns(list(found.values())), accessors=True):
             if use.accessor is None:
@@ -436,8 +445,14 @@ def find_carriers(
             name, member = use.accessor
             for c in [c for c in found.values() if (c["name"], c["member"]) == use.carrier]:
                 kind = "property" if use.prop else "function"
-                cond = both(stored_cond(c), use.cond)
-                add(name, member, kind, c["dests"], c["chain"], use.def_line, cond)
+                if use.passes_on and not c.get("cond"):
+                    continue
+                if hops((*c["chain"], display(name, member, kind))) > MAX_CHAIN:
+                    continue  # (as between files)
+                passed = passed_cond(f, use, stored_cond(c))
+                if passed is not None:
+                    cond = both(passed, use.cond)
+                    add(name, member, kind, c["dests"], c["chain"], use.def_line, cond)
         if len(found) == before:
             break
     return list(found.values())
@@ -490,16 +505,32 @@ def _globals(
     return out
 
 
-def _return_dests(f: PyFile, d: Def, line: int, aliases: frozenset[str]) -> list[str] | None:
+def _return_dests(
+    f: PyFile, d: Def, line: int, aliases: frozenset[str]
+) -> tuple[list[str], Cond] | None:
     """The dests of the short function's `return` that holds `line`, if it makes `d` an
-    accessor (a few flags, a small expression)."""
+    accessor (a few flags, a small expression), with what its callers must pass for them
+    to decide it (`_and_cond`)."""
     ret = f.returns_at(d, line)
     if ret is None or ret.value is None:
         return None
     dests = flag_reads(ret.value, aliases)
     if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
-        return dests
+        node = f.node(d)
+        params = set() if node is None else _parameters(node)
+        return dests, _and_cond(ret.value, params)
     return None
+
+
+def _and_cond(value: ast.expr, params: set[str]) -> Cond:
+    """The tests of what callers pass among the `and` terms of a returned value: `not
+    ctx.is_layer_sparse and ctx.is_next_layer_sparse and server_args.x` decides by x only
+    for a dense layer followed by a sparse one. (Such a term holds no use: it reads a
+    parameter alone.)"""
+    if not isinstance(value, ast.BoolOp) or not isinstance(value.op, ast.And):
+        return ()
+    tested = [_parameter_test(t, params) for t in value.values]
+    return tuple(sorted({(name, want) for name, want in filter(None, tested) if name}))
 
 
 def _local_patterns(
@@ -527,6 +558,9 @@ class Use:
     prop: bool = False  # the accessor is a property
     returned: bool = True  # in that `return` itself (not in an `if` or a local deciding it)
     cond: Cond = ()  # what the accessor's callers must pass for the use to decide it
+    # decides only by what the accessor passes on (`if cls._gather(context):`): only a
+    # carrier conditional on what it is passed makes the accessor one (`passed_cond`)
+    passes_on: bool = False
 
 
 def file_uses(
@@ -587,7 +621,7 @@ def file_uses(
             if (line, cid) in seen:
                 continue
             seen.add((line, cid))
-            accessor, def_line, prop, returned = None, line, False, True
+            accessor, def_line, prop, returned, passes_on = None, line, False, True, False
             cond: Cond = ()
             if _may_decide(f, line):  # cheap test before finding the enclosing function
                 d = f.enclosing(line)
@@ -595,12 +629,13 @@ def file_uses(
                 if d is not None and decided is not None:
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
-                        accessor, def_line, cond = ident, d.line, decided
+                        accessor, def_line, (cond, passes_on) = ident, d.line, decided
                         prop = accessor_kind(f, d.line) == "property"
                         returned = f.returns_at(d, line) is not None
             if accessor is not None or not accessors:
                 text = f.text_of(line)
-                out.append(Use(cid, line, text, accessor, def_line, prop, returned, cond))
+                use = Use(cid, line, text, accessor, def_line, prop, returned, cond, passes_on)
+                out.append(use)
     return out
 
 
@@ -625,7 +660,7 @@ def _may_decide(f: PyFile, line: int) -> bool:
     return f.def_near(line)
 
 
-def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
+def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
     """What `line` decides of what the short function `d` returns: None if nothing, else the
     condition on what its callers pass (() for none). It decides when it is in a `return`,
     or, where every `return` of the function is small, in the small test of an `if` that
@@ -638,22 +673,27 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
     call sites to check (`init_new(is_layer_sparse=False, ...)` makes it false). A test of
     the server args (`if server_args.enable_dp_attention:`) is a flag's, whatever the caller
     passes: no condition. A test or local reading a parameter itself (`if
-    cls._should_gather(context):`) decides nothing: what it depends on is not named."""
+    cls._should_gather(context):`) decides nothing: what it depends on is not named; unless
+    it passes the parameter on whole to the carrier (at any depth of the function), when
+    it decides where the carrier's own condition says (True with the condition: only a
+    conditional carrier names it, `passed_cond`)."""
     ret = f.returns_at(d, line)
     node = f.node(d)
+    rel = line - d.line + 1
     if ret is not None:
         if ret.value is None:
             return None
         # a `return` under `if context.is_layer_sparse:` (or its `else:`) decides only for
-        # the callers making that branch run, as a guard there does
-        branches = [] if node is None else _parameter_branches(node, _parameters(node))
+        # the callers making that branch run, as a guard there does; one `and`-ed with
+        # such tests, only for the callers making them true
+        params = set() if node is None else _parameters(node)
+        branches = [] if node is None else _parameter_branches(node, params)
         inside = (cond for body, cond in branches if any(ret in ast.walk(s) for s in body))
-        return next(inside, ())
+        return both(next(inside, ()), _and_cond(ret.value, params)), False
     if d.kind != "def" or f.end_of(d) - d.line > MAX_ACCESSOR_LINES:
         return None
     if node is None:
         return None
-    rel = line - d.line + 1
     stmts = _own_statements(node)
     returns = [s for s in stmts if isinstance(s, ast.Return)]
     # (a bare `return` under `if not enabled:` decides what the function does, not a value)
@@ -661,6 +701,18 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
         return None
     params = _parameters(node)
     branches = _parameter_branches(node, params)
+    # A test passing the parameters on whole (`if cls._should_gather(context): return X`),
+    # at any depth: it decides under the callee's own condition, on names the call passes on
+    # (`passed_cond`), that the carrier brings.
+    for s in stmts:
+        if (
+            isinstance(s, ast.If)
+            and _spans(s.test, rel)
+            and isinstance(s.body[0], ast.Return)
+            and _passes_on(s.test, params)
+        ):
+            inside = (c for body, c in branches if any(s in ast.walk(b) for b in body))
+            return next(inside, ()), True
     top: dict[ast.stmt, Cond] = {s: () for s in _top_statements(getattr(node, "body", []))}
     for body, cond in branches:
         for inner in _top_statements(body):
@@ -682,7 +734,7 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
     ]  # fmt: skip
     for e, cond in tests:
         if _spans(e, rel):
-            return cond
+            return cond, False
     deciding: list[tuple[ast.expr, Cond]] = [*values, *tests]
     assigned: dict[str, list[ast.stmt]] = defaultdict(list)
     for s in stmts:
@@ -710,8 +762,30 @@ def decides_return(f: PyFile, d: Def, line: int) -> Cond | None:
             if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(e))
         ]  # fmt: skip
         if conds:
-            return both(top[s], min(conds, key=len))
+            return both(top[s], min(conds, key=len)), False
     return None
+
+
+def _passes_on(test: ast.expr, params: set[str]) -> bool:
+    """A test that is a call (or `not` one) of something not read from a parameter, given
+    parameters whole (`context`) or a parameter's method's result (`context.previous_layer()`)
+    and nothing else of them."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if not isinstance(test, ast.Call) or _reads(test.func, params) or not params:
+        return False
+    passed = [*test.args, *(k.value for k in test.keywords)]
+    whole = [a for a in passed if _passed_param(a, params)]
+    return bool(whole) and not any(_reads(a, params) for a in passed if a not in whole)
+
+
+def _passed_param(arg: ast.expr, params: set[str]) -> bool:
+    """`context` or `context.previous_layer()`, `context` a parameter."""
+    if isinstance(arg, ast.Call) and not arg.args and not arg.keywords:
+        if not isinstance(arg.func, ast.Attribute):
+            return False
+        arg = arg.func.value
+    return isinstance(arg, ast.Name) and arg.id in params
 
 
 def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.stmt], Cond]]:
@@ -719,7 +793,8 @@ def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.
     what its callers must pass for it to run: `if context.is_layer_sparse:` gives its body
     `is_layer_sparse` truthy and its `else:` falsy; a test of the server args, no condition."""
     out: list[tuple[list[ast.stmt], Cond]] = []
-    for s in _top_statements(getattr(node, "body", [])):
+    body = getattr(node, "body", [])
+    for s in _top_statements(body):
         tested = _parameter_test(s.test, params) if isinstance(s, ast.If) else None
         if tested is None or not isinstance(s, ast.If):
             continue
@@ -727,7 +802,11 @@ def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.
         branches = [(s.body, truthy)]
         if not (len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If)):  # (elif: top)
             branches.append((s.orelse, not truthy))
-        out.extend((body, () if name is None else ((name, want),)) for body, want in branches)
+        # An early return (`if context.layer_id == 0: return X`): what follows it runs only
+        # for the callers making the test false.
+        if s in body and not s.orelse and isinstance(s.body[-1], ast.Return):
+            branches.append((body[body.index(s) + 1 :], not truthy))
+        out.extend((b, () if name is None else ((name, want),)) for b, want in branches)
     return out
 
 
@@ -738,6 +817,17 @@ def _parameter_test(test: ast.expr, params: set[str]) -> tuple[str | None, bool]
     truthy = True
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, truthy = test.operand, not truthy
+    # `ctx.layer_id == 0` is `not ctx.layer_id` (`!= 0`: itself)
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == 0
+        and not isinstance(test.comparators[0].value, bool)
+    ):
+        truthy = truthy == isinstance(test.ops[0], ast.NotEq)
+        test = test.left
     if isinstance(test, ast.Name):
         return (test.id, truthy) if test.id in params else None
     base = getattr(test, "value", None)
@@ -1048,7 +1138,10 @@ class Resolver:
                 self._follow(path, files[path], by_alias, read_text, sites, add)
         self._inherit(files, read_text, sites)
         out = [
-            {**{k: v for k, v in site.items() if k != "rank"}, "via": stored_chain(site["via"])}
+            {
+                **{k: v for k, v in site.items() if k not in ("rank", "conds")},
+                "via": stored_chain(site["via"]),
+            }
             for site in sites.values()
         ]
         return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
@@ -1077,7 +1170,9 @@ class Resolver:
           every method holding a flag's uses without calling `super()` does not get it;
         - composition: `self.model = Glm4MoeModel(...)` in a class's `__init__` (also inside
           `make_layers(lambda ...: X(...))` or a list): the link is `self.model = X(…)`,
-          and the method holding the uses is `__init__`.
+          and the method holding the uses is `__init__`; not when every way to the
+          uses there is a conditional carrier's call its literal arguments make false
+          (`_reached`: `DecoderLayer(config, 0, is_nextn=True)`).
         A step into another model file records a site there (the class line, or the
         assignment line); a step inside one file (DeepseekV2ForCausalLM holding
         DeepseekV2Model) records none (the file has one) but is followed on. Names resolve
@@ -1095,6 +1190,8 @@ class Resolver:
                     old = held.get(where[1])
                     if old is None or len(old[0]) > len(site["via"]):
                         held[where[1]] = (site["via"], 0)
+                    if where[1] == "__init__":
+                        user.guard(site["dest"], site["line"], site.get("conds"))
         # Breadth first, so the shortest chain wins. A class is followed again for a dest
         # when a later way adds a method holding its uses (a subclass overriding the first
         # ones may still inherit it); methods only grow, so this ends.
@@ -1110,10 +1207,18 @@ class Resolver:
                             found.append((path, ref, False))
                 for path, ref, local in found:
                     for rel in self._relations(files[path], ref, cls, local, read_text):
-                        kind, line, name, own, text, link = rel
+                        kind, line, name, own, text, link, args = rel
                         key = (module_of(path) or "", name)
                         for dest in sorted(dests):
-                            passed = _passed(kind, user.chains[dest], own, local)
+                            held = user.chains[dest]
+                            # (a holder building it with arguments that make every way to
+                            # its `__init__`'s uses false: not through `__init__`)
+                            guards = user.guards.get(dest)
+                            if kind == "hold" and guards and "__init__" in held:
+                                sha = files[user.path]
+                                if not _reached(_pyfile(sha, read_text), guards, args):
+                                    held = {m: ch for m, ch in held.items() if m != "__init__"}
+                            passed = _passed(kind, held, own, local)
                             if not passed:
                                 continue
                             chains = {m: ([*c, link], h + (not local)) for m, (c, h) in passed}
@@ -1128,6 +1233,11 @@ class Resolver:
                             reached = users.setdefault(key, _User(path))
                             there = reached.chains.setdefault(dest, {})
                             for method, chain_hops in chains.items():
+                                # reached without conditions: followed again if it was
+                                # with them
+                                if method == "__init__" and reached.guards.get(dest):
+                                    reached.guards[dest] = None
+                                    new[key].add(dest)
                                 if method not in there:
                                     there[method] = chain_hops
                                     new[key].add(dest)
@@ -1158,7 +1268,7 @@ class Resolver:
             classes = self._index(sha, text)
             for c in classes:
                 if ref in c.bases and c.name != cls:
-                    out.append(("inherit", c.line, c.name, _own(text, c), c.text, cls))
+                    out.append(("inherit", c.line, c.name, _own(text, c), c.text, cls, ()))
             out.extend(_holders(text, classes, ref, cls))
         self.relations[key] = out
         return out
@@ -1243,21 +1353,31 @@ class Resolver:
                 # (a call in the carrier's own file passes its caller's context on: a fact
                 # of that file, whatever the condition)
                 reaches = not c.cond or c.path == path or self._reaches(sha, use, c.cond, read_text)
+                # the conditions a site is reached under, one per way (None: some way has
+                # none), for a class holding its class to check with its arguments
+                alt = None if not c.cond or c.path == path else (use.carrier, c.cond)
                 for dest in c.dests if reaches else ():
                     skey = (dest, path, use.line)
                     old = sites.get(skey)
+                    before = [] if old is None else old.get("conds", [])
+                    alts = None if alt is None or before is None else [*before, alt]
                     if old is None or old["rank"] > rank:
                         sites[skey] = {
                             "dest": dest, "path": path, "line": use.line, "text": use.text,
-                            "via": list(c.chain), "rank": rank,
+                            "via": list(c.chain), "rank": rank, "conds": alts,
                         }  # fmt: skip
+                    else:
+                        old["conds"] = alts
                 # A definition named for a feature holds no value of the flag: a test of it
                 # (`if TboPreparer._is_all_same(...)`) decides nothing about the flag.
                 if use.accessor is not None and (use.returned or c.kind != "named"):
                     name, acc_member = use.accessor
                     kind = "property" if use.prop else "function"
                     chain = (*c.chain, display(name, acc_member, kind))
-                    if hops(chain) > MAX_CHAIN:
+                    if hops(chain) > MAX_CHAIN or (use.passes_on and not c.cond):
+                        continue
+                    passed = passed_cond(_pyfile(sha, read_text), use, c.cond) if c.cond else ()
+                    if passed is None:
                         continue
                     add(
                         Carrier(
@@ -1270,7 +1390,7 @@ class Resolver:
                             path,
                             use.def_line,
                             True,
-                            both(c.cond, use.cond),
+                            both(passed, use.cond),
                         )
                     )
         # Definitions named for the feature, in a module that uses the feature's carrier
@@ -1313,6 +1433,49 @@ class Resolver:
             add(c2)
 
 
+def passed_cond(f: PyFile, use: Use, cond: Cond) -> Cond | None:
+    """A conditional carrier's condition as the function calling it at `use` gets it: the
+    same names where the call passes its parameter on whole (`cls._output_mode(context)`);
+    where it passes `context.previous_layer()`, a method defined once in the file returning
+    `Ctx(is_layer_sparse=self.is_previous_layer_sparse, is_next_layer_sparse=
+    self.is_layer_sparse, ...)`, each name becomes the one it is built from (the previous
+    layer's sparsity is the caller's `is_previous_layer_sparse`), a name built from a
+    literal that makes its test true is dropped. None when the call cannot pass the
+    condition on (a literal making a test false; a method not found, or defined twice; a
+    name it does not build from `self.x`)."""
+    if not cond:
+        return cond
+    name, member = use.carrier  # (a file's own method is called on `cls` or `self` too)
+    receivers = [name] if member is None else [name, "cls", "self"]
+    calls = (call_of(f, use.line, (r, member)) for r in receivers)
+    call = next((c for c in calls if c is not None), None)
+    d = f.enclosing(use.line)
+    caller = f.node(d) if call is not None and d is not None else None
+    params = set() if caller is None else _parameters(caller)
+    passed = [] if call is None else [*call.args, *(k.value for k in call.keywords)]
+    shifted = [a for a in passed if isinstance(a, ast.Call) and _passed_param(a, params)]
+    if not shifted:
+        return cond
+    method = shifted[0].func.attr  # type: ignore[attr-defined]
+    defs = [x for x in f.defs if x.name == method and x.kind == "def"]
+    node = f.node(defs[0]) if len(defs) == 1 else None
+    rets = [s for s in _own_statements(node) if isinstance(s, ast.Return)] if node else []
+    built = rets[0].value if len(rets) == 1 else None
+    if not isinstance(built, ast.Call):
+        return None
+    out: list[tuple[str, bool]] = []
+    for name, want in cond:
+        value = next((k.value for k in built.keywords if k.arg == name), None)
+        if isinstance(value, ast.Constant):
+            if bool(value.value) != want:
+                return None
+        elif isinstance(value, ast.Attribute) and _target_key(value) == f"self.{value.attr}":
+            out.append((value.attr, want))
+        else:
+            return None
+    return tuple(sorted(set(out)))
+
+
 def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
     """Whether the call of a conditional carrier at a use passes every keyword its condition
     names, none as a literal making the test false (`is_layer_sparse=False` where the carrier
@@ -1322,6 +1485,7 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
     if call is None:
         return False
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    fitting: list[list[Block]] = []  # per tested name set from literals: where one fits
     for name, want in cond:
         value = keywords.get(name)
         if value is None:
@@ -1332,18 +1496,30 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
                 continue
             return False
         literals = _literals(f, use.line, value)
-        if literals is not None and all(bool(v) != want for v in literals):
-            return False
-    return True
+        if literals is not None:
+            fitting.append([where for v, where in literals if bool(v) == want])
+            if not fitting[-1]:
+                return False
+    # Literals set in branches that never both run (`if moe: sparse = nxt = True` / `else:
+    # sparse = nxt = False`) cannot make two tests true together: one set of blocks must
+    # nest (one inside the other).
+    return any(
+        all(a[: len(b)] == b or b[: len(a)] == a for a, b in combinations(chosen, 2))
+        for chosen in product(*fitting)
+    )
 
 
-def _literals(f: PyFile, line: int, value: ast.expr) -> list[Any] | None:
-    """The literals a value passed at `line` can be: itself, or what every assignment in
-    the enclosing function gives the local or `self.x` it names (a dense layer's
-    `self.is_layer_sparse = False` above its call). None when one is no literal, or when
-    the function assigns it nowhere (a parameter, set elsewhere: not known)."""
+Block = tuple[int, ...]  # the statement lists holding a statement, outermost first
+
+
+def _literals(f: PyFile, line: int, value: ast.expr) -> list[tuple[Any, Block]] | None:
+    """The literals a value passed at `line` can be, each with where it is set: itself, or
+    what every assignment in the enclosing function gives the local or `self.x` it names (a
+    dense layer's `self.is_layer_sparse = False` above its call). None when one is no
+    literal, or when the function assigns it nowhere (a parameter, set elsewhere: not
+    known)."""
     if isinstance(value, ast.Constant):
-        return [value.value]
+        return [(value.value, ())]
     key = _target_key(value)
     d = f.enclosing(line) if key is not None else None
     if key is None or d is None or d.kind != "def":
@@ -1355,10 +1531,24 @@ def _literals(f: PyFile, line: int, value: ast.expr) -> list[Any] | None:
     return table.get(key)
 
 
-def _assigned_literals(node: ast.AST) -> dict[str, list[Any] | None]:
-    """For each local or `self.x` a function binds: the literals its assignments give it,
-    or None when one binds it otherwise (a call, a loop, a tuple, several targets)."""
-    table: dict[str, list[Any] | None] = {}
+def _assigned_literals(node: ast.AST) -> dict[str, list[tuple[Any, Block]] | None]:
+    """For each local or `self.x` a function binds: the literals its assignments give it
+    (with the blocks holding each), or None when one binds it otherwise (a call, a loop, a
+    tuple, several targets)."""
+    table: dict[str, list[tuple[Any, Block]] | None] = {}
+    blocks: dict[int, Block] = {}  # id of a statement -> the blocks holding it
+    todo: list[tuple[list[Any], Block]] = [(getattr(node, "body", []), ())]
+    while todo:
+        body, where = todo.pop()
+        inner = (*where, id(body))
+        for st in body:
+            blocks[id(st)] = inner
+            for sub_body in (
+                *(getattr(st, b, None) for b in ("body", "orelse", "finalbody")),
+                *(h.body for h in [*getattr(st, "handlers", []), *getattr(st, "cases", [])]),
+            ):
+                if isinstance(sub_body, list):
+                    todo.append((sub_body, inner))
     for sub in _nested_statements(node):
         if isinstance(sub, ast.Assign):
             bound = sub.targets
@@ -1379,7 +1569,10 @@ def _assigned_literals(node: ast.AST) -> dict[str, list[Any] | None]:
                 and isinstance(sub.value, ast.Constant)
                 and _target_key(sub.targets[0]) == key
             )
-            table[key] = [*known, sub.value.value] if plain else None  # type: ignore[union-attr]
+            if not plain:
+                table[key] = None
+                continue
+            table[key] = [*known, (sub.value.value, blocks.get(id(sub), ()))]  # type: ignore[union-attr]
     return table
 
 
@@ -1407,14 +1600,25 @@ def _target_key(node: ast.AST) -> str | None:
 
 def call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call | None:
     """The first call of `alias(` or `alias.member(` on `line` (over the lines it spans,
-    MAX_ACCESSOR_LINES at most); None when there is none."""
+    MAX_ACCESSOR_LINES at most); None when there is none. Kept with the file: a call of
+    `init_new` is checked once per conditional carrier of it (five in the layer modes)."""
+    key = (f"call {carrier[0]}.{carrier[1]}", line)
+    if key not in f.memo:
+        f.memo[key] = _call_of(f, line, carrier)
+    return f.memo[key]  # type: ignore[no-any-return]
+
+
+def _call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call | None:
     alias, member = carrier
     ref = re.escape(alias) + ("" if member is None else rf"\s*\.\s*{re.escape(member)}")
     text = "\n".join(f.lines[line - 1 : line - 1 + MAX_ACCESSOR_LINES])
     m = re.search(rf"(?<![\w.]){ref}\s*\(", text)
-    if m is None:
-        return None
-    depth, end, i = 0, -1, m.end() - 1
+    return None if m is None else _parse_call(text, m.start(), m.end() - 1)
+
+
+def _parse_call(text: str, start: int, i: int) -> ast.Call | None:
+    """The call written from `start`, its `(` at `i`, to the bracket closing it."""
+    depth, end = 0, -1
     while i < len(text) and end < 0:
         char = text[i]
         if char == "#":  # a comment's brackets (a string's are taken: rare in a call)
@@ -1426,7 +1630,7 @@ def call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call |
         if depth == 0:
             end = i
     try:
-        call = ast.parse(text[m.start() : end], mode="eval").body if end > 0 else None
+        call = ast.parse(text[start:end], mode="eval").body if end > 0 else None
     except (SyntaxError, ValueError, RecursionError):
         return None
     return call if isinstance(call, ast.Call) else None
@@ -1484,8 +1688,10 @@ SHALLOW_RE = {0: re.compile(r"\n(?=[^ \t\n#)\]}])")}
 # (mistral_large_3) <- held by PixtralForConditionalGeneration (pixtral); no further.
 MAX_CLASS_HOPS = 2
 # (inherit | hold, line, class name, methods it defines without calling the base's (inherit)
-# or the methods it calls on the instance it holds (hold), text of the line, link of the chain)
-Relation = tuple[str, int, str, frozenset[str], str, str]
+# or the methods it calls on the instance it holds (hold), text of the line, link of the
+# chain, the arguments of the call building the instance (hold: `_call_args`))
+Relation = tuple[str, int, str, frozenset[str], str, str, "Args"]
+Args = tuple[tuple[str, str], ...]  # (position or keyword, source) of each argument
 # `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
 CALL_AFTER_RE = re.compile(r"[ \t]*\(")
 SELF_ASSIGN_RE = re.compile(
@@ -1675,9 +1881,200 @@ def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relat
                     text_of = lines[first].strip()[:240]
                     start, stop = spans[owner]
                     ran = _run_by_holder(text[start:stop], m.group(1))
-                    out.append(("hold", first_line + first, owner, ran, text_of, link))
+                    args = _call_args(text, pos, end)
+                    out.append(("hold", first_line + first, owner, ran, text_of, link, args))
         pos = text.find(ref, end)
     return sorted(set(out))
+
+
+def _call_args(text: str, pos: int, end: int) -> Args:
+    """The arguments of the call of the name ending at `end` (`X(config, 0, is_nextn=True)`:
+    ("0", "config"), ("1", "0"), ("is_nextn", "True")); one spread (`*a`, `**kw`) is "*"."""
+    at = text.find("(", end)
+    call = _parse_call(text[pos : pos + MAX_CALL_CHARS], 0, at - pos) if at >= 0 else None
+    if call is None:
+        return (("*", ""),)
+    out = [(str(i), ast.unparse(a)) for i, a in enumerate(call.args)]
+    out += [(k.arg or "*", ast.unparse(k.value)) for k in call.keywords]
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        out.append(("*", ""))
+    return tuple(out)
+
+
+MAX_CALL_CHARS = 4000
+UNKNOWN: Any = object()  # a value not known without running the code
+
+
+def _reached(f: PyFile, guards: list[tuple[int, tuple[str, str | None], Cond]], args: Args) -> bool:
+    """Whether an instance built with `args` can reach one of the ways to the uses of its
+    class's `__init__`: each way a call there (`LayerScatterModes.init_new(...)`) must pass
+    values making its condition true. A value is worked out from the literals the holder
+    passes (or the parameters' defaults) through the locals and `self.x` `__init__` sets
+    once and the one-`return` methods of the file it calls (`self._is_layer_sparse(
+    layer_id, is_nextn=is_nextn)` returning `is_nextn or (...)`): a nextn layer built as
+    `DecoderLayer(config, 0, is_nextn=True)` is sparse and layer 0, so it reads nothing
+    through a dense layer before a sparse one. Anything else is not known: reached."""
+    for line, carrier, cond in guards:
+        call = call_of(f, line, carrier)
+        d = f.enclosing(line)
+        node = f.node(d) if d is not None else None
+        env = _bind(node, args) if node is not None else None
+        if call is None or node is None or env is None:
+            return True
+        passed = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        values = [(_value(f, node, passed[n], env), want) for n, want in cond if n in passed]
+        if not any(v is not UNKNOWN and bool(v) != want for v, want in values):
+            return True
+    return False
+
+
+def _bind(node: ast.AST, args: Args) -> dict[str, Any] | None:
+    """A function's parameters bound to the literals a call passes (`args`), or to their
+    literal defaults when it passes none; UNKNOWN otherwise. None for a spread."""
+    given = dict(args)
+    if "*" in given or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults))
+    defaults += a.defaults
+    pairs = [
+        *zip(positional, defaults, strict=True),
+        *zip(a.kwonlyargs, a.kw_defaults, strict=True),
+    ]
+    skip = 1 if positional and positional[0].arg in ("self", "cls") else 0
+    env: dict[str, Any] = {}
+    for i, (p, default) in enumerate(pairs):
+        src = given.get(str(i - skip)) if i < len(positional) else None
+        src = given.get(p.arg, src)
+        if src is not None:
+            try:
+                env[p.arg] = ast.literal_eval(src)
+            except (ValueError, SyntaxError, TypeError, RecursionError):
+                env[p.arg] = UNKNOWN
+        else:
+            env[p.arg] = default.value if isinstance(default, ast.Constant) else UNKNOWN
+    return env
+
+
+def _value(f: PyFile, fn: ast.AST, e: ast.expr, env: dict[str, Any], depth: int = 0) -> Any:
+    """What `e` is in function `fn` given its parameters' `env` (`_reached`), or UNKNOWN."""
+    if depth > MAX_VALUE_DEPTH:
+        return UNKNOWN
+    if isinstance(e, ast.Constant):
+        return e.value
+    key = _target_key(e)
+    if key is not None:
+        if key in env:
+            return env[key]
+        bound = _bound_once(fn).get(key)
+        return UNKNOWN if bound is None else _value(f, fn, bound, env, depth + 1)
+
+    def of(x: ast.expr) -> Any:
+        return _value(f, fn, x, env, depth + 1)
+
+    if isinstance(e, ast.BoolOp):  # truth only: `a or b` is true once one is
+        values, decisive = [of(x) for x in e.values], isinstance(e.op, ast.Or)
+        if any(v is not UNKNOWN and bool(v) == decisive for v in values):
+            return decisive
+        return UNKNOWN if UNKNOWN in values else not decisive
+    if isinstance(e, ast.IfExp):
+        test = of(e.test)
+        return UNKNOWN if test is UNKNOWN else of(e.body if test else e.orelse)
+    if isinstance(e, ast.Call):
+        return _method_value(f, e, env, depth)
+    parts: list[ast.expr] = []
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Not, ast.USub)):
+        parts = [e.operand]
+    elif isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+        parts = [e.left, e.right]
+    elif isinstance(e, ast.Compare) and len(e.ops) == 1 and type(e.ops[0]) in COMPARE:
+        parts = [e.left, e.comparators[0]]
+    values = [of(x) for x in parts]
+    if not values or UNKNOWN in values:
+        return UNKNOWN
+    try:
+        if isinstance(e, ast.UnaryOp):
+            return not values[0] if isinstance(e.op, ast.Not) else -values[0]
+        if isinstance(e, ast.BinOp):
+            return values[0] + values[1] if isinstance(e.op, ast.Add) else values[0] - values[1]
+        return COMPARE[type(e.ops[0])](*values)  # type: ignore[attr-defined]
+    except (TypeError, ArithmeticError):
+        return UNKNOWN
+
+
+MAX_VALUE_DEPTH = 6
+COMPARE: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) -> Any:
+    """`self.m(...)` (or `cls.m`) of a method defined once in the file whose body is one
+    `return`: its value with the call's arguments bound."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and _target_key(func.value) in ("self", "cls")):
+        return UNKNOWN
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return UNKNOWN
+    defs = [x for x in f.defs if x.name == func.attr and x.kind == "def"]
+    node = f.node(defs[0]) if len(defs) == 1 else None
+    body = [s for s in getattr(node, "body", []) if not _is_docstring(s)]
+    if node is None or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return UNKNOWN
+    value = body[0].value
+    if value is None:
+        return None
+    given: list[tuple[str, Any]] = [
+        *((str(i), _value(f, node, a, env, depth + 1)) for i, a in enumerate(call.args)),
+        *((str(k.arg), _value(f, node, k.value, env, depth + 1)) for k in call.keywords),
+    ]
+    inner = _bind(node, tuple((k, "...") for k, _v in given))
+    if inner is None:
+        return UNKNOWN
+    a = node.args  # type: ignore[attr-defined]
+    positional = [p.arg for p in [*a.posonlyargs, *a.args] if p.arg not in ("self", "cls")]
+    for k, v in given:
+        inner[positional[int(k)] if k.isdigit() and int(k) < len(positional) else k] = v
+    return _value(f, node, value, inner, depth + 1)
+
+
+def _is_docstring(s: ast.stmt) -> bool:
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+
+
+def _bound_once(fn: ast.AST) -> dict[str, ast.expr | None]:
+    """The local or `self.x` names a function binds, each with the value of its one plain
+    assignment (None: bound more than once, or otherwise)."""
+    out: dict[str, ast.expr | None] = {}
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Assign):
+            bound = sub.targets
+        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign, ast.For)):
+            bound = [sub.target]
+        elif isinstance(sub, ast.With):
+            bound = [i.optional_vars for i in sub.items if i.optional_vars is not None]
+        else:
+            continue
+        keys = {k for b in bound for t in ast.walk(b) if (k := _target_key(t)) is not None}
+        for key in keys:
+            once = (
+                isinstance(sub, ast.Assign)
+                and len(sub.targets) == 1
+                and key not in out
+                and _target_key(sub.targets[0]) == key
+            )
+            out[key] = sub.value if once else None  # type: ignore[union-attr]
+    return out
 
 
 def _statements(lines: list[str]) -> list[int]:
@@ -1726,6 +2123,18 @@ class _User:
 
     path: str
     chains: dict[str, Chains] = field(default_factory=dict)
+    # per dest: the ways its uses in `__init__` are reached under conditions on what the
+    # call there passes, (line, carrier, condition) each; None: one is reached without
+    guards: dict[str, list[tuple[int, tuple[str, str | None], Cond]] | None] = field(
+        default_factory=dict
+    )
+
+    def guard(self, dest: str, line: int, conds: list[Any] | None) -> None:
+        before = self.guards.get(dest, [])
+        if conds is None or before is None:
+            self.guards[dest] = None
+        else:
+            self.guards[dest] = [*before, *((line, carrier, cond) for carrier, cond in conds)]
 
 
 @lru_cache(maxsize=65536)

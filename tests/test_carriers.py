@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingest import sites
-from ingest.indirect import call_of, hops, resolve, scan_structure
+from ingest.indirect import _RECENT, call_of, hops, resolve, scan_structure
 from ingest.pyfile import PyFile
 
 UTILS = """
@@ -192,6 +192,7 @@ OPTIONS = {
 
 
 def _resolve(files: dict[str, str]) -> list[dict[str, Any]]:
+    _RECENT.clear()  # (kept by blob; here a path stands for the blob, its text may differ)
     facts = {}
     for path, text in files.items():
         data = text.encode()
@@ -250,9 +251,9 @@ def test_a_return_of_a_dozen_conditions_carries_the_flag_on() -> None:
 
 def test_a_test_of_what_the_caller_passes_makes_no_carrier() -> None:
     """The flags decide the layer modes only for some arguments (a sparse layer, a dense
-    one before a sparse one): `_mlp_mode` and `_output_mode` carry them on to no call
-    that can only pass a dense layer, so a dense layer's `init_new(sparse=False, ...)` is
-    no read of the a2a backend or of xbo."""
+    one before a sparse one): `_mlp_mode` and `_output_mode` (through `_gather`'s `and`
+    terms) carry them on to no call that can only pass a dense layer, so a dense layer's
+    `init_new(sparse=False, ...)` is no read of the a2a backend or of xbo."""
     found = _resolve(FILES)
     assert _at(found, "modes.py", "if get_a2a_backend().is_deep():")  # the use itself
     assert _at(found, "modes.py", "if cls._gather(context):")["enable_x_batch_overlap"] == [
@@ -261,7 +262,10 @@ def test_a_test_of_what_the_caller_passes_makes_no_carrier() -> None:
         "LayerModes._gather()",
     ]
     # (the module's own call passes its caller's context on: a fact of that file)
-    assert set(_at(found, "modes.py", "return cls(cls._mlp_mode(kwargs)")) == {"a2a_backend"}
+    assert set(_at(found, "modes.py", "return cls(cls._mlp_mode(kwargs)")) == {
+        "a2a_backend",
+        "enable_x_batch_overlap",
+    }
     assert not [s for s in found if s["path"].endswith("dense.py")]
 
 
@@ -724,3 +728,246 @@ def test_a_name_two_flags_shorten_is_the_one_the_file_s_path_names() -> None:
                   "choices_dynamic": False, "deprecated": None})  # fmt: skip
     who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
     assert who.value("fifo", "eviction_policy", radix) == ("--eviction-policy", [], "subject")
+
+
+# The gather of a dense layer before a sparse one: the flag is read directly in a return
+# `and`-ed with tests of the context; the output mode tests it (nested, passing the context
+# on whole); the input mode is the previous layer's output mode, through a method building
+# the previous layer's context from this one's fields (`sparse` is the previous `prev_sparse`).
+GATHER_MODES = """
+from sglang.srt.server_args import get_global_server_args
+
+
+class _Ctx:
+    def previous_layer(self):
+        return _Ctx(
+            layer_id=self.layer_id - 1,
+            sparse=self.prev_sparse,
+            prev_sparse=None,
+            next_sparse=self.sparse,
+        )
+
+
+class LayerModes:
+    @classmethod
+    def init_new(cls, **kwargs):
+        context = _Ctx(**kwargs)
+        return cls(cls._input_mode(context), cls._output_mode(context))
+
+    @classmethod
+    def _input_mode(cls, context):
+        if context.layer_id == 0:
+            return "full"
+        return cls._output_mode(context.previous_layer())
+
+    @classmethod
+    def _gather(cls, context):
+        return (
+            not context.sparse
+            and context.next_sparse
+            and get_global_server_args().enable_x_batch_overlap
+        )
+
+    @classmethod
+    def _output_mode(cls, context):
+        if get_global_server_args().dense_dp:
+            if cls._gather(context):
+                return "full"
+            return "scattered"
+        return "full"
+"""
+
+
+def _gather_model(sparse: str, prev: str, nxt: str, setup: str = "") -> str:
+    return f"""
+from sglang.srt.layers.gather_modes import LayerModes
+
+
+class Layer:
+    def __init__(self, config, layer_id):
+{setup or "        pass"}
+        self.modes = LayerModes.init_new(
+            layer_id=layer_id,
+            sparse={sparse},
+            prev_sparse={prev},
+            next_sparse={nxt},
+        )
+"""
+
+
+GATHER_FILES = {
+    "python/sglang/srt/layers/gather_modes.py": GATHER_MODES,
+    # every layer from the config: some dense one may come before a sparse one
+    "python/sglang/srt/models/mixed.py": _gather_model(
+        "config.is_sparse(layer_id)",
+        "config.is_sparse(layer_id - 1)",
+        "config.is_sparse(layer_id + 1)",
+    ),
+    # a sparse layer whose previous one may be dense: only its input mode gathers
+    "python/sglang/srt/models/sparse_after.py": _gather_model(
+        "True", "config.is_sparse(layer_id - 1)", "True"
+    ),
+    # all dense, all sparse, or one of the two by model type: no dense layer before a sparse
+    "python/sglang/srt/models/dense.py": _gather_model(
+        "self.sparse", "prev", "False", "        self.sparse = False\n        prev = False"
+    ),
+    "python/sglang/srt/models/sparse.py": _gather_model("True", "True", "True"),
+    "python/sglang/srt/models/by_type.py": _gather_model(
+        "sparse",
+        "prev",
+        "nxt",
+        "        if config.moe:\n            sparse = True\n            prev = True\n"
+        "            nxt = True\n        else:\n            sparse = False\n"
+        "            prev = False\n            nxt = False",
+    ),
+}
+
+
+def test_a_return_anded_with_tests_of_the_context_is_read_where_a_call_can_make_them_true():
+    found = _resolve(GATHER_FILES)
+    gather = [s for s in found if s["dest"] == "enable_x_batch_overlap"]
+    assert sorted(s["path"].rsplit("/", 1)[1] for s in gather if "models" in s["path"]) == [
+        "mixed.py",
+        "sparse_after.py",
+    ]
+    # the dense layer's own output mode, and the next (sparse) layer's input mode
+    assert _at(found, "mixed.py", "self.modes")["enable_x_batch_overlap"] == [
+        "LayerModes._gather()",
+        "LayerModes._output_mode()",
+        "LayerModes.init_new()",
+    ]
+    assert _at(found, "sparse_after.py", "self.modes")["enable_x_batch_overlap"] == [
+        "LayerModes._gather()",
+        "LayerModes._output_mode()",
+        "LayerModes._input_mode()",
+        "LayerModes.init_new()",
+    ]
+
+
+def test_a_context_built_by_a_method_defined_twice_is_not_followed() -> None:
+    twice = GATHER_MODES.replace(
+        "class LayerModes:",
+        "class _Other:\n    def previous_layer(self):\n        return 1\n\n\nclass LayerModes:",
+    )
+    found = _resolve({**GATHER_FILES, "python/sglang/srt/layers/gather_modes.py": twice})
+    assert _at(found, "mixed.py", "self.modes")["enable_x_batch_overlap"]
+    assert not _at(found, "sparse_after.py", "self.modes")
+
+
+def test_a_test_passing_the_context_to_an_unconditional_carrier_decides_nothing() -> None:
+    """What `_always(context)` depends on besides the flag is not named: `_mode` stays no
+    carrier (only a conditional carrier's condition names what the call passes on)."""
+    always = GATHER_MODES.replace(
+        "    @classmethod\n    def _output_mode(",
+        "    @classmethod\n    def _always(cls, context):\n"
+        "        return get_global_server_args().enable_x_batch_overlap\n\n"
+        "    @classmethod\n    def _mode(cls, context):\n"
+        "        if cls._always(context):\n            return 1\n        return 2\n\n"
+        "    @classmethod\n    def _output_mode(",
+    ).replace("cls._output_mode(context))", "cls._output_mode(context), cls._mode(context))")
+    assert "cls._mode(context))" in always
+    found = _resolve({**GATHER_FILES, "python/sglang/srt/layers/gather_modes.py": always})
+    assert not _at(found, "gather_modes.py", "return cls(cls._input_mode(context)")
+    assert not _at(found, "dense.py", "self.modes")
+
+
+# A layer class whose sparsity and place come from its constructor's arguments, and model
+# files building it: a nextn layer (`is_nextn=True`, layer 0) is sparse and first, so it is
+# neither a dense layer before a sparse one nor after one.
+NEXTN_LAYER = """
+from sglang.srt.layers.gather_modes import LayerModes
+
+
+class MoeLayer:
+    def __init__(self, config, layer_id, is_nextn=False):
+        self.config = config
+        self.sparse = self._is_sparse(layer_id, is_nextn=is_nextn)
+        prev_sparse = self._is_sparse(layer_id - 1, is_nextn=False)
+        self.modes = LayerModes.init_new(
+            layer_id=layer_id,
+            sparse=self.sparse,
+            prev_sparse=prev_sparse,
+            next_sparse=self._is_sparse(layer_id + 1, is_nextn=False),
+        )
+
+    def _is_sparse(self, layer_id, is_nextn):
+        return is_nextn or layer_id >= self.config.first_sparse
+"""
+
+
+def _holder(call: str) -> str:
+    return f"""
+from sglang.srt.models.moe import MoeLayer
+
+
+class Holder:
+    def __init__(self, config):
+        self.decoder = {call}
+"""
+
+
+def test_a_holder_building_a_layer_with_literals_making_every_way_false_reads_nothing():
+    files = {
+        **GATHER_FILES,
+        "python/sglang/srt/models/moe.py": NEXTN_LAYER,
+        "python/sglang/srt/models/moe_nextn.py": _holder("MoeLayer(config, 0, is_nextn=True)"),
+        "python/sglang/srt/models/moe_nextn_kw.py": _holder(
+            "MoeLayer(config, layer_id=0, is_nextn=True)"
+        ),
+        # layer 0 of the model's own layers: dense before a sparse one, maybe
+        "python/sglang/srt/models/moe_first.py": _holder("MoeLayer(config, 0)"),
+        # a sparse layer at a place not known: its previous layer may be dense
+        "python/sglang/srt/models/moe_mtp.py": _holder("MoeLayer(config, config.n, is_nextn=True)"),
+    }
+    found = _resolve(files)
+    gather = {s["path"].rsplit("/", 1)[1] for s in found if s["dest"] == "enable_x_batch_overlap"}
+    assert {"moe.py", "moe_first.py", "moe_mtp.py"} <= gather
+    assert "moe_nextn.py" not in gather
+    assert "moe_nextn_kw.py" not in gather
+    assert _at(found, "moe_first.py", "self.decoder")["enable_x_batch_overlap"][-1] == (
+        "self.decoder = MoeLayer(…)"
+    )
+
+
+def test_what_follows_an_early_return_on_the_context_decides_only_past_it() -> None:
+    """`if context.layer_id == 0: return` above: the input mode reads the flag only for a
+    layer other than the first; a call passing `layer_id=0` reaches nothing through it."""
+    first = _gather_model("True", "config.is_sparse(layer_id - 1)", "True").replace(
+        "layer_id=layer_id,", "layer_id=0,"
+    )
+    found = _resolve({**GATHER_FILES, "python/sglang/srt/models/first.py": first})
+    assert _at(found, "sparse_after.py", "self.modes")["enable_x_batch_overlap"]
+    assert not _at(found, "first.py", "self.modes")
+
+
+def test_a_layer_also_reached_without_conditions_is_held_whatever_its_arguments() -> None:
+    """The nextn layer also builds a block reading the flag unconditionally: its holder
+    reads it through that, though the search meets the layer before the block."""
+    always = """
+from sglang.srt.server_args import get_global_server_args
+
+
+def x_overlap_on():
+    return get_global_server_args().enable_x_batch_overlap
+"""
+    block = """
+from sglang.srt.layers.overlap import x_overlap_on
+
+
+class MoeSparseBlock:
+    def __init__(self, config):
+        self.overlap = x_overlap_on()
+"""
+    layer = block + NEXTN_LAYER.replace(
+        "        self.config = config\n",
+        "        self.config = config\n        self.mlp = MoeSparseBlock(config)\n",
+    )
+    files = {
+        **GATHER_FILES,
+        "python/sglang/srt/layers/overlap.py": always,
+        "python/sglang/srt/models/moe.py": layer,
+        "python/sglang/srt/models/moe_nextn.py": _holder("MoeLayer(config, 0, is_nextn=True)"),
+    }
+    found = _resolve(files)
+    assert _at(found, "moe.py", "self.modes")["enable_x_batch_overlap"]
+    assert _at(found, "moe_nextn.py", "self.decoder")["enable_x_batch_overlap"]
