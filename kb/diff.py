@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from kb.replacements import replacement_names
 from kb.schema import (
     ConstraintSite,
     Enum,
@@ -168,6 +169,9 @@ def _same_place(site: ConstraintSite) -> tuple[Any, ...]:
     return (
         site.kind,
         site.function,
+        # (the flags it is about: every argparse action's warning is `X.__call__` with no
+        # condition, one flag's from another's told apart by these alone)
+        tuple(sorted(loads(site.flags) or [])),
         tuple(" ".join(c.split()) for c in condition_path(site)),
         tuple(sorted(loads(site.writes) or {})),
         bool(site.message),
@@ -298,8 +302,10 @@ def find_renames(old: dict[str, Flag], new: dict[str, Flag]) -> list[dict[str, s
             continue
         taken.add(renames[-1]["to"])
     for name, flag in new.items():
-        # Still accepted but deprecated in favour of an option that did not exist before.
-        target = flag.replacement
+        # Still accepted but deprecated in favour of an option that did not exist before
+        # (one: `--x=v` names --x; `--x-{decode,prefill}` is a split, not a rename).
+        names = replacement_names(flag.replacement)
+        target = names[0] if len(names) == 1 else None
         if (
             name in old
             and flag.deprecated

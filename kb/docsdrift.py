@@ -18,6 +18,7 @@ from sqlmodel import Session, col, select
 from kb.dests import dest_rank
 from kb.env import all_env, is_deprecated
 from kb.queries import all_flags, citation, version_paths
+from kb.replacements import replacement_names
 from kb.schema import DocEntry, EnvVar, Flag, Version, loads
 
 FLAGS_DOC = "server_arguments.md"
@@ -227,7 +228,9 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
 
 
 def _flag_replacement(flag: Flag) -> str | None:
-    return flag.replacement if flag.deprecated else None
+    """The one flag a deprecated flag leads to (`--x=v`: --x; a pair in braces: none)."""
+    names = replacement_names(flag.replacement) if flag.deprecated else []
+    return names[0] if len(names) == 1 else None
 
 
 def _env_replacement(var: EnvVar) -> str | None:

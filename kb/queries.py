@@ -22,6 +22,7 @@ from sqlmodel import Session, col, or_, select
 from kb.cache import Cache, Stamp
 from kb.factored import tables
 from kb.relations import RANK
+from kb.replacements import replacement_names
 from kb.schema import (
     ChoiceSite,
     ConstraintFlag,
@@ -226,26 +227,6 @@ def citation(version: Version, path: str, line: int, end_line: int | None = None
 
 def flag_url(version: Version, name: str) -> str:
     return f"/v/{quoted(version.name, '')}/flags/{quoted(name, '')}"
-
-
-_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
-
-
-def expand_braces(text: str) -> list[str]:
-    """Shell brace expansion, as SGLang names flags in pairs: `--x-{decode,prefill}=off` is
-    [`--x-decode=off`, `--x-prefill=off`]; text without a `{a,b}` group stays as it is."""
-    m = _BRACES.search(text)
-    if m is None:
-        return [text]
-    head, tail = text[: m.start()], text[m.end() :]
-    return [e for part in m.group(1).split(",") for e in expand_braces(head + part + tail)]
-
-
-def replacement_names(replacement: str | None) -> list[str]:
-    """The option names a replacement gives, braces expanded and a `=value` dropped:
-    `--x-{decode,prefill}=off` -> [--x-decode, --x-prefill]."""
-    names = (n.partition("=")[0] for n in expand_braces(replacement or ""))
-    return [n for n in dict.fromkeys(names) if n]
 
 
 _DEPRECATED_MARK = re.compile(r"^\s*(?:\[deprecated\]|\(deprecated\)|deprecated\s*[.:])\s*", re.I)

@@ -204,3 +204,53 @@ def test_history_calls_a_primary_spelling_swap_respelled(client: TestClient) -> 
     page = client.get("/v/v3/flags/--ps").text
     assert "primary spelling <code>--par-size</code> → <code>--ps</code>" in page
     assert 'href="/v/v3/flags/--ps"' in page[page.index('id="timeline"') :]
+
+
+def action_warning(old: str) -> tuple[Any, ...]:
+    """What an argparse action class's `__call__` warns: no condition, no writes; every
+    such site has the same kind and function, only its flag tells them apart."""
+    message = f"'{old}' is deprecated and will be removed in a future release."
+    extra = {"condition": "", "conditions": "[]", "flags": [old]}
+    return ("k-" + old, "warning", "DeprecatedStoreTrueAction.__call__", message, 64, extra)
+
+
+def test_one_flags_action_warning_is_no_new_value_of_anothers(tmp_path: Path) -> None:
+    both = [flag("--old-a", action="store_true"), flag("--old-b", action="store_true")]
+    url = build_kb(
+        tmp_path / "kb.db",
+        [
+            ("v1", {"flags": both, "constraints": [action_warning("--old-a")], "enums": {}}),
+            ("v2", {"flags": both, "constraints": [action_warning("--old-b")], "enums": {}}),
+        ],
+    )
+    d = get(TestClient(create_app(url)), "/api/diff/v1/v2")
+    assert d["constraints_value_changed"] == []
+    assert [s["flags"] for s in d["constraints_added"]] == [["--old-b"]]
+    assert [s["flags"] for s in d["constraints_removed"]] == [["--old-a"]]
+
+
+def test_a_replacement_with_a_value_is_a_rename_a_pair_in_braces_is_not(tmp_path: Path) -> None:
+    old = {"flags": [flag("--fuse"), flag("--graph")], "constraints": [], "enums": {}}
+    new = {
+        "flags": [
+            flag("--fuse", deprecated=True, replacement="--fuse-backend=auto"),
+            flag("--fuse-backend", choices=["auto", "off"]),
+            flag("--graph", deprecated=True, replacement="--graph-{decode,prefill}=off"),
+            flag("--graph-decode"),
+            flag("--graph-prefill"),
+        ],
+        "constraints": [],
+        "enums": {},
+    }
+    url = build_kb(tmp_path / "kb.db", [("v1", old), ("v2", new)])
+    client = TestClient(create_app(url))
+    forward = get(client, "/api/diff/v1/v2")
+    assert [(r["from"], r["to"], r["via"]) for r in forward["renamed"]] == [
+        ("--fuse", "--fuse-backend", "deprecated")
+    ]
+    assert sorted(f["name"] for f in forward["added_flags"]) == [
+        "--graph-decode",
+        "--graph-prefill",
+    ]
+    backward = get(client, "/api/diff/v2/v1")
+    assert [(r["from"], r["to"]) for r in backward["renamed"]] == [("--fuse-backend", "--fuse")]

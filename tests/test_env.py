@@ -18,8 +18,9 @@ from sqlmodel import Session
 from app.main import create_app
 from ingest.docs import doc_kind, parse_docs, split_row
 from ingest.env import extract_declarations, scan_env
-from kb.docsdrift import suggestion
+from kb.docsdrift import _flag_replacement, suggestion
 from kb.env import conversion_short, conversion_words
+from kb.schema import Flag
 from tests.conftest import ingest_into
 from tests.env_fixtures import (
     ENV_DOC,
@@ -949,3 +950,12 @@ def test_a_missing_variable_links_the_json_twins_where_it_exists(client: TestCli
         assert get(client, e["url"])["name"] == "SGL_WIDGET_FORCE"
     page = client.get("/v/v0.5.0/env/SGL_WIDGET_FORCE").text
     assert 'href="/v/v0.4.1/env/SGL_WIDGET_FORCE"' in page
+
+
+def test_docs_drift_follows_a_deprecated_flag_to_the_one_flag_it_names() -> None:
+    def gone(replacement: str) -> Flag:
+        return Flag(name="--old", dest="old", deprecated=True, replacement=replacement)
+
+    assert _flag_replacement(gone("--fuse-backend=auto")) == "--fuse-backend"
+    assert _flag_replacement(gone("--graph-{decode,prefill}=off")) is None  # two: no one
+    assert _flag_replacement(Flag(name="--x", dest="x", replacement="--y")) is None  # live

@@ -16,12 +16,12 @@ from app.fragments import flag_link
 from app.templating import render
 from kb.contract import ErrorBody
 from kb.queries import (
-    expand_braces,
     find_flag,
     flag_name_candidates,
     version_names,
     versions_with_flag,
 )
+from kb.replacements import expand_braces
 from kb.schema import Version
 
 # What each error status means in this API (the OpenAPI `responses` of the routes).

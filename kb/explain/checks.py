@@ -10,7 +10,8 @@ from kb.explain.parsing import Match, OptionTable, Use
 from kb.explain.report import Finding, clip, display, finding, one_line, suggest
 from kb.explain.sites import FlagEnv, dest_of
 from kb.explain.values import default_of, equal, is_shell, use_value
-from kb.queries import deprecation_note, expand_braces
+from kb.queries import deprecation_note
+from kb.replacements import expand_braces
 
 
 class UseChecker:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from kb.queries import replacement_names
+from kb.replacements import replacement_names
 
 Citation = dict[str, Any]
 
