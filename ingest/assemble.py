@@ -27,6 +27,7 @@ from ingest.indirect import Resolver, absolute, model_rows, module_of
 from ingest.modules import Memo, Modules
 from ingest.static_eval import Unknown, plain
 from kb.dests import dest_rank
+from kb.queries import expand_braces
 
 # Packages with a ServerArgs class of their own (the diffusion server): their
 # `server_args.x` reads and backend checks are about that program's flags, not these.
@@ -482,6 +483,7 @@ def _constraints(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str
                 continue  # an action's warning: a site for each flag using it (below)
             flags = [option_of[d] for d in site["flags"] if d in option_of]
             affects = [option_of[d] for d in site["affects"] if d in option_of]
+            affects += _braced_in(site["message"], rows.flags)
             writes = {d: v for d, v in site["writes"].items() if d in option_of}
             if site["kind"] == "override" and not writes:
                 continue  # assigns an internal attribute, not a flag
@@ -537,7 +539,24 @@ def _action_message(template: str, binds: dict[str, dict[str, str]], flag: dict[
 def _options_in(message: str, flags: list[dict[str, Any]]) -> list[str]:
     """The flags of the version a message names (`Use '--x' instead.`)."""
     names = {f["name"] for f in flags}
-    return [o for o in dict.fromkeys(MENTION_RE.findall(message)) if o in names]
+    found = [o for o in MENTION_RE.findall(message) if o in names]
+    return list(dict.fromkeys(found + _braced_in(message, flags)))
+
+
+# `--x-{decode,prefill}`: a pair of flags named at once (MENTION_RE stops at the brace).
+BRACED_RE = re.compile(r"(?<![\w-])--[a-z0-9][\w-]*\{[\w-]+(?:,[\w-]+)+\}[\w-]*")
+
+
+def _braced_in(message: str, flags: list[dict[str, Any]]) -> list[str]:
+    """The flags a brace pair in a message names, braces expanded, when each one is a flag
+    of the version (`{label}` in an f-string's text, or a pair half of which is not a flag,
+    names none)."""
+    by_option = {o: f["name"] for f in flags for o in (f["name"], *f["aliases"])}
+    out: list[str] = []
+    for text in BRACED_RE.findall(message):
+        named = [by_option.get(o) for o in expand_braces(text)]
+        out += [n for n in named if n is not None] if all(named) else []
+    return out
 
 
 def _accessor_reads(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str]) -> None:

@@ -88,6 +88,8 @@ NEW_SERVER_ARGS = (
             assert self.widget_mode == "safe", "strict widgets need the safe mode"
         if envs.SGLANG_WIDGET_WAIT.get() > 60:
             assert self.widget_mode == "safe", "a wait over a minute needs the safe mode"
+        if envs.SGLANG_WIDGET_CACHE.get() == "/srv/widget":  # its default reads XDG_WIDGET_HOME
+            assert self.widget_mode == "safe", "a shared widget cache needs the safe mode"
 
     def _handle_environment_variables(self):
         os.environ["SGLANG_WIDGET_COMPILE"] = (

@@ -140,3 +140,47 @@ def test_an_action_no_flag_uses_makes_no_site() -> None:
     unused = FLAGS.split('        parser.add_argument(\n            "--stream-widget"')[0]
     _flags, sites = _version({SERVER_ARGS_PATH: ACTIONS + unused})
     assert not [s for s in sites if s["kind"] == "warning"]
+
+
+BRACED = """
+
+class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument("--widget-backend-decode", default="auto")
+        parser.add_argument("--widget-backend-prefill", default="auto")
+        parser.add_argument(
+            "--disable-widget",
+            action=DeprecatedStoreTrueAction,
+            new_flag="--widget-backend-{decode,prefill}=disabled",
+            help="[Deprecated] Use --widget-backend-{decode,prefill}=disabled instead.",
+        )
+        parser.add_argument(
+            "--widget-half",
+            action=DeprecatedStoreTrueAction,
+            new_flag="--widget-backend-{decode,verify}=off",
+        )
+
+    def __post_init__(self):
+        if self.widget_half:
+            logger.warning("Set --widget-backend-{decode,prefill} for both phases.")
+        for label in ("decode", "prefill"):
+            if self.widget_half:
+                raise ValueError(f"--widget-backend-{label} is unset")
+"""
+
+
+def test_a_brace_pair_in_a_message_names_both_flags() -> None:
+    _flags, sites = _version({SERVER_ARGS_PATH: ACTIONS + BRACED})
+    found = _warnings([s for s in sites if s["function"].endswith(".__call__")])
+    assert found["--disable-widget"]["affects"] == [
+        "--widget-backend-decode",
+        "--widget-backend-prefill",
+    ]
+    # A pair half of which is no flag names none.
+    assert found["--widget-half"]["affects"] == []
+    # Other sites too; an f-string's `{label}` is no pair.
+    (logged,) = [s for s in sites if s["kind"] == "warning" and "both phases" in s["message"]]
+    assert logged["affects"] == ["--widget-backend-decode", "--widget-backend-prefill"]
+    (raised,) = [s for s in sites if s["kind"] == "raise"]
+    assert raised["affects"] == []

@@ -888,6 +888,37 @@ def test_constraint_sites_read_the_variables(client: TestClient) -> None:
     assert not [f for f in unset["findings"] if f["severity"] == "error"]
 
 
+def test_a_variable_whose_default_reads_another_takes_its_value(client: TestClient) -> None:
+    """SGLANG_WIDGET_CACHE's default is $XDG_WIDGET_HOME (else "/var/widget"): setting only
+    XDG_WIDGET_HOME sets it, for the site evaluator and the simulation alike."""
+
+    def errors(command: str) -> list[str]:
+        found = explain(client, f"{command} {LAUNCH} --widget-mode fast")
+        return [f["message"] for f in found["findings"] if f["severity"] == "error"]
+
+    shared = errors("XDG_WIDGET_HOME=/srv/widget")
+    assert shared and all("a shared widget cache needs the safe mode" in m for m in shared)
+    assert errors("XDG_WIDGET_HOME=/home/w") == []
+    # Neither set: the simulation takes the fallback's default, and says so.
+    unset = explain(client, f"{LAUNCH} --widget-mode fast")
+    assert unset["simulated"]
+    assert "environment variable SGLANG_WIDGET_CACHE is not set" in json.dumps(unset["assumptions"])
+    assert "SGLANG_WIDGET_CACHE" not in json.dumps(unset["findings"])
+    # Its own value wins over the other variable's.
+    assert errors("SGLANG_WIDGET_CACHE=/home/w XDG_WIDGET_HOME=/srv/widget") == []
+    from kb.explain.envvars import environ_of
+    from kb.explain.load import load_facts
+    from kb.queries import get_version
+
+    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+        facts = load_facts(session, get_version(session, "v0.5.0"))
+    seen = environ_of(facts, f"XDG_WIDGET_HOME=/srv/widget WIDGET_TMPDIR=/scratch {LAUNCH}")
+    assert seen["SGLANG_WIDGET_CACHE"] == "/srv/widget"
+    assert seen["WIDGET_SCRATCH"] == "/scratch"
+    # Another variable's declared default only: setting that variable changes nothing.
+    assert "WIDGET_HOSTNAME" not in environ_of(facts, f"SGLANG_CHUNK_SIZE=64 {LAUNCH}")
+
+
 def test_upgrade_check_tells_variables_findings_apart(client: TestClient) -> None:
     # Each variable's finding is its own: SGLANG_WIDGET_RATIO, unread at v0.4.0 and declared
     # at v0.5.0, is a finding gone; a name read nowhere persists (both were one key).

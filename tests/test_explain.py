@@ -632,6 +632,40 @@ def test_alias_spelling_of_a_dest_reaches_the_conditions() -> None:
     assert "depends on a value from the shell" in undecided[0]["message"]
 
 
+def test_an_action_deprecation_warning_is_one_finding() -> None:
+    # The warning site of a deprecated flag's action (`DeprecatedStoreTrueAction.__call__`)
+    # and the flag's "deprecated" finding say one thing: the finding naming the replacement.
+    flags = [
+        FlagSpec("--stream-widgets", "stream_widgets", action="store_true"),
+        FlagSpec(
+            "--stream-widget",
+            "stream_widgets",
+            action="DeprecatedStoreTrueAction",
+            deprecated=True,
+            replacement="--stream-widgets",
+            deprecated_kind="warns",
+        ),
+    ]
+    site = SiteSpec(
+        "warning",
+        "DeprecatedStoreTrueAction.__call__",
+        (),
+        "'--stream-widget' is deprecated and will be removed. Use '--stream-widgets' instead.",
+        ("--stream-widget",),
+        ("--stream-widgets",),
+        path="srv/argparse_actions.py",
+        line=9,
+    )
+    found = analyze(VersionFacts("x", flags, [site]), "--stream-widget").findings
+    assert [(f["kind"], f.get("replacements")) for f in found] == [
+        ("deprecated", ["--stream-widgets"])
+    ]
+    # Any other warning site of the flag is still its own finding.
+    other = SiteSpec("warning", "ServerArgs.check", (), "streams are slow", ("--stream-widget",))
+    found = analyze(VersionFacts("x", flags, [site, other]), "--stream-widget").findings
+    assert [f["kind"] for f in found] == ["deprecated", "constraint"]
+
+
 def test_site_relevance_does_not_depend_on_the_ingest_listing_the_flag() -> None:
     # The ingest may not map a renamed dest (pp_size for --pipeline-parallel-size) to an
     # option; the condition text still says which flag it reads.

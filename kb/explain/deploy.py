@@ -140,6 +140,11 @@ def simulate(
         canon=canon,
         given=given,
         environ=environ,
+        env_defaults={
+            name: spec.fallback["default"]
+            for name, spec in facts.env.items()
+            if spec.fallback and spec.fallback.get("default") is not None
+        },
     )
     result = sim.run()
     return _report(facts, analysis, result, given, profile, cite)

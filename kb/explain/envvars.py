@@ -341,6 +341,19 @@ def converted(spec: EnvSpec | None, raw: str) -> tuple[str | None, str | None]:
         return None, f"`{raw}` is not {kind}: SGLang's `{conv['expr']}` raises at import"
 
 
+def fallen_back(facts: VersionFacts, environ: dict[str, str]) -> dict[str, str]:
+    """{name: raw value} of the variables the command leaves unset whose default reads
+    another variable it sets (`os.environ.get("RUNNER_TEMP", os.environ.get("TMPDIR",
+    "/tmp"))`): SGLang reads that value as theirs. Not when the default is only the other
+    variable's declared default (`reads` false): setting that variable changes nothing."""
+    out: dict[str, str] = {}
+    for spec in facts.env.values():
+        fb = spec.fallback
+        if fb and fb.get("reads") and spec.name not in environ and fb["name"] in environ:
+            out[spec.name] = environ[fb["name"]]
+    return out
+
+
 def environ_of(facts: VersionFacts, text: str) -> dict[str, str]:
     """The variables SGLang sees when the command runs: those the command sets, and for a
     deprecated name its replacement variable too (copied over it, or read while it is
@@ -352,7 +365,7 @@ def environ_of(facts: VersionFacts, text: str) -> dict[str, str]:
             copied = converted(facts.env.get(name), value)[0]
             if copied is not None and (copies_over(facts, name) or replacement not in out):
                 out[replacement] = copied
-    return out
+    return out | fallen_back(facts, out)
 
 
 def check_env(
@@ -521,4 +534,7 @@ def check_env(
             values[name] = typed
         else:
             values.setdefault(name, typed)
+    raw = {name: value[1] for name, value in values.items()}
+    for name, value in fallen_back(facts, raw).items():
+        values[name] = (parse_value(facts.env[name], value)[0], value)
     return rows, values, findings

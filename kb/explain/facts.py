@@ -92,6 +92,8 @@ class EnvSpec:
     comment: str = ""  # for a name deprecated by a helper call: SGLang's warning
     # how SGLang converts this deprecated name's value for its replacement (EnvVar.conversion)
     conversion: dict[str, Any] | None = None
+    # a default read from another variable (EnvVar.fallback: {name, default, reads})
+    fallback: dict[str, Any] | None = None
 
 
 @dataclass

@@ -127,6 +127,7 @@ def _read_facts(session: Session, version: Version) -> VersionFacts:
             source=citation(version, row.path, row.line, row.end_line),
             comment=row.comment,
             conversion=_json_or_none(row.conversion),
+            fallback=_json_or_none(row.fallback),
         )
         for row in session.exec(select(EnvVar).where(EnvVar.version_id == version.id))
     }

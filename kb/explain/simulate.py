@@ -456,9 +456,13 @@ class Simulator:
         class_name: str = "ServerArgs",
         given: Iterable[str] = (),
         environ: dict[str, str] | None = None,
+        env_defaults: dict[str, Any] | None = None,
     ) -> None:
         given = set(given)
         self.environ = dict(environ or {})  # variables the command sets (`X=1 python -m ...`)
+        # defaults the knowledge base worked out that the code states in a way not evaluated
+        # here (`os.getenv("X", envs.Y.default)`: EnvVar.fallback's default)
+        self.env_defaults = dict(env_defaults or {})
         self.modules = modules
         self.entry = entry
         self.fields = dict(fields)
@@ -1006,6 +1010,8 @@ class Simulator:
         if self.profile.env != "assume-unset":
             return unknown(f"environment variable {name}")
         self.result.assumptions[f"env:{name}"] = f"environment variable {name} is not set"
+        if isinstance(default, Unknown) and name in self.env_defaults:
+            return self.env_defaults[name]
         return default
 
     def symbol_call(self, dotted: str, args: list[Any]) -> Any:

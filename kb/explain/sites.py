@@ -164,6 +164,8 @@ def evaluate_sites(
         if outcome is False:
             continue
         flag = _first_given(site, given_options)
+        if _said_as_deprecated(site, findings):
+            continue
         if isinstance(outcome, Undecidable):
             verb = {"raise": "a raise", "assert": "an assertion", "warning": "a warning"}.get(
                 site.kind, site.kind
@@ -204,6 +206,20 @@ def evaluate_sites(
         findings.append(found)
         fired[site.key or f"{site.kind}:{site.message}"] = found
     return fired
+
+
+def _said_as_deprecated(site: SiteSpec, findings: list[Finding]) -> bool:
+    """Whether `site` is the deprecation warning of a flag's argparse action
+    (`DeprecatedStoreTrueAction.__call__`) and the flag's "deprecated" finding is there: one
+    thing, said once, by the finding that links the replacement's flags (braces expanded)."""
+    if site.kind != "warning" or not site.function.endswith(".__call__"):
+        return False
+    return any(
+        f["kind"] == "deprecated"
+        and f.get("deprecated_kind") == "warns"
+        and f["flag"] in site.flags
+        for f in findings
+    )
 
 
 def _same(a: Any, b: Any) -> bool:
