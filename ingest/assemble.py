@@ -27,7 +27,7 @@ from ingest.indirect import Resolver, absolute, model_rows, module_of
 from ingest.modules import Memo, Modules
 from ingest.static_eval import Unknown, plain
 from kb.dests import dest_rank
-from kb.queries import expand_braces
+from kb.replacements import expand_braces
 
 # Packages with a ServerArgs class of their own (the diffusion server): their
 # `server_args.x` reads and backend checks are about that program's flags, not these.

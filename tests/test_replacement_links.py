@@ -12,7 +12,8 @@ from planted_kb import build_kb, flag
 
 from app.main import create_app
 from ingest.flags import _finish_deprecation
-from kb.queries import deprecation_note, expand_braces
+from kb.queries import deprecation_note
+from kb.replacements import expand_braces
 
 NO_SITES: dict[str, Any] = {"constraints": [], "enums": {}}
 
