@@ -53,7 +53,8 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # bound to `x.server_args.y` or `self.y`, a containment test guarding an append is no site
 # 36: a replacement read by `use` keeps its value (`'--x v'`, `--x=v`);
 # env defaults falling back to another variable; warnings of argparse action classes
-ANALYZER_VERSION = 36
+# 37: an enum's `by_name` (a method looks members up by name: `cls[name.upper()]`)
+ANALYZER_VERSION = 37
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
