@@ -159,6 +159,42 @@ def _link_enums(
     return out
 
 
+# "Builtins: EAGLE, EAGLE3, NGRAM. Or any name registered via ...": a help listing the
+# values an open registry comes with.
+BUILTINS_RE = re.compile(r"\bBuiltins:\s*([\w-]+(?:\s*,\s*[\w-]+)*)")
+
+
+def _known_values(
+    enums: list[tuple[str, dict[str, Any]]], flags: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Known values of flags without choices that take any registered name: the help's
+    "Builtins:" list, then the members of the enum named exactly after the flag's dest that
+    looks members up by name (SpeculativeAlgorithm.from_string: `cls[name.upper()]`), whose
+    names are then what a user passes. NONE is left out: it is what an unset flag becomes,
+    not a name to pass. Sets each flag's `known_values`; returns those enums, linked."""
+    by_snake: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for path, enum in enums:
+        if enum.get("by_name"):
+            by_snake[_camel_to_snake(enum["name"])].append((path, enum))
+    out = []
+    for flag in flags:
+        if flag["choices"] is not None or flag["deprecated"] or not flag.get("takes_value", True):
+            continue
+        found = BUILTINS_RE.search(flag["help"] or "")
+        known = [v.strip() for v in found.group(1).split(",")] if found else []
+        named = by_snake.get(flag["dest"], [])
+        if len(named) == 1:  # two enums of that name: which one the code converts to is unknown
+            path, enum = named[0]
+            known += [m["name"] for m in enum["members"] if m["name"].upper() != "NONE"]
+            out.append({**enum, "path": path, "flags": [flag["name"]], "primary": flag["name"]})
+        folded: dict[str, str] = {}
+        for value in known:
+            folded.setdefault(value.upper(), value)
+        if folded:
+            flag["known_values"] = list(folded.values())
+    return out
+
+
 # Files the explain simulation parses (kb/explain/simulate.py): the predicates' definitions,
 # environment variables' defaults, the model config's attention kinds; hooks are in HOOK_DIR.
 SIMULATION_FILES = frozenset(
@@ -355,6 +391,12 @@ class Assembly:
             for e in blob.facts["enums"]
         ]
         rows.enums = _link_enums(enums, rows.flags)
+        for enum in _known_values(enums, rows.flags):
+            same = [e for e in rows.enums if (e["path"], e["name"]) == (enum["path"], enum["name"])]
+            if same:  # also linked to flags by their choices: one row, linked to all
+                same[0]["flags"] = sorted({*same[0]["flags"], *enum["flags"]})
+            else:
+                rows.enums.append(enum)
         for enum in rows.enums:
             rows.cited[enum["path"]] = files[enum["path"]]
         _choice_sites(rows, blobs, option_of, by_option)
@@ -673,7 +715,7 @@ class Attributor:
         for flag in flags:
             if flag["deprecated"]:
                 continue
-            for value in flag["choices"] or []:
+            for value in flag["choices"] or flag.get("known_values") or []:
                 if isinstance(value, str):
                     self.accepting[value].append(flag["name"])
         self.with_choices = sorted({o for options in self.accepting.values() for o in options})
@@ -787,8 +829,16 @@ class Attributor:
 class _SiteCollector:
     """Adds one file's choice sites to `rows`, once per (line, value, flag)."""
 
-    def __init__(self, rows: VersionRows, path: str, sha: str, lines: dict[str, str]) -> None:
+    def __init__(
+        self,
+        rows: VersionRows,
+        path: str,
+        sha: str,
+        lines: dict[str, str],
+        spelled: dict[str, dict[str, str]],
+    ) -> None:
         self.rows, self.path, self.sha, self.lines = rows, path, sha, lines
+        self.spelled = spelled
         self.seen: set[tuple[int, str]] = set()
 
     def add(
@@ -800,6 +850,11 @@ class _SiteCollector:
         candidates: list[str],
         basis: str = "",
     ) -> None:
+        if flag is not None:
+            # As the flag spells it: an auto() member's value is its name in lower case
+            # (`eagle`), the value page's is the flag's own (EAGLE).
+            own = self.spelled.get(flag, {})
+            value = own.get(str(value)) or own.get(str(value).lower(), value)
         key = (line, str(value))
         if key in self.seen:
             return  # one site per line and value: the first (most specific) scan wins
@@ -839,6 +894,10 @@ def _choice_sites(
     linked_names = {e["name"] for e in rows.enums}
     other_enums = {n for b in blobs.values() for n in b.enum_names} - linked_names
     accepting = who.accepting.keys()
+    spelled: dict[str, dict[str, str]] = {}  # flag -> its values, exact and in lower case
+    for f in rows.flags:
+        values = [str(v) for v in f["choices"] or f.get("known_values") or []]
+        spelled[f["name"]] = {**{v.lower(): v for v in values}, **{v: v for v in values}}
 
     for path, blob in blobs.items():
         if blob.other_program or NOT_SERVER_RE.search(path):
@@ -851,7 +910,7 @@ def _choice_sites(
         ):
             continue  # nothing in the file is a choice of this version's flags
         f = blob.facts
-        collector = _SiteCollector(rows, path, blob.sha, f["lines"])
+        collector = _SiteCollector(rows, path, blob.sha, f["lines"], spelled)
         add = collector.add
         types = f.get("types", {})
         # Registries first: the most explicit shape, then the rest.

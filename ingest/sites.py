@@ -792,7 +792,7 @@ def scan_enums(data: bytes) -> list[dict[str, Any]]:
         parsed = _enum_block(padded[m.start() + 1 : end.start() if end else len(padded)])
         if parsed is None:
             continue
-        name, members, methods, end_line = parsed
+        name, members, methods, end_line, by_name = parsed
         enums.append(
             {
                 "name": name,
@@ -803,6 +803,7 @@ def scan_enums(data: bytes) -> list[dict[str, Any]]:
                     for n, v, no in members
                 ],
                 "is_methods": dict(methods),
+                "by_name": by_name,
             }
         )
     return enums
@@ -817,9 +818,12 @@ def _fresh(value: Any) -> Any:
 
 
 @lru_cache(maxsize=512)  # an enum class block recurs unchanged in most versions of its file
-def _enum_block(block: bytes) -> tuple[str, tuple[Any, ...], tuple[Any, ...], int] | None:
+def _enum_block(
+    block: bytes,
+) -> tuple[str, tuple[Any, ...], tuple[Any, ...], int, bool] | None:
     """(name, ((member, value, line in block), ...), ((is_x, member), ...), end line in
-    block) of an enum class block with members, else None."""
+    block, whether a method looks members up by name) of an enum class block with members,
+    else None."""
     try:
         tree = ast.parse(block.decode("utf-8", "replace"))
     except (SyntaxError, *PARSE_FAILURES):
@@ -829,6 +833,7 @@ def _enum_block(block: bytes) -> tuple[str, tuple[Any, ...], tuple[Any, ...], in
         return None
     members = []
     methods: dict[str, str] = {}
+    by_name = False
     for stmt in cls.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
@@ -845,6 +850,15 @@ def _enum_block(block: bytes) -> tuple[str, tuple[Any, ...], tuple[Any, ...], in
                     if sub.value.id == cls.name:
                         methods[stmt.name[3:]] = sub.attr
                         break
+        if isinstance(stmt, ast.FunctionDef) and not by_name:
+            # `def from_string(cls, name): return cls[name.upper()]`: a user's string names
+            # a member, so the member names are the values a flag holding it takes.
+            by_name = any(
+                isinstance(sub, ast.Subscript)
+                and isinstance(sub.value, ast.Name)
+                and sub.value.id in ("cls", cls.name)
+                for sub in ast.walk(stmt)
+            )
     if not members:
         return None
-    return cls.name, tuple(members), tuple(methods.items()), cls.end_lineno or 1
+    return cls.name, tuple(members), tuple(methods.items()), cls.end_lineno or 1, by_name

@@ -484,6 +484,7 @@ def _flag_row(f: dict[str, Any]) -> dict[str, Any]:
         "choices_const": f["choices_const"],
         "choices_extensible": f["choices_extensible"],
         "choices_dynamic": f["choices_dynamic"],
+        "known_values": as_json(f.get("known_values")),
         "help": f["help"] or "",
         "hidden": f["hidden"],
         "action": f["action"],

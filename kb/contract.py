@@ -183,6 +183,10 @@ class Flag(Model):
     choices_const: str | None
     choices_extensible: bool
     choices_dynamic: bool
+    # Values the code knows for a flag without choices that takes any registered name
+    # (--speculative-algorithm: its help's builtins, its enum's members): an open set, each
+    # with a value page; null for every other flag.
+    known_values: list[str] | None = None
     help: str
     hidden: bool
     action: str | None
@@ -448,6 +452,7 @@ class BackendFlag(Model):
     enum: str | None
     choices_const: str | None
     values: list[BackendValueRef]
+    values_open: bool = False  # `values` are known values, not choices: others are accepted
 
 
 class BackendList(Model):
@@ -491,6 +496,7 @@ class BackendValue(Model):
     flag_url: str
     value: str
     choices: list[str]
+    known_values: list[str] | None = None  # see Flag.known_values
     enum: str | None
     sites: list[ChoiceSite]
     enum_member: EnumMemberRef | None
@@ -511,6 +517,7 @@ class Compare(Model):
     flag: str
     values: list[str]
     choices: list[str]
+    known_values: list[str] | None = None  # see Flag.known_values
     requirements: dict[str, list[Effect]]
     side_effects: dict[str, list[Effect]]
     enum_members: dict[str, EnumMemberRef | None]

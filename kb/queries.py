@@ -254,6 +254,11 @@ def backend_url(version: Version, flag: str, value: str) -> str:
     )
 
 
+def flag_values(flag: Flag) -> list[str]:
+    """The values a flag's value pages are for: its choices, else its known values."""
+    return [str(c) for c in loads(flag.choices) or loads(flag.known_values) or []]
+
+
 def default_value(flag: Flag) -> Any:
     """The literal default, else the default's source text (e.g. "ServerArgs.port")."""
     return loads(flag.default) if flag.default is not None else flag.default_expr
@@ -271,6 +276,7 @@ def flag_dict(version: Version, flag: Flag) -> dict[str, Any]:
         "choices_const": flag.choices_const,
         "choices_extensible": flag.choices_extensible,
         "choices_dynamic": flag.choices_dynamic,
+        "known_values": loads(flag.known_values),
         "help": flag.help,
         "hidden": flag.hidden,
         "action": flag.action,

@@ -26,6 +26,7 @@ from kb.queries import (
     constraint_dict,
     did_you_mean,
     flag_enum,
+    flag_values,
     get_flag,
     get_version,
     per_stamp,
@@ -359,7 +360,7 @@ def value_effects(
     when x is not a) is every other value's: it is listed for those with `excluding`, the
     values it spares, and not for the values it names."""
     option_of = _option_of(session, version)
-    universe = list(dict.fromkeys([*(str(c) for c in loads(flag.choices) or []), *values]))
+    universe = list(dict.fromkeys([*flag_values(flag), *values]))
     out: dict[str, dict[str, list[dict[str, Any]]]] = {
         v: {"requirements": [], "side_effects": []} for v in values
     }
@@ -417,7 +418,7 @@ def _fit(choices: list[str], raw: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _choices_of(session: Session, version: Version, flag: str) -> list[str]:
-    return [str(c) for c in loads(get_flag(session, version, flag).choices) or []]
+    return flag_values(get_flag(session, version, flag))
 
 
 def _shared(choices: list[str], raw: list[str]) -> list[str]:
@@ -428,7 +429,7 @@ def _shared(choices: list[str], raw: list[str]) -> list[str]:
 def _resolve_values(flag: Flag, raw: list[str], version: Version) -> list[str]:
     """The values as the flag spells them; NotFound naming every wrong one, whose links
     each correct them all (the first by the suggestion, the others by their closest)."""
-    choices = [str(c) for c in loads(flag.choices) or []]
+    choices = flag_values(flag)
     values, wrong = _fit(choices, raw)
     if not wrong:
         return values
@@ -450,9 +451,9 @@ def _resolve_values(flag: Flag, raw: list[str], version: Version) -> list[str]:
 
 
 def value_of(session: Session, version: Version, flag: Flag, raw: str) -> str | None:
-    """`raw` as the flag spells it where its backend page exists: one of its choices (any
-    case), or a value some site handles though it is no choice; else None."""
-    choices = [str(c) for c in loads(flag.choices) or []]
+    """`raw` as the flag spells it where its backend page exists: one of its choices or known
+    values (any case), or a value some site handles though it is none; else None."""
+    choices = flag_values(flag)
     folded = {c.lower(): c for c in choices}
     value = raw if raw in choices else folded.get(raw.strip().lower(), raw)
     if value in choices or choice_sites(session, version, flag.name, [value])[value]:
@@ -520,7 +521,9 @@ def enum_member(
     if enum is None:
         return None
     for m in loads(enum.members) or []:
-        if str(m.get("value")).lower() == value.lower():
+        # an auto() member's value is its name in lower case; a name-looked-up enum's
+        # known value is the member's name
+        if value.lower() in (str(m.get("value")).lower(), str(m.get("name")).lower()):
             return {
                 "enum": enum.name,
                 "name": m["name"],
@@ -555,7 +558,7 @@ def compare_values(
         raise
     values = _resolve_values(flag, raw_values, version)
     if not values:
-        choices = [str(c) for c in loads(flag.choices) or []]
+        choices = flag_values(flag)
         raise NotFound(
             "value",
             "",
@@ -575,6 +578,7 @@ def compare_values(
         "flag": flag.name,
         "values": values,
         "choices": [str(c) for c in loads(flag.choices) or []],
+        "known_values": loads(flag.known_values),
         "requirements": {v: effects[v]["requirements"] for v in values},
         "side_effects": {v: effects[v]["side_effects"] for v in values},
         "enum_members": {v: enum_member(session, version, flag, v) for v in values},

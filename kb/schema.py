@@ -42,13 +42,13 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 36
+EXTRACTOR_VERSION = 37
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 8  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
+SCHEMA_VERSION = 9  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
 # 5: facts stored once (kb/factored.py); 6: delta chains (Blob.depth), checksummed frames,
-# versionfile WITHOUT ROWID; 7: envvar.conversion; 8: envvar.fallback
+# versionfile WITHOUT ROWID; 7: envvar.conversion; 8: envvar.fallback; 9: flag.known_values
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -84,6 +84,9 @@ class Flag(SQLModel, table=True):
     choices_const: str | None = None  # e.g. "MOE_RUNNER_BACKEND_CHOICES"
     choices_extensible: bool = False  # an add_*_choices() hook can extend the constant
     choices_dynamic: bool = False  # choices computed at run time: the list may be partial
+    # JSON list of the values the code knows for a flag without choices that takes any
+    # registered name (--speculative-algorithm): an open set, null for every other flag.
+    known_values: str | None = None
     help: str = ""
     hidden: bool = False  # help=argparse.SUPPRESS
     action: str | None = None

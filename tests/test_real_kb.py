@@ -124,3 +124,19 @@ def test_model_and_value_pages_follow_the_polarity_of_the_tests(client: TestClie
 
     assert a2a("flashinfer_cutlass") == []
     assert [r["excluding"] for r in a2a("flashinfer_trtllm")] == [["flashinfer_cutlass"]]
+
+
+def test_an_open_registry_has_known_values_with_pages(client: TestClient) -> None:
+    # From snapshot-2026-06-01 the flag has no choices (any registered name is taken): the
+    # help's builtins and its enum's members but NONE are known values, each with a page.
+    base = "/api/v/snapshot-2026-07-01"
+    response = client.get(f"{base}/flags/--speculative-algorithm")
+    if response.status_code != 200:
+        pytest.skip("snapshot-2026-07-01 is not in this knowledge base")
+    data = response.json()
+    assert data["choices"] is None
+    assert {"EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE"} <= set(data["known_values"])
+    assert "NONE" not in data["known_values"] and data["enum"]["name"] == "SpeculativeAlgorithm"
+    response = client.get(f"{base}/backends/--speculative-algorithm/EAGLE")
+    assert response.status_code == 200
+    assert {"compare", "is_call"} <= {s["how"] for s in response.json()["sites"]}

@@ -26,6 +26,7 @@ from kb.queries import (
     did_you_mean,
     flag_enum,
     flag_url,
+    flag_values,
     get_version,
 )
 from kb.reach import (
@@ -43,7 +44,8 @@ router = APIRouter()
 
 
 def backend_list(session: Session, version: Version) -> BackendList:
-    """Flags with choices whose name says backend, or that an enum is linked to."""
+    """Flags with choices (or known values) whose name says backend, or that an enum is
+    linked to."""
     enum_of: dict[str, str] = {}
     for enum in all_enums(session, version):
         for name in loads(enum.flags) or []:
@@ -59,7 +61,7 @@ def backend_list(session: Session, version: Version) -> BackendList:
             counts[(name, value)] += 1
     out = []
     for flag in all_flags(session, version):
-        choices = loads(flag.choices)
+        choices = flag_values(flag)
         if not choices or ("backend" not in flag.name and flag.name not in enum_of):
             continue
         values = [
@@ -78,6 +80,7 @@ def backend_list(session: Session, version: Version) -> BackendList:
                 "enum": enum_of.get(flag.name),
                 "choices_const": flag.choices_const,
                 "values": values,
+                "values_open": flag.choices is None,
             }
         )
     return BackendList.model_validate({"version": version.name, "backends": out})
@@ -108,7 +111,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             if backend_tail(session, other, flag, [value], compare=False).startswith("flags"):
                 e["values"] = ""
         raise
-    choices = [str(c) for c in loads(row.choices) or []]
+    choices = flag_values(row)
     if spelled is None:
         raise NotFound(
             "value",
@@ -129,7 +132,8 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             "flag": row.name,
             "flag_url": flag_url(version, row.name),
             "value": value,
-            "choices": choices,
+            "choices": [str(c) for c in loads(row.choices) or []],
+            "known_values": loads(row.known_values),
             "enum": enum.name if enum is not None else None,
             "sites": site_dicts,
             "enum_member": enum_member(session, version, row, value),

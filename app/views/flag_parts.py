@@ -298,6 +298,9 @@ def sections(data: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"id": "summary", "title": "Summary", "count": None}]
     if data["choices"] is not None:
         out.append({"id": "choices", "title": "Choices", "count": len(data["choices"])})
+    elif data.get("known_values"):
+        known = data["known_values"]
+        out.append({"id": "choices", "title": "Known values", "count": len(known)})
     out.append({"id": "constraints", "title": "Constraints", "count": len(data["constraints"])})
     for group in data["constraint_groups"]:
         out.append({"id": f"c-{group['effect']}", "title": group["title"], "count": group["count"]})

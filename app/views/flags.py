@@ -204,8 +204,9 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     come from the version's `VersionSites` (read once per stamp, kb/flagsites.py)."""
     data = flag_dict(version, flag)
     choices = [str(c) for c in data["choices"] or []]
+    values = choices or data["known_values"] or []  # what the value pages are for
     shared = version_sites(session, version)
-    sites = shared.choice_dicts(flag.name, choices)
+    sites = shared.choice_dicts(flag.name, values)
     enum = flag_enum(session, version, flag.name)
     data["version"] = version.name
     names = dest_names(session, version)
@@ -224,17 +225,19 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["indirect_usages"] = shared.indirect_dicts(flag.dest)
     direct = [u for u in shared.usages.get(flag.dest, ()) if u.path.startswith(MODELS_DIR)]
     data["models"] = flag_models(session, version, flag.dest, indirect, direct)
-    members = {
-        str(m.get("value", m["name"])): m["name"] for m in (data["enum"] or {}).get("members", [])
-    }
+    members: dict[str, str] = {}  # a member's value, else its name (known values), folded
+    for m in (data["enum"] or {}).get("members", []):
+        members.setdefault(m["name"].lower(), m["name"])
+    for m in (data["enum"] or {}).get("members", []):
+        members[str(m.get("value", m["name"])).lower()] = m["name"]
     data["choice_rows"] = [
         {
             "value": value,
-            "member": members.get(str(value)),
+            "member": members.get(str(value).lower()),
             "sites": data["choice_counts"].get(str(value), 0),
             "url": backend_url(version, flag.name, str(value)),
         }
-        for value in data["choices"] or []
+        for value in data["choices"] or data["known_values"] or []
     ]
     data["constraint_groups"] = parts.constraint_groups(data["constraints"], flag.name, choices)
     data["usage_areas"] = parts.usage_areas(version.name, data["usages"])
