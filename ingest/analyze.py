@@ -57,7 +57,7 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # conditional on them, followed through a test passing the context on and a method building
 # the previous layer's context; 38: what follows an early return under a test of what
 # callers pass (`if context.layer_id == 0: return`) decides only when the test is false
-ANALYZER_VERSION = 38
+ANALYZER_VERSION = 39
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
