@@ -58,7 +58,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # the previous layer's context; 38: what follows an early return under a test of what
 # callers pass (`if context.layer_id == 0: return`) decides only when the test is false
 # 39: an enum's `by_name` (a method looks members up by name: `cls[name.upper()]`)
-ANALYZER_VERSION = 39
+# 40: a compared expression read through `.get(k, d)`, getattr and subscripts, none when
+# it cannot be read; a site's text joins the lines its expression starts on
+ANALYZER_VERSION = 40
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

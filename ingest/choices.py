@@ -45,6 +45,7 @@ from ingest.sites import (
     _string_items,
     continued,
     subject_tail,
+    unread,
 )
 
 REGISTRY_RE = re.compile(rb"register\w*\(\s*([\"'])(" + VALUE + rb")\1")
@@ -363,8 +364,10 @@ def _found(
             prefix = lines.prefix(at)
             if _in_comment(prefix):
                 continue
-            tail = subject_tail(continued(data, at, prefix).removesuffix(" not"))
-            named.append((at, lines.at(at), m.group(1).decode(), tail))
+            subject, before = continued(data, at, prefix)
+            if unread(subject):
+                continue  # (as ingest.sites' comparisons)
+            named.append((at, lines.cite(at, before), m.group(1).decode(), subject_tail(subject)))
     consts = []
     # One literal-led pass for the three openers; the constants are taken opener by opener
     # (a later one of a name wins, in the place of the first).

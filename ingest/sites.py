@@ -47,11 +47,11 @@ CLOSING = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 IS_CALL_RE = re.compile(rb"\.is_([a-z0-9_]+)\(\)")
 ENUM_REF_RE = re.compile(rb"\.([A-Z][A-Z0-9_]*[A-Z0-9])\b")
 ENUM_CLASS_RE = re.compile(rb"\nclass (\w+)\(([^)]*)\):")
-# The expression just before an operator: dotted names, calls without arguments, ["key"].
-SUBJECT_RE = re.compile(
-    r"((?:[A-Za-z_]\w*(?:\(\))?(?:\[[\"']\w+[\"']\])?\.)*[A-Za-z_]\w*(?:\(\))?(?:\[[\"']\w+[\"']\])?)"
-    r"\s*(?:not)?\s*$"
-)
+# The expression just before an operator: dotted names, calls without arguments,
+# subscripts by a string (`["key"]`), a number or a name (`[0]`, `[i]`: an element).
+SEGMENT = r"[A-Za-z_]\w*(?:\(\))?(?:\[(?:[\"']\w+[\"']|-?\w+)\])*"
+SUBJECT_RE = re.compile(rf"((?:{SEGMENT}\.)*{SEGMENT})\s*(?:not)?\s*$")
+INDEX_RE = re.compile(r"\[-?\w+\]")  # an element's subscript: `parts[0]` is about parts
 # Both led by the dot; their matches hold no other dot, so one pass finds each one's.
 DOT_RE = re.compile(
     rb"\.(?:is_([a-z0-9_]+)\(\)|" + ENUM_REF_RE.pattern.removeprefix(rb"\.") + rb")"
@@ -119,6 +119,14 @@ class _Lines:
     def at(self, offset: int) -> int:
         """Line number of `offset`, with that line's text recorded."""
         return self.record(self.number(offset), offset)
+
+    def cite(self, offset: int, before: str) -> int:
+        """`at`, the text recorded being `before` (the lines the compared expression starts
+        on, sites.joined_before) joined to the line's: a site shows what it compares."""
+        no = self.at(offset)
+        if before:
+            self.texts[no] = (before + self.index.text(no, offset))[:MAX_LINE]
+        return no
 
 
 @lru_cache(maxsize=1 << 16)  # the same lines recur in every version of a file
@@ -194,19 +202,28 @@ def in_spans(spans: list[tuple[int, int]], offset: int) -> bool:
 NORMALISING = (".lower()", ".upper()", ".strip()", ".casefold()")
 
 
-# `d.get("key")` compared: the key, like `d["key"]` (`quant.get("dtype") == "fp8"` is about
-# that dict's dtype, not about no name at all).
-GET_KEY_RE = re.compile(r"""\.get\(\s*(["'])(\w+)\1\s*\)(?=(?:\.\w+\(\))*\s*(?:not)?\s*$)""")
+# `d.get("key")` or `d.get("key", default)` compared: the key, like `d["key"]`
+# (`quant.get("dtype") == "fp8"` is about that dict's dtype, not about no name at all); and
+# `getattr(x, "name"[, default])`: `x.name`. (A default holds at most one level of brackets.)
+DEFAULT = r"(?:,(?:[^()]|\([^()]*\))*)?"
+AT_END = r"(?=(?:\.\w+\(\))*\s*(?:not)?\s*$)"  # then only normalising calls
+GET_KEY_RE = re.compile(rf"""\.get\(\s*(["'])(\w+)\1\s*{DEFAULT}\){AT_END}""")
+GETATTR_RE = re.compile(
+    rf"""getattr\(\s*([A-Za-z_][\w.\[\]"'()-]*?)\s*,\s*(["'])(\w+)\2\s*{DEFAULT}\){AT_END}"""
+)
 
 
 def _subject(prefix: str) -> str | None:
-    """The compared expression at the end of `prefix`, normalising calls taken off."""
+    """The compared expression at the end of `prefix`, normalising calls and elements'
+    subscripts taken off."""
     if ".get(" in prefix:
         prefix = GET_KEY_RE.sub(r'["\2"]', prefix)
+    if "getattr(" in prefix:
+        prefix = GETATTR_RE.sub(r"\1.\3", prefix)
     m = SUBJECT_RE.search(prefix.rstrip())
     if not m:
         return None
-    expr = m.group(1)
+    expr = INDEX_RE.sub("", m.group(1))
     while expr.endswith(NORMALISING) and expr.rfind(".") > 0:
         expr = expr[: expr.rfind(".")]
     return expr
@@ -229,19 +246,63 @@ def subject_tail(prefix: str) -> str:
     return last
 
 
-def continued(data: bytes, at: int, prefix: str) -> str:
-    """`prefix` (its line up to `at`), or when it holds no name, the line before joined to
-    it: the compared expression ends that line (`and server_args.x` then `in [...]`). The
-    line before a piece's first is blank in the blob as in the pieces joined by CUT."""
-    if prefix.strip() not in ("", "not"):
-        return prefix
+def continued(data: bytes, at: int, prefix: str) -> tuple[str, str]:
+    """(the compared expression's text, the lines before it starts on): `prefix` (its line
+    up to `at`, a trailing `not` taken off), or the lines before joined to it when the
+    expression starts on them: when `prefix` holds no name, the line before (`and
+    server_args.x` then `in [...]`); when it starts by closing brackets and no name can be
+    read from it, the lines back to their opening (`getattr(` ... `) == "v"`, at most
+    MAX_JOINED lines). The line before a piece's first is blank in the blob as in the
+    pieces joined by CUT, and the lines joined are code lines up to a blank one."""
+    before = joined_before(data, at, prefix)
+    return (before + prefix.strip() if before else prefix).removesuffix(" not"), before
+
+
+MAX_JOINED = 4
+
+
+def _opens_before(prefix: str) -> bool:
+    """Whether the compared expression of `prefix` starts on a line before (and not only
+    a part of the line: `) and self.x in`)."""
+    stripped = prefix.strip()
+    if stripped in ("", "not"):
+        return True
+    return stripped.startswith((")", "]", "}")) and not subject_tail(prefix)
+
+
+def joined_before(data: bytes, at: int, prefix: str) -> str:
+    """The stripped lines before the one holding `at`, joined by spaces and ending in one,
+    that `continued` joins to `prefix`; "" when none."""
+    if not _opens_before(prefix):
+        return ""
+    depth = _depth(prefix)
     start = data.rfind(b"\n", 0, at) + 1
-    if start == 0:
-        return prefix
-    before = data[data.rfind(b"\n", 0, start - 1) + 1 : start - 1].decode("utf-8", "replace")
-    if not before.strip() or line_state(before) != "code":
-        return prefix
-    return before.rstrip() + " " + prefix.strip()
+    joined = ""
+    for _ in range(MAX_JOINED):
+        if start == 0:
+            return ""
+        begin = data.rfind(b"\n", 0, start - 1) + 1
+        before = data[begin : start - 1].decode("utf-8", "replace")
+        if not before.strip() or line_state(before) != "code":
+            return ""
+        joined = before.strip() + " " + joined
+        depth += _depth(before)
+        if depth >= 0:  # every bracket the prefix closes is opened
+            return joined
+        start = begin
+    return ""
+
+
+def _depth(text: str) -> int:
+    """Brackets opened minus closed in `text` (strings aside only roughly: enough here)."""
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+
+
+def unread(prefix: str) -> bool:
+    """Whether an expression comes before the operator but no name can be read from it
+    (`f(x) == "v"`, `getattr(self, attr) == "v"`): its value alone says nothing of which
+    flag, if any, it is compared with (`parts[1] == "model"` is no --sampling-defaults)."""
+    return not subject_tail(prefix) and prefix.strip() not in ("", "not")
 
 
 def compared_name(prefix: str) -> str:
@@ -255,7 +316,7 @@ def compared_name(prefix: str) -> str:
     if not tail or not expr:
         return tail
     receiver = expr[: expr.rfind("[")] if expr.endswith("]") else expr.rpartition(".")[0]
-    last = receiver.rpartition(".")[2].removesuffix("()")
+    last = receiver.rpartition(".")[2].partition("[")[0].removesuffix("()")
     if last in ("", "self", "cls", "args") or last.endswith(("server_args", "server_args_dict")):
         return tail
     return f"{last}.{tail}"
@@ -539,8 +600,11 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
         prefix = lines.prefix(m.start())
         if _in_comment(prefix):
             continue
-        tail = compared_name(continued(data, m.start(), prefix))
-        compares.append([m.group(2).decode(), lines.at(m.start()), tail, "compare"])
+        subject, before = continued(data, m.start(), prefix)
+        if unread(subject):
+            continue
+        no = lines.cite(m.start(), before)
+        compares.append([m.group(2).decode(), no, compared_name(subject), "compare"])
     contains: list[list[Any]] = []
     for m in CONTAINS_RE.finditer(data):
         if data[m.start() - 1 : m.start()] != b" ":
@@ -555,9 +619,13 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
         if not values:
             continue
         at = m.start() - 1  # the space
-        tail = compared_name(continued(data, at, lines.prefix(at)).removesuffix(" not"))
+        subject, before = continued(data, at, lines.prefix(at))
+        if unread(subject):
+            continue
+        tail = compared_name(subject)
+        no = lines.cite(at, before)
         for value in values:
-            contains.append([value, lines.at(at), tail, "contains"])
+            contains.append([value, no, tail, "contains"])
     is_calls: list[list[Any]] = []
     enum_refs: list[list[Any]] = []
     if b"." in data:

@@ -189,3 +189,89 @@ def test_tests_and_benchmarks_are_no_handling_sites() -> None:
     assert [(c["path"], c["flag"]) for c in rows.choice_sites] == [
         ("python/sglang/srt/disaggregation/conn.py", "--disaggregation-transfer-backend")
     ]
+
+
+UNREADABLE = """
+def f(self, rope_scaling, parts, block, message, attr, tool_parts):
+    if parts[0]["type"] == "text":
+        return 1
+    if getattr(block, "type", None) == "text":
+        return 2
+    if getattr(message.content[0], "type", None) != "text":
+        return 3
+    if len(parts) >= 3 and parts[0] == "embed_tokens":
+        return 4
+    if rope_scaling.get("rope_type", None) == "nixl":
+        return 5
+    if len(parts) == 1 and f(parts) == "nixl":
+        return 6
+    if getattr(self, attr, None) == "nixl":
+        return 7
+    if getattr(self.server_args, "disaggregation_transfer_backend", None) == "nixl":
+        return 8
+    if config.get("log_requests_format", "json") == "text":
+        return 9
+    use = self.enable_x or getattr(
+        self, "disaggregation_transfer_backend", None
+    ) in ("nixl", "mooncake")
+    if tool_parts[0]["type"] in ("text",):
+        return 10
+"""
+
+
+def test_a_compared_expression_read_through_subscripts_get_and_getattr() -> None:
+    got = _attributed(UNREADABLE)
+    # an element's key, a block's or a message part's type, a list's element, a config's
+    # key read with a default: each names something else, so no site of the flag whose
+    # values happen to include the compared string
+    assert got[3] == [None]
+    assert got[5] == [None]
+    assert got[7] == [None]
+    assert got[9] == [None]
+    assert got[11] == [None]
+    assert got[24] == [None]
+    # `getattr(x, "name", default)` and `.get("name", default)` read as `x.name`
+    assert got[17] == [("--transfer-backend", [], "subject")]
+    assert got[19] == [("--log-format", [], "subject")]
+    # the expression starts on the lines before (a call's arguments): read from there
+    assert got[23] == [("--transfer-backend", [], "subject")] * 2
+
+
+def test_an_expression_that_cannot_be_read_is_no_site() -> None:
+    """A call's result or an attribute named by a variable: the value alone would make a
+    site of whichever flag takes it (only-flag). No site: most such comparisons are about
+    something else, and one about a flag is also read elsewhere where its name is spelled."""
+    lines = {line for _v, line, _t, _h in sites.scan(UNREADABLE.encode())["choices"]}
+    assert 13 not in lines and 15 not in lines
+    # nothing at all before the operator (a comment ends the line before): the value's
+    assert [tail for _v, line, tail, _h in sites.scan(CONTINUED.encode())["choices"]
+            if line == 12] == [""]  # fmt: skip
+
+
+def test_a_site_whose_compared_name_ends_the_line_before_shows_both_lines() -> None:
+    facts = sites.scan(CONTINUED.encode())
+    assert facts["lines"]["7"] == (
+        'and self.server_args.disaggregation_transfer_backend in ["nixl", "mooncake"]'
+    )
+    assert facts["lines"]["12"] == 'not in ["mooncake"]'  # a comment before: the line alone
+    multi = sites.scan(UNREADABLE.encode())["lines"]["23"]
+    assert multi == (
+        'use = self.enable_x or getattr( self, "disaggregation_transfer_backend", None )'
+        ' in ("nixl", "mooncake")'
+    )
+    # the same through the assembler's rows, and for a named container's test
+    src = (
+        "NAMES = ['fa3', 'triton']\n\n\ndef f(self):\n    if (\n"
+        "        self.attention_backend\n        not in NAMES\n    ):\n        pass\n"
+    )
+    assert scan_choice_shapes(src.encode(), [])["lines"]["7"] == (
+        "self.attention_backend not in NAMES"
+    )
+    path = "python/sglang/srt/disaggregation/conn.py"
+    files = {SERVER_ARGS_PATH: SERVER_ARGS, path: CONTINUED}
+    facts = {facts_key(p, kind_of(p)): analyze(t.encode(), kind_of(p), p) for p, t in files.items()}
+    rows = assemble({p: p for p in files}, facts)
+    assert [(c["line"], c["text"]) for c in rows.choice_sites if c["path"] == path][0] == (
+        7,
+        'and self.server_args.disaggregation_transfer_backend in ["nixl", "mooncake"]',
+    )

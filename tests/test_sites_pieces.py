@@ -111,6 +111,23 @@ def test_a_literal_closed_after_the_blank_line_within_reach() -> None:
     assert [c[0] for c in got["choices"]] == ["a"]
 
 
+def test_sites_read_from_the_lines_before_give_the_whole_scan() -> None:
+    # the joined texts of sites whose compared expression starts on the lines before, in
+    # pieces as in the whole blob; a blank line before stops the join in both
+    data = (
+        b"if (\n    x\n    and self.server_args.attention_backend\n    in ['a', 'b']\n):\n"
+        b"    pass\n\ny = self.enable or getattr(\n    self, 'attention_backend', None\n"
+        b") == 'c'\n\nz = f(\n\n) == 'd'\n"
+    )
+    got, *_ = check_versions(*neighbours_changed(data))
+    assert [c[:3] for c in got["choices"]] == [
+        ["c", 10, "attention_backend"],
+        ["a", 4, "attention_backend"],
+        ["b", 4, "attention_backend"],
+    ]
+    assert got["lines"]["4"] == "and self.server_args.attention_backend in ['a', 'b']"
+
+
 def test_patterns_whose_spaces_hold_a_blank_line() -> None:
     for data in (
         b'x = getattr(\n\nserver_args, "alpha")\n',
