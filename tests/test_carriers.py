@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingest import sites
-from ingest.indirect import _RECENT, call_of, hops, resolve, scan_structure
+from ingest.indirect import _RECENT, UNKNOWN, _literal, call_of, hops, resolve, scan_structure
 from ingest.pyfile import PyFile
 
 UTILS = """
@@ -971,3 +971,8 @@ class MoeSparseBlock:
     found = _resolve(files)
     assert _at(found, "moe.py", "self.modes")["enable_x_batch_overlap"]
     assert _at(found, "moe_nextn.py", "self.decoder")["enable_x_batch_overlap"]
+
+
+def test_a_holders_argument_is_known_only_when_it_is_a_constant() -> None:
+    assert [_literal(s) for s in ("0", "True", "-1", "'x'", "None")] == [0, True, -1, "x", None]
+    assert all(_literal(s) is UNKNOWN for s in ("config", "n - 1", "[1, 2]", "-'x'", "f(", "*a"))
