@@ -790,7 +790,7 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     {"version", "name", "field", "from", "to"}: "added", "renamed", "respelled", each changed
     field, "removed".
 
-    Delegates to app/diff.py so the history and the version diff compare fields the same way.
+    Delegates to kb/diff.py so the history and the version diff compare fields the same way.
     """
     from kb.diff import flag_history as history  # diff.py owns the field comparison
 
