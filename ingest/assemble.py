@@ -22,7 +22,7 @@ from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.choices import registry_subject
 from ingest.constraints import ACTION_CALL, site_key
 from ingest.env_rows import docs_rows, env_rows
-from ingest.flags import MENTION_RE, replacement_in_message
+from ingest.flags import MENTION_RE, RUN_TIME_OPEN, replacement_in_message
 from ingest.indirect import Resolver, absolute, model_rows, module_of
 from ingest.modules import Memo, Modules
 from ingest.static_eval import Unknown, plain
@@ -564,17 +564,26 @@ def _action_warnings(rows: VersionRows, blobs: dict[str, _Blob]) -> None:
             rows.cited[blob.path] = blob.sha
 
 
+SELF_ATTR_RE = re.compile(r"\{self\.(\w+)\}")
+
+
 def _action_message(template: str, binds: dict[str, dict[str, str]], flag: dict[str, Any]) -> str:
     given = flag.get("action_args") or {}
-    text = template.replace("{option_string}", flag["name"])
+
+    def fill(text: str) -> str:  # `{self.attr}`: what add_argument passes, else unknown
+        return SELF_ATTR_RE.sub(
+            lambda m: str(given[m[1]]) if m[1] in given else f"{RUN_TIME_OPEN}self.{m[1]})", text
+        )
+
+    text = fill(template.replace("{option_string}", flag["name"]))
     for name, bound in binds.items():
-        if "text" in bound:
-            chosen = bound["text"]
+        if "run_time" in bound:  # as a help's unknown placeholder: the code, said to be so
+            chosen = f"{RUN_TIME_OPEN}{bound['run_time']})"
+        elif "text" in bound:
+            chosen = fill(bound["text"])
         else:
-            chosen = bound["then"] if given.get(bound["if"]) else bound["else"]
+            chosen = fill(bound["then"] if given.get(bound["if"]) else bound["else"])
         text = text.replace("{" + name + "}", chosen)
-    for attr, value in given.items():
-        text = text.replace("{self." + attr + "}", str(value))
     return text
 
 

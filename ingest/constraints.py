@@ -133,7 +133,9 @@ def function_sites(
 def _action_binds(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, dict[str, str]]:
     """The texts `__call__` binds to local names its warning uses: `{"text": ...}`, or
     `{"if": attr, "then": ..., "else": ...}` for `x = f"..{self.new_flag}.." if
-    self.new_flag else ""` (`self.attr` is what the flag's add_argument passes)."""
+    self.new_flag else ""` (`self.attr` is what the flag's add_argument passes). Any other
+    value (`if self.new_flag is not None`, a call) is `{"run_time": its source}`, shown as a
+    help's unknown placeholder is, not as a literal `{x}`."""
     out: dict[str, dict[str, str]] = {}
     for stmt in func.body:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
@@ -141,13 +143,16 @@ def _action_binds(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, dic
         target, value = stmt.targets[0], stmt.value
         if not isinstance(target, ast.Name):
             continue
-        if isinstance(value, ast.IfExp):
-            test = value.test
+        attr = _self_attr(value.test) if isinstance(value, ast.IfExp) else None
+        if isinstance(value, ast.IfExp) and attr:
             then, other = render_text(value.body), render_text(value.orelse)
-            if _self_attr(test) and then is not None and other is not None:
-                out[target.id] = {"if": _self_attr(test) or "", "then": then, "else": other}
-        elif (text := render_text(value)) is not None:
+            if then is not None and other is not None:
+                out[target.id] = {"if": attr, "then": then, "else": other}
+                continue
+        elif not isinstance(value, ast.IfExp) and (text := render_text(value)) is not None:
             out[target.id] = {"text": text}
+            continue
+        out[target.id] = {"run_time": source(value)}
     return out
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ingest.chunks import CUT, Piece, PieceSource
 from ingest.sites import LineIndex, docstring_spans, line_state
-from kb.pyast import NOT_LITERAL, literal
+from kb.pyast import NOT_LITERAL, kwarg, literal
 
 ENVIRON_PATH = "python/sglang/srt/environ.py"
 
@@ -751,7 +751,7 @@ def extract_declarations(tree: ast.Module, text: str, path: str) -> dict[str, An
                     else:
                         default = value
             end = stmt.end_lineno or stmt.lineno
-            given = call.args[0] if call.args else kwarg_of(call, "default")
+            given = call.args[0] if call.args else kwarg(call, "default")
             out.append(
                 {
                     "name": target.id,
@@ -773,10 +773,6 @@ def extract_declarations(tree: ast.Module, text: str, path: str) -> dict[str, An
         if m and m.group(1) != m.group(2):
             aliases.append({"from": m.group(1), "to": m.group(2), "line": no, "path": path})
     return {"vars": out, "prefix_aliases": aliases, "deprecations": deprecations(tree, path)}
-
-
-def kwarg_of(call: ast.Call, name: str) -> ast.expr | None:
-    return next((kw.value for kw in call.keywords if kw.arg == name), None)
 
 
 def _fallback_of(node: ast.expr | None) -> dict[str, Any] | None:

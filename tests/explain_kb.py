@@ -82,8 +82,8 @@ def flags_of(v: int) -> list[dict[str, Any]]:
                 action="DeprecatedAction" if v == 1 else "store_true",
                 default=False,
                 deprecated=v == 1,
-                replacement="--moe-a2a-backend" if v == 1 else None,
-                # The value the message names is one of the replacement's choices.
+                # As the ingest stores it: the value the message names, with the flag.
+                replacement="--moe-a2a-backend=deepep" if v == 1 else None,
                 deprecated_message="Use '--moe-a2a-backend deepep' instead." if v == 1 else None,
                 help="Route experts through the deep all-to-all.",
             )

@@ -184,3 +184,46 @@ def test_a_brace_pair_in_a_message_names_both_flags() -> None:
     assert logged["affects"] == ["--widget-backend-decode", "--widget-backend-prefill"]
     (raised,) = [s for s in sites if s["kind"] == "raise"]
     assert raised["affects"] == []
+
+
+UNBOUND = """\
+import argparse
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+def print_deprecated_warning(message: str):
+    logger.warning(message)
+
+
+class DeprecatedAliasAction(argparse.Action):
+    def __init__(self, option_strings, dest, new_flag=None, **kwargs):
+        self.new_flag = new_flag
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        replacement = f" Use '{self.new_flag}' instead." if self.new_flag is not None else ""
+        print_deprecated_warning(
+            f"'{option_string}' is deprecated: {self.reason}.{replacement}"
+        )
+
+
+class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument("--widgets", type=int)
+        parser.add_argument("--widget-count", action=DeprecatedAliasAction, new_flag="--widgets")
+"""
+
+
+def test_a_placeholder_the_flag_does_not_bind_is_said_to_be_computed_at_run_time() -> None:
+    # A test other than a bare `self.new_flag`, and an attribute add_argument does not pass:
+    # no literal `{replacement}` / `{self.reason}`, the code is shown as a help's would be.
+    _flags, sites = _version({SERVER_ARGS_PATH: UNBOUND})
+    message = _warnings(sites)["--widget-count"]["message"]
+    assert message == (
+        "'--widget-count' is deprecated: (computed at run time: self.reason)."
+        "(computed at run time: f\" Use '{self.new_flag}' instead.\" if self.new_flag is not None"
+        " else '')"
+    )

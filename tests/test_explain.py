@@ -259,28 +259,29 @@ def test_deprecated_flag_names_its_replacement(session: Session) -> None:
     assert "use --moe-a2a-backend=deepep instead" in finding["message"]
 
 
-def test_a_replacement_keeps_only_a_value_the_replacement_takes() -> None:
+def test_deprecated_names_the_stored_replacement() -> None:
+    """The replacement as the ingest stored it (the flag page's): explain reads no value from
+    the message itself, so `use --widget-backend safe` (unquoted, which the ingest leaves
+    without a value) stays `--widget-backend`."""
     from kb.explain.checks import UseChecker
     from kb.explain.facts import FlagSpec, VersionFacts
     from kb.explain.parsing import OptionTable
 
     new = FlagSpec(name="--widget-backend", dest="widget_backend", choices=("fast", "safe"))
     facts = VersionFacts(name="v", flags=[new])
-    checker = UseChecker(facts, OptionTable(facts.flags), [])
 
-    def stated(message: str, replacement: str = "--widget-backend") -> str | None:
+    def named(message: str, replacement: str | None) -> Any:
+        findings: list[Any] = []
         old = FlagSpec(
             name="--old", dest="old", deprecated=True, replacement=replacement,
             deprecated_message=message,
         )  # fmt: skip
-        return checker.stated(old)
+        UseChecker(facts, OptionTable(facts.flags), findings).deprecated(old)
+        return findings[0]["replacement"]
 
-    assert stated("Please use '--widget-backend safe' instead.") == "--widget-backend=safe"
-    assert stated("(Deprecated: use --widget-backend=fast)") == "--widget-backend=fast"
-    assert stated("Please use '--widget-backend sfae' instead.") == "--widget-backend"  # typo
-    assert stated("Use --widget-backend instead.") == "--widget-backend"
-    assert stated("Use --widget-backend-x=fast.") == "--widget-backend"  # another flag
-    assert stated("", "--widget-backend=safe") == "--widget-backend=safe"  # as extracted
+    assert named("Use --widget-backend safe instead.", "--widget-backend") == "--widget-backend"
+    assert named("Use '--widget-backend safe'.", "--widget-backend=safe") == "--widget-backend=safe"
+    assert named("Deprecated.", None) is None
 
 
 def test_default_value_given_is_info(session: Session) -> None:

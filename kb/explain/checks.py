@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kb.explain.facts import FlagSpec, VersionFacts
@@ -114,7 +113,8 @@ class UseChecker:
             )
         else:  # a knowledge base from before the ingest told these apart
             text, severity = f"{flag.name} is deprecated", "warning"
-        replacement = self.stated(flag)
+        # As stored, the value read by the ingest (`--x=v`): the flag page shows the same.
+        replacement = flag.replacement
         if replacement:  # a brace pair names two flags: `--x-{decode,prefill}=off`
             text += f"; use {' and '.join(expand_braces(replacement))} instead"
         if note := deprecation_note(flag.deprecated_message, flag.replacement):
@@ -131,19 +131,6 @@ class UseChecker:
             replacements=self.facts.replacement_flags(replacement) if replacement else None,
             deprecated_kind=kind,
         )
-
-    def stated(self, flag: FlagSpec) -> str | None:
-        """The flag's replacement with the value its message gives it (`use '--attention-backend
-        triton'` -> `--attention-backend=triton`) when that is one of the replacement's
-        choices; else as extracted (a typo in the message is not passed on)."""
-        new, message = flag.replacement, flag.deprecated_message or ""
-        if not new or "=" in new:
-            return new
-        target = self.table.by_option.get(new)
-        m = re.search(rf"(?<![\w-]){re.escape(new)}[= ]([\w.-]*\w)", message)
-        if target is not None and m and m.group(1) in {str(c) for c in target.choices or ()}:
-            return f"{new}={m.group(1)}"
-        return new
 
     def attached(self, use: Use) -> None:
         """`-hicache-ratio 2`: argparse takes `-h` and reads `icache-ratio` as glued to it."""
