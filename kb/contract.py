@@ -264,8 +264,9 @@ class FieldChange(Sparse):
     field: str
     from_: Value = From()
     to: Value
-    added: list[Value] | None = None  # choices/aliases changes
+    added: list[Value] | None = None  # choices/known_values/aliases changes
     removed: list[Value] | None = None
+    known: list[Value] | None = None  # choices opened to a registry (null): its known values
     words: list[list[str]] | None = None  # help changes: [[op, text]], op in = - +
     message: str | None = None  # deprecation changes
     replacement: str | None = None
@@ -273,10 +274,13 @@ class FieldChange(Sparse):
 
 class Change(FieldChange):
     """One step of a flag's history: `field` is added | removed | renamed | respelled (only
-    the primary spelling changed, both accepted before and after) | a changed field."""
+    the primary spelling changed, both accepted before and after) | split (one of several
+    replacements a deprecated flag names) | a changed field."""
 
     version: str
     name: str | None = None  # its name at `version` (a link there); absent where removed
+    at: str | None = None  # renamed/split: the last version the old flag (`from`) exists
+    siblings: list[str] | None = None  # split: the other replacements
 
 
 class RelatedFlag(Model):

@@ -29,7 +29,19 @@ from kb.schema import (
 )
 
 # Fields compared between two rows of the same flag, in the order they are reported.
-FIELDS = ("dest", "type", "default", "choices", "aliases", "action", "nargs", "help", "deprecated")
+FIELDS = (
+    "dest",
+    "type",
+    "default",
+    "choices",
+    "known_values",
+    "aliases",
+    "action",
+    "nargs",
+    "help",
+    "deprecated",
+)
+LISTS = ("choices", "known_values", "aliases")  # compared as sets of values
 
 
 def _default(flag: Flag) -> Any:
@@ -62,10 +74,14 @@ def word_diff(old: str, new: str) -> list[list[str]]:
 def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
     """Field changes between two rows of one flag: [{"field", "from", "to", ...}]."""
     changes: list[dict[str, Any]] = []
+    # Choices dropped for an open registry (any registered name is taken) whose known values
+    # the flag now lists: one change, "opened to a registry", not "choices became null".
+    known = loads(new.known_values)
+    opened = bool(loads(old.choices)) and loads(new.choices) is None and bool(known)
     for field in FIELDS:
         if field == "default":
             a, b = _default(old), _default(new)
-        elif field in ("choices", "aliases"):
+        elif field in LISTS:
             a, b = loads(getattr(old, field)), loads(getattr(new, field))
         elif field == "help":
             a, b = _help(old.help), _help(new.help)
@@ -73,18 +89,17 @@ def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
             a, b = getattr(old, field), getattr(new, field)
         if a == b:
             continue
-        if (
-            field in ("choices", "aliases")
-            and a
-            and b
-            and sorted(map(str, a)) == sorted(map(str, b))
-        ):
+        if field == "known_values" and a is None and opened:
+            continue  # told by the choices change: it opened to a registry of these values
+        if field in LISTS and a and b and sorted(map(str, a)) == sorted(map(str, b)):
             continue  # the same values listed in another order
         change: dict[str, Any] = {"field": field, "from": a, "to": b}
-        if field in ("choices", "aliases"):
+        if field in LISTS:
             before, after = a or [], b or []
             change["added"] = [v for v in after if v not in before]
             change["removed"] = [v for v in before if v not in after]
+        if field == "choices" and opened:
+            change["known"] = known
         elif field == "help":
             change["words"] = word_diff(a, b)
         elif field == "deprecated":
@@ -429,11 +444,51 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """Change events of one flag across all versions, oldest first:
     [{"version", "name", "field", "from", "to"}] with field "added", "removed", "renamed",
-    "respelled" (only the primary spelling changed, see `_respelled`) or a FIELDS name, and
-    "name" the flag's name at that version (not on "removed"). The flag is followed by its
-    canonical option, its aliases and its dest, so a flag renamed with an alias keeps one
-    history."""
-    name = flag_name.strip()
+    "respelled" (only the primary spelling changed, see `_respelled`), "split" or a FIELDS
+    name, and "name" the flag's name at that version (not on "removed"). The flag is followed
+    by its canonical option, its aliases and its dest, so a flag renamed with an alias keeps
+    one history; a flag that first appears as the replacement of a deprecated one (the
+    diff's rename "via deprecated") takes that flag's history before it. One of several
+    replacements named at once (`--x-{decode,prefill}`) was "split" from it: linked, with
+    "at" the last version the old flag exists, its history not taken (it was not this flag).
+    """
+    return _history(session, flag_name.strip(), set())
+
+
+def _predecessor(
+    conn: Any, table: Any, before: int, at: int, name: str
+) -> tuple[str, str, list[str]] | None:
+    """The flag `name` continues when it first appears at version `at` (the one before is
+    `before`): ("renamed", old name, []) for a rename find_renames sees, or ("split", old
+    name, the other replacements) for one of several replacements of a newly deprecated
+    flag."""
+    # Cheap test first (most flags are simply new): a deprecated flag here names this one.
+    # Alias and dest renames need none: the history follows those by the option table.
+    deprecated = select(table.c.replacement).where(
+        table.c.version_id == at, table.c.deprecated, table.c.replacement.is_not(None)
+    )
+    if not any(name in replacement_names(r) for r in conn.execute(deprecated).scalars()):
+        return None
+    old = {f.name: f for f in conn.execute(select(table).where(table.c.version_id == before))}
+    new = {f.name: f for f in conn.execute(select(table).where(table.c.version_id == at))}
+    for r in find_renames(old, new):
+        if r["to"] == name:
+            return ("renamed", r["from"], [])
+    for f in new.values():
+        names = replacement_names(f.replacement)
+        if (
+            f.deprecated
+            and len(names) > 1
+            and name in names
+            and f.name in old
+            and not old[f.name].deprecated
+        ):
+            return ("split", f.name, [n for n in names if n != name])
+    return None
+
+
+def _history(session: Session, name: str, seen: set[str]) -> list[dict[str, Any]]:
+    seen.add(name)
     dest = option_to_dest(name)
     option = "--" + dest.replace("_", "-") if not name.startswith("-") else name
 
@@ -488,7 +543,7 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
 
     events: list[dict[str, Any]] = []
     prev: Any = None
-    for version in versions:
+    for i, version in enumerate(versions):
         candidates = per_version.get(version.id or -1)
         row = best(candidates) if candidates else None
         if row is None:
@@ -500,7 +555,31 @@ def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
             continue
         # "name": what the flag was called at that version, for a link to it there.
         at = {"version": version.name, "name": row.name}
-        if prev is None:
+        source = (
+            _predecessor(conn, table, versions[i - 1].id, version.id, row.name)
+            if (prev is None and i > 0)
+            else None
+        )
+        if source is not None and source[1] not in seen:
+            field, old, siblings = source
+            last = conn.execute(
+                select(vtable.c.name)
+                .join(table, table.c.version_id == vtable.c.id)
+                .where(table.c.name == old)
+                .order_by(vtable.c.position.desc())
+                .limit(1)
+            ).scalar_one()
+            if field == "renamed":
+                # The same option under a new name: its story before this version is ours.
+                earlier = {v.name for v in versions[:i]}
+                events += [e for e in _history(session, old, seen) if e["version"] in earlier]
+                events.append({**at, "field": "renamed", "from": old, "to": row.name, "at": last})
+            else:
+                events.append(
+                    {**at, "field": "split", "from": old, "to": row.name, "at": last}
+                    | {"siblings": siblings}
+                )
+        elif prev is None:
             events.append({**at, "field": "added", "from": None, "to": row.name})
         else:
             if row.name != prev.name:

@@ -787,8 +787,8 @@ def _history_values(flag: Flag) -> dict[str, Any]:
 
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """The flag across every version, oldest first, as Change dicts
-    {"version", "name", "field", "from", "to"}: "added", "renamed", "respelled", each changed
-    field, "removed".
+    {"version", "name", "field", "from", "to"}: "added", "renamed", "respelled", "split",
+    each changed field, "removed" (see kb.diff.flag_history).
 
     Delegates to kb/diff.py so the history and the version diff compare fields the same way.
     """

@@ -23,7 +23,7 @@ def flag(name: str, **kw: Any) -> dict[str, Any]:
         "end_line": 12,
     }
     base.update(kw)
-    for key in ("aliases", "choices", "default"):  # JSON columns take Python values here
+    for key in ("aliases", "choices", "known_values", "default"):  # JSON columns: Python values
         if base.get(key) is not None:
             base[key] = dumps(base[key])
     return base

@@ -243,10 +243,15 @@ def _change_words(change: dict[str, Any]) -> str:
         return f"renamed {change['from']} → {change['to']}"
     if field == "respelled":
         return f"primary spelling {change['from']} → {change['to']}"
-    if field == "choices":
+    if field == "split":
+        return f"split from {change['from']}"
+    if field == "choices" and change.get("known"):
+        return "choices opened to a registry (known: " + ", ".join(change["known"]) + ")"
+    if field in ("choices", "known_values"):
         plus = " ".join(f"+{v}" for v in change.get("added") or [])
         minus = " ".join(f"−{v}" for v in change.get("removed") or [])
-        return f"choices {plus} {minus}".strip() if plus or minus else "choices reordered"
+        what = field.replace("_", " ")
+        return f"{what} {plus} {minus}".strip() if plus or minus else f"{what} reordered"
     if field == "deprecated":
         return "deprecated" if change["to"] else "no longer deprecated"
     if field == "help":
@@ -263,7 +268,7 @@ def timeline(
     for change in history:
         by_version.setdefault(change["version"], []).append(change)
     name, exists, marks = flag, False, []
-    first = next((c for c in history if c["field"] == "added"), None)
+    first = next((c for c in history if c["field"] in ("added", "split")), None)
     if first is not None:
         name = first["to"]
     for version in names_oldest_first:
@@ -275,9 +280,10 @@ def timeline(
                 {"version": version, "url": url, "state": plain, "title": f"{version}: {plain}"}
             )
             continue
-        fields = [c["field"] for c in changes]
+        # A split is where the flag appears: marked as added.
+        fields = ["added" if c["field"] == "split" else c["field"] for c in changes]
         for c in changes:
-            if c["field"] in ("added", "renamed", "respelled"):
+            if c["field"] in ("added", "renamed", "respelled", "split"):
                 name, exists = c["to"], True
             elif c["field"] == "removed":
                 exists = False

@@ -397,7 +397,12 @@ def _absent(names: list[str], data: dict[str, Any]) -> set[str]:
     """Versions (`names` newest first) where the flag does not exist, replayed from its
     added/removed history."""
     history = data["history"]
-    events = {c["version"]: c["field"] for c in history if c["field"] in ("added", "removed")}
+    # (a split is where the flag appears, as an added one)
+    events = {
+        c["version"]: "added" if c["field"] == "split" else c["field"]
+        for c in history
+        if c["field"] in ("added", "removed", "split")
+    }
     absent: set[str] = set()
     exists = False
     for name in reversed(names):
