@@ -641,6 +641,9 @@ class Rename(Model):
     to: str
     via: str  # alias | dest | deprecated; primary (in `respelled`)
     dest: str  # of the new flag
+    # deprecated for a value of the new flag (`--x=v`): the old option is that value's
+    # spelling, not the new flag renamed (its history does not continue the old one's)
+    value: str | None = None
 
 
 class FlagBrief(Model):

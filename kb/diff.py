@@ -328,7 +328,10 @@ def find_renames(old: dict[str, Flag], new: dict[str, Flag]) -> list[dict[str, s
             and target in added
             and target not in taken
         ):
+            value = (flag.replacement or "").partition("=")[2]
             renames.append({"from": name, "to": target, "via": "deprecated"})
+            if value:
+                renames[-1]["value"] = value
             taken.add(target)
     return renames
 
@@ -472,7 +475,9 @@ def _predecessor(
     old = {f.name: f for f in conn.execute(select(table).where(table.c.version_id == before))}
     new = {f.name: f for f in conn.execute(select(table).where(table.c.version_id == at))}
     for r in find_renames(old, new):
-        if r["to"] == name:
+        # (`--enable-breakable-cuda-graph` -> `--cuda-graph-backend-prefill=breakable`: the
+        # old flag was one value of the new one, whose own history starts here)
+        if r["to"] == name and "value" not in r:
             return ("renamed", r["from"], [])
     for f in new.values():
         names = replacement_names(f.replacement)

@@ -254,3 +254,31 @@ def test_a_replacement_with_a_value_is_a_rename_a_pair_in_braces_is_not(tmp_path
     ]
     backward = get(client, "/api/diff/v2/v1")
     assert [(r["from"], r["to"]) for r in backward["renamed"]] == [("--fuse-backend", "--fuse")]
+
+
+def test_a_flag_replaced_by_a_value_of_another_does_not_lend_it_its_history(
+    tmp_path: Path,
+) -> None:
+    old = {"flags": [flag("--enable-fast-graph"), flag("--graph")], "constraints": [], "enums": {}}
+    new = {
+        "flags": [
+            flag("--enable-fast-graph", deprecated=True, replacement="--graph-backend=fast"),
+            flag("--graph-backend", choices=["full", "fast"]),
+            flag("--graph", deprecated=True, replacement="--graph-mode"),
+            flag("--graph-mode"),
+        ],
+        "constraints": [],
+        "enums": {},
+    }
+    client = TestClient(create_app(build_kb(tmp_path / "kb.db", [("v1", old), ("v2", new)])))
+    renamed = get(client, "/api/diff/v1/v2")["renamed"]
+    assert [(r["from"], r["to"], r.get("value")) for r in renamed] == [
+        ("--enable-fast-graph", "--graph-backend", "fast"),
+        ("--graph", "--graph-mode", None),
+    ]
+    assert "<code>=fast</code>" in client.get("/diff/v1...v2").text
+    # a value's spelling is no earlier name of the flag; a plain replacement is
+    history = get(client, "/api/v/v2/flags/--graph-backend")["history"]
+    assert [(h["version"], h["field"]) for h in history] == [("v2", "added")]
+    history = get(client, "/api/v/v2/flags/--graph-mode")["history"]
+    assert [(h["version"], h["field"]) for h in history][:2] == [("v1", "added"), ("v2", "renamed")]
