@@ -636,7 +636,7 @@ class DiffSummary(Model):
     constraints_value_changed: int = 0
 
 
-class Rename(Model):
+class Rename(Sparse):
     from_: str = From()
     to: str
     via: str  # alias | dest | deprecated; primary (in `respelled`)
