@@ -60,7 +60,8 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # 39: an enum's `by_name` (a method looks members up by name: `cls[name.upper()]`)
 # 40: a compared expression read through `.get(k, d)`, getattr and subscripts, none when
 # it cannot be read; a site's text joins the lines its expression starts on
-ANALYZER_VERSION = 40
+# 41: a dispatch dict's lookups (the names the file indexes it with)
+ANALYZER_VERSION = 41
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
