@@ -272,7 +272,7 @@ class _Blob:
         if f.get("named_contains"):
             return None
         values = {entry[0] for entry in f.get("registry", [])}
-        values.update(key for entries, _l, _s in f.get("dispatch", []) for key, _line in entries)
+        values.update(key for group in f.get("dispatch", []) for key, _line in group[0])
         calls: set[str] = set()
         for value, _line, _tail, how in f["choices"]:
             (calls if how == "is_call" else values).add(value)
@@ -936,8 +936,8 @@ def _choice_sites(
                 found = who.value(value, subject) or found
             if found is not None:
                 add(value, line, "registry", *found)
-        for entries, _line, subject in f.get("dispatch", []):
-            _dispatch(who, entries, subject, add)
+        for entries, _line, subject, lookups in f.get("dispatch", []):
+            _dispatch(who, entries, subject, lookups, add)
         for value, line, tail, how in f["choices"]:
             if how == "is_call":
                 if value not in is_method or _other_enum(tail, types, other_enums):
@@ -1081,8 +1081,11 @@ def _is_call(who: Attributor, is_method, types, value, line, tail, add) -> None:
     add(member_value(first_enum, first_member), line, "is_call", None, options)
 
 
-def _dispatch(who: Attributor, entries: list[list[Any]], subject: str, add) -> None:
-    """A dict whose keys are choices of one flag: one site per key, on the key's line."""
+def _dispatch(
+    who: Attributor, entries: list[list[Any]], subject: str, lookups: list[str], add
+) -> None:
+    """A dict whose keys are choices of one flag: one site per key, on the key's line.
+    `lookups`: the names the file looks the dict up with (`table.get(self.server_args.x`)."""
     keys = [key for key, _line in entries]
     cover: dict[str, int] = defaultdict(int)
     for key in keys:
@@ -1092,8 +1095,9 @@ def _dispatch(who: Attributor, entries: list[list[Any]], subject: str, add) -> N
         return
     most = max(cover.values())
     top = sorted(o for o, n in cover.items() if n == most)
-    owner = who.option_of.get(subject)
-    if owner in top:
+    owners = [who.option_of.get(name) for name in [subject, *lookups]]
+    owner = next((o for o in owners if o in top), None)
+    if owner is not None:
         flag: str | None = owner
         basis = "subject"
     else:
@@ -1101,12 +1105,26 @@ def _dispatch(who: Attributor, entries: list[list[Any]], subject: str, add) -> N
         if found is None:
             return
         flag, _candidates, basis = found
+        if flag is not None and basis != "subject" and not _keyed_by(who, flag, subject, lookups):
+            return
     for key, line in entries:
         if (flag or top[0]) not in who.accepting.get(key, []):
             continue
         if key.lower() in GENERIC_VALUES and flag is None:
             continue
         add(key, line, "dispatch", flag, top, basis)
+
+
+def _keyed_by(who: Attributor, flag: str, subject: str, lookups: list[str]) -> bool:
+    """Whether a dict the value alone attributes may be keyed by the flag's values: a dict
+    named for something else (`packed_modules_mapping`, a model's modules for LoRA;
+    `dtype_map`) only when the file looks it up with a name that fits the flag or holds the
+    same kind of thing (`QKV_BACKEND_IMPL[qkv_backend]`: a backend, --mm-attention-backend's)."""
+    dest = who.dest_of[flag]
+    if not core_words(subject) or fits(subject, dest):
+        return True
+    kinds = set(_words(dest)) & KIND_WORDS
+    return any(fits(name, dest) or kinds & set(_words(name)) for name in lookups)
 
 
 def _const_values(const, path, f, blobs: dict[str, _Blob], module_paths) -> list[str]:

@@ -84,6 +84,9 @@ CONST_OPEN_RE = re.compile(rb"= [\[\(\{]")
 OPENERS = {ord("["): 0, ord("("): 1, ord("{"): 2}
 SPACE = ord(" ")
 ASSIGN_BEFORE_RE = re.compile(r"(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*(?:\w+\()?\{?\s*$")
+UPDATE_RE = re.compile(r"(?:self\.)?([A-Za-z_]\w*)\.update\(\s*\{?")
+OUTER_RE = re.compile(r"\{|[\"']\w+[\"']:\s*\{")  # lines between a dict in a dict and its outer one
+MAX_ABOVE = 8  # lines looked at above a dict's first entry
 REGISTRY_WORDS = {"register", "registry", "factory", "registered", "self", "cls"}
 MAX_TYPED = 20  # receivers looked up per file
 STRING_WINDOW = 800  # how far ingest.sites._string_items looks for the closing bracket
@@ -548,43 +551,80 @@ def _dict_keys(data: bytes) -> list[tuple[int, int, str]]:
 def _dispatch_groups(
     keys: list[tuple[int, str, int, int]], data: bytes, parts: list[Piece] | None
 ) -> list[list[Any]]:
-    """[[[key, line], ...], first line, subject]: runs of `"key": value` entries, one a
-    line, from (line, key, piece number, offset of its line in the piece) in file order
-    (without pieces, the offset is in `data`)."""
+    """[[[key, line], ...], first line, subject, indexes]: runs of `"key": value` entries,
+    one a line, from (line, key, piece number, offset of its line in the piece) in file order
+    (without pieces, the offset is in `data`); `indexes`, the names the file looks the
+    subject up with (_lookups)."""
+    bases = (
+        list(accumulate((len(t) + len(CUT) for _l, t, _r in parts), initial=0)) if parts else [0]
+    )
     groups: list[list[Any]] = []
-    last_line = -10
+    last_line, last = -10, 0
     for no, key, i, start in keys:
-        if groups and no - last_line <= 3:
+        at = bases[i] + start  # in `data`, the pieces joined by CUT
+        if groups and _run_goes_on(data, last, at, no - last_line):
             groups[-1][0].append([key, no])
         else:
-            groups.append([[[key, no]], no, (i, start)])
-        last_line = no
+            groups.append([[[key, no]], no, at])
+        last_line, last = no, at
     kept = [g for g in groups if len(g[0]) >= 2]
     for g in kept:
-        i, start = g[2]
-        name = _assigned_name(parts[i][1], start, whole=False) if parts else None
-        if name is None:  # no pieces, or the lines above the entry are in another piece
-            if parts:
-                start += sum(len(text) + len(CUT) for _l, text, _r in parts[:i])
-            name = _assigned_name(data, start)
-        g[2] = name
+        g[2] = name = _assigned_name(data, g[2])
+        g.append(_lookups(data, name) if name else [])
     return kept
 
 
-def _assigned_name(data: bytes, start: int, whole: bool = True) -> str | None:
-    """The name a dict is assigned to, from the lines just above its first entry (comment
-    lines skipped): `mapping = {` -> "mapping". In a piece (not `whole`), None when the
-    lines to look at go on above it."""
+def _run_goes_on(data: bytes, last: int, at: int, gap: int) -> bool:
+    """Whether an entry on the line at `at` goes on the run of the one at `last`: two lines
+    between at most, comment lines not counted, and not the first of the next dict (`b = {`
+    just above)."""
+    if gap == 1:
+        return True
+    if gap > MAX_ABOVE:
+        return False
+    between = data[last:at].split(b"\n")[1:-1]
+    other = [line for line in between if not line.lstrip().startswith(b"#")]
+    return len(other) <= 2 and not _assigned_name(data, at)
+
+
+# A lookup in a named dict, its key's expression maybe on the next line:
+# `table[self.server_args.x]`, `table.get(\n    kv_cache_dtype, default)`.
+LOOKUP_RE = rb"(?:\[|\.get\()\s*((?:\w+(?:\(\))?\.)*\w+(?:\(\))?)\s*[\],)]"
+
+
+def _lookups(data: bytes, name: str) -> list[str]:
+    """The names (subject_tail) the dict `name` is looked up with in the file, in order,
+    once each: what says which flag's value a dict named for something else is keyed by."""
+    out: list[str] = []
+    if name.encode() + b"[" not in data and name.encode() + b".get(" not in data:
+        return out
+    for m in re.finditer(rb"(?<![\w.])(?:self\.)?" + re.escape(name.encode()) + LOOKUP_RE, data):
+        tail = subject_tail(m.group(1).decode())
+        if tail and tail not in out:
+            out.append(tail)
+    return out
+
+
+def _assigned_name(data: bytes, start: int) -> str:
+    """The name a dict is assigned to, from the code lines just above its first entry
+    (comments and blank lines skipped): `mapping = {` -> "mapping", and an outer dict's for
+    a dict in it (`mapping.update(`, `{`, `"visual": {` above)."""
     end = start - 1
-    for _ in range(3):
+    code = 0
+    for _ in range(MAX_ABOVE):
         if end <= 0:
-            return "" if whole else None
+            return ""
         begin = data.rfind(b"\n", 0, end) + 1
         prev = data[begin:end].decode("utf-8", "replace").strip()
-        if prev and not prev.startswith("#"):
-            found = ASSIGN_BEFORE_RE.search(prev)
-            return found.group(1) if found else ""
         end = begin - 1
+        if not prev or prev.startswith("#"):
+            continue
+        found = ASSIGN_BEFORE_RE.search(prev) or UPDATE_RE.fullmatch(prev)
+        if found:
+            return found.group(1)
+        code += 1
+        if code > 2 or not OUTER_RE.fullmatch(prev):
+            return ""
     return ""
 
 

@@ -971,7 +971,84 @@ def deepep_trtllm(x):
 """
 
 
+# Dicts keyed by choice values, named for something else or not (lines matter: tests);
+# the names share a word with the flag (`policy`), as a model's `packed_modules_mapping`
+# does with --lora-target-modules.
+TABLES = """
+class OrderModel:
+    policy_modules_mapping = {
+        "fcfs": ["first", "come"],
+        "lof": ["longest", "output"],
+    }
+
+
+def load_order(cfg):
+    policy_params_mapping = {
+        "a_proj": "a",
+        "b_proj": "b",
+        # the next two are qualified
+        # because the bare names
+        # collide elsewhere
+        "fcfs": "order.fcfs",
+        "lof": "order.lof",
+    }
+    return policy_params_mapping.get(cfg.base_name, cfg.base_name)
+
+
+def extend(policy_mapping):
+    policy_mapping.update(
+        {
+            "visual": {
+                "fcfs": ["q"],
+                "lof": ["k"],
+            },
+        }
+    )
+
+
+QKV_BACKEND_IMPL = {
+    "aiter": "AiterVision",
+    "wave": "WaveVision",
+}
+
+
+def vision(qkv_backend):
+    return QKV_BACKEND_IMPL[qkv_backend]
+
+
+def router(cfg):
+    dtype_map = {
+        "aiter": 1,
+        "wave": 2,
+    }
+    return dtype_map.get(cfg.router_cfg, None)
+
+
+def sizes(self):
+    backend_sizes = {
+        "triton": 1,
+        "flashinfer": 2,
+    }
+    return backend_sizes.get(
+        self.server_args.decode_attention_backend, None
+    )
+
+
+def orders(self):
+    old_to_order = {
+        "first": "fcfs",
+        "longest": "lof",
+    }
+    order_to_old = {
+        "fcfs": "first",
+        "lof": "longest",
+    }
+    return order_to_old[self.schedule_policy], old_to_order
+"""
+
+
 def add_choice_shapes(repo: Path) -> None:
+    write(repo, SRT + "layers/tables.py", TABLES)
     write(repo, SRT + "layers/moe/step_pool.py", STEP_POOL)
     write(repo, SRT + "layers/moe/steps.py", STEPS)
     write(repo, SRT + "layers/attention/registry.py", ATTN_REGISTRY)

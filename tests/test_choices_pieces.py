@@ -104,7 +104,7 @@ def test_a_text_repeated_in_a_file_is_cited_at_each_place() -> None:
     block = 'TABLE = {\n    "a": 1,\n    "b": 2,\n}\n'
     text = block + "\n\nx = 1\n\n\n" + block
     (found,) = _same([text])
-    assert [entries for entries, _line, _name in found["dispatch"]] == [
+    assert [group[0] for group in found["dispatch"]] == [
         [["a", 2], ["b", 3]],
         [["a", 11], ["b", 12]],
     ]
@@ -150,13 +150,13 @@ def test_a_piece_that_is_not_local_stays_marked() -> None:
 def test_a_dispatch_dicts_name_above_a_blank_line() -> None:
     text = 'table = {\n\n    "a": 1,\n    "b": 2,\n}\n'
     (found,) = _same([text, text.replace('"b"', '"c"')])[:1]
-    assert found["dispatch"] == [[[["a", 3], ["b", 4]], 3, "table"]]
+    assert found["dispatch"] == [[[["a", 3], ["b", 4]], 3, "table", []]]
 
 
 def test_a_dispatch_run_goes_on_past_a_blank_line() -> None:
     text = 'table = {\n    "a": 1,\n\n    "b": 2,\n}\n'
     found = _same([text, text.replace('"b"', '"c"')])
-    assert found[1]["dispatch"] == [[[["a", 2], ["c", 4]], 2, "table"]]
+    assert found[1]["dispatch"] == [[[["a", 2], ["c", 4]], 2, "table", []]]
 
 
 def test_a_receivers_type_split_across_pieces() -> None:

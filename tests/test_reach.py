@@ -438,3 +438,21 @@ def test_an_accessor_of_two_carriers_carries_both_flags(client: TestClient) -> N
     assert chains("--enable-lone-batch-overlap") == {
         6: ["IS_LBO_ENABLED", "is_lbo_enabled()", "should_gather_early()"]
     }
+
+
+def test_dispatch_dicts_named_for_something_else(client: TestClient) -> None:
+    def dispatch(flag: str, value: str) -> list[tuple[str, str, str, int]]:
+        return [s for s in sites_of(client, flag, value) if s[2] == "tables.py"]
+
+    # A model's modules (a class attribute, a dict in `mapping.update(...)`, a dict going on
+    # past comment lines) and a map looked up with a name that is no flag's: not handlers of
+    # --schedule-policy=fcfs / --attention-backend=aiter although no other flag takes them.
+    assert dispatch("--schedule-policy", "fcfs") == [("dispatch", "subject", "tables.py", 66)]
+    assert dispatch("--schedule-policy", "lof") == [("dispatch", "subject", "tables.py", 67)]
+    # looked up with a backend of its own (`QKV_BACKEND_IMPL[qkv_backend]`): kept
+    assert dispatch("--attention-backend", "aiter") == [("dispatch", "family", "tables.py", 33)]
+    # the key read on the line after `.get(`: the flag it reads, by subject
+    assert dispatch("--decode-attention-backend", "flashinfer") == [
+        ("dispatch", "subject", "tables.py", 53)
+    ]
+    assert dispatch("--attention-backend", "flashinfer") == []
