@@ -1982,7 +1982,7 @@ def _value(f: PyFile, fn: ast.AST, e: ast.expr, env: dict[str, Any], depth: int 
     if key is not None:
         if key in env:
             return env[key]
-        bound = _bound_once(fn).get(key)
+        bound = _bound_once_in(f, fn).get(key)
         return UNKNOWN if bound is None else _value(f, fn, bound, env, depth + 1)
 
     def of(x: ast.expr) -> Any:
@@ -2065,6 +2065,16 @@ def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) ->
 
 def _is_docstring(s: ast.stmt) -> bool:
     return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+
+
+def _bound_once_in(f: PyFile, fn: ast.AST) -> dict[str, ast.expr | None]:
+    """`_bound_once(fn)` kept in `f.memo`: `_value` asks it for each name of each guard, and
+    a walk of a model's `__init__` is most of the resolver's time. `fn` is one of `f.node`'s
+    parsed blocks, which `f` keeps, so its id names it while the memo lives."""
+    key = ("bound once", id(fn))
+    if key not in f.memo:
+        f.memo[key] = _bound_once(fn)
+    return f.memo[key]  # type: ignore[no-any-return]
 
 
 def _bound_once(fn: ast.AST) -> dict[str, ast.expr | None]:
