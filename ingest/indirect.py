@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import combinations, product
+from itertools import combinations, groupby, product
 from typing import Any
 
 from ingest.chunks import Piece
@@ -571,6 +571,15 @@ def file_uses(
     """Uses of each (name, member) pattern in code (not in imports, comments or
     triple-quoted strings). With `accessors`, only those in the `return` of a short
     function (`Use.accessor` set): the other hits are dropped before the costlier tests."""
+    return [use for _pos, _name, use in _file_hits(f, patterns, accessors)]
+
+
+def _file_hits(
+    f: PyFile,
+    patterns: list[tuple[str, str | None, tuple[str, str | None]]],
+    accessors: bool = False,
+) -> list[tuple[int, str, Use]]:
+    """file_uses, each use with the offset and name of the hit that found it, in order."""
     if not patterns:
         return []
     by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
@@ -592,7 +601,7 @@ def file_uses(
         for name, entries in by_name.items()
         if all(member is not None for member, _cid in entries)
     }
-    out: list[Use] = []
+    out: list[tuple[int, str, Use]] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
     for pos, name in hits:
         before = f.text[pos - 1] if pos else " "
@@ -635,7 +644,7 @@ def file_uses(
             if accessor is not None or not accessors:
                 text = f.text_of(line)
                 use = Use(cid, line, text, accessor, def_line, prop, returned, cond, passes_on)
-                out.append(use)
+                out.append((pos, name, use))
     return out
 
 
@@ -1010,7 +1019,8 @@ class Resolver:
         # target -> path -> aliases bound to it there (in the file's order)
         self.graph: dict[Target, dict[str, list[str]]] = defaultdict(dict)
         self.carriers: dict[str, list[dict[str, Any]]] = {}  # path -> its own carriers
-        self.uses: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}  # (sha, patterns) ->
+        # (sha, one name's patterns) -> its uses with their hits' (offset, name)
+        self.uses: dict[tuple[str, tuple[Any, ...]], list[tuple[int, str, Use]]] = {}
         self.defs: dict[str, list[tuple[str, int]]] = {}  # sha -> top-level (name, line)
         self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
         self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
@@ -1330,14 +1340,21 @@ class Resolver:
                 key=lambda p: (p[0], p[1] or "", p[2][1] or ""),
             )
         )
-        key = (sha, patterns)
-        cached = self.uses.get(key)
-        if cached is None:
-            f = _pyfile(sha, read_text)
-            cached = file_uses(f, list(patterns))
-            self.uses[key] = cached
-            if sha not in self.defs:
-                self.defs[sha] = f.module_defs()
+        # Found per name: a file asked again with one more carrier's name (another version,
+        # another importer's carriers) looks for that name only. Each pattern's carrier id
+        # holds its name, so one name's uses do not depend on the others'; merged in the
+        # order of the hits, as one scan for all of them gives them.
+        hits: list[tuple[int, str, Use]] = []
+        for _name, group in groupby(patterns, key=lambda p: p[0]):
+            key = (sha, tuple(group))
+            found = self.uses.get(key)
+            if found is None:
+                found = self.uses[key] = _file_hits(_pyfile(sha, read_text), list(key[1]))
+            hits += found
+        hits.sort(key=lambda h: (h[0], h[1]))  # stable: a hit's uses keep their order
+        cached = [use for _pos, _name, use in hits]
+        if sha not in self.defs:
+            self.defs[sha] = _pyfile(sha, read_text).module_defs()
         defs = self.defs[sha]
         local_defs = {name for name, _line in defs}
         for use in cached:
