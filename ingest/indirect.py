@@ -1030,6 +1030,8 @@ class Resolver:
         self.members = {}
         # (sha, line, carrier, condition) -> whether the call there can make it true
         self.reaches: dict[tuple[str, int, tuple[str, str | None], Cond], bool] = {}
+        # (sha, a class's guards there, a holder's arguments) -> _reached: versions ask again
+        self.reached: dict[tuple[str, tuple[Any, ...], Args], bool] = {}
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
         self._reexports: dict[Target, list[tuple[str, str]]] = {}
@@ -1064,6 +1066,7 @@ class Resolver:
         self.defs = {k: v for k, v in self.defs.items() if k in shas}
         self.outline = {k: v for k, v in self.outline.items() if k in shas}
         self.reaches = {k: v for k, v in self.reaches.items() if k[0] in shas}
+        self.reached = {k: v for k, v in self.reached.items() if k[0] in shas}
 
     def _unbind(self, path: str) -> None:
         for target in self.bound.pop(path, {}).values():
@@ -1226,7 +1229,11 @@ class Resolver:
                             guards = user.guards.get(dest)
                             if kind == "hold" and guards and "__init__" in held:
                                 sha = files[user.path]
-                                if not _reached(_pyfile(sha, read_text), guards, args):
+                                rkey = (sha, tuple(guards), args)
+                                if rkey not in self.reached:
+                                    f = _pyfile(sha, read_text)
+                                    self.reached[rkey] = _reached(f, guards, args)
+                                if not self.reached[rkey]:
                                     held = {m: ch for m, ch in held.items() if m != "__init__"}
                             passed = _passed(kind, held, own, local)
                             if not passed:
