@@ -602,9 +602,12 @@ def _braced_in(message: str, flags: list[dict[str, Any]]) -> list[str]:
     """The flags a brace pair in a message names, braces expanded, when each one is a flag
     of the version (`{label}` in an f-string's text, or a pair half of which is not a flag,
     names none)."""
+    found = BRACED_RE.findall(message)
+    if not found:  # most messages: the flags' table (built per message) is not needed
+        return []
     by_option = {o: f["name"] for f in flags for o in (f["name"], *f["aliases"])}
     out: list[str] = []
-    for text in BRACED_RE.findall(message):
+    for text in found:
         named = [by_option.get(o) for o in expand_braces(text)]
         out += [n for n in named if n is not None] if all(named) else []
     return out

@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import combinations, product
+from itertools import combinations, groupby, product
 from typing import Any
 
 from ingest.chunks import Piece
@@ -571,6 +571,15 @@ def file_uses(
     """Uses of each (name, member) pattern in code (not in imports, comments or
     triple-quoted strings). With `accessors`, only those in the `return` of a short
     function (`Use.accessor` set): the other hits are dropped before the costlier tests."""
+    return [use for _pos, _name, use in _file_hits(f, patterns, accessors)]
+
+
+def _file_hits(
+    f: PyFile,
+    patterns: list[tuple[str, str | None, tuple[str, str | None]]],
+    accessors: bool = False,
+) -> list[tuple[int, str, Use]]:
+    """file_uses, each use with the offset and name of the hit that found it, in order."""
     if not patterns:
         return []
     by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
@@ -592,7 +601,7 @@ def file_uses(
         for name, entries in by_name.items()
         if all(member is not None for member, _cid in entries)
     }
-    out: list[Use] = []
+    out: list[tuple[int, str, Use]] = []
     seen: set[tuple[int, tuple[str, str | None]]] = set()
     for pos, name in hits:
         before = f.text[pos - 1] if pos else " "
@@ -635,7 +644,7 @@ def file_uses(
             if accessor is not None or not accessors:
                 text = f.text_of(line)
                 use = Use(cid, line, text, accessor, def_line, prop, returned, cond, passes_on)
-                out.append(use)
+                out.append((pos, name, use))
     return out
 
 
@@ -1010,7 +1019,8 @@ class Resolver:
         # target -> path -> aliases bound to it there (in the file's order)
         self.graph: dict[Target, dict[str, list[str]]] = defaultdict(dict)
         self.carriers: dict[str, list[dict[str, Any]]] = {}  # path -> its own carriers
-        self.uses: dict[tuple[str, tuple[Any, ...]], list[Use]] = {}  # (sha, patterns) ->
+        # (sha, one name's patterns) -> its uses with their hits' (offset, name)
+        self.uses: dict[tuple[str, tuple[Any, ...]], list[tuple[int, str, Use]]] = {}
         self.defs: dict[str, list[tuple[str, int]]] = {}  # sha -> top-level (name, line)
         self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
         self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
@@ -1020,6 +1030,8 @@ class Resolver:
         self.members = {}
         # (sha, line, carrier, condition) -> whether the call there can make it true
         self.reaches: dict[tuple[str, int, tuple[str, str | None], Cond], bool] = {}
+        # (sha, a class's guards there, a holder's arguments) -> _reached: versions ask again
+        self.reached: dict[tuple[str, tuple[Any, ...], Args], bool] = {}
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
         self._reexports: dict[Target, list[tuple[str, str]]] = {}
@@ -1054,6 +1066,7 @@ class Resolver:
         self.defs = {k: v for k, v in self.defs.items() if k in shas}
         self.outline = {k: v for k, v in self.outline.items() if k in shas}
         self.reaches = {k: v for k, v in self.reaches.items() if k[0] in shas}
+        self.reached = {k: v for k, v in self.reached.items() if k[0] in shas}
 
     def _unbind(self, path: str) -> None:
         for target in self.bound.pop(path, {}).values():
@@ -1216,7 +1229,11 @@ class Resolver:
                             guards = user.guards.get(dest)
                             if kind == "hold" and guards and "__init__" in held:
                                 sha = files[user.path]
-                                if not _reached(_pyfile(sha, read_text), guards, args):
+                                rkey = (sha, tuple(guards), args)
+                                if rkey not in self.reached:
+                                    f = _pyfile(sha, read_text)
+                                    self.reached[rkey] = _reached(f, guards, args)
+                                if not self.reached[rkey]:
                                     held = {m: ch for m, ch in held.items() if m != "__init__"}
                             passed = _passed(kind, held, own, local)
                             if not passed:
@@ -1330,14 +1347,21 @@ class Resolver:
                 key=lambda p: (p[0], p[1] or "", p[2][1] or ""),
             )
         )
-        key = (sha, patterns)
-        cached = self.uses.get(key)
-        if cached is None:
-            f = _pyfile(sha, read_text)
-            cached = file_uses(f, list(patterns))
-            self.uses[key] = cached
-            if sha not in self.defs:
-                self.defs[sha] = f.module_defs()
+        # Found per name: a file asked again with one more carrier's name (another version,
+        # another importer's carriers) looks for that name only. Each pattern's carrier id
+        # holds its name, so one name's uses do not depend on the others'; merged in the
+        # order of the hits, as one scan for all of them gives them.
+        hits: list[tuple[int, str, Use]] = []
+        for _name, group in groupby(patterns, key=lambda p: p[0]):
+            key = (sha, tuple(group))
+            found = self.uses.get(key)
+            if found is None:
+                found = self.uses[key] = _file_hits(_pyfile(sha, read_text), list(key[1]))
+            hits += found
+        hits.sort(key=lambda h: (h[0], h[1]))  # stable: a hit's uses keep their order
+        cached = [use for _pos, _name, use in hits]
+        if sha not in self.defs:
+            self.defs[sha] = _pyfile(sha, read_text).module_defs()
         defs = self.defs[sha]
         local_defs = {name for name, _line in defs}
         for use in cached:
@@ -1982,7 +2006,7 @@ def _value(f: PyFile, fn: ast.AST, e: ast.expr, env: dict[str, Any], depth: int 
     if key is not None:
         if key in env:
             return env[key]
-        bound = _bound_once(fn).get(key)
+        bound = _bound_once_in(f, fn).get(key)
         return UNKNOWN if bound is None else _value(f, fn, bound, env, depth + 1)
 
     def of(x: ast.expr) -> Any:
@@ -2065,6 +2089,16 @@ def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) ->
 
 def _is_docstring(s: ast.stmt) -> bool:
     return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+
+
+def _bound_once_in(f: PyFile, fn: ast.AST) -> dict[str, ast.expr | None]:
+    """`_bound_once(fn)` kept in `f.memo`: `_value` asks it for each name of each guard, and
+    a walk of a model's `__init__` is most of the resolver's time. `fn` is one of `f.node`'s
+    parsed blocks, which `f` keeps, so its id names it while the memo lives."""
+    key = ("bound once", id(fn))
+    if key not in f.memo:
+        f.memo[key] = _bound_once(fn)
+    return f.memo[key]  # type: ignore[no-any-return]
 
 
 def _bound_once(fn: ast.AST) -> dict[str, ast.expr | None]:
