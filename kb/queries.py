@@ -771,19 +771,6 @@ def version_paths(session: Session, version: Version) -> list[str]:
 
 # --- history ------------------------------------------------------------------------------
 
-# Fields whose changes make a flag's history, in the order they are reported.
-HISTORY_FIELDS = ("type", "default", "choices", "help", "deprecated")
-
-
-def _history_values(flag: Flag) -> dict[str, Any]:
-    return {
-        "type": flag.type,
-        "default": default_value(flag),
-        "choices": loads(flag.choices),
-        "help": " ".join(flag.help.split()),
-        "deprecated": flag.deprecated,
-    }
-
 
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:
     """The flag across every version, oldest first, as Change dicts
