@@ -32,6 +32,7 @@ import bisect
 import operator
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any, cast
 
@@ -555,6 +556,8 @@ def _dispatch_groups(
     one a line, from (line, key, piece number, offset of its line in the piece) in file order
     (without pieces, the offset is in `data`); `indexes`, the names the file looks the
     subject up with (_lookups)."""
+    if len(keys) < 2:  # (a run has two entries at least; most files have none)
+        return []
     bases = (
         list(accumulate((len(t) + len(CUT) for _l, t, _r in parts), initial=0)) if parts else [0]
     )
@@ -594,15 +597,30 @@ LOOKUP_RE = rb"(?:\[|\.get\()\s*((?:\w+(?:\(\))?\.)*\w+(?:\(\))?)\s*[\],)]"
 
 def _lookups(data: bytes, name: str) -> list[str]:
     """The names (subject_tail) the dict `name` is looked up with in the file, in order,
-    once each: what says which flag's value a dict named for something else is keyed by."""
+    once each: what says which flag's value a dict named for something else is keyed by.
+    (bytes.find for the name, then the pattern at each hit: a pattern led by a lookbehind
+    has no literal prefix, and the engine tried it at every offset of the file.)"""
     out: list[str] = []
-    if name.encode() + b"[" not in data and name.encode() + b".get(" not in data:
+    key = name.encode()
+    if key + b"[" not in data and key + b".get(" not in data:
         return out
-    for m in re.finditer(rb"(?<![\w.])(?:self\.)?" + re.escape(name.encode()) + LOOKUP_RE, data):
-        tail = subject_tail(m.group(1).decode())
-        if tail and tail not in out:
-            out.append(tail)
+    lookup = _lookup_re(key)
+    pos = data.find(key)
+    while pos >= 0:
+        lead = pos - 5 if data[max(0, pos - 5) : pos] == b"self." else pos
+        before = data[lead - 1 : lead] if lead else b" "
+        m = lookup.match(data, pos) if not (before.isalnum() or before in b"_.") else None
+        if m is not None:
+            tail = subject_tail(m.group(1).decode())
+            if tail and tail not in out:
+                out.append(tail)
+        pos = data.find(key, pos + 1)
     return out
+
+
+@lru_cache(maxsize=1024)
+def _lookup_re(key: bytes) -> re.Pattern[bytes]:
+    return re.compile(re.escape(key) + LOOKUP_RE)
 
 
 def _assigned_name(data: bytes, start: int) -> str:
