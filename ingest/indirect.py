@@ -1573,16 +1573,7 @@ def _assigned_literals(node: ast.AST) -> dict[str, list[tuple[Any, Block]] | Non
             ):
                 if isinstance(sub_body, list):
                     todo.append((sub_body, inner))
-    for sub in _nested_statements(node):
-        if isinstance(sub, ast.Assign):
-            bound = sub.targets
-        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign, ast.For)):
-            bound = [sub.target]
-        elif isinstance(sub, ast.With):
-            bound = [i.optional_vars for i in sub.items if i.optional_vars is not None]
-        else:
-            continue
-        keys = {k for b in bound for t in ast.walk(b) if (k := _target_key(t)) is not None}
+    for sub, keys in _binding_statements(node):
         for key in keys:
             known = table.get(key, [])
             if known is None:
@@ -1596,8 +1587,24 @@ def _assigned_literals(node: ast.AST) -> dict[str, list[tuple[Any, Block]] | Non
             if not plain:
                 table[key] = None
                 continue
-            table[key] = [*known, (sub.value.value, blocks.get(id(sub), ()))]  # type: ignore[union-attr]
+            table[key] = [*known, (sub.value.value, blocks.get(id(sub), ()))]  # type: ignore[attr-defined]
     return table
+
+
+def _binding_statements(node: ast.AST) -> Iterator[tuple[ast.stmt, set[str]]]:
+    """Each statement in a function binding names (an assignment, `for`, `with ... as`),
+    with the locals and `self.x` it binds (order-free: what callers build does not depend
+    on which binding comes first)."""
+    for sub in _nested_statements(node):
+        if isinstance(sub, ast.Assign):
+            bound = sub.targets
+        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign, ast.For)):
+            bound = [sub.target]
+        elif isinstance(sub, ast.With):
+            bound = [i.optional_vars for i in sub.items if i.optional_vars is not None]
+        else:
+            continue
+        yield sub, {k for b in bound for t in ast.walk(b) if (k := _target_key(t)) is not None}
 
 
 def _nested_statements(node: ast.AST) -> Iterator[ast.AST]:
@@ -2105,16 +2112,7 @@ def _bound_once(fn: ast.AST) -> dict[str, ast.expr | None]:
     """The local or `self.x` names a function binds, each with the value of its one plain
     assignment (None: bound more than once, or otherwise)."""
     out: dict[str, ast.expr | None] = {}
-    for sub in ast.walk(fn):
-        if isinstance(sub, ast.Assign):
-            bound = sub.targets
-        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign, ast.For)):
-            bound = [sub.target]
-        elif isinstance(sub, ast.With):
-            bound = [i.optional_vars for i in sub.items if i.optional_vars is not None]
-        else:
-            continue
-        keys = {k for b in bound for t in ast.walk(b) if (k := _target_key(t)) is not None}
+    for sub, keys in _binding_statements(fn):
         for key in keys:
             once = (
                 isinstance(sub, ast.Assign)
@@ -2122,7 +2120,7 @@ def _bound_once(fn: ast.AST) -> dict[str, ast.expr | None]:
                 and key not in out
                 and _target_key(sub.targets[0]) == key
             )
-            out[key] = sub.value if once else None  # type: ignore[union-attr]
+            out[key] = sub.value if once else None  # type: ignore[attr-defined]
     return out
 
 
