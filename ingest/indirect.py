@@ -670,8 +670,9 @@ def _may_decide(f: PyFile, line: int) -> bool:
 
 
 def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
-    """What `line` decides of what the short function `d` returns: None if nothing, else the
-    condition on what its callers pass (() for none). It decides when it is in a `return`,
+    """What `line` decides of what the short function `d` returns: None if nothing, else
+    (the condition on what its callers pass, () for none; whether it only passes its
+    parameters on to a carrier, `Use.passes_on`). It decides when it is in a `return`,
     or, where every `return` of the function is small, in the small test of an `if` that
     returns at once (`if backend.is_deep_gemm(): return True`) or in the value of a local
     name assigned once and used in one of those (`backend = get_moe_runner_backend()`).
@@ -1948,7 +1949,12 @@ def _reached(f: PyFile, guards: list[tuple[int, tuple[str, str | None], Cond]], 
     for line, carrier, cond in guards:
         call = call_of(f, line, carrier)
         d = f.enclosing(line)
-        node = f.node(d) if d is not None else None
+        # (the holder's arguments are `__init__`'s: a guard in a function nested in it is
+        # passed what that function's caller gives, not known here)
+        in_init = (
+            d is not None and d.name == "__init__" and getattr(d.parent, "kind", None) == "class"
+        )
+        node = f.node(d) if d is not None and in_init else None
         env = _bind(node, args) if node is not None else None
         if call is None or node is None or env is None:
             return True
@@ -2011,19 +2017,22 @@ def _value(f: PyFile, fn: ast.AST, e: ast.expr, env: dict[str, Any], depth: int 
         return e.value
     key = _target_key(e)
     if key is not None:
-        if key in env:
-            return env[key]
-        bound = _bound_once_in(f, fn).get(key)
+        bindings = _bound_once_in(f, fn)
+        if key in env:  # a parameter, unless the function binds it again (maybe: not known)
+            return UNKNOWN if key in bindings else env[key]
+        bound = bindings.get(key)
         return UNKNOWN if bound is None else _value(f, fn, bound, env, depth + 1)
 
     def of(x: ast.expr) -> Any:
         return _value(f, fn, x, env, depth + 1)
 
-    if isinstance(e, ast.BoolOp):  # truth only: `a or b` is true once one is
-        values, decisive = [of(x) for x in e.values], isinstance(e.op, ast.Or)
-        if any(v is not UNKNOWN and bool(v) == decisive for v in values):
-            return decisive
-        return UNKNOWN if UNKNOWN in values else not decisive
+    if isinstance(e, ast.BoolOp):  # as Python: `a or b` is the first true operand, or b
+        value: Any = UNKNOWN
+        for x in e.values:
+            value = of(x)
+            if value is UNKNOWN or bool(value) == isinstance(e.op, ast.Or):
+                return value  # (an unknown operand before the deciding one: not known)
+        return value
     if isinstance(e, ast.IfExp):
         test = of(e.test)
         return UNKNOWN if test is UNKNOWN else of(e.body if test else e.orelse)

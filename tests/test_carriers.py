@@ -6,8 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from ingest import sites
-from ingest.indirect import _RECENT, UNKNOWN, _literal, call_of, hops, resolve, scan_structure
+from ingest.indirect import (
+    _RECENT,
+    UNKNOWN,
+    _literal,
+    _reached,
+    call_of,
+    hops,
+    resolve,
+    scan_structure,
+)
 from ingest.pyfile import PyFile
 
 UTILS = """
@@ -976,3 +987,55 @@ class MoeSparseBlock:
 def test_a_holders_argument_is_known_only_when_it_is_a_constant() -> None:
     assert [_literal(s) for s in ("0", "True", "-1", "'x'", "None")] == [0, True, -1, "x", None]
     assert all(_literal(s) is UNKNOWN for s in ("config", "n - 1", "[1, 2]", "-'x'", "f(", "*a"))
+
+
+GUARD = (("LayerScatterModes", "init_new"), (("is_layer_sparse", True),))
+
+
+@pytest.mark.parametrize(
+    ("src", "line", "args"),
+    [
+        # a parameter `__init__` may bind again is not the holder's argument
+        (
+            "class L:\n"
+            "    def __init__(self, config, layer_id, is_nextn=False):\n"
+            "        if config.force:\n"
+            "            is_nextn = True\n"
+            "        self.modes = LayerScatterModes.init_new(is_layer_sparse=is_nextn)\n",
+            5,
+            (("0", "config"), ("1", "3")),
+        ),
+        # `a or b` is an operand, not True: (None or 4) - 1 == 3
+        (
+            "class L:\n"
+            "    def __init__(self, config, n=None):\n"
+            "        k = (n or 4) - 1\n"
+            "        self.modes = LayerScatterModes.init_new(is_layer_sparse=k == 3)\n",
+            4,
+            (("0", "config"),),
+        ),
+        # a guard in a function nested in `__init__` gets that function's caller's values
+        (
+            "class L:\n"
+            "    def __init__(self):\n"
+            "        def build(sparse=False):\n"
+            "            return LayerScatterModes.init_new(is_layer_sparse=sparse)\n"
+            "        self.modes = build(sparse=True)\n",
+            4,
+            (),
+        ),
+    ],
+)
+def test_a_holder_reaches_what_its_arguments_do_not_rule_out(
+    src: str, line: int, args: tuple[tuple[str, str], ...]
+) -> None:
+    assert _reached(PyFile(src), [(line, *GUARD)], args)
+
+
+def test_a_holders_constant_argument_still_rules_a_guard_out() -> None:
+    src = (
+        "class L:\n"
+        "    def __init__(self, config, layer_id, is_nextn=False):\n"
+        "        self.modes = LayerScatterModes.init_new(is_layer_sparse=not is_nextn)\n"
+    )
+    assert not _reached(PyFile(src), [(3, *GUARD)], (("0", "config"), ("is_nextn", "True")))
