@@ -7,10 +7,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from kb.relations import rebuild_relations
-from kb.schema import ConstraintSite, Enum, Flag, Version, create_schema, dumps, make_engine
+from kb.schema import (
+    ConstraintSite,
+    Enum,
+    EnvVar,
+    Flag,
+    Version,
+    create_schema,
+    dumps,
+    make_engine,
+)
 
 
 def flag(name: str, **kw: Any) -> dict[str, Any]:
@@ -137,3 +146,15 @@ SEARCH_NEW = {
 SEARCH_NEW["flags"] = [
     f for f in SEARCH_NEW["flags"] if f["name"] != "--moe-runner-backend" or f["line"] == 99
 ]
+
+
+def add_env_vars(url: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+    """EnvVar rows (field -> value) for versions `build_kb` planted, by version name."""
+    engine = make_engine(url)
+    with Session(engine) as session:
+        ids = {v.name: v.id for v in session.exec(select(Version))}
+        for version, variables in rows.items():
+            for row in variables:
+                session.add(EnvVar(version_id=ids[version], **row))
+        session.commit()
+    engine.dispose()

@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from planted_kb import build_kb, flag
-from sqlmodel import Session, select
+from planted_kb import add_env_vars, build_kb, flag
 
 from app.main import create_app
-from kb.schema import EnvVar, Version, dumps, make_engine
+from kb.schema import dumps
 
 MEM = "ServerArgs._handle_memory"
 COND = {"condition": "self.mem < 20", "conditions": '["self.mem < 20"]', "flags": ["--mem"]}
@@ -79,14 +78,7 @@ ENV = {
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     path = tmp_path_factory.mktemp("renames") / "kb.db"
     url = build_kb(path, [("v1", V1), ("v2", V2), ("v3", V3)])
-    engine = make_engine(url)
-    with Session(engine) as session:
-        ids = {v.name: v.id for v in session.exec(select(Version)) if v.id is not None}
-        for version, rows in ENV.items():
-            for row in rows:
-                session.add(EnvVar(version_id=ids[version], **row))
-        session.commit()
-    engine.dispose()
+    add_env_vars(url, ENV)
     return TestClient(create_app(url), follow_redirects=False)
 
 

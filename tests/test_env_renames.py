@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session, select
 
 from app.main import create_app
 from kb.diff import read_as
-from kb.schema import EnvVar, Version, dumps, make_engine
-from tests.planted_kb import build_kb
+from kb.schema import dumps
+from tests.planted_kb import add_env_vars, build_kb
 
 EMPTY: dict[str, Any] = {"flags": [], "constraints": [], "enums": {}}
 
@@ -61,14 +60,7 @@ V2 = [
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     path = tmp_path_factory.mktemp("envren") / "kb.db"
     url = build_kb(path, [("v1.0.0", EMPTY), ("v2.0.0", EMPTY)])
-    engine = make_engine(url)
-    with Session(engine) as session:
-        ids = {v.name: v.id for v in session.exec(select(Version)) if v.id is not None}
-        for version, rows in (("v1.0.0", V1), ("v2.0.0", V2)):
-            for row in rows:
-                session.add(EnvVar(version_id=ids[version], **row))
-        session.commit()
-    engine.dispose()
+    add_env_vars(url, {"v1.0.0": V1, "v2.0.0": V2})
     return TestClient(create_app(url), follow_redirects=False)
 
 
