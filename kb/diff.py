@@ -96,6 +96,8 @@ def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
         change: dict[str, Any] = {"field": field, "from": a, "to": b}
         if field in LISTS:
             before, after = a or [], b or []
+            if field == "choices" and opened:  # what the registry now knows, against the choices
+                after = known
             change["added"] = [v for v in after if v not in before]
             change["removed"] = [v for v in before if v not in after]
         if field == "choices" and opened:
@@ -347,6 +349,22 @@ def _respelled(old: Flag, new: Flag) -> bool:
     return old.name != new.name and old.name in _spellings(new) and new.name in _spellings(old)
 
 
+def _besides_rename(changes: list[dict[str, Any]], rename: dict[str, Any]) -> list[dict[str, Any]]:
+    """A renamed flag's changes without the two names the rename itself moves in its aliases
+    (the old name kept as an alias, or an alias promoted): other alias changes stay."""
+    moved = {rename["from"], rename["to"]}
+    out = []
+    for change in changes:
+        if change["field"] == "aliases":
+            added = [v for v in change["added"] if v not in moved]
+            removed = [v for v in change["removed"] if v not in moved]
+            if not added and not removed:
+                continue
+            change = {**change, "added": added, "removed": removed}
+        out.append(change)
+    return out
+
+
 def _flags(session: Session, version: Version) -> dict[str, Flag]:
     rows = session.exec(select(Flag).where(Flag.version_id == version.id)).all()
     return {f.name: f for f in rows}
@@ -380,8 +398,8 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
     for r in renamed + respelled:
         if r["via"] != "deprecated":
             # The option lives on under a new name: report what else changed with it.
-            for change in compare_flags(a[r["from"]], b[r["to"]]):
-                if change["field"] not in ("dest", "aliases"):
+            for change in _besides_rename(compare_flags(a[r["from"]], b[r["to"]]), r):
+                if change["field"] != "dest":
                     changed.append({"name": r["to"], **change})
 
     def sites(v: Version) -> list[ConstraintSite]:
@@ -591,7 +609,8 @@ def _history(session: Session, name: str, seen: set[str]) -> list[dict[str, Any]
                 # A swap of the primary spelling is no rename, as in the diff.
                 field = "respelled" if _respelled(prev, row) else "renamed"
                 events.append({**at, "field": field, "from": prev.name, "to": row.name})
-            for change in compare_flags(prev, row):
+            rename = {"from": prev.name, "to": row.name}
+            for change in _besides_rename(compare_flags(prev, row), rename):
                 events.append({**at, **change})
         prev = row
     return events

@@ -48,7 +48,10 @@ V2 = {
 }
 V3 = {
     "flags": [
-        flag("--meet-addr", aliases=["--widget-addr"], help="Where the widgets meet."),
+        # renamed, and given one more spelling besides the old name
+        flag(
+            "--meet-addr", aliases=["--widget-addr", "--rendezvous"], help="Where the widgets meet."
+        ),
         flag("--ps", dest="par_size", aliases=["--par-size"], type="int"),  # primary swapped
         flag("--batch-cap", type="int", deprecated=True, replacement="--batch-cap-decode"),
         flag("--batch-cap-decode", type="int"),
@@ -274,3 +277,16 @@ def test_a_flag_replaced_by_a_value_of_another_does_not_lend_it_its_history(
     assert [(h["version"], h["field"]) for h in history] == [("v2", "added")]
     history = get(client, "/api/v/v2/flags/--graph-mode")["history"]
     assert [(h["version"], h["field"]) for h in history][:2] == [("v1", "added"), ("v2", "renamed")]
+
+
+def test_a_renamed_flag_reports_its_other_alias_changes(client: TestClient) -> None:
+    changed = get(client, "/api/diff/v2/v3")["changed"]
+    aliases = [c for c in changed if c["field"] == "aliases"]
+    # the old name kept as an alias is the rename itself; the new spelling is a change
+    assert [(c["name"], c["added"], c["removed"]) for c in aliases] == [
+        ("--meet-addr", ["--rendezvous"], [])
+    ]
+    back = [c for c in get(client, "/api/diff/v3/v2")["changed"] if c["field"] == "aliases"]
+    assert [(c["name"], c["added"], c["removed"]) for c in back] == [
+        ("--widget-addr", [], ["--rendezvous"])
+    ]

@@ -184,3 +184,12 @@ def test_explain_still_accepts_a_registered_name(client: TestClient) -> None:
         },
     ).json()
     assert not [f for f in body["findings"] if f["kind"] == "invalid_choice"]
+
+
+def test_the_diff_names_the_values_a_registry_adds_to_the_choices(client: TestClient) -> None:
+    changed = get(client, "/api/diff/v0.1.0/v0.2.0")["changed"]
+    (opened,) = [c for c in changed if c["name"] == "--draft-algorithm" and c["field"] == "choices"]
+    assert opened["known"] == ["ALPHA", "BETA", "NEXTN", "GAMMA_MTP"]
+    assert opened["added"] == ["GAMMA_MTP"] and opened["removed"] == []
+    page = client.get("/diff/v0.1.0...v0.2.0").text
+    assert "opened to a registry" in page and "new: <code>GAMMA_MTP</code>" in page
