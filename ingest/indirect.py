@@ -1194,7 +1194,6 @@ class Resolver:
             for path, by_alias in users.items():
                 self._follow(path, files[path], by_alias, read_text, sites, add)
         self._inherit(files, read_text, sites)
-        _trim_recent()
         out = [
             {
                 **{k: v for k, v in site.items() if k not in ("rank", "conds")},
@@ -1754,10 +1753,6 @@ def hops(chain: tuple[str, ...]) -> int:
 
 _RECENT: dict[str, PyFile] = {}
 RECENT_FILES = 32  # model files and their bases: a few MB of text and outlines
-# While a version is resolved: it asks about a file again in each round of carriers
-# reaching it, and the last versions ask about over a hundred files (32 made ~500 files
-# read and outlined again in an ingest); trimmed to RECENT_FILES once it is resolved.
-VERSION_FILES = 160
 
 
 def _pyfile(sha: str, read_text: Callable[[str], str]) -> PyFile:
@@ -1765,16 +1760,11 @@ def _pyfile(sha: str, read_text: Callable[[str], str]) -> PyFile:
     (a version asks about the same files several times; the next version mostly too)."""
     f = _RECENT.pop(sha, None)
     if f is None:
-        if len(_RECENT) >= VERSION_FILES:
+        if len(_RECENT) >= RECENT_FILES:
             _RECENT.pop(next(iter(_RECENT)))
         f = PyFile(read_text(sha))
     _RECENT[sha] = f  # the most recently used last
     return f
-
-
-def _trim_recent() -> None:
-    while len(_RECENT) > RECENT_FILES:
-        _RECENT.pop(next(iter(_RECENT)))
 
 
 def resolve(
