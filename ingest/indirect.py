@@ -578,8 +578,10 @@ def _file_hits(
     f: PyFile,
     patterns: list[tuple[str, str | None, tuple[str, str | None]]],
     accessors: bool = False,
+    blocks: ByBlock | None = None,
 ) -> list[tuple[int, str, Use]]:
-    """file_uses, each use with the offset and name of the hit that found it, in order."""
+    """file_uses, each use with the offset and name of the hit that found it, in order
+    (`blocks`: what earlier blobs' functions of the same text gave)."""
     if not patterns:
         return []
     by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
@@ -634,13 +636,12 @@ def _file_hits(
             cond: Cond = ()
             if _may_decide(f, line):  # cheap test before finding the enclosing function
                 d = f.enclosing(line)
-                decided = None if d is None else decides_return(f, d, line)
+                decided = None if d is None else _decision(f, d, line, blocks)
                 if d is not None and decided is not None:
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
-                        accessor, def_line, (cond, passes_on) = ident, d.line, decided
+                        accessor, def_line, (cond, passes_on, returned) = ident, d.line, decided
                         prop = accessor_kind(f, d.line) == "property"
-                        returned = f.returns_at(d, line) is not None
             if accessor is not None or not accessors:
                 text = f.text_of(line)
                 use = Use(cid, line, text, accessor, def_line, prop, returned, cond, passes_on)
@@ -667,6 +668,44 @@ def _may_decide(f: PyFile, line: int) -> bool:
     ):
         return False
     return f.def_near(line)
+
+
+class ByBlock:
+    """Results derived from a function's block alone (its text from the `def` line on,
+    lines relative to it), for one file: the next blob of a file mostly keeps the text of
+    its functions, whose blocks need not be parsed again. `before`: the previous blob's;
+    a lookup keeps what it finds for the next one."""
+
+    def __init__(self, before: dict[tuple[Any, ...], Any] | None = None) -> None:
+        self.now: dict[tuple[Any, ...], Any] = {}
+        self.before = before or {}
+
+    def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        if key in self.now:
+            return self.now[key]
+        found = self.before[key] if key in self.before else make()
+        self.now[key] = found
+        return found
+
+
+def block_text(f: PyFile, d: Def) -> str:
+    return "\n".join(f.lines[d.line - 1 : f.end_of(d)])
+
+
+def _decision(
+    f: PyFile, d: Def, line: int, blocks: ByBlock | None
+) -> tuple[Cond, bool, bool] | None:
+    """decides_return, with whether `line` is in the `return` itself (`Use.returned`)."""
+
+    def make() -> tuple[Cond, bool, bool] | None:
+        decided = decides_return(f, d, line)
+        return None if decided is None else (*decided, f.returns_at(d, line) is not None)
+
+    if blocks is None:
+        return make()
+    # (decides_return and returns_at read the block's lines, its kind and parse alone)
+    key = ("decides", block_text(f, d), d.kind, line - d.line)
+    return blocks.get(key, make)  # type: ignore[no-any-return]
 
 
 def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
@@ -1035,6 +1074,9 @@ class Resolver:
         self.reached: dict[tuple[str, tuple[Any, ...], Args], bool] = {}
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
+        # path -> (its blob, what the blob's functions gave by their text): its next blob
+        # starts from those
+        self.blocks: dict[str, tuple[str, ByBlock]] = {}
         self._reexports: dict[Target, list[tuple[str, str]]] = {}
 
     def _update(self, files: dict[str, str], facts_of: Callable[[str], dict[str, Any]]) -> None:
@@ -1059,6 +1101,7 @@ class Resolver:
         self.files = files
         self.position = {path: i for i, path in enumerate(files)}
         self._importers, self._reexports = {}, {}
+        self.blocks = {p: b for p, b in self.blocks.items() if p in files}
         shas = set(files.values())  # a blob no longer in the version: its entries go
         self.uses = {k: v for k, v in self.uses.items() if k[0] in shas}
         self.relations = {k: v for k, v in self.relations.items() if k[0] in shas}
@@ -1160,14 +1203,24 @@ class Resolver:
         ]
         return sorted(out, key=lambda s: (s["dest"], s["path"], s["line"]))
 
-    def _reaches(self, sha: str, use: Use, cond: Cond, read_text: Callable[[str], str]) -> bool:
+    def _reaches(
+        self, sha: str, use: Use, cond: Cond, read_text: Callable[[str], str], blocks: ByBlock
+    ) -> bool:
         """_call_reaches, once per blob: it parses the call and walks its function, and the
         next versions mostly ask the same of the same blob."""
         key = (sha, use.line, use.carrier, cond)
         found = self.reaches.get(key)
         if found is None:
-            found = self.reaches[key] = _call_reaches(_pyfile(sha, read_text), use, cond)
+            f = _pyfile(sha, read_text)
+            found = self.reaches[key] = _call_reaches(f, use, cond, blocks)
         return found
+
+    def _blocks(self, path: str, sha: str) -> ByBlock:
+        """The ByBlock of the file's blob, from the previous blob's if the file changed."""
+        old = self.blocks.get(path)
+        if old is None or old[0] != sha:
+            self.blocks[path] = (sha, ByBlock(None if old is None else old[1].now))
+        return self.blocks[path][1]
 
     def _targets(self, c: Carrier) -> list[Target]:
         out, todo = [(c.module, c.name)], [(c.module, c.name)]
@@ -1357,7 +1410,9 @@ class Resolver:
             key = (sha, tuple(group))
             found = self.uses.get(key)
             if found is None:
-                found = self.uses[key] = _file_hits(_pyfile(sha, read_text), list(key[1]))
+                f = _pyfile(sha, read_text)
+                blocks = self._blocks(path, sha)
+                found = self.uses[key] = _file_hits(f, list(key[1]), blocks=blocks)
             hits += found
         hits.sort(key=lambda h: (h[0], h[1]))  # stable: a hit's uses keep their order
         cached = [use for _pos, _name, use in hits]
@@ -1377,7 +1432,11 @@ class Resolver:
                 rank = (0 if member is not None and member == c.member else 1, len(c.chain))
                 # (a call in the carrier's own file passes its caller's context on: a fact
                 # of that file, whatever the condition)
-                reaches = not c.cond or c.path == path or self._reaches(sha, use, c.cond, read_text)
+                reaches = (
+                    not c.cond
+                    or c.path == path
+                    or self._reaches(sha, use, c.cond, read_text, self._blocks(path, sha))
+                )
                 # the conditions a site is reached under, one per way (None: some way has
                 # none), for a class holding its class to check with its arguments
                 alt = None if not c.cond or c.path == path else (use.carrier, c.cond)
@@ -1501,7 +1560,7 @@ def passed_cond(f: PyFile, use: Use, cond: Cond) -> Cond | None:
     return tuple(sorted(set(out)))
 
 
-def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
+def _call_reaches(f: PyFile, use: Use, cond: Cond, blocks: ByBlock | None = None) -> bool:
     """Whether the call of a conditional carrier at a use passes every keyword its condition
     names, none as a literal making the test false (`is_layer_sparse=False` where the carrier
     decides under `if context.is_layer_sparse:`). A call leaving one out, or one not
@@ -1520,7 +1579,7 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
             if call.args:
                 continue
             return False
-        literals = _literals(f, use.line, value)
+        literals = _literals(f, use.line, value, blocks)
         if literals is not None:
             fitting.append([where for v, where in literals if bool(v) == want])
             if not fitting[-1]:
@@ -1537,7 +1596,9 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond) -> bool:
 Block = tuple[int, ...]  # the statement lists holding a statement, outermost first
 
 
-def _literals(f: PyFile, line: int, value: ast.expr) -> list[tuple[Any, Block]] | None:
+def _literals(
+    f: PyFile, line: int, value: ast.expr, blocks: ByBlock | None = None
+) -> list[tuple[Any, Block]] | None:
     """The literals a value passed at `line` can be, each with where it is set: itself, or
     what every assignment in the enclosing function gives the local or `self.x` it names (a
     dense layer's `self.is_layer_sparse = False` above its call). None when one is no
@@ -1551,8 +1612,14 @@ def _literals(f: PyFile, line: int, value: ast.expr) -> list[tuple[Any, Block]] 
         return None
     table = f.memo.get(("literals", d.line))
     if table is None:  # (one walk a function: its calls are checked once per use)
-        node = f.node(d)
-        table = f.memo[("literals", d.line)] = {} if node is None else _assigned_literals(node)
+
+        def make() -> dict[str, list[tuple[Any, Block]] | None]:
+            node = f.node(d)
+            return {} if node is None else _assigned_literals(node)
+
+        # (statement positions are relative to the function: the same for the same text)
+        found = make() if blocks is None else blocks.get(("literals", block_text(f, d)), make)
+        table = f.memo[("literals", d.line)] = found
     return table.get(key)
 
 

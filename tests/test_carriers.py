@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
+import ingest.indirect as indirect
 from ingest import sites
 from ingest.indirect import (
     _RECENT,
     UNKNOWN,
+    Resolver,
     _literal,
     _reached,
     call_of,
@@ -1039,3 +1041,47 @@ def test_a_holders_constant_argument_still_rules_a_guard_out() -> None:
         "        self.modes = LayerScatterModes.init_new(is_layer_sparse=not is_nextn)\n"
     )
     assert not _reached(PyFile(src), [(3, *GUARD)], (("0", "config"), ("is_nextn", "True")))
+
+
+def test_a_file_s_next_blob_reuses_what_its_unchanged_functions_gave(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The resolver keeps, per file, what each function's block gave (by its text): the
+    next blob of a file, its functions moved down by a new one, parses only the new one,
+    and resolves as a resolver starting afresh does."""
+    files = {**FILES, **SPARSE_FILES}
+    path = "python/sglang/srt/quant/fp9.py"
+    moved = {**files, path: files[path] + "\n\ndef tail():\n    return get_runner_backend()\n"}
+    moved[path] = moved[path].replace("class ", "def head():\n    return 1\n\n\nclass ", 1)
+    texts = {f"{p}@1": t for p, t in files.items()} | {f"{path}@2": moved[path]}
+    facts = {
+        k: scan_structure(t.encode(), sites.scan(t.encode())["reads"]) for k, t in texts.items()
+    }
+    decided: list[int] = []
+    real = indirect.decides_return
+
+    def counting(f: PyFile, d: Any, line: int) -> Any:
+        if f.text == moved[path]:
+            decided.append(line)
+        return real(f, d, line)
+
+    monkeypatch.setattr(indirect, "decides_return", counting)
+
+    def version(resolver: Resolver, new: bool) -> list[dict[str, Any]]:
+        shas = {p: f"{p}@{2 if new and p == path else 1}" for p in files}
+        return resolver.resolve(
+            shas, lambda p: facts[shas[p]], OPTIONS, texts.__getitem__, lambda p: False
+        )
+
+    _RECENT.clear()
+    kept = Resolver()
+    version(kept, new=False)
+    first = len(decided)  # (none: the first version asks of the first blob only)
+    again = version(kept, new=True)
+    reused = len(decided) - first
+    _RECENT.clear()
+    decided.clear()
+    fresh = version(Resolver(), new=True)
+    assert again == fresh
+    assert _at(fresh, "fp9.py", "return get_runner_backend()")  # the new function's read
+    assert reused == 1 < len(decided)  # the new function's read only, of the file's
