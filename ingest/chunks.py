@@ -103,6 +103,7 @@ class PieceMemo:
         old = self._last.pop(path, {}) if path is not None else {}
         new: dict[int, dict[str, Any]] = {}
         out: list[Piece] = []
+        misses = 0  # (counted here, added once: an attribute's += per piece costs)
         for line, text in pieces(data):
             key = hash(text)
             results = new.get(key)
@@ -110,11 +111,11 @@ class PieceMemo:
                 results = old.get(key)
                 if results is None:
                     results = {}
-                    self.misses += 1
-                else:
-                    self.hits += 1
+                    misses += 1
                 new[key] = results
             out.append((line, text, results))
+        self.misses += misses
+        self.hits += len(new) - misses
         if path is not None:
             self._last[path] = new
             while len(self._last) > self.paths:
