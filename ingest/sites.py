@@ -21,7 +21,7 @@ from itertools import accumulate
 from operator import methodcaller
 from typing import Any, AnyStr, NamedTuple
 
-from ingest.chunks import CUT, Piece, PieceSource
+from ingest.chunks import CUT, Piece, PieceSource, marker
 from kb.pyast import NOT_LITERAL, PARSE_FAILURES, literal
 
 READ_RES = [
@@ -723,8 +723,8 @@ def _after_getattr(text: bytes) -> bool:
 # line numbers relative to the piece, or one of these shared markers (most pieces find
 # nothing, and an empty result must cost nothing to keep and to put together).
 SCAN = "sites"
-NOTHING = ("nothing",)
-ONLY_ENUM = ("only the word Enum",)  # nothing found, but the blob may hold an enum class
+NOTHING = marker(("nothing",))
+ONLY_ENUM = marker(("only the word Enum",))  # nothing found, but the blob may hold an enum class
 OPEN_END = ("a match may reach past the end",)
 
 
