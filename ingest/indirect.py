@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import re
+from array import array
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -198,22 +199,27 @@ def _piece_imports(pieces: list[Piece]) -> list[list[Any]] | None:
         if got is OPEN_IMPORT:
             return None
         by = first - 1
-        froms += [[module, name, alias, line + by] for module, name, alias, line in got[0]]
+        flat = got[0]
+        for at, line in zip(flat[::2], flat[1::2], strict=True):
+            froms += [[module, name, alias, line + by] for module, name, alias in _items(text, at)]
         others += [[module, name, alias, line + by] for module, name, alias, line in got[1]]
     return froms + others
 
 
 def _import_parts(text: bytes) -> Any:
-    """_imports of a piece alone as (`from` imports, `import ... as` ones), each as tuples;
-    OPEN_IMPORT when a `(` of IMPORT_RE finds no `)` in the piece (in the blob it may find
-    one in a later piece, and the match hide what lies between); NO_IMPORTS when none."""
+    """_imports of a piece alone as (offset, line, offset, line, ... of the `from` imports
+    in an array, [module, name, alias, line] of each `import ... as` in tuples): a
+    statement's items are read again from its offset (holding them, or a tuple each, cost
+    a worker a few MB of memo); OPEN_IMPORT when a `(` of
+    IMPORT_RE finds no `)` in the piece (in the blob it may find one in a later piece, and
+    the match hide what lies between); NO_IMPORTS when none."""
     found = _import_lists(text, piece=True)
     if found is None:
         return OPEN_IMPORT
     froms, others = found
     if not froms and not others:
         return NO_IMPORTS
-    return tuple(map(tuple, froms)), tuple(map(tuple, others))
+    return array("I", [n for pair in froms for n in pair]), tuple(map(tuple, others))
 
 
 def _imports(data: bytes) -> list[list[Any]]:
@@ -221,13 +227,19 @@ def _imports(data: bytes) -> list[list[Any]]:
     relative."""
     found = _import_lists(data)
     assert found is not None  # (only a piece's can be open)
-    return found[0] + found[1]
+    froms, others = found
+    out = [
+        [module, name, alias, line]
+        for at, line in froms
+        for module, name, alias in _items(data, at)
+    ]
+    return out + others
 
 
 def _import_lists(data: bytes, piece: bool = False) -> tuple[list[Any], list[Any]] | None:
-    """_imports as (the `from` imports, the `import sglang.x as y` ones); with `piece`,
-    None when a `from` import's `(` is not closed in `data`."""
-    froms: list[list[Any]] = []
+    """_imports as ((offset, line) of each `from` import, the `import sglang.x as y` ones);
+    with `piece`, None when a `from` import's `(` is not closed in `data`."""
+    froms: list[tuple[int, int]] = []
     others: list[list[Any]] = []
     if b"import" not in data:
         return froms, others
@@ -241,13 +253,7 @@ def _import_lists(data: bytes, piece: bool = False) -> tuple[list[Any], list[Any
             continue  # not at the start of a line
         line += data.count(b"\n", pos, at)
         pos = at
-        text = m.group(0)
-        items = _IMPORT_ITEMS.get(text)
-        if items is None:
-            if len(_IMPORT_ITEMS) >= MAX_IMPORT_ITEMS:
-                _IMPORT_ITEMS.clear()
-            items = _IMPORT_ITEMS[text] = _import_items(m)
-        froms += [[module, name, alias, line] for module, name, alias in items]
+        froms.append((at, line))
     # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
     # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
     at = data.find(b"import sglang.")
@@ -259,6 +265,19 @@ def _import_lists(data: bytes, piece: bool = False) -> tuple[list[Any], list[Any
             others.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
         at = data.find(b"import sglang.", at + 1)
     return froms, others
+
+
+def _items(data: bytes, at: int) -> list[tuple[str, str, str]]:
+    """The (module, name, alias) of the `from` import IMPORT_RE matches at `at`."""
+    m = IMPORT_RE.match(data, at)
+    assert m is not None
+    text = m.group(0)
+    items = _IMPORT_ITEMS.get(text)
+    if items is None:
+        if len(_IMPORT_ITEMS) >= MAX_IMPORT_ITEMS:
+            _IMPORT_ITEMS.clear()
+        items = _IMPORT_ITEMS[text] = _import_items(m)
+    return items
 
 
 # An import statement's text -> its (module, name, alias): the same statements recur in
