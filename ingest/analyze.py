@@ -95,7 +95,9 @@ def facts_key(sha: str, kind: str) -> str:
 # scan found in them (ingest/chunks.py): the scans keep the results of unchanged pieces.
 # 640 paths: ingest CPU -12% against 256 (bench_ingest, same run); the ~10 MiB a worker it
 # costs was freed by the smaller module caches in modules.py and runner.py (peak 460 MiB).
-PIECES = PieceMemo(paths=640)
+# 860 since the memo keeps a piece that found nothing as a shared tuple: about the same
+# memory (ingest/chunks.py).
+PIECES = PieceMemo(paths=860)
 
 
 class BlobPieces:

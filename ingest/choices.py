@@ -36,7 +36,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any, cast
 
-from ingest.chunks import CUT, TRIPLE_QUOTES, Piece, PieceSource, string_spans
+from ingest.chunks import CUT, TRIPLE_QUOTES, Piece, PieceSource, marker, string_spans
 from ingest.sites import (
     CLOSING,
     VALUE,
@@ -95,7 +95,7 @@ STRING_WINDOW = 800  # how far ingest.sites._string_items looks for the closing 
 # In a piece's results (ingest/chunks.py): this scan's findings, and the receivers' types.
 SHAPES = "choice_shapes"
 TYPES = "choice_types:"  # + the names looked up
-EMPTY: tuple[()] = ()  # a piece that holds nothing (most do): one shared marker
+EMPTY: tuple[()] = marker(())  # a piece that holds nothing (most do): one shared marker
 NONLOCAL = "nonlocal"  # a piece whose findings may depend on the text past its end
 # What REGISTRY_RE could match past a blank line (`\s` takes it): `register_x(` ending a
 # piece (blanks aside).

@@ -83,6 +83,23 @@ class PieceSource(Protocol):
     def get(self) -> list[Piece]: ...
 
 
+# Results that say "nothing here" for a whole piece, each one shared constant of a scan
+# (sites.NOTHING, choices.EMPTY, env.NO_SITES, ...): id -> value. A piece whose results are
+# all markers is kept by the memo as one shared tuple of (scan, marker) pairs.
+MARKERS: dict[int, Any] = {}
+MARKER_IDS: set[int] = set()
+
+
+def marker(value: Any) -> Any:
+    """`value`, a module constant, registered as a marker (never changed by any scan)."""
+    MARKERS[id(value)] = value
+    MARKER_IDS.add(id(value))
+    return value
+
+
+Compact = tuple[tuple[str, Any], ...]  # a results dict of markers only, shared
+
+
 class PieceMemo:
     """Per worker: for the last `paths` paths, each piece of the last version analyzed here
     -> what each scan found in it.
@@ -90,33 +107,74 @@ class PieceMemo:
     A piece is known by its text's hash, not its text: holding every path's last text cost
     each worker ~20 MiB and pushed the ingest over its memory bar. Two different pieces of
     one path with the same 64-bit hash (odds ~1e-16 a version) would share results. A
-    path's entry is replaced by its next version's."""
+    path's entry is replaced by its next version's.
+
+    Most pieces find nothing in any scan: once a blob is done (at the next call), such a
+    piece's results dict is replaced by one shared tuple of its items (a dict each cost
+    ~190 bytes, 45% of the memo), copied back into a fresh dict when a version has the
+    piece again (scans fill in results of their own). The memory saved holds more paths:
+    860 paths take about the memory 640 took without (16.5 MB for the last 640 paths of the
+    124 real tags, 17.0 MB for 860 with the imports of indirect.py kept too), and an ingest
+    of the 124 tags with 2 workers misses 13% fewer pieces (234.6 k -> 202.9 k)."""
 
     def __init__(self, paths: int = 4096) -> None:
         self.paths = paths
-        self._last: dict[str, dict[int, dict[str, Any]]] = {}
+        self._last: dict[str, dict[int, Any]] = {}  # (a results dict or a Compact)
         self.hits = self.misses = 0
+        self._shared: dict[tuple[tuple[str, ...], tuple[int, ...]], Compact] = {}
+        # the last blob's results, to compact once it is done (the arguments of _compact)
+        self._done: tuple[dict[int, Any], list[int], list[tuple[int, Compact]]] | None = None
 
     def pieces(self, path: str | None, data: bytes) -> list[Piece]:
         """The pieces of `data`, with the results the last version of `path` had for the
         same text (a text repeated in this version shares one results dict)."""
+        if self._done is not None:
+            self._compact(*self._done)
         old = self._last.pop(path, {}) if path is not None else {}
         new: dict[int, dict[str, Any]] = {}
+        fresh: list[int] = []  # the pieces to compact if they can be: new ones
+        copied: list[tuple[int, Compact]] = []  # and those copied from a Compact
         out: list[Piece] = []
         for line, text in pieces(data):
             key = hash(text)
-            results = new.get(key)
+            results: dict[str, Any] | None = new.get(key)
             if results is None:
-                results = old.get(key)
-                if results is None:
+                kept = old.get(key)
+                if kept is None:
                     results = {}
-                    self.misses += 1
+                    fresh.append(key)
+                elif isinstance(kept, tuple):
+                    results = dict(kept)
+                    copied.append((key, kept))
                 else:
-                    self.hits += 1
+                    results = kept  # (it holds more than markers: it stays a dict)
                 new[key] = results
             out.append((line, text, results))
+        self.misses += len(fresh)
+        self.hits += len(new) - len(fresh)
         if path is not None:
+            self._done = (new, fresh, copied)
             self._last[path] = new
             while len(self._last) > self.paths:
                 self._last.pop(next(iter(self._last)))
         return out
+
+    def _compact(
+        self, new: dict[int, Any], fresh: list[int], copied: list[tuple[int, Compact]]
+    ) -> None:
+        self._done = None
+        for key, kept in copied:
+            if len(new[key]) == len(kept):  # no scan added a result: the same tuple again
+                new[key] = kept
+            else:
+                fresh.append(key)
+        shared = self._shared
+        for key in fresh:
+            results = new[key]
+            ids = tuple(map(id, results.values()))
+            if MARKER_IDS.issuperset(ids):
+                sig = (tuple(results), ids)
+                found = shared.get(sig)
+                if found is None:
+                    found = shared[sig] = tuple(results.items())
+                new[key] = found

@@ -27,7 +27,7 @@ import re
 from itertools import accumulate
 from typing import Any
 
-from ingest.chunks import CUT, Piece, PieceSource
+from ingest.chunks import CUT, Piece, PieceSource, marker
 from ingest.sites import LineIndex, docstring_spans, line_state
 from kb.pyast import NOT_LITERAL, kwarg, literal
 
@@ -427,7 +427,7 @@ def _dests(reads_rx: list[re.Pattern[str]], statement: list[str], headers: list[
 # NO_SITES.
 ENV_KEY = "env"
 PieceSites = tuple[tuple[tuple[Any, ...], ...], bool, dict[tuple[int, bool], "_Context"]]
-NO_SITES: PieceSites = ((), False, {})
+NO_SITES: PieceSites = marker(((), False, {}))
 WHITESPACE = frozenset(b" \t\r\n\f\v")
 # After a name at a piece's end: a default may follow after a blank line (`, "x")` read
 # whole), or `] =` make the read a write.

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import re
+from array import array
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -44,7 +45,7 @@ from functools import lru_cache
 from itertools import combinations, groupby, product
 from typing import Any
 
-from ingest.chunks import Piece
+from ingest.chunks import Piece, marker
 from ingest.pyfile import MAX_ACCESSOR_LINES, Def, Outline, PyFile, outline
 from ingest.sites import in_spans, server_args_aliases
 from kb.pyast import ARGS_RECEIVERS
@@ -99,13 +100,14 @@ def scan_structure(
     """`path` keeps what the file's functions gave for the next version of the path (a
     worker analyzes the versions of a path oldest first); `pieces` gives the blob's pieces
     (ingest/chunks.py) if they are cut, whose outlines are kept with them."""
-    out: dict[str, Any] = {"imports": _imports(data)}
+    cut = pieces() if pieces is not None else None
+    found = _piece_imports(cut) if cut is not None else None
+    out: dict[str, Any] = {"imports": _imports(data) if found is None else found}
     if b"EntryClass" in data:
         out["entry"] = _entry_classes(data)
     read_lines = {line for _name, line, access in reads if access == "read"}
     if read_lines and _may_carry(data, read_lines):
         memo = None if path is None else BlockMemo(_BLOCKS.pop(path, {}))
-        cut = pieces() if pieces is not None else None
         lines = None if cut is None else lambda: piece_outline(cut)
         out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines, memo, lines)
         if memo is not None and memo.new:
@@ -178,27 +180,80 @@ def _may_carry(data: bytes, read_lines: set[int]) -> bool:
     return False
 
 
+IMPORTS = "indirect.imports"  # a piece's (_imports's two parts) or one of these markers:
+NO_IMPORTS = marker(("no imports",))
+OPEN_IMPORT = marker(("an import's brackets may close past the end",))
+
+
+def _piece_imports(pieces: list[Piece]) -> list[list[Any]] | None:
+    """_imports of the blob from its pieces', each found once per text in a path's history
+    (lines relative to the piece); None when an import's `(` is not closed in its piece."""
+    froms: list[list[Any]] = []
+    others: list[list[Any]] = []
+    for first, text, results in pieces:
+        got = results.get(IMPORTS)
+        if got is None:
+            got = results[IMPORTS] = _import_parts(text) if b"import" in text else NO_IMPORTS
+        if got is NO_IMPORTS:
+            continue
+        if got is OPEN_IMPORT:
+            return None
+        by = first - 1
+        flat = got[0]
+        for at, line in zip(flat[::2], flat[1::2], strict=True):
+            froms += [[module, name, alias, line + by] for module, name, alias in _items(text, at)]
+        others += [[module, name, alias, line + by] for module, name, alias, line in got[1]]
+    return froms + others
+
+
+def _import_parts(text: bytes) -> Any:
+    """_imports of a piece alone as (offset, line, offset, line, ... of the `from` imports
+    in an array, [module, name, alias, line] of each `import ... as` in tuples): a
+    statement's items are read again from its offset (holding them, or a tuple each, cost
+    a worker a few MB of memo); OPEN_IMPORT when a `(` of
+    IMPORT_RE finds no `)` in the piece (in the blob it may find one in a later piece, and
+    the match hide what lies between); NO_IMPORTS when none."""
+    found = _import_lists(text, piece=True)
+    if found is None:
+        return OPEN_IMPORT
+    froms, others = found
+    if not froms and not others:
+        return NO_IMPORTS
+    return array("I", [n for pair in froms for n in pair]), tuple(map(tuple, others))
+
+
 def _imports(data: bytes) -> list[list[Any]]:
     """[module, name, alias, line] of `from M import a, b as c` where M is sglang's or
     relative."""
-    out: list[list[Any]] = []
+    found = _import_lists(data)
+    assert found is not None  # (only a piece's can be open)
+    froms, others = found
+    out = [
+        [module, name, alias, line]
+        for at, line in froms
+        for module, name, alias in _items(data, at)
+    ]
+    return out + others
+
+
+def _import_lists(data: bytes, piece: bool = False) -> tuple[list[Any], list[Any]] | None:
+    """_imports as ((offset, line) of each `from` import, the `import sglang.x as y` ones);
+    with `piece`, None when a `from` import's `(` is not closed in `data`."""
+    froms: list[tuple[int, int]] = []
+    others: list[list[Any]] = []
     if b"import" not in data:
-        return out
+        return froms, others
     line, pos = 1, 0
     for m in IMPORT_RE.finditer(data):
+        if piece and m.group(2)[:1] == b"(" and b")" not in m.group(2):
+            return None
         at = m.start()
         start = data.rfind(b"\n", 0, at) + 1
         if start != at and data[start:at].strip(b" \t"):
             continue  # not at the start of a line
         line += data.count(b"\n", pos, at)
         pos = at
-        text = m.group(0)
-        items = _IMPORT_ITEMS.get(text)
-        if items is None:
-            if len(_IMPORT_ITEMS) >= MAX_IMPORT_ITEMS:
-                _IMPORT_ITEMS.clear()
-            items = _IMPORT_ITEMS[text] = _import_items(m)
-        out += [[module, name, alias, line] for module, name, alias in items]
+        froms.append((at, line))
     # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
     # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
     at = data.find(b"import sglang.")
@@ -207,9 +262,22 @@ def _imports(data: bytes) -> list[list[Any]]:
         found = IMPORT_AS_RE.match(data, at)
         if found and not data[start:at].strip(b" \t"):
             module, name = found.group(1).decode().rsplit(".", 1)
-            out.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
+            others.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
         at = data.find(b"import sglang.", at + 1)
-    return out
+    return froms, others
+
+
+def _items(data: bytes, at: int) -> list[tuple[str, str, str]]:
+    """The (module, name, alias) of the `from` import IMPORT_RE matches at `at`."""
+    m = IMPORT_RE.match(data, at)
+    assert m is not None
+    text = m.group(0)
+    items = _IMPORT_ITEMS.get(text)
+    if items is None:
+        if len(_IMPORT_ITEMS) >= MAX_IMPORT_ITEMS:
+            _IMPORT_ITEMS.clear()
+        items = _IMPORT_ITEMS[text] = _import_items(m)
+    return items
 
 
 # An import statement's text -> its (module, name, alias): the same statements recur in

@@ -18,9 +18,10 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from itertools import accumulate
+from operator import methodcaller
 from typing import Any, AnyStr, NamedTuple
 
-from ingest.chunks import CUT, Piece, PieceSource
+from ingest.chunks import CUT, Piece, PieceSource, marker
 from kb.pyast import NOT_LITERAL, PARSE_FAILURES, literal
 
 READ_RES = [
@@ -439,7 +440,7 @@ def _with_local_flags(data: bytes, facts: dict[str, Any]) -> dict[str, Any]:
     read (`name = server_args.grammar_backend`) made a comparison of that flag's dest (or
     bound to `self.x`: of x)."""
     tails = {tail for _v, _no, tail, how in facts["choices"] if how != "is_call"}
-    if not tails or not any(lead in data for lead in LOCAL_LEADS):
+    if not tails or not _has_local_lead(data):
         return facts
     scopes = local_flags(data, tails)
     if not scopes:
@@ -454,6 +455,15 @@ def _with_local_flags(data: bytes, facts: dict[str, Any]) -> dict[str, Any]:
                     break
         choices.append(fact)
     return {**facts, "choices": choices}
+
+
+def _has_local_lead(data: bytes) -> bool:
+    """`any(lead in data for lead in LOCAL_LEADS)`, with one search of the text for the
+    three leads holding `server_args` when it lacks the word (most files): each search is a
+    pass over the whole text."""
+    if LOCAL_LEADS[3] in data:
+        return True
+    return b"server_args" in data and any(lead in data for lead in LOCAL_LEADS[:3])
 
 
 def _compares(line: str, name: str) -> bool:
@@ -713,8 +723,8 @@ def _after_getattr(text: bytes) -> bool:
 # line numbers relative to the piece, or one of these shared markers (most pieces find
 # nothing, and an empty result must cost nothing to keep and to put together).
 SCAN = "sites"
-NOTHING = ("nothing",)
-ONLY_ENUM = ("only the word Enum",)  # nothing found, but the blob may hold an enum class
+NOTHING = marker(("nothing",))
+ONLY_ENUM = marker(("only the word Enum",))  # nothing found, but the blob may hold an enum class
 OPEN_END = ("a match may reach past the end",)
 
 
@@ -745,7 +755,9 @@ def _scan_new(pieces: list[Piece]) -> list[PieceFacts | tuple[str]]:
         out = [NOTHING] * len(texts)
     if lines.texts:  # the facts to their pieces, lines relative to each
         # the line each piece starts at in the joined text
-        firsts = list(accumulate((t.count(b"\n") + 2 for t in texts[:-1]), initial=1))
+        # (by C-level callables: no Python call per piece)
+        counts = map(methodcaller("count", b"\n"), texts[:-1])
+        firsts = list(accumulate(map((2).__add__, counts), initial=1))
         got: dict[int, dict[int, list[list[Any]]]] = {}  # piece -> kind -> facts
         cited: dict[int, dict[int, str]] = {}
         for kind, facts in enumerate(found):
@@ -775,18 +787,20 @@ def _from_pieces(data: bytes, pieces: list[Piece]) -> dict[str, Any] | None:
         if got is NOTHING:
             continue
         if got is None:
-            new.append(i)
+            new.append(len(kept))
         elif got is OPEN_END:
             return None
         kept.append((first - 1, i, got))
     if new:
-        fresh = [pieces[i] for i in new]
+        fresh = [pieces[kept[k][1]] for k in new]
         scanned = _scan_new(fresh)
         for (_l, _t, results), got in zip(fresh, scanned, strict=True):
             results.setdefault(SCAN, got)  # a text repeated in the blob has one dict
         if OPEN_END in scanned:
             return None
-        kept = [(shift, i, pieces[i][2][SCAN]) for shift, i, got in kept]
+        for k in new:  # (only these: most of `kept` are pieces the last version had)
+            shift, i, _got = kept[k]
+            kept[k] = (shift, i, pieces[i][2][SCAN])
     out: list[list[list[Any]]] = [[] for _ in LINE_AT]
     texts: dict[int, str] = {}
     enum = False

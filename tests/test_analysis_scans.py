@@ -209,3 +209,11 @@ def test_line_state_tells_code_comments_and_strings_apart() -> None:
     assert line_state('s = "a \\" # b') == "string"  # an escaped quote closes nothing
     assert line_state('s = """a " # b') == "string"  # one `"` ends no triple quote
     assert line_state('s = """a""" # b') == "comment"
+
+
+def test_local_lead_test_is_any_lead_in_the_text() -> None:
+    texts = [b"", b"x = server_args.y", b"a.server_args.b", b"= get_global_server_args().z",
+             b"v = self.w", b"server_args", b"get_global_server_args()", b"= self"]  # fmt: skip
+    for text in texts:
+        want = any(lead in text for lead in sites.LOCAL_LEADS)
+        assert sites._has_local_lead(text) is want, text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingest.chunks import CUT, PieceMemo, pieces, string_spans
+from ingest.chunks import CUT, MARKERS, PieceMemo, marker, pieces, string_spans
 
 SOURCE = b'''import os
 
@@ -90,3 +90,46 @@ def test_the_memo_forgets_the_oldest_paths_beyond_its_bound() -> None:
             results["seen"] = True
     assert not any(r for _l, _t, r in memo.pieces("a.py", SOURCE))  # forgotten
     assert all(r for _l, _t, r in memo.pieces("c.py", SOURCE))
+
+
+NOTHING_HERE = marker(("test: nothing",))
+
+
+def test_pieces_that_found_nothing_are_kept_compact_and_come_back_as_fresh_dicts() -> None:
+    memo = PieceMemo(paths=4)
+    for _l, _t, results in memo.pieces("a.py", SOURCE):
+        results["scan"] = NOTHING_HERE
+    for _l, _t, results in memo.pieces("b.py", SOURCE):
+        results["scan"] = NOTHING_HERE
+    memo.pieces("c.py", b"x = 1\n")  # the next blob: b.py's results are compacted
+    kept = memo._last["b.py"]
+    assert all(type(r) is tuple for r in kept.values())
+    # one shared tuple for every piece of a.py and b.py that found the same nothing
+    assert len({id(r) for p in ("a.py", "b.py") for r in memo._last[p].values()}) == 1
+    again = memo.pieces("a.py", SOURCE)
+    assert all(r == {"scan": NOTHING_HERE} and r["scan"] is NOTHING_HERE for _l, _t, r in again)
+    # a scan filling in a result of its own changes this version's piece alone
+    again[0][2]["other"] = NOTHING_HERE
+    assert memo.pieces("b.py", SOURCE)[0][2] == {"scan": NOTHING_HERE}
+    memo.pieces("d.py", b"y = 2\n")
+    assert memo._last["a.py"][hash(again[0][1])] == (
+        ("scan", NOTHING_HERE),
+        ("other", NOTHING_HERE),
+    )
+
+
+def test_results_other_than_markers_stay_dicts() -> None:
+    memo = PieceMemo(paths=4)
+    for _l, text, results in memo.pieces("a.py", SOURCE):
+        results["scan"] = NOTHING_HERE
+        results["found"] = [len(text)]  # a list: not a marker
+    memo.pieces("b.py", b"x = 1\n")
+    assert id(NOTHING_HERE) in MARKERS
+    assert all(type(r) is dict for r in memo._last["a.py"].values())
+    assert [r["found"] for _l, _t, r in memo.pieces("a.py", SOURCE)] == [
+        [len(t)] for _l, t, _r in pieces_of(SOURCE)
+    ]
+
+
+def pieces_of(data: bytes) -> list[tuple[int, bytes, None]]:
+    return [(line, text, None) for line, text in pieces(data)]

@@ -254,3 +254,23 @@ def test_call_of_a_local_warning_helper_is_a_warning_site() -> None:
     (site,) = [s for s in facts["constraints"] if s["line"] == 17]
     assert site["kind"] == "warning" and site["function"] == "ServerArgs.__post_init__"
     assert site["message"] == "NOTE: --dp-size above 4 is deprecated."
+
+
+@pytest.mark.parametrize(
+    ("method", "dests"),
+    [
+        (
+            "    def get_b(self):\n        return self.a_backend or self.b_backend\n",
+            ["a_backend", "b_backend"],
+        ),
+        # decorated: not a plain accessor (the text starts with its decorator)
+        ("    @property\n    def get_b(self):\n        return self.b_backend\n", []),
+        # no `return`: nothing returned
+        ("    def check(self):\n        assert self.b_backend\n", []),
+        # a `return` only inside a word: no return statement
+        ("    def check(self):\n        self.returned = self.b_backend\n", []),
+        ("    def get_b(self):\n        return helper(self.b_backend)\n", []),
+    ],
+)
+def test_accessor_dests_only_for_plain_accessors(method: str, dests: list[str]) -> None:
+    assert reuse.accessor_dests(method) == dests

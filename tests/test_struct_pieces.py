@@ -276,3 +276,30 @@ def test_an_accessor_is_at_most_forty_lines_below_its_def(body: int) -> None:
     text = "def mode():\n" + "    x = 1\n" * body + "    return server_args.attention_mode\n"
     found = indirect.find_carriers(text, {body + 2})
     assert [c["name"] for c in found] == (["mode"] if body + 1 <= 40 else [])
+
+
+@pytest.mark.parametrize(
+    ("text", "local"),
+    [
+        (
+            "from sglang.a import x\n\nimport sglang.srt.models.m as m\n\n"
+            "from .b import (\n    y,\n    z as w,\n)\n",
+            True,
+        ),
+        # a bracket closed only past a blank line: the blob's match spans pieces
+        ("from sglang.a import (\n    x,\n\n    y,\n)\nfrom .c import q\n", False),
+        # not at a line's start, its bracket open past a blank line: it hides `from .d`
+        ("x = 1; from sglang.a import (\n\nfrom .d import e\n)\n", False),
+        ("import os\n\n\ndef f():\n    from sglang.x import y  # local\n\n    return y\n", True),
+        ("no imports here\n\nnone = 1\n", True),
+    ],
+)
+def test_the_pieces_imports_are_the_whole_texts(text: str, local: bool) -> None:
+    """Where a piece cannot tell alone (an open bracket), the whole blob is scanned."""
+    memo = PieceMemo()
+    data = text.encode()
+    want = indirect._imports(data)
+    for _round in range(2):  # cut, then from the memo (every piece a hit)
+        got = indirect._piece_imports(memo.pieces(PATH, data))
+        assert got == (want if local else None)
+        assert scan_structure(data, [], PATH, lambda: memo.pieces(PATH, data))["imports"] == want
