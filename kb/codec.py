@@ -27,6 +27,42 @@ SMALL = 4  # a delta over 1/SMALL of the raw size is not worth a link: stored wh
 MAX_READ_CHAIN = 1024  # a read gives up beyond this (two runs' chains can meet; never loops)
 
 
+class Chains:
+    """Stores each text (or facts JSON) of a path as a zstd delta against the previous one
+    stored in this run: the versions come in order, so the base is the neighbour the delta
+    is smallest against. A chain ends (the next row is whole) after `max_depth`
+    deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
+    it decompresses). Keeps the last raw bytes of each path: what the next delta needs."""
+
+    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES) -> None:
+        self.max_depth, self.max_bytes = max_depth, max_bytes
+        # path -> (key, depth, bytes a read of it decompresses, raw)
+        self._last: dict[str, tuple[str, int, int, bytes]] = {}
+        self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
+
+    def pack(
+        self,
+        path: str,
+        key: str,
+        data: bytes,
+        whole: bytes | None = None,
+        delta: tuple[str, bytes] | None = None,
+    ) -> tuple[bytes, str | None, int]:
+        """(packed, the key it is a delta against or None, depth). `whole`: pack(data) if the
+        caller has it already; `delta`: (base key, pack(data, that base's bytes)) if the
+        caller has it (an analysis worker made it), used when that base is the chain's."""
+        last = self._last.get(path)
+        if last is not None and last[1] < self.max_depth and last[2] + len(data) <= self.max_bytes:
+            delta_bytes = delta[1] if delta is not None and delta[0] == last[0] else None
+            if delta_bytes is None:
+                delta_bytes = pack(data, last[3])
+            if len(delta_bytes) <= len(data) // SMALL:
+                self._last[path] = (key, last[1] + 1, last[2] + len(data), data)
+                return delta_bytes, last[0], last[1] + 1
+        self._last[path] = (key, 0, len(data), data)
+        return (whole if whole is not None else pack(data)), None, 0
+
+
 def pack(data: bytes, base: bytes | None = None) -> bytes:
     """zstd of `data` with a content checksum, as a delta against `base` when one is given."""
     if base is None:
