@@ -193,8 +193,9 @@ def run(
         reader = reader or BlobReader(gitdir)
         return reader.read(sha)
 
-    def blob_text(sha: str) -> tuple[bytes, bytes | None, tuple[str, bytes] | None]:
-        return raw_text(sha), texts.get(sha), text_deltas.get(sha)
+    def blob_text(sha: str) -> tuple[bytes | None, bytes | None, tuple[str, bytes] | None]:
+        whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
+        return raw_text(sha) if whole is None else None, whole, text_deltas.get(sha)
 
     # Each path's texts and facts JSON as deltas against the previous ones in version order.
     # (The facts' chains are the workers': ingest.analyze.packed.)

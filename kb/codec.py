@@ -36,31 +36,49 @@ class Chains:
 
     def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES) -> None:
         self.max_depth, self.max_bytes = max_depth, max_bytes
-        # path -> (key, depth, bytes a read of it decompresses, raw)
-        self._last: dict[str, tuple[str, int, int, bytes]] = {}
+        # path -> (key, depth, bytes a read of it decompresses, raw or None, whole or None)
+        self._last: dict[str, tuple[str, int, int, bytes | None, bytes | None]] = {}
         self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
 
     def pack(
         self,
         path: str,
         key: str,
-        data: bytes,
+        data: bytes | None,
         whole: bytes | None = None,
         delta: tuple[str, bytes] | None = None,
     ) -> tuple[bytes, str | None, int]:
         """(packed, the key it is a delta against or None, depth). `whole`: pack(data) if the
-        caller has it already; `delta`: (base key, pack(data, that base's bytes)) if the
-        caller has it (an analysis worker made it), used when that base is the chain's."""
+        caller has it already (then `data` may be None: unpacked only if a delta needs it);
+        `delta`: (base key, pack(data, that base's bytes)) if the caller has it (an analysis
+        worker made it), used when that base is the chain's."""
+        if data is None:
+            assert whole is not None
+            size = zstandard.frame_content_size(whole)
+            if size < 0:  # (a frame written without its size)
+                data = unpack(whole)
+                size = len(data)
+        else:
+            size = len(data)
         last = self._last.get(path)
-        if last is not None and last[1] < self.max_depth and last[2] + len(data) <= self.max_bytes:
-            delta_bytes = delta[1] if delta is not None and delta[0] == last[0] else None
-            if delta_bytes is None:
-                delta_bytes = pack(data, last[3])
-            if len(delta_bytes) <= len(data) // SMALL:
-                self._last[path] = (key, last[1] + 1, last[2] + len(data), data)
-                return delta_bytes, last[0], last[1] + 1
-        self._last[path] = (key, 0, len(data), data)
-        return (whole if whole is not None else pack(data)), None, 0
+        if last is not None and last[1] < self.max_depth and last[2] + size <= self.max_bytes:
+            packed = delta[1] if delta is not None and delta[0] == last[0] else None
+            if packed is None:
+                data = _raw(data, whole)
+                packed = pack(data, _raw(last[3], last[4]))
+            if len(packed) <= size // SMALL:
+                self._last[path] = (key, last[1] + 1, last[2] + size, data, whole)
+                return packed, last[0], last[1] + 1
+        self._last[path] = (key, 0, size, data, whole)
+        return (whole if whole is not None else pack(_raw(data, whole))), None, 0
+
+
+def _raw(data: bytes | None, whole: bytes | None) -> bytes:
+    """`data`, or `whole` unpacked: the chains keep the worker's packed text as it came."""
+    if data is not None:
+        return data
+    assert whole is not None
+    return unpack(whole)
 
 
 def pack(data: bytes, base: bytes | None = None) -> bytes:

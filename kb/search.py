@@ -17,6 +17,7 @@ the name, then all query words starting name words, then fuzzy name words (typos
 from __future__ import annotations
 
 import bisect
+import functools
 import gc
 import hashlib
 import heapq
@@ -324,7 +325,7 @@ def _collect_rows(
         rank = dest_rank(name, dest, deprecated)
         if (vid, dest) not in option_of or rank > option_of[vid, dest][0]:
             option_of[vid, dest] = (rank, name)
-        choices = [str(c) for c in loads(choices_j) or []]
+        choices = _choice_strings(choices_j)
         key = ("flag", *row[1:])
         if not known(key, vid):
             # Every name the flag answers to: its aliases and its --no-x.
@@ -480,13 +481,7 @@ def _collect_carriers(
         flag = option_of.get((vid, dest))
         if flag is None:
             continue
-        # (a step stored as a dict is a definition named for the feature, reached by its
-        # name or by its own read: TboForwardBatchPreparer is one, a model class step not)
-        for step, named in dict.fromkeys(
-            (s["name"], True) if isinstance(s, dict) else (s, False) for s in loads(via_j) or []
-        ):
-            if not named and not _CARRIER.match(step):
-                continue
+        for step in _carrier_steps(via_j):
             key = ("carrier", step, flag)
             if known(key, vid):
                 continue
@@ -505,6 +500,22 @@ def _collect_carriers(
                     snippet=f"carries the value of {flag}: the flag's reads through a chain",
                 ),
             )
+
+
+@functools.lru_cache(maxsize=8192)  # the same chains come back in every version
+def _carrier_steps(via_j: str | None) -> tuple[str, ...]:
+    """The steps of a chain (its `via` JSON) that are carriers."""
+    # (a step stored as a dict is a definition named for the feature, reached by its
+    # name or by its own read: TboForwardBatchPreparer is one, a model class step not)
+    steps = dict.fromkeys(
+        (s["name"], True) if isinstance(s, dict) else (s, False) for s in loads(via_j) or []
+    )
+    return tuple(step for step, named in steps if named or _CARRIER.match(step))
+
+
+@functools.lru_cache(maxsize=8192)  # most flags' choices are the same in every version
+def _choice_strings(choices_j: str | None) -> tuple[str, ...]:
+    return tuple(str(c) for c in loads(choices_j) or [])
 
 
 # Words of architecture names that say what kind of head, not which model.
