@@ -401,15 +401,30 @@ def _and_all(conditions: tuple[str, ...]) -> str:
     return and_all(conditions)
 
 
+# (not float: 0.0 and -0.0 are equal keys, written differently)
+_SCALARS = frozenset({str, int, bool})
+
+
 def _remembered(encode: Callable[[Any], str]) -> Callable[[Any], str]:
-    """`encode`, remembering what it gave for lists of strings: the same conditions, flag
-    lists and candidates come back in every version (~200,000 encodings an ingest). Only a
-    list of plain str is remembered, and a tuple equal to such a key holds the same strs."""
+    """`encode`, remembering what it gave for lists of strings and for plain scalars: the
+    same conditions, flag lists, candidates and defaults come back in every version
+    (~200,000 encodings an ingest). Only a list of plain str is remembered, and a tuple
+    equal to such a key holds the same strs; a scalar is keyed with its type (1 and True
+    are equal keys)."""
     memo: dict[tuple[Any, ...], str] = {}
+    scalars: dict[tuple[type, Any], str] = {}
 
     def encoded(value: Any) -> str:
-        if type(value) is not list:
-            return encode(value)
+        kind = type(value)
+        if kind is not list:
+            if kind not in _SCALARS:
+                return encode(value)
+            text = scalars.get((kind, value))
+            if text is None:
+                if len(scalars) >= 50_000:  # bounded: a few MB
+                    scalars.clear()
+                text = scalars[kind, value] = encode(value)
+            return text
         key = tuple(value)
         try:
             return memo[key]
