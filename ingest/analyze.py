@@ -264,15 +264,41 @@ _reader: BlobReader | None = None
 # the worker packs their facts along the path's chain itself, as the parent would have (the
 # parent's main thread is the ingest's busiest), and deltas a likely-cited text against the
 # last one of its path, which the parent uses when its chain has that base.
-_facts_chains = Chains(MAX_FACTS_CHAIN)
+_facts_chains = Chains(MAX_FACTS_CHAIN, compact=True)  # (held by every worker at once)
 _last_text: dict[str, tuple[str, bytes]] = {}  # path -> (sha, pack_fast) of its last such text
+# The most bytes of them kept (the paths seen longest ago dropped first; the parent deltas
+# the others itself): the ingest's peak memory counts every worker's.
+TEXT_BUDGET = 1_500_000
 
 
 def _worker_init(gitdir: str, facts_chain: int = MAX_FACTS_CHAIN) -> None:
-    global _reader, _facts_chains
+    global _reader, _facts_chains, _text_bytes
     _reader = BlobReader(Path(gitdir))
-    _facts_chains = Chains(facts_chain)  # a run's chains start afresh
+    _facts_chains = Chains(facts_chain, compact=True)  # a run's chains start afresh
     _last_text.clear()
+    _text_bytes = 0
+
+
+_text_bytes = 0  # of _last_text's packed texts
+
+
+def _take_text(path: str) -> tuple[str, bytes] | None:
+    """The last (sha, packed text) kept of `path`, no longer kept."""
+    global _text_bytes
+    last = _last_text.pop(path, None)
+    if last is not None:
+        _text_bytes -= len(last[1])
+    return last
+
+
+def _keep_text(path: str, sha: str, text: bytes) -> None:
+    """Keep `text` (compressed: a fifth of the memory) as the last of `path`, within
+    TEXT_BUDGET: the paths kept longest ago go first (a dict keeps insertion order)."""
+    global _text_bytes
+    _last_text[path] = (sha, text)
+    _text_bytes += len(text)
+    while _text_bytes > TEXT_BUDGET:
+        _take_text(next(iter(_last_text)))
 
 
 # The pool's entry points live here, not in ingest.runner: its workers start from a server
@@ -366,8 +392,8 @@ def packed(sha: str, kind: str, path: str, data: bytes, facts: dict[str, Any]) -
     text = delta = None
     if likely_cited(kind, facts):
         text = pack_fast(data)
-        last = _last_text.get(path)
+        last = _take_text(path)
         if last is not None:
             delta = (last[0], pack(data, unpack(last[1])))
-        _last_text[path] = (sha, text)  # compressed while it waits: a fifth of the memory
+        _keep_text(path, sha, text)
     return Analyzed(key, path, json_, text, stored, base, depth, delta)

@@ -195,7 +195,8 @@ def run(
 
     def blob_text(sha: str) -> tuple[bytes | None, bytes | None, tuple[str, bytes] | None]:
         whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
-        return raw_text(sha) if whole is None else None, whole, text_deltas.get(sha)
+        # (a text is stored once: its delta is not needed again)
+        return raw_text(sha) if whole is None else None, whole, text_deltas.pop(sha, None)
 
     # Each path's texts and facts JSON as deltas against the previous ones in version order.
     # (The facts' chains are the workers': ingest.analyze.packed.)

@@ -34,8 +34,11 @@ class Chains:
     deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
     it decompresses). Keeps the last raw bytes of each path: what the next delta needs."""
 
-    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES) -> None:
+    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES, compact: bool = False) -> None:
         self.max_depth, self.max_bytes = max_depth, max_bytes
+        # compact: each path's last bytes are kept pack_fast'd, not raw (a fifth of the
+        # memory, for a decompression when the next delta needs them)
+        self.compact = compact
         # path -> (key, depth, bytes a read of it decompresses, raw or None, whole or None)
         self._last: dict[str, tuple[str, int, int, bytes | None, bytes | None]] = {}
         self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
@@ -67,10 +70,19 @@ class Chains:
                 data = _raw(data, whole)
                 packed = pack(data, _raw(last[3], last[4]))
             if len(packed) <= size // SMALL:
-                self._last[path] = (key, last[1] + 1, last[2] + size, data, whole)
+                self._keep(path, (key, last[1] + 1, last[2] + size), data, whole)
                 return packed, last[0], last[1] + 1
-        self._last[path] = (key, 0, size, data, whole)
+        self._keep(path, (key, 0, size), data, whole)
         return (whole if whole is not None else pack(_raw(data, whole))), None, 0
+
+    def _keep(
+        self, path: str, link: tuple[str, int, int], data: bytes | None, whole: bytes | None
+    ) -> None:
+        if whole is not None:
+            data = None  # the packed bytes are enough (unpacked if a delta needs them)
+        elif self.compact:
+            data, whole = None, pack_fast(_raw(data, whole))
+        self._last[path] = (*link, data, whole)
 
 
 def _raw(data: bytes | None, whole: bytes | None) -> bytes:
