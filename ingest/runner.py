@@ -163,6 +163,9 @@ def run(
     summary.blobs_cached = len(facts)
     # sha -> pack(text), for blobs analyzed in this run that are likely to be cited
     texts: dict[str, bytes] = {}
+    # sha -> (sha of the path's previous such blob, pack(text, that blob's text)): the
+    # worker's delta, which the text chain takes when that blob is its base
+    text_deltas: dict[str, tuple[str, bytes]] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -190,11 +193,14 @@ def run(
         reader = reader or BlobReader(gitdir)
         return reader.read(sha)
 
-    def blob_text(sha: str) -> tuple[bytes, bytes | None]:
-        return raw_text(sha), texts.get(sha)
+    def blob_text(sha: str) -> tuple[bytes | None, bytes | None, tuple[str, bytes] | None]:
+        whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
+        # (a text is stored once: its delta is not needed again)
+        return raw_text(sha) if whole is None else None, whole, text_deltas.pop(sha, None)
 
     # Each path's texts and facts JSON as deltas against the previous ones in version order.
-    text_chains, facts_chains = Chains(MAX_TEXT_CHAIN), Chains(MAX_FACTS_CHAIN)
+    # (The facts' chains are the workers': ingest.analyze.packed.)
+    text_chains = Chains(MAX_TEXT_CHAIN)
 
     module_texts: dict[str, str] = {}
 
@@ -214,10 +220,10 @@ def run(
 
     # The facts cache's rows of the batches analyzed since the last version was written:
     # saved in the next version's transaction (one commit for both).
-    pending: list[tuple[str, str, bytes]] = []
+    pending: list[tuple[str, bytes, str | None, int]] = []
 
     def save_pending(conn: Connection) -> None:
-        save_facts(conn, pending, facts_chains)
+        save_facts(conn, pending)
         pending.clear()
 
     def write(index: int) -> None:
@@ -247,6 +253,7 @@ def run(
         for key in last_needed.pop(index, []):
             facts.pop(key)
             texts.pop(key.split(":", 1)[0], None)
+            text_deltas.pop(key.split(":", 1)[0], None)
         gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
@@ -255,11 +262,13 @@ def run(
         for batch, ready in _analyze(
             gitdir, missing, opts.jobs, lambda item: first_needed[facts_key(item[0], item[1])]
         ):
-            pending.extend((a.key, a.path, a.json) for a in batch)
+            pending.extend((a.key, a.facts, a.base, a.depth) for a in batch)
             for a in batch:
                 facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
+                if a.text_delta is not None:
+                    text_deltas[a.key.split(":", 1)[0]] = a.text_delta
             ready = min(ready, len(todo))
             while written < ready:
                 write(written)
@@ -357,7 +366,7 @@ def _analyze(
     if not items:
         return
     if jobs <= 1 or len(items) <= BATCH:
-        _worker_init(str(gitdir))
+        _worker_init(str(gitdir), MAX_FACTS_CHAIN)
         for start in range(0, len(items), BATCH):
             batch = items[start : start + BATCH]
             rest = items[start + BATCH : start + BATCH + 1]
@@ -377,7 +386,7 @@ def _analyze(
             max_workers=1,
             mp_context=context,
             initializer=pool_init,
-            initargs=(str(gitdir), os.getpid()),
+            initargs=(str(gitdir), os.getpid(), MAX_FACTS_CHAIN),
         )
         for _shard in shards
     ]

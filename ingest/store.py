@@ -8,6 +8,7 @@ reader sees the old facts or the new ones under the same id, never a version wit
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, up
 from ingest.assemble import VersionRows
 from ingest.git_source import Ref
 from ingest.versions import order, sort_key
-from kb.codec import CHAIN_BYTES, MAX_READ_CHAIN, SMALL, pack, unpack
+from kb.codec import MAX_READ_CHAIN, Chains, unpack
 from kb.factored import analyze, delete_version, forget, tables, write_rows
 from kb.pyast import and_all
 from kb.relations import insert_rows as _insert
@@ -47,34 +48,6 @@ def existing_versions(engine: Engine) -> dict[str, int]:
     with engine.connect() as conn:
         rows = conn.execute(select(Version.name, Version.extractor_version))  # type: ignore[call-overload]
         return {name: ev for name, ev in rows}
-
-
-class Chains:
-    """Stores each text (or facts JSON) of a path as a zstd delta against the previous one
-    stored in this run: the parent sees the versions in order, so the base is the neighbour
-    the delta is smallest against. A chain ends (the next row is whole) after `max_depth`
-    deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
-    it decompresses). Keeps the last raw bytes of each path: what the next delta needs."""
-
-    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES) -> None:
-        self.max_depth, self.max_bytes = max_depth, max_bytes
-        # path -> (key, depth, bytes a read of it decompresses, raw)
-        self._last: dict[str, tuple[str, int, int, bytes]] = {}
-        self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
-
-    def pack(
-        self, path: str, key: str, data: bytes, whole: bytes | None = None
-    ) -> tuple[bytes, str | None, int]:
-        """(packed, the key it is a delta against or None, depth). `whole`: pack(data) if the
-        caller has it already."""
-        last = self._last.get(path)
-        if last is not None and last[1] < self.max_depth and last[2] + len(data) <= self.max_bytes:
-            delta = pack(data, last[3])
-            if len(delta) <= len(data) // SMALL:
-                self._last[path] = (key, last[1] + 1, last[2] + len(data), data)
-                return delta, last[0], last[1] + 1
-        self._last[path] = (key, 0, len(data), data)
-        return (whole if whole is not None else pack(data)), None, 0
 
 
 def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
@@ -118,33 +91,28 @@ def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
     return {k: d for k in keys if (d := decoded.get(k)) is not None}
 
 
-def save_facts(conn: Connection, batch: list[tuple[str, str, bytes]], chains: Chains) -> None:
-    """(key, path, facts JSON): stored as deltas along the path's chain, in `conn`'s
-    transaction (the ingest's: that of the next version it writes, one commit for both)."""
+def save_facts(conn: Connection, batch: list[tuple[str, bytes, str | None, int]]) -> None:
+    """(key, packed facts, base, depth), as the workers packed them along each path's chain:
+    stored in `conn`'s transaction (the ingest's: that of the next version it writes, one
+    commit for both)."""
     from ingest.analyze import ANALYZER_VERSION
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
-    rows = []
-    for key, path, data in batch:
-        packed, base, depth = chains.pack(path, key, data)
-        rows.append(
-            {
-                "key": key,
-                "analyzer_version": ANALYZER_VERSION,
-                "facts": packed,
-                "base": base,
-                "depth": depth,
-            }
-        )
+    rows = [
+        {"key": key, "analyzer_version": ANALYZER_VERSION, "facts": packed, "base": base,
+         "depth": depth}
+        for key, packed, base, depth in batch
+    ]  # fmt: skip
     # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
-    keys = [k for k, _p, _d in batch]
+    keys = [k for k, _p, _b, _d in batch]
     for i in range(0, len(keys), 900):
         conn.execute(delete(table).where(table.c.key.in_(keys[i : i + 900])))
     _insert(conn, table, rows)
 
 
-# blob sha -> (its bytes, pack(its bytes) when already at hand).
-BlobText = Callable[[str], tuple[bytes, bytes | None]]
+# blob sha -> (its bytes, or None when pack(its bytes) is at hand, pack(its bytes) when at
+# hand, (another blob's sha, pack(its bytes, that blob's bytes)) when at hand).
+BlobText = Callable[[str], tuple[bytes | None, bytes | None, tuple[str, bytes] | None]]
 
 
 def blob_rows(
@@ -159,8 +127,8 @@ def blob_rows(
     for path, sha in sorted(cited.items()):
         if sha in new:
             new.discard(sha)  # a blob at two paths is stored once
-            data, whole = blob_text(sha)
-            text, base, depth = chains.pack(path, sha, data, whole)
+            data, whole, delta = blob_text(sha)
+            text, base, depth = chains.pack(path, sha, data, whole, delta)
             rows.append({"sha": sha, "text": text, "base": base, "depth": depth})
     return rows
 
@@ -265,7 +233,7 @@ def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows
         {
             "kind": c["kind"],
             "function": c["function"],
-            "condition": and_all(c["conditions"]),
+            "condition": _and_all(tuple(c["conditions"])),
             "conditions": dumps(c["conditions"]),
             "message": c["message"],
             "flags": dumps(c["flags"]),
@@ -426,15 +394,37 @@ def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> list[dict[str,
     return env_vars
 
 
+@functools.lru_cache(maxsize=8192)
+def _and_all(conditions: tuple[str, ...]) -> str:
+    """and_all, remembered: a site's conditions come back in every version, and and_all
+    parses each (~0.25 s of an ingest)."""
+    return and_all(conditions)
+
+
+# (not float: 0.0 and -0.0 are equal keys, written differently)
+_SCALARS = frozenset({str, int, bool})
+
+
 def _remembered(encode: Callable[[Any], str]) -> Callable[[Any], str]:
-    """`encode`, remembering what it gave for lists of strings: the same conditions, flag
-    lists and candidates come back in every version (~200,000 encodings an ingest). Only a
-    list of plain str is remembered, and a tuple equal to such a key holds the same strs."""
+    """`encode`, remembering what it gave for lists of strings and for plain scalars: the
+    same conditions, flag lists, candidates and defaults come back in every version
+    (~200,000 encodings an ingest). Only a list of plain str is remembered, and a tuple
+    equal to such a key holds the same strs; a scalar is keyed with its type (1 and True
+    are equal keys)."""
     memo: dict[tuple[Any, ...], str] = {}
+    scalars: dict[tuple[type, Any], str] = {}
 
     def encoded(value: Any) -> str:
-        if type(value) is not list:
-            return encode(value)
+        kind = type(value)
+        if kind is not list:
+            if kind not in _SCALARS:
+                return encode(value)
+            text = scalars.get((kind, value))
+            if text is None:
+                if len(scalars) >= 50_000:  # bounded: a few MB
+                    scalars.clear()
+                text = scalars[kind, value] = encode(value)
+            return text
         key = tuple(value)
         try:
             return memo[key]

@@ -27,6 +27,72 @@ SMALL = 4  # a delta over 1/SMALL of the raw size is not worth a link: stored wh
 MAX_READ_CHAIN = 1024  # a read gives up beyond this (two runs' chains can meet; never loops)
 
 
+class Chains:
+    """Stores each text (or facts JSON) of a path as a zstd delta against the previous one
+    stored in this run: the versions come in order, so the base is the neighbour the delta
+    is smallest against. A chain ends (the next row is whole) after `max_depth`
+    deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
+    it decompresses). Keeps the last raw bytes of each path: what the next delta needs."""
+
+    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES, compact: bool = False) -> None:
+        self.max_depth, self.max_bytes = max_depth, max_bytes
+        # compact: each path's last bytes are kept pack_fast'd, not raw (a fifth of the
+        # memory, for a decompression when the next delta needs them)
+        self.compact = compact
+        # path -> (key, depth, bytes a read of it decompresses, raw or None, whole or None)
+        self._last: dict[str, tuple[str, int, int, bytes | None, bytes | None]] = {}
+        self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
+
+    def pack(
+        self,
+        path: str,
+        key: str,
+        data: bytes | None,
+        whole: bytes | None = None,
+        delta: tuple[str, bytes] | None = None,
+    ) -> tuple[bytes, str | None, int]:
+        """(packed, the key it is a delta against or None, depth). `whole`: pack(data) if the
+        caller has it already (then `data` may be None: unpacked only if a delta needs it);
+        `delta`: (base key, pack(data, that base's bytes)) if the caller has it (an analysis
+        worker made it), used when that base is the chain's."""
+        if data is None:
+            assert whole is not None
+            size = zstandard.frame_content_size(whole)
+            if size < 0:  # (a frame written without its size)
+                data = unpack(whole)
+                size = len(data)
+        else:
+            size = len(data)
+        last = self._last.get(path)
+        if last is not None and last[1] < self.max_depth and last[2] + size <= self.max_bytes:
+            packed = delta[1] if delta is not None and delta[0] == last[0] else None
+            if packed is None:
+                data = _raw(data, whole)
+                packed = pack(data, _raw(last[3], last[4]))
+            if len(packed) <= size // SMALL:
+                self._keep(path, (key, last[1] + 1, last[2] + size), data, whole)
+                return packed, last[0], last[1] + 1
+        self._keep(path, (key, 0, size), data, whole)
+        return (whole if whole is not None else pack(_raw(data, whole))), None, 0
+
+    def _keep(
+        self, path: str, link: tuple[str, int, int], data: bytes | None, whole: bytes | None
+    ) -> None:
+        if whole is not None:
+            data = None  # the packed bytes are enough (unpacked if a delta needs them)
+        elif self.compact:
+            data, whole = None, pack_fast(_raw(data, whole))
+        self._last[path] = (*link, data, whole)
+
+
+def _raw(data: bytes | None, whole: bytes | None) -> bytes:
+    """`data`, or `whole` unpacked: the chains keep the worker's packed text as it came."""
+    if data is not None:
+        return data
+    assert whole is not None
+    return unpack(whole)
+
+
 def pack(data: bytes, base: bytes | None = None) -> bytes:
     """zstd of `data` with a content checksum, as a delta against `base` when one is given."""
     if base is None:

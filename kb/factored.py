@@ -162,18 +162,19 @@ def write_rows(
     cur = _cursor(conn)
     n_fact = len(table.fact_cols)
     next_fact = _next_id(cur, table.fact)
-    first = next_loc = _next_id(cur, table.loc)
+    first = _next_id(cur, table.loc)
     new_facts: list[tuple[Any, ...]] = []
     locs: list[tuple[Any, ...]] = []
-    for row in rows:
+    get, add = ids.get, locs.append  # (bound once: ~235,000 rows an ingest)
+    for loc_id, row in enumerate(rows, first):
         fact = row[:n_fact]
-        fact_id = ids.get(fact)
+        fact_id = get(fact)
         if fact_id is None:
             fact_id = ids[fact] = next_fact
             new_facts.append((next_fact, *fact))
             next_fact += 1
-        locs.append((next_loc, version_id, fact_id, *row[n_fact:]))
-        next_loc += 1
+        add((loc_id, version_id, fact_id, *row[n_fact:]))
+    next_loc = first + len(locs)
     _insert_facts(conn, cur, table, new_facts)
     if locs:
         cols = ", ".join(f'"{c}"' for c in ["id", "version_id", "fact_id", *table.loc_cols])

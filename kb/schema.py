@@ -10,6 +10,7 @@ blobs rather than trees.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from datetime import UTC, datetime
@@ -503,6 +504,7 @@ def option_to_dest(option: str) -> str:
     return option.lstrip("-").replace("-", "_")
 
 
+@functools.lru_cache(maxsize=16384)  # the same few thousand names, ~60,000 calls an ingest
 def name_key(name: str) -> str:
     """The lookup key of a flag name: case-insensitive, leading dashes stripped, `-` = `_`
     ("--PP-size", "pp_size" -> "pp_size")."""

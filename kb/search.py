@@ -17,6 +17,7 @@ the name, then all query words starting name words, then fuzzy name words (typos
 from __future__ import annotations
 
 import bisect
+import functools
 import gc
 import hashlib
 import heapq
@@ -38,8 +39,10 @@ from rapidfuzz.distance import Levenshtein
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 from whoosh import index as windex
-from whoosh.analysis import StemmingAnalyzer
+from whoosh.analysis import Analyzer, StemmingAnalyzer, Token
+from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import STORED, TEXT, Schema
+from whoosh.lang.porter import stem
 from whoosh.query import Or, Term
 from whoosh.writing import SegmentWriter
 
@@ -57,7 +60,7 @@ from kb.schema import (
     make_engine,
 )
 
-INDEX_FORMAT = 9  # bump when the stored facts change: older indexes are rebuilt on open
+INDEX_FORMAT = 10  # bump when the stored facts change: older indexes are rebuilt on open
 MAX_QUERY = 200  # characters kept from a query
 MAX_TOKENS = 10  # words kept from a query
 KIND_ORDER = {
@@ -89,11 +92,42 @@ def _schema() -> Schema:
     # of the text, by frequency (no positions: no phrase queries), which halves its cost.
     # Text words split at underscores, as query words are (`words`): "fp8" finds the help
     # of --kv-cache-dtype, which names "fp8_e4m3" and "fp8_e5m2".
-    analyzer = StemmingAnalyzer(expression=TEXT_WORD)
-    return Schema(text=TEXT(analyzer=analyzer, phrase=False), data=STORED)
+    return Schema(text=TEXT(analyzer=Words(), phrase=False), data=STORED)
 
 
 TEXT_WORD = r"[^\W_]+(?:\.?[^\W_]+)*"
+
+
+# The chain's stemmer, with its cache (the same few thousand words in every text).
+_stem = functools.lru_cache(maxsize=50_000)(stem)
+
+
+class Words(Analyzer):
+    """StemmingAnalyzer(expression=TEXT_WORD), whose tokens an index build makes in one
+    pass: Whoosh's chain of four generators a token was a third of the index's CPU. The
+    chain itself analyzes queries (its tokens are the same: tests/test_search.py)."""
+
+    def __init__(self) -> None:
+        self.chain = StemmingAnalyzer(expression=TEXT_WORD)
+
+    def __call__(self, value: str, mode: str = "", **kwargs: Any) -> Iterator[Token]:
+        if mode != "index":
+            return self.chain(value, mode=mode, **kwargs)  # type: ignore[no-any-return]
+        return self._indexed(value)
+
+    def _indexed(self, value: str) -> Iterator[Token]:
+        """The chain's tokens of `value` as a document's text (Whoosh reads .text, .boost)."""
+        tokenizer, _lower, stops, _stemmer = self.chain.items
+        token = Token(removestops=True, mode="index")
+        token.boost = 1.0
+        for match in tokenizer.expression.findall(value):
+            word = match.lower()
+            if len(word) < stops.min or (stops.max is not None and len(word) > stops.max):
+                continue
+            if word in stops.stops:
+                continue
+            token.text = _stem(word)
+            yield token
 
 
 # --- text helpers -------------------------------------------------------------------------
@@ -324,7 +358,7 @@ def _collect_rows(
         rank = dest_rank(name, dest, deprecated)
         if (vid, dest) not in option_of or rank > option_of[vid, dest][0]:
             option_of[vid, dest] = (rank, name)
-        choices = [str(c) for c in loads(choices_j) or []]
+        choices = _choice_strings(choices_j)
         key = ("flag", *row[1:])
         if not known(key, vid):
             # Every name the flag answers to: its aliases and its --no-x.
@@ -480,13 +514,7 @@ def _collect_carriers(
         flag = option_of.get((vid, dest))
         if flag is None:
             continue
-        # (a step stored as a dict is a definition named for the feature, reached by its
-        # name or by its own read: TboForwardBatchPreparer is one, a model class step not)
-        for step, named in dict.fromkeys(
-            (s["name"], True) if isinstance(s, dict) else (s, False) for s in loads(via_j) or []
-        ):
-            if not named and not _CARRIER.match(step):
-                continue
+        for step in _carrier_steps(via_j):
             key = ("carrier", step, flag)
             if known(key, vid):
                 continue
@@ -505,6 +533,22 @@ def _collect_carriers(
                     snippet=f"carries the value of {flag}: the flag's reads through a chain",
                 ),
             )
+
+
+@functools.lru_cache(maxsize=8192)  # the same chains come back in every version
+def _carrier_steps(via_j: str | None) -> tuple[str, ...]:
+    """The steps of a chain (its `via` JSON) that are carriers."""
+    # (a step stored as a dict is a definition named for the feature, reached by its
+    # name or by its own read: TboForwardBatchPreparer is one, a model class step not)
+    steps = dict.fromkeys(
+        (s["name"], True) if isinstance(s, dict) else (s, False) for s in loads(via_j) or []
+    )
+    return tuple(step for step, named in steps if named or _CARRIER.match(step))
+
+
+@functools.lru_cache(maxsize=8192)  # most flags' choices are the same in every version
+def _choice_strings(choices_j: str | None) -> tuple[str, ...]:
+    return tuple(str(c) for c in loads(choices_j) or [])
 
 
 # Words of architecture names that say what kind of head, not which model.
@@ -621,8 +665,13 @@ class IndexBuild:
         # segment of its own, written as versions come, and `finish` lists them in that
         # order. One process: Whoosh's multiprocess writer took more CPU in all, was not
         # faster on two cores, and its forked children each counted the ingest's memory again.
+        # Posting blocks stored without zlib (each block says whether it is compressed): its
+        # set-up for each of a few thousand small blocks cost more than the bytes saved.
         self.writers = [
-            SegmentWriter(self.ix, limitmb=64, _lk=group == GROUPS - 1) for group in range(GROUPS)
+            SegmentWriter(
+                self.ix, limitmb=64, codec=W3Codec(compression=0), _lk=group == GROUPS - 1
+            )
+            for group in range(GROUPS)
         ]
 
     def add(self, session: Session, vids: set[int]) -> None:

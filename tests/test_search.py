@@ -264,3 +264,25 @@ def test_ingested_kb_answers_people_queries(ingested: SearchIndex) -> None:
     # Era 1 spelled it --tensor-parallel-size; across all versions both are found.
     names = {r["name"] for r in ingested.search("tensor parallel", version="all")["results"]}
     assert {"--tensor-parallel-size", "--tp-size"} <= names
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Enable the NCCL NVLS for prefill-heavy requests when available.",
+        "fp8_e4m3 and fp8_e5m2 caches; v1.2 of the API (is an a the OR)",
+        "Größe der Straße, 中文 words, x y z, running runs ran, __dunder__",
+        "",
+    ],
+)
+def test_words_indexes_the_tokens_of_the_stemming_chain(text: str) -> None:
+    """The index build's one-pass tokens are the chain's (queries go through the chain)."""
+    from kb.search import Words
+
+    words = Words()
+    chain = [(t.text, t.boost) for t in words.chain(text, mode="index", boosts=True)]
+    fast = [(t.text, t.boost) for t in words(text, mode="index", boosts=True)]
+    assert fast == chain
+    assert [t.text for t in words(text, mode="query")] == [
+        t.text for t in words.chain(text, mode="query")
+    ]
