@@ -2,9 +2,11 @@
 
     .venv/bin/python bench/bench_analyze.py --repo /path/to/tagged/sglang.git --against TREE
 
-Every distinct (blob, kind) of every tag is read once with one `git cat-file --batch`, then
-each checkout's `ingest.analyze.analyze` runs over all of them in a child process (its own
-`sys.path`), timed with time.process_time: in all, per analyzer (the functions
+Every distinct (blob, kind) of every tag is read once with one `git cat-file --batch`, dealt
+to shards as the ingest deals them to its workers (`--shards`, default the cores), then each
+checkout's `ingest.analyze.analyze` runs over each shard in a child process of its own (its
+own `sys.path`, its own per-worker memo; a `gc.freeze()` every 64 blobs, as analyze_batch),
+one after the other, timed with time.process_time: in all, per analyzer (the functions
 ingest/analyze.py calls, wrapped), and the worker's packing (facts and texts compressed, as
 analyze_batch does). The facts of both are compared as canonical JSON: the count that differ
 must be 0. `--profile N` prints the cProfile of this checkout's analysis, top N functions.
@@ -15,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
+import os
 import pickle
 import pstats
 import subprocess
@@ -97,10 +101,11 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
     t0 = time.process_time()
     if prof:
         prof.enable()
-    results = [
-        analyze_mod.analyze(data, kind, path)
-        for (_sha, kind, path), data in zip(items, blobs, strict=True)
-    ]
+    results = []
+    for (_sha, kind, path), data in zip(items, blobs, strict=True):
+        results.append(analyze_mod.analyze(data, kind, path))
+        if len(results) % 64 == 0:  # as analyze_batch does after each batch of 64
+            gc.freeze()
     if prof:
         prof.disable()
     analysis = time.process_time() - t0
@@ -152,12 +157,32 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
     )
 
 
+def _summed(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shards' runs as one: times and sizes added, facts merged, profiles one after
+    the other."""
+    run: dict[str, Any] = {"per": {}, "facts": {}, "profile": ""}
+    for part in parts:
+        for key in ("analysis", "packing", "packed_facts", "packed_texts"):
+            run[key] = run.get(key, 0) + part[key]
+        for name, s in part["per"].items():
+            run["per"][name] = run["per"].get(name, 0.0) + s
+        run["facts"].update(part["facts"])
+        run["profile"] += part["profile"]
+    return run
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--repo", type=Path, required=True)
     p.add_argument("--against", type=Path, help="another checkout of Flag Atlas (the before)")
     p.add_argument("--limit", type=int)
     p.add_argument("--profile", type=int, default=0, help="cProfile: top N functions")
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="worker shards, as the ingest deals them (default: the cores, as its --jobs)",
+    )
     p.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -165,22 +190,33 @@ def main() -> None:
         child(Path(code), args.repo, Path(items_file), Path(out), int(profile))
         return
     sys.path.insert(0, str(ROOT))
+    from ingest.git_source import blob_sizes
+    from ingest.runner import _by_path
+
     items = _items(args.repo, args.limit)
-    print(f"{len(items)} distinct blobs")
+    # Dealt to shards as the ingest deals them to its workers (each path's blobs in one, in
+    # version order), each shard analyzed in a process of its own: what a worker keeps for
+    # the next blob of a path (the piece memo, indirect.py's tables) is per worker.
+    sizes = blob_sizes(args.repo, [sha for sha, _k, _p in items])
+    shards = _by_path(items, args.shards, sizes) if args.shards > 1 else [items]
+    print(f"{len(items)} distinct blobs in {len(shards)} shards")
     runs: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        items_file = Path(tmp) / "items.pickle"
-        items_file.write_bytes(pickle.dumps(items))
         trees = [("this", ROOT)] + ([("against", args.against)] if args.against else [])
         for label, tree in trees:
-            out = Path(tmp) / f"{label}.pickle"
-            profile = args.profile if label == "this" else 0
-            subprocess.run(
-                [sys.executable, __file__, "--repo", str(args.repo), "--child",
-                 str(tree), str(items_file), str(out), str(profile)],
-                check=True,
-            )  # fmt: skip
-            runs[label] = pickle.loads(out.read_bytes())
+            parts = []
+            for n, shard in enumerate(shards):
+                items_file = Path(tmp) / f"items{n}.pickle"
+                items_file.write_bytes(pickle.dumps(shard))
+                out = Path(tmp) / f"{label}{n}.pickle"
+                profile = args.profile if label == "this" else 0
+                subprocess.run(
+                    [sys.executable, __file__, "--repo", str(args.repo), "--child",
+                     str(tree), str(items_file), str(out), str(profile)],
+                    check=True,
+                )  # fmt: skip
+                parts.append(pickle.loads(out.read_bytes()))
+            runs[label] = _summed(parts)
     for label, run in runs.items():
         print(
             f"{label}: analysis {run['analysis']:.2f} s CPU, packing {run['packing']:.2f} s; "
