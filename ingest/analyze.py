@@ -327,7 +327,6 @@ class Analyzed:
     one orjson encoding here instead of json plus pickle."""
 
     key: str
-    path: str
     json: bytes  # the facts as stored (BlobFacts.facts once unpacked)
     text: bytes | None  # pack_fast(the blob's bytes)
     facts: bytes = b""  # BlobFacts.facts: the JSON packed along the path's chain
@@ -398,4 +397,4 @@ def packed(sha: str, kind: str, path: str, data: bytes, facts: dict[str, Any]) -
         if last is not None:
             delta = (last[0], pack(data, unpack(last[1])))
         _keep_text(path, sha, text)
-    return Analyzed(key, path, json_, text, stored, base, depth, delta)
+    return Analyzed(key, json_, text, stored, base, depth, delta)

@@ -84,15 +84,14 @@ class PieceSource(Protocol):
 
 
 # Results that say "nothing here" for a whole piece, each one shared constant of a scan
-# (sites.NOTHING, choices.EMPTY, env.NO_SITES, ...): id -> value. A piece whose results are
-# all markers is kept by the memo as one shared tuple of (scan, marker) pairs.
-MARKERS: dict[int, Any] = {}
+# (sites.NOTHING, choices.EMPTY, env.NO_SITES, ...), by id: a module constant lives as
+# long as the process, so its id is never reused. A piece whose results are all markers is
+# kept by the memo as one shared tuple of (scan, marker) pairs.
 MARKER_IDS: set[int] = set()
 
 
 def marker(value: Any) -> Any:
     """`value`, a module constant, registered as a marker (never changed by any scan)."""
-    MARKERS[id(value)] = value
     MARKER_IDS.add(id(value))
     return value
 

@@ -1685,7 +1685,8 @@ def _literals(
             node = f.node(d)
             return {} if node is None else _assigned_literals(node)
 
-        # (statement positions are relative to the function: the same for the same text)
+        # (a table is read only against itself: its blocks are ids of one parse's statement
+        # lists, and the same text gives the same table)
         found = make() if blocks is None else blocks.get(("literals", block_text(f, d)), make)
         table = f.memo[("literals", d.line)] = found
     return table.get(key)

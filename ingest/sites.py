@@ -457,13 +457,17 @@ def _with_local_flags(data: bytes, facts: dict[str, Any]) -> dict[str, Any]:
     return {**facts, "choices": choices}
 
 
+_LEADS_WITH_WORD = tuple(lead for lead in LOCAL_LEADS if b"server_args" in lead)
+_LEADS_WITHOUT_WORD = tuple(lead for lead in LOCAL_LEADS if b"server_args" not in lead)
+
+
 def _has_local_lead(data: bytes) -> bool:
     """`any(lead in data for lead in LOCAL_LEADS)`, with one search of the text for the
     three leads holding `server_args` when it lacks the word (most files): each search is a
     pass over the whole text."""
-    if LOCAL_LEADS[3] in data:
+    if any(lead in data for lead in _LEADS_WITHOUT_WORD):
         return True
-    return b"server_args" in data and any(lead in data for lead in LOCAL_LEADS[:3])
+    return b"server_args" in data and any(lead in data for lead in _LEADS_WITH_WORD)
 
 
 def _compares(line: str, name: str) -> bool:

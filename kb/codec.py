@@ -32,7 +32,8 @@ class Chains:
     stored in this run: the versions come in order, so the base is the neighbour the delta
     is smallest against. A chain ends (the next row is whole) after `max_depth`
     deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
-    it decompresses). Keeps the last raw bytes of each path: what the next delta needs."""
+    it decompresses). Keeps the last bytes of each path, what the next delta needs: raw, or
+    packed (`compact`, or as the caller gave them in `whole`)."""
 
     def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES, compact: bool = False) -> None:
         self.max_depth, self.max_bytes = max_depth, max_bytes
@@ -51,8 +52,9 @@ class Chains:
         whole: bytes | None = None,
         delta: tuple[str, bytes] | None = None,
     ) -> tuple[bytes, str | None, int]:
-        """(packed, the key it is a delta against or None, depth). `whole`: pack(data) if the
-        caller has it already (then `data` may be None: unpacked only if a delta needs it);
+        """(packed, the key it is a delta against or None, depth). `whole`: the data packed
+        whole (pack or pack_fast) if the caller has it already (then `data` may be None:
+        unpacked only if a delta needs it);
         `delta`: (base key, pack(data, that base's bytes)) if the caller has it (an analysis
         worker made it), used when that base is the chain's."""
         if data is None:

@@ -98,8 +98,10 @@ def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
             before, after = a or [], b or []
             if field == "choices" and opened:  # what the registry now knows, against the choices
                 after = known
-            change["added"] = [v for v in after if v not in before]
-            change["removed"] = [v for v in before if v not in after]
+            # (as text: a registry's names against choices that may have been numbers)
+            was, now = set(map(str, before)), set(map(str, after))
+            change["added"] = [v for v in after if str(v) not in was]
+            change["removed"] = [v for v in before if str(v) not in now]
         if field == "choices" and opened:
             change["known"] = known
         elif field == "help":
