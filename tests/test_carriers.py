@@ -1085,3 +1085,30 @@ def test_a_file_s_next_blob_reuses_what_its_unchanged_functions_gave(
     assert again == fresh
     assert _at(fresh, "fp9.py", "return get_runner_backend()")  # the new function's read
     assert reused == 1 < len(decided)  # the new function's read only, of the file's
+
+
+def test_a_holder_importing_the_class_inside_its_init_is_followed() -> None:
+    """`from sglang.srt.models.moe import MoeLayer` inside `__init__` (a vision model
+    holding its language model this way) binds the name like a top-level import."""
+    lazy = """
+class Holder:
+    def __init__(self, config):
+        from sglang.srt.models.moe import MoeLayer
+
+        self.decoder = MoeLayer(config, 3)
+"""
+    # the same name imported from two modules is two things: not followed
+    twice = lazy.replace(
+        "class Holder", "from sglang.srt.models.other import MoeLayer\n\n\nclass Holder"
+    )
+    files = {
+        **GATHER_FILES,
+        "python/sglang/srt/models/moe.py": NEXTN_LAYER,
+        "python/sglang/srt/models/lazy.py": lazy,
+        "python/sglang/srt/models/twice.py": twice,
+    }
+    found = _resolve(files)
+    assert _at(found, "lazy.py", "self.decoder")["enable_x_batch_overlap"][-1] == (
+        "self.decoder = MoeLayer(…)"
+    )
+    assert not _at(found, "twice.py", "self.decoder")
