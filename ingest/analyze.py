@@ -62,7 +62,8 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # it cannot be read; a site's text joins the lines its expression starts on
 # 41: an action's `__call__` local it cannot read as text is bound to its source (run_time)
 # 42: a dispatch dict's lookups (the names the file indexes it with)
-ANALYZER_VERSION = 42
+# 43: a dispatch dict's lookups: no `envs.X.get()`, a local name's bound attribute
+ANALYZER_VERSION = 43
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

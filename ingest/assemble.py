@@ -1066,6 +1066,13 @@ def _is_call(who: Attributor, is_method, types, value, line, tail, add) -> None:
             add(member_value(enum, member), line, "is_call", enum["primary"], [], "type")
             return
     first_enum, first_member = targets[0]
+    # A receiver named for another flag holds that flag's values, whose class (not always
+    # an Enum: SpeculativeAlgorithm once was a registry) may have the same method:
+    # `spec_algorithm.is_none()` is no --moe-a2a-backend's `none`.
+    # (`_lora_runner_backend` names --lora-backend's words and more: a MoE runner backend.)
+    other = owner or (who.by_subject(tail, who.with_choices) if tail else None)
+    if other is not None and other not in options and fits(tail, who.dest_of[other]):
+        return
     if len(enums_hit) == 1 and first_enum["primary"]:
         add(
             member_value(first_enum, first_member),
@@ -1108,7 +1115,13 @@ def _dispatch(
         if found is None:
             return
         flag, _candidates, basis = found
-        if flag is not None and basis != "subject" and not _keyed_by(who, flag, subject, lookups):
+        # The dict's name alone (`dtype_map`) says little when the file looks it up with
+        # names of other things only (a model config's field, a local the env sets).
+        if (
+            flag is not None
+            and (basis != "subject" or lookups)
+            and not _keyed_by(who, flag, subject, lookups)
+        ):
             return
     for key, line in entries:
         if (flag or top[0]) not in who.accepting.get(key, []):

@@ -604,23 +604,58 @@ def _lookups(data: bytes, name: str) -> list[str]:
     key = name.encode()
     if key + b"[" not in data and key + b".get(" not in data:
         return out
-    lookup = _lookup_re(key)
+    lookup, lookup_env = _lookup_re(key), _lookup_env_re(key)
     pos = data.find(key)
     while pos >= 0:
         lead = pos - 5 if data[max(0, pos - 5) : pos] == b"self." else pos
         before = data[lead - 1 : lead] if lead else b" "
-        m = lookup.match(data, pos) if not (before.isalnum() or before in b"_.") else None
-        if m is not None:
-            tail = subject_tail(m.group(1).decode())
-            if tail and tail not in out:
-                out.append(tail)
+        names: tuple[str, ...] = ()
+        if not (before.isalnum() or before in b"_."):
+            m = lookup.match(data, pos)
+            expr = m.group(1).decode() if m is not None else ""
+            # `envs.X.get()`, `os.environ["X"]`: an env var read, not a flag's name
+            if expr.endswith(".get()") or (m is None and lookup_env.match(data, pos)):
+                names = (ENV_LOOKUP,)
+            elif expr:
+                names = (subject_tail(expr), _bound_from(data, expr))
+        for found in names:
+            if found and found not in out:
+                out.append(found)
         pos = data.find(key, pos + 1)
     return out
+
+
+BOUND_RE = re.compile(rb" =\s*((?:\w+\.)*(?:get_global_)?server_args(?:\(\))?\.\w+)\b(?!\()")
+
+
+def _bound_from(data: bytes, name: str) -> str:
+    """The flag a local name is first bound to (`requested = server_args.mamba_backend
+    or "triton"` -> mamba_backend): what the name looking a dict up holds. (Only server
+    args: `config.mamba_ssm_dtype` is the model's, not --mamba-ssm-dtype.)"""
+    if not name.isidentifier():
+        return ""
+    key = name.encode()
+    pos = data.find(key + b" =")  # (bytes.find, then the pattern: see _lookups)
+    while pos >= 0:
+        before = data[pos - 1 : pos] if pos else b" "
+        m = BOUND_RE.match(data, pos + len(key))
+        if m is not None and not (before.isalnum() or before in b"_."):
+            return subject_tail(m.group(1).decode())
+        pos = data.find(key + b" =", pos + 1)
+    return ""
 
 
 @lru_cache(maxsize=1024)
 def _lookup_re(key: bytes) -> re.Pattern[bytes]:
     return re.compile(re.escape(key) + LOOKUP_RE)
+
+
+ENV_LOOKUP = "environ"  # the lookup name of an env var read: fits no flag
+
+
+@lru_cache(maxsize=1024)
+def _lookup_env_re(key: bytes) -> re.Pattern[bytes]:
+    return re.compile(re.escape(key) + rb"(?:\[|\.get\()\s*os\.(?:environ\b|getenv\()")
 
 
 def _assigned_name(data: bytes, start: int) -> str:

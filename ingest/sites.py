@@ -294,6 +294,37 @@ def joined_before(data: bytes, at: int, prefix: str) -> str:
     return ""
 
 
+# `getattr(self, attr[, d])` on what holds the flags, `attr` a variable; and the loop over
+# string literals that binds it, the code lines just above (the text up to a blank line:
+# as in pieces, which are cut at blank lines).
+LOOP_GETATTR_RE = re.compile(
+    r"getattr\(\s*(?:self|(?:self\.)?server_args)\s*,\s*([A-Za-z_]\w*)\s*(?:,[^()]*)?\)\s*$"
+)
+MAX_LOOP_ABOVE = 400  # bytes: a loop header of a few names
+
+
+def _looped_getattr(data: bytes, at: int, subject: str) -> list[str]:
+    """The names a `getattr(self, name) == "v"` compares, when `name` runs over a literal
+    tuple or list just above: `for attr in ("a", "b"):`."""
+    m = LOOP_GETATTR_RE.search(subject)
+    if m is None:
+        return []
+    start = data.rfind(b"\n", 0, at) + 1
+    above = data[max(0, start - MAX_LOOP_ABOVE) : start].decode("utf-8", "replace")
+    above = above[above.rfind("\n\n") + 1 :]  # this block only
+    loops = re.findall(
+        rf"(?m)^([ \t]*)for\s+{m.group(1)}\s+in\s+[(\[]((?:\s*[\"']\w+[\"']\s*,?)+)\s*[)\]]\s*:",
+        above,
+    )
+    if not loops:
+        return []
+    indent, names = loops[-1]  # the nearest; the compare in its body (indented more)
+    line = data[start:at]
+    if len(line) - len(line.lstrip()) <= len(indent):
+        return []
+    return re.findall(r"[\"'](\w+)[\"']", names)
+
+
 def _depth(text: str) -> int:
     """Brackets opened minus closed in `text` (strings aside only roughly: enough here)."""
     return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
@@ -616,6 +647,11 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
             continue
         subject, before = continued(data, m.start(), prefix)
         if unread(subject):
+            # `for attr in ("attention_backend", ...): if getattr(self, attr) == "v"`: each
+            # flag named; the site is cited once, for the first that accepts the value.
+            for name in _looped_getattr(data, m.start(), subject):
+                no = lines.cite(m.start(), before)
+                compares.append([m.group(2).decode(), no, name, "compare"])
             continue
         no = lines.cite(m.start(), before)
         compares.append([m.group(2).decode(), no, compared_name(subject), "compare"])

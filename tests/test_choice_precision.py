@@ -275,3 +275,173 @@ def test_a_site_whose_compared_name_ends_the_line_before_shows_both_lines() -> N
         7,
         'and self.server_args.disaggregation_transfer_backend in ["nixl", "mooncake"]',
     )
+
+
+# Audit of issue 11's open items: an enum's method on an object of another class, a dict
+# named for a flag but keyed by env vars, a dict looked up through a local bound to a flag,
+# a getattr over a loop of flag names.
+ENUM_SERVER_ARGS = """
+import argparse
+
+
+class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument("--moe-a2a-backend", type=str, choices=["none", "deepep", "mori"])
+        parser.add_argument("--speculative-algorithm", type=str, choices=["EAGLE", "NGRAM"])
+        parser.add_argument("--dtype", type=str, choices=["auto", "float16", "bfloat16"])
+        parser.add_argument("--mamba-backend", type=str, choices=["triton", "flashinfer"])
+        parser.add_argument("--lora-backend", type=str, choices=["triton", "csgmv"])
+        parser.add_argument("--attention-backend", type=str, choices=["triton", "flashinfer"])
+        parser.add_argument(
+            "--attention-backend-alias", type=str, choices=["triton", "legacy"]
+        )
+
+    def _handle_aliases(self):
+        for attr in (
+            "attention_backend",
+            "attention_backend_alias",
+        ):
+            if getattr(self, attr, None) == "legacy":
+                setattr(self, attr, "triton")
+        if getattr(self, attr, None) == "legacy":
+            pass
+"""
+A2A_ENUM = """
+from enum import Enum
+
+
+class MoeA2ABackend(Enum):
+    NONE = "none"
+    DEEPEP = "deepep"
+    MORI = "mori"
+"""
+# The speculative algorithm is a registry class (no Enum) that also has `is_none()`.
+SPEC_USE = """
+def step(self, batch, speculative_algorithm, a2a_backend):
+    if self.spec_algorithm.is_none():
+        return 1
+    if not batch.spec_algorithm.is_none():
+        return 2
+    if speculative_algorithm.is_none():
+        return 3
+    if a2a_backend.is_none():
+        return 4
+    if self._lora_runner_backend.is_deepep():
+        return 5
+"""
+ENV_KEYED = """
+import os
+
+import envs
+
+
+def state_dtype(config):
+    dtype_map = {
+        "float16": torch.float16,
+        "bfloat16": torch.bfloat16,
+    }
+    conv = dtype_map.get(envs.SGLANG_CONV_DTYPE.get(), torch.bfloat16)
+    ssm = dtype_map[config.ssm_dtype]
+    return conv, ssm
+
+
+def falcon_dtype():
+    dtype_map = {
+        "float16": torch.float16,
+        "bfloat16": torch.bfloat16,
+    }
+    return dtype_map[os.environ["SGLANG_SSM_DTYPE"]]
+"""
+FLAG_KEYED = """
+_DTYPES = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+
+def get_dtype(dtype):
+    return _DTYPES[dtype]
+"""
+LOCAL_KEYED = """
+_BACKEND_REGISTRY = {
+    "triton": TritonBackend,
+    "flashinfer": FlashInferBackend,
+}
+
+
+def init_backend(server_args):
+    requested = server_args.mamba_backend or "triton"
+    return _BACKEND_REGISTRY.get(requested)
+"""
+
+
+def _assembled(files: dict[str, str]) -> list[dict[str, Any]]:
+    facts = {}
+    for path, text in files.items():
+        facts[facts_key(path, kind_of(path))] = analyze(text.encode(), kind_of(path), path)
+    return assemble({p: p for p in files}, facts).choice_sites
+
+
+def _sites_in(rows: list[dict[str, Any]], path: str) -> list[tuple[int, str, str | None]]:
+    return sorted((c["line"], c["value"], c["flag"]) for c in rows if c["path"] == path)
+
+
+def test_an_enum_method_on_an_object_named_for_another_flag_is_no_site() -> None:
+    use = "python/sglang/srt/managers/scheduler.py"
+    rows = _assembled(
+        {
+            SERVER_ARGS_PATH: ENUM_SERVER_ARGS,
+            "python/sglang/srt/layers/moe/utils.py": A2A_ENUM,
+            use: SPEC_USE,
+        }
+    )
+    # `spec_algorithm.is_none()` holds a speculative algorithm, not MoeA2ABackend.NONE;
+    # an untyped receiver whose name names no other flag still is the enum's, and so is
+    # one that only shares a word with another flag (`_lora_runner_backend`).
+    assert _sites_in(rows, use) == [
+        (9, "none", "--moe-a2a-backend"),
+        (11, "deepep", "--moe-a2a-backend"),
+    ]
+
+
+def test_a_dict_named_for_a_flag_but_keyed_by_env_vars_or_config_is_no_site() -> None:
+    rows = _assembled(
+        {
+            SERVER_ARGS_PATH: ENUM_SERVER_ARGS,
+            "python/sglang/srt/configs/state.py": ENV_KEYED,
+            "python/sglang/srt/configs/model_config.py": FLAG_KEYED,
+        }
+    )
+    assert _sites_in(rows, "python/sglang/srt/configs/state.py") == []
+    # looked up with the flag's own name: the flag's
+    assert _sites_in(rows, "python/sglang/srt/configs/model_config.py") == [
+        (3, "float16", "--dtype"),
+        (4, "bfloat16", "--dtype"),
+    ]
+
+
+def test_an_env_var_read_is_no_lookup_name() -> None:
+    found = scan_choice_shapes(ENV_KEYED.encode(), [])
+    assert [g[2:] for g in found["dispatch"]] == [
+        ["dtype_map", ["environ", "ssm_dtype"]],
+        ["dtype_map", ["environ", "ssm_dtype"]],
+    ]
+
+
+def test_a_dict_looked_up_with_a_local_bound_to_a_flag_is_that_flag_s() -> None:
+    path = "python/sglang/srt/layers/attention/mamba/ops/dispatch.py"
+    rows = _assembled({SERVER_ARGS_PATH: ENUM_SERVER_ARGS, path: LOCAL_KEYED})
+    # both --mamba-backend and --attention-backend take triton and flashinfer
+    assert _sites_in(rows, path) == [
+        (3, "triton", "--mamba-backend"),
+        (4, "flashinfer", "--mamba-backend"),
+    ]
+
+
+def test_a_getattr_over_a_loop_of_flag_names_is_a_site_of_the_first_taking_the_value() -> None:
+    rows = _assembled({SERVER_ARGS_PATH: ENUM_SERVER_ARGS})
+    # the first name's flag takes no "legacy": the next one's; out of the loop, no site
+    assert [(c["line"], c["flag"]) for c in rows if c["value"] == "legacy"] == [
+        (23, "--attention-backend-alias")
+    ]
