@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from array import array
 from bisect import bisect_right
 from collections import defaultdict
@@ -1136,6 +1137,8 @@ class Resolver:
         # (sha, class line) -> its methods (line, name) and the `self.x(` each calls
         self.members: dict[tuple[str, int], tuple[list[tuple[int, str]], dict[str, set[str]]]]
         self.members = {}
+        # (sha, class line, method) -> `_init_assign`: the `self.x = self.method(` in __init__
+        self.inits: dict[tuple[str, int, str], tuple[str | None, bool]] = {}
         # (sha, line, carrier, condition) -> whether the call there can make it true
         self.reaches: dict[tuple[str, int, tuple[str, str | None], Cond], bool] = {}
         # (sha, a class's guards there, a holder's arguments) -> _reached: versions ask again
@@ -1175,6 +1178,7 @@ class Resolver:
         self.relations = {k: v for k, v in self.relations.items() if k[0] in shas}
         self.classes = {k: v for k, v in self.classes.items() if k in shas}
         self.members = {k: v for k, v in self.members.items() if k[0] in shas}
+        self.inits = {k: v for k, v in self.inits.items() if k[0] in shas}
         self.defs = {k: v for k, v in self.defs.items() if k in shas}
         self.outline = {k: v for k, v in self.outline.items() if k in shas}
         self.reaches = {k: v for k, v in self.reaches.items() if k[0] in shas}
@@ -1341,8 +1345,9 @@ class Resolver:
                         if path.startswith(MODELS_DIR) and module_of(path) != module:
                             found.append((path, ref, False))
                 for path, ref, local in found:
-                    for rel in self._relations(files[path], ref, cls, local, read_text):
-                        kind, line, name, own, text, link, args = rel
+                    rels = self._relations(files[path], ref, cls, local, read_text)
+                    for rel in self._made(path, rels, read_text):
+                        kind, line, name, own, text, link, args, via = rel
                         key = (module_of(path) or "", name)
                         for dest in sorted(dests):
                             held = user.chains[dest]
@@ -1357,7 +1362,7 @@ class Resolver:
                                     self.reached[rkey] = _reached(f, guards, args)
                                 if not self.reached[rkey]:
                                     held = {m: ch for m, ch in held.items() if m != "__init__"}
-                            passed = _passed(kind, held, own, local)
+                            passed = _passed(kind, held, own, local, via)
                             if not passed:
                                 continue
                             chains = {m: ([*c, link], h + (not local)) for m, (c, h) in passed}
@@ -1374,7 +1379,7 @@ class Resolver:
                             for method, chain_hops in chains.items():
                                 # reached without conditions: followed again if it was
                                 # with them
-                                if method == "__init__" and reached.guards.get(dest):
+                                if method.split()[0] == "__init__" and reached.guards.get(dest):
                                     reached.guards[dest] = None
                                     new[key].add(dest)
                                 if method not in there:
@@ -1407,10 +1412,80 @@ class Resolver:
             classes = self._index(sha, text)
             for c in classes:
                 if ref in c.bases and c.name != cls:
-                    out.append(("inherit", c.line, c.name, _own(text, c), c.text, cls, ()))
+                    own = _own(text, c)
+                    out.append(("inherit", c.line, c.name, own, c.text, cls, (), "__init__"))
             out.extend(_holders(text, classes, ref, cls))
         self.relations[key] = out
         return out
+
+    def _made(
+        self, path: str, rels: list[Relation], read_text: Callable[[str], str]
+    ) -> list[Relation]:
+        """`rels` with each `make` (a factory method returning the class) made a hold where
+        the `__init__` the holder runs assigns `self.x = self.method(...)`: its own, or
+        (through `super().__init__()`, or having none) its first base's, in its file or
+        imported (Llama4ForCausalLM overrides `_init_model`, LlamaForCausalLM's `__init__`
+        calls it); dropped where none does. The factory is the holder's own method, so
+        it is the one `self.method` resolves to."""
+        if all(r[0] != "make" for r in rels):
+            return rels
+        out: list[Relation] = []
+        for rel in rels:
+            if rel[0] != "make":
+                out.append(rel)
+                continue
+            _kind, line, name, _own, text, link, args, method = rel
+            sha = self.files[path]
+            owner = next(c for c in self._index(sha, read_text(sha)) if c.name == name)
+            where: tuple[str, _Class] | None = (path, owner)
+            blocks: list[str] = []  # of the classes passed: the holder runs their methods
+            for _ in range(MAX_BASES):
+                if where is None:
+                    break
+                at, c = where
+                body = read_text(self.files[at])
+                blocks.append(body[c.span[0] : c.span[1]])
+                key = (self.files[at], c.line, method)
+                if key not in self.inits:
+                    self.inits[key] = _init_assign(body, c, method)
+                attr, goes_on = self.inits[key]
+                if attr is not None:
+                    ran = frozenset(m for b in blocks for m in _run_by_holder(b, attr))
+                    link = f"self.{attr} = {link}"
+                    # (held by `__init__` through the factory: a subclass replacing
+                    # either without `super()` does not hold it)
+                    via = f"__init__ {method}"
+                    out.append(("hold", line, name, ran, text, link, args, via))
+                    break
+                where = self._base(at, c, read_text) if goes_on else None
+        return sorted(set(out))
+
+    def _base(
+        self, path: str, c: _Class, read_text: Callable[[str], str]
+    ) -> tuple[str, _Class] | None:
+        """(path, class) of a class's first base: defined in its file, or imported from
+        the module defining it (`from ...llama import LlamaForCausalLM`, `llama.X`); None
+        when it is neither, or both (two things)."""
+        if not c.bases:
+            return None
+        sha = self.files[path]
+        base = c.bases[0]
+        bound = self.bound.get(path, {})
+        mod, _, name = base.rpartition(".")
+        target = bound.get(mod or name)
+        if mod:  # `llama.X`: `llama` is a module
+            module = ".".join(target) if target is not None and "." not in mod else None
+        else:
+            local = [k for k in self._index(sha, read_text(sha)) if k.name == name]
+            if local:
+                return (path, local[0]) if len(local) == 1 and target is None else None
+            module, name = target if target is not None else (None, name)
+        there = f"python/{module.replace('.', '/')}.py" if module else ""
+        other = self.files.get(there)
+        if other is None:
+            return None
+        found = [k for k in self._index(other, read_text(other)) if k.name == name]
+        return (there, found[0]) if len(found) == 1 else None
 
     def _class_method(
         self, sha: str, line: int, read_text: Callable[[str], str]
@@ -1855,10 +1930,12 @@ SHALLOW_RE = {0: re.compile(r"\n(?=[^ \t\n#)\]}])")}
 # (qwen3_moe) <- a subclass of that; DeepseekV3ForCausalLM <- MistralLarge3ForCausalLM
 # (mistral_large_3) <- held by PixtralForConditionalGeneration (pixtral); no further.
 MAX_CLASS_HOPS = 2
-# (inherit | hold, line, class name, methods it defines without calling the base's (inherit)
-# or the methods it calls on the instance it holds (hold), text of the line, link of the
-# chain, the arguments of the call building the instance (hold: `_call_args`))
-Relation = tuple[str, int, str, frozenset[str], str, str, "Args"]
+# (inherit | hold | make, line, class name, methods it defines without calling the base's
+# (inherit) or the methods it calls on the instance it holds (hold), text of the line, link
+# of the chain, the arguments of the call building the instance (hold: `_call_args`), the
+# method holding it: `__init__`, or (make: the factory method `m` returning it; a hold,
+# "__init__ m", once `_made` finds the `self.x = self.m(...)` in `__init__`)
+Relation = tuple[str, int, str, frozenset[str], str, str, "Args", str]
 Args = tuple[tuple[str, str], ...]  # (position or keyword, source) of each argument
 # `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
 CALL_AFTER_RE = re.compile(r"[ \t]*\(")
@@ -2000,16 +2077,19 @@ def _runs(method: str, called: frozenset[str]) -> bool:
 Chains = dict[str, tuple[list[str], int]]  # method -> shortest chain through it, its hops
 
 
-def _passed(kind: str, held: Chains, own: frozenset[str], local: bool) -> list[tuple[str, Any]]:
+def _passed(
+    kind: str, held: Chains, own: frozenset[str], local: bool, via: str = "__init__"
+) -> list[tuple[str, Any]]:
     """The (method, (chain, hops)) a relation passes on: a subclass keeps the methods it does
-    not override, each with its own chain; a holder holds the instance in `__init__`, reached
-    through the shortest chain of the methods it runs (`own`: those it calls on it). A step
-    into another file takes chains of fewer than MAX_CLASS_HOPS such steps."""
+    not override, each with its own chain; a holder holds the instance in `via` (`__init__`,
+    or "__init__ m" through a factory method m it calls: a subclass may override either),
+    reached through the shortest chain of the methods it runs (`own`: those it calls on
+    it). A step into another file takes chains of fewer than MAX_CLASS_HOPS such steps."""
     usable = [(m, ch) for m, ch in held.items() if local or ch[1] < MAX_CLASS_HOPS]
-    if kind == "inherit":
-        return [(m, ch) for m, ch in usable if m not in own]
+    if kind == "inherit":  # ("__init__ m": held by `__init__` through factory method m)
+        return [(m, ch) for m, ch in usable if own.isdisjoint(m.split())]
     run = [ch for m, ch in usable if _runs(m, own)]
-    return [("__init__", min(run, key=lambda ch: len(ch[0])))] if run else []
+    return [(via, min(run, key=lambda ch: len(ch[0])))] if run else []
 
 
 def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relation]:
@@ -2019,8 +2099,6 @@ def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relat
     `self.x =`. Each with the held instance's methods the holder calls (`_run_by_holder`)."""
     out: list[Relation] = []
     inits = [(c.init, c.name) for c in classes if c.init is not None and c.name != cls]
-    if not inits:
-        return out
     spans = {c.name: c.span for c in classes}
     blocks: dict[int, tuple[list[str], list[int]]] = {}  # __init__'s offset -> lines, starts
     pos = text.find(ref)
@@ -2033,6 +2111,16 @@ def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relat
         if call and "#" in text[text.rfind("\n", 0, pos) + 1 : pos]:
             call = False
         if not (before.isalnum() or before in "_.") and call:
+            line_start = text.rfind("\n", 0, pos) + 1
+            if text[line_start:pos].strip() == "return":
+                made = _factory(text, classes, ref, cls, pos)
+                if made is not None:
+                    c, method, no = made
+                    args = _call_args(text, pos, end)
+                    line_text = text[line_start : text.find("\n", pos) % (len(text) + 1)]
+                    link = f"self.{method}(…) → {cls}(…)"  # `self.x = ` once found
+                    line_text = line_text.strip()[:240]
+                    out.append(("make", no, c.name, frozenset(), line_text, link, args, method))
             for (a, b, first_line), owner in inits:
                 if not a < pos < b:
                     continue
@@ -2050,9 +2138,64 @@ def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relat
                     start, stop = spans[owner]
                     ran = _run_by_holder(text[start:stop], m.group(1))
                     args = _call_args(text, pos, end)
-                    out.append(("hold", first_line + first, owner, ran, text_of, link, args))
+                    out.append(
+                        ("hold", first_line + first, owner, ran, text_of, link, args, "__init__")
+                    )
         pos = text.find(ref, end)
     return sorted(set(out))
+
+
+MAX_BASES = 4  # classes up a holder's bases looked at for the `__init__` calling a factory
+SUPER_INIT_RE = re.compile(r"\bsuper\((?:\s*\w+\s*,\s*\w+\s*)?\)\.__init__\(")
+
+
+def _init_assign(text: str, c: _Class, method: str) -> tuple[str | None, bool]:
+    """The `x` of `self.x = self.method(` in class `c`'s own `__init__` (None if none), and
+    whether the base's `__init__` runs too (it has none, or calls `super().__init__(`)."""
+    if c.init is None:
+        return None, True
+    block = text[c.init[0] : c.init[1]]
+    rx = rf"^[ \t]*self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*self\.{re.escape(method)}[ \t]*\("
+    m = re.search(rx, block, re.M)
+    return (m.group(1) if m else None), SUPER_INIT_RE.search(block) is not None
+
+
+def _factory(
+    text: str, classes: list[_Class], ref: str, cls: str, pos: int
+) -> tuple[_Class, str, int] | None:
+    """(class, method, line) when the `return ref(...)` at `pos` is in a short method of a
+    top-level class (not `cls` itself) whose every `return` builds `ref`: a factory
+    (`def _init_model(...): return Llama4Model(...)`) whose instance `__init__` may hold."""
+    owner = next((c for c in classes if c.span[0] < pos < c.span[1]), None)
+    if owner is None or owner.name == cls:
+        return None
+    no = text.count("\n", 0, pos) + 1
+    members = _methods(text, owner)
+    starts = [i for i, (line, _n) in enumerate(members) if line <= no]
+    if not starts:
+        return None
+    i = starts[-1]
+    first, method = members[i]
+    last = members[i + 1][0] - 1 if i + 1 < len(members) else owner.last
+    if last - first >= MAX_ACCESSOR_LINES:
+        return None
+    lines = text.split("\n")[first - 1 : last]
+    # (the next method's decorators, blank lines and comments end the block, not it)
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith(("@", "#"))):
+        lines.pop()
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(lines)))
+    except SyntaxError:
+        return None
+    fn = tree.body[0] if tree.body else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name != method:
+        return None
+    returns = [n for n in _nested_statements(fn) if isinstance(n, ast.Return)]
+    built = [
+        r for r in returns if isinstance(r.value, ast.Call) and ast.unparse(r.value.func) == ref
+    ]
+    # (several returns of one class: followed; any other return: not a factory of it)
+    return (owner, method, no) if built and len(built) == len(returns) else None
 
 
 def _call_args(text: str, pos: int, end: int) -> Args:

@@ -670,6 +670,111 @@ class KaiDelegateForConditionalGeneration:
 EntryClass = KaiDelegateForConditionalGeneration
 """
 
+# A model built by a factory method its base's `__init__` calls (`self.model =
+# self._init_model(...)`), as llama's ForCausalLM: the base holds OmniModel (lbo) through
+# its own `_init_model`; omni3 inherits that; omni4 overrides the factory (Omni4Model, dbo):
+# not lbo, dbo, and held by omni4_vl; omni5's factory builds one of two classes: neither;
+# omni_mtp replaces `__init__` without `super()`, so the factory never runs: not lbo.
+OMNI_MODEL = """
+from sglang.srt.overlap.lbo_overlap import LboFlags
+
+
+class OmniModel:
+    def forward(self, batch):
+        if LboFlags.fuse_inside_lbo():
+            return batch
+        return None
+
+
+class OmniForCausalLM:
+    def __init__(self, config, prefix=""):
+        self.config = config
+        self.model = self._init_model(config, prefix=prefix + "model")
+
+    def _init_model(self, config, prefix=""):
+        return OmniModel(config, prefix=prefix)
+
+    @property
+    def dtype(self):
+        return None
+
+
+EntryClass = OmniForCausalLM
+"""
+
+OMNI3_MODEL = """
+from sglang.srt.models.omni import OmniForCausalLM
+
+
+class Omni3ForCausalLM(OmniForCausalLM):
+    pass
+
+
+EntryClass = Omni3ForCausalLM
+"""
+
+OMNI4_MODEL = """
+from sglang.srt.models.omni import OmniForCausalLM
+from sglang.srt.overlap.dbo_overlap import model_forward_maybe_dbo
+
+
+class Omni4Model:
+    def forward(self, batch):
+        return model_forward_maybe_dbo(self.layers, enable_dbo=True)
+
+
+class Omni4ForCausalLM(OmniForCausalLM):
+    def __init__(self, config, prefix=""):
+        super().__init__(config, prefix)
+
+    def _init_model(self, config, prefix=""):
+        return Omni4Model(config, prefix=prefix)
+
+
+EntryClass = Omni4ForCausalLM
+"""
+
+OMNI_MTP_MODEL = """
+from sglang.srt.models.omni import OmniForCausalLM
+
+
+class OmniMTPForCausalLM(OmniForCausalLM):
+    def __init__(self, config, prefix=""):
+        object.__init__(self)
+        self.model = None
+
+
+EntryClass = OmniMTPForCausalLM
+"""
+
+OMNI4_VL_MODEL = """
+from sglang.srt.models.omni4 import Omni4ForCausalLM
+
+
+class Omni4VLForConditionalGeneration:
+    def __init__(self, config):
+        self.vision = None
+        self.language_model = Omni4ForCausalLM(config.text_config)
+
+
+EntryClass = Omni4VLForConditionalGeneration
+"""
+
+OMNI5_MODEL = """
+from sglang.srt.models.omni import OmniForCausalLM, OmniModel
+from sglang.srt.models.omni4 import Omni4Model
+
+
+class Omni5ForCausalLM(OmniForCausalLM):
+    def _init_model(self, config, prefix=""):
+        if config.moe:
+            return Omni4Model(config, prefix=prefix)
+        return OmniModel(config, prefix=prefix)
+
+
+EntryClass = Omni5ForCausalLM
+"""
+
 HOLDING_MODELS = {
     "alpha_nextn": ALPHA_NEXTN_MODEL,
     "iota": IOTA_MODEL,
@@ -693,6 +798,12 @@ HOLDING_MODELS = {
     "kai_delegate": KAI_DELEGATE_MODEL,
     "chi": CHI_MODEL,
     "psi": PSI_MODEL,
+    "omni": OMNI_MODEL,
+    "omni3": OMNI3_MODEL,
+    "omni4": OMNI4_MODEL,
+    "omni4_vl": OMNI4_VL_MODEL,
+    "omni5": OMNI5_MODEL,
+    "omni_mtp": OMNI_MTP_MODEL,
 }
 
 

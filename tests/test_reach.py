@@ -53,10 +53,10 @@ def test_models_of_a_flag_with_their_chains(client: TestClient) -> None:
     # mu's holder name is imported from two places, nu replaces the draft model's
     # `__init__` (and builds alpha outside one), pi also assigns the module's name, rho
     # holds kappa's model (a third step into another file): no user (sigma, upsilon, chi,
-    # psi: below).
+    # psi, omni*: below).
     assert set(models) - BEFORE_HOLDING == {
         "alpha_nextn", "iota", "kappa", "xi", "omicron", "sigma", "upsilon", "omega", "chi",
-        "psi",
+        "psi", "omni4", "omni4_vl",
     }  # fmt: skip
     epsilon = next(m for m in dbo["models"] if m["name"] == "epsilon")
     assert epsilon["site"]["line"] == 4 and not epsilon["direct"]
@@ -91,7 +91,7 @@ def test_methods_holding_the_uses_are_per_flag(client: TestClient) -> None:
     # lam reads lbo in load_weights: lam_vl holds it but loads the weights itself.
     assert set(lbo_models) == {
         "delta", "sigma", "tau", "upsilon", "omega", "lam", "lam_delegate", "kai", "kai_vl",
-        "kai_delegate",
+        "kai_delegate", "omni", "omni3",
     }  # fmt: skip
     assert lbo_models["lam_delegate"][-1] == "self.language_model = LamForCausalLM(…)"
     assert not [u for u in dbo["indirect_usages"] if u["path"].endswith("/tau.py")]
@@ -125,6 +125,31 @@ def test_a_holder_is_cited_through_a_method_it_runs(client: TestClient) -> None:
     ]
     # the file itself reads it in the mixin's helper: its own shortest chain
     assert models["kai"] == ["IS_LBO_ENABLED", "is_lbo_enabled()"]
+
+
+def test_a_model_built_by_a_factory_method_is_held(client: TestClient) -> None:
+    """`self.model = self._init_model(...)` in an `__init__` holds what the factory the
+    concrete class resolves returns: Omni4ForCausalLM's own `_init_model` (Omni4Model, dbo),
+    called by its base's `__init__` in another file, so omni4_vl holding Omni4ForCausalLM
+    gets dbo; OmniForCausalLM's own returns OmniModel (lbo): omni3 inherits it, omni4
+    overrides the factory (no lbo); omni5's returns one of two classes: not followed;
+    omni_mtp replaces `__init__` without `super()`: it never calls the factory (no lbo)."""
+    dbo = get(client, f"{V}/flags/--enable-dual-batch-overlap")
+    lbo = get(client, f"{V}/flags/--enable-lone-batch-overlap")
+    dbo_models = {m["name"]: m for m in dbo["models"]}
+    lbo_models = {m["name"]: m for m in lbo["models"]}
+    alpha = ["IS_DBO_ENABLED", "is_dbo_enabled()", "model_forward_maybe_dbo"]
+    assert dbo_models["omni4_vl"]["via"] == [
+        *alpha,
+        "self.model = self._init_model(…) → Omni4Model(…)",
+        "self.language_model = Omni4ForCausalLM(…)",
+    ]
+    assert dbo_models["omni4_vl"]["site"]["line"] == 7  # the holding line
+    assert dbo_models["omni4"]["via"] == alpha  # its own model's use
+    held = [*LBO, "self.model = self._init_model(…) → OmniModel(…)", "OmniForCausalLM"]
+    assert lbo_models["omni3"]["via"] == held
+    assert "omni4" not in lbo_models and "omni5" not in lbo_models | dbo_models
+    assert "omni_mtp" not in lbo_models
 
 
 def test_name_based_steps_are_marked(client: TestClient) -> None:
