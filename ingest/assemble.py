@@ -29,10 +29,6 @@ from ingest.static_eval import Unknown, plain
 from kb.dests import dest_rank
 from kb.replacements import expand_braces
 
-# Packages with a ServerArgs class of their own (the diffusion server): their
-# `server_args.x` reads and backend checks are about that program's flags, not these.
-OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
-
 # Tests and benchmarks: their comparisons are about their own arguments (a benchmark's
 # `args.dataset_name == "mooncake"`), never the handling of a server flag's value.
 NOT_SERVER_RE = re.compile(
@@ -220,7 +216,6 @@ class _Blob:
 
     def __init__(self, path: str, sha: str, facts: dict[str, Any]) -> None:
         self.path, self.sha, self.facts = path, sha, facts
-        self.other_program = path.startswith(OTHER_PROGRAMS)
         self.enum_names = [e["name"] for e in facts["enums"]]
 
     # Each derived value is computed on first use (functools.cached_property takes a lock
@@ -378,7 +373,7 @@ class Assembly:
                 facts_of,
                 option_of,
                 read_text,
-                lambda p: p == SERVER_ARGS_PATH or p.startswith(OTHER_PROGRAMS),
+                lambda p: p == SERVER_ARGS_PATH,
             )
             _accessor_reads(rows, blobs, option_of)
             for site in rows.indirect:
@@ -387,7 +382,7 @@ class Assembly:
         enums = [
             (path, e)
             for path, blob in blobs.items()
-            if blob.enum_names and path.startswith("python/sglang/") and not blob.other_program
+            if blob.enum_names and path.startswith("python/sglang/")
             for e in blob.facts["enums"]
         ]
         rows.enums = _link_enums(enums, rows.flags)
@@ -622,7 +617,7 @@ def _accessor_reads(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[
         return
     held = {(r["dest"], r["path"], r["line"]) for r in rows.indirect}
     for path, blob in blobs.items():
-        if path == SERVER_ARGS_PATH or blob.other_program or not blob.facts["reads"]:
+        if path == SERVER_ARGS_PATH or not blob.facts["reads"]:
             continue
         read, found = blob.usages
         if read.isdisjoint(accessors):
@@ -641,7 +636,7 @@ def _accessor_reads(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[
 def _usages(rows: VersionRows, blobs: dict[str, _Blob], option_of: dict[str, str]) -> None:
     dests = option_of.keys()
     for path, blob in blobs.items():
-        if blob.other_program or not blob.facts["reads"]:
+        if not blob.facts["reads"]:
             continue
         read, found = blob.usages
         if dests.isdisjoint(read):  # iterates the smaller side
@@ -912,7 +907,7 @@ def _choice_sites(
         spelled[f["name"]] = {**{v.lower(): v for v in values}, **{v: v for v in values}}
 
     for path, blob in blobs.items():
-        if blob.other_program or NOT_SERVER_RE.search(path):
+        if NOT_SERVER_RE.search(path):
             continue
         keys = blob.choice_keys
         if keys is not None and (

@@ -14,8 +14,6 @@ from typing import Any
 
 from ingest.env import ENVIRON_PATH
 
-# The diffusion server (its own ServerArgs and variables) is another program.
-OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
 TEST_PATHS = ("python/sglang/test/", "test/")
 
 
@@ -38,7 +36,7 @@ def env_rows(
     cache = {} if cache is None else cache
     sites: list[dict[str, Any]] = []
     for path, sha in files.items():
-        if path.startswith(OTHER_PROGRAMS) or not path.endswith(".py"):
+        if not path.endswith(".py"):
             continue
         facts = facts_of(path)
         found = facts.get("env") or []

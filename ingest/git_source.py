@@ -150,11 +150,17 @@ def list_python_files(repo: Path, commit: str) -> dict[str, str]:
 # variables of their own that SGLang's docs list (SGLANG_DISABLE_FA4_WARMUP).
 KERNEL_PYTHON_DIR = "sgl-kernel/python/"
 
+# Packages with a ServerArgs class of their own (the diffusion server): their flags, reads,
+# backend checks and environment variables belong to that program, not to SGLang's server,
+# so their files are not listed at all (about a seventh of the blobs of the history).
+OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
+
 
 def list_files(repo: Path, commit: str) -> dict[str, str]:
-    """path -> blob sha of every .py file under python/ and sgl-kernel/python/ and of the
-    docs pages that list flags or environment variables (server_arguments.md,
-    environment_variables.md, wherever they moved under docs/), from one ls-tree."""
+    """path -> blob sha of every .py file under python/ (but OTHER_PROGRAMS) and
+    sgl-kernel/python/ and of the docs pages that list flags or environment variables
+    (server_arguments.md, environment_variables.md, wherever they moved under docs/), from
+    one ls-tree."""
     from ingest.docs import doc_kind
 
     out = _git(
@@ -164,7 +170,7 @@ def list_files(repo: Path, commit: str) -> dict[str, str]:
     for line in out.splitlines():
         meta, path = line.split("\t", 1)
         mode, kind, sha = meta.split()
-        if kind != "blob" or mode == "120000":
+        if kind != "blob" or mode == "120000" or path.startswith(OTHER_PROGRAMS):
             continue
         if (path.startswith(("python/", KERNEL_PYTHON_DIR)) and path.endswith(".py")) or doc_kind(
             path

@@ -206,10 +206,16 @@ def test_usage_sites(kb_db: Path) -> None:
     assert write_site[0]["text"] == "server_args.speculative_num_steps = 3"
 
 
-def test_other_programs_server_args_are_not_these_flags(kb_db: Path) -> None:
+def test_other_programs_server_args_are_not_these_flags(kb_db: Path, three_era_repo: Path) -> None:
+    from ingest.git_source import list_files
+
     for table in ("usagesite", "choicesite"):
         assert not sites(kb_db, table, "v0.2.0", "path like '%multimodal_gen%'")
     assert sites(kb_db, "usagesite", "v0.2.0", "path like '%srt/layers/moe/layer.py'")
+    # not even read: the same file under the server's own tree is listed
+    listed = list_files(three_era_repo, "v0.2.0")
+    assert "python/sglang/srt/layers/moe/layer.py" in listed
+    assert not [p for p in listed if "multimodal_gen" in p]
 
 
 def test_enums_linked_and_choice_sites_attributed(kb_db: Path) -> None:
