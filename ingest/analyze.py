@@ -63,7 +63,9 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # 41: an action's `__call__` local it cannot read as text is bound to its source (run_time)
 # 42: a dispatch dict's lookups (the names the file indexes it with)
 # 43: a dispatch dict's lookups: no `envs.X.get()`, a local name's bound attribute
-ANALYZER_VERSION = 43
+# 44: an enum's `by_name` also from a `Name[x]` lookup in its file; `str_values` (a str enum
+# whose members are string literals)
+ANALYZER_VERSION = 44
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -163,15 +163,20 @@ BUILTINS_RE = re.compile(r"\bBuiltins:\s*([\w-]+(?:\s*,\s*[\w-]+)*)")
 def _known_values(
     enums: list[tuple[str, dict[str, Any]]], flags: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Known values of flags without choices that take any registered name: the help's
-    "Builtins:" list, then the members of the enum named exactly after the flag's dest that
-    looks members up by name (SpeculativeAlgorithm.from_string: `cls[name.upper()]`), whose
-    names are then what a user passes. NONE is left out: it is what an unset flag becomes,
-    not a name to pass. Sets each flag's `known_values`; returns those enums, linked."""
+    """Known values of flags without choices whose values an enum or the help spells: the
+    help's "Builtins:" list, then what the one enum named exactly after the flag's dest says
+    (two enums of that name: which one the code converts to is unknown):
+    - one whose members are looked up by name (SpeculativeAlgorithm.from_string:
+      `cls[name.upper()]`; `EplbAlgorithm[raw_algorithm]`): the member names, which a user
+      passes, and the flag's default when no member is named so (the "auto" the code
+      handles before the lookup). NONE is left out: it is what an unset flag becomes, not
+      a name to pass;
+    - else a str enum with string members holding the flag's default (ModelImpl: "auto"):
+      the member values, which the code compares the flag with.
+    Sets each flag's `known_values`; returns those enums, linked."""
     by_snake: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for path, enum in enums:
-        if enum.get("by_name"):
-            by_snake[_camel_to_snake(enum["name"])].append((path, enum))
+        by_snake[_camel_to_snake(enum["name"])].append((path, enum))
     out = []
     for flag in flags:
         if flag["choices"] is not None or flag["deprecated"] or not flag.get("takes_value", True):
@@ -179,10 +184,26 @@ def _known_values(
         found = BUILTINS_RE.search(flag["help"] or "")
         known = [v.strip() for v in found.group(1).split(",")] if found else []
         named = by_snake.get(flag["dest"], [])
-        if len(named) == 1:  # two enums of that name: which one the code converts to is unknown
+        default = flag.get("default")
+        if len(named) == 1:
             path, enum = named[0]
-            known += [m["name"] for m in enum["members"] if m["name"].upper() != "NONE"]
-            out.append({**enum, "path": path, "flags": [flag["name"]], "primary": flag["name"]})
+            members = enum["members"]
+            values = None
+            if enum.get("by_name"):
+                values = [m["name"] for m in members if m["name"].upper() != "NONE"]
+                if (
+                    isinstance(default, str)
+                    and default
+                    and default.upper() not in {m["name"].upper() for m in members}
+                ):
+                    values.insert(0, default)
+            elif enum.get("str_values") and (
+                not isinstance(default, str) or default in {m["value"] for m in members}
+            ):
+                values = [m["value"] for m in members]
+            if values is not None:
+                known += values
+                out.append({**enum, "path": path, "flags": [flag["name"]], "primary": flag["name"]})
         folded: dict[str, str] = {}
         for value in known:
             folded.setdefault(value.upper(), value)

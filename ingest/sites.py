@@ -914,7 +914,7 @@ def scan_enums(data: bytes) -> list[dict[str, Any]]:
         parsed = _enum_block(padded[m.start() + 1 : end.start() if end else len(padded)])
         if parsed is None:
             continue
-        name, members, methods, end_line, by_name = parsed
+        name, members, methods, end_line, by_name, str_values = parsed
         enums.append(
             {
                 "name": name,
@@ -925,10 +925,31 @@ def scan_enums(data: bytes) -> list[dict[str, Any]]:
                     for n, v, no in members
                 ],
                 "is_methods": dict(methods),
-                "by_name": by_name,
+                "by_name": by_name or _subscripted(padded, name),
+                "str_values": str_values,
             }
         )
     return enums
+
+
+def _subscripted(data: bytes, name: str) -> bool:
+    """Whether code of the file looks a member of enum `name` up by name, `Name[x]`
+    (`return EplbAlgorithm[raw_algorithm]` in a function after the class): a find of the
+    name in the blobs that define it, not a pass over every blob. A comment or a string
+    mentioning it is no lookup."""
+    key = name.encode() + b"["
+    spans: list[tuple[int, int]] | None = None
+    at = data.find(key)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        prefix = data[start:at].decode("utf-8", "replace")
+        if data[at - 1 : at] not in WORD_BYTES and line_state(prefix) in ("code", "fstring"):
+            if spans is None:
+                spans = docstring_spans(data)
+            if not in_spans(spans, at):
+                return True
+        at = data.find(key, at + len(key))
+    return False
 
 
 BLOCK_END_RE = re.compile(rb"\n(?=[^\s#])")
@@ -942,10 +963,10 @@ def _fresh(value: Any) -> Any:
 @lru_cache(maxsize=512)  # an enum class block recurs unchanged in most versions of its file
 def _enum_block(
     block: bytes,
-) -> tuple[str, tuple[Any, ...], tuple[Any, ...], int, bool] | None:
+) -> tuple[str, tuple[Any, ...], tuple[Any, ...], int, bool, bool] | None:
     """(name, ((member, value, line in block), ...), ((is_x, member), ...), end line in
-    block, whether a method looks members up by name) of an enum class block with members,
-    else None."""
+    block, whether a method looks members up by name, whether it is a str enum whose members
+    are all string literals) of an enum class block with members, else None."""
     try:
         tree = ast.parse(block.decode("utf-8", "replace"))
     except (SyntaxError, *PARSE_FAILURES):
@@ -956,11 +977,13 @@ def _enum_block(
     members = []
     methods: dict[str, str] = {}
     by_name = False
+    all_str = True  # every member's value a string literal
     for stmt in cls.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
             if isinstance(target, ast.Name) and not target.id.startswith("_"):
                 value = literal(stmt.value)
+                all_str = all_str and isinstance(value, str)
                 if value is NOT_LITERAL:
                     src = ast.unparse(stmt.value)
                     value = target.id.lower() if src in ("auto()", "enum.auto()") else src
@@ -983,4 +1006,17 @@ def _enum_block(
             )
     if not members:
         return None
-    return cls.name, tuple(members), tuple(methods.items()), cls.end_lineno or 1, by_name
+    # `class ModelImpl(str, Enum)` / StrEnum with `AUTO = "auto"`: the values are the strings
+    # the code compares a flag with (an auto() value is a guess, so none may be one).
+    str_values = all_str and any(ast.unparse(b) in STR_ENUM_BASES for b in cls.bases)
+    return (
+        cls.name,
+        tuple(members),
+        tuple(methods.items()),
+        cls.end_lineno or 1,
+        by_name,
+        str_values,
+    )
+
+
+STR_ENUM_BASES = frozenset({"str", "StrEnum", "enum.StrEnum"})

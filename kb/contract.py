@@ -183,8 +183,8 @@ class Flag(Model):
     choices_const: str | None
     choices_extensible: bool
     choices_dynamic: bool
-    # Values the code knows for a flag without choices that takes any registered name
-    # (--speculative-algorithm: its help's builtins, its enum's members): an open set, each
+    # Values the code knows for a flag without choices (--speculative-algorithm: its help's
+    # builtins, its enum's members; --model-impl: its str enum's values): an open set, each
     # with a value page; null for every other flag.
     known_values: list[str] | None = None
     help: str

@@ -43,7 +43,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 43
+EXTRACTOR_VERSION = 44
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
@@ -85,8 +85,8 @@ class Flag(SQLModel, table=True):
     choices_const: str | None = None  # e.g. "MOE_RUNNER_BACKEND_CHOICES"
     choices_extensible: bool = False  # an add_*_choices() hook can extend the constant
     choices_dynamic: bool = False  # choices computed at run time: the list may be partial
-    # JSON list of the values the code knows for a flag without choices that takes any
-    # registered name (--speculative-algorithm): an open set, null for every other flag.
+    # JSON list of the values the code knows for a flag without choices (--speculative-algorithm,
+    # --model-impl: kb.contract.Flag): an open set, null for every other flag.
     known_values: str | None = None
     help: str = ""
     hidden: bool = False  # help=argparse.SUPPRESS

@@ -140,3 +140,17 @@ def test_an_open_registry_has_known_values_with_pages(client: TestClient) -> Non
     response = client.get(f"{base}/backends/--speculative-algorithm/EAGLE")
     assert response.status_code == 200
     assert {"compare", "is_call"} <= {s["how"] for s in response.json()["sites"]}
+
+
+def test_enums_named_after_a_flag_give_its_known_values(client: TestClient) -> None:
+    # --model-impl: a str enum whose values hold the default; --eplb-algorithm: an enum its
+    # file looks up by name unless the flag holds "auto"
+    impl = flag(client, "--model-impl")
+    assert impl["choices"] is None and impl["enum"]["name"] == "ModelImpl"
+    assert impl["known_values"] == ["auto", "sglang", "transformers", "mindspore"]
+    eplb = flag(client, "--eplb-algorithm")
+    assert eplb["enum"]["name"] == "EplbAlgorithm"
+    assert eplb["known_values"][:3] == ["auto", "deepseek", "deepseek_hierarchical"]
+    sites = client.get(f"/api/v/{VERSION}/backends/--model-impl/transformers").json()["sites"]
+    assert {"enum"} <= {s["how"] for s in sites}
+    assert all(s["flag"] == "--model-impl" for s in sites)
