@@ -65,7 +65,8 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # 43: a dispatch dict's lookups: no `envs.X.get()`, a local name's bound attribute
 # 44: an enum's `by_name` also from a `Name[x]` lookup in its file; `str_values` (a str enum
 # whose members are string literals)
-ANALYZER_VERSION = 44
+# 45: references to an enum's members named in lower case in the enum's own file
+ANALYZER_VERSION = 45
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

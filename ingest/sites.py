@@ -366,6 +366,7 @@ def scan(
     if pieces is not None:
         facts = _from_pieces(data, pieces.get())
         if facts is not None:
+            _lower_member_refs(data, facts, index)
             return _with_local_flags(data, _with_alias_reads(data, facts, index))
     lines = _Lines(data, index)
     reads0, reads1, reads2, compares, contains, is_calls, enum_refs = _find(data, lines)
@@ -376,7 +377,47 @@ def scan(
         "enums": scan_enums(data) if b"Enum" in data else [],
         "lines": {str(k): v for k, v in lines.texts.items()},
     }
+    _lower_member_refs(data, facts, index)
     return _with_local_flags(data, _with_alias_reads(data, facts, index))
+
+
+def _lower_member_refs(data: bytes, facts: dict[str, Any], index: LineIndex | None) -> None:
+    """References to the members of an enum this file defines whose names are not upper
+    case (`EplbAlgorithm.deepseek_vec`), which ENUM_REF_RE leaves out: added to the enum
+    references. Only in the defining file (where such enums are dispatched on): matching
+    every `Name.attr` of every file would be a pass over all of them for a rare shape."""
+    lower = {
+        e["name"]: {m["name"] for m in e["members"] if not m["name"].isupper()}
+        for e in facts["enums"]
+    }
+    if not any(lower.values()):
+        return
+    index = index or LineIndex(data)
+    spans: list[tuple[int, int]] | None = None
+    found = []
+    for cls, members in lower.items():
+        key = cls.encode() + b"."
+        at = data.find(key)
+        while at >= 0:
+            m = MEMBER_RE.match(data, at + len(key))
+            start = data.rfind(b"\n", 0, at) + 1
+            if (
+                m
+                and m.group().decode() in members
+                and data[at - 1 : at] not in WORD_BYTES
+                and line_state(data[start:at].decode("utf-8", "replace")) == "code"
+            ):
+                spans = docstring_spans(data) if spans is None else spans
+                if not in_spans(spans, at):
+                    no = index.number(at)
+                    found.append([cls, m.group().decode(), no])
+                    facts["lines"].setdefault(str(no), index.text(no, at))
+            at = data.find(key, at + len(key))
+    known = {tuple(r) for r in facts["enum_refs"]}
+    facts["enum_refs"].extend(r for r in sorted(found, key=lambda r: r[2]) if tuple(r) not in known)
+
+
+MEMBER_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\b")
 
 
 # `sa = get_global_server_args()` then `sa.enable_x`: a local name for the server args. A
