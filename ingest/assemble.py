@@ -197,8 +197,10 @@ def _known_values(
                     and default.upper() not in {m["name"].upper() for m in members}
                 ):
                     values.insert(0, default)
-            elif enum.get("str_values") and (
-                not isinstance(default, str) or default in {m["value"] for m in members}
+            elif (
+                enum.get("str_values")
+                and isinstance(default, str)  # (the one check that the flag holds its values)
+                and default in {m["value"] for m in members}
             ):
                 values = [m["value"] for m in members]
             if values is not None:

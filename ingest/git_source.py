@@ -134,18 +134,6 @@ def resolve_ref(repo: Path, ref: str, label: str | None = None) -> Ref:
     return Ref(label or ref, commit.hexsha, datetime.fromtimestamp(commit.committed_date, UTC))
 
 
-def list_python_files(repo: Path, commit: str) -> dict[str, str]:
-    """path -> blob sha of every .py file under python/ at `commit` (no checkout)."""
-    out = _git(repo, "ls-tree", "-r", "--full-tree", commit, "--", "python")
-    files = {}
-    for line in out.splitlines():
-        meta, path = line.split("\t", 1)
-        mode, kind, sha = meta.split()
-        if kind == "blob" and path.endswith(".py") and mode != "120000":
-            files[path] = sha
-    return files
-
-
 # sgl-kernel's Python package: SGLang's kernels, installed beside it, read environment
 # variables of their own that SGLang's docs list (SGLANG_DISABLE_FA4_WARMUP).
 KERNEL_PYTHON_DIR = "sgl-kernel/python/"

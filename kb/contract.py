@@ -266,7 +266,7 @@ class FieldChange(Sparse):
     to: Value
     added: list[Value] | None = None  # choices/known_values/aliases changes
     removed: list[Value] | None = None
-    known: list[Value] | None = None  # choices opened to a registry (null): its known values
+    known: list[Value] | None = None  # choices dropped (null) for known values: those values
     words: list[list[str]] | None = None  # help changes: [[op, text]], op in = - +
     message: str | None = None  # deprecation changes
     replacement: str | None = None

@@ -74,8 +74,8 @@ def word_diff(old: str, new: str) -> list[list[str]]:
 def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
     """Field changes between two rows of one flag: [{"field", "from", "to", ...}]."""
     changes: list[dict[str, Any]] = []
-    # Choices dropped for an open registry (any registered name is taken) whose known values
-    # the flag now lists: one change, "opened to a registry", not "choices became null".
+    # Choices dropped for an open set (a registry, an enum) whose known values the flag now
+    # lists: one change, "opened to any value", not "choices became null".
     known = loads(new.known_values)
     opened = bool(loads(old.choices)) and loads(new.choices) is None and bool(known)
     for field in FIELDS:
@@ -90,7 +90,7 @@ def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
         if a == b:
             continue
         if field == "known_values" and a is None and opened:
-            continue  # told by the choices change: it opened to a registry of these values
+            continue  # told by the choices change: it opened to these known values
         if field in LISTS and a and b and sorted(map(str, a)) == sorted(map(str, b)):
             continue  # the same values listed in another order
         change: dict[str, Any] = {"field": field, "from": a, "to": b}

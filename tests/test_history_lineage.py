@@ -123,11 +123,11 @@ def test_choices_opened_to_a_registry_read_as_such(client: TestClient) -> None:
     assert grown["field"] == "known_values" and grown["added"] == ["DELTA"]
     html = client.get("/v/v4/flags/--draft-algo").text
     section = html[html.index('id="history"') :]
-    assert "choices opened to a registry" in section and "<code>GAMMA</code>" in section
+    assert "choices opened to any value" in section and "<code>GAMMA</code>" in section
     assert re.search(r"known values\s*<span class=\"chg add\">\+<code>DELTA</code>", section)
     d = get(client, "/api/diff/v2/v3")
     (change,) = [c for c in d["changed"] if c["name"] == "--draft-algo"]
     assert change["field"] == "choices" and change["known"] == ["ALPHA", "BETA", "GAMMA"]
-    assert "opened to a registry" in client.get("/diff/v2...v3").text
+    assert "opened to any value" in client.get("/diff/v2...v3").text
     (later,) = [c for c in get(client, "/api/diff/v3/v4")["changed"] if c["name"] == "--draft-algo"]
     assert later["field"] == "known_values" and later["added"] == ["DELTA"]

@@ -13,9 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from ingest.sites import scan_enums
+from ingest.sites import scan, scan_enums
 from tests.conftest import ingest_into
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
+from tests.test_sites_pieces import check_versions
 
 SRT = "python/sglang/srt/"
 
@@ -31,6 +32,7 @@ class ServerArgs:
     balance_algorithm: str = "auto"
     layout_kind: str = "packed"
     cache_tier: str = "auto"
+    pool_kind: str = None
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser):
@@ -41,6 +43,7 @@ class ServerArgs:
         )
         parser.add_argument("--layout-kind", type=str, default="packed", help="Layout.")
         parser.add_argument("--cache-tier", type=str, default="auto", help="Tier.")
+        parser.add_argument("--pool-kind", type=str, default=None, help="Pool.")
 
     def __post_init__(self):
         if self.balance_algorithm == "auto":
@@ -120,6 +123,28 @@ class CacheTier(str, Enum):
 """
 
 
+# A str enum named after --pool-kind, whose default is None: nothing says the flag holds them.
+POOL = """
+from enum import Enum
+
+
+class PoolKind(str, Enum):
+    SHARED = "shared"
+    PRIVATE = "private"
+"""
+
+# Another file dispatching on the by-name enum's lower-case members: the members of an enum
+# defined elsewhere are unknown to this file's scan, so these are no sites (a known limit).
+REBALANCE_ELSEWHERE = """
+from sglang.srt.balance import BalanceAlgorithm
+
+
+def run(algorithm, counts):
+    if algorithm == BalanceAlgorithm.greedy_grouped:
+        return counts
+"""
+
+
 def build_repo(root: Path) -> Path:
     repo = root / "sglang"
     repo.mkdir(parents=True)
@@ -130,6 +155,8 @@ def build_repo(root: Path) -> Path:
     write(repo, SRT + "layout.py", LAYOUT)
     write(repo, SRT + "tier_a.py", TIER_A)
     write(repo, SRT + "tier_b.py", TIER_B)
+    write(repo, SRT + "pool.py", POOL)
+    write(repo, SRT + "rebalance.py", REBALANCE_ELSEWHERE)
     commit(repo, "enums", "2025-09-01T12:00:00Z", "v0.1.0")
     return repo
 
@@ -216,3 +243,45 @@ def test_a_str_enum_without_the_default_gives_no_values(client: TestClient) -> N
 def test_two_enums_of_the_flags_name_give_no_values(client: TestClient) -> None:
     flag = get(client, "/api/v/v0.1.0/flags/--cache-tier")
     assert flag["known_values"] is None and flag["enum"] is None
+
+
+def test_a_str_enum_and_a_flag_defaulting_to_none_give_no_values(client: TestClient) -> None:
+    flag = get(client, "/api/v/v0.1.0/flags/--pool-kind")
+    assert flag["known_values"] is None and flag["enum"] is None
+
+
+def test_lower_case_member_references_in_code_of_the_defining_file_only() -> None:
+    refs = scan(BALANCE.encode())["enum_refs"]
+    assert [r[:2] for r in refs] == [
+        ["BalanceAlgorithm", "greedy"],
+        ["BalanceAlgorithm", "greedy_grouped"],
+    ]
+    quiet = BALANCE.replace(
+        "return BalanceAlgorithm.greedy\n", "return MyBalanceAlgorithm.greedy\n"
+    )
+    quiet = quiet.replace(
+        "if algorithm == BalanceAlgorithm.greedy_grouped:",
+        'if algorithm == "BalanceAlgorithm.greedy_grouped":',
+    )
+    assert scan(quiet.encode())["enum_refs"] == []  # a longer name, a string
+    assert scan(REBALANCE_ELSEWHERE.encode())["enum_refs"] == []
+    # a class defined twice in the file: the members of both are known
+    twice = (
+        "from enum import Enum\n\n\nclass Algo(Enum):\n    one = 'one'\n\n\n"
+        "class Algo(Enum):\n    three = 'three'\n\n\nx = Algo.one\ny = Algo.three\n"
+    )
+    assert [r[:2] for r in scan(twice.encode())["enum_refs"]] == [
+        ["Algo", "one"],
+        ["Algo", "three"],
+    ]
+    # the scan by pieces (the memo keeping the last version's) gives the whole scan's facts
+    check_versions(BALANCE.encode(), BALANCE.replace("counts)", "counts, 1)").encode())
+
+
+def test_an_f_string_naming_a_subscript_is_no_lookup_by_name() -> None:
+    text = BALANCE.replace(
+        "return BalanceAlgorithm[raw_algorithm]",
+        'raise ValueError(f"BalanceAlgorithm[{raw_algorithm}] is unknown")',
+    )
+    (balance,) = scan_enums(text.encode())
+    assert not balance["by_name"]

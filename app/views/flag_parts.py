@@ -246,7 +246,7 @@ def _change_words(change: dict[str, Any]) -> str:
     if field == "split":
         return f"split from {change['from']}"
     if field == "choices" and change.get("known"):
-        return "choices opened to a registry (known: " + ", ".join(change["known"]) + ")"
+        return "choices opened to any value (known: " + ", ".join(change["known"]) + ")"
     if field in ("choices", "known_values"):
         plus = " ".join(f"+{v}" for v in change.get("added") or [])
         minus = " ".join(f"−{v}" for v in change.get("removed") or [])
