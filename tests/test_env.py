@@ -291,6 +291,14 @@ def test_docs_shapes() -> None:
         (["tp_size"], "dest"),
         (["widget_size"], "dest"),
     ]
+    # One bullet naming two flags documents both (v0.4.2-v0.4.6: "`port` and `host`: ...").
+    pair = parse_docs("* `port` and `host`: Setup the HTTP server.\n* `a_b`, `c`: x\n", "flags")
+    assert [(e["names"], e["line"]) for e in pair] == [
+        (["port"], 1),
+        (["host"], 1),
+        (["a_b"], 2),
+        (["c"], 2),
+    ]
     old = parse_docs(textwrap.dedent(OLD_TABLE_FLAGS_DOC), "flags")
     assert [(e["names"], e["default"], e["choices"]) for e in old] == [
         (["--model-path"], "None", None),
