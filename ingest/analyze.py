@@ -63,7 +63,8 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # 41: an action's `__call__` local it cannot read as text is bound to its source (run_time)
 # 42: a dispatch dict's lookups (the names the file indexes it with)
 # 43: a dispatch dict's lookups: no `envs.X.get()`, a local name's bound attribute
-ANALYZER_VERSION = 43
+# 44: a docs bullet naming several dests documents each; an else of `if not X` is under X
+ANALYZER_VERSION = 44
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
