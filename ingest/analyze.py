@@ -66,7 +66,8 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # 44: an enum's `by_name` also from a `Name[x]` lookup in its file; `str_values` (a str enum
 # whose members are string literals)
 # 45: references to an enum's members named in lower case in the enum's own file
-ANALYZER_VERSION = 45
+# 46: a docs bullet naming several dests documents each; an else of `if not X` is under X
+ANALYZER_VERSION = 46
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -180,10 +180,10 @@ def _walk(
             reads = [*cond_nodes, names_read(stmt.test)]
             _walk(stmt.body, [*conds, text], func, path, out, reads, helpers)
             if stmt.orelse:
-                _walk(stmt.orelse, [*conds, f"not ({text})"], func, path, out, reads, helpers)
+                _walk(stmt.orelse, [*conds, _negated(stmt.test)], func, path, out, reads, helpers)
             elif _leaves(stmt.body):
                 # `if G: return` guards everything after it in this block: it runs under not G.
-                conds = [*conds, f"not ({text})"]
+                conds = [*conds, _negated(stmt.test)]
                 cond_nodes = reads
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
             _walk(stmt.body, conds, func, path, out, cond_nodes, helpers)
@@ -207,12 +207,10 @@ def _walk(
         elif isinstance(stmt, ast.Raise):
             out.append(_site("raise", stmt, conds, cond_nodes, func, path, _raise_message(stmt)))
         elif isinstance(stmt, ast.Assert):
-            test = source(stmt.test)
-            fail = f"not ({test})"
             site = _site(
                 "assert",
                 stmt,
-                [*conds, fail],
+                [*conds, _negated(stmt.test)],
                 [*cond_nodes, names_read(stmt.test)],
                 func,
                 path,
@@ -258,6 +256,14 @@ def _walk(
                     site["writes"] = {attr.value: source(call.args[2])}
                     site["affects"] = _merge([attr.value], site["affects"])
                     out.append(site)
+
+
+def _negated(test: ast.expr) -> str:
+    """The condition under which `test` is false: `not (x)`, or `x` for `not x` (a reader
+    trips on `not (not self.use_mla_backend())`)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return source(test.operand)
+    return f"not ({source(test)})"
 
 
 def _leaves(body: list[ast.stmt]) -> bool:

@@ -22,7 +22,9 @@ OTHER_DOCS = ("docs/diffusion/",)
 BACKTICKED = re.compile(r"`([^`]+)`")
 OPTION_RE = re.compile(r"^--?[A-Za-z0-9][\w-]*$")
 ENV_RE = re.compile(r"^[A-Z][A-Z0-9_]*_[A-Z0-9_]+$")
-BULLET_RE = re.compile(r"^\s*[*-]\s+`([a-z][a-z0-9_]*)`\s*:\s*(.*)$")
+# A bullet naming a dest ("* `tp_size`: ..."), or several ("* `port` and `host`: ...").
+DEST = r"`[a-z][a-z0-9_]*`"
+BULLET_RE = re.compile(rf"^\s*[*-]\s+({DEST}(?:\s*(?:,|and|or)\s*{DEST})*)\s*:\s*(.*)$")
 
 
 def doc_kind(path: str) -> str | None:
@@ -93,8 +95,9 @@ def parse_docs(text: str, kind: str) -> list[dict[str, Any]]:
             header = None
             if kind == "flags":
                 m = BULLET_RE.match(line)
-                if m:
-                    out.append(_entry("flag", [m.group(1)], "dest", m.group(2), None, None, no))
+                if m:  # one entry per name: each is a flag of its own
+                    for name in BACKTICKED.findall(m.group(1)):
+                        out.append(_entry("flag", [name], "dest", m.group(2), None, None, no))
             continue
         cells = split_row(stripped)
         if header is None:

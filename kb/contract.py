@@ -494,6 +494,16 @@ class AreaCount(Model):
     count: int
 
 
+class DerivedFrom(Model):
+    """The flag a variant derives from (--attention-backend for --decode-attention-backend),
+    with its sites for the same value: sites that do not say which variant they serve are
+    attributed to it."""
+
+    flag: str
+    sites: int
+    url: str  # its page for the value
+
+
 class BackendValue(Model):
     version: str
     flag: str
@@ -508,6 +518,7 @@ class BackendValue(Model):
     side_effects: list[Effect]  # overrides/warnings it triggers, overrides switching to it
     areas: list[AreaCount]
     compare_url: str | None
+    derives_from: DerivedFrom | None = None  # None: the flag is no variant taking the value
 
 
 class CompareRow(Model):

@@ -291,6 +291,14 @@ def test_docs_shapes() -> None:
         (["tp_size"], "dest"),
         (["widget_size"], "dest"),
     ]
+    # One bullet naming two flags documents both (v0.4.2-v0.4.6: "`port` and `host`: ...").
+    pair = parse_docs("* `port` and `host`: Setup the HTTP server.\n* `a_b`, `c`: x\n", "flags")
+    assert [(e["names"], e["line"]) for e in pair] == [
+        (["port"], 1),
+        (["host"], 1),
+        (["a_b"], 2),
+        (["c"], 2),
+    ]
     old = parse_docs(textwrap.dedent(OLD_TABLE_FLAGS_DOC), "flags")
     assert [(e["names"], e["default"], e["choices"]) for e in old] == [
         (["--model-path"], "None", None),
@@ -990,3 +998,16 @@ def test_docs_drift_follows_a_deprecated_flag_to_the_one_flag_it_names() -> None
     assert _flag_replacement(gone("--fuse-backend=auto")) == "--fuse-backend"
     assert _flag_replacement(gone("--graph-{decode,prefill}=off")) is None  # two: no one
     assert _flag_replacement(Flag(name="--x", dest="x", replacement="--y")) is None  # live
+
+
+def test_banner_of_a_variable_gone_in_the_newest_links_its_variables(client: TestClient) -> None:
+    gone = [
+        e["name"]
+        for e in get(client, "/api/v/v0.4.0/env")["env"]
+        if client.get(f"/api/v/v0.5.0/env/{e['name']}").status_code == 404
+    ]
+    assert gone, "the fixture reads a variable in v0.4.0 only"
+    html = client.get(f"/v/v0.4.0/env/{gone[0]}").text
+    notice = html[html.index('class="notice old-version"') :].split("</div>")[0]
+    # the variables of the newest version, not its flags
+    assert 'This page does not exist in <code>v0.5.0</code>: <a href="/v/v0.5.0/env">' in notice

@@ -182,3 +182,16 @@ def test_constraint_graph_gives_each_edge_a_row_and_every_site() -> None:
     assert g["x2"] - g["xm"] >= longest * 7
     assert g["width"] > g["x2"] + len("--tp-size") * 7
     assert all(e["y1"] == g["height"] // 2 for e in g["edges"])
+
+
+def test_timeline_titles_show_values_as_the_history_list_does() -> None:
+    # Were Python reprs: "aliases [] → ['--model']", "action None → 'DeprecatedAction'".
+    history = [
+        {"version": "v1", "field": "added", "from": None, "to": "--x"},
+        {"version": "v2", "field": "aliases", "from": [], "to": ["--y"], "added": ["--y"]},
+        {"version": "v3", "field": "action", "from": None, "to": "DeprecatedAction"},
+        {"version": "v3", "field": "default", "from": False, "to": None},
+    ]
+    marks = parts.timeline(["v1", "v2", "v3"], history, "--x")
+    assert marks[1]["title"] == "v2: aliases +--y"
+    assert marks[2]["title"] == 'v3: action null → "DeprecatedAction"; default false → null'

@@ -481,3 +481,24 @@ def test_dispatch_dicts_named_for_something_else(client: TestClient) -> None:
         ("dispatch", "subject", "tables.py", 53)
     ]
     assert dispatch("--attention-backend", "flashinfer") == []
+
+
+def test_a_variant_value_page_points_to_the_flag_it_derives_from(client: TestClient) -> None:
+    # Sites that do not say which variant they serve go to --attention-backend (the
+    # "family" basis): --decode-attention-backend's page for such a value had 0 sites and
+    # said nothing about why.
+    choices = get(client, f"{V}/flags/--decode-attention-backend")["choices"]
+    pages = {c: get(client, f"{V}/backends/--decode-attention-backend/{c}") for c in choices}
+    base = {c: get(client, f"{V}/backends/--attention-backend/{c}") for c in choices}
+    bare = [c for c in choices if not pages[c]["sites"] and base[c]["sites"]]
+    assert bare, "the fixture handles a value only through --attention-backend"
+    value = bare[0]
+    assert pages[value]["derives_from"] == {
+        "flag": "--attention-backend",
+        "sites": len(base[value]["sites"]),
+        "url": f"/v/v0.4.0/backends/--attention-backend/{value}",
+    }
+    assert base[value]["derives_from"] is None
+    html = client.get(f"/v/v0.4.0/backends/--decode-attention-backend/{value}").text
+    assert f'href="/v/v0.4.0/backends/--attention-backend/{value}"' in html
+    assert "the flag it derives from" in html

@@ -344,3 +344,31 @@ def test_ingested_warnings_drop_terminal_colour_codes() -> None:
     )
     (site,) = extract_constraints(tree, ARGS)
     assert site["kind"] == "warning" and site["message"] == "NOTE: {self.tp_size} is ignored"
+
+
+def test_ingested_else_of_a_negated_test_reads_plainly() -> None:
+    # `if not X: ... else: ...` and `assert not X` record X, not `not (not X)` (SGLang
+    # v0.5.6's _handle_hicache: "... and not (not self.use_mla_backend())").
+    tree = ast.parse(
+        textwrap.dedent(
+            """
+            class ServerArgs:
+                def __post_init__(self):
+                    if not self.use_mla_backend():
+                        self.decode_attention_backend = "flashinfer"
+                    else:
+                        self.decode_attention_backend = "triton"
+                    assert not self.enable_x, "no x"
+                    if not self.enable_y:
+                        return
+                    raise ValueError("y")
+            """
+        )
+    )
+    sites = extract_constraints(tree, ARGS)
+    assert [(s["kind"], s["conditions"]) for s in sites] == [
+        ("override", ["not self.use_mla_backend()"]),
+        ("override", ["self.use_mla_backend()"]),
+        ("assert", ["self.enable_x"]),
+        ("raise", ["self.enable_y"]),
+    ]

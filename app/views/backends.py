@@ -38,7 +38,7 @@ from kb.reach import (
     sites_by_area,
     value_effects,
 )
-from kb.schema import ChoiceSite, Version, loads
+from kb.schema import ChoiceSite, Flag, Version, loads
 
 router = APIRouter()
 
@@ -99,6 +99,29 @@ def api_backends(session: SessionDep, version: str) -> BackendList:
     return backend_list(session, get_version(session, version))
 
 
+def derived_from(
+    session: Session, version: Version, row: Flag, value: str
+) -> dict[str, Any] | None:
+    """The flag `row` is a variant of, when it accepts `value`: the one whose dest ends
+    `row`'s (`attention_backend` in `decode_attention_backend`; the closest, the longest).
+    Ingest attributes to it the sites that could be about either ("family")."""
+    bases = [
+        f
+        for f in all_flags(session, version)
+        if f.name != row.name
+        and row.dest.endswith("_" + f.dest)
+        and value in [str(v) for v in flag_values(f)]
+    ]
+    if not bases:
+        return None
+    base = max(bases, key=lambda f: len(f.dest))
+    return {
+        "flag": base.name,
+        "sites": len(choice_sites(session, version, base.name, [value])[value]),
+        "url": backend_url(version, base.name, value),
+    }
+
+
 def backend_value(session: Session, version: Version, flag: str, value: str) -> BackendValue:
     """Every site handling one value of a flag (a case-insensitive match of a choice)."""
     try:
@@ -148,6 +171,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
                 if others
                 else None
             ),
+            "derives_from": derived_from(session, version, row, value),
         }
     )
 

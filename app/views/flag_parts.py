@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
+from app.fragments import show_value
 from kb.pyast import and_term
 from kb.queries import quoted
 
@@ -247,7 +248,7 @@ def _change_words(change: dict[str, Any]) -> str:
         return f"split from {change['from']}"
     if field == "choices" and change.get("known"):
         return "choices opened to any value (known: " + ", ".join(change["known"]) + ")"
-    if field in ("choices", "known_values"):
+    if field in ("choices", "known_values", "aliases"):
         plus = " ".join(f"+{v}" for v in change.get("added") or [])
         minus = " ".join(f"−{v}" for v in change.get("removed") or [])
         what = field.replace("_", " ")
@@ -256,7 +257,8 @@ def _change_words(change: dict[str, Any]) -> str:
         return "deprecated" if change["to"] else "no longer deprecated"
     if field == "help":
         return "help text changed"
-    return f"{field} {change['from']!r} → {change['to']!r}"
+    # as the history list shows them (JSON: null, "x"), not as Python reprs (None, 'x')
+    return f"{field} {show_value(change['from'])} → {show_value(change['to'])}"
 
 
 def timeline(
