@@ -247,6 +247,10 @@ def test_diff_page_links_both_versions(client: Any) -> None:
     html = client.get("/diff/v1...v2").text
     counts = re.sub(r"<[^>]+>", "", html.split('id="summary"')[1].split("</nav>")[0])
     assert "1 added" in counts and "1 removed" in counts and "4 renamed" in counts
+    # each section's heading counts what it lists, as the summary does
+    s = client.get("/api/diff/v1/v2").json()["summary"]
+    flags = s["added"] + s["removed"] + s["renamed"] + s.get("respelled", 0) + s["changed"]
+    assert f'<h2>Flags <span class="count">{flags}</span></h2>' in html and flags >= 6
     assert 'href="/v/v2/flags/--fresh"' in html and 'href="/v/v1/flags/--gone"' in html
     # A changed flag links to its page at both ends; a renamed one under each name.
     assert 'href="/v/v1/flags/--alpha"' in html and 'href="/v/v2/flags/--alpha"' in html

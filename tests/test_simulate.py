@@ -372,3 +372,24 @@ def test_ingested_else_of_a_negated_test_reads_plainly() -> None:
         ("assert", ["self.enable_x"]),
         ("raise", ["self.enable_y"]),
     ]
+
+
+def test_the_else_of_a_negated_test_reads_plainly_in_the_simulation() -> None:
+    files = {
+        ARGS: textwrap.dedent(
+            """
+            class ServerArgs:
+                def __post_init__(self):
+                    if not self.enable_y:
+                        self.attention_backend = "a"
+                    else:
+                        self.attention_backend = "b"
+                    assert not self.enable_z, "no z"
+            """
+        )
+    }
+    result = run(files, {"enable_y": True, "enable_z": True, "attention_backend": None})
+    (change,) = [c for c in result.changes if c.field == "attention_backend"]
+    assert (change.after, change.conditions) == ("b", ("enable_y",))
+    (check,) = [c for c in result.checks if c.message == "no z"]
+    assert "enable_z" in check.conditions and not any("not (" in c for c in check.conditions)

@@ -434,6 +434,14 @@ def source_of(node: ast.AST) -> str:
     return plain(ast.unparse(node))
 
 
+def negated_source(test: ast.expr) -> str:
+    """The condition under which `test` is false: `not (x)`, or `x` for `not x` (a reader
+    trips on `not (not use_mla_backend())`; constraint sites say it so too)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return source_of(test.operand)
+    return f"not ({source_of(test)})"
+
+
 def plain(text: str) -> str:
     """A condition as a reader wants it: `self.` and `server_args.` dropped, one line."""
     text = " ".join(text.replace("self.", "").replace("server_args.", "").split())
@@ -603,7 +611,7 @@ class Simulator:
         elif isinstance(node, ast.Assert):
             outcome, reads = self.test(node.test, frame, ctx)
             message = render_text(node.msg) or "" if node.msg is not None else ""
-            text = f"not ({source_of(node.test)})"
+            text = negated_source(node.test)
             fails_likely = isinstance(outcome, Unknown) and outcome.likely is False
             inner = ctx.under(text, _merge_needs(outcome), reads, fails_likely)
             if outcome is True:
@@ -649,16 +657,16 @@ class Simulator:
 
     def if_(self, node: ast.If, frame: Frame, ctx: Ctx) -> None:
         outcome, reads = self.test(node.test, frame, ctx)
-        text = source_of(node.test)
+        text, untrue = source_of(node.test), negated_source(node.test)
         if outcome is True:
             self.block(node.body, frame, ctx.under(text, (), reads))
-            self.passed(node.orelse, ctx.under(f"not ({text})", (), reads))
+            self.passed(node.orelse, ctx.under(untrue, (), reads))
         elif outcome is False:
             elif_chain = len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
             # an `elif` says its own condition; the failed ones before it are noise to a reader
             inner = Ctx(ctx.conds, ctx.needs, ctx.reads | reads, ctx.likely)
             if not elif_chain:
-                inner = ctx.under(f"not ({text})", (), reads)
+                inner = ctx.under(untrue, (), reads)
             self.block(node.orelse, frame, inner)
             self.passed(node.body, ctx.under(text, (), reads))
         else:
@@ -669,7 +677,7 @@ class Simulator:
                 tuple(dict.fromkeys((*ctx.needs, *needs))),
                 None if likely is NO_LIKELY else bool(likely),
                 (node.body, ctx.under(text, needs, reads, likely is True)),
-                (node.orelse, ctx.under(f"not ({text})", needs, reads, likely is False)),
+                (node.orelse, ctx.under(untrue, needs, reads, likely is False)),
             )
 
     def fork(
