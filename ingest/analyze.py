@@ -67,7 +67,8 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # whose members are string literals)
 # 45: references to an enum's members named in lower case in the enum's own file
 # 46: a docs bullet naming several dests documents each; an else of `if not X` is under X
-ANALYZER_VERSION = 46
+# 47: an enum member written `auto()` is marked so (`"auto": true`)
+ANALYZER_VERSION = 47
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -967,7 +967,8 @@ def scan_enums(data: bytes) -> list[dict[str, Any]]:
                 "end_line": start_line + end_line - 1,
                 "members": [
                     {"name": n, "value": _fresh(v), "line": start_line + no - 1}
-                    for n, v, no in members
+                    | ({"auto": True} if auto else {})
+                    for n, v, no, auto in members
                 ],
                 "is_methods": dict(methods),
                 "by_name": by_name or _subscripted(padded, name),
@@ -1009,7 +1010,7 @@ def _fresh(value: Any) -> Any:
 def _enum_block(
     block: bytes,
 ) -> tuple[str, tuple[Any, ...], tuple[Any, ...], int, bool, bool] | None:
-    """(name, ((member, value, line in block), ...), ((is_x, member), ...), end line in
+    """(name, ((member, value, line in block, auto()), ...), ((is_x, member), ...), end line in
     block, whether a method looks members up by name, whether it is a str enum whose members
     are all string literals) of an enum class block with members, else None."""
     try:
@@ -1029,10 +1030,15 @@ def _enum_block(
             if isinstance(target, ast.Name) and not target.id.startswith("_"):
                 value = literal(stmt.value)
                 all_str = all_str and isinstance(value, str)
+                auto = False
                 if value is NOT_LITERAL:
                     src = ast.unparse(stmt.value)
-                    value = target.id.lower() if src in ("auto()", "enum.auto()") else src
-                members.append((target.id, value, stmt.lineno))
+                    # auto(): the member's lower-case name stands for its value when choices
+                    # are matched (what a StrEnum gives; a plain Enum numbers them), marked
+                    # so that pages say `auto()` rather than a value the code never wrote
+                    auto = src in ("auto()", "enum.auto()")
+                    value = target.id.lower() if auto else src
+                members.append((target.id, value, stmt.lineno, auto))
         elif isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("is_"):
             # `def is_x(self): return self == Cls.MEMBER` names the member it tests.
             for sub in ast.walk(stmt):

@@ -246,8 +246,9 @@ class Constraint(Model):
 
 class EnumMember(Sparse):
     name: str
-    value: Value
+    value: Value  # for an auto() member, its lower-case name (what choices are matched with)
     line: int | None = None
+    auto: bool | None = None  # true: the code says `auto()`, no value
 
 
 class Enum(Model):
@@ -486,6 +487,7 @@ class EnumMemberRef(Model):
     enum: str
     name: str
     value: Value
+    auto: bool = False  # the code says `auto()`: `value` is the lower-case name standing for it
     source: Citation
 
 

@@ -528,6 +528,7 @@ def enum_member(
                 "enum": enum.name,
                 "name": m["name"],
                 "value": m.get("value"),
+                "auto": bool(m.get("auto")),
                 "source": citation(version, enum.path, m.get("line", enum.line)),
             }
     return None

@@ -180,6 +180,12 @@ def test_the_scan_tells_str_enums_and_lookups_by_name_outside_the_class() -> Non
     assert impl["str_values"] and not impl["by_name"]
     (balance,) = scan_enums(BALANCE.encode())
     assert balance["by_name"] and not balance["str_values"]  # auto() members: no literals
+    # an auto() member's value stands in as its lower-case name, marked as auto()
+    assert [(m["name"], m["value"], m.get("auto")) for m in balance["members"]] == [
+        ("greedy", "greedy", True),
+        ("greedy_grouped", "greedy_grouped", True),
+    ]
+    assert not any("auto" in m for m in impl["members"])
     # mentions in a comment or a docstring, or of a longer name, are no lookup
     quiet = BALANCE.replace(
         "return BalanceAlgorithm[raw_algorithm]", "return MyBalanceAlgorithm[raw_algorithm]"
@@ -233,6 +239,10 @@ def test_an_enum_looked_up_by_name_gives_its_names_and_the_default(client: TestC
     get(client, "/api/v/v0.1.0/backends/--balance-algorithm/other", 404)
     page = client.get("/v/v0.1.0/flags/--balance-algorithm").text
     assert "Known values" in page and "greedy_grouped" in page
+    # the enums page says auto() where the code does, not the name standing in for it
+    enums = client.get("/v/v0.1.0/enums").text
+    assert "<code>auto()</code>" in enums and "<code>&#34;greedy&#34;</code>" not in enums
+    assert grouped["enum_member"]["auto"] is True
 
 
 def test_a_str_enum_without_the_default_gives_no_values(client: TestClient) -> None:
