@@ -7,7 +7,6 @@ values, two enums of the flag's name. A synthetic repository; made-up flags, enu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -16,6 +15,7 @@ from app.main import create_app
 from ingest.sites import scan, scan_enums
 from tests.conftest import ingest_into
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
+from tests.test_known_values import get
 from tests.test_sites_pieces import check_versions
 
 SRT = "python/sglang/srt/"
@@ -167,12 +167,6 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     db = root / "kb.db"
     ingest_into(build_repo(root), db, jobs=1)
     return TestClient(create_app(f"sqlite:///{db}", cache_mb=0))
-
-
-def get(client: TestClient, url: str, status: int = 200) -> Any:
-    response = client.get(url)
-    assert response.status_code == status, response.text
-    return response.json()
 
 
 def test_the_scan_tells_str_enums_and_lookups_by_name_outside_the_class() -> None:
