@@ -68,7 +68,8 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # 45: references to an enum's members named in lower case in the enum's own file
 # 46: a docs bullet naming several dests documents each; an else of `if not X` is under X
 # 47: an enum member written `auto()` is marked so (`"auto": true`)
-ANALYZER_VERSION = 47
+# 48: `spans`, the lines above a cited line that its text joins (cited with it)
+ANALYZER_VERSION = 48
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
@@ -144,7 +145,12 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
     shapes = scan_choice_shapes(data, facts["choices"], index, pieces)
-    facts["lines"].update(shapes.pop("lines"))
+    shape_lines, shape_spans = shapes.pop("lines"), shapes.pop("spans", {})
+    facts["lines"].update(shape_lines)
+    spans = {k: v for k, v in facts.pop("spans", {}).items() if k not in shape_lines}
+    spans.update(shape_spans)  # each line spans what its text (the last cited) joins
+    if spans:
+        facts["spans"] = spans
     facts.update(shapes)
     if kind != "server_args":
         facts.update(scan_structure(data, facts["reads"], path, pieces.ready))

@@ -866,8 +866,10 @@ class _SiteCollector:
         sha: str,
         lines: dict[str, str],
         spelled: dict[str, dict[str, str]],
+        spans: dict[str, int] | None = None,
     ) -> None:
         self.rows, self.path, self.sha, self.lines = rows, path, sha, lines
+        self.spans = spans or {}  # line -> lines above it that its text joins
         self.spelled = spelled
         self.seen: set[tuple[int, str]] = set()
 
@@ -899,6 +901,8 @@ class _SiteCollector:
                 "path": self.path,
                 "line": line,
                 "text": self.lines.get(str(line), ""),
+                # (cited from line - above: the text shown starts there)
+                "above": self.spans.get(str(line), 0),
             }
         )
         self.rows.cited[self.path] = self.sha
@@ -940,7 +944,7 @@ def _choice_sites(
         ):
             continue  # nothing in the file is a choice of this version's flags
         f = blob.facts
-        collector = _SiteCollector(rows, path, blob.sha, f["lines"], spelled)
+        collector = _SiteCollector(rows, path, blob.sha, f["lines"], spelled, f.get("spans"))
         add = collector.add
         types = f.get("types", {})
         # Registries first: the most explicit shape, then the rest.

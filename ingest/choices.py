@@ -122,12 +122,12 @@ def scan_choice_shapes(
         lines = _Lines(data, index)
         whole = _found(data, lines, None)
         assert whole is not None  # (only pieces can be cut short)
-        texts = lines.texts
+        texts, spans = lines.texts, lines.above
         found = [(0, 0, cast(_Found, whole[0]))]
-        out = _assembled(found, data, None, texts)
+        out = _assembled(found, data, None, texts, spans)
     else:
-        texts = {}
-        out = _assembled(found, data, parts, texts)
+        texts, spans = {}, {}
+        out = _assembled(found, data, parts, texts, spans)
     if names:
         types = _types_from_pieces(data, parts, names) if parts else None
         if types is None:
@@ -141,6 +141,8 @@ def scan_choice_shapes(
         if defs:
             out["registry_defs"] = defs
     out["lines"] = {str(k): v for k, v in texts.items()}
+    if spans:
+        out["spans"] = {str(k): v for k, v in spans.items()}
     return out
 
 
@@ -259,7 +261,8 @@ def registry_subject(func: str) -> str:
 # What one piece holds, line numbers relative to its first line: registry [(value, line,
 # func, argument position)], dict keys [(line, key, offset of the key's line in the piece)],
 # named_contains [(const, line, tail)], constants [(opener, name, values)] in the order they
-# are taken, the texts of the lines cited, and whether a registering function is defined.
+# are taken, the texts of the lines cited, whether a registering function is defined, and
+# the lines above a cited line that its text joins (sites._Lines.above).
 _Found = tuple[
     Sequence[tuple[str, int, str, int]],
     Sequence[tuple[int, str, int]],
@@ -267,6 +270,7 @@ _Found = tuple[
     Sequence[tuple[int, str, list[str]]],
     Mapping[int, str],
     Sequence[int],  # [1] when a line defines a registering function (`def register_x(`)
+    Mapping[int, int],
 ]
 
 
@@ -399,6 +403,7 @@ def _found(
                 [(opener, name, values) for _o, opener, name, values in consts],
                 lines.texts,
                 [1] if defs else EMPTY,
+                lines.above,
             )
         ]
     return cut.split(lines, registry, keys, named, consts, defs)
@@ -467,10 +472,12 @@ class _Cuts:
         def home(offset: int, no: int) -> tuple[Any, int]:
             k = self.piece(offset)
             if each[k] is EMPTY:
-                each[k] = ([], [], [], [], {}, [])
+                each[k] = ([], [], [], [], {}, [], {})
                 first[k] = lines.number(self.starts[k]) - 1
             rel = no - first[k]
             each[k][4][rel] = lines.texts[no]
+            if no in lines.above:  # (a join stops at a blank line: inside the piece)
+                each[k][6][rel] = lines.above[no]
             return each[k], rel
 
         for offset, no, value, func, pos in registry:
@@ -485,12 +492,12 @@ class _Cuts:
         for pos, opener, name, values in consts:
             k = self.piece(pos)
             if each[k] is EMPTY:
-                each[k] = ([], [], [], [], {}, [])
+                each[k] = ([], [], [], [], {}, [], {})
             each[k][3].append((opener, name, values))
         for offset in defs:
             k = self.piece(offset)
             if each[k] is EMPTY:
-                each[k] = ([], [], [], [], {}, [])
+                each[k] = ([], [], [], [], {}, [], {})
             each[k][5][:] = [1]
         # (kept in the memo: empty sections as the shared EMPTY)
         return [f if f is EMPTY else cast(_Found, tuple(s or EMPTY for s in f)) for f in each]
@@ -501,16 +508,20 @@ def _assembled(
     data: bytes,
     parts: list[Piece] | None,
     texts: dict[int, str],
+    spans: dict[int, int],
 ) -> dict[str, Any]:
     """The blob's facts from its pieces' findings (lines shifted by each piece's), in the
     whole-blob scan's order: section by section, each in file order. `texts` gets the cited
-    lines' texts in citing order, unless it has them already (the whole-blob scan)."""
+    lines' texts in citing order and `spans` their lines above, unless it has them already
+    (the whole-blob scan)."""
     out: dict[str, Any] = {}
     cite = not texts
 
     def cited(no: int, shift: int, f: _Found) -> int:
         if cite and no + shift not in texts:
             texts[no + shift] = f[4][no]
+            if no in f[6]:
+                spans[no + shift] = f[6][no]
         return no + shift
 
     registry = [

@@ -99,13 +99,15 @@ class LineIndex:
 
 
 class _Lines:
-    """One scan's view of a LineIndex: the texts of the lines it cited, in citing order."""
+    """One scan's view of a LineIndex: the texts of the lines it cited, in citing order, and
+    for a text that joins lines above its own, how many (`above`: its citation spans them)."""
 
     def __init__(self, data: bytes, index: LineIndex | None = None) -> None:
         self.data = data
         self.index = index or LineIndex(data)
         self.number = self.index.number
         self.texts: dict[int, str] = {}
+        self.above: dict[int, int] = {}
 
     def prefix(self, offset: int) -> str:
         """The text of the line from its start up to `offset`."""
@@ -121,13 +123,26 @@ class _Lines:
         """Line number of `offset`, with that line's text recorded."""
         return self.record(self.number(offset), offset)
 
-    def cite(self, offset: int, before: str) -> int:
+    def cite(self, offset: int, before: Joined) -> int:
         """`at`, the text recorded being `before` (the lines the compared expression starts
-        on, sites.joined_before) joined to the line's: a site shows what it compares."""
+        on, sites.joined_before) joined to the line's: a site shows what it compares, and
+        its citation spans the lines shown."""
         no = self.at(offset)
-        if before:
-            self.texts[no] = (before + self.index.text(no, offset))[:MAX_LINE]
+        if before.text:
+            self.texts[no] = (before.text + self.index.text(no, offset))[:MAX_LINE]
+            self.above[no] = before.lines
         return no
+
+
+class Joined(NamedTuple):
+    """The stripped lines before a site's that its text joins, each followed by a space, and
+    how many they are ("", 0 when none)."""
+
+    text: str
+    lines: int
+
+
+NOT_JOINED = Joined("", 0)
 
 
 @lru_cache(maxsize=1 << 16)  # the same lines recur in every version of a file
@@ -247,7 +262,7 @@ def subject_tail(prefix: str) -> str:
     return last
 
 
-def continued(data: bytes, at: int, prefix: str) -> tuple[str, str]:
+def continued(data: bytes, at: int, prefix: str) -> tuple[str, Joined]:
     """(the compared expression's text, the lines before it starts on): `prefix` (its line
     up to `at`, a trailing `not` taken off), or the lines before joined to it when the
     expression starts on them: when `prefix` holds no name, the line before (`and
@@ -256,7 +271,8 @@ def continued(data: bytes, at: int, prefix: str) -> tuple[str, str]:
     MAX_JOINED lines). The line before a piece's first is blank in the blob as in the
     pieces joined by CUT, and the lines joined are code lines up to a blank one."""
     before = joined_before(data, at, prefix)
-    return (before + prefix.strip() if before else prefix).removesuffix(" not"), before
+    text = before.text + prefix.strip() if before.text else prefix
+    return text.removesuffix(" not"), before
 
 
 MAX_JOINED = 4
@@ -271,27 +287,27 @@ def _opens_before(prefix: str) -> bool:
     return stripped.startswith((")", "]", "}")) and not subject_tail(prefix)
 
 
-def joined_before(data: bytes, at: int, prefix: str) -> str:
+def joined_before(data: bytes, at: int, prefix: str) -> Joined:
     """The stripped lines before the one holding `at`, joined by spaces and ending in one,
-    that `continued` joins to `prefix`; "" when none."""
+    that `continued` joins to `prefix`, and how many; NOT_JOINED when none."""
     if not _opens_before(prefix):
-        return ""
+        return NOT_JOINED
     depth = _depth(prefix)
     start = data.rfind(b"\n", 0, at) + 1
     joined = ""
-    for _ in range(MAX_JOINED):
+    for n in range(1, MAX_JOINED + 1):
         if start == 0:
-            return ""
+            return NOT_JOINED
         begin = data.rfind(b"\n", 0, start - 1) + 1
         before = data[begin : start - 1].decode("utf-8", "replace")
         if not before.strip() or line_state(before) != "code":
-            return ""
+            return NOT_JOINED
         joined = before.strip() + " " + joined
         depth += _depth(before)
         if depth >= 0:  # every bracket the prefix closes is opened
-            return joined
+            return Joined(joined, n)
         start = begin
-    return ""
+    return NOT_JOINED
 
 
 # `getattr(self, attr[, d])` on what holds the flags, `attr` a variable; and the loop over
@@ -377,6 +393,8 @@ def scan(
         "enums": scan_enums(data) if b"Enum" in data else [],
         "lines": {str(k): v for k, v in lines.texts.items()},
     }
+    if lines.above:
+        facts["spans"] = {str(k): v for k, v in lines.above.items()}
     _lower_member_refs(data, facts, index)
     return _with_local_flags(data, _with_alias_reads(data, facts, index))
 
@@ -453,7 +471,13 @@ def _with_alias_reads(
         return facts
     texts = dict(facts["lines"])
     texts.update((str(k), v) for k, v in lines.texts.items())
-    return {**facts, "reads": facts["reads"] + found, "lines": texts}
+    out = {**facts, "reads": facts["reads"] + found, "lines": texts}
+    if "spans" in facts:  # a line whose text is now its own spans no lines above
+        kept = {k: v for k, v in facts["spans"].items() if int(k) not in lines.texts}
+        out.pop("spans")
+        if kept:
+            out["spans"] = kept
+    return out
 
 
 def server_args_aliases(data: bytes) -> set[bytes]:
@@ -816,6 +840,7 @@ OPEN_END = ("a match may reach past the end",)
 class PieceFacts(NamedTuple):
     kinds: tuple[tuple[int, list[list[Any]]], ...]  # (kind, its facts) for kinds it has
     texts: dict[int, str]  # the cited lines' texts
+    spans: dict[int, int]  # cited line -> lines above it that its text joins (when any)
     open_write: bool  # the last read of kind 0 is a write if an `=` follows the piece
     enum: bool  # whether the piece holds the word Enum
 
@@ -845,6 +870,7 @@ def _scan_new(pieces: list[Piece]) -> list[PieceFacts | tuple[str]]:
         firsts = list(accumulate(map((2).__add__, counts), initial=1))
         got: dict[int, dict[int, list[list[Any]]]] = {}  # piece -> kind -> facts
         cited: dict[int, dict[int, str]] = {}
+        spans: dict[int, dict[int, int]] = {}
         for kind, facts in enumerate(found):
             at = LINE_AT[kind]
             for fact in facts:
@@ -852,10 +878,14 @@ def _scan_new(pieces: list[Piece]) -> list[PieceFacts | tuple[str]]:
                 i = bisect.bisect_right(firsts, no) - 1
                 fact[at] = no - firsts[i] + 1
                 cited.setdefault(i, {})[fact[at]] = lines.texts[no]
+                if no in lines.above:  # (a join stops at a blank line: inside the piece)
+                    spans.setdefault(i, {})[fact[at]] = lines.above[no]
                 got.setdefault(i, {}).setdefault(kind, []).append(fact)
         for i, kinds in got.items():
             enum_i = out[i] is ONLY_ENUM
-            out[i] = PieceFacts(tuple(kinds.items()), cited[i], i in batch.open_write, enum_i)
+            out[i] = PieceFacts(
+                tuple(kinds.items()), cited[i], spans.get(i, {}), i in batch.open_write, enum_i
+            )
     for i, t in enumerate(texts):
         if t and t[-1] in OPEN_LAST and _open_end(t) or i in batch.open_end:
             out[i] = OPEN_END
@@ -888,6 +918,7 @@ def _from_pieces(data: bytes, pieces: list[Piece]) -> dict[str, Any] | None:
             kept[k] = (shift, i, pieces[i][2][SCAN])
     out: list[list[list[Any]]] = [[] for _ in LINE_AT]
     texts: dict[int, str] = {}
+    above: dict[int, int] = {}
     enum = False
     for shift, i, got in kept:
         if got is NOTHING:
@@ -898,6 +929,8 @@ def _from_pieces(data: bytes, pieces: list[Piece]) -> dict[str, Any] | None:
         enum = enum or got.enum
         for no, text in got.texts.items():
             texts[no + shift] = text
+        for no, n in got.spans.items():
+            above[no + shift] = n
         for kind, facts in got.kinds:
             if kind < 3:  # reads: [name, line, access]
                 out[kind].extend([[a, no + shift, c] for a, no, c in facts])
@@ -914,13 +947,17 @@ def _from_pieces(data: bytes, pieces: list[Piece]) -> dict[str, Any] | None:
             if fact[at] not in lines:
                 lines[fact[at]] = texts[fact[at]]
     reads0, reads1, reads2, compares, contains, is_calls, enum_refs = out
-    return {
+    facts = {
         "reads": reads0 + reads1 + reads2,
         "choices": compares + contains + is_calls,
         "enum_refs": enum_refs,
         "enums": scan_enums(data) if enum else [],
         "lines": {str(k): v for k, v in lines.items()},
     }
+    spans = {str(k): above[k] for k in lines if k in above}
+    if spans:
+        facts["spans"] = spans
+    return facts
 
 
 def _write_follows(data: bytes, pieces: list[Piece], i: int) -> bool:

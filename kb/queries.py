@@ -703,7 +703,8 @@ def flag_usages(session: Session, version: Version, dest: str) -> list[Any]:
 
 def choice_site_dict(version: Version, site: ChoiceSite) -> dict[str, Any]:
     return {
-        **citation(version, site.path, site.line),
+        # from the first line its text joins (`if (` / `getattr(...)` / `) == "v"`)
+        **citation(version, site.path, site.line - site.above, site.line),
         "text": site.text,
         "value": site.value,
         "flag": site.flag,

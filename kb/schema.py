@@ -43,13 +43,14 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 47
+EXTRACTOR_VERSION = 48
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 9  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
+SCHEMA_VERSION = 10  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
 # 5: facts stored once (kb/factored.py); 6: delta chains (Blob.depth), checksummed frames,
-# versionfile WITHOUT ROWID; 7: envvar.conversion; 8: envvar.fallback; 9: flag.known_values
+# versionfile WITHOUT ROWID; 7: envvar.conversion; 8: envvar.fallback; 9: flag.known_values;
+# 10: choicesite.above
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -195,8 +196,11 @@ class ChoiceSite(SQLModel, table=True):
     # ("" if not)
     basis: str = ""
     path: str
-    line: int
+    line: int  # the operator's line
     text: str
+    # lines above `line` that `text` joins (the compared expression starts there): the
+    # citation spans line - above .. line
+    above: int = 0
 
     __table_args__ = (Index("ix_choice_version_value", "version_id", "value"),)
 

@@ -3,12 +3,15 @@ the false positives a real-data audit found."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from ingest import sites
 from ingest.analyze import SERVER_ARGS_PATH, analyze, facts_key, kind_of
 from ingest.assemble import Attributor, assemble
 from ingest.choices import scan_choice_shapes
+from kb.queries import choice_site_dict
+from kb.schema import ChoiceSite, Version
 
 FLAGS: list[tuple[str, str, list[str] | None]] = [
     ("--attention-backend", "attention_backend", ["fa3", "triton", "flashinfer"]),
@@ -259,22 +262,38 @@ def test_a_site_whose_compared_name_ends_the_line_before_shows_both_lines() -> N
         'use = self.enable_x or getattr( self, "disaggregation_transfer_backend", None )'
         ' in ("nixl", "mooncake")'
     )
+    # each joined text's lines above, for its citation to span them; none for a line alone
+    assert facts["spans"] == {"7": 1}
+    assert sites.scan(UNREADABLE.encode())["spans"]["23"] == 2
     # the same through the assembler's rows, and for a named container's test
     src = (
         "NAMES = ['fa3', 'triton']\n\n\ndef f(self):\n    if (\n"
         "        self.attention_backend\n        not in NAMES\n    ):\n        pass\n"
     )
-    assert scan_choice_shapes(src.encode(), [])["lines"]["7"] == (
-        "self.attention_backend not in NAMES"
-    )
+    shapes = scan_choice_shapes(src.encode(), [])
+    assert shapes["lines"]["7"] == "self.attention_backend not in NAMES"
+    assert shapes["spans"] == {"7": 1}
     path = "python/sglang/srt/disaggregation/conn.py"
     files = {SERVER_ARGS_PATH: SERVER_ARGS, path: CONTINUED}
     facts = {facts_key(p, kind_of(p)): analyze(t.encode(), kind_of(p), p) for p, t in files.items()}
     rows = assemble({p: p for p in files}, facts)
-    assert [(c["line"], c["text"]) for c in rows.choice_sites if c["path"] == path][0] == (
-        7,
+    got = [(c["line"], c["above"], c["text"]) for c in rows.choice_sites if c["path"] == path]
+    assert got[0] == (
+        7,  # the operator's line, cited from the line above it
+        1,
         'and self.server_args.disaggregation_transfer_backend in ["nixl", "mooncake"]',
     )
+    assert (12, 0, 'not in ["mooncake"]') in got
+    # cited (JSON `source`, pages, Markdown) from the first line its text shows
+    row = next(c for c in rows.choice_sites if c["path"] == path)
+    version = Version(
+        name="v1", commit="c0ffee", date=datetime.now(UTC), sort_key="1", era=1,
+        extractor_version=0, web_url="https://example.com/sglang",
+    )  # fmt: skip
+    fields = ("value", "flag", "how", "path", "line", "text", "above")
+    cite = choice_site_dict(version, ChoiceSite(version_id=1, **{k: row[k] for k in fields}))
+    assert (cite["line"], cite["end_line"], cite["text"]) == (6, 7, row["text"])
+    assert cite["url"].endswith(f"/{path}#L6-L7") and cite["permalink"].endswith("#L6-L7")
 
 
 # Audit of issue 11's open items: an enum's method on an object of another class, a dict

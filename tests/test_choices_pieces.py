@@ -100,6 +100,15 @@ def test_the_second_version_scans_only_its_new_pieces(monkeypatch: Any) -> None:
     assert scanned[len(first.get()) :] == [new]
 
 
+def test_a_test_whose_expression_starts_above_spans_those_lines_in_pieces_too() -> None:
+    text = 'SUPPORTED = ["a"]\n\n\ndef f(mode):\n    if (\n        mode\n        in SUPPORTED\n'
+    first, second = _same([text, "import y\n\n\n" + text])
+    assert first["named_contains"] == [["SUPPORTED", 7, "mode"]]
+    assert first["lines"]["7"] == "mode in SUPPORTED"
+    assert first["spans"] == {"7": 1}  # cited from line 6
+    assert second["spans"] == {"10": 1}  # the piece's kept result, shifted with it
+
+
 def test_a_text_repeated_in_a_file_is_cited_at_each_place() -> None:
     block = 'TABLE = {\n    "a": 1,\n    "b": 2,\n}\n'
     text = block + "\n\nx = 1\n\n\n" + block
@@ -213,6 +222,10 @@ LINES = st.sampled_from(
         "backend",
         "= get_moe_runner_backend()",
         "# a comment with mode in MODES",
+        "if (",
+        "    mode",
+        "    in SUPPORTED_MODES",
+        "):",
     ]
 )
 

@@ -154,3 +154,16 @@ def test_enums_named_after_a_flag_give_its_known_values(client: TestClient) -> N
     sites = client.get(f"/api/v/{VERSION}/backends/--model-impl/transformers").json()["sites"]
     assert {"enum"} <= {s["how"] for s in sites}
     assert all(s["flag"] == "--model-impl" for s in sites)
+
+
+def test_a_site_whose_expression_starts_above_cites_every_line_it_shows(
+    client: TestClient,
+) -> None:
+    # `or server_args.attention_backend` / `not in CHUNKED_..._BACKENDS` in model_runner.py:
+    # the row is at the operator's line, its text and citation start on the line above
+    sites = client.get(f"/api/v/{VERSION}/backends/--attention-backend/fa3").json()["sites"]
+    spanned = [s for s in sites if s["end_line"] > s["line"]]
+    assert any(s["path"].endswith("model_executor/model_runner.py") for s in spanned)
+    for site in sites:
+        shown = " ".join(line.strip() for line in cited_lines(client, site).split("\n"))
+        assert shown[:240] == site["text"], site

@@ -119,13 +119,30 @@ def test_sites_read_from_the_lines_before_give_the_whole_scan() -> None:
         b"    pass\n\ny = self.enable or getattr(\n    self, 'attention_backend', None\n"
         b") == 'c'\n\nz = f(\n\n) == 'd'\n"
     )
-    got, *_ = check_versions(*neighbours_changed(data))
+    versions = check_versions(*neighbours_changed(data))
+    got = versions[0]
     assert [c[:3] for c in got["choices"]] == [
         ["c", 10, "attention_backend"],
         ["a", 4, "attention_backend"],
         ["b", 4, "attention_backend"],
     ]
     assert got["lines"]["4"] == "and self.server_args.attention_backend in ['a', 'b']"
+    # how many lines above each joined text starts, for its citation to span them (none
+    # for line 14: its line above is blank); the padded versions' shifted
+    assert [v["spans"] for v in versions] == [{"4": 1, "10": 2}, {"4": 1, "12": 2}] * 2
+
+
+def test_a_joined_line_whose_text_an_alias_read_replaces_spans_nothing() -> None:
+    # the read through `sa` records the line's own text: its citation is the line alone
+    data = (
+        b"def f(self):\n    sa = get_global_server_args()\n    y = getattr(\n"
+        b'        self, "attention_backend"\n    ) == "fa3" or sa.enable_x\n'
+    )
+    got, *_ = check_versions(*neighbours_changed(data))
+    assert got["choices"] == [["fa3", 5, "attention_backend", "compare"]]
+    assert got["lines"]["5"] == ') == "fa3" or sa.enable_x'
+    assert "spans" not in got
+    assert sites.scan(data.replace(b" or sa.enable_x", b""))["spans"] == {"5": 2}
 
 
 def test_patterns_whose_spaces_hold_a_blank_line() -> None:
@@ -190,6 +207,7 @@ FRAGMENTS = [
     b"# ====", b"s.is_fa3()", b"Backend.FA3", b'"""doc', b"class E(Enum):", b"    A = 1",
     b"    B = 'b'", b"def f(self):", b"    return self.x != 'v'", b"(", b")", b"\\",
     b"    name = server_args.alpha", b'    if name == "v":', b"        name = 1",
+    b"if (", b"    self.x", b"    == 'v'", b"    in ('a', 'b')", b"):",
 ]  # fmt: skip
 
 
