@@ -167,3 +167,10 @@ def test_a_site_whose_expression_starts_above_cites_every_line_it_shows(
     for site in sites:
         shown = " ".join(line.strip() for line in cited_lines(client, site).split("\n"))
         assert shown[:240] == site["text"], site
+    # the source view marks it over the same span
+    site = spanned[0]
+    marks = client.get(f"/api/v/{VERSION}/source/{site['path']}").json()["marks"]
+    assert any(
+        (m["what"], m["line"], m["end_line"]) == ("choice", site["line"], site["end_line"])
+        for m in marks
+    )

@@ -102,14 +102,14 @@ def file_marks(session: Session, version: Version, path: str) -> list[dict[str, 
                 "url": "",
             }
         )
-    for value, flag, line in session.exec(
-        select(ChoiceSite.value, ChoiceSite.flag, ChoiceSite.line).where(
+    for value, flag, line, above in session.exec(
+        select(ChoiceSite.value, ChoiceSite.flag, ChoiceSite.line, ChoiceSite.above).where(
             ChoiceSite.version_id == version.id, ChoiceSite.path == path
         )
     ):
         marks.append(
-            {
-                "line": line,
+            {  # from where the compared expression starts, as the site is cited
+                "line": line - above,
                 "end_line": line,
                 "what": "choice",
                 "label": f"handles {value!r}" + (f" of {flag}" if flag else " (ambiguous)"),
