@@ -415,26 +415,15 @@ def _lower_member_refs(data: bytes, facts: dict[str, Any], index: LineIndex | No
     if not any(lower.values()):
         return
     index = index or LineIndex(data)
-    spans: list[tuple[int, int]] | None = None
     found: list[list[Any]] = []
     for cls, members in lower.items():
         key = cls.encode() + b"."
-        at = data.find(key)
-        while at >= 0:
+        for at in _code_finds(data, key):
             m = MEMBER_RE.match(data, at + len(key))
-            start = data.rfind(b"\n", 0, at) + 1
-            if (
-                m
-                and m.group().decode() in members
-                and data[at - 1 : at] not in WORD_BYTES
-                and line_state(data[start:at].decode("utf-8", "replace")) == "code"
-            ):
-                spans = docstring_spans(data) if spans is None else spans
-                if not in_spans(spans, at):
-                    no = index.number(at)
-                    found.append([cls, m.group().decode(), no])
-                    facts["lines"].setdefault(str(no), index.text(no, at))
-            at = data.find(key, at + len(key))
+            if m and m.group().decode() in members:
+                no = index.number(at)
+                found.append([cls, m.group().decode(), no])
+                facts["lines"].setdefault(str(no), index.text(no, at))
     known = {tuple(r) for r in facts["enum_refs"]}
     facts["enum_refs"].extend(r for r in sorted(found, key=lambda r: r[2]) if tuple(r) not in known)
 
@@ -1020,19 +1009,22 @@ def _subscripted(data: bytes, name: str) -> bool:
     (`return EplbAlgorithm[raw_algorithm]` in a function after the class): a find of the
     name in the blobs that define it, not a pass over every blob. A comment or a string
     mentioning it is no lookup."""
-    key = name.encode() + b"["
+    return next(_code_finds(data, name.encode() + b"["), None) is not None
+
+
+def _code_finds(data: bytes, key: bytes) -> Iterator[int]:
+    """Offsets of `key` in code: not inside a longer name, a comment, a string, an f-string
+    or a docstring (the docstrings found once, at the first offset that needs them)."""
     spans: list[tuple[int, int]] | None = None
     at = data.find(key)
     while at >= 0:
         start = data.rfind(b"\n", 0, at) + 1
         prefix = data[start:at].decode("utf-8", "replace")
         if data[at - 1 : at] not in WORD_BYTES and line_state(prefix) == "code":
-            if spans is None:
-                spans = docstring_spans(data)
+            spans = docstring_spans(data) if spans is None else spans
             if not in_spans(spans, at):
-                return True
+                yield at
         at = data.find(key, at + len(key))
-    return False
 
 
 BLOCK_END_RE = re.compile(rb"\n(?=[^\s#])")
