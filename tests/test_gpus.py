@@ -1,9 +1,15 @@
-"""The GPU catalog (kb/gpus.py): its entries and their sources, and the name lookup."""
+"""The GPU catalog (kb/gpus.py): its entries and their sources, the name lookup, and the
+/gpus page with its JSON twin."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from dashboard_kb import build_kb
+from fastapi.testclient import TestClient
+
+from app.main import create_app
 from kb.contract import Gpu
 from kb.gpus import FACTS, GPUS, UnknownGpu, gpu_by_name, lookup_key
 
@@ -29,6 +35,24 @@ ALL_FACTS = ("sm", "arch", "memory_gb", "memory_mb", "device_name", "cuda", "roc
 
 def test_the_catalog_has_the_required_gpus() -> None:
     assert {gpu.name for gpu in GPUS} >= REQUIRED
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    db = build_kb(Path(tmp_path_factory.mktemp("kb")) / "kb.db")
+    return TestClient(create_app(f"sqlite:///{db}"), follow_redirects=False)
+
+
+def test_api_lists_the_required_gpus_with_their_facts(client: TestClient) -> None:
+    response = client.get("/api/gpus")
+    assert response.status_code == 200
+    gpus = response.json()["gpus"]
+    assert {g["name"] for g in gpus} >= REQUIRED
+    shape = {"name", "platform", "sm", "memory_gb", "device_name", "cuda", "rocm", "source"}
+    for gpu in gpus:
+        assert shape | {"memory_mb", "arch", "cann", "aliases"} <= set(gpu), gpu["name"]
+        assert gpu["platform"] in ("cuda", "rocm", "npu")
+        assert set(gpu["source"]) == set(ALL_FACTS)
 
 
 @pytest.mark.parametrize("gpu", GPUS, ids=lambda g: g.name)
@@ -94,6 +118,16 @@ def test_no_spelling_names_two_gpus() -> None:
 
 def test_only_the_h20_matches_sglangs_h20_device_test() -> None:
     """SGLang tells the H20 apart by its device name: "H20" in it and "H200" not."""
-    names = [g.name for g in GPUS if g.device_name and "H20" in g.device_name]
-    h20 = [n for n in names if "H200" not in gpu_by_name(n).device_name]  # type: ignore[operator]
-    assert h20 == ["H20"] and "H200" in names
+    names = {g.name: g.device_name or "" for g in GPUS}
+    with_h20 = [name for name, device in names.items() if "H20" in device]
+    assert [name for name in with_h20 if "H200" not in names[name]] == ["H20"]
+    assert "H200" in with_h20  # the rule's second half is what tells them apart
+
+
+def test_page_shows_each_gpu_with_its_sources(client: TestClient) -> None:
+    page = client.get("/gpus")
+    assert page.status_code == 200
+    assert "NVIDIA B200" in page.text and "gfx942" in page.text
+    assert 'href="https://developer.nvidia.com/cuda-gpus"' in page.text
+    assert "no record" in page.text  # a fact without a public record says so
+    assert 'href="/gpus"' in client.get("/").text  # linked from the site footer
