@@ -169,6 +169,59 @@ class VersionList(Model):
     versions: list[VersionInfo]  # newest first
 
 
+# --- GPUs (kb/gpus.py) -----------------------------------------------------------------------
+
+
+class GpuSource(Model):
+    """Where one fact of a catalog GPU comes from: a vendor page, a public record (an issue
+    showing `nvidia-smi` or `sglang.check_env` output) or SGLang's own code at a commit.
+    `url` is null when no public record was found; the fact is then null and `title` says
+    what was looked for."""
+
+    title: str
+    url: str | None
+
+
+class GpuSources(Model):
+    """One source per fact; null for a fact that does not apply (`rocm` on an NVIDIA GPU)."""
+
+    sm: GpuSource | None
+    arch: GpuSource | None
+    memory_gb: GpuSource | None
+    memory_mb: GpuSource | None
+    device_name: GpuSource | None
+    cuda: GpuSource | None
+    rocm: GpuSource | None
+    cann: GpuSource | None
+
+
+class Gpu(Model):
+    """A GPU (or NPU) SGLang is deployed on, with the facts `ServerArgs` branches on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str  # the catalog key: "B200", "H100 80GB", "MI300X"
+    platform: Literal["cuda", "rocm", "npu"]
+    # torch.cuda.get_device_capability() as major * 10 + minor (SGLang's get_device_sm);
+    # on ROCm torch reports the gfx IP version (gfx942: 9.4 -> 94); null on an NPU.
+    sm: int | None
+    arch: str | None  # the ROCm LLVM target ("gfx942")
+    memory_gb: int  # nominal, as the vendor states it
+    # The total SGLang's get_device_memory_capacity() reads, MiB: nvidia-smi's memory.total,
+    # rocminfo's pool size / 1024, torch.npu.mem_get_info()'s total.
+    memory_mb: int | None
+    device_name: str | None  # torch.cuda.get_device_name() (torch.npu's on an NPU)
+    cuda: str | None  # a torch.version.cuda seen on this GPU in a public record
+    rocm: str | None  # likewise the ROCm (HIP) version
+    cann: str | None  # likewise the Ascend CANN version
+    aliases: tuple[str, ...]  # other names gpu_by_name() accepts
+    source: GpuSources
+
+
+class GpuList(Model):
+    gpus: list[Gpu]
+
+
 # --- flags ---------------------------------------------------------------------------------
 
 

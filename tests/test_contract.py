@@ -95,6 +95,7 @@ PAGE_KINDS = {
         "var",
     ),
     "docs drift": ("docsdrift", "drift_data", f"{V3}/docs-drift", f"/api{V3}/docs-drift", "drift"),
+    "gpus": ("gpus", "gpu_list", "/gpus", "/api/gpus", "data"),
     "explain": (
         "explain",
         "explain_result",
