@@ -17,6 +17,14 @@ from rich.console import Console
 from rich.text import Text
 
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+# The upgrade check's lists of messages, in the order printed: key, label, style.
+UPGRADE_LISTS = (
+    ("removed", "REMOVED", "red"),
+    ("changed_meaning", "CHANGED", "yellow"),
+    ("constraints_started", "STARTS", "yellow"),
+    ("constraints_stopped", "STOPS", "dim"),
+    ("findings_new", "NEW", "yellow"),
+)
 
 
 def command_text(words: list[str]) -> str:
@@ -207,16 +215,9 @@ def report(console: Console, result: dict[str, Any], verbose: bool = False) -> N
     compare = result["compare"]
     if compare:
         console.print(Text(f"\nUpgrade check {compare['from']} → {compare['to']}", style="bold"))
-        for item in compare["removed"]:
-            console.print(Text(f"  REMOVED  {item['message']}", style="red"))
-        for item in compare["changed_meaning"]:
-            console.print(Text(f"  CHANGED  {item['message']}", style="yellow"))
-        for finding in compare["constraints_started"]:
-            console.print(Text(f"  STARTS   {finding['message']}", style="yellow"))
-        for finding in compare["constraints_stopped"]:
-            console.print(Text(f"  STOPS    {finding['message']}", style="dim"))
-        for finding in compare["findings_new"]:
-            console.print(Text(f"  NEW      {finding['message']}", style="yellow"))
+        for key, label, style in UPGRADE_LISTS:
+            for item in compare[key]:
+                console.print(Text(f"  {label:8} {item['message']}", style=style))
         for item in compare["defaults_changed"]:
             console.print(
                 Text(f"  DEFAULT  {item['flag']}: {item['from']} → {item['to']}", style="dim")
