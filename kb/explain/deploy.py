@@ -21,13 +21,14 @@ from typing import Any
 from kb.dests import dest_rank
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
-from kb.explain.predicates import PLATFORMS, SM_NAMES, Profile, Unknown
+from kb.explain.predicates import SM_NAMES, Profile, Unknown
 from kb.explain.report import Finding, finding, one_line
 from kb.explain.report import display as _display
 from kb.explain.safe_eval import Undecidable
 from kb.explain.shell import tokenize
 from kb.explain.simulate import Check, Module, Result, Simulator, parse_module
 from kb.explain.values import default_of as _default_of
+from kb.profile import PLATFORMS
 from kb.pyast import and_all
 
 Cite = Callable[[str, int, int], dict[str, Any]]
