@@ -217,7 +217,7 @@ def test_cli_takes_a_profile(db: Path) -> None:
 
 def test_every_profile_field_is_a_parameter_of_each_twin_and_the_cli(db: Path) -> None:
     """ProfileFields is the one definition: a field added there is a query parameter of
-    GET /api/explain (as text, bounded) and a CLI option."""
+    GET /api/explain (as text, bounded), a control of the /explain form, and a CLI option."""
     from typer.testing import CliRunner
 
     from cli import cli
@@ -238,6 +238,14 @@ def test_every_profile_field_is_a_parameter_of_each_twin_and_the_cli(db: Path) -
     assert by_name["arch"]["maxLength"] == 200 and by_name["config"]["maxLength"] == 200_000
     body = spec["components"]["schemas"]["DeployProfile"]["properties"]
     assert list(body) == fields
+    page = client.get("/explain?command=--tp+2&gpus=8").text
+    for name in fields:
+        assert f'id="profile-{name}" name="{name}"' in page
+    assert 'id="explain-profile" open' in page  # a profile with the GPU count alone shows it
+    assert (
+        'id="explain-profile" open'
+        not in client.get("/explain?command=--tp+2&packages=assume-ok&env=assume-unset&gpus=").text
+    )  # what the form sends when nothing is chosen
     wide = {"COLUMNS": "200"}
     help_text = CliRunner().invoke(cli, ["explain", "--help"], env=wide).output
     for name, info in ProfileFields.model_fields.items():

@@ -23,7 +23,9 @@ from kb.explain import MAX_COMMAND, explain
 from kb.explain.orchestrate import profile_choices
 from kb.explain.predicates import SM_NAMES, Profile, ProfileError
 from kb.profile import (
+    ENV_MODES,
     MAX_CONFIG,
+    PACKAGES,
     PLATFORMS,
     ProfileFields,
     ProfileQuery,
@@ -183,8 +185,11 @@ def explain_page(
         "suggestions": [],
         "permalink": explain_url(version or (names[0] if names else ""), command, compare, form),
         "form": form,
+        "profile_given": bool(set_fields(form)),
+        # the fields the form offers choices for; "(unknown)" too where a field may be unset
+        "choices": {"platform": PLATFORMS, "sm": SM_NAMES, "packages": PACKAGES, "env": ENV_MODES},
+        "unset": [k for k, info in ProfileFields.model_fields.items() if info.default is None],
         "archs": profile_choices(session, version or None)["archs"],
-        "platforms": PLATFORMS,
         "sms": SM_NAMES,
         "fix_url": lambda fixed: explain_url(
             version or (names[0] if names else ""), fixed, compare, form
