@@ -6,17 +6,27 @@ Exit status: 0 when the command has no errors, 1 when it has (at --version, or a
 
 from __future__ import annotations
 
+import inspect
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+# The upgrade check's lists of messages, in the order printed: key, label, style.
+UPGRADE_LISTS = (
+    ("removed", "REMOVED", "red"),
+    ("changed_meaning", "CHANGED", "yellow"),
+    ("constraints_started", "STARTS", "yellow"),
+    ("constraints_stopped", "STOPS", "dim"),
+    ("findings_new", "NEW", "yellow"),
+)
 
 
 def command_text(words: list[str]) -> str:
@@ -26,6 +36,42 @@ def command_text(words: list[str]) -> str:
     return shlex.join(words)
 
 
+# Where an option takes a profile field otherwise than its JSON type: an SM as text (`sm90`
+# too, as in the query string), config.json as a file to read.
+OPTION_TYPES: dict[str, type] = {"sm": str, "config": Path}
+OPTION_HELP = {"config": "the model's config.json (a file)"}
+
+
+def with_profile_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with an option per profile field (kb.profile.ProfileFields: --arch,
+    --sm, ... --config) before its last one (--profile); typer passes their values in
+    the command's **profile_options keyword arguments."""
+    from kb.profile import ProfileFields
+
+    *own, last, _profile_options = inspect.signature(command, eval_str=True).parameters.values()
+    options = []
+    for name, info in ProfileFields.model_fields.items():
+        kind = OPTION_TYPES.get(name) or next(
+            t for t in get_args(info.annotation) or (info.annotation,) if t is not type(None)
+        )
+        options.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=typer.Option(
+                    info.default,
+                    f"--{name}",
+                    help=f"Profile: {OPTION_HELP.get(name, info.description)}.",
+                ),
+                annotation=kind if info.default is not None else kind | None,
+            )
+        )
+    signature = inspect.Signature([*own, *options, last])
+    command.__signature__ = signature  # type: ignore[attr-defined]
+    return command
+
+
+@with_profile_options
 def explain(
     words: list[str] = typer.Argument(
         None, help="The launch command (after --), or nothing to read it from stdin."
@@ -41,30 +87,10 @@ def explain(
     verbose: bool = typer.Option(
         False, "--all", help="Also list undecidable sites and info findings."
     ),
-    arch: str | None = typer.Option(
-        None, "--arch", help="Profile: the model architecture, e.g. Glm4MoeForCausalLM."
-    ),
-    quant: str | None = typer.Option(
-        None, "--quant", help="Profile: quantization_config.quant_method of the model."
-    ),
-    platform: str | None = typer.Option(
-        None, "--platform", help="Profile: cuda, rocm, npu, xpu, hpu or cpu."
-    ),
-    sm: str | None = typer.Option(None, "--sm", help="Profile: CUDA SM, e.g. 90, 100, 120."),
-    gpus: int | None = typer.Option(None, "--gpus", help="Profile: GPU count."),
-    nodes: int | None = typer.Option(None, "--nodes", help="Profile: node count."),
-    packages: str = typer.Option(
-        "assume-ok", "--packages", help="Profile: package versions assume-ok or unknown."
-    ),
-    env: str = typer.Option(
-        "assume-unset", "--env", help="Profile: environment variables assume-unset or unknown."
-    ),
-    config: Path | None = typer.Option(
-        None, "--config", help="Profile: the model's config.json (a file)."
-    ),
     profile_json: str | None = typer.Option(
         None, "--profile", help='Profile as JSON: {"arch", "quant", "platform", "sm", ...}.'
     ),
+    **profile_options: Any,
 ) -> None:
     """Explain a launch command: each flag, the problems found, and the constraints it trips.
 
@@ -76,6 +102,7 @@ def explain(
     from cli.common import schema_line
     from kb.explain import explain as run
     from kb.explain.predicates import Profile, ProfileError
+    from kb.profile import ProfileFields
     from kb.queries import NotFound
     from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
 
@@ -92,12 +119,13 @@ def explain(
         data = json.loads(profile_json) if profile_json else {}
         if not isinstance(data, dict):
             raise ProfileError("--profile must be a JSON object")
-        given = dict(arch=arch, quant=quant, platform=platform, sm=sm, gpus=gpus, nodes=nodes)
-        data.update({k: v for k, v in given.items() if v is not None})
-        data.setdefault("packages", packages)
-        data.setdefault("env", env)
-        if config is not None:
-            data["config"] = config.read_text()
+        for name, value in profile_options.items():
+            if isinstance(value, Path):
+                data[name] = value.read_text()
+            elif ProfileFields.model_fields[name].default is not None:
+                data.setdefault(name, value)  # --packages, --env: what --profile leaves out
+            elif value is not None:
+                data[name] = value  # the others override --profile
         profile = Profile.parse(data)
     except (ValueError, OSError) as exc:
         err.print(f"Unusable profile: {exc}", markup=False)
@@ -207,16 +235,9 @@ def report(console: Console, result: dict[str, Any], verbose: bool = False) -> N
     compare = result["compare"]
     if compare:
         console.print(Text(f"\nUpgrade check {compare['from']} → {compare['to']}", style="bold"))
-        for item in compare["removed"]:
-            console.print(Text(f"  REMOVED  {item['message']}", style="red"))
-        for item in compare["changed_meaning"]:
-            console.print(Text(f"  CHANGED  {item['message']}", style="yellow"))
-        for finding in compare["constraints_started"]:
-            console.print(Text(f"  STARTS   {finding['message']}", style="yellow"))
-        for finding in compare["constraints_stopped"]:
-            console.print(Text(f"  STOPS    {finding['message']}", style="dim"))
-        for finding in compare["findings_new"]:
-            console.print(Text(f"  NEW      {finding['message']}", style="yellow"))
+        for key, label, style in UPGRADE_LISTS:
+            for item in compare[key]:
+                console.print(Text(f"  {label:8} {item['message']}", style=style))
         for item in compare["defaults_changed"]:
             console.print(
                 Text(f"  DEFAULT  {item['flag']}: {item['from']} → {item['to']}", style="dim")

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from kb.profile import ProfileFields, ProfileQuery, with_profile_text
+
 # A literal value from the source (default, choice, enum member value): any JSON value.
 Value = Any
 
@@ -835,19 +837,9 @@ class SearchPage(Model):
 # --- explain -------------------------------------------------------------------------------
 
 
-class DeployProfile(Sparse):
+class DeployProfile(Sparse, ProfileFields):
     """A deployment profile: the model (architecture, or a pasted config.json), the
     hardware, and what to assume about package versions and environment variables."""
-
-    arch: str | None = Field(None, max_length=200)
-    quant: str | None = Field(None, max_length=100)
-    platform: str | None = Field(None, max_length=20)  # cuda | rocm | npu | xpu | hpu | cpu
-    sm: int | None = Field(None, ge=0, le=1000)
-    gpus: int | None = Field(None, ge=0, le=100_000)
-    nodes: int | None = Field(None, ge=0, le=100_000)
-    packages: str = Field("assume-ok", max_length=20)  # assume-ok | unknown
-    env: str = Field("assume-unset", max_length=20)  # assume-unset | unknown
-    config: dict[str, Any] | str | None = None  # the model's config.json
 
 
 class ExplainRequest(Model):
@@ -855,6 +847,16 @@ class ExplainRequest(Model):
     command: str
     compare: str | None = Field(None, max_length=200)
     profile: DeployProfile | None = None
+
+
+@with_profile_text()
+class ExplainQuery(ProfileQuery):
+    """GET /api/explain's query parameters: ExplainRequest's, the profile's fields in place
+    of `profile`."""
+
+    command: str
+    version: str = Field("", max_length=200)
+    compare: str = Field("", max_length=200)
 
 
 class Fix(Sparse):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from rapidfuzz.distance import Levenshtein
 from sqlmodel import Session, col, select
 
 from kb.diff import compare_env
@@ -154,17 +155,13 @@ def suggest_env(name: str, known: list[str], limit: int = 5) -> list[str]:
     typo in SGLANG_ENABLE_JIT_DEEPGEM scores under the fuzzy cut-off of short names)."""
     found = did_you_mean(name, known, limit)
     upper = name.upper()
-    close = [k for k in known if _one_edit(upper, k)]
+    close = [k for k in known if one_edit(upper, k)]
     return list(dict.fromkeys(close + found))[:limit]
 
 
-def _one_edit(a: str, b: str) -> bool:
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+def one_edit(a: str, b: str) -> bool:
+    """`a` and `b` differ by one letter replaced, added or dropped."""
+    return Levenshtein.distance(a, b) == 1
 
 
 def get_env(session: Session, version: Version, raw: str) -> EnvVar:

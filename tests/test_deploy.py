@@ -16,6 +16,7 @@ from sqlmodel import Session
 from app.main import create_app
 from kb.explain import explain
 from kb.explain.predicates import Profile
+from kb.profile import ProfileFields
 from kb.schema import make_engine
 from tests.conftest import ingest_into
 from tests.sim_repos import build_sim_repo
@@ -212,6 +213,93 @@ def test_cli_takes_a_profile(db: Path) -> None:
     assert "moe_runner_backend" not in {e["field"] for e in answer["effective"]}
     bad = CliRunner().invoke(cli, [*args, "--platform", "tpu", *command])
     assert bad.exit_code == 2 and "Unusable profile" in bad.output
+
+
+def test_every_profile_field_is_a_parameter_of_each_twin_and_the_cli(db: Path) -> None:
+    """ProfileFields is the one definition: a field added there is a query parameter of
+    GET /api/explain (as text, bounded), a control of the /explain form, and a CLI option."""
+    from typer.testing import CliRunner
+
+    from cli import cli
+
+    fields = list(ProfileFields.model_fields)
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    spec = client.get("/api/openapi.json").json()
+    params = spec["paths"]["/api/explain"]["get"]["parameters"]
+    assert [p["name"] for p in params] == ["command", "version", "compare", *fields]
+    by_name = {p["name"]: p["schema"] for p in params}
+    assert by_name["sm"] == {
+        "type": "string",
+        "maxLength": 10,
+        "default": "",
+        "title": "Sm",
+        "description": "CUDA SM, e.g. 90, 100, 120",
+    }
+    assert by_name["arch"]["maxLength"] == 200 and by_name["config"]["maxLength"] == 200_000
+    body = spec["components"]["schemas"]["DeployProfile"]["properties"]
+    assert list(body) == fields
+    page = client.get("/explain?command=--tp+2&gpus=8").text
+    for name in fields:
+        assert f'id="profile-{name}" name="{name}"' in page
+    assert 'id="explain-profile" open' in page  # a profile with the GPU count alone shows it
+    assert (
+        'id="explain-profile" open'
+        not in client.get("/explain?command=--tp+2&packages=assume-ok&env=assume-unset&gpus=").text
+    )  # what the form sends when nothing is chosen
+    wide = {"COLUMNS": "200"}
+    help_text = CliRunner().invoke(cli, ["explain", "--help"], env=wide).output
+    for name, info in ProfileFields.model_fields.items():
+        assert f"--{name} " in help_text
+        if name != "config":  # "the model's config.json (a file)"
+            assert f"Profile: {info.description}." in help_text
+
+
+def test_a_profile_out_of_the_declared_bounds_is_unusable(db: Path) -> None:
+    """Bounds come from ProfileFields wherever the profile is read: the query string's
+    text, a pasted config.json, the CLI (they were 500s where the twins disagreed)."""
+    from typer.testing import CliRunner
+
+    from cli import cli
+
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    query = "/api/explain?version=v0.2.0&command=--model-path+m"
+    for extra, detail in (
+        ("&sm=5000", "sm out of range: 5000"),
+        ("&sm=sm1001", "sm out of range: 1001"),
+        ("&gpus=100001", "gpus out of range: 100001"),
+    ):
+        answer = client.get(query + extra)
+        assert (answer.status_code, answer.json()["detail"]) == (400, detail)
+    assert client.get(query + "&sm=sm1000").json()["profile"]["sm"] == 1000
+    config = {"architectures": ["A" * 201]}
+    body = {"command": "--model-path m", "profile": {"config": config}}
+    answer = client.post("/api/explain", json=body)
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == "arch: String should have at most 200 characters"
+    args = ["explain", "--db", str(db), "--sm", "5000", "--", "--model-path", "m"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and "Unusable profile: sm out of range: 5000" in result.output
+
+
+def test_cli_options_override_the_profile_json_except_the_assumptions(db: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli import cli
+
+    args = ["explain", "--db", str(db), "--version", "v0.2.0", "--json"]
+    profile = '{"arch": "Llama", "sm": 90, "packages": "unknown", "env": "unknown"}'
+    options = ["--sm", "sm100", "--gpus", "4", "--packages", "assume-ok"]
+    result = CliRunner().invoke(cli, [*args, "--profile", profile, *options, "--", "--tp", "2"])
+    answer = json.loads(result.stdout)["profile"]
+    # --sm and --gpus override the JSON; --packages and --env fill in what it leaves out
+    assert answer == {
+        "arch": "Llama",
+        "platform": "cuda",
+        "sm": 100,
+        "gpus": 4,
+        "packages": "unknown",
+        "env": "unknown",
+    }
 
 
 def test_era_1_inline_adjustments(session: Session) -> None:

@@ -8,7 +8,6 @@ answers the same query string as the page (the profile as query parameters).
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -19,10 +18,19 @@ from sqlmodel import Session
 from app.deps import SessionDep
 from app.templating import render
 from app.views.common import error_response, errors
-from kb.contract import ExplainRequest, ExplainResult
+from kb.contract import ExplainQuery, ExplainRequest, ExplainResult
 from kb.explain import MAX_COMMAND, explain
 from kb.explain.orchestrate import profile_choices
-from kb.explain.predicates import MAX_CONFIG, PLATFORMS, SM_NAMES, Profile, ProfileError
+from kb.explain.predicates import SM_NAMES, Profile, ProfileError
+from kb.profile import (
+    ENV_MODES,
+    MAX_CONFIG,
+    PACKAGES,
+    PLATFORMS,
+    ProfileFields,
+    ProfileQuery,
+    with_profile_text,
+)
 from kb.queries import NotFound, version_names
 
 router = APIRouter()
@@ -69,9 +77,6 @@ class BadProfile(Exception):
     """A profile that cannot be used (unknown platform, config.json that is not JSON): 400."""
 
 
-PROFILE_KEYS = ("arch", "quant", "platform", "sm", "gpus", "nodes", "packages", "env", "config")
-
-
 def parse_profile(data: dict[str, Any] | None) -> Profile | None:
     try:
         return Profile.parse(data)
@@ -100,18 +105,20 @@ def _too_long(request: Request, exc: CommandTooLong) -> Response:
     return error_response(request, 413, str(exc), kind="command")
 
 
+def set_fields(form: dict[str, str]) -> dict[str, str]:
+    """The profile form's fields that are set: neither empty nor at their default."""
+    fields = ProfileFields.model_fields
+    return {k: v for k, v in form.items() if v not in ("", fields[k].default)}
+
+
 def explain_url(
-    version: str, command: str, compare: str = "", profile: dict[str, Any] | None = None
+    version: str, command: str, compare: str = "", form: dict[str, str] | None = None
 ) -> str:
+    """The page's URL (the analysis' permalink), with the profile form's fields that are set."""
     query = {"version": version, "command": command}
     if compare:
         query["compare"] = compare
-    for key, value in (profile or {}).items():
-        if key in PROFILE_KEYS and value not in (None, "", "assume-ok", "assume-unset"):
-            if isinstance(value, str):
-                query[key] = value
-            else:
-                query[key] = json.dumps(value) if isinstance(value, dict) else str(value)
+    query.update(set_fields(form or {}))
     return "/explain?" + urlencode(query)
 
 
@@ -133,54 +140,37 @@ def api_explain(
 
 @router.get("/api/explain", response_model=ExplainResult, responses=errors(400, 404, 413))
 def api_explain_get(
-    request: Request,
-    session: SessionDep,
-    command: str,
-    version: Annotated[str, Query(max_length=200)] = "",
-    compare: Annotated[str, Query(max_length=200)] = "",
-    arch: Annotated[str, Query(max_length=200)] = "",
-    quant: Annotated[str, Query(max_length=100)] = "",
-    platform: Annotated[str, Query(max_length=20)] = "",
-    sm: Annotated[str, Query(max_length=10)] = "",
-    gpus: Annotated[str, Query(max_length=10)] = "",
-    nodes: Annotated[str, Query(max_length=10)] = "",
-    packages: Annotated[str, Query(max_length=20)] = "",
-    env: Annotated[str, Query(max_length=20)] = "",
-    config: Annotated[str, Query(max_length=MAX_CONFIG)] = "",
+    request: Request, session: SessionDep, query: Annotated[ExplainQuery, Query()]
 ) -> ExplainResult | Response:
     """The same as POST, from the query string of the /explain page (a permalink); the
     profile's fields are query parameters of the same names."""
-    raw = dict(arch=arch, quant=quant, platform=platform, sm=sm, gpus=gpus, nodes=nodes)
-    raw.update(packages=packages, env=env, config=config)
     try:
-        profile = parse_profile(raw)
-        return explain_result(session, version or None, command, compare or None, profile)
+        profile = parse_profile(query.profile())
+        return explain_result(
+            session, query.version or None, query.command, query.compare or None, profile
+        )
     except CommandTooLong as exc:
         return _too_long(request, exc)
     except BadProfile as exc:
         return error_response(request, 400, str(exc), kind="profile")
 
 
+@with_profile_text(bounded=False)
+class PageQuery(ProfileQuery):
+    """The page's query: GET /api/explain's, none required or bounded (a long value is cut
+    below: the page shows what it can rather than a 422)."""
+
+    version: str = ""
+    command: str = ""
+    compare: str = ""
+
+
 @router.get("/explain", include_in_schema=False)
 def explain_page(
-    request: Request,
-    session: SessionDep,
-    version: str = "",
-    command: str = "",
-    compare: str = "",
-    arch: str = "",
-    quant: str = "",
-    platform: str = "",
-    sm: str = "",
-    gpus: str = "",
-    nodes: str = "",
-    packages: str = "",
-    env: str = "",
-    config: str = "",
+    request: Request, session: SessionDep, query: Annotated[PageQuery, Query()]
 ) -> Response:
-    form = dict(arch=arch, quant=quant, platform=platform, sm=sm, gpus=gpus, nodes=nodes)
-    form.update(packages=packages, env=env, config=config)
-    form = {k: v[:MAX_CONFIG] for k, v in form.items()}
+    version, command, compare = query.version, query.command, query.compare
+    form = {k: v[:MAX_CONFIG] for k, v in query.profile().items()}
     names = version_names(session)
     context: dict[str, Any] = {
         "version": None,  # the page is not pinned through the header: its form pins it
@@ -195,8 +185,11 @@ def explain_page(
         "suggestions": [],
         "permalink": explain_url(version or (names[0] if names else ""), command, compare, form),
         "form": form,
+        "profile_given": bool(set_fields(form)),
+        # the fields the form offers choices for; "(unknown)" too where a field may be unset
+        "choices": {"platform": PLATFORMS, "sm": SM_NAMES, "packages": PACKAGES, "env": ENV_MODES},
+        "unset": [k for k, info in ProfileFields.model_fields.items() if info.default is None],
         "archs": profile_choices(session, version or None)["archs"],
-        "platforms": PLATFORMS,
         "sms": SM_NAMES,
         "fix_url": lambda fixed: explain_url(
             version or (names[0] if names else ""), fixed, compare, form

@@ -21,16 +21,16 @@ from typing import Any
 from kb.dests import dest_rank
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
-from kb.explain.predicates import PLATFORMS, SM_NAMES, Profile, Unknown
+from kb.explain.predicates import SM_NAMES, Profile, Unknown
+from kb.explain.report import Finding, finding, one_line
 from kb.explain.report import display as _display
-from kb.explain.report import one_line
 from kb.explain.safe_eval import Undecidable
 from kb.explain.shell import tokenize
 from kb.explain.simulate import Check, Module, Result, Simulator, parse_module
 from kb.explain.values import default_of as _default_of
+from kb.profile import PLATFORMS
 from kb.pyast import and_all
 
-Finding = dict[str, Any]
 Cite = Callable[[str, int, int], dict[str, Any]]
 SERVER_ARGS = "python/sglang/srt/server_args.py"
 MAX_FIX_TRIES = 12
@@ -62,7 +62,9 @@ class Simulation:
     errors: set[str] = field(default_factory=set)  # keys of the errors
 
 
-def _value(value: Any) -> Any:
+def _as_json(value: Any) -> Any:
+    """A simulated value as the answer's JSON: null when unknown, a set as its sorted
+    texts, a value JSON cannot hold as its text."""
     if isinstance(value, Unknown):
         return None
     if isinstance(value, set | frozenset):
@@ -196,7 +198,7 @@ def _report(
             if check.reads & given:
                 callee = check.message.split(" to ")[-1].split(",")[0]
                 findings.append(
-                    _finding(
+                    finding(
                         "info",
                         first_flag(check.reads),
                         f"at {loc(check.path, check.line)} SGLang {check.message}: what it "
@@ -210,38 +212,33 @@ def _report(
                 )
             continue
         if check.outcome in ("fired", "likely"):
-            if check.kind == "warning":
-                if not (check.reads & relevant):
-                    continue
-                finding = _finding(
-                    "warning",
-                    first_flag(check.reads),
-                    f"logs a warning at {loc(check.path, check.line)}{text_msg}",
-                    "constraint",
-                    source,
-                    key=key,
-                    condition=when(check.conditions),
-                )
-            else:
-                verb = "raises" if check.kind == "raise" else "assertion fails"
-                finding = _finding(
-                    "error",
-                    first_flag(check.reads),
-                    f"{verb} at {loc(check.path, check.line)}{text_msg}",
-                    "constraint",
-                    source,
-                    key=key,
-                    condition=when(check.conditions),
-                    reads=sorted(r for r in check.reads if r != "<profile>"),
-                )
+            warns = check.kind == "warning"
+            if warns and not (check.reads & relevant):
+                continue
+            verb = {"warning": "logs a warning", "raise": "raises"}.get(
+                check.kind, "assertion fails"
+            )
+            # an error names the fields its condition read (the fixes change those)
+            reads = {} if warns else {"reads": sorted(r for r in check.reads if r != "<profile>")}
+            found = finding(
+                "warning" if warns else "error",
+                first_flag(check.reads),
+                f"{verb} at {loc(check.path, check.line)}{text_msg}",
+                "constraint",
+                source,
+                key=key,
+                condition=when(check.conditions),
+                **reads,
+            )
+            if not warns:
                 errors.add(key)
-            findings.append(finding)
-            fired[key] = finding
+            findings.append(found)
+            fired[key] = found
         elif check.outcome == "unknown" and check.kind != "warning" and check.reads & given:
             verb = {"raise": "a raise", "assert": "an assertion"}[check.kind]
             needs = ", ".join(check.needs)
             findings.append(
-                _finding(
+                finding(
                     "info",
                     first_flag(check.reads),
                     f"{verb} at {loc(check.path, check.line)} cannot be decided here "
@@ -265,7 +262,7 @@ def _report(
             if row["dest"] in given
             else ""
         )
-        finding = _finding(
+        found = finding(
             "warning",
             row["flag"] or first_flag(change.reads),
             f"overrides {row['flag'] or row['field']} to {row['to_text']}{you_gave} at "
@@ -274,8 +271,8 @@ def _report(
             row["source"],
             key=key,
         )
-        findings.append(finding)
-        fired[key] = finding
+        findings.append(found)
+        fired[key] = found
     for row in effective:
         row.pop("_change")
 
@@ -295,7 +292,7 @@ def _report(
         {
             "name": p.name,
             "meaning": p.meaning,
-            "value": _value(p.value),
+            "value": _as_json(p.value),
             "needs": list(p.value.needs) if isinstance(p.value, Unknown) else [],
             "source": cite(p.path, p.line, p.line) if p.path and p.line else None,
         }
@@ -325,7 +322,7 @@ def _gpu_count(result: Result, profile: Profile | None, index: _Index) -> list[F
     if need <= have:
         return []
     return [
-        _finding(
+        finding(
             "warning",
             index.option("tp_size"),
             f"tp_size × pp_size = {need} GPUs, but the profile has {have} "
@@ -370,8 +367,8 @@ def _effective(
                 "field": name,
                 "dest": name,
                 "flag": index.option(name),
-                "from": _value(before),
-                "to": _value(after),
+                "from": _as_json(before),
+                "to": _as_json(after),
                 "from_text": _shown(before),
                 "to_text": _shown(after),
                 "certain": certain,
@@ -388,19 +385,6 @@ def _effective(
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
-
-
-def _finding(
-    severity: str, flag: str | None, message: str, kind: str, source: Any, **extra: Any
-) -> Finding:
-    return {
-        "severity": severity,
-        "flag": flag,
-        "message": message,
-        "source": source,
-        "kind": kind,
-        **extra,
-    }
 
 
 # --- fixes ------------------------------------------------------------------------------

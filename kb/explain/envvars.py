@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kb.env import convert, is_deprecated
+from kb.env import convert, is_deprecated, one_edit
 from kb.explain.facts import EnvSpec, VersionFacts
 from kb.explain.report import Finding, finding
 from kb.explain.shell import COMMAND_SEPARATORS, ENV_ASSIGNMENT, WRAPPERS, shell_words
@@ -283,19 +283,10 @@ def parse_value(spec: EnvSpec, raw: str) -> tuple[Any, str | None]:
     return raw, None
 
 
-def _one_edit(a: str, b: str) -> bool:
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
-
-
 def _close(name: str, known: list[str]) -> list[str]:
     from kb.explain.report import suggest
 
-    near = [k for k in known if _one_edit(name, k)]
+    near = [k for k in known if one_edit(name, k)]
     if name.startswith(PREFIXES):
         near += suggest(name, [k for k in known if k.startswith(PREFIXES)], limit=3, cutoff=85)
     return list(dict.fromkeys(near))[:3]

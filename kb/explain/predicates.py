@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
-PLATFORMS = ("cuda", "rocm", "npu", "xpu", "hpu", "cpu")
+from pydantic import ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+
+from kb.profile import ENV_MODES, MAX_CONFIG, PACKAGES, PLATFORMS, ProfileFields
+
 # SM (compute capability major*10+minor) -> GPUs people name it by.
 SM_NAMES: dict[int, str] = {
     80: "A100 / A800 / A30",
@@ -28,9 +32,6 @@ SM_NAMES: dict[int, str] = {
     103: "B300 / GB300",
     120: "RTX PRO 6000 Blackwell / RTX 5090",
 }
-PACKAGES = ("assume-ok", "unknown")
-ENV_MODES = ("assume-unset", "unknown")
-MAX_CONFIG = 200_000  # characters of a pasted config.json
 
 
 class ProfileError(ValueError):
@@ -63,40 +64,22 @@ def unknown(*needs: str) -> Unknown:
     return Unknown(tuple(dict.fromkeys(n for n in needs if n)))
 
 
-@dataclass(frozen=True)
-class Profile:
-    arch: str | None = None  # e.g. "Glm4MoeForCausalLM"
-    quant: str | None = None  # quantization_config.quant_method, e.g. "modelopt_fp4"
-    platform: str | None = None
-    sm: int | None = None
-    gpus: int | None = None
-    nodes: int | None = None
-    packages: str = "assume-ok"
-    env: str = "assume-unset"  # environment variables: "assume-unset" | "unknown"
-    config: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
+class Profile(ProfileFields):
+    """A profile the simulation reads (Profile.parse): the platform one of PLATFORMS, a
+    pasted config.json parsed, the architecture and quantization read from it when not
+    given."""
+
+    model_config = ConfigDict(frozen=True)
+
+    config: dict[str, Any] | None = None
 
     @property
     def empty(self) -> bool:
-        return self.to_json() == {"packages": "assume-ok", "env": "assume-unset"}
+        return self.to_json() == Profile().to_json()
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            k: v
-            for k, v in (
-                ("arch", self.arch),
-                ("quant", self.quant),
-                ("platform", self.platform),
-                ("sm", self.sm),
-                ("gpus", self.gpus),
-                ("nodes", self.nodes),
-            )
-            if v is not None
-        }
-        out["packages"] = self.packages
-        out["env"] = self.env
-        if self.config is not None:
-            out["config"] = dict(self.config)
-        return out
+        """The profile as the answer gives it: the fields that are set."""
+        return self.model_dump(exclude_none=True)
 
     def describe(self) -> str:
         parts = [self.arch or "any model"]
@@ -155,21 +138,22 @@ class Profile:
         sm = _int(get.get("sm"), "sm")
         if sm is not None and platform is None:
             platform = "cuda"
-        profile = cls(
-            arch=str(arch) if arch else None,
-            quant=str(quant) if quant else None,
-            platform=platform,
-            sm=sm,
-            gpus=_int(get.get("gpus"), "gpus"),
-            nodes=_int(get.get("nodes"), "nodes"),
-            packages=packages,
-            env=env,
-            config=config,
-        )
+        try:
+            profile = cls(
+                arch=str(arch) if arch else None,
+                quant=str(quant) if quant else None,
+                platform=platform,
+                sm=sm,
+                gpus=_int(get.get("gpus"), "gpus"),
+                nodes=_int(get.get("nodes"), "nodes"),
+                packages=packages,
+                env=env,
+                config=config,
+            )
+        except ValidationError as exc:  # e.g. an architecture in config.json too long
+            error = exc.errors()[0]
+            raise ProfileError(f"{error['loc'][0]}: {error['msg']}") from None
         return None if profile.empty else profile
-
-    def with_(self, **changes: Any) -> Profile:
-        return replace(self, **changes)
 
     # --- the model's config, as SGLang's hf_config ------------------------------------
 
@@ -196,15 +180,24 @@ def missing(value: object) -> bool:
 
 
 def _int(value: Any, name: str) -> int | None:
+    """A number field's value, from a number or its text ("sm90" for an SM), in the
+    bounds ProfileFields sets."""
     if value in (None, ""):
         return None
     try:
         number = int(str(value).removeprefix("sm").removeprefix("SM"))
     except ValueError:
         raise ProfileError(f"{name} must be a number, got {value!r}") from None
-    if number < 0 or number > 100_000:
+    low, high = _bounds(ProfileFields.model_fields[name])
+    if number < low or number > high:
         raise ProfileError(f"{name} out of range: {number}")
     return number
+
+
+def _bounds(info: FieldInfo) -> tuple[int, int]:
+    """A number field's least and greatest value (each number field sets both)."""
+    bounds = {b: getattr(m, b) for m in info.metadata for b in ("ge", "le") if hasattr(m, b)}
+    return bounds["ge"], bounds["le"]
 
 
 # --- the vocabulary ---------------------------------------------------------------------

@@ -143,8 +143,9 @@ class Func:
 
 
 @dataclass(frozen=True)
-class Named:
-    """An imported name whose definition we do not hold (or do not follow)."""
+class ExternalName:
+    """A name defined outside the code we interpret: imported from a module we do not hold
+    (or do not follow), or a builtin."""
 
     name: str
     module: str
@@ -421,7 +422,7 @@ def _options(values: Iterable[Any]) -> tuple[Any, ...] | None:
 def truth(value: Any) -> bool | Unknown:
     if isinstance(value, Unknown):
         return _lift(bool, value)  # type: ignore[no-any-return]
-    if isinstance(value, Obj | Func | Named | Self | Method | Symbol):
+    if isinstance(value, Obj | Func | ExternalName | Self | Method | Symbol):
         return True
     try:
         return bool(value)
@@ -537,7 +538,7 @@ class Simulator:
         mod = self.module(dotted)
         if mod is not None and attr in mod.functions:
             return Func(mod, mod.functions[attr])
-        return Named(attr, dotted)
+        return ExternalName(attr, dotted)
 
     def lookup(self, name: str, frame: Frame) -> Any:
         if name in frame.locals:
@@ -557,7 +558,7 @@ class Simulator:
                 )
             return copy.copy(mod.constants[name])  # callers must not share a mutable list
         if name in _PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance"):
-            return Named(name, "builtins")
+            return ExternalName(name, "builtins")
         if name == "True":
             return True
         return Symbol(name)
@@ -966,7 +967,7 @@ class Simulator:
     ) -> Any:
         name = callee.node.name if isinstance(callee, Func) else getattr(callee, "name", None)
         if name in PREDICATES and (
-            isinstance(callee, Named) or (isinstance(callee, Func) and callee.bound is None)
+            isinstance(callee, ExternalName) or (isinstance(callee, Func) and callee.bound is None)
         ):
             return self.predicate(str(name), callee, args)
         if isinstance(callee, Func):
@@ -978,12 +979,12 @@ class Simulator:
                 return Obj("hf_config")
             return self.call_function(callee, args, kwargs, ctx, site)
         if any(a is SELF for a in (*args, *kwargs.values())):
-            if not (isinstance(callee, Named) and callee.module == "builtins"):
+            if not (isinstance(callee, ExternalName) and callee.module == "builtins"):
                 # SGLang hands the server args to code we do not hold: it may change them
                 text = f"passes the server args to {plain(ast.unparse(func))}(), not followed"
                 self.check("opaque", func, text, ctx, fired=True)
                 return unknown(f"what {plain(ast.unparse(func))}() does with the server args")
-        if isinstance(callee, Named):
+        if isinstance(callee, ExternalName):
             return self.builtin(callee, args, kwargs)
         if isinstance(callee, Method):
             return self.method(callee, args)
@@ -1027,7 +1028,7 @@ class Simulator:
             return Obj("hf_config")
         if dotted in TORCH_PREDICATES:
             name = TORCH_PREDICATES[dotted]
-            return self.predicate(name, Named(name, "torch"), args)
+            return self.predicate(name, ExternalName(name, "torch"), args)
         if dotted in ("os.getenv", "os.environ.get"):
             return self.env(args[0] if args else None, args[1] if len(args) > 1 else None)
         parts = dotted.split(".")
@@ -1058,7 +1059,7 @@ class Simulator:
                 return value
         return unknown(f"the default of environment variable {name}")
 
-    def predicate(self, name: str, callee: Func | Named, args: list[Any]) -> Any:
+    def predicate(self, name: str, callee: Func | ExternalName, args: list[Any]) -> Any:
         fn, meaning = PREDICATES[name]
         if name in ENV_READERS:
             default = args[1] if len(args) > 1 else ENV_READERS[name]
@@ -1084,7 +1085,7 @@ class Simulator:
             self.reads.add("<profile>")
         return value
 
-    def builtin(self, callee: Named, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def builtin(self, callee: ExternalName, args: list[Any], kwargs: dict[str, Any]) -> Any:
         name = callee.name
         if callee.module == "builtins":
             if name in ("getattr", "hasattr") and len(args) >= 2:
@@ -1254,7 +1255,7 @@ class Simulator:
             return self.model_attr(obj, attr, allow_missing)
         if isinstance(obj, Symbol):
             return Symbol(f"{obj.dotted}.{attr}")
-        if isinstance(obj, Named):
+        if isinstance(obj, ExternalName):
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)
