@@ -36,6 +36,7 @@ NAMED = {
 TYPO = 90  # fuzz.ratio of two names that differ by a slip (`--oltp-…` for `--otlp-…`)
 MAX_EXTRA_WORDS = 2  # `--nsa-prefill` for `--nsa-prefill-backend`: words left out
 GENERIC = {"enable", "disable", "sglang", "sgl"}  # words too common to make names alike
+Row = dict[str, Any]  # a row of the report
 
 
 def _words(name: str) -> list[str]:
@@ -168,45 +169,26 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
                 return by_name[n]
         return None
 
-    documented: dict[str, DocEntry] = {}
-    not_in_code, differs = [], []
-    for e in entries:
-        flag = flag_of(e)
-        docs_cite = citation(version, e.path, e.line)
-        if flag is None:
-            guess = suggestion("flag", e.name, e.description, by_name, _flag_replacement)
-            near = by_name[guess] if guess else None
-            not_in_code.append(
-                {
-                    "name": e.name,
-                    "docs": docs_cite,
-                    "suggestion": guess,
-                    "code": citation(version, near.path, near.line, near.end_line)
-                    if near
-                    else None,
-                }
-            )
-            continue
-        documented.setdefault(flag.name, e)
-        code_cite = citation(version, flag.path, flag.line, flag.end_line)
+    def stated(e: DocEntry, flag: Flag, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
+        rows = []
         options = [flag.name, *(loads(flag.aliases) or [])]
         stray = [n for n in loads(e.names) or [] if e.form == "option" and n not in options]
         if stray:  # a row naming the flag and a spelling the parser does not accept
-            differs.append(_differ(flag.name, "aliases", stray, options, docs_cite, code_cite))
-        if flag.default is not None and e.default is not None:
-            default = loads(flag.default)
-            if same_value(e.default, default) is False:
-                differs.append(
-                    _differ(flag.name, "default", e.default, default, docs_cite, code_cite)
-                )
+            rows.append(_differ(flag.name, "aliases", stray, options, docs, code))
+        rows += _default_differs(e, flag, docs, code)
         choices = loads(flag.choices)
         if e.choices is not None and choices is not None:
             docs_choices = loads(e.choices) or []
             if sorted(map(str, docs_choices)) != sorted(map(str, choices)):
-                row = _differ(flag.name, "choices", docs_choices, choices, docs_cite, code_cite)
+                row = _differ(flag.name, "choices", docs_choices, choices, docs, code)
                 row["missing_from_docs"] = [str(c) for c in choices if str(c) not in docs_choices]
                 row["not_in_code"] = [c for c in docs_choices if c not in map(str, choices)]
-                differs.append(row)
+                rows.append(row)
+        return rows
+
+    documented, not_in_code, differs = _against_code(
+        version, "flag", entries, by_name, flag_of, _flag_replacement, stated
+    )
     missing = []
     previous: DocEntry | None = None
     for flag in flags:  # source order: a missing flag's row goes after the previous documented
@@ -249,6 +231,56 @@ def _differ(
             "docs_source": docs_cite, "code_source": code_cite}  # fmt: skip
 
 
+def _default_differs(
+    e: DocEntry, item: Flag | EnvVar, docs: dict[str, Any], code: dict[str, Any]
+) -> list[Row]:
+    """The row where a docs default cell states another value than the code's literal one."""
+    if item.default is None or e.default is None:
+        return []
+    default = loads(item.default)
+    if same_value(e.default, default) is False:
+        return [_differ(item.name, "default", e.default, default, docs, code)]
+    return []
+
+
+def _against_code(
+    version: Version,
+    kind: str,
+    entries: list[DocEntry],
+    known: dict[str, Any],
+    resolve: Callable[[DocEntry], Any],
+    replacement: Callable[[Any], str | None],
+    stated: Callable[[DocEntry, Any, dict[str, Any], dict[str, Any]], list[Row]],
+) -> tuple[dict[str, DocEntry], list[Row], list[Row]]:
+    """The docs rows of one `kind` ("flag" or "env") against the code, whose flags or
+    variables by name are `known` and the one a row names is `resolve(row)` (None: none):
+    ({code name: its first docs row}, the rows naming nothing in the code with the name
+    they likely mean, the differs rows `stated(row, item, docs citation, code citation)`)."""
+    documented: dict[str, DocEntry] = {}
+    not_in_code, differs = [], []
+    for e in entries:
+        docs_cite = citation(version, e.path, e.line)
+        item = resolve(e)
+        if item is None:
+            guess = suggestion(kind, e.name, e.description, known, replacement)
+            near = known[guess] if guess else None
+            not_in_code.append(
+                {
+                    "name": e.name,
+                    "docs": docs_cite,
+                    "suggestion": guess,
+                    "code": citation(version, near.path, near.line, near.end_line)
+                    if near
+                    else None,
+                }
+            )
+            continue
+        documented.setdefault(item.name, e)
+        code_cite = citation(version, item.path, item.line, item.end_line)
+        differs += stated(e, item, docs_cite, code_cite)
+    return documented, not_in_code, differs
+
+
 def _section(
     missing: list[dict[str, Any]], not_in_code: list[dict[str, Any]], differs: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -270,51 +302,32 @@ def _env_drift(
         for old in loads(v.deprecated_names) or []:
             deprecated[old] = v
 
-    def resolve(name: str) -> tuple[EnvVar | None, str | None]:
-        """(variable, how the docs spelling differs) for a docs name."""
+    def resolve(entry: DocEntry) -> EnvVar | None:
+        """The variable a docs row names: by its name, a deprecated name or prefix."""
+        name = entry.name
         if name in variables:
             var = variables[name]
             if var.replacement and var.replacement in variables:
-                return variables[var.replacement], "deprecated name"
-            return var, None
+                return variables[var.replacement]
+            return var
         if name in deprecated:
-            return deprecated[name], "deprecated name"
+            return deprecated[name]
         for alias in prefix_aliases:
             if name.startswith(alias["from"]):
                 new = alias["to"] + name.removeprefix(alias["from"])
                 if new in variables:
-                    return variables[new], "deprecated prefix"
-        return None, None
+                    return variables[new]
+        return None
 
-    documented: set[str] = set()
-    not_in_code, differs = [], []
-    for e in entries:
-        docs_cite = citation(version, e.path, e.line)
-        var, spelling = resolve(e.name)
-        if var is None:
-            guess = suggestion("env", e.name, e.description, variables, _env_replacement)
-            near = variables[guess] if guess else None
-            not_in_code.append(
-                {
-                    "name": e.name,
-                    "docs": docs_cite,
-                    "suggestion": guess,
-                    "code": citation(version, near.path, near.line, near.end_line)
-                    if near
-                    else None,
-                }
-            )
-            continue
-        documented.add(var.name)
-        code_cite = citation(version, var.path, var.line, var.end_line)
-        if spelling:
-            differs.append(_differ(var.name, "name", e.name, var.name, docs_cite, code_cite))
-        if var.default is not None and e.default is not None:
-            default = loads(var.default)
-            if same_value(e.default, default) is False:
-                differs.append(
-                    _differ(var.name, "default", e.default, default, docs_cite, code_cite)
-                )
+    def stated(e: DocEntry, var: EnvVar, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
+        rows = []
+        if e.name != var.name:  # a deprecated name or prefix
+            rows.append(_differ(var.name, "name", e.name, var.name, docs, code))
+        return rows + _default_differs(e, var, docs, code)
+
+    documented, not_in_code, differs = _against_code(
+        version, "env", entries, variables, resolve, _env_replacement, stated
+    )
     missing = []
     if entries:
         for v in variables.values():
