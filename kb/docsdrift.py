@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from rapidfuzz import fuzz
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from kb.dests import dest_rank
 from kb.env import all_env, is_deprecated
-from kb.queries import all_flags, citation, version_paths
+from kb.queries import all_flags, citation, sites_in_order, version_paths
 from kb.replacements import replacement_names
 from kb.schema import DocEntry, EnvVar, Flag, Version, loads
 
@@ -37,6 +37,7 @@ TYPO = 90  # fuzz.ratio of two names that differ by a slip (`--oltp-…` for `--
 MAX_EXTRA_WORDS = 2  # `--nsa-prefill` for `--nsa-prefill-backend`: words left out
 GENERIC = {"enable", "disable", "sglang", "sgl"}  # words too common to make names alike
 Row = dict[str, Any]  # a row of the report
+Entry = Any  # a docs row: a plain row with DocEntry's columns (kb.queries.sites_in_order)
 
 
 def _words(name: str) -> list[str]:
@@ -108,14 +109,8 @@ def docs_files(session: Session, version: Version) -> dict[str, list[str]]:
     return out
 
 
-def _entries(session: Session, version: Version, kind: str) -> list[DocEntry]:
-    return list(
-        session.exec(
-            select(DocEntry)
-            .where(DocEntry.version_id == version.id, DocEntry.kind == kind)
-            .order_by(col(DocEntry.path), col(DocEntry.line))
-        )
-    )
+def _entries(session: Session, version: Version, kind: str) -> list[Entry]:
+    return sites_in_order(session, DocEntry, version, DocEntry.kind == kind)
 
 
 def same_value(docs: str | None, code: Any) -> bool | None:
@@ -160,7 +155,7 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
     ranked = sorted(flags, key=lambda f: dest_rank(f.name, f.dest, f.deprecated))
     by_dest = {f.dest: f for f in ranked}
 
-    def flag_of(entry: DocEntry) -> Flag | None:
+    def flag_of(entry: Entry) -> Flag | None:
         for n in loads(entry.names) or []:
             if entry.form == "dest":
                 if n in by_dest:
@@ -169,7 +164,7 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
                 return by_name[n]
         return None
 
-    def stated(e: DocEntry, flag: Flag, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
+    def stated(e: Entry, flag: Flag, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
         rows = []
         options = [flag.name, *(loads(flag.aliases) or [])]
         stray = [n for n in loads(e.names) or [] if e.form == "option" and n not in options]
@@ -190,7 +185,7 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
         version, "flag", entries, by_name, flag_of, _flag_replacement, stated
     )
     missing = []
-    previous: DocEntry | None = None
+    previous: Entry | None = None
     for flag in flags:  # source order: a missing flag's row goes after the previous documented
         if flag.name in documented:
             previous = documented[flag.name]
@@ -232,7 +227,7 @@ def _differ(
 
 
 def _default_differs(
-    e: DocEntry, item: Flag | EnvVar, docs: dict[str, Any], code: dict[str, Any]
+    e: Entry, item: Flag | EnvVar, docs: dict[str, Any], code: dict[str, Any]
 ) -> list[Row]:
     """The row where a docs default cell states another value than the code's literal one."""
     if item.default is None or e.default is None:
@@ -246,17 +241,17 @@ def _default_differs(
 def _against_code(
     version: Version,
     kind: str,
-    entries: list[DocEntry],
+    entries: list[Entry],
     known: dict[str, Any],
-    resolve: Callable[[DocEntry], Any],
+    resolve: Callable[[Entry], Any],
     replacement: Callable[[Any], str | None],
-    stated: Callable[[DocEntry, Any, dict[str, Any], dict[str, Any]], list[Row]],
-) -> tuple[dict[str, DocEntry], list[Row], list[Row]]:
+    stated: Callable[[Entry, Any, dict[str, Any], dict[str, Any]], list[Row]],
+) -> tuple[dict[str, Entry], list[Row], list[Row]]:
     """The docs rows of one `kind` ("flag" or "env") against the code, whose flags or
     variables by name are `known` and the one a row names is `resolve(row)` (None: none):
     ({code name: its first docs row}, the rows naming nothing in the code with the name
     they likely mean, the differs rows `stated(row, item, docs citation, code citation)`)."""
-    documented: dict[str, DocEntry] = {}
+    documented: dict[str, Entry] = {}
     not_in_code, differs = [], []
     for e in entries:
         docs_cite = citation(version, e.path, e.line)
@@ -302,7 +297,7 @@ def _env_drift(
         for old in loads(v.deprecated_names) or []:
             deprecated[old] = v
 
-    def resolve(entry: DocEntry) -> EnvVar | None:
+    def resolve(entry: Entry) -> EnvVar | None:
         """The variable a docs row names: by its name, a deprecated name or prefix."""
         name = entry.name
         if name in variables:
@@ -319,7 +314,7 @@ def _env_drift(
                     return variables[new]
         return None
 
-    def stated(e: DocEntry, var: EnvVar, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
+    def stated(e: Entry, var: EnvVar, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
         rows = []
         if e.name != var.name:  # a deprecated name or prefix
             rows.append(_differ(var.name, "name", e.name, var.name, docs, code))

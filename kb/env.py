@@ -13,7 +13,14 @@ from urllib.parse import quote
 from sqlmodel import Session, col, select
 
 from kb.diff import compare_env, history_events
-from kb.queries import MAX_NAME, NotFound, citation, did_you_mean, ordered_versions
+from kb.queries import (
+    MAX_NAME,
+    NotFound,
+    citation,
+    did_you_mean,
+    ordered_versions,
+    sites_in_order,
+)
 from kb.schema import EnvSite, EnvVar, Version, loads
 
 PREFIXES = ("SGLANG_", "SGL_")
@@ -197,14 +204,9 @@ def versions_with_env(session: Session, name: str) -> list[Version]:
     return [v for v in versions if v.id in present]
 
 
-def env_sites(session: Session, version: Version, name: str) -> list[EnvSite]:
-    return list(
-        session.exec(
-            select(EnvSite)
-            .where(EnvSite.version_id == version.id, EnvSite.name == name)
-            .order_by(col(EnvSite.path), col(EnvSite.line))
-        )
-    )
+def env_sites(session: Session, version: Version, name: str) -> list[Any]:
+    """The reads and writes of `name`, in source order (rows with EnvSite's columns)."""
+    return sites_in_order(session, EnvSite, version, EnvSite.name == name)
 
 
 def readers_of(session: Session, name: str, version_ids: list[int]) -> list[EnvVar]:
