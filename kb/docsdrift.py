@@ -379,39 +379,58 @@ def drift_markdown(drift: dict[str, Any]) -> str:
             continue
         out.append("Docs: " + ", ".join(_md_cite(c) for c in files))
         out.append("")
-        missing = section["details"]["missing_from_docs"]
-        out.append(f"**In the code, missing from the docs ({len(missing)})**")
-        out.append("")
-        if missing:
-            out += ["| Name | Code | Docs (would go after) |", "| --- | --- | --- |"]
-            out += [
-                f"| `{r['name']}` | {_md_cite(r['code'])} | "
-                f"{(_md_cite(r['docs']) + ' `' + r['after'] + '`') if r.get('after') else '—'} |"
-                for r in missing
-            ]
-        out.append("")
-        absent = section["details"]["not_in_code"]
-        out.append(f"**In the docs, not in the code ({len(absent)})**")
-        out.append("")
-        if absent:
-            out += ["| Name | Docs | Closest in the code |", "| --- | --- | --- |"]
-            for r in absent:
-                near = f"`{r['suggestion']}` {_md_cite(r['code'])}" if r["suggestion"] else "—"
-                out.append(f"| `{r['name']}` | {_md_cite(r['docs'])} | {near} |")
-        out.append("")
-        differs = section["differs"]
-        out.append(f"**Stated differently ({len(differs)})**")
-        out.append("")
-        if differs:
-            out += ["| Name | Field | Docs | Code | Docs line | Code line |",
-                    "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-            out += [
-                f"| `{r['name']}` | {r['field']} | {_md_value(r['docs'])} | {_md_value(r['code'])} "
-                f"| {_md_cite(r['docs_source'])} | {_md_cite(r['code_source'])} |"
-                for r in differs
-            ]
-        out.append("")
+        out += _md_table(
+            "In the code, missing from the docs",
+            ["Name", "Code", "Docs (would go after)"],
+            [
+                [
+                    f"`{r['name']}`",
+                    _md_cite(r["code"]),
+                    (_md_cite(r["docs"]) + " `" + r["after"] + "`") if r.get("after") else "—",
+                ]
+                for r in section["details"]["missing_from_docs"]
+            ],
+        )
+        out += _md_table(
+            "In the docs, not in the code",
+            ["Name", "Docs", "Closest in the code"],
+            [
+                [
+                    f"`{r['name']}`",
+                    _md_cite(r["docs"]),
+                    f"`{r['suggestion']}` {_md_cite(r['code'])}" if r["suggestion"] else "—",
+                ]
+                for r in section["details"]["not_in_code"]
+            ],
+        )
+        out += _md_table(
+            "Stated differently",
+            ["Name", "Field", "Docs", "Code", "Docs line", "Code line"],
+            [
+                [
+                    f"`{r['name']}`",
+                    r["field"],
+                    _md_value(r["docs"]),
+                    _md_value(r["code"]),
+                    _md_cite(r["docs_source"]),
+                    _md_cite(r["code_source"]),
+                ]
+                for r in section["differs"]
+            ],
+        )
     return "\n".join(out).rstrip() + "\n"
+
+
+def _md_table(title: str, header: list[str], rows: list[list[str]]) -> list[str]:
+    """One list of a kind's section: its title with how many rows, then their table."""
+    out = [f"**{title} ({len(rows)})**", ""]
+    if rows:
+        out += [_md_row(header), _md_row(["---"] * len(header)), *map(_md_row, rows)]
+    return [*out, ""]
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def _md_value(value: Any) -> str:
