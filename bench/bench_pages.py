@@ -8,14 +8,20 @@ Requests alternate between the pages and the static file so both see the same ma
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.httpbench import describe, page_bench_options, served_versions, server, timed  # noqa: E402
+from bench.httpbench import (  # noqa: E402
+    describe,
+    page_bench_options,
+    served_versions,
+    server,
+    timed,
+    verdict_median,
+)
 
 FLAGS = ["--moe-runner-backend", "--enable-two-batch-overlap", "--pp-size", "--fp4-gemm-backend"]
 STATIC = "/static/style.css"
@@ -55,13 +61,7 @@ def main() -> None:
         print(describe("flag page (HTML)", pages))
         print(describe("flag page (JSON twin)", api))
         print("first view of each page (cold caches): " + ", ".join(f"{t:.1f} ms" for t in first))
-        page_median = statistics.median(pages)
-        ratio = page_median / statistics.median(static)
-        verdict = "OK" if page_median < TARGET_MS else "OVER TARGET"
-        print(
-            f"flag page median {page_median:.2f} ms = {ratio:.1f}x the static file "
-            f"(target < {TARGET_MS:.0f} ms): {verdict}"
-        )
+        print(verdict_median("flag page", pages, static, TARGET_MS))
 
 
 if __name__ == "__main__":

@@ -114,6 +114,18 @@ def describe(name: str, values: list[float]) -> str:
     )
 
 
+def verdict_median(label: str, values: list[float], baseline: list[float], target_ms: float) -> str:
+    """The closing line of a latency bench judged at the median: the median, its ratio to
+    the baseline's (the static file), OK or OVER TARGET."""
+    median = statistics.median(values)
+    ratio = median / statistics.median(baseline)
+    verdict = "OK" if median < target_ms else "OVER TARGET"
+    return (
+        f"{label} median {median:.2f} ms = {ratio:.1f}x the static file "
+        f"(target < {target_ms:.0f} ms): {verdict}"
+    )
+
+
 def verdict_p99(label: str, values: list[float], baseline: list[float], target_ms: float) -> str:
     """The closing line of a latency bench: p99, its ratio to the baseline's p99, pass/fail."""
     p99 = percentile(values, 99)
