@@ -249,17 +249,17 @@ _lines_cache: Cache[list[Line]] = Cache(32)  # blob sha + path -> highlighted li
 
 def blob_lines(session: Session, sha: str) -> list[str] | None:
     """The blob's text as lines (index 0 = line 1), or None when the blob is missing."""
-    cached = _text_cache.get(sha)
-    if cached is not None:
-        return cached
-    text = blob_text(session, sha)
-    if text is None:
-        return None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    _text_cache.put(sha, lines)
-    return lines
+
+    def read() -> list[str] | None:
+        text = blob_text(session, sha)
+        if text is None:
+            return None
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return lines
+
+    return _text_cache.get_or_find(sha, read)
 
 
 def flag_file(path: str) -> bool:
@@ -269,13 +269,15 @@ def flag_file(path: str) -> bool:
 
 def source_lines(session: Session, sha: str, path: str) -> list[Line] | None:
     """The blob's highlighted lines (one per text line), with its refs left open."""
-    key = (sha, path)
-    cached = _lines_cache.get(key)
-    if cached is not None:
-        return cached
-    text_lines = blob_lines(session, sha)
-    if text_lines is None:
-        return None
+
+    def highlight() -> list[Line] | None:
+        text_lines = blob_lines(session, sha)
+        return None if text_lines is None else _highlighted(text_lines, path)
+
+    return _lines_cache.get_or_find((sha, path), highlight)
+
+
+def _highlighted(text_lines: list[str], path: str) -> list[Line]:
     text = "\n".join(text_lines)
     if len(text) > MAX_HIGHLIGHT:
         out: list[Line] = [_esc(line) for line in text_lines]
@@ -285,9 +287,7 @@ def source_lines(session: Session, sha: str, path: str) -> list[Line] | None:
     else:
         out = lexed_lines(text, path)
     # One entry per text line, whatever the lexer did with a trailing newline.
-    out = out[: len(text_lines)] + [""] * (len(text_lines) - len(out))
-    _lines_cache.put(key, out)
-    return out
+    return out[: len(text_lines)] + [""] * (len(text_lines) - len(out))
 
 
 def plain_html(line: Line) -> str:
@@ -320,15 +320,12 @@ _plain_cache: Cache[list[Markup]] = Cache(32)  # blob sha + path -> lines withou
 
 def highlighted_lines(session: Session, sha: str, path: str) -> list[Markup] | None:
     """The blob's lines as safe HTML (the highlighter escapes the source text)."""
-    cached = _plain_cache.get((sha, path))
-    if cached is not None:
-        return cached
-    lines = source_lines(session, sha, path)
-    if lines is None:
-        return None
-    out = [Markup(plain_html(line)) for line in lines]
-    _plain_cache.put((sha, path), out)
-    return out
+
+    def plain() -> list[Markup] | None:
+        lines = source_lines(session, sha, path)
+        return None if lines is None else [Markup(plain_html(line)) for line in lines]
+
+    return _plain_cache.get_or_find((sha, path), plain)
 
 
 def source_body(

@@ -11,7 +11,6 @@ option table of every version into the per-process caches.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -20,7 +19,7 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.httpbench import default_db, describe, server, timed  # noqa: E402
+from bench.httpbench import describe, page_bench_options, served_versions, server, timed  # noqa: E402
 
 STATIC = "/static/style.css"
 TARGET_MS = 100.0
@@ -66,15 +65,10 @@ def cpu_ms(db: str, version: str, rounds: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--db", default=None)
-    parser.add_argument("--version", default="snapshot-2026-02-01")
-    parser.add_argument("--rounds", type=int, default=30)
-    args = parser.parse_args()
-    db = args.db or default_db()
+    args = page_bench_options(__doc__, rounds=30)
+    db = args.db
     with server(db) as client:
-        names = [v["name"] for v in client.get("/api/versions").json()["versions"]]
-        version = args.version if args.version in names else names[0]
+        names, version = served_versions(client, args.version)
         oldest = names[-1]
         plain = "/api/explain?" + urlencode({"version": version, "command": COMMAND})
         upgrade = "/api/explain?" + urlencode(

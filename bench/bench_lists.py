@@ -9,29 +9,29 @@ Requests alternate between each list URL and the static file so both see the sam
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.httpbench import default_db, describe, server, timed  # noqa: E402
+from bench.httpbench import (  # noqa: E402
+    describe,
+    page_bench_options,
+    served_versions,
+    server,
+    timed,
+    verdict_median,
+)
 
 STATIC = "/static/style.css"
 TARGET_MS = 100.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--db", default=None)
-    parser.add_argument("--version", default="snapshot-2026-02-01")
-    parser.add_argument("--rounds", type=int, default=30)
-    args = parser.parse_args()
-    db = args.db or default_db()
+    args = page_bench_options(__doc__, rounds=30)
+    db = args.db
     with server(db) as client:
-        names = [v["name"] for v in client.get("/api/versions").json()["versions"]]
-        version = args.version if args.version in names else names[0]
+        _, version = served_versions(client, args.version)
         base = f"/v/{version}"
         urls = {
             "constraints page 1 (HTML)": f"{base}/constraints",
@@ -54,13 +54,8 @@ def main() -> None:
         for name, values in results.items():
             print(describe(name, values))
         print("first view (cold): " + ", ".join(f"{n} {t:.1f} ms" for n, t in first_view.items()))
-        first = statistics.median(results["constraints page 1 (HTML)"])
-        ratio = first / statistics.median(static)
-        verdict = "OK" if first < TARGET_MS else "OVER TARGET"
-        print(
-            f"constraints first page with facets median {first:.2f} ms = {ratio:.1f}x the "
-            f"static file (target < {TARGET_MS:.0f} ms): {verdict}"
-        )
+        first = results["constraints page 1 (HTML)"]
+        print(verdict_median("constraints first page with facets", first, static, TARGET_MS))
 
 
 if __name__ == "__main__":

@@ -8,15 +8,20 @@ Requests alternate between the pages and the static file so both see the same ma
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.httpbench import default_db, describe, server, timed  # noqa: E402
+from bench.httpbench import (  # noqa: E402
+    describe,
+    page_bench_options,
+    served_versions,
+    server,
+    timed,
+    verdict_median,
+)
 
 FLAGS = ["--moe-runner-backend", "--enable-two-batch-overlap", "--pp-size", "--fp4-gemm-backend"]
 STATIC = "/static/style.css"
@@ -24,15 +29,10 @@ TARGET_MS = 20.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--db", default=None)
-    parser.add_argument("--version", default="snapshot-2026-02-01")
-    parser.add_argument("--rounds", type=int, default=50)
-    args = parser.parse_args()
-    db = args.db or default_db()
+    args = page_bench_options(__doc__, rounds=50)
+    db = args.db
     with server(db) as client:
-        names = [v["name"] for v in client.get("/api/versions").json()["versions"]]
-        version = args.version if args.version in names else names[0]
+        names, version = served_versions(client, args.version)
         urls = []
         first: list[float] = []  # first view: history and highlighted files not cached yet
         for flag in FLAGS:
@@ -61,13 +61,7 @@ def main() -> None:
         print(describe("flag page (HTML)", pages))
         print(describe("flag page (JSON twin)", api))
         print("first view of each page (cold caches): " + ", ".join(f"{t:.1f} ms" for t in first))
-        page_median = statistics.median(pages)
-        ratio = page_median / statistics.median(static)
-        verdict = "OK" if page_median < TARGET_MS else "OVER TARGET"
-        print(
-            f"flag page median {page_median:.2f} ms = {ratio:.1f}x the static file "
-            f"(target < {TARGET_MS:.0f} ms): {verdict}"
-        )
+        print(verdict_median("flag page", pages, static, TARGET_MS))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import statistics
@@ -26,6 +27,24 @@ def default_db() -> str:
         if candidate and Path(candidate).exists():
             return candidate
     sys.exit("no knowledge base: pass --db PATH (or set FLAGATLAS_REAL_DB)")
+
+
+def page_bench_options(doc: str, rounds: int) -> argparse.Namespace:
+    """The options of a bench of pages, parsed: --db (default: `default_db()`), --version
+    and --rounds (default `rounds`); `doc`'s first line describes the bench."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--db", default=None)
+    parser.add_argument("--version", default="snapshot-2026-02-01")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    args = parser.parse_args()
+    args.db = args.db or default_db()
+    return args
+
+
+def served_versions(client: httpx.Client, wanted: str) -> tuple[list[str], str]:
+    """The served versions' names (newest first) and `wanted` if it is one, else the newest."""
+    names = [v["name"] for v in client.get("/api/versions").json()["versions"]]
+    return names, wanted if wanted in names else names[0]
 
 
 def _free_port() -> int:
@@ -92,6 +111,18 @@ def describe(name: str, values: list[float]) -> str:
     return (
         f"{name:<28} n={len(values):<5} median {statistics.median(values):7.2f} ms"
         f"   p99 {percentile(values, 99):7.2f} ms   max {max(values):7.2f} ms"
+    )
+
+
+def verdict_median(label: str, values: list[float], baseline: list[float], target_ms: float) -> str:
+    """The closing line of a latency bench judged at the median: the median, its ratio to
+    the baseline's (the static file), OK or OVER TARGET."""
+    median = statistics.median(values)
+    ratio = median / statistics.median(baseline)
+    verdict = "OK" if median < target_ms else "OVER TARGET"
+    return (
+        f"{label} median {median:.2f} ms = {ratio:.1f}x the static file "
+        f"(target < {target_ms:.0f} ms): {verdict}"
     )
 
 

@@ -149,25 +149,11 @@ def serve(
 ) -> None:
     """Serve the dashboard (read-only on the knowledge base)."""
     import os
-    from pathlib import Path
 
     from app.main import create_app
     from cli.serve import ensure_index, serve_workers, uvicorn_config
-    from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
 
-    url = database_url(db)
-    path = url.removeprefix("sqlite:///")
-    if url.startswith("sqlite:///") and not Path(path).exists():
-        typer.echo(f"No knowledge base at {path}: run `flagatlas ingest` first.")
-        raise typer.Exit(1)
-    engine = make_engine(url, readonly=True)
-    try:
-        check_schema(engine)
-    except SchemaMismatch as exc:
-        typer.echo(schema_line("serve", url, exc), err=True)
-        raise typer.Exit(1) from None
-    finally:
-        engine.dispose()
+    url = _readable_kb("serve", db, ": run `flagatlas ingest` first.")
     ensure_index(url)
     count = workers or os.cpu_count() or 1
     if count == 1:
@@ -176,6 +162,30 @@ def serve(
         uvicorn.Server(uvicorn_config(create_app(url), host=host, port=port)).run()
         return
     serve_workers(lambda: create_app(url), host, port, count)
+
+
+def _readable_kb(command: str, db: str | None, missing: str = ".") -> str:
+    """The URL of the knowledge base `db` names (a path or a URL), once it is known to be there
+    and of this schema; else the reason (`missing` ends the line of a SQLite file that is
+    not there) and exit 1."""
+    from pathlib import Path
+
+    from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
+
+    url = database_url(db)
+    path = url.removeprefix("sqlite:///")
+    if url.startswith("sqlite:///") and not Path(path).exists():
+        typer.echo(f"No knowledge base at {path}{missing}")
+        raise typer.Exit(1)
+    engine = make_engine(url, readonly=True)
+    try:
+        check_schema(engine)
+    except SchemaMismatch as exc:
+        typer.echo(schema_line(command, url, exc), err=True)
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
+    return url
 
 
 @cli.command()
@@ -188,21 +198,9 @@ def reindex(
     """Rebuild the search index and swap it in (a running server picks it up)."""
     from pathlib import Path
 
-    from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
     from kb.search import build_index
 
-    url = database_url(db)
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        typer.echo(f"No knowledge base at {url.removeprefix('sqlite:///')}.")
-        raise typer.Exit(1)
-    engine = make_engine(url, readonly=True)
-    try:
-        check_schema(engine)
-    except SchemaMismatch as exc:
-        typer.echo(schema_line("reindex", url, exc), err=True)
-        raise typer.Exit(1) from None
-    finally:
-        engine.dispose()
+    url = _readable_kb("reindex", db)
     info = build_index(url, Path(index) if index else None)
     typer.echo(
         f"Indexed {info['docs']} distinct facts of {info['versions']} versions "

@@ -35,7 +35,7 @@ ARG_META_KEYS = {
     "const",
     "no_cli",
 }
-# A brace pair is part of the name (`--x-{decode,prefill}`, two flags: kb.queries.expand_braces).
+# A brace pair is in the name (`--x-{decode,prefill}`, two flags: kb.replacements.expand_braces).
 # The value stays with the flag as `=value`, like replacement_in_message's: written so
 # (`use --x=auto`), or after a space inside the quotes (`use '--attention-backend triton'`).
 REPLACEMENT_RE = re.compile(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, TypeVar, cast
 
 V = TypeVar("V")
 
@@ -67,10 +67,18 @@ class Cache(Generic[V]):
 
     def get_or_make(self, key: Hashable, make: Callable[[], V], stamp: Stamp = NO_STAMP) -> V:
         """The cached value, or `make()` stored and returned."""
+        return cast(V, self.get_or_find(key, make, stamp))
+
+    def get_or_find(
+        self, key: Hashable, find: Callable[[], V | None], stamp: Stamp = NO_STAMP
+    ) -> V | None:
+        """The cached value, or what `find()` finds, stored; None when it finds nothing (not
+        stored: looked for again next time, as a miss is)."""
         value = self.get(key, stamp)
         if value is None:
-            value = make()
-            self.put(key, value, stamp)
+            value = find()
+            if value is not None:
+                self.put(key, value, stamp)
         return value
 
     def clear(self) -> None:

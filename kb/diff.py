@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import difflib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -566,11 +566,60 @@ def _history(session: Session, name: str, seen: set[str]) -> list[dict[str, Any]
                     return f
         return None
 
+    def continued(i: int, row: Any, at: dict[str, Any]) -> list[dict[str, Any]] | None:
+        source = (
+            _predecessor(conn, table, versions[i - 1].id, versions[i].id, row.name) if i else None
+        )
+        if source is None or source[1] in seen:
+            return None
+        field, old, siblings = source
+        last = conn.execute(
+            select(vtable.c.name)
+            .join(table, table.c.version_id == vtable.c.id)
+            .where(table.c.name == old)
+            .order_by(vtable.c.position.desc())
+            .limit(1)
+        ).scalar_one()
+        if field == "split":
+            split = {"field": "split", "from": old, "to": row.name, "at": last}
+            return [{**at, **split, "siblings": siblings}]
+        # The same option under a new name: its story before this version is ours.
+        earlier = {v.name for v in versions[:i]}
+        events = [e for e in _history(session, old, seen) if e["version"] in earlier]
+        return [*events, {**at, "field": "renamed", "from": old, "to": row.name, "at": last}]
+
+    def changed(prev: Any, row: Any, at: dict[str, Any]) -> list[dict[str, Any]]:
+        events = []
+        if row.name != prev.name:
+            # A swap of the primary spelling is no rename, as in the diff.
+            field = "respelled" if _respelled(prev, row) else "renamed"
+            events.append({**at, "field": field, "from": prev.name, "to": row.name})
+        rename = {"from": prev.name, "to": row.name}
+        return events + [{**at, **c} for c in _besides_rename(compare_flags(prev, row), rename)]
+
+    def row_at(version: Any) -> Any:
+        candidates = per_version.get(version.id or -1)
+        return best(candidates) if candidates else None
+
+    return history_events(versions, row_at, changed, continued)
+
+
+def history_events(
+    versions: Sequence[Any],
+    row_at: Callable[[Any], Any],
+    changed: Callable[[Any, Any, dict[str, Any]], list[dict[str, Any]]],
+    continued: Callable[[int, Any, dict[str, Any]], list[dict[str, Any]] | None] | None = None,
+) -> list[dict[str, Any]]:
+    """The change events of one flag or variable across `versions` (oldest first), whose
+    row at a version is `row_at(version)` (None: it is absent there): "removed" where it is
+    absent after a row; where it appears, what `continued(i, row, at)` says it continues (a
+    rename: the events of the name it had), else "added"; between two rows, `changed(prev,
+    row, at)`. `at` = {"version", "name"}: where an event is and what the flag or variable
+    was called there, for a link to it there."""
     events: list[dict[str, Any]] = []
     prev: Any = None
     for i, version in enumerate(versions):
-        candidates = per_version.get(version.id or -1)
-        row = best(candidates) if candidates else None
+        row = row_at(version)
         if row is None:
             if prev is not None:
                 events.append(
@@ -578,42 +627,12 @@ def _history(session: Session, name: str, seen: set[str]) -> list[dict[str, Any]
                 )
             prev = None
             continue
-        # "name": what the flag was called at that version, for a link to it there.
         at = {"version": version.name, "name": row.name}
-        source = (
-            _predecessor(conn, table, versions[i - 1].id, version.id, row.name)
-            if (prev is None and i > 0)
-            else None
-        )
-        if source is not None and source[1] not in seen:
-            field, old, siblings = source
-            last = conn.execute(
-                select(vtable.c.name)
-                .join(table, table.c.version_id == vtable.c.id)
-                .where(table.c.name == old)
-                .order_by(vtable.c.position.desc())
-                .limit(1)
-            ).scalar_one()
-            if field == "renamed":
-                # The same option under a new name: its story before this version is ours.
-                earlier = {v.name for v in versions[:i]}
-                events += [e for e in _history(session, old, seen) if e["version"] in earlier]
-                events.append({**at, "field": "renamed", "from": old, "to": row.name, "at": last})
-            else:
-                events.append(
-                    {**at, "field": "split", "from": old, "to": row.name, "at": last}
-                    | {"siblings": siblings}
-                )
-        elif prev is None:
-            events.append({**at, "field": "added", "from": None, "to": row.name})
+        if prev is not None:
+            events += changed(prev, row, at)
         else:
-            if row.name != prev.name:
-                # A swap of the primary spelling is no rename, as in the diff.
-                field = "respelled" if _respelled(prev, row) else "renamed"
-                events.append({**at, "field": field, "from": prev.name, "to": row.name})
-            rename = {"from": prev.name, "to": row.name}
-            for change in _besides_rename(compare_flags(prev, row), rename):
-                events.append({**at, **change})
+            arrival = continued(i, row, at) if continued else None
+            events += arrival or [{**at, "field": "added", "from": None, "to": row.name}]
         prev = row
     return events
 

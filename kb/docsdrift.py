@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from rapidfuzz import fuzz
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from kb.dests import dest_rank
 from kb.env import all_env, is_deprecated
-from kb.queries import all_flags, citation, version_paths
+from kb.queries import all_flags, citation, sites_in_order, version_paths
 from kb.replacements import replacement_names
 from kb.schema import DocEntry, EnvVar, Flag, Version, loads
 
@@ -36,6 +36,8 @@ NAMED = {
 TYPO = 90  # fuzz.ratio of two names that differ by a slip (`--oltp-…` for `--otlp-…`)
 MAX_EXTRA_WORDS = 2  # `--nsa-prefill` for `--nsa-prefill-backend`: words left out
 GENERIC = {"enable", "disable", "sglang", "sgl"}  # words too common to make names alike
+Row = dict[str, Any]  # a row of the report
+Entry = Any  # a docs row: a plain row with DocEntry's columns (kb.queries.sites_in_order)
 
 
 def _words(name: str) -> list[str]:
@@ -107,14 +109,8 @@ def docs_files(session: Session, version: Version) -> dict[str, list[str]]:
     return out
 
 
-def _entries(session: Session, version: Version, kind: str) -> list[DocEntry]:
-    return list(
-        session.exec(
-            select(DocEntry)
-            .where(DocEntry.version_id == version.id, DocEntry.kind == kind)
-            .order_by(col(DocEntry.path), col(DocEntry.line))
-        )
-    )
+def _entries(session: Session, version: Version, kind: str) -> list[Entry]:
+    return sites_in_order(session, DocEntry, version, DocEntry.kind == kind)
 
 
 def same_value(docs: str | None, code: Any) -> bool | None:
@@ -159,7 +155,7 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
     ranked = sorted(flags, key=lambda f: dest_rank(f.name, f.dest, f.deprecated))
     by_dest = {f.dest: f for f in ranked}
 
-    def flag_of(entry: DocEntry) -> Flag | None:
+    def flag_of(entry: Entry) -> Flag | None:
         for n in loads(entry.names) or []:
             if entry.form == "dest":
                 if n in by_dest:
@@ -168,47 +164,28 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
                 return by_name[n]
         return None
 
-    documented: dict[str, DocEntry] = {}
-    not_in_code, differs = [], []
-    for e in entries:
-        flag = flag_of(e)
-        docs_cite = citation(version, e.path, e.line)
-        if flag is None:
-            guess = suggestion("flag", e.name, e.description, by_name, _flag_replacement)
-            near = by_name[guess] if guess else None
-            not_in_code.append(
-                {
-                    "name": e.name,
-                    "docs": docs_cite,
-                    "suggestion": guess,
-                    "code": citation(version, near.path, near.line, near.end_line)
-                    if near
-                    else None,
-                }
-            )
-            continue
-        documented.setdefault(flag.name, e)
-        code_cite = citation(version, flag.path, flag.line, flag.end_line)
+    def stated(e: Entry, flag: Flag, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
+        rows = []
         options = [flag.name, *(loads(flag.aliases) or [])]
         stray = [n for n in loads(e.names) or [] if e.form == "option" and n not in options]
         if stray:  # a row naming the flag and a spelling the parser does not accept
-            differs.append(_differ(flag.name, "aliases", stray, options, docs_cite, code_cite))
-        if flag.default is not None and e.default is not None:
-            default = loads(flag.default)
-            if same_value(e.default, default) is False:
-                differs.append(
-                    _differ(flag.name, "default", e.default, default, docs_cite, code_cite)
-                )
+            rows.append(_differ(flag.name, "aliases", stray, options, docs, code))
+        rows += _default_differs(e, flag, docs, code)
         choices = loads(flag.choices)
         if e.choices is not None and choices is not None:
             docs_choices = loads(e.choices) or []
             if sorted(map(str, docs_choices)) != sorted(map(str, choices)):
-                row = _differ(flag.name, "choices", docs_choices, choices, docs_cite, code_cite)
+                row = _differ(flag.name, "choices", docs_choices, choices, docs, code)
                 row["missing_from_docs"] = [str(c) for c in choices if str(c) not in docs_choices]
                 row["not_in_code"] = [c for c in docs_choices if c not in map(str, choices)]
-                differs.append(row)
+                rows.append(row)
+        return rows
+
+    documented, not_in_code, differs = _against_code(
+        version, "flag", entries, by_name, flag_of, _flag_replacement, stated
+    )
     missing = []
-    previous: DocEntry | None = None
+    previous: Entry | None = None
     for flag in flags:  # source order: a missing flag's row goes after the previous documented
         if flag.name in documented:
             previous = documented[flag.name]
@@ -249,6 +226,56 @@ def _differ(
             "docs_source": docs_cite, "code_source": code_cite}  # fmt: skip
 
 
+def _default_differs(
+    e: Entry, item: Flag | EnvVar, docs: dict[str, Any], code: dict[str, Any]
+) -> list[Row]:
+    """The row where a docs default cell states another value than the code's literal one."""
+    if item.default is None or e.default is None:
+        return []
+    default = loads(item.default)
+    if same_value(e.default, default) is False:
+        return [_differ(item.name, "default", e.default, default, docs, code)]
+    return []
+
+
+def _against_code(
+    version: Version,
+    kind: str,
+    entries: list[Entry],
+    known: dict[str, Any],
+    resolve: Callable[[Entry], Any],
+    replacement: Callable[[Any], str | None],
+    stated: Callable[[Entry, Any, dict[str, Any], dict[str, Any]], list[Row]],
+) -> tuple[dict[str, Entry], list[Row], list[Row]]:
+    """The docs rows of one `kind` ("flag" or "env") against the code, whose flags or
+    variables by name are `known` and the one a row names is `resolve(row)` (None: none):
+    ({code name: its first docs row}, the rows naming nothing in the code with the name
+    they likely mean, the differs rows `stated(row, item, docs citation, code citation)`)."""
+    documented: dict[str, Entry] = {}
+    not_in_code, differs = [], []
+    for e in entries:
+        docs_cite = citation(version, e.path, e.line)
+        item = resolve(e)
+        if item is None:
+            guess = suggestion(kind, e.name, e.description, known, replacement)
+            near = known[guess] if guess else None
+            not_in_code.append(
+                {
+                    "name": e.name,
+                    "docs": docs_cite,
+                    "suggestion": guess,
+                    "code": citation(version, near.path, near.line, near.end_line)
+                    if near
+                    else None,
+                }
+            )
+            continue
+        documented.setdefault(item.name, e)
+        code_cite = citation(version, item.path, item.line, item.end_line)
+        differs += stated(e, item, docs_cite, code_cite)
+    return documented, not_in_code, differs
+
+
 def _section(
     missing: list[dict[str, Any]], not_in_code: list[dict[str, Any]], differs: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -270,51 +297,32 @@ def _env_drift(
         for old in loads(v.deprecated_names) or []:
             deprecated[old] = v
 
-    def resolve(name: str) -> tuple[EnvVar | None, str | None]:
-        """(variable, how the docs spelling differs) for a docs name."""
+    def resolve(entry: Entry) -> EnvVar | None:
+        """The variable a docs row names: by its name, a deprecated name or prefix."""
+        name = entry.name
         if name in variables:
             var = variables[name]
             if var.replacement and var.replacement in variables:
-                return variables[var.replacement], "deprecated name"
-            return var, None
+                return variables[var.replacement]
+            return var
         if name in deprecated:
-            return deprecated[name], "deprecated name"
+            return deprecated[name]
         for alias in prefix_aliases:
             if name.startswith(alias["from"]):
                 new = alias["to"] + name.removeprefix(alias["from"])
                 if new in variables:
-                    return variables[new], "deprecated prefix"
-        return None, None
+                    return variables[new]
+        return None
 
-    documented: set[str] = set()
-    not_in_code, differs = [], []
-    for e in entries:
-        docs_cite = citation(version, e.path, e.line)
-        var, spelling = resolve(e.name)
-        if var is None:
-            guess = suggestion("env", e.name, e.description, variables, _env_replacement)
-            near = variables[guess] if guess else None
-            not_in_code.append(
-                {
-                    "name": e.name,
-                    "docs": docs_cite,
-                    "suggestion": guess,
-                    "code": citation(version, near.path, near.line, near.end_line)
-                    if near
-                    else None,
-                }
-            )
-            continue
-        documented.add(var.name)
-        code_cite = citation(version, var.path, var.line, var.end_line)
-        if spelling:
-            differs.append(_differ(var.name, "name", e.name, var.name, docs_cite, code_cite))
-        if var.default is not None and e.default is not None:
-            default = loads(var.default)
-            if same_value(e.default, default) is False:
-                differs.append(
-                    _differ(var.name, "default", e.default, default, docs_cite, code_cite)
-                )
+    def stated(e: Entry, var: EnvVar, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
+        rows = []
+        if e.name != var.name:  # a deprecated name or prefix
+            rows.append(_differ(var.name, "name", e.name, var.name, docs, code))
+        return rows + _default_differs(e, var, docs, code)
+
+    documented, not_in_code, differs = _against_code(
+        version, "env", entries, variables, resolve, _env_replacement, stated
+    )
     missing = []
     if entries:
         for v in variables.values():
@@ -371,39 +379,58 @@ def drift_markdown(drift: dict[str, Any]) -> str:
             continue
         out.append("Docs: " + ", ".join(_md_cite(c) for c in files))
         out.append("")
-        missing = section["details"]["missing_from_docs"]
-        out.append(f"**In the code, missing from the docs ({len(missing)})**")
-        out.append("")
-        if missing:
-            out += ["| Name | Code | Docs (would go after) |", "| --- | --- | --- |"]
-            out += [
-                f"| `{r['name']}` | {_md_cite(r['code'])} | "
-                f"{(_md_cite(r['docs']) + ' `' + r['after'] + '`') if r.get('after') else '—'} |"
-                for r in missing
-            ]
-        out.append("")
-        absent = section["details"]["not_in_code"]
-        out.append(f"**In the docs, not in the code ({len(absent)})**")
-        out.append("")
-        if absent:
-            out += ["| Name | Docs | Closest in the code |", "| --- | --- | --- |"]
-            for r in absent:
-                near = f"`{r['suggestion']}` {_md_cite(r['code'])}" if r["suggestion"] else "—"
-                out.append(f"| `{r['name']}` | {_md_cite(r['docs'])} | {near} |")
-        out.append("")
-        differs = section["differs"]
-        out.append(f"**Stated differently ({len(differs)})**")
-        out.append("")
-        if differs:
-            out += ["| Name | Field | Docs | Code | Docs line | Code line |",
-                    "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-            out += [
-                f"| `{r['name']}` | {r['field']} | {_md_value(r['docs'])} | {_md_value(r['code'])} "
-                f"| {_md_cite(r['docs_source'])} | {_md_cite(r['code_source'])} |"
-                for r in differs
-            ]
-        out.append("")
+        out += _md_table(
+            "In the code, missing from the docs",
+            ["Name", "Code", "Docs (would go after)"],
+            [
+                [
+                    f"`{r['name']}`",
+                    _md_cite(r["code"]),
+                    (_md_cite(r["docs"]) + " `" + r["after"] + "`") if r.get("after") else "—",
+                ]
+                for r in section["details"]["missing_from_docs"]
+            ],
+        )
+        out += _md_table(
+            "In the docs, not in the code",
+            ["Name", "Docs", "Closest in the code"],
+            [
+                [
+                    f"`{r['name']}`",
+                    _md_cite(r["docs"]),
+                    f"`{r['suggestion']}` {_md_cite(r['code'])}" if r["suggestion"] else "—",
+                ]
+                for r in section["details"]["not_in_code"]
+            ],
+        )
+        out += _md_table(
+            "Stated differently",
+            ["Name", "Field", "Docs", "Code", "Docs line", "Code line"],
+            [
+                [
+                    f"`{r['name']}`",
+                    r["field"],
+                    _md_value(r["docs"]),
+                    _md_value(r["code"]),
+                    _md_cite(r["docs_source"]),
+                    _md_cite(r["code_source"]),
+                ]
+                for r in section["differs"]
+            ],
+        )
     return "\n".join(out).rstrip() + "\n"
+
+
+def _md_table(title: str, header: list[str], rows: list[list[str]]) -> list[str]:
+    """One list of a kind's section: its title with how many rows, then their table."""
+    out = [f"**{title} ({len(rows)})**", ""]
+    if rows:
+        out += [_md_row(header), _md_row(["---"] * len(header)), *map(_md_row, rows)]
+    return [*out, ""]
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def _md_value(value: Any) -> str:

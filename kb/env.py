@@ -13,8 +13,15 @@ from urllib.parse import quote
 from rapidfuzz.distance import Levenshtein
 from sqlmodel import Session, col, select
 
-from kb.diff import compare_env
-from kb.queries import MAX_NAME, NotFound, citation, did_you_mean, ordered_versions
+from kb.diff import compare_env, history_events
+from kb.queries import (
+    MAX_NAME,
+    NotFound,
+    citation,
+    did_you_mean,
+    ordered_versions,
+    sites_in_order,
+)
 from kb.schema import EnvSite, EnvVar, Version, loads
 
 PREFIXES = ("SGLANG_", "SGL_")
@@ -194,14 +201,9 @@ def versions_with_env(session: Session, name: str) -> list[Version]:
     return [v for v in versions if v.id in present]
 
 
-def env_sites(session: Session, version: Version, name: str) -> list[EnvSite]:
-    return list(
-        session.exec(
-            select(EnvSite)
-            .where(EnvSite.version_id == version.id, EnvSite.name == name)
-            .order_by(col(EnvSite.path), col(EnvSite.line))
-        )
-    )
+def env_sites(session: Session, version: Version, name: str) -> list[Any]:
+    """The reads and writes of `name`, in source order (rows with EnvSite's columns)."""
+    return sites_in_order(session, EnvSite, version, EnvSite.name == name)
 
 
 def readers_of(session: Session, name: str, version_ids: list[int]) -> list[EnvVar]:
@@ -241,27 +243,13 @@ def env_history(session: Session, name: str) -> list[dict[str, Any]]:
     if missing:
         for r in readers_of(session, name, missing):
             rows.setdefault(r.version_id, r)
-    events: list[dict[str, Any]] = []
-    prev: EnvVar | None = None
-    for version in versions:
-        row = rows.get(version.id or -1)
-        if row is None:
-            if prev is not None:
-                events.append(
-                    {"version": version.name, "field": "removed", "from": prev.name, "to": None}
-                )
-            prev = None
-            continue
-        # "name": what the variable was called at that version, for a link to it there.
-        at = {"version": version.name, "name": row.name}
-        if prev is None:
-            events.append({**at, "field": "added", "from": None, "to": row.name})
-        else:
-            changes = compare_env(prev, row)
-            if row.name != prev.name:
-                events.append({**at, "field": "renamed", "from": prev.name, "to": row.name})
-                # the old name entering or leaving the deprecated names is the rename itself
-                changes = [c for c in changes if c["field"] != "deprecated_names"]
-            events.extend({**at, **c} for c in changes)
-        prev = row
-    return events
+
+    def changed(prev: EnvVar, row: EnvVar, at: dict[str, Any]) -> list[dict[str, Any]]:
+        changes = compare_env(prev, row)
+        if row.name == prev.name:
+            return [{**at, **c} for c in changes]
+        # the old name entering or leaving the deprecated names is the rename itself
+        renamed = {**at, "field": "renamed", "from": prev.name, "to": row.name}
+        return [renamed, *({**at, **c} for c in changes if c["field"] != "deprecated_names")]
+
+    return history_events(versions, lambda v: rows.get(v.id or -1), changed)

@@ -102,6 +102,14 @@ def rows(
     return session.connection().execute(statement, params).all()
 
 
+def sites_in_order(session: Session, model: Any, version: Version, *where: Any) -> list[Any]:
+    """The version's rows of a table of places in the code (`model`: a table with path and
+    line, e.g. UsageSite) that meet `where`, in source order (ties by id), as plain rows."""
+    table = model.__table__
+    query = select(table).where(table.c.version_id == version.id, *where)
+    return list(rows(session, query.order_by(table.c.path, table.c.line, table.c.id)))
+
+
 def per_stamp(key: Any, make: Callable[[], T], session: Session) -> T:
     """`make()` once per state of the knowledge base (kb/cache.py): data that many pages
     share (the versions, a version's flag names and model files) is read once per ingest."""
@@ -691,14 +699,7 @@ def usage_site_dict(version: Version, site: UsageSite) -> dict[str, Any]:
 
 def flag_usages(session: Session, version: Version, dest: str) -> list[Any]:
     """The reads of `dest`, in source order (rows with UsageSite's columns)."""
-    return list(
-        rows(
-            session,
-            select(UsageSite.__table__)  # type: ignore[attr-defined]
-            .where(UsageSite.version_id == version.id, UsageSite.dest == dest)
-            .order_by(col(UsageSite.path), col(UsageSite.line), col(UsageSite.id)),
-        )
-    )
+    return sites_in_order(session, UsageSite, version, UsageSite.dest == dest)
 
 
 def choice_site_dict(version: Version, site: ChoiceSite) -> dict[str, Any]:

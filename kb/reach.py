@@ -32,6 +32,7 @@ from kb.queries import (
     per_stamp,
     read_version,
     rows,
+    sites_in_order,
 )
 from kb.schema import (
     ConstraintSite,
@@ -63,14 +64,7 @@ def indirect_site_dict(version: Version, row: IndirectUsage) -> dict[str, Any]:
 
 def indirect_usages(session: Session, version: Version, dest: str) -> list[Any]:
     """Uses of `dest` past the first hop, in source order (rows with IndirectUsage's columns)."""
-    return list(
-        rows(
-            session,
-            select(IndirectUsage.__table__)  # type: ignore[attr-defined]
-            .where(IndirectUsage.version_id == version.id, IndirectUsage.dest == dest)
-            .order_by(col(IndirectUsage.path), col(IndirectUsage.line)),
-        )
-    )
+    return sites_in_order(session, IndirectUsage, version, IndirectUsage.dest == dest)
 
 
 # --- models ---------------------------------------------------------------------------------

@@ -58,6 +58,25 @@ def test_get_or_make_builds_once_per_state() -> None:
     assert calls == ["s1", "s2"]
 
 
+def test_get_or_find_keeps_what_it_finds_and_not_a_miss() -> None:
+    """Nothing found (a blob the knowledge base lacks) takes no entry: looked for again."""
+    cache: Cache[str] = Cache(1)
+    cache.put("kept", "x")
+    found: dict[str, str | None] = {"k": None}
+    calls: list[str] = []
+
+    def find() -> str | None:
+        calls.append("k")
+        return found["k"]
+
+    assert cache.get_or_find("k", find) is None
+    assert cache.get("kept") == "x"  # the miss evicted nothing
+    found["k"] = "v"
+    assert cache.get_or_find("k", find) == "v"
+    assert cache.get_or_find("k", find) == "v"
+    assert calls == ["k", "k"]
+
+
 @contextlib.contextmanager
 def fast_switching() -> Iterator[None]:
     """Let threads interleave every few bytecodes, so races show up in a short test."""

@@ -521,6 +521,10 @@ def test_a_default_read_from_another_variable(client: TestClient) -> None:
     xdg = get(client, "/api/v/v0.5.0/env/XDG_WIDGET_HOME")
     assert [r["path"] for r in xdg["reads"]] == [ENVIRON]
     assert listed["WIDGET_HOME"]["fallback"] is None
+    # The list filtered as one types (an htmx fragment) shows a fallback as the page does.
+    fragment = client.get("/v/v0.5.0/env?q=widget", headers={"HX-Request": "true"})
+    assert fragment.status_code == 200 and "<html" not in fragment.text
+    assert f'falls back to <a href="{url}WIDGET_TMPDIR">' in fragment.text
     # The pages say so and link the other variable.
     page = client.get("/v/v0.5.0/env/WIDGET_SCRATCH").text
     assert (

@@ -120,7 +120,7 @@ def test_a_page_of_the_list_makes_the_dicts_of_its_sites_only(tmp_path: Path) ->
     all of the version's), each kept for the stamp and the same as made alone."""
     from sqlmodel import Session
 
-    from app.views.constraints import constraint_list_dict
+    from app.views.constraints import ConstraintQuery, constraint_list_dict
     from kb.queries import all_constraints, constraint_dict, per_stamp, read_version
 
     db = build_kb(tmp_path / "kb.db")
@@ -129,12 +129,12 @@ def test_a_page_of_the_list_makes_the_dicts_of_its_sites_only(tmp_path: Path) ->
         version = read_version(session, "v0.3.0")
         sites = all_constraints(session, version)
         assert len(sites) >= 3
-        first = constraint_list_dict(session, version, per_page=1)
+        first = constraint_list_dict(session, version, ConstraintQuery(per_page=1))
         made = per_stamp(("constraint-dicts", version.id), dict, session)
         assert list(made) == [sites[0].id]
-        second = constraint_list_dict(session, version, per_page=1, page=2)
+        second = constraint_list_dict(session, version, ConstraintQuery(per_page=1, page=2))
         assert list(made) == [sites[0].id, sites[1].id]
         assert first["constraints"] == [constraint_dict(version, sites[0])]
         assert second["constraints"][0] is made[sites[1].id]
-        again = constraint_list_dict(session, version, per_page=1)
+        again = constraint_list_dict(session, version, ConstraintQuery(per_page=1))
         assert again["constraints"][0] is first["constraints"][0]

@@ -3,19 +3,18 @@ function, file), sort, pages, and CSV/JSON exports of the whole filtered result.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
+from pydantic import BaseModel
 from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.templating import render
 from app.views.common import error_response, errors, page_context
-from app.views.listing import PER_PAGE, clamp_page, facet, query
+from app.views.listing import PER_PAGE, clamp_page, csv_text, export, facet, query
 from kb.contract import ConstraintList
 from kb.queries import (
     MAX_NAME,
@@ -38,64 +37,60 @@ SORTS = {
 }
 
 
+class ConstraintQuery(BaseModel):
+    """The list's query: which sites (filters), in which order, which page."""
+
+    flag: str = ""
+    kind: str = ""
+    function: str = ""
+    path: str = ""
+    sort: str = "path"
+    page: int = 1
+    per_page: int = PER_PAGE
+
+
+class ConstraintPageQuery(ConstraintQuery):
+    format: str = ""  # csv | json: the whole filtered result as a download
+
+
 def constraint_list(
-    session: Session,
-    version: Version,
-    flag: str = "",
-    kind: str = "",
-    function: str = "",
-    path: str = "",
-    sort: str = "path",
-    page: int = 1,
-    per_page: int = PER_PAGE,
+    session: Session, version: Version, query: ConstraintQuery = ConstraintQuery()
 ) -> ConstraintList:
     """Constraints that read or affect the flag named by `flag` (any of its names; text that
     names no flag matches as a substring of flag names), of one `kind` when it is one of
     KINDS (another kind matches nothing), in one `function` and one file `path`; facets
     count the whole filtered result, `page` of `per_page` rows (0: all) are listed. The
     routes answer another kind with a 400 naming these (`unknown_kind`)."""
-    return ConstraintList.model_validate(
-        constraint_list_dict(session, version, flag, kind, function, path, sort, page, per_page)
-    )
+    return ConstraintList.model_validate(constraint_list_dict(session, version, query))
 
 
 def constraint_list_dict(
-    session: Session,
-    version: Version,
-    flag: str = "",
-    kind: str = "",
-    function: str = "",
-    path: str = "",
-    sort: str = "path",
-    page: int = 1,
-    per_page: int = PER_PAGE,
+    session: Session, version: Version, query: ConstraintQuery = ConstraintQuery()
 ) -> dict[str, Any]:
     """`constraint_list` as the plain dict the HTML page renders (the JSON twin validates
     it); each shown site's dict is made once per stamp (`constraint_dicts`) and shared."""
+    flag, kind, function, path = query.flag, query.kind, query.function, query.path
     replacing = replaced_by(session, version, flag) if flag else {}
     sites: list[ConstraintSite] = [
         s
         for s in filter_constraints(session, version, flag, kind, replacing)
         if (not function or s.function == function) and (not path or s.path == path)
     ]
-    sort = sort if sort in SORTS else "path"
+    sort = query.sort if query.sort in SORTS else "path"
     sites.sort(key=SORTS[sort])
-    page, per_page, pages = clamp_page(page, per_page, len(sites))
+    page, per_page, pages = clamp_page(query.page, query.per_page, len(sites))
     shown = sites[(page - 1) * per_page : page * per_page] if per_page else sites
-    params = {
+    filters = {
         "flag": flag[:MAX_NAME],
         "kind": kind if kind in KINDS else "",
         "function": function[:MAX_NAME],
         "path": path[:MAX_NAME],
-        "sort": "" if sort == "path" else sort,
+        "sort": sort,
     }
+    params = link_params(filters)
     return {
         "version": version.name,
-        "flag": params["flag"],
-        "kind": params["kind"],
-        "function": params["function"],
-        "path": params["path"],
-        "sort": sort,
+        **filters,
         "page": page,
         "per_page": per_page,
         "pages": pages,
@@ -108,6 +103,13 @@ def constraint_list_dict(
             facet("path", (s.path for s in sites), params),
         ],
     }
+
+
+def link_params(data: dict[str, Any]) -> dict[str, str]:
+    """The list's filters and sort as its links' queries keep them (the default sort, path,
+    left out)."""
+    params = {name: data[name] for name in ("flag", "kind", "function", "path")}
+    return {**params, "sort": "" if data["sort"] == "path" else data["sort"]}
 
 
 def unknown_kind(request: Request, kind: str) -> Response | None:
@@ -139,9 +141,7 @@ def constraint_dicts(
 
 
 def constraints_csv(data: ConstraintList) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(
+    return csv_text(
         [
             "kind",
             "function",
@@ -153,10 +153,8 @@ def constraints_csv(data: ConstraintList) -> str:
             "affects",
             "writes",
             "url",
-        ]
-    )
-    for c in data.constraints:
-        writer.writerow(
+        ],
+        (
             [
                 c.kind,
                 c.function,
@@ -169,8 +167,9 @@ def constraints_csv(data: ConstraintList) -> str:
                 json.dumps(c.writes) if c.writes else "",
                 c.source.url,
             ]
-        )
-    return out.getvalue()
+            for c in data.constraints
+        ),
+    )
 
 
 @router.get("/v/{version}/constraints", include_in_schema=False)
@@ -178,46 +177,29 @@ def constraints_page(
     request: Request,
     session: SessionDep,
     version: str,
-    flag: str = "",
-    kind: str = "",
-    function: str = "",
-    path: str = "",
-    sort: str = "path",
-    page: int = 1,
-    per_page: int = PER_PAGE,
-    format: str = "",
+    params: Annotated[ConstraintPageQuery, Query()],
 ) -> Response:
     found = get_version(session, version)
-    if (bad := unknown_kind(request, kind)) is not None:
+    if (bad := unknown_kind(request, params.kind)) is not None:
         return bad
-    if format in ("csv", "json"):  # the whole filtered result, every page
-        whole = constraint_list(session, found, flag, kind, function, path, sort, 1, 0)
-        name = f"constraints-{found.name}.{format}"
-        headers = {"content-disposition": f'attachment; filename="{name}"'}
-        if format == "csv":
-            return Response(
-                constraints_csv(whole), media_type="text/csv; charset=utf-8", headers=headers
-            )
-        return Response(whole.model_dump_json(), media_type="application/json", headers=headers)
-    data = constraint_list_dict(session, found, flag, kind, function, path, sort, page, per_page)
-    params = {
-        "flag": data["flag"],
-        "kind": data["kind"],
-        "function": data["function"],
-        "path": data["path"],
-        "sort": "" if data["sort"] == "path" else data["sort"],
-    }
+    if params.format in ("csv", "json"):  # the whole filtered result, every page
+        whole = constraint_list(
+            session, found, params.model_copy(update={"page": 1, "per_page": 0})
+        )
+        return export(whole, f"constraints-{found.name}", params.format, constraints_csv)
+    data = constraint_list_dict(session, found, params)
+    links = link_params(data)
     context = {
         **page_context(session, found, "constraints"),
         "data": data,
         "kinds": KINDS,
         "sorts": list(SORTS),
-        "prev_query": query(params, page=str(data["page"] - 1)) if data["page"] > 1 else None,
+        "prev_query": query(links, page=str(data["page"] - 1)) if data["page"] > 1 else None,
         "next_query": (
-            query(params, page=str(data["page"] + 1)) if data["page"] < data["pages"] else None
+            query(links, page=str(data["page"] + 1)) if data["page"] < data["pages"] else None
         ),
-        "sort_queries": {s: query(params, sort="" if s == "path" else s) for s in SORTS},
-        "export_query": query(params),
+        "sort_queries": {s: query(links, sort="" if s == "path" else s) for s in SORTS},
+        "export_query": query(links),
     }
     return render(request, "constraints.html", context, block="constraint_rows")
 
@@ -227,13 +209,7 @@ def api_constraints(
     request: Request,
     session: SessionDep,
     version: str,
-    flag: str = "",
-    kind: str = "",
-    function: str = "",
-    path: str = "",
-    sort: str = "path",
-    page: int = 1,
-    per_page: int = PER_PAGE,
+    params: Annotated[ConstraintQuery, Query()],
 ) -> ConstraintList:
     """Constraint sites of a version (raise, assert, override, warning), filtered by a flag
     (any of its names; text naming no flag matches part of a name), a kind, a function and
@@ -241,6 +217,6 @@ def api_constraints(
     facets counting the whole filtered result. A kind that is none of the four is a 400
     whose `suggestions` are the four."""
     found = get_version(session, version)
-    if (bad := unknown_kind(request, kind)) is not None:
+    if (bad := unknown_kind(request, params.kind)) is not None:
         return bad  # type: ignore[return-value]
-    return constraint_list(session, found, flag, kind, function, path, sort, page, per_page)
+    return constraint_list(session, found, params)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Hashable
 from functools import lru_cache
 from itertools import groupby
 from operator import itemgetter
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
+from pydantic import BaseModel
 from sqlmodel import Session
 
 from app import fragments
@@ -23,7 +22,7 @@ from app.templating import render
 from app.views import flag_parts as parts
 from app.views import listing
 from app.views.common import errors, page_context, replacement_links, suggestion_url
-from app.views.listing import facet
+from app.views.listing import csv_text, facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
 from kb.explain.load import load_options
@@ -116,9 +115,7 @@ def flag_items(session: Session, version: Version, flags: list[dict[str, Any]]) 
 
 
 def flags_csv(data: FlagList) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(
+    return csv_text(
         [
             "name",
             "aliases",
@@ -133,10 +130,8 @@ def flags_csv(data: FlagList) -> str:
             "path",
             "line",
             "url",
-        ]
-    )
-    for f in data.flags:
-        writer.writerow(
+        ],
+        (
             [
                 f.name,
                 " ".join(f.aliases),
@@ -152,27 +147,31 @@ def flags_csv(data: FlagList) -> str:
                 f.source.line,
                 f.source.url,
             ]
-        )
-    return out.getvalue()
+            for f in data.flags
+        ),
+    )
+
+
+class FlagQuery(BaseModel):
+    """The list's filters: text in a flag's names or help, and a section."""
+
+    q: str = ""
+    section: str = ""
+
+
+class FlagPageQuery(FlagQuery):
+    format: str = ""  # csv | json: the whole filtered list as a download
 
 
 @router.get("/v/{version}/flags", include_in_schema=False)
 def flags_page(
-    request: Request,
-    session: SessionDep,
-    version: str,
-    q: str = "",
-    section: str = "",
-    format: str = "",
+    request: Request, session: SessionDep, version: str, params: Annotated[FlagPageQuery, Query()]
 ) -> Response:
     found = get_version(session, version)
-    if format in ("csv", "json"):  # the whole filtered list as a download
-        data = flag_list(session, found, q, section)
-        headers = {"content-disposition": f'attachment; filename="flags-{found.name}.{format}"'}
-        if format == "csv":
-            return Response(flags_csv(data), media_type="text/csv; charset=utf-8", headers=headers)
-        return Response(data.model_dump_json(), media_type="application/json", headers=headers)
-    listed = flag_list_dict(session, found, q, section)
+    if params.format in ("csv", "json"):  # the whole filtered list as a download
+        data = flag_list(session, found, params.q, params.section)
+        return listing.export(data, f"flags-{found.name}", params.format, flags_csv)
+    listed = flag_list_dict(session, found, params.q, params.section)
     sections = [
         (name or "Other", flag_items(session, found, list(group)))
         for name, group in groupby(listed["flags"], key=itemgetter("section"))
@@ -187,10 +186,10 @@ def flags_page(
 
 
 @router.get("/api/v/{version}/flags", responses=errors(404))
-def api_flags(session: SessionDep, version: str, q: str = "", section: str = "") -> FlagList:
+def api_flags(session: SessionDep, version: str, params: Annotated[FlagQuery, Query()]) -> FlagList:
     """The flags of a version in source order; `q` filters by name, alias, dest or help,
     `section` by section ("Other": flags in none); `facets` counts matches per section."""
-    return flag_list(session, get_version(session, version), q, section)
+    return flag_list(session, get_version(session, version), params.q, params.section)
 
 
 def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:

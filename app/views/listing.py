@@ -1,13 +1,21 @@
-"""Datasette-like list helpers: facets with counts whose links add (or drop) a filter, and
-page arithmetic. Shared by the constraints and flags lists."""
+"""Datasette-like list helpers: facets with counts whose links add (or drop) a filter, page
+arithmetic, and the CSV and JSON downloads. Shared by the constraints and flags lists."""
 
 from __future__ import annotations
 
+import csv
+import io
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
+from fastapi.responses import Response
+from pydantic import BaseModel
+
 from kb.contract import Facet, FacetValue
+
+M = TypeVar("M", bound=BaseModel)
 
 PER_PAGE = 50
 MAX_PER_PAGE = 1000
@@ -49,3 +57,19 @@ def clamp_page(page: int, per_page: int, total: int) -> tuple[int, int, int]:
     per_page = max(0, min(per_page, MAX_PER_PAGE))
     pages = max(1, -(-total // per_page)) if per_page else 1
     return max(1, min(page, pages)), per_page, pages
+
+
+def csv_text(header: list[str], rows: Iterable[list[Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def export(data: M, name: str, format: str, to_csv: Callable[[M], str]) -> Response:
+    """A list as a download, `name`.csv (`to_csv`) or `name`.json (the list's model)."""
+    headers = {"content-disposition": f'attachment; filename="{name}.{format}"'}
+    if format == "csv":
+        return Response(to_csv(data), media_type="text/csv; charset=utf-8", headers=headers)
+    return Response(data.model_dump_json(), media_type="application/json", headers=headers)
