@@ -27,7 +27,7 @@ from sqlmodel import Session, select
 
 from app.main import create_app
 from app.respcache import ByteLRU, Entry
-from cli.serve import uvicorn_config
+from cli.serve import bind_reuseport, uvicorn_config
 from kb.schema import Flag, Version, make_engine
 from tests.fixture_repos import ERA2_SERVER_ARGS, SERVER_ARGS, commit, git, write
 
@@ -398,6 +398,34 @@ def test_serve_workers_spread_and_die_with_the_parent(db: Path) -> None:
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_worker_connections_have_nagle_off(db: Path) -> None:
+    """A worker's accepted connections have TCP_NODELAY: asyncio sets it only on sockets
+    made with IPPROTO_TCP, and with Nagle's algorithm on, a reply written in two parts (the
+    headers, then a compressed body) waited ~40 ms for the client's delayed ACK on every
+    keep-alive request."""
+    sock = bind_reuseport("127.0.0.1", 0, 1)[0]
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn_config(create_app(f"sqlite:///{db}"), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.time() + 20
+        while not server.started and time.time() < deadline:
+            time.sleep(0.05)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            reply = client.get(PAGE, headers={"Accept-Encoding": "zstd"})
+            assert reply.headers["content-encoding"] == "zstd"
+            sockets = [
+                c.transport.get_extra_info("socket") for c in server.server_state.connections
+            ]
+            nodelay = [s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in sockets]
+            assert len(nodelay) == 1 and nodelay[0] != 0, nodelay
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
 
 
 def _socket_inodes(pid: int) -> set[str]:
