@@ -1,0 +1,64 @@
+"""HTTP at the edges: every reply carries the security headers (errors, redirects, the
+limits' early replies and the 500 page too), redirects are relative and stay on this site,
+`Vary` names every request header a body depends on, and the OpenAPI description answers at
+/openapi.json as well as /api/openapi.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dashboard_kb import build_kb
+from fastapi.testclient import TestClient
+
+from app.main import SECURITY_HEADERS, create_app
+
+PAGE = "/v/v0.3.0/flags/--moe-runner-backend"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_kb(tmp_path_factory.mktemp("kb") / "kb.db")
+
+
+@pytest.fixture(scope="module")
+def client(db: Path) -> TestClient:
+    app = create_app(f"sqlite:///{db}")
+
+    @app.get("/boom", include_in_schema=False)
+    def boom() -> None:
+        raise RuntimeError("a bug")
+
+    return TestClient(app, follow_redirects=False, raise_server_exceptions=False)
+
+
+# (method, URL, extra request arguments, the status it answers)
+ERRORS = [
+    ("GET", "/boom", {}, 500),
+    ("GET", "/api/nothing-here", {}, 404),
+    ("GET", "/nothing-here", {}, 404),
+    ("GET", "/v/nope/flags", {}, 404),
+    ("GET", "/api/v/nope/flags", {}, 404),
+    ("GET", "/static/nope.css", {}, 404),
+    ("DELETE", "/", {}, 405),
+    ("GET", "/v/v0.3.0/flags?q=" + "a" * 40_000, {}, 414),
+    ("GET", "/v/a%00b/flags", {}, 400),
+    ("POST", "/api/explain", {"content": b"x" * 300_000}, 413),
+    ("GET", "/api/search?q=moe&limit=many", {}, 400),
+    ("GET", "/latest", {}, 302),
+    ("GET", "/v/v0.3.0/flags/", {}, 307),
+    ("GET", PAGE, {"headers": {"If-None-Match": "*"}}, 304),
+    ("HEAD", "/nothing-here", {}, 404),
+]
+
+
+@pytest.mark.parametrize(("method", "url", "extra", "status"), ERRORS)
+def test_every_reply_has_the_security_headers(
+    client: TestClient, method: str, url: str, extra: dict[str, object], status: int
+) -> None:
+    page = client.get(PAGE).headers
+    response = client.request(method, url, **extra)  # type: ignore[arg-type]
+    assert response.status_code == status, response.text[:200]
+    for name, value in SECURITY_HEADERS:
+        key = name.decode()
+        assert response.headers.get_list(key) == [value.decode()] == page.get_list(key), key
