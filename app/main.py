@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -181,6 +181,26 @@ def allowed_methods(request: Request, router_allow: str) -> str:
     return ", ".join(sorted(methods))
 
 
+def slash_twin(request: Request) -> str | None:
+    """Where a path that no route answers is answered with its trailing slash added or
+    removed, as a relative URL (the query kept), or None. Starlette's own redirect named the
+    Host header's host (`Host: evil.com` -> `location: http://evil.com/...`)."""
+    scope = request.scope
+    routes = request.app.router.routes
+    path = scope["path"]
+    if path == "/" or any(route.matches(scope)[0] != Match.NONE for route in routes):
+        return None  # a route was found and answered 404 itself (a missing static file)
+    twin = {**scope, "path": path.rstrip("/") if path.endswith("/") else path + "/"}
+    if not any(route.matches(twin)[0] != Match.NONE for route in routes):
+        return None
+    raw = (scope.get("raw_path") or path.encode()).decode("latin-1")
+    location = raw.rstrip("/") if raw.endswith("/") else raw + "/"
+    if location.startswith(("//", "/\\")) or not location.startswith("/"):
+        return None  # `//host/...` would be another site's URL
+    query = scope.get("query_string", b"").decode("latin-1")
+    return location + (f"?{query}" if query else "")
+
+
 def validation_error(exc: RequestValidationError) -> tuple[int, str, str, str]:
     """(status, kind, name, detail): a JSON body that parses but does not fit the request
     model is 422; a bad query or path parameter, or a body that is not JSON, is 400."""
@@ -207,6 +227,7 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
         docs_url=None,
         redoc_url=None,
         openapi_url="/api/openapi.json",
+        redirect_slashes=False,  # slash_twin's relative redirect instead, from the 404 handler
     )
     without_phantom_422(app)
     with_url_limit(app)
@@ -245,6 +266,9 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404:
+            twin = slash_twin(request)
+            if twin is not None:
+                return RedirectResponse(twin, status_code=307)
             detail = f"Nothing here: {request.url.path[:MAX_NAME]}"
             links = [{"name": "Home", "url": "/"}, {"name": "Latest flags", "url": "/latest/flags"}]
             return error_response(request, 404, detail, links)

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from dashboard_kb import build_kb
+from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
-from app.main import SECURITY_HEADERS, create_app
+from app.main import SECURITY_HEADERS, create_app, slash_twin
 
 PAGE = "/v/v0.3.0/flags/--moe-runner-backend"
 
@@ -62,3 +63,34 @@ def test_every_reply_has_the_security_headers(
     for name, value in SECURITY_HEADERS:
         key = name.decode()
         assert response.headers.get_list(key) == [value.decode()] == page.get_list(key), key
+
+
+def test_trailing_slash_redirect_is_relative_whatever_the_host(client: TestClient) -> None:
+    for url, location in [
+        ("/v/v0.3.0/flags/?q=moe", "/v/v0.3.0/flags?q=moe"),
+        ("/api/v/v0.3.0/flags/", "/api/v/v0.3.0/flags"),
+        ("/api/versions/", "/api/versions"),
+    ]:
+        response = client.get(url, headers={"Host": "evil.example"})
+        assert (response.status_code, response.headers["location"]) == (307, location), url
+    # A path that no route answers either way, or a missing static file, is a 404.
+    for url in ["/nothing-here/", "/static/nope.css/", "/static/nope.css"]:
+        assert client.get(url).status_code == 404, url
+
+
+def test_no_slash_redirect_leaves_the_site() -> None:
+    """`//evil.example/x` is another site's URL: a route that matched `//evil.example/x`
+    (none of ours starts with a parameter, so a made-up one) gets no redirect there."""
+    app = FastAPI()
+
+    @app.get("/{anything:path}/x")
+    def x(anything: str) -> str:
+        return anything
+
+    def request(path: str) -> Request:
+        scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode()}
+        return Request({**scope, "query_string": b"", "headers": [], "app": app})
+
+    assert slash_twin(request("/a/x/")) == "/a/x"
+    assert slash_twin(request("//evil.example/x/")) is None
+    assert slash_twin(request("/\\evil.example/x/")) is None
