@@ -94,3 +94,19 @@ def test_no_slash_redirect_leaves_the_site() -> None:
     assert slash_twin(request("/a/x/")) == "/a/x"
     assert slash_twin(request("//evil.example/x/")) is None
     assert slash_twin(request("/\\evil.example/x/")) is None
+
+
+def test_latest_redirects_stay_under_v(client: TestClient) -> None:
+    assert client.get("/latest/flags/--tp-size").headers["location"] == (
+        "/v/v0.3.0/flags/--tp-size"
+    )
+    for url in [
+        "/latest/..%2F..%2Fstatic%2Fapp.js",
+        "/latest/flags%2F..%2F..%2F..%2Fnope",
+        "/latest/.%2F..",
+        "/api/latest/..%2F..%2Fstatic%2Fapp.js",
+        "/latest/%2E%2E/x",
+    ]:
+        response = client.get(url)
+        assert response.status_code == 404 and "location" not in response.headers, url
+    assert client.get("/api/latest/..%2Fx").json()["kind"] == "page"
