@@ -110,3 +110,16 @@ def test_latest_redirects_stay_under_v(client: TestClient) -> None:
         response = client.get(url)
         assert response.status_code == 404 and "location" not in response.headers, url
     assert client.get("/api/latest/..%2Fx").json()["kind"] == "page"
+
+
+def test_vary_names_the_history_restore_header(client: TestClient) -> None:
+    """The body depends on HX-History-Restore-Request (a history restore is a whole page
+    where a plain htmx request gets a fragment), so a cache must key on it too."""
+    fragment = {"HX-Request": "true"}
+    restore = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    for url in [PAGE, "/v/v0.3.0/flags", "/search?q=moe", "/"]:  # cached and uncached
+        vary = client.get(url, headers=fragment).headers["vary"]
+        assert "HX-History-Restore-Request" in vary and "HX-Request" in vary, (url, vary)
+    flags = "/v/v0.3.0/flags"  # a fragment for htmx, the whole page for a restore
+    whole, part = client.get(flags, headers=restore), client.get(flags, headers=fragment)
+    assert "<html" in whole.text and "<html" not in part.text
