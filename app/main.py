@@ -119,31 +119,15 @@ class HeadAsGet:
         await self.app({**scope, "method": "GET"}, receive, send_headers_only)
 
 
-def without_phantom_422(app: FastAPI) -> None:
-    """FastAPI documents a 422 `HTTPValidationError` on every route with parameters; this
-    app answers bad parameters with 400 and bad bodies with 422, both as ErrorBody, and each
-    route lists the statuses it really answers (`responses=errors(...)`)."""
-    generate = app.openapi
+def patch_openapi(app: FastAPI) -> None:
+    """The description as the app answers:
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = generate()
-            for operations in schema.get("paths", {}).values():
-                for operation in operations.values():
-                    reply = operation.get("responses", {}).get("422", {})
-                    ref = reply.get("content", {}).get("application/json", {}).get("schema", {})
-                    if ref.get("$ref", "").endswith("/HTTPValidationError"):
-                        del operation["responses"]["422"]
-            schemas = schema.get("components", {}).get("schemas", {})
-            for name in ("HTTPValidationError", "ValidationError"):
-                schemas.pop(name, None)
-        return app.openapi_schema or {}
-
-    app.openapi = openapi  # type: ignore[method-assign]
-
-
-def with_url_limit(app: FastAPI) -> None:
-    """Every route may answer 414 (app/limits.py: a URL over MAX_URL bytes, before routing)."""
+    - FastAPI documents a 422 `HTTPValidationError` on every route with parameters; this
+      app answers bad parameters with 400 and bad bodies with 422, both as ErrorBody, and
+      each route lists the statuses it really answers (`responses=errors(...)`): the 422s
+      and their schemas go;
+    - every route that documents an error may also answer 414 (app/limits.py: a URL over
+      MAX_URL bytes, before routing)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -152,19 +136,24 @@ def with_url_limit(app: FastAPI) -> None:
             for operations in schema.get("paths", {}).values():
                 for operation in operations.values():
                     replies = operation.get("responses", {})
-                    if not any(code.startswith("4") for code in replies):
-                        continue  # routes that document no error (H5's) stay as they are
-                    replies["414"] = {
-                        "description": "The URL is too long.",
-                        "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/ErrorBody"}
-                            }
-                        },
-                    }
+                    reply = replies.get("422", {})
+                    ref = reply.get("content", {}).get("application/json", {}).get("schema", {})
+                    if ref.get("$ref", "").endswith("/HTTPValidationError"):
+                        del replies["422"]
+                    if any(code.startswith("4") for code in replies):
+                        replies["414"] = URL_TOO_LONG  # routes that document no error stay
+            schemas = schema.get("components", {}).get("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
         return app.openapi_schema or {}
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+URL_TOO_LONG = {
+    "description": "The URL is too long.",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+}
 
 
 def allowed_methods(request: Request, router_allow: str) -> str:
@@ -229,8 +218,7 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
         openapi_url="/api/openapi.json",
         redirect_slashes=False,  # slash_twin's relative redirect instead, from the 404 handler
     )
-    without_phantom_422(app)
-    with_url_limit(app)
+    patch_openapi(app)
     url = db_url or database_url()
     engine = make_engine(url, readonly=True)
     app.state.engine = engine
