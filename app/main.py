@@ -126,8 +126,8 @@ def patch_openapi(app: FastAPI) -> None:
       app answers bad parameters with 400 and bad bodies with 422, both as ErrorBody, and
       each route lists the statuses it really answers (`responses=errors(...)`): the 422s
       and their schemas go;
-    - every route that documents an error may also answer 414 (app/limits.py: a URL over
-      MAX_URL bytes, before routing)."""
+    - every route that documents an error may also answer 414 and 400 (app/limits.py, before
+      routing: a URL over MAX_URL bytes, a NUL character in the URL)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -140,8 +140,10 @@ def patch_openapi(app: FastAPI) -> None:
                     ref = reply.get("content", {}).get("application/json", {}).get("schema", {})
                     if ref.get("$ref", "").endswith("/HTTPValidationError"):
                         del replies["422"]
+                    # Routes that document no error (H5's) stay as they are.
                     if any(code.startswith("4") for code in replies):
-                        replies["414"] = URL_TOO_LONG  # routes that document no error stay
+                        replies.setdefault("400", NUL_IN_URL)
+                        replies["414"] = URL_TOO_LONG
             schemas = schema.get("components", {}).get("schemas", {})
             for name in ("HTTPValidationError", "ValidationError"):
                 schemas.pop(name, None)
@@ -150,10 +152,9 @@ def patch_openapi(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-URL_TOO_LONG = {
-    "description": "The URL is too long.",
-    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
-}
+ERROR_BODY = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+URL_TOO_LONG = {"description": "The URL is too long.", "content": ERROR_BODY}
+NUL_IN_URL = {"description": "The URL contains a NUL character.", "content": ERROR_BODY}
 
 
 def allowed_methods(request: Request, router_allow: str) -> str:
