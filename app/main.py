@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -277,6 +277,11 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     async def server_error(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s", request.url.path)
         return error_response(request, 500, "Internal error.")
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_at_root() -> JSONResponse:
+        """The description where tools look first, as well as at /api/openapi.json."""
+        return JSONResponse(app.openapi())
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.include_router(home.router)

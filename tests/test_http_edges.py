@@ -123,3 +123,11 @@ def test_vary_names_the_history_restore_header(client: TestClient) -> None:
     flags = "/v/v0.3.0/flags"  # a fragment for htmx, the whole page for a restore
     whole, part = client.get(flags, headers=restore), client.get(flags, headers=fragment)
     assert "<html" in whole.text and "<html" not in part.text
+
+
+def test_openapi_answers_at_both_urls(client: TestClient) -> None:
+    described = client.get("/api/openapi.json")
+    assert described.status_code == 200
+    at_root = client.get("/openapi.json")
+    assert at_root.status_code == 200 and at_root.json() == described.json()
+    assert "/openapi.json" not in described.json()["paths"]
