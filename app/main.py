@@ -224,7 +224,8 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     engine = make_engine(url, readonly=True)
     app.state.engine = engine
     app.state.db_url = url
-    # Explicit, fixed at start: FLAGATLAS_INDEX, else beside a SQLite file (kb/search.py).
+    # Fixed at start: FLAGATLAS_INDEX, else beside a SQLite file, else the user's data
+    # directory (kb.search.default_index_dir).
     app.state.index_dir = default_index_dir(url)
 
     def query_stamp() -> str:

@@ -49,7 +49,7 @@ def ensure_index(db_url: str, index_dir: Path | None = None) -> Path:
     """Build the search index before any worker starts if it is missing or was built for
     other versions than the database now holds.
 
-    The index is a local directory (FLAGATLAS_INDEX, else beside a SQLite file): a replica
+    The index is a local directory (kb.search.default_index_dir): a replica
     pointed at a shared PostgreSQL builds its own from the database on start (and after an
     ingest elsewhere, on its next restart), rather than each worker on its first query.
     """
