@@ -1,7 +1,8 @@
 """Serving a team: the stamp-keyed response cache (ETag, 304, gzip, invalidation), bounded
 inputs and answers (413, 414, 400 for long explain parameters, truncated explain lists),
-`flagatlas serve --workers` (SO_REUSEPORT workers that die with the parent), and an ingest
-killed with SIGKILL leaving no worker or `git cat-file` behind."""
+`flagatlas serve --workers` (SO_REUSEPORT workers that die with the parent, connections
+without Nagle's delay), and an ingest killed with SIGKILL leaving no worker, `git cat-file`
+or temporary file behind."""
 
 from __future__ import annotations
 
@@ -501,12 +502,17 @@ def build_wide_repo(root: Path) -> Path:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG, /proc")
-def test_kill_9_of_an_ingest_leaves_no_process(tmp_path: Path) -> None:
+def test_kill_9_of_an_ingest_leaves_no_process_and_no_temporary_file(tmp_path: Path) -> None:
+    """Nor multiprocessing's temporary directory (pymp-*, the fork server's socket in it),
+    which only an atexit hook of the killed process removed."""
     repo = build_wide_repo(tmp_path)
     marker = tmp_path / "stalled"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-c", STALLING_INGEST, str(repo), str(tmp_path / "kb.db"), str(marker)],
         cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(temp)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -519,8 +525,10 @@ def test_kill_9_of_an_ingest_leaves_no_process(tmp_path: Path) -> None:
         names = [Path(f"/proc/{p}/cmdline").read_bytes() for p in family]
         assert sum(b"cat-file" in n for n in names) >= 2, names  # one per pool worker
         assert len(family) >= 4
+        assert list(temp.glob("pymp-*/listener-*")), list(temp.iterdir())
         proc.send_signal(signal.SIGKILL)
         assert _wait_gone(family, 15) == []
+        assert list(temp.iterdir()) == []
     finally:
         proc.kill()
         proc.wait(10)
