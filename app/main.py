@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -89,6 +89,15 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class FlagAtlas(FastAPI):
+    """FastAPI with the security headers outermost: FastAPI puts its own error middleware,
+    which sends the 500 page, outside every middleware `add_middleware` adds, and the 400,
+    413 and 414 replies of `Limits` are sent before the app runs."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
+
+
 class HeadAsGet:
     """GET routes answer HEAD: the GET reply's status and headers, without its body (FastAPI
     routes declared with GET alone would answer 405)."""
@@ -111,31 +120,15 @@ class HeadAsGet:
         await self.app({**scope, "method": "GET"}, receive, send_headers_only)
 
 
-def without_phantom_422(app: FastAPI) -> None:
-    """FastAPI documents a 422 `HTTPValidationError` on every route with parameters; this
-    app answers bad parameters with 400 and bad bodies with 422, both as ErrorBody, and each
-    route lists the statuses it really answers (`responses=errors(...)`)."""
-    generate = app.openapi
+def patch_openapi(app: FastAPI) -> None:
+    """The description as the app answers:
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = generate()
-            for operations in schema.get("paths", {}).values():
-                for operation in operations.values():
-                    reply = operation.get("responses", {}).get("422", {})
-                    ref = reply.get("content", {}).get("application/json", {}).get("schema", {})
-                    if ref.get("$ref", "").endswith("/HTTPValidationError"):
-                        del operation["responses"]["422"]
-            schemas = schema.get("components", {}).get("schemas", {})
-            for name in ("HTTPValidationError", "ValidationError"):
-                schemas.pop(name, None)
-        return app.openapi_schema or {}
-
-    app.openapi = openapi  # type: ignore[method-assign]
-
-
-def with_url_limit(app: FastAPI) -> None:
-    """Every route may answer 414 (app/limits.py: a URL over MAX_URL bytes, before routing)."""
+    - FastAPI documents a 422 `HTTPValidationError` on every route with parameters; this
+      app answers bad parameters with 400 and bad bodies with 422, both as ErrorBody, and
+      each route lists the statuses it really answers (`responses=errors(...)`): the 422s
+      and their schemas go;
+    - every route that documents an error may also answer 414 and 400 (app/limits.py, before
+      routing: a URL over MAX_URL bytes, a NUL character in the URL)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -144,19 +137,25 @@ def with_url_limit(app: FastAPI) -> None:
             for operations in schema.get("paths", {}).values():
                 for operation in operations.values():
                     replies = operation.get("responses", {})
-                    if not any(code.startswith("4") for code in replies):
-                        continue  # routes that document no error (H5's) stay as they are
-                    replies["414"] = {
-                        "description": "The URL is too long.",
-                        "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/ErrorBody"}
-                            }
-                        },
-                    }
+                    reply = replies.get("422", {})
+                    ref = reply.get("content", {}).get("application/json", {}).get("schema", {})
+                    if ref.get("$ref", "").endswith("/HTTPValidationError"):
+                        del replies["422"]
+                    # Routes that document no error (H5's) stay as they are.
+                    if any(code.startswith("4") for code in replies):
+                        replies.setdefault("400", NUL_IN_URL)
+                        replies["414"] = URL_TOO_LONG
+            schemas = schema.get("components", {}).get("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
         return app.openapi_schema or {}
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+ERROR_BODY = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+URL_TOO_LONG = {"description": "The URL is too long.", "content": ERROR_BODY}
+NUL_IN_URL = {"description": "The URL contains a NUL character.", "content": ERROR_BODY}
 
 
 def allowed_methods(request: Request, router_allow: str) -> str:
@@ -171,6 +170,26 @@ def allowed_methods(request: Request, router_allow: str) -> str:
     if "GET" in methods:
         methods.add("HEAD")
     return ", ".join(sorted(methods))
+
+
+def slash_twin(request: Request) -> str | None:
+    """Where a path that no route answers is answered with its trailing slash added or
+    removed, as a relative URL (the query kept), or None. Starlette's own redirect named the
+    Host header's host (`Host: evil.com` -> `location: http://evil.com/...`)."""
+    scope = request.scope
+    routes = request.app.router.routes
+    path = scope["path"]
+    if path == "/" or any(route.matches(scope)[0] != Match.NONE for route in routes):
+        return None  # a route was found and answered 404 itself (a missing static file)
+    twin = {**scope, "path": path.rstrip("/") if path.endswith("/") else path + "/"}
+    if not any(route.matches(twin)[0] != Match.NONE for route in routes):
+        return None
+    raw = (scope.get("raw_path") or path.encode()).decode("latin-1")
+    location = raw.rstrip("/") if raw.endswith("/") else raw + "/"
+    if location.startswith(("//", "/\\")) or not location.startswith("/"):
+        return None  # `//host/...` would be another site's URL
+    query = scope.get("query_string", b"").decode("latin-1")
+    return location + (f"?{query}" if query else "")
 
 
 def validation_error(exc: RequestValidationError) -> tuple[int, str, str, str]:
@@ -192,21 +211,22 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     """The app on a knowledge base; `cache_mb` (default FLAGATLAS_CACHE_MB or 64) bounds the
     cache of rendered pinned pages, 0 turns it off."""
     # No Swagger UI: it loads from a CDN with inline scripts; the schema itself is served.
-    app = FastAPI(
+    app = FlagAtlas(
         title="Flag Atlas",
         version=API_VERSION,
         description=API_DESCRIPTION,
         docs_url=None,
         redoc_url=None,
         openapi_url="/api/openapi.json",
+        redirect_slashes=False,  # slash_twin's relative redirect instead, from the 404 handler
     )
-    without_phantom_422(app)
-    with_url_limit(app)
+    patch_openapi(app)
     url = db_url or database_url()
     engine = make_engine(url, readonly=True)
     app.state.engine = engine
     app.state.db_url = url
-    # Explicit, fixed at start: FLAGATLAS_INDEX, else beside a SQLite file (kb/search.py).
+    # Fixed at start: FLAGATLAS_INDEX, else beside a SQLite file, else the user's data
+    # directory (kb.search.default_index_dir).
     app.state.index_dir = default_index_dir(url)
 
     def query_stamp() -> str:
@@ -237,6 +257,9 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404:
+            twin = slash_twin(request)
+            if twin is not None:
+                return RedirectResponse(twin, status_code=307)
             detail = f"Nothing here: {request.url.path[:MAX_NAME]}"
             links = [{"name": "Home", "url": "/"}, {"name": "Latest flags", "url": "/latest/flags"}]
             return error_response(request, 404, detail, links)
@@ -256,6 +279,11 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     async def server_error(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s", request.url.path)
         return error_response(request, 500, "Internal error.")
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_at_root() -> JSONResponse:
+        """The description where tools look first, as well as at /api/openapi.json."""
+        return JSONResponse(app.openapi())
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.include_router(home.router)
@@ -278,13 +306,14 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     # else gzip at level 3, not 5 (1.0 ms against 1.8 ms, 23 KB against 19 KB): this
     # compresses every uncached reply as it goes; cached replies are compressed once per
     # entry and encoding (app/respcache.py).
-    # Outermost last: limits -> security headers -> cached pinned pages -> compression -> routes.
+    # Outermost first (add_middleware wraps, so the last added is outermost): security
+    # headers (FlagAtlas) -> limits -> HEAD as GET -> cached pinned pages -> compression ->
+    # routes.
     app.add_middleware(Compression, minimum_size=4096, gzip_level=3)
     if cache_mb is None:
         cache_mb = int(os.environ.get("FLAGATLAS_CACHE_MB", "64"))
     if cache_mb > 0:
         app.add_middleware(ResponseCache, stamp=stamp, max_bytes=cache_mb * 1024 * 1024)
-    app.add_middleware(SecurityHeaders)
     app.add_middleware(HeadAsGet)
     app.add_middleware(Limits)
     # Start-up objects (modules, templates, routes) live for the whole process: move them out

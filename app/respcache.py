@@ -34,6 +34,10 @@ PINNED = ("/v/", "/api/v/", "/diff/", "/api/diff/")
 # Bodies below this are sent as they are: compression would not pay for its header.
 MIN_GZIP = 1024
 COMPRESSIBLE = (b"text/", b"application/json", b"application/javascript")
+# The request headers an entry is kept under (besides the URL), as the pages read them
+# (app/templating.py), and so the Vary of every cached reply.
+KEY_HEADERS = (b"hx-request", b"hx-history-restore-request")
+VARY = b"HX-Request, HX-History-Restore-Request, Accept-Encoding"
 
 
 # Encodings a cached entry is sent in, in order of preference, with their ETag suffixes.
@@ -178,8 +182,7 @@ class ResponseCache:
             self.current_stamp(),
             scope["path"],
             scope.get("query_string", b"").decode("latin-1"),
-            headers.get(b"hx-request", b"").decode("latin-1"),
-            headers.get(b"hx-history-restore-request", b"").decode("latin-1"),
+            *(headers.get(name, b"").decode("latin-1") for name in KEY_HEADERS),
         )
         entry = self.lru.get(key)
         if entry is None:
@@ -266,7 +269,7 @@ class ResponseCache:
         common = [
             (b"etag", etag),
             (b"cache-control", self.cache_control),
-            (b"vary", b"HX-Request, Accept-Encoding"),
+            (b"vary", VARY),
         ]
         match = headers.get(b"if-none-match")
         if match is not None and _etag_matches(match, etag):

@@ -99,6 +99,10 @@ env.globals["usage_areas_html"] = fragments.usage_areas
 env.globals["grid_columns_html"] = fragments.grid_columns
 
 
+# The request headers a page's body depends on (is_fragment_request reads both).
+VARY = "HX-Request, HX-History-Restore-Request"
+
+
 def is_fragment_request(request: Request) -> bool:
     """An htmx swap (not a history restore, which needs the whole page)."""
     return bool(
@@ -120,5 +124,5 @@ def render(
         )
     else:
         response = templates.TemplateResponse(request, name, context, status_code=status_code)
-    response.headers["Vary"] = "HX-Request"
+    response.headers["Vary"] = VARY
     return response

@@ -4,13 +4,17 @@
    static file from the same server (target: within 2x), and a 304 on If-None-Match;
 2. uncached views (response cache off, `FLAGATLAS_CACHE_MB=0`) of the heavy flag page
    (target < 8 ms median), the flags list and the constraints page (< 15 ms);
-3. throughput with wrk at 32 keep-alive connections on the flag page, `--workers 2` against
-   `--workers 1` (target >= 1.6x), uncached and cached;
+3. throughput with wrk at 32 keep-alive connections on the flag page, asking for compressed
+   replies as a browser does (`Accept-Encoding: gzip, deflate, br, zstd`: the server sends
+   zstd), `--workers 2` against `--workers 1` (target >= 1.6x), uncached and cached; each
+   configuration `--repeat` times, alternately, and the medians compared (the machine is
+   shared: one run moves with the others' load);
 4. Datasette (installed from PyPI into a scratch venv) serving the same file: its row page's
    throughput against the flag page's, in the same run.
 
-    .venv/bin/python bench/bench_serving.py [--db PATH] [--seconds 8] [--no-datasette]
-        [--against OTHER_CHECKOUT]
+    .venv/bin/python bench/bench_serving.py [--db PATH] [--seconds 8] [--repeat 3]
+        [--only warm|uncached|wrk|datasette ...] [--no-datasette] [--against OTHER_CHECKOUT]
+        [--port-base N]
 
 With `--against`, the uncached views (2.) and the uncached one-worker wrk run (3.) are also
 measured on another checkout's server (its own .venv), alternately with this one's, and
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import re
 import shutil
@@ -52,7 +57,13 @@ SOURCE = f"/v/{VERSION}/source/python/sglang/srt/server_args.py"
 STATIC = "/static/style.css"
 
 
+PORT_BASE = 0  # --port-base: the servers' ports are taken from here on, in turn
+_ports = itertools.count()
+
+
 def free_port() -> int:
+    if PORT_BASE:
+        return PORT_BASE + next(_ports) % 100
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -145,9 +156,16 @@ def timed(client: httpx.Client, url: str, headers: dict[str, str] | None = None)
     return elapsed
 
 
-def wrk(url: str, seconds: int, connections: int = 32) -> float:
+# What browsers send (Chrome 123+, Firefox 126+): the server answers zstd.
+BROWSER_ENCODINGS = "gzip, deflate, br, zstd"
+
+
+def wrk(url: str, seconds: int, connections: int = 32) -> tuple[float, float]:
+    """(requests/s, median latency in ms) of `connections` keep-alive clients (wrk's
+    HTTP/1.1 connections are kept alive) asking for compressed replies."""
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "30s", url],
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "30s", "--latency"]
+        + ["-H", f"Accept-Encoding: {BROWSER_ENCODINGS}", url],
         capture_output=True,
         text=True,
         check=True,
@@ -156,7 +174,16 @@ def wrk(url: str, seconds: int, connections: int = 32) -> float:
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
         sys.exit(f"wrk {url}: {errors.group(1)} error responses")
-    return float(m.group(1)) if m else 0.0
+    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)\b", out)
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    median = float(p50.group(1)) * scale[p50.group(2)] if p50 else 0.0
+    return (float(m.group(1)) if m else 0.0), median
+
+
+def encoding_of(url: str) -> str:
+    """The Content-Encoding the server answers wrk's requests with."""
+    response = httpx.get(url, headers={"Accept-Encoding": BROWSER_ENCODINGS}, timeout=120)
+    return response.headers.get("content-encoding", "identity")
 
 
 def warm_views(base: str, rounds: int) -> None:
@@ -265,14 +292,79 @@ def datasette(db: str) -> Iterator[str]:
         proc.wait(30)
 
 
+def throughput(
+    db: str, seconds: int, repeat: int, against: Path | None
+) -> tuple[dict[tuple[int, int], float], float | None]:
+    """Each configuration (cache off/on, 1/2 workers, and with `against` the other
+    checkout's uncached single worker) `repeat` times, alternately; prints each run and the
+    medians. Returns the median req/s of each (cache MB, workers) and the other checkout's."""
+    runs = [(0, 1, ROOT), (0, 2, ROOT), (64, 1, ROOT), (64, 2, ROOT)]
+    if against:
+        runs.insert(1, (0, 1, against))
+    measured: dict[tuple[int, int, Path], list[tuple[float, float]]] = {r: [] for r in runs}
+    for turn in range(repeat):
+        for cache, workers, root in runs:
+            with flagatlas(db, workers, cache, root) as base:
+                # One request first (fills the history cache), then every worker.
+                coding = encoding_of(base + FLAG)
+                wrk(base + FLAG, 2)
+                idle = busy_cores()  # what the rest of the machine uses meanwhile
+                pids = worker_pids(SERVERS[base])
+                before = [cpu_seconds(p) for p in pids]
+                start = time.perf_counter()
+                rate, p50 = wrk(base + FLAG, seconds)
+                wall = time.perf_counter() - start
+                used = [cpu_seconds(p) - b for p, b in zip(pids, before, strict=True)]
+            measured[(cache, workers, root)].append((rate, p50))
+            label = ("cached" if cache else "uncached") + ("" if root == ROOT else " AGAINST")
+            shares = " + ".join(f"{u / wall:.2f}" for u in used)
+            print(
+                f"  {turn + 1}. {label:<8} --workers {workers}: {rate:8.1f} req/s,"
+                f" p50 {p50:6.2f} ms ({coding}); worker CPU {shares} cores;"
+                f" other load before: {idle:.2f} of {os.cpu_count()} cores busy"
+            )
+    rates: dict[tuple[int, int], float] = {}
+    other: float | None = None
+    print(f"  medians of {repeat} rounds:")
+    for (cache, workers, root), values in measured.items():
+        rate = statistics.median(v[0] for v in values)
+        p50 = statistics.median(v[1] for v in values)
+        label = ("cached" if cache else "uncached") + ("" if root == ROOT else " AGAINST")
+        print(f"  {label:<8} --workers {workers}: {rate:8.1f} req/s, p50 {p50:6.2f} ms")
+        if root == ROOT:
+            rates[(cache, workers)] = rate
+        else:
+            other = rate
+    if other:
+        ratio = rates[(0, 1)] / other
+        print(f"  uncached --workers 1: this = {ratio:.2f}x the other checkout's throughput")
+    for cache in (0, 64):
+        ratio = rates[(cache, 2)] / max(rates[(cache, 1)], 1e-9)
+        label = "cached" if cache else "uncached"
+        verdict = "PASS" if ratio >= 1.6 else "FAIL"
+        print(f"  {label}: --workers 2 = {ratio:.2f}x --workers 1 (target >= 1.6x): {verdict}")
+    return rates, other
+
+
+SECTIONS = ("warm", "uncached", "wrk", "datasette")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--db", default=None)
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the wrk runs (3.)")
+    parser.add_argument("--only", action="append", choices=SECTIONS, help="sections to run")
     parser.add_argument("--no-datasette", action="store_true")
     parser.add_argument("--against", type=Path, help="another checkout (the before)")
+    parser.add_argument(
+        "--port-base", type=int, default=0, help="serve on ports N..N+99 (default: any free)"
+    )
     args = parser.parse_args()
+    global PORT_BASE
+    PORT_BASE = args.port_base
+    sections = set(args.only or SECTIONS) - ({"datasette"} if args.no_datasette else set())
     against = args.against.resolve() if args.against else None
     if not shutil.which("wrk"):
         sys.exit("wrk is missing: apt-get install wrk")
@@ -281,71 +373,44 @@ def main() -> None:
         shutil.copy(args.db or default_db(), db)
         print(f"{args.db or default_db()} (copied), {os.cpu_count()} cores")
 
-        print("\n1. warm repeat views (response cache on, 1 worker)")
-        with flagatlas(db, 1, 64) as base:
-            warm_views(base, args.rounds)
+        if "warm" in sections:
+            print("\n1. warm repeat views (response cache on, 1 worker)")
+            with flagatlas(db, 1, 64) as base:
+                warm_views(base, args.rounds)
 
-        print("\n2. uncached views (FLAGATLAS_CACHE_MB=0, 1 worker)")
         medians: dict[str, list[dict[str, float]]] = {"this": [], "against": []}
-        for turn in range(2 if against else 1):
-            for who, root in [("this", ROOT)] + ([("against", against)] if against else []):
-                with flagatlas(db, 1, 0, root) as base:
-                    print(f" {who} ({root}), turn {turn + 1}")
-                    if turn == 0:
-                        first_views(base, db, 20)
-                    medians[who].append(uncached_views(base, args.rounds))
-        if against:
-            print(" this / against, median of each turn's medians (ms), and server CPU:")
-            for url in (FLAG, FLAGS, CONSTRAINTS, STATIC):
-                a = statistics.median(m[url] for m in medians["this"])
-                b = statistics.median(m[url] for m in medians["against"])
-                ca = statistics.median(m["cpu " + url] for m in medians["this"])
-                cb = statistics.median(m["cpu " + url] for m in medians["against"])
-                name = url.replace(f"/v/{VERSION}", "…")
-                print(
-                    f"  {name:<34} {b:8.2f} -> {a:8.2f}  {a / b:.2f}x;"
-                    f"  CPU {cb:6.2f} -> {ca:6.2f} ms/request  {ca / cb:.2f}x"
-                )
+        if "uncached" in sections:
+            print("\n2. uncached views (FLAGATLAS_CACHE_MB=0, 1 worker)")
+            for turn in range(2 if against else 1):
+                for who, root in [("this", ROOT)] + ([("against", against)] if against else []):
+                    with flagatlas(db, 1, 0, root) as base:
+                        print(f" {who} ({root}), turn {turn + 1}")
+                        if turn == 0:
+                            first_views(base, db, 20)
+                        medians[who].append(uncached_views(base, args.rounds))
+            if against:
+                print(" this / against, median of each turn's medians (ms), and server CPU:")
+                for url in (FLAG, FLAGS, CONSTRAINTS, STATIC):
+                    a = statistics.median(m[url] for m in medians["this"])
+                    b = statistics.median(m[url] for m in medians["against"])
+                    ca = statistics.median(m["cpu " + url] for m in medians["this"])
+                    cb = statistics.median(m["cpu " + url] for m in medians["against"])
+                    name = url.replace(f"/v/{VERSION}", "…")
+                    print(
+                        f"  {name:<34} {b:8.2f} -> {a:8.2f}  {a / b:.2f}x;"
+                        f"  CPU {cb:6.2f} -> {ca:6.2f} ms/request  {ca / cb:.2f}x"
+                    )
 
-        print(f"\n3. wrk, 32 connections, {args.seconds}s each, on {FLAG}")
         rates: dict[tuple[int, int], float] = {}
-        runs = [(0, 1, ROOT), (0, 2, ROOT), (64, 1, ROOT), (64, 2, ROOT)]
-        if against:
-            runs.insert(1, (0, 1, against))
         other: float | None = None
-        for cache, workers, root in runs:
-            with flagatlas(db, workers, cache, root) as base:
-                # One request first (fills the history cache), then every worker.
-                httpx.get(base + FLAG, timeout=120)
-                wrk(base + FLAG, 2)
-                idle = busy_cores()  # what the rest of the machine uses meanwhile
-                pids = worker_pids(SERVERS[base])
-                before = [cpu_seconds(p) for p in pids]
-                start = time.perf_counter()
-                rate = wrk(base + FLAG, args.seconds)
-                wall = time.perf_counter() - start
-                used = [cpu_seconds(p) - b for p, b in zip(pids, before, strict=True)]
-            if root == ROOT:
-                rates[(cache, workers)] = rate
-            else:
-                other = rate
-            label = ("cached" if cache else "uncached") + ("" if root == ROOT else " AGAINST")
-            shares = " + ".join(f"{u / wall:.2f}" for u in used)
+        if "wrk" in sections:
             print(
-                f"  {label:<8} --workers {workers}: {rate:8.1f} req/s;"
-                f" worker CPU {shares} cores; other load before: {idle:.2f} of"
-                f" {os.cpu_count()} cores busy"
+                f"\n3. wrk, 32 keep-alive connections, Accept-Encoding: {BROWSER_ENCODINGS},"
+                f" {args.seconds}s each, {args.repeat} rounds, on {FLAG}"
             )
-        if other:
-            ratio = rates[(0, 1)] / other
-            print(f"  uncached --workers 1: this = {ratio:.2f}x the other checkout's throughput")
-        for cache in (0, 64):
-            ratio = rates[(cache, 2)] / max(rates[(cache, 1)], 1e-9)
-            label = "cached" if cache else "uncached"
-            verdict = "PASS" if ratio >= 1.6 else "FAIL"
-            print(f"  {label}: --workers 2 = {ratio:.2f}x --workers 1 (target >= 1.6x): {verdict}")
+            rates, other = throughput(db, args.seconds, args.repeat, against)
 
-        if not args.no_datasette:
+        if "datasette" in sections:
             print("\n4. Datasette on the same file, wrk 32 connections")
             with datasette(db) as base:
                 # A row page of a table (since schema 5 `flag` is a view, which has none).
@@ -354,7 +419,7 @@ def main() -> None:
                     row = base + "/kb/flag_fact/1"
                 httpx.get(row, timeout=120)
                 wrk(row, 2)
-                rate = wrk(row, args.seconds)
+                rate, _p50 = wrk(row, args.seconds)
             print(f"  datasette row page {row.removeprefix(base)}: {rate:8.1f} req/s")
             for (cache, workers), ours in sorted(rates.items()):
                 label = "cached" if cache else "uncached"

@@ -9,6 +9,13 @@ from cli.common import schema_line
 
 cli = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
+# Where the search index lives (kb.search.default_index_dir), for the commands' help.
+INDEX_PLACE = (
+    "FLAGATLAS_INDEX, else beside a SQLite database (DB.search), else (PostgreSQL) "
+    "<database>@<host>_<port>.search in $XDG_DATA_HOME/flagatlas/ (default "
+    "~/.local/share/flagatlas/)"
+)
+
 
 @cli.command()
 def ingest(
@@ -50,7 +57,9 @@ def ingest(
     jobs: int = typer.Option(0, "--jobs", help="Worker processes (default: all cores)."),
     as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
 ) -> None:
-    """Extract flags, enums, constraint and usage sites from SGLang's history into the KB."""
+    """Extract flags, enums, constraint and usage sites from SGLang's history into the KB,
+    and update the search index (where: FLAGATLAS_INDEX, else beside a SQLite database,
+    else under $XDG_DATA_HOME/flagatlas/; `flagatlas reindex --help`)."""
     import json
     import os
     import shlex
@@ -147,7 +156,9 @@ def serve(
         0, "--workers", help="Server processes (default: the machine's cores)."
     ),
 ) -> None:
-    """Serve the dashboard (read-only on the knowledge base)."""
+    """Serve the dashboard (read-only on the knowledge base); the search index is built
+    first if missing or stale (where: FLAGATLAS_INDEX, else beside a SQLite database, else
+    under $XDG_DATA_HOME/flagatlas/; `flagatlas reindex --help`)."""
     import os
 
     from app.main import create_app
@@ -192,7 +203,7 @@ def _readable_kb(command: str, db: str | None, missing: str = ".") -> str:
 def reindex(
     db: str | None = typer.Option(None, "--db", help="Knowledge base (SQLite path or URL)."),
     index: str | None = typer.Option(
-        None, "--index", help="Index directory (default: beside the database, DB.search)."
+        None, "--index", help=f"Index directory (default: {INDEX_PLACE})."
     ),
 ) -> None:
     """Rebuild the search index and swap it in (a running server picks it up)."""

@@ -49,7 +49,7 @@ def ensure_index(db_url: str, index_dir: Path | None = None) -> Path:
     """Build the search index before any worker starts if it is missing or was built for
     other versions than the database now holds.
 
-    The index is a local directory (FLAGATLAS_INDEX, else beside a SQLite file): a replica
+    The index is a local directory (kb.search.default_index_dir): a replica
     pointed at a shared PostgreSQL builds its own from the database on start (and after an
     ingest elsewhere, on its next restart), rather than each worker on its first query.
     """
@@ -87,7 +87,11 @@ def bind_reuseport(host: str, port: int, count: int) -> list[socket.socket]:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sockets: list[socket.socket] = []
     for _ in range(count):
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
+        # connections accepted from a socket made with it. Without, a reply written in two
+        # parts (headers, then a compressed body) waited for the client's delayed ACK, ~40 ms
+        # on every keep-alive request.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))

@@ -21,7 +21,8 @@ from concurrent.futures import (
     wait,
 )
 from dataclasses import dataclass, field
-from multiprocessing import forkserver, get_context
+from multiprocessing import forkserver, get_context, util
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ from ingest.store import (
 )
 from ingest.versions import select
 from kb.codec import MAX_FACTS_CHAIN, MAX_TEXT_CHAIN, unpack
+from kb.procs import remove_when_gone
 from kb.schema import (
     EXTRACTOR_VERSION,
     check_schema,
@@ -295,12 +297,15 @@ def run(
     return summary
 
 
-def _start_fork_server() -> None:
+def _start_fork_server() -> BaseContext:
     """Start the analysis workers' fork server now: its import of ingest.analyze (~0.3 s)
     overlaps the listing of the trees instead of delaying the first batch (`_analyze`'s pool
-    finds it running)."""
-    get_context("forkserver").set_forkserver_preload(["ingest.analyze"])
+    finds it running). Its socket's temporary directory goes even after a `kill -9`."""
+    context = get_context("forkserver")
+    context.set_forkserver_preload(["ingest.analyze"])
+    remove_when_gone(util.get_temp_dir())
     forkserver.ensure_running()
+    return context
 
 
 def _bulk_writes(dbapi_conn: Any, _record: Any) -> None:
@@ -379,8 +384,7 @@ def _analyze(
     # Workers forked from a server that imported ingest.analyze alone: a fork of the ingest
     # would carry (and count in each worker) its imports and trees. One single-worker pool a
     # shard: a shared pool would hand a path's next batch to whichever worker is free.
-    context = get_context("forkserver")
-    context.set_forkserver_preload(["ingest.analyze"])
+    context = _start_fork_server()
     pools = [
         ProcessPoolExecutor(
             max_workers=1,

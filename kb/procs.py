@@ -1,5 +1,6 @@
 """Child processes that die with their parent (Linux), for the ingest's pool workers and
-`git cat-file` children and for the server's workers.
+`git cat-file` children and for the server's workers; and a directory removed when this
+process ends, however it ends (`remove_when_gone`).
 
 A `kill -9` of the parent runs none of its clean-up code, so the children must learn of it
 from the kernel: prctl(PR_SET_PDEATHSIG) asks for a signal when the parent goes. Elsewhere
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from typing import Any
 
@@ -66,3 +68,31 @@ def exit_with(pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=wait, daemon=True, name=f"exit-with-{pid}").start()
+
+
+_janitors: dict[str, subprocess.Popen[bytes]] = {}  # path -> the process that will remove it
+
+
+def remove_when_gone(path: str) -> None:
+    """Remove the directory `path` when this process ends, however it ends.
+
+    A `kill -9` runs none of this process's clean-up code (multiprocessing removes its
+    temporary directory, which holds the fork server's socket, from an atexit hook). So a
+    `sh` child waits on a pipe that only this process holds, which the kernel closes when
+    the process exits, and then removes `path`. The child has its own session, so that a
+    Ctrl-C in the terminal does not end it first. Once per path and process.
+    """
+    if path in _janitors:
+        return
+    read, write = os.pipe()  # neither end is inherited by other children (O_CLOEXEC)
+    try:
+        _janitors[path] = subprocess.Popen(
+            ["sh", "-c", 'read _; rm -rf -- "$1"', "remove-when-gone", path],
+            stdin=read,
+            stdout=subprocess.DEVNULL,  # nor does it hold a pipe the caller reads to its end
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    finally:
+        os.close(read)
+    # `write` stays open (and unreferenced) for the life of this process: its end is the signal.

@@ -174,12 +174,21 @@ def _shorten(text: str, limit: int = 180) -> str:
 
 
 def default_index_dir(db_url: str) -> Path:
-    """Beside a SQLite database; FLAGATLAS_INDEX or data/ for other databases."""
+    """FLAGATLAS_INDEX if set; else beside a SQLite database (DB.search); else, for a server
+    database (PostgreSQL), one directory per database in the user's data directory:
+    $XDG_DATA_HOME (default ~/.local/share)/flagatlas/DATABASE[@HOST][_PORT].search, the same
+    whichever directory the ingest or the server starts from."""
+    from sqlalchemy.engine import make_url
+
     if os.environ.get("FLAGATLAS_INDEX"):
         return Path(os.environ["FLAGATLAS_INDEX"])
     if db_url.startswith("sqlite:///"):
         return Path(db_url.removeprefix("sqlite:///") + ".search")
-    return Path("data/flagatlas.search")
+    url = make_url(db_url)
+    where = (f"@{url.host}" if url.host else "") + (f"_{url.port}" if url.port else "")
+    name = re.sub(r"[^\w.@-]", "_", f"{url.database or 'db'}{where}")
+    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data) / "flagatlas" / f"{name}.search"
 
 
 @dataclass

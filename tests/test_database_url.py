@@ -1,4 +1,5 @@
-"""Which database a command uses: DATABASE_URL wins over FLAGATLAS_DB for every command.
+"""Which database a command uses: DATABASE_URL wins over FLAGATLAS_DB for every command;
+and where its search index lives.
 
 The image sets FLAGATLAS_DB (SQLite in its volume) and compose.yaml adds DATABASE_URL
 (PostgreSQL): the ingest once wrote the SQLite file while the web service read PostgreSQL.
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kb.schema import database_url
+from kb.search import default_index_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,6 +28,28 @@ def test_database_url_wins_over_flagatlas_db(monkeypatch: pytest.MonkeyPatch) ->
     assert database_url("x.db") == "sqlite:///x.db"  # an explicit --db wins over both
     monkeypatch.delenv("DATABASE_URL")
     assert database_url() == "sqlite:////srv/a.db"
+
+
+def test_a_postgresql_index_does_not_depend_on_the_working_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The search index of a PostgreSQL knowledge base is found in the same place whichever
+    directory the ingest or the server starts from (it was data/ below the current one)."""
+    url = "postgresql+psycopg://u:secret@db.example:5433/atlas"
+    monkeypatch.delenv("FLAGATLAS_INDEX", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    places = set()
+    for cwd in (tmp_path, ROOT):
+        monkeypatch.chdir(cwd)
+        places.add(default_index_dir(url))
+    assert places == {tmp_path / "share" / "flagatlas" / "atlas@db.example_5433.search"}
+    other = default_index_dir("postgresql+psycopg://u@db.example:5433/other")
+    assert other != default_index_dir(url)  # one per database
+    monkeypatch.setenv("FLAGATLAS_INDEX", "/srv/index")
+    assert default_index_dir(url) == Path("/srv/index")
+    assert default_index_dir("sqlite:///kb/x.db") == Path("/srv/index")
+    monkeypatch.delenv("FLAGATLAS_INDEX")
+    assert default_index_dir("sqlite:///kb/x.db") == Path("kb/x.db.search")
 
 
 def test_ingest_writes_where_database_url_points(tmp_path: Path, three_era_repo: Path) -> None:

@@ -1,7 +1,8 @@
 """Serving a team: the stamp-keyed response cache (ETag, 304, gzip, invalidation), bounded
 inputs and answers (413, 414, 400 for long explain parameters, truncated explain lists),
-`flagatlas serve --workers` (SO_REUSEPORT workers that die with the parent), and an ingest
-killed with SIGKILL leaving no worker or `git cat-file` behind."""
+`flagatlas serve --workers` (SO_REUSEPORT workers that die with the parent, connections
+without Nagle's delay), and an ingest killed with SIGKILL leaving no worker, `git cat-file`
+or temporary file behind."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from sqlmodel import Session, select
 
 from app.main import create_app
 from app.respcache import ByteLRU, Entry
-from cli.serve import uvicorn_config
+from cli.serve import bind_reuseport, uvicorn_config
 from kb.schema import Flag, Version, make_engine
 from tests.fixture_repos import ERA2_SERVER_ARGS, SERVER_ARGS, commit, git, write
 
@@ -406,6 +407,34 @@ def test_serve_workers_spread_and_die_with_the_parent(db: Path) -> None:
         proc.wait(10)
 
 
+def test_worker_connections_have_nagle_off(db: Path) -> None:
+    """A worker's accepted connections have TCP_NODELAY: asyncio sets it only on sockets
+    made with IPPROTO_TCP, and with Nagle's algorithm on, a reply written in two parts (the
+    headers, then a compressed body) waited ~40 ms for the client's delayed ACK on every
+    keep-alive request."""
+    sock = bind_reuseport("127.0.0.1", 0, 1)[0]
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn_config(create_app(f"sqlite:///{db}"), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.time() + 20
+        while not server.started and time.time() < deadline:
+            time.sleep(0.05)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            reply = client.get(PAGE, headers={"Accept-Encoding": "zstd"})
+            assert reply.headers["content-encoding"] == "zstd"
+            sockets = [
+                c.transport.get_extra_info("socket") for c in server.server_state.connections
+            ]
+            nodelay = [s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in sockets]
+            assert len(nodelay) == 1 and nodelay[0] != 0, nodelay
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
 def _socket_inodes(pid: int) -> set[str]:
     out = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
@@ -479,12 +508,17 @@ def build_wide_repo(root: Path) -> Path:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG, /proc")
-def test_kill_9_of_an_ingest_leaves_no_process(tmp_path: Path) -> None:
+def test_kill_9_of_an_ingest_leaves_no_process_and_no_temporary_file(tmp_path: Path) -> None:
+    """Nor multiprocessing's temporary directory (pymp-*, the fork server's socket in it),
+    which only an atexit hook of the killed process removed."""
     repo = build_wide_repo(tmp_path)
     marker = tmp_path / "stalled"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-c", STALLING_INGEST, str(repo), str(tmp_path / "kb.db"), str(marker)],
         cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(temp)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -497,8 +531,10 @@ def test_kill_9_of_an_ingest_leaves_no_process(tmp_path: Path) -> None:
         names = [Path(f"/proc/{p}/cmdline").read_bytes() for p in family]
         assert sum(b"cat-file" in n for n in names) >= 2, names  # one per pool worker
         assert len(family) >= 4
+        assert list(temp.glob("pymp-*/listener-*")), list(temp.iterdir())
         proc.send_signal(signal.SIGKILL)
         assert _wait_gone(family, 15) == []
+        assert list(temp.iterdir()) == []
     finally:
         proc.kill()
         proc.wait(10)

@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlmodel import Session
+from starlette.exceptions import HTTPException
 
 from app.deps import SessionDep
 from app.templating import render
@@ -47,6 +48,9 @@ def api_versions(session: SessionDep) -> VersionList:
 
 
 def _latest(session: SessionDep, prefix: str, rest: str, query: str) -> Response:
+    if any(segment in (".", "..") for segment in rest.split("/")):
+        # `..%2F..%2Fstatic` arrives decoded: the redirect would leave /v/.
+        raise HTTPException(404)
     newest = newest_version(session)
     if newest is None:
         raise NotFound("version", "latest", "No version has been ingested yet.")
