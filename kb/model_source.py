@@ -379,8 +379,8 @@ def _reference_cached(arch: str) -> tuple[str, str]:
         modeling_auto = importlib.import_module("transformers.models.auto.modeling_auto")
     except ImportError:
         raise ModelUnavailable(
-            "no config.json for the model: its facts stay unknown (a reference config from "
-            "transformers' defaults needs the optional extra: pip install 'flagatlas[models]')"
+            f"no reference config for {arch}: transformers is not installed "
+            "(pip install 'flagatlas[models]')"
         ) from None
     # The model types whose model classes include `arch` (several share LlamaForCausalLM);
     # the one whose config class is named after the architecture (Llama -> LlamaConfig).
@@ -399,13 +399,8 @@ def _reference_cached(arch: str) -> tuple[str, str]:
     else:
         classes = ", ".join(sorted(CONFIG_MAPPING[t].__name__ for t in types))
         raise ModelUnavailable(
-            f"no config.json for the model, and transformers {transformers.__version__} has "
-            + (
-                f"several config classes for {arch} ({classes})"
-                if types
-                else f"no config class for {arch}"
-            )
-            + ": its facts stay unknown"
+            f"no reference config for {arch}: transformers {transformers.__version__} has "
+            + (f"several config classes for it ({classes})" if types else "no config class for it")
         )
     cls = CONFIG_MAPPING[model_type]
     config = json.loads(json.dumps(cls().to_dict(), default=str))  # as a config.json reads
@@ -421,7 +416,7 @@ def _reference(arch: str) -> tuple[dict[str, Any], str]:
 def source_words(source: str | None) -> str:
     """A model_source in words, for the page and the terminal."""
     if source is None:
-        return "none given: the model's facts stay unknown"
+        return "none: the model's facts stay unknown"
     kind, _, rest = source.partition(":")
     if kind == "hub":
         repo_id, _, commit = rest.rpartition("@")
