@@ -102,6 +102,7 @@ def explain(
     from cli.common import schema_line
     from kb.explain import explain as run
     from kb.explain.predicates import Profile, ProfileError
+    from kb.model_source import ModelPlaces, ModelUnavailable, with_model
     from kb.profile import ProfileFields
     from kb.queries import NotFound
     from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
@@ -126,7 +127,13 @@ def explain(
                 data.setdefault(name, value)  # --packages, --env: what --profile leaves out
             elif value is not None:
                 data[name] = value  # the others override --profile
+        # The model's config.json: --model, else the command's --model-path (a directory
+        # here, or a Hugging Face id fetched once into the cache beside the knowledge base).
+        data, origin = with_model(data, text, ModelPlaces.for_cli(url))
         profile = Profile.parse(data)
+    except ModelUnavailable as exc:
+        err.print(f"Unusable model: {exc}", markup=False)
+        raise typer.Exit(2) from None
     except (ValueError, OSError) as exc:
         err.print(f"Unusable profile: {exc}", markup=False)
         raise typer.Exit(2) from None
@@ -147,6 +154,7 @@ def explain(
         raise typer.Exit(2) from None
     finally:
         engine.dispose()
+    result.update(model_source=origin.source, model_notes=origin.notes)
     if as_json:  # the API model (kb/contract.py): what POST /api/explain answers
         from kb.contract import ExplainResult
 
@@ -246,10 +254,16 @@ def report(console: Console, result: dict[str, Any], verbose: bool = False) -> N
 
 
 def _effective(console: Console, result: dict[str, Any]) -> None:
+    from kb.model_source import source_words
+
     title = "\nEffective configuration"
     if result.get("profile_text"):
         title += f" for {result['profile_text']}"
     console.print(Text(title, style="bold"))
+    if result.get("model_source") or result.get("model_notes"):
+        console.print(Text(f"  model config: {source_words(result.get('model_source'))}"))
+        for note in result.get("model_notes") or []:
+            console.print(Text(f"    {note}", style="dim"))
     sure = [e for e in result["effective"] if e["certain"]]
     for e in sure:
         line = Text(f"  {e['flag'] or e['field']}: {e['from_text']} → ")

@@ -1041,6 +1041,12 @@ class ExplainResult(Model):
     compare: Upgrade | None
     profile: DeployProfile | None = None
     profile_text: str | None = None
+    # Where the model's config.json came from (kb/model_source.py): "pasted",
+    # "hub:<id>@<commit>", "local:<dir>", "reference:transformers <Class> <version>"; null
+    # when none was used. model_notes: what to know about it (a model that could not be
+    # read, a reference config's caveat, hf_quant_config.json).
+    model_source: str | None = None
+    model_notes: list[str] = []
     simulated: bool = False  # SGLang's argument handling was replayed
     effective: list[EffectiveSetting] = []
     passed: list[PassedCheck] = []

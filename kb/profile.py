@@ -34,6 +34,14 @@ class ProfileFields(BaseModel):
     """The profile's parameters: names, JSON types, bounds, defaults; a description is the
     parameter's help (the CLI's, after "Profile: ")."""
 
+    model: Annotated[
+        str | None,
+        Field(
+            max_length=500,
+            description="a Hugging Face model id (org/name) or a model directory, whose "
+            "config.json is read (default: the command's --model-path)",
+        ),
+    ] = None
     arch: Annotated[
         str | None,
         Field(max_length=200, description="the model architecture, e.g. Glm4MoeForCausalLM"),

@@ -3,6 +3,7 @@ one browser per browser-test module."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,15 @@ import pytest
 
 from ingest.runner import IngestOptions, IngestSummary, run
 from tests.fixture_repos import build_three_era_repo
+from tests.hub_fixture import closed_port
+
+# No test reaches the Hugging Face Hub or reads the machine's model directories: explain
+# reads the command's --model-path (kb/model_source.py); the hub tests serve their own hub
+# (tests/hub_fixture.py). Set before huggingface_hub is imported: it reads these once.
+os.environ["HF_ENDPOINT"] = closed_port()
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+for name in ("HF_HUB_OFFLINE", "HF_TOKEN", "FLAGATLAS_MODEL_DIRS", "FLAGATLAS_MODEL_CACHE"):
+    os.environ.pop(name, None)
 
 
 def ingest_into(repo: Path, db: Path, **kwargs) -> IngestSummary:  # type: ignore[no-untyped-def]

@@ -27,10 +27,12 @@ from kb.schema import Version
 # What each error status means in this API (the OpenAPI `responses` of the routes).
 ERROR_STATUSES = {
     400: "A query or path parameter is not valid.",
-    404: "Unknown version, flag, value or path; `suggestions` lists the nearest names.",
+    403: "The profile's model is gated or private on the Hugging Face Hub.",
+    404: "Unknown version, flag, value, path or model; `suggestions` lists the nearest names.",
     413: "The launch command is longer than the server accepts.",
     422: "The JSON body does not match the request model.",
-    503: "The search index is not built yet.",
+    503: "A service the answer needs is unavailable: the search index is not built yet, or "
+    "the Hugging Face Hub is unreachable from the server.",
 }
 
 

@@ -22,6 +22,7 @@ from kb.contract import ExplainQuery, ExplainRequest, ExplainResult
 from kb.explain import MAX_COMMAND, explain
 from kb.explain.orchestrate import profile_choices
 from kb.explain.predicates import SM_NAMES, Profile, ProfileError
+from kb.model_source import ModelOrigin, ModelPlaces, ModelUnavailable, source_words, with_model
 from kb.profile import (
     ENV_MODES,
     MAX_CONFIG,
@@ -77,9 +78,16 @@ class BadProfile(Exception):
     """A profile that cannot be used (unknown platform, config.json that is not JSON): 400."""
 
 
-def parse_profile(data: dict[str, Any] | None) -> Profile | None:
+def parse_profile(
+    request: Request, data: dict[str, Any] | None, command: str
+) -> tuple[Profile | None, ModelOrigin]:
+    """The profile, with the model's config.json its `model` or the command's --model-path
+    names (kb.model_source: fetched, or read under FLAGATLAS_MODEL_DIRS); ModelUnavailable
+    when the profile's own `model` cannot be read."""
+    places = ModelPlaces.for_server(request.app.state.db_url)
+    data, origin = with_model(data, command if len(command) <= MAX_COMMAND else "", places)
     try:
-        return Profile.parse(data)
+        return Profile.parse(data), origin
     except ProfileError as exc:
         raise BadProfile(str(exc)) from None
 
@@ -90,15 +98,17 @@ def explain_result(
     command: str,
     compare: str | None,
     profile: Profile | None = None,
+    origin: ModelOrigin | None = None,
 ) -> ExplainResult:
     """The analysis of `command` at `version` (default: the newest), with the upgrade check
     against `compare` and, with a profile, the simulated deployment; NotFound for an
     unknown version."""
     if len(command) > MAX_COMMAND:
         raise CommandTooLong(f"The command is longer than {MAX_COMMAND} characters.")
-    return ExplainResult.model_validate(
-        bounded(explain(session, version, command, compare, profile))
-    )
+    result = explain(session, version, command, compare, profile)
+    if origin is not None:
+        result.update(model_source=origin.source, model_notes=origin.notes)
+    return ExplainResult.model_validate(bounded(result))
 
 
 def _too_long(request: Request, exc: CommandTooLong) -> Response:
@@ -122,7 +132,9 @@ def explain_url(
     return "/explain?" + urlencode(query)
 
 
-@router.post("/api/explain", response_model=ExplainResult, responses=errors(400, 404, 413, 422))
+@router.post(
+    "/api/explain", response_model=ExplainResult, responses=errors(400, 403, 404, 413, 422, 503)
+)
 def api_explain(
     request: Request, body: ExplainRequest, session: SessionDep
 ) -> ExplainResult | Response:
@@ -130,29 +142,34 @@ def api_explain(
     newest) and report its flags, findings, compatibility range and, with `compare`, what
     an upgrade changes. Commands over 20,000 characters are refused with 413."""
     try:
-        profile = parse_profile(body.profile.model_dump() if body.profile else None)
-        return explain_result(session, body.version, body.command, body.compare, profile)
+        data = body.profile.model_dump() if body.profile else None
+        profile, origin = parse_profile(request, data, body.command)
+        return explain_result(session, body.version, body.command, body.compare, profile, origin)
     except CommandTooLong as exc:
         return _too_long(request, exc)
     except BadProfile as exc:
         return error_response(request, 400, str(exc), kind="profile")
+    except ModelUnavailable as exc:
+        return error_response(request, exc.status, str(exc), kind="model")
 
 
-@router.get("/api/explain", response_model=ExplainResult, responses=errors(400, 404, 413))
+@router.get("/api/explain", response_model=ExplainResult, responses=errors(400, 403, 404, 413, 503))
 def api_explain_get(
     request: Request, session: SessionDep, query: Annotated[ExplainQuery, Query()]
 ) -> ExplainResult | Response:
     """The same as POST, from the query string of the /explain page (a permalink); the
     profile's fields are query parameters of the same names."""
     try:
-        profile = parse_profile(query.profile())
+        profile, origin = parse_profile(request, query.profile(), query.command)
         return explain_result(
-            session, query.version or None, query.command, query.compare or None, profile
+            session, query.version or None, query.command, query.compare or None, profile, origin
         )
     except CommandTooLong as exc:
         return _too_long(request, exc)
     except BadProfile as exc:
         return error_response(request, 400, str(exc), kind="profile")
+    except ModelUnavailable as exc:
+        return error_response(request, exc.status, str(exc), kind="model")
 
 
 @with_profile_text(bounded=False)
@@ -191,6 +208,7 @@ def explain_page(
         "unset": [k for k, info in ProfileFields.model_fields.items() if info.default is None],
         "archs": profile_choices(session, version or None)["archs"],
         "sms": SM_NAMES,
+        "source_words": source_words,
         "fix_url": lambda fixed: explain_url(
             version or (names[0] if names else ""), fixed, compare, form
         ),
@@ -198,9 +216,9 @@ def explain_page(
     status = 200
     if command.strip():
         try:
-            profile = parse_profile(form)
+            profile, origin = parse_profile(request, form, command)
             context["result"] = explain_result(
-                session, version or None, command, compare or None, profile
+                session, version or None, command, compare or None, profile, origin
             )
         except NotFound as exc:
             status = 404
@@ -219,5 +237,8 @@ def explain_page(
             context["error"] = str(exc)
         except BadProfile as exc:
             status = 400
+            context["error"] = str(exc)
+        except ModelUnavailable as exc:
+            status = exc.status
             context["error"] = str(exc)
     return render(request, "explain.html", context, status_code=status, block="results")

@@ -72,6 +72,9 @@ class Profile(ProfileFields):
     model_config = ConfigDict(frozen=True)
 
     config: dict[str, Any] | None = None
+    # ModelOpt checkpoints' quantization (kb.model_source reads it beside config.json);
+    # SGLang's ModelConfig reads it, its hf_config does not.
+    hf_quant_config: dict[str, Any] | None = None
 
     @property
     def empty(self) -> bool:
@@ -113,6 +116,9 @@ class Profile(ProfileFields):
                 raise ProfileError(f"the pasted config.json is not JSON: {exc}") from None
         if config is not None and not isinstance(config, dict):
             raise ProfileError("config must be a JSON object (a model's config.json)")
+        quant_config = get.get("hf_quant_config")
+        if quant_config is not None and not isinstance(quant_config, dict):
+            raise ProfileError("hf_quant_config must be a JSON object")
         platform = get.get("platform")
         if platform is not None:
             platform = str(platform).lower()
@@ -140,6 +146,7 @@ class Profile(ProfileFields):
             platform = "cuda"
         try:
             profile = cls(
+                model=str(get["model"]) if get.get("model") else None,
                 arch=str(arch) if arch else None,
                 quant=str(quant) if quant else None,
                 platform=platform,
@@ -149,6 +156,7 @@ class Profile(ProfileFields):
                 packages=packages,
                 env=env,
                 config=config,
+                hf_quant_config=quant_config,
             )
         except ValidationError as exc:  # e.g. an architecture in config.json too long
             error = exc.errors()[0]
