@@ -189,7 +189,8 @@ def reindex(
     from pathlib import Path
 
     from kb.schema import SchemaMismatch, check_schema, database_url, make_engine
-    from kb.search import build_index
+    from kb.search import default_index_dir
+    from kb.search_build import build_index
 
     url = database_url(db)
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
@@ -203,7 +204,7 @@ def reindex(
         raise typer.Exit(1) from None
     finally:
         engine.dispose()
-    info = build_index(url, Path(index) if index else None)
+    info = build_index(url, Path(index) if index else default_index_dir(url))
     typer.echo(
         f"Indexed {info['docs']} distinct facts of {info['versions']} versions "
         f"in {info['seconds']:.2f}s: {info['path']}"

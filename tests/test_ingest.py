@@ -536,7 +536,7 @@ def test_index_built_as_versions_are_written_equals_one_built_from_scratch(
 ) -> None:
     """Facts are collected version by version during the ingest, yet numbered as a build
     from scratch numbers them: ties in the text ranking go to the lower number."""
-    from kb.search import build_index
+    from kb.search_build import build_index
 
     repo = build_many_versions_repo(tmp_path, 3)
     db = tmp_path / "kb.db"
@@ -575,7 +575,7 @@ def test_forced_reingest_rebuilds_the_index(tmp_path: Path) -> None:
     summary = ingest_into(repo, db, force=True, tags="v1.0.0")
     assert summary.index["incremental"] is False and summary.index["versions"] == 2
     build_index_of = _index_contents(Path(f"{db}.search"))
-    from kb.search import build_index
+    from kb.search_build import build_index
 
     build_index(f"sqlite:///{db}", tmp_path / "scratch")
     assert build_index_of == _index_contents(tmp_path / "scratch")
