@@ -89,11 +89,12 @@ class _Names:
     set operations in C instead of Whoosh's per-document Python matchers, so a keystroke
     costs a few set intersections whatever the query."""
 
-    def __init__(self, docs: dict[int, dict[str, Any]]) -> None:
+    def __init__(self, docs: dict[int, dict[str, Any]], positions: dict[int, int]) -> None:
         self.exact: dict[str, set[int]] = {}
         self.alias: dict[str, set[int]] = {}
         self.words: dict[str, set[int]] = {}
-        self.order: dict[int, tuple[int, bool, int, str, int, str]] = {}
+        self.order: dict[int, tuple[int, bool, int, str, int, str, int, str]] = {}
+        self.newest: dict[int, int] = {}  # the position of the newest version a fact holds at
         self.name_words: dict[int, list[str]] = {}
         keys: set[tuple[str, int]] = set()
         for n, d in docs.items():
@@ -105,6 +106,7 @@ class _Names:
                 keys.add((a, n))
             for w in d["toks"]:
                 self.words.setdefault(w, set()).add(n)
+            self.newest[n] = max((positions[v] for v in d.get("versions", ())), default=0)
             # Flags before values before enums, deprecated last, then the shortest name.
             self.order[n] = (
                 KIND_ORDER[d["kind"]],
@@ -115,6 +117,11 @@ class _Names:
                 # (`flashinfer_cutlass` is the MoE runner's before it is the FP4 GEMM's).
                 -len(d.get("versions", ())),
                 d["flag"] or "",
+                # Then the fact that holds at the newer version, and its id: a total order,
+                # so no tie is left to the document numbers, which depend on the order the
+                # versions were indexed in.
+                -self.newest[n],
+                d["fid"],
             )
             self.name_words[n] = words(d["name"])
         self.keys = sorted(keys)
@@ -214,7 +221,7 @@ class SearchIndex:
             by_id={v["id"]: v for v in versions},
             analyzer=ix.schema["text"].analyzer,
             docs=docs,
-            names=_Names(docs),
+            names=_Names(docs, {v["id"]: v["position"] for v in versions}),
         )
         return self._open
 
@@ -252,6 +259,8 @@ def _fuzzy(token: str, vocab: list[str]) -> set[str]:
 
 
 def _url(kind: str, data: dict[str, Any], version: dict[str, Any]) -> str:
+    """The page of a fact's result at `version` (one it holds at); a constraint's, at its
+    line there."""
     v = quote(version["name"], safe="")
     if kind == "flag":
         return f"/v/{v}/flags/{quote(data['name'], safe='')}"
@@ -265,7 +274,7 @@ def _url(kind: str, data: dict[str, Any], version: dict[str, Any]) -> str:
         return f"/v/{v}/env/{quote(data['name'], safe='')}"
     if kind == "model":
         return f"/v/{v}/models/{quote(data['name'], safe='')}"
-    loc = data["locs"].get(version["id"]) or next(iter(data["locs"].values()), None)
+    loc = data["locs"].get(version["id"])
     if loc:
         path, line, end = loc
         return f"/v/{v}/source/{quote(path)}#L{line}-L{end}"
@@ -340,7 +349,9 @@ def _ranked(
     score: dict[int, float] = {}
     if owner:
         query = Or([Term("text", term) for term in owner])
-        for hit in op.searcher.search(query, filter=allowed, limit=max(need, 50), terms=True):
+        # Every hit, not the best few: hits of equal score come in document number order,
+        # so a cut among them would depend on how the index was built.
+        for hit in op.searcher.search(query, filter=allowed, limit=None, terms=True):
             if hit.docnum in seen:
                 continue
             score[hit.docnum] = hit.score
@@ -397,11 +408,15 @@ def _search(op: _Open, q: str, version: str | None, limit: int) -> dict[str, Any
         if scope is None:
             key = (data["kind"], data["name"], data["flag"])
             if key in grouped:  # another fact of the same flag: merge its versions
-                grouped[key]["_ids"].update(data["versions"])
+                group = grouped[key]
+                group["_ids"].update(data["versions"])
+                if op.names.newest[docnum] > op.names.newest[group["_n"]]:
+                    # The result links to the newest version: it reads as that version does.
+                    group.update(_n=docnum, _data=data, snippet=data["snippet"])
                 continue
             if len(results) >= limit:
                 continue
-            result: dict[str, Any] = {"_ids": set(data["versions"]), "_data": data}
+            result: dict[str, Any] = {"_ids": set(data["versions"]), "_n": docnum, "_data": data}
             grouped[key] = result
         elif len(results) >= limit:
             break
@@ -423,6 +438,7 @@ def _search(op: _Open, q: str, version: str | None, limit: int) -> dict[str, Any
             ids = r.pop("_ids")
             r["versions"] = _ranges(sorted(ids), op)
             ver = op.by_id[max(ids, key=lambda i: op.by_id[i]["position"])]
+            del r["_n"]
         else:
             ver = scope
         r["version"] = ver["name"]

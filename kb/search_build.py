@@ -3,8 +3,10 @@ in a directory of its own, swapped in atomically (kb/search.py answers queries o
 
 Most facts repeat unchanged across many versions, so the index holds each distinct fact once
 (a flag with the same names, help and choices; a choice value of a flag; an enum; an enum
-member; a constraint site by its fingerprint) with the list of version ids it holds for. A
-query filters on that list, so answering at one version or across all costs the same.
+member; a constraint site by its fingerprint and what it reads) with the list of version ids
+it holds for. A fact is everything its document shows (an enum's flag, a check's function
+and wording too), so whichever version indexes it first, the index is the same. A query
+filters on that list, so answering at one version or across all costs the same.
 
 The index is a symlink to a build directory. A rebuild writes a new directory and swaps the
 symlink atomically; a running server notices the new target on its next query and reopens,
@@ -55,7 +57,7 @@ from kb.schema import (
 
 # Bump when the stored facts change, or the analyzer's class moves (Whoosh pickles it into the
 # index): older indexes are rebuilt on open.
-INDEX_FORMAT = 11
+INDEX_FORMAT = 12
 
 
 def _schema() -> Schema:
@@ -141,14 +143,6 @@ class _Doc:
     versions: set[int] = field(default_factory=set)
     locs: dict[int, list[Any]] = field(default_factory=dict)
     fid: str = ""
-
-
-# Facts of one kind are numbered together, in this order (see IndexBuild).
-KINDS = {
-    "flag": 0, "choice": 0, "enum": 1, "member": 1, "env": 2, "constraint": 3, "carrier": 4,
-    "model": 5,
-}  # fmt: skip
-GROUPS = 6
 
 
 def _versions(session: Session) -> list[dict[str, Any]]:
@@ -341,7 +335,8 @@ def _collect_rows(
         members = loads(enum.members) or []
         linked = loads(enum.flags) or []
         flag = linked[0] if linked else None
-        key = ("enum", enum.name, enum.path, enum.members)
+        # (the flag it links to is part of the fact, as for every kind: see the docstring)
+        key = ("enum", enum.name, enum.path, enum.members, flag)
         if not known(key, vid):
             names = ", ".join(m["name"] for m in members[:12]) + ("…" if len(members) > 12 else "")
             doc = _Doc(
@@ -357,7 +352,7 @@ def _collect_rows(
             new(key, vid, doc)
         for m in members:
             value = m.get("value")
-            key = ("member", enum.name, m["name"], repr(value))
+            key = ("member", enum.name, m["name"], repr(value), flag)
             if not known(key, vid):
                 doc = _Doc(
                     kind="member",
@@ -378,7 +373,18 @@ def _collect_rows(
 
     for site in rows.sites:
         vid = site.version_id
-        key = ("constraint", constraint_fingerprint(site))  # type: ignore[arg-type]  # row ~ model
+        # The same check in another function, or worded or linked otherwise, reads
+        # otherwise in a result: another fact (each holds for the versions it reads so in).
+        key = (
+            "constraint",
+            constraint_fingerprint(site),  # type: ignore[arg-type]  # row ~ model
+            site.kind,
+            site.function,
+            site.condition,
+            site.message,
+            site.flags,
+            site.affects,
+        )
         fact = known(key, vid)
         if fact is None:
             flags = loads(site.flags) or []
@@ -608,20 +614,13 @@ class IndexBuild:
         self.indexed: set[int] = set(self.base)
         self.docs: dict[tuple[Any, ...], _Doc] = {}  # the facts of the versions added
         self.added = 0
-        # New facts are numbered as a build from scratch numbers them (flags, enums, env,
-        # constraints; each oldest version first): ties in the text ranking go to the lower
-        # number, so answers do not depend on how the index was built. So each kind has a
-        # segment of its own, written as versions come, and `finish` lists them in that
-        # order. One process: Whoosh's multiprocess writer took more CPU in all, was not
-        # faster on two cores, and its forked children each counted the ingest's memory again.
-        # Posting blocks stored without zlib (each block says whether it is compressed): its
-        # set-up for each of a few thousand small blocks cost more than the bytes saved.
-        self.writers = [
-            SegmentWriter(
-                self.ix, limitmb=64, codec=W3Codec(compression=0), _lk=group == GROUPS - 1
-            )
-            for group in range(GROUPS)
-        ]
+        # Facts are numbered in the order this build meets them, which depends on the order
+        # versions were indexed in: the queries never let the number decide (kb/search.py).
+        # One process: Whoosh's multiprocess writer took more CPU in all, was not faster on
+        # two cores, and its forked children each counted the ingest's memory again. Posting
+        # blocks stored without zlib (each block says whether it is compressed): its set-up
+        # for each of a few thousand small blocks cost more than the bytes saved.
+        self.writer = SegmentWriter(self.ix, limitmb=64, codec=W3Codec(compression=0))
 
     def add(self, session: Session, vids: set[int]) -> None:
         """Index the facts of the versions `vids` (a version indexed already is skipped)."""
@@ -654,7 +653,7 @@ class IndexBuild:
             if d.fid in self.facts:
                 continue  # indexed by the build this one started from
             self.added += 1
-            self.writers[KINDS[d.kind]].add_document(
+            self.writer.add_document(
                 text=d.text,
                 data={
                     "fid": d.fid,
@@ -669,24 +668,8 @@ class IndexBuild:
                 },
             )
 
-    def _commit(self) -> None:
-        """Write the kinds' segments after the existing ones, in kind order, under one table
-        of contents (the last writer's commit, which holds the lock). The others are finished
-        with the steps SegmentWriter.commit takes for its own segment (the tests of the
-        index's numbering and incremental builds would catch a Whoosh that changed them)."""
-        *others, last = self.writers
-        segments = []
-        for writer in others:
-            if writer._added:
-                segments.append(writer._finalize_segment())
-            else:
-                writer._close_segment()
-        last.commit(mergetype=lambda _writer, existing: [*existing, *segments])
-
     def cancel(self) -> None:
-        for writer in self.writers:
-            writer._close_segment()
-        self.writers[-1]._finish()  # releases the lock
+        self.writer.cancel()  # releases the lock
         self.ix.close()
         shutil.rmtree(self.target, ignore_errors=True)
 
@@ -704,15 +687,17 @@ class IndexBuild:
         self.add(session, set(now))
         for d in self.docs.values():
             fact = self.facts.get(d.fid)
-            locs = {str(k): v for k, v in d.locs.items()}
+            locs = {str(k): v for k, v in d.locs.items()}  # (JSON's keys are strings)
             if fact is None:
                 self.facts[d.fid] = {"versions": sorted(d.versions), "locs": locs}
             else:  # indexed before: it now also holds for the new versions
                 fact["versions"] = sorted(set(fact["versions"]) | d.versions)
                 fact["locs"].update(locs)
-        self._commit()
+        self.writer.commit(merge=False)  # the segments of the build started from stay as they are
         self.ix.close()
-        (self.target / "facts.json").write_text(json.dumps(self.facts, separators=(",", ":")))
+        # Sorted keys: the file does not depend on the order the facts were met in.
+        facts = json.dumps(self.facts, separators=(",", ":"), sort_keys=True)
+        (self.target / "facts.json").write_text(facts)
         meta = {"format": INDEX_FORMAT, "versions": versions, "docs": len(self.facts)}
         (self.target / "meta.json").write_text(json.dumps(meta))
         previous = Path(os.path.realpath(self.link)) if self.link.is_symlink() else None
