@@ -13,10 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from rapidfuzz import fuzz
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from kb.dests import dest_rank
 from kb.env import all_env, is_deprecated
+from kb.order import in_order
 from kb.queries import all_flags, citation, version_paths
 from kb.replacements import replacement_names
 from kb.schema import DocEntry, EnvVar, Flag, Version, loads
@@ -108,13 +109,10 @@ def docs_files(session: Session, version: Version) -> dict[str, list[str]]:
 
 
 def _entries(session: Session, version: Version, kind: str) -> list[DocEntry]:
-    return list(
-        session.exec(
-            select(DocEntry)
-            .where(DocEntry.version_id == version.id, DocEntry.kind == kind)
-            .order_by(col(DocEntry.path), col(DocEntry.line))
-        )
+    found = session.exec(
+        select(DocEntry).where(DocEntry.version_id == version.id, DocEntry.kind == kind)
     )
+    return in_order(found, DocEntry, "path", "line")
 
 
 def same_value(docs: str | None, code: Any) -> bool | None:

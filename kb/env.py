@@ -13,6 +13,7 @@ from urllib.parse import quote
 from sqlmodel import Session, col, select
 
 from kb.diff import compare_env
+from kb.order import in_order
 from kb.queries import MAX_NAME, NotFound, citation, did_you_mean, ordered_versions
 from kb.schema import EnvSite, EnvVar, Version, loads
 
@@ -118,15 +119,13 @@ def env_site_dict(version: Version, site: EnvSite) -> dict[str, Any]:
 
 
 def all_env(session: Session, version: Version) -> list[EnvVar]:
-    return list(
-        session.exec(
-            select(EnvVar).where(EnvVar.version_id == version.id).order_by(col(EnvVar.name))
-        )
-    )
+    found = session.exec(select(EnvVar).where(EnvVar.version_id == version.id))
+    return in_order(found, EnvVar, "name")
 
 
 def env_names(session: Session, version: Version) -> list[str]:
-    return list(session.exec(select(EnvVar.name).where(EnvVar.version_id == version.id)))
+    """The version's variable names, sorted (suggestions that tie come in this order)."""
+    return sorted(session.exec(select(EnvVar.name).where(EnvVar.version_id == version.id)))
 
 
 def env_matches(var: dict[str, Any], query: str) -> bool:
@@ -198,25 +197,22 @@ def versions_with_env(session: Session, name: str) -> list[Version]:
 
 
 def env_sites(session: Session, version: Version, name: str) -> list[EnvSite]:
-    return list(
-        session.exec(
-            select(EnvSite)
-            .where(EnvSite.version_id == version.id, EnvSite.name == name)
-            .order_by(col(EnvSite.path), col(EnvSite.line))
-        )
+    found = session.exec(
+        select(EnvSite).where(EnvSite.version_id == version.id, EnvSite.name == name)
     )
+    return in_order(found, EnvSite, "path", "line")
 
 
 def readers_of(session: Session, name: str, version_ids: list[int]) -> list[EnvVar]:
     """Variables of these versions that list `name` among their deprecated names (they still
-    read it in their place)."""
+    read it in their place), by name."""
     rows = session.exec(
         select(EnvVar).where(
             col(EnvVar.version_id).in_(version_ids),
             col(EnvVar.deprecated_names).contains(f'"{name}"'),  # narrows; checked below
         )
     )
-    return [r for r in rows if name in (loads(r.deprecated_names) or [])]
+    return in_order((r for r in rows if name in (loads(r.deprecated_names) or [])), EnvVar, "name")
 
 
 def env_history(session: Session, name: str) -> list[dict[str, Any]]:
@@ -238,7 +234,7 @@ def env_history(session: Session, name: str) -> list[dict[str, Any]]:
         older = select(EnvVar).where(
             col(EnvVar.version_id).in_(missing), col(EnvVar.name).in_(former)
         )
-        for r in session.exec(older):
+        for r in in_order(session.exec(older), EnvVar, "name"):
             rows.setdefault(r.version_id, r)
     missing = [i for i in ids if i not in rows]
     if missing:

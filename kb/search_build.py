@@ -403,8 +403,11 @@ def _collect_rows(
                     snippet=_shorten(f"{site.kind} in {site.function}: if {site.condition}"),
                 ),
             )
-        # The line moves between versions; results link to the line at the version asked.
-        fact.locs.setdefault(vid, [site.path, site.line, site.end_line])
+        # The line moves between versions; results link to the line at the version asked
+        # (of two alike sites in a version, the first in the source).
+        loc = [site.path, site.line, site.end_line]
+        if vid not in fact.locs or loc < fact.locs[vid]:
+            fact.locs[vid] = loc
     return docs
 
 

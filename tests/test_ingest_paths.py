@@ -1,13 +1,13 @@
 """The knowledge base and its search index do not depend on how the versions were ingested:
-in one step, in two (the newest first), or killed mid-way and resumed. Every JSON answer,
-searches included, is the same (once the time each ingest took is left out)."""
+in one step, in two (the newest first), killed mid-way and resumed, or with versions
+ingested again (`--force`: their rows get new ids). Every JSON answer, searches and every
+list in every sort included, is the same (once the time each ingest took is left out)."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -18,37 +18,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from tests.api_routes import json_routes, normalized
 from tests.conftest import ingest_into
-from tests.fixture_repos import ERA2_SERVER_ARGS, SERVER_ARGS, commit, git
-
-KNOB = (
-    '        parser.add_argument("--knob-{:02d}", type=int, default=0, help="Tunes the widget.")\n'
-)
-
-
-def build_drifting_repo(root: Path) -> Path:
-    """v1.0.0 … v1.0.3, where what the index keeps of a fact drifts between versions: a
-    check moves to a renamed method in v1.0.2 (two variants held as long), and so do two in
-    v1.0.3 (a variant of three versions, one of one); --tp-size's help is reworded after
-    two versions; 30 more knobs of one help arrive in v1.0.2 beside the 30 there from the
-    start (60 text matches of equal score); every line moves down by one in each version."""
-    repo = root / "drifting"
-    (repo / SERVER_ARGS).parent.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    for i in range(4):
-        text = textwrap.dedent(ERA2_SERVER_ARGS).lstrip()
-        if i >= 2:
-            text = text.replace("check_server_args", "validate_server_args")
-            text = text.replace('help="Tensor parallel degree."', 'help="Tensor parallel size."')
-        if i >= 3:
-            text = text.replace("_handle_pipeline_parallelism", "_handle_pp")
-        # (the new knobs written first, last to first: an index numbers them otherwise
-        # when it meets v1.0.2 first, and 50 hits of equal score must not cut among them)
-        knobs = [*(range(29, -1, -1) if i >= 2 else []), *range(30, 60)]
-        knobs_text = "".join(KNOB.format(k) for k in knobs)
-        (repo / SERVER_ARGS).write_text(f"# release {i}\n" * (i + 1) + text + knobs_text)
-        commit(repo, f"release {i}", f"2025-01-{i + 1:02d}T12:00:00Z", f"v1.0.{i}")
-    return repo
-
+from tests.drifting_repo import build_drifting_repo
 
 KILLED_INGEST = """
 import sys, time
@@ -95,13 +65,17 @@ def killed_and_resumed(repo: Path, db: Path) -> None:
 def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("paths")
     repo = build_drifting_repo(root)
-    dbs = {name: root / name / "kb.db" for name in ("one step", "newest first", "killed")}
+    names = ("one step", "newest first", "killed", "forced")
+    dbs = {name: root / name / "kb.db" for name in names}
     for db in dbs.values():
         db.parent.mkdir()
     ingest_into(repo, dbs["one step"], jobs=1)
     ingest_into(repo, dbs["newest first"], latest=2, jobs=1)
     ingest_into(repo, dbs["newest first"], jobs=1)
     killed_and_resumed(repo, dbs["killed"])
+    ingest_into(repo, dbs["forced"], jobs=1)  # then two versions again: rows of new ids
+    forced = ingest_into(repo, dbs["forced"], jobs=1, force=True, tags="v1.0.[13]")
+    assert [v.version for v in forced.versions] == ["v1.0.1", "v1.0.3"]
     return dbs
 
 
