@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from itertools import groupby
+from operator import attrgetter
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -21,9 +23,15 @@ FLAG_ORDER = ("path", "line", "name")  # flags in source order (then their other
 
 
 def in_order(found: Iterable[T], model: Any, *first: str) -> list[T]:
-    """`found` (ORM objects or Core rows of `model`'s table) sorted by the columns `first`,
-    then by the others (`total_order`)."""
-    return sorted(found, key=total_order(model, *first))
+    """`found` (ORM objects or Core rows of `model`'s table) sorted by the columns `first`
+    (never null), then by the others (`total_order`). Only rows that tie on `first` are
+    compared on the others: a key of every column cost more than the query."""
+    head = attrgetter(*first)
+    out: list[T] = []
+    for _head, group in groupby(sorted(found, key=head), key=head):
+        tied = list(group)
+        out += sorted(tied, key=total_order(model, *first)) if len(tied) > 1 else tied
+    return out
 
 
 @lru_cache(maxsize=64)
