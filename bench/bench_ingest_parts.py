@@ -42,7 +42,11 @@ def main() -> None:
         return
     sys.path.insert(0, str((opts.tree or Path(__file__).resolve().parent.parent).resolve()))
     import ingest.runner as runner
-    import kb.search as search
+
+    try:  # the index's writer, in its own module since the split of kb/search.py
+        import kb.search_build as search
+    except ImportError:
+        import kb.search as search  # type: ignore[no-redef]
 
     cpu: Counter[str] = Counter()
 

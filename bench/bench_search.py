@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.httpbench import default_db, describe, server, timed, verdict_p99  # noqa: E402
 from kb.schema import database_url  # noqa: E402
-from kb.search import build_index  # noqa: E402
+from kb.search import default_index_dir  # noqa: E402
+from kb.search_build import build_index  # noqa: E402
 
 TYPED = [
     "nvls",
@@ -52,7 +53,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     db = args.db or default_db()
-    info = build_index(database_url(db))
+    info = build_index(database_url(db), default_index_dir(database_url(db)))
     print(f"index: {info['docs']} distinct facts, {info['versions']} versions, {info['seconds']}s")
 
     prefixes = [q[:i] for q in TYPED for i in range(1, len(q) + 1)]

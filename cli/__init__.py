@@ -209,10 +209,11 @@ def reindex(
     """Rebuild the search index and swap it in (a running server picks it up)."""
     from pathlib import Path
 
-    from kb.search import build_index
+    from kb.search import default_index_dir
+    from kb.search_build import build_index
 
     url = _readable_kb("reindex", db)
-    info = build_index(url, Path(index) if index else None)
+    info = build_index(url, Path(index) if index else default_index_dir(url))
     typer.echo(
         f"Indexed {info['docs']} distinct facts of {info['versions']} versions "
         f"in {info['seconds']:.2f}s: {info['path']}"

@@ -59,7 +59,8 @@ def ensure_index(db_url: str, index_dir: Path | None = None) -> Path:
 
     from kb.queries import version_names
     from kb.schema import make_engine
-    from kb.search import build_index, default_index_dir
+    from kb.search import default_index_dir
+    from kb.search_build import build_index
 
     link = Path(index_dir) if index_dir else default_index_dir(db_url)
     engine = make_engine(db_url, readonly=True)

@@ -66,7 +66,8 @@ from kb.schema import (
     drop_schema,
     make_engine,
 )
-from kb.search import IndexBuild, default_index_dir
+from kb.search import default_index_dir
+from kb.search_build import IndexBuild
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
 GC_THRESHOLD = gc.get_threshold()  # Python's (the workers, forked from a server, keep it)

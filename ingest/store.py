@@ -37,7 +37,7 @@ from kb.schema import (
     VersionFile,
 )
 from kb.schema import dumps as _dumps
-from kb.search import EnumRow, IndexRows, SiteRow
+from kb.search_build import EnumRow, IndexRows, SiteRow
 
 # The per-version tables that are tables (the factored ones are views: kb.factored).
 PER_VERSION_TABLES = [ConstraintFlag, Option, Enum, ModelFile, VersionFile]
@@ -302,7 +302,7 @@ def _write_rows(conn: Connection, t: dict[Any, Any], vid: int, rows: VersionRows
     )
 
 
-# The columns kb.search reads of each (IndexRows), after version_id.
+# The columns kb.search_build reads of each (IndexRows), after version_id.
 _INDEX_FLAG = itemgetter(
     "name", "dest", "aliases", "help", "section", "choices", "deprecated", "argparse_dest",
     "negation",

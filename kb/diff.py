@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from kb.order import FLAG_ORDER, in_order
 from kb.replacements import replacement_names
 from kb.schema import (
     ConstraintSite,
@@ -368,8 +369,9 @@ def _besides_rename(changes: list[dict[str, Any]], rename: dict[str, Any]) -> li
 
 
 def _flags(session: Session, version: Version) -> dict[str, Flag]:
-    rows = session.exec(select(Flag).where(Flag.version_id == version.id)).all()
-    return {f.name: f for f in rows}
+    """The version's flags by name, in source order."""
+    rows = session.exec(select(Flag).where(Flag.version_id == version.id))
+    return {f.name: f for f in in_order(rows, Flag, *FLAG_ORDER)}
 
 
 def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any]:
@@ -406,17 +408,11 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
 
     def sites(v: Version) -> list[ConstraintSite]:
         stmt = select(ConstraintSite).where(ConstraintSite.version_id == v.id)
-        return list(
-            session.exec(
-                stmt.order_by(
-                    col(ConstraintSite.path), col(ConstraintSite.line), col(ConstraintSite.id)
-                )
-            ).all()
-        )
+        return in_order(session.exec(stmt), ConstraintSite, "path", "line")
 
     ca, cb = sites(old), sites(new)
     enum_rows = {
-        v.id: list(session.exec(select(Enum).where(Enum.version_id == v.id)).all())
+        v.id: in_order(session.exec(select(Enum).where(Enum.version_id == v.id)), Enum, "name")
         for v in (old, new)
     }
     enums = compare_enums(enum_rows[old.id], enum_rows[new.id])
@@ -699,7 +695,9 @@ def compare_env(old: EnvVar, new: EnvVar) -> list[dict[str, Any]]:
 
 
 def _env(session: Session, version: Version) -> list[EnvVar]:
-    return list(session.exec(select(EnvVar).where(EnvVar.version_id == version.id)))
+    return in_order(
+        session.exec(select(EnvVar).where(EnvVar.version_id == version.id)), EnvVar, "name"
+    )
 
 
 def _readers(rows: Iterable[EnvVar]) -> dict[str, str]:

@@ -14,6 +14,7 @@ from rapidfuzz.distance import Levenshtein
 from sqlmodel import Session, col, select
 
 from kb.diff import compare_env, history_events
+from kb.order import in_order
 from kb.queries import (
     MAX_NAME,
     NotFound,
@@ -126,15 +127,13 @@ def env_site_dict(version: Version, site: EnvSite) -> dict[str, Any]:
 
 
 def all_env(session: Session, version: Version) -> list[EnvVar]:
-    return list(
-        session.exec(
-            select(EnvVar).where(EnvVar.version_id == version.id).order_by(col(EnvVar.name))
-        )
-    )
+    found = session.exec(select(EnvVar).where(EnvVar.version_id == version.id))
+    return in_order(found, EnvVar, "name")
 
 
 def env_names(session: Session, version: Version) -> list[str]:
-    return list(session.exec(select(EnvVar.name).where(EnvVar.version_id == version.id)))
+    """The version's variable names, sorted (suggestions that tie come in this order)."""
+    return sorted(session.exec(select(EnvVar.name).where(EnvVar.version_id == version.id)))
 
 
 def env_matches(var: dict[str, Any], query: str) -> bool:
@@ -208,14 +207,14 @@ def env_sites(session: Session, version: Version, name: str) -> list[Any]:
 
 def readers_of(session: Session, name: str, version_ids: list[int]) -> list[EnvVar]:
     """Variables of these versions that list `name` among their deprecated names (they still
-    read it in their place)."""
+    read it in their place), by name."""
     rows = session.exec(
         select(EnvVar).where(
             col(EnvVar.version_id).in_(version_ids),
             col(EnvVar.deprecated_names).contains(f'"{name}"'),  # narrows; checked below
         )
     )
-    return [r for r in rows if name in (loads(r.deprecated_names) or [])]
+    return in_order((r for r in rows if name in (loads(r.deprecated_names) or [])), EnvVar, "name")
 
 
 def env_history(session: Session, name: str) -> list[dict[str, Any]]:
@@ -237,7 +236,7 @@ def env_history(session: Session, name: str) -> list[dict[str, Any]]:
         older = select(EnvVar).where(
             col(EnvVar.version_id).in_(missing), col(EnvVar.name).in_(former)
         )
-        for r in session.exec(older):
+        for r in in_order(session.exec(older), EnvVar, "name"):
             rows.setdefault(r.version_id, r)
     missing = [i for i in ids if i not in rows]
     if missing:

@@ -23,6 +23,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from kb.cache import Cache
+from kb.order import in_order
 from kb.queries import (
     _versions,
     all_constraints,
@@ -43,7 +44,7 @@ class VersionSites:
 
     def __init__(self, session: Session, version: Version) -> None:
         self.version = version
-        self.usages = _grouped(session, UsageSite, version, "dest", order=("path", "line", "id"))
+        self.usages = _grouped(session, UsageSite, version, "dest", order=("path", "line"))
         self.indirect = _grouped(session, IndirectUsage, version, "dest", order=("path", "line"))
         self.choices = self._choice_sites(session, version)
         self.constraints = self._constraint_sites(session, version)
@@ -53,16 +54,11 @@ class VersionSites:
     @staticmethod
     def _choice_sites(session: Session, version: Version) -> dict[str, list[Any]]:
         """option -> the sites attributed to it, or ambiguous among candidates that include
-        it (what `kb.queries.choice_sites` selects), in (path, line, id) order."""
+        it (what `kb.queries.choice_sites` selects), in source order."""
         table = ChoiceSite.__table__  # type: ignore[attr-defined]
-        found = rows(
-            session,
-            select(table)
-            .where(table.c.version_id == version.id)
-            .order_by(table.c.path, table.c.line, table.c.id),
-        )
+        found = rows(session, select(table).where(table.c.version_id == version.id))
         out: dict[str, list[Any]] = defaultdict(list)
-        for site in found:
+        for site in in_order(found, ChoiceSite, "path", "line"):
             if site.flag is not None:
                 out[site.flag].append(site)
             elif site.candidates != "[]":
@@ -146,13 +142,8 @@ def _grouped(
     session: Session, model: Any, version: Version, key: str, order: Sequence[str]
 ) -> dict[str, list[Any]]:
     table = model.__table__
-    found = rows(
-        session,
-        select(table)
-        .where(table.c.version_id == version.id)
-        .order_by(*(table.c[name] for name in order)),
-    )
+    found = rows(session, select(table).where(table.c.version_id == version.id))
     out: dict[str, list[Any]] = defaultdict(list)
-    for row in found:
+    for row in in_order(found, model, *order):
         out[getattr(row, key)].append(row)
     return dict(out)

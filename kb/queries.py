@@ -21,6 +21,7 @@ from sqlmodel import Session, col, or_, select
 
 from kb.cache import Cache, Stamp
 from kb.factored import tables
+from kb.order import FLAG_ORDER, in_order, total_order
 from kb.relations import RANK
 from kb.replacements import replacement_names
 from kb.schema import (
@@ -104,10 +105,11 @@ def rows(
 
 def sites_in_order(session: Session, model: Any, version: Version, *where: Any) -> list[Any]:
     """The version's rows of a table of places in the code (`model`: a table with path and
-    line, e.g. UsageSite) that meet `where`, in source order (ties by id), as plain rows."""
+    line, e.g. UsageSite) that meet `where`, in source order (ties by their other columns,
+    kb.order: the same on every database and after --force), as plain rows."""
     table = model.__table__
-    query = select(table).where(table.c.version_id == version.id, *where)
-    return list(rows(session, query.order_by(table.c.path, table.c.line, table.c.id)))
+    found = rows(session, select(table).where(table.c.version_id == version.id, *where))
+    return in_order(found, model, "path", "line")
 
 
 def per_stamp(key: Any, make: Callable[[], T], session: Session) -> T:
@@ -328,14 +330,14 @@ def flags_named(session: Session, version: Version, raw: str) -> list[Flag]:
         .where(Option.version_id == version.id, Option.key == key)
     ).all()
     spelled = raw.strip()
-    ranked = sorted(rows, key=lambda r: _match_order(r[1], r[2], r[0].id, spelled))
+    ranked = sorted(rows, key=lambda r: _match_order(r[1], r[2], r[0], spelled))
     return list({flag.id: flag for flag, _kind, _name in ranked}.values())
 
 
-def _match_order(kind: str, name: str, flag_id: int | None, spelled: str) -> tuple[int, bool, int]:
+def _match_order(kind: str, name: str, flag: Any, spelled: str) -> tuple[Any, ...]:
     """Which flag a name means, best first: the kind of name it is (RANK), then the exact
-    spelling, then the flag's id (a total order)."""
-    return (RANK[kind], name != spelled, flag_id or 0)
+    spelling, then the flag's place in the source (a total order: kb/order.py)."""
+    return (RANK[kind], name != spelled, total_order(Flag, *FLAG_ORDER)(flag))
 
 
 def find_flag(session: Session, version: Version, raw: str) -> Flag | None:
@@ -345,7 +347,8 @@ def find_flag(session: Session, version: Version, raw: str) -> Flag | None:
 
 
 def flag_names(session: Session, version: Version) -> list[str]:
-    return list(session.exec(select(Flag.name).where(Flag.version_id == version.id)))
+    """The option names of the version, sorted (suggestions that tie come in this order)."""
+    return sorted(session.exec(select(Flag.name).where(Flag.version_id == version.id)))
 
 
 def versions_with_flag(session: Session, names: Sequence[str]) -> list[Version]:
@@ -399,18 +402,24 @@ def last_deprecation(session: Session, version: Version, raw: str) -> Deprecatio
         return None
     said = or_(col(Flag.deprecated_message).is_not(None), col(Flag.replacement).is_not(None))
     # version_id IN (...) lets SQLite probe the (version_id, key) index once per version.
+    where = [col(Option.version_id).in_([v.id for v in older]), col(Option.key).in_(keys), said]
+    newest = session.exec(
+        select(func.max(Version.position))
+        .select_from(Flag)
+        .join(Option, col(Option.flag_id) == Flag.id)
+        .join(Version, col(Version.id) == Flag.version_id)
+        .where(*where)
+    ).one()
+    if newest is None:
+        return None
     found = session.exec(
         select(Flag, Version.name)
         .join(Option, col(Option.flag_id) == Flag.id)
         .join(Version, col(Version.id) == Flag.version_id)
-        .where(col(Option.version_id).in_([v.id for v in older]), col(Option.key).in_(keys))
-        .where(said)
-        .order_by(col(Version.position).desc())
-        .limit(1)
-    ).first()
-    if found is None:
-        return None
-    flag, at = found
+        .where(*where, Version.position == newest)
+    ).all()
+    # (the names may be several flags' there: the first in source order)
+    flag, at = min(found, key=lambda r: total_order(Flag, *FLAG_ORDER)(r[0]))
     own = {flag.name, *(loads(flag.aliases) or ())}
 
     def present(named: list[str]) -> list[str]:
@@ -456,12 +465,11 @@ def get_flag_row(session: Session, version: Version, raw: str) -> Any:
     key = name_key(raw[:MAX_NAME])
     if key:
         found = rows(session, _option_probe(), {"version_id": version.id, "key": key})
-        if found:
+        by_id = _flag_rows_by_id(session, version) if found else {}
+        named = [(by_id[r[0]], r[1], r[2]) for r in found if r[0] in by_id]
+        if named:
             spelled = raw.strip()
-            best = min(found, key=lambda r: _match_order(r[1], r[2], r[0], spelled))
-            row = _flag_rows_by_id(session, version).get(best[0])
-            if row is not None:
-                return row
+            return min(named, key=lambda n: _match_order(n[1], n[2], n[0], spelled))[0]
     return get_flag(session, version, raw)  # NotFound with suggestions (or the ORM's answer)
 
 
@@ -489,7 +497,7 @@ def _flag_rows(session: Session, version: Version) -> list[Any]:
     def make() -> list[Any]:
         table = Flag.__table__  # type: ignore[attr-defined]
         query = select(table).where(table.c.version_id == version.id)
-        return list(rows(session, query.order_by(table.c.path, table.c.line, table.c.id)))
+        return in_order(rows(session, query), Flag, *FLAG_ORDER)
 
     return per_stamp(("flags", version.id), make, session)
 
@@ -526,12 +534,8 @@ def flag_name_set(session: Session, version: Version) -> frozenset[str]:
 
 def all_flags(session: Session, version: Version) -> list[Flag]:
     """The flags of a version in source order."""
-    return list(
-        session.exec(
-            select(Flag)
-            .where(Flag.version_id == version.id)
-            .order_by(col(Flag.path), col(Flag.line), col(Flag.id))
-        )
+    return in_order(
+        session.exec(select(Flag).where(Flag.version_id == version.id)), Flag, *FLAG_ORDER
     )
 
 
@@ -629,7 +633,7 @@ def _sites_of(session: Session, version: Version, ids: Any, *where: Any) -> list
     query = select(table).where(ConstraintSite.version_id == version.id, *where)
     if ids is not None:
         query = query.where(col(ConstraintSite.id).in_(ids))
-    return list(rows(session, query.order_by(col(ConstraintSite.path), col(ConstraintSite.line))))
+    return in_order(rows(session, query), ConstraintSite, "path", "line")
 
 
 def constraint_counts(session: Session, version: Version) -> dict[str, int]:
@@ -666,22 +670,19 @@ def enum_dict(version: Version, enum: Enum) -> dict[str, Any]:
 
 
 def all_enums(session: Session, version: Version) -> list[Enum]:
-    return list(
-        session.exec(
-            select(Enum).where(Enum.version_id == version.id).order_by(col(Enum.name), col(Enum.id))
-        )
-    )
+    return in_order(session.exec(select(Enum).where(Enum.version_id == version.id)), Enum, "name")
 
 
 def flag_enum(session: Session, version: Version, name: str) -> Any | None:
     """The enum whose members spell the flag's choices (a row with Enum's columns): the
-    first by id of those that name the flag. The version's map is built once per stamp."""
+    first in source order of those that name the flag. The version's map is built once per
+    stamp."""
 
     def make() -> dict[str, Any]:
         table = Enum.__table__  # type: ignore[attr-defined]
         found = rows(session, select(table).where(table.c.version_id == version.id))
         first: dict[str, Any] = {}
-        for enum in sorted(found, key=lambda e: e.id):
+        for enum in in_order(found, Enum, "path", "line"):
             for flag in loads(enum.flags) or []:
                 first.setdefault(flag, enum)
         return first
@@ -727,8 +728,7 @@ def choice_sites(
         return out
     found = rows(
         session,
-        select(ChoiceSite.__table__)  # type: ignore[attr-defined]
-        .where(
+        select(ChoiceSite.__table__).where(  # type: ignore[attr-defined]
             ChoiceSite.version_id == version.id,
             col(ChoiceSite.value).in_(list(out)),
             or_(
@@ -736,10 +736,9 @@ def choice_sites(
                 col(ChoiceSite.flag).is_(None)
                 & col(ChoiceSite.candidates).contains(f'"{flag}"', autoescape=True),
             ),
-        )
-        .order_by(col(ChoiceSite.path), col(ChoiceSite.line), col(ChoiceSite.id)),
+        ),
     )
-    for site in found:
+    for site in in_order(found, ChoiceSite, "path", "line"):
         if site.flag == flag or (site.flag is None and flag in (loads(site.candidates) or [])):
             out[site.value].append(site)
     return out
@@ -762,12 +761,8 @@ _sha_cache: Cache[str] = Cache(50_000)
 
 
 def version_paths(session: Session, version: Version) -> list[str]:
-    return list(
-        session.exec(
-            select(VersionFile.path)
-            .where(VersionFile.version_id == version.id)
-            .order_by(col(VersionFile.path))
-        )
+    return sorted(
+        session.exec(select(VersionFile.path).where(VersionFile.version_id == version.id))
     )
 
 

@@ -15,6 +15,7 @@ from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
 from kb.diff import condition_path
+from kb.order import FLAG_ORDER, in_order
 from kb.polarity import arch_reading, value_reading
 from kb.queries import (
     MAX_NAME,
@@ -77,13 +78,8 @@ def model_url(version: Version, name: str) -> str:
 
 
 def _models(session: Session, version: Version) -> list[ModelFile]:
-    return list(
-        session.exec(
-            select(ModelFile)
-            .where(ModelFile.version_id == version.id)
-            .order_by(col(ModelFile.name))
-        )
-    )
+    found = session.exec(select(ModelFile).where(ModelFile.version_id == version.id))
+    return in_order(found, ModelFile, "name")
 
 
 def _model_names(session: Session, version: Version) -> dict[str, str]:
@@ -113,18 +109,16 @@ def flag_models(
     models = _model_names(session, version)
     best: dict[str, dict[str, Any]] = {}
     if direct is None:
-        direct = list(
+        # The first read in the file is the one cited (without an order, SQLite's plan
+        # picked one: the read whose fact was stored first).
+        direct = sorted(
             rows(
                 session,
-                select(UsageSite.path, UsageSite.line)
-                .where(
+                select(UsageSite.path, UsageSite.line).where(
                     UsageSite.version_id == version.id,
                     UsageSite.dest == dest,
                     col(UsageSite.path).startswith(MODELS_DIR),
-                )
-                # The first read in the file is the one cited (without an order, SQLite's
-                # plan picked one: the read whose fact was stored first).
-                .order_by(col(UsageSite.path), col(UsageSite.line), col(UsageSite.id)),
+                ),
             )
         )
     for u in direct:
@@ -161,12 +155,14 @@ def flag_models(
 
 
 def _option_of(session: Session, version: Version) -> dict[str, str]:
+    """dest -> the option standing for it (kb.dests: the best last, ties in source order)."""
     out: dict[str, str] = {}
-    rows = session.exec(
-        select(Flag.dest, Flag.name, Flag.deprecated).where(Flag.version_id == version.id)
-    )
-    for dest, name, _deprecated in sorted(rows, key=lambda r: dest_rank(r[1], r[0], r[2])):
-        out[dest] = name
+    table = Flag.__table__  # type: ignore[attr-defined]
+    found = rows(session, select(table).where(table.c.version_id == version.id))
+    for flag in sorted(
+        in_order(found, Flag, *FLAG_ORDER), key=lambda f: dest_rank(f.name, f.dest, f.deprecated)
+    ):
+        out[flag.dest] = flag.name
     return out
 
 
@@ -234,18 +230,24 @@ def model_detail(session: Session, version: Version, name: str) -> dict[str, Any
             {"name": option, "dest": dest, "reads": [], "indirect": []},
         )
 
-    for u in session.exec(
-        select(UsageSite)
-        .where(UsageSite.version_id == version.id, UsageSite.path == row.path)
-        .order_by(col(UsageSite.line))
+    for u in in_order(
+        session.exec(
+            select(UsageSite).where(UsageSite.version_id == version.id, UsageSite.path == row.path)
+        ),
+        UsageSite,
+        "line",
     ):
         entry(u.dest)["reads"].append(
             {**citation(version, u.path, u.line), "text": u.text, "access": u.access}
         )
-    for ind in session.exec(
-        select(IndirectUsage)
-        .where(IndirectUsage.version_id == version.id, IndirectUsage.path == row.path)
-        .order_by(col(IndirectUsage.line))
+    for ind in in_order(
+        session.exec(
+            select(IndirectUsage).where(
+                IndirectUsage.version_id == version.id, IndirectUsage.path == row.path
+            )
+        ),
+        IndirectUsage,
+        "line",
     ):
         entry(ind.dest)["indirect"].append(indirect_site_dict(version, ind))
     constraints = [

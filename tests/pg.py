@@ -18,14 +18,19 @@ PG_URL = os.environ.get("FLAGATLAS_TEST_PG_URL", "")
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
-def fresh_database(prefix: str = "fa") -> str:
-    """The URL of a new, empty database on the test server (skips when there is none)."""
+def fresh_database(prefix: str = "fa", icu_locale: str | None = None) -> str:
+    """The URL of a new, empty database on the test server (skips when there is none). With
+    `icu_locale` ("en-US"), its text compares by that language's rules (ICU), as a server
+    initialized in that locale does, instead of by code point (the test server's C.UTF-8)."""
     if not PG_URL:
         pytest.skip("FLAGATLAS_TEST_PG_URL is not set (see scripts/pg-test-server.sh)")
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    collation = (
+        f" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '{icu_locale}'" if icu_locale else ""
+    )
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"{collation}'))
     admin.dispose()
     return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
 

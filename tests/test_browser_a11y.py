@@ -14,7 +14,8 @@ import pytest
 from browser_support import LAPTOP, MARKS, PHONE, live_server, page_width, shot
 from dashboard_kb import ARGS, build_kb
 
-from kb.search import build_index
+from kb.search import default_index_dir
+from kb.search_build import build_index
 
 pytestmark = MARKS
 
@@ -51,7 +52,7 @@ PAGES = {
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{build_kb(tmp_path_factory.mktemp('kb') / 'kb.db')}"
-    build_index(url)
+    build_index(url, default_index_dir(url))
     with live_server(url) as base:
         yield base
 

@@ -13,7 +13,8 @@ from browser_support import shot as full_shot
 from planted_kb import SEARCH_NEW, SEARCH_OLD, build_kb
 from playwright.sync_api import expect
 
-from kb.search import build_index
+from kb.search import default_index_dir
+from kb.search_build import build_index
 
 pytestmark = MARKS
 
@@ -23,7 +24,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = build_kb(
         tmp_path_factory.mktemp("kb") / "kb.db", [("s1", SEARCH_OLD), ("s2", SEARCH_NEW)]
     )
-    build_index(url)
+    build_index(url, default_index_dir(url))
     with live_server(url) as base:
         yield base
 

@@ -17,7 +17,8 @@ from app.main import create_app
 from kb.queries import find_flag, get_version
 from kb.relations import _option_template, option_rows
 from kb.schema import VersionFile, make_engine
-from kb.search import SearchIndex, build_index
+from kb.search import SearchIndex
+from kb.search_build import build_index
 
 
 @pytest.fixture(scope="module")

@@ -13,14 +13,15 @@ from planted_kb import build_kb, flag
 from sqlmodel import Session
 
 from kb.schema import Flag, make_engine
-from kb.search import SearchIndex, UnknownVersion, build_index, highlight, normalize
+from kb.search import SearchIndex, UnknownVersion, default_index_dir, highlight
+from kb.search_build import build_index, normalize
 
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("search") / "kb.db"
     url = build_kb(path, [("s1", OLD), ("s2", NEW)])
-    build_index(url)
+    build_index(url, default_index_dir(url))
     return url
 
 
@@ -277,7 +278,7 @@ def test_ingested_kb_answers_people_queries(ingested: SearchIndex) -> None:
 )
 def test_words_indexes_the_tokens_of_the_stemming_chain(text: str) -> None:
     """The index build's one-pass tokens are the chain's (queries go through the chain)."""
-    from kb.search import Words
+    from kb.search_build import Words
 
     words = Words()
     chain = [(t.text, t.boost) for t in words.chain(text, mode="index", boosts=True)]

@@ -142,7 +142,9 @@ def _link_maps(session: Session, version: Version) -> LinkMaps:
     cols: list[Any] = [Flag.name, Flag.dest, Flag.argparse_dest, Flag.aliases]
     cols += [Flag.negation, Flag.choices, Flag.choices_const]
     query = sa_select(*cols).where(col(Flag.version_id) == version.id)
-    rows = session.connection().execute(query.order_by(Flag.name))
+    # By name, in Python: the first flag of a shared dest wins, whatever the database's
+    # collation (kb/order.py).
+    rows = sorted(session.connection().execute(query), key=lambda r: r[0])
     for name, dest, argparse_dest, aliases, negation, choices, const in rows:
         url = flag_url(version, name)
         for key in (dest, argparse_dest):
@@ -167,16 +169,17 @@ def linker(session: Session, version: Version, path: str) -> Callable[[Ref, int]
     (`LORA_BACKEND_CHOICES = ["triton", ...]`), else the one flag that accepts the value (a
     value several flags accept, such as "auto", stays unlinked elsewhere)."""
     maps = link_maps(session, version)
-    sites = {
-        (line, value): flag
-        for value, flag, line in session.exec(
-            select(ChoiceSite.value, ChoiceSite.flag, ChoiceSite.line).where(
-                ChoiceSite.version_id == version.id,
-                ChoiceSite.path == path,
-                ChoiceSite.flag.is_not(None),  # type: ignore[union-attr]
-            )
+    found = session.exec(
+        select(ChoiceSite.value, ChoiceSite.flag, ChoiceSite.line).where(
+            ChoiceSite.version_id == version.id,
+            ChoiceSite.path == path,
+            ChoiceSite.flag.is_not(None),  # type: ignore[union-attr]
         )
-    }
+    )
+    # (a value handled for two flags on one line links to the first by name, on any database)
+    sites: dict[tuple[int, str], str | None] = {}
+    for value, flag, line in sorted(found, key=lambda r: (r[2], r[0], r[1] or "")):
+        sites.setdefault((line, value), flag)
 
     def link(ref: Ref, line: int) -> str | None:
         if ref.kind == "dest":
