@@ -976,6 +976,10 @@ class EffectiveSetting(Model):
     given: bool  # the command set it
     condition: str
     source: Citation
+    # the input the value came from: the command's flags, the model's config.json, the
+    # GPU, SGLang's default handling, or an assumption the run made (named in `assuming`)
+    input: Literal["flag", "model", "gpu", "default", "assumed"] = "default"
+    assuming: list[str] = []  # the assumptions (in words) the value rests on
 
 
 class PassedCheck(Model):

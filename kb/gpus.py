@@ -551,6 +551,12 @@ FACTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def gpu_text(gpu: Gpu) -> str:
+    """A GPU as a chooser lists it: "B200 · cuda sm100 · 180 GB"."""
+    sm = f" sm{gpu.sm}" if gpu.platform == "cuda" and gpu.sm else ""
+    return f"{gpu.name} · {gpu.platform}{sm} · {gpu.memory_gb} GB"
+
+
 def gpu_list() -> GpuList:
     return GpuList(gpus=list(GPUS))
 

@@ -50,8 +50,23 @@ class ProfileFields(BaseModel):
         str | None,
         Field(max_length=100, description="quantization_config.quant_method of the model"),
     ] = None
+    gpu: Annotated[
+        str | None,
+        Field(
+            max_length=100,
+            description="a GPU of the catalog (GET /api/gpus), e.g. B200, H100, MI300X: its "
+            "platform, SM, memory and device name (sm, gpu_mem_gb and cuda override them)",
+        ),
+    ] = None
     platform: Annotated[str | None, Field(max_length=20, description=_one_of(PLATFORMS))] = None
     sm: Annotated[int | None, Field(ge=0, le=1000, description="CUDA SM, e.g. 90, 100, 120")] = None
+    gpu_mem_gb: Annotated[
+        float | None, Field(ge=0, le=100_000, description="memory per GPU in GB, e.g. 80")
+    ] = None
+    cuda: Annotated[
+        str | None,
+        Field(max_length=20, description="the CUDA version torch was built with, e.g. 12.9"),
+    ] = None
     gpus: Annotated[int | None, Field(ge=0, le=100_000, description="GPU count")] = None
     nodes: Annotated[int | None, Field(ge=0, le=100_000, description="node count")] = None
     packages: Annotated[
@@ -71,7 +86,8 @@ def _text_length(info: FieldInfo) -> int:
     for limit in info.metadata:
         if getattr(limit, "max_length", None) is not None:
             return int(limit.max_length)
-    return NUMBER_TEXT if int in get_args(info.annotation) else MAX_CONFIG
+    numbers = {int, float} & set(get_args(info.annotation))
+    return NUMBER_TEXT if numbers else MAX_CONFIG
 
 
 class ProfileQuery(BaseModel):

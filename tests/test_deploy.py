@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from app.main import create_app
 from kb.explain import explain
-from kb.explain.predicates import Profile
+from kb.explain.predicates import NEEDS_MEMORY, Profile
 from kb.profile import ProfileFields
 from kb.schema import make_engine
 from tests.conftest import ingest_into
@@ -62,10 +62,10 @@ def test_effective_configuration_with_a_profile(session: Session) -> None:
     assert rows["attention_backend"]["to"] == "trtllm_mha"
     # what the profile could not decide is listed with the fact it needs
     memory = next(r for r in result["effective"] if r["field"] == "mem_fraction_static")
-    assert not memory["certain"] and memory["needs"] == ["GPU memory"]
+    assert not memory["certain"] and memory["needs"] == [NEEDS_MEMORY]
     # and the check on GPU memory is undecidable, naming it
     (undecidable,) = [f for f in result["findings"] if f["kind"] == "undecidable"]
-    assert undecidable["needs"] == ["GPU memory"] and "40 GB" in undecidable["message"]
+    assert undecidable["needs"] == [NEEDS_MEMORY] and "40 GB" in undecidable["message"]
     sm100 = next(p for p in result["predicates"] if p["name"] == "is_sm100_supported")
     assert sm100["value"] is True and sm100["source"]["path"].endswith("utils/common.py")
     assert "flashinfer-python >= 0.6.2 is installed" in result["assumptions"]
@@ -81,7 +81,9 @@ def test_more_gpus_than_the_profile_has(session: Session) -> None:
 
 
 def test_hopper_takes_none_of_the_blackwell_branch(session: Session) -> None:
-    hopper = Profile.parse({"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "sm": 90})
+    hopper = Profile.parse(
+        {"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "sm": 90, "cuda": "12.4"}
+    )
     rows = effective(explain(session, "v0.2.0", "--model-path m", profile=hopper))
     assert "moe_runner_backend" not in rows and "quantization" not in rows
     assert rows["attention_backend"]["to"] == "fa3"
@@ -313,7 +315,7 @@ def test_era_1_inline_adjustments(session: Session) -> None:
     # switching the compile off is verified; it would not be if it exposed a new error
     assert error["fix"]["remove"] in (["--disable-cuda-graph"], ["--enable-torch-compile"])
     (undecidable,) = [f for f in result["findings"] if f["kind"] == "undecidable"]
-    assert undecidable["needs"] == ["GPU memory"]
+    assert undecidable["needs"] == [NEEDS_MEMORY]
 
 
 def test_era_3_hook_reached_through_the_model_handler(session: Session) -> None:
@@ -339,7 +341,7 @@ def test_era_3_hook_reached_through_the_model_handler(session: Session) -> None:
     # deepep needs GPU memory the profile does not give: undecidable, saying so
     deep = explain(session, "v0.3.0", "--model-path m --moe-a2a-backend deepep", profile=big)
     (undecidable,) = [f for f in deep["findings"] if f["kind"] == "undecidable"]
-    assert undecidable["needs"] == ["GPU memory"]
+    assert undecidable["needs"] == [NEEDS_MEMORY]
     assert undecidable["source"]["path"].endswith("big_moe_hook.py")
 
 
@@ -363,3 +365,64 @@ def test_environment_assignments_in_the_command_feed_the_simulation(session: Ses
             session, "v0.2.0", f"{pair} {command.split(' ', 1)[1]}", profile=GLM_FP4_B200
         )
         assert effective(result)["attention_backend"]["to"] == "triton", pair
+
+
+def test_a_catalog_gpu_through_the_twins_the_page_and_the_cli(db: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli import cli
+
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    body = {"version": "v0.2.0", "command": "--model-path m", "profile": {"gpu": "B200"}}
+    posted = client.post("/api/explain", json=body).json()
+    query = "version=v0.2.0&command=--model-path+m"
+    got = client.get(f"/api/explain?{query}&gpu=b200").json()
+    for answer in (posted, got):
+        assert (
+            answer["profile"] | {"gpu": "B200", "platform": "cuda", "sm": 100}
+            == (answer["profile"])
+        )
+        memory = next(p for p in answer["predicates"] if p["name"] == "get_device_memory_capacity")
+        assert memory["value"] == 183359.0
+        rows = effective(answer)
+        assert (rows["mem_fraction_static"]["to"], rows["mem_fraction_static"]["input"]) == (
+            0.85,
+            "gpu",
+        )
+    # an unknown name: 400 naming the close ones, on each twin, the page and the CLI
+    close = "Unknown GPU 'B2000'. Did you mean B200"
+    bad = client.post("/api/explain", json={**body, "profile": {"gpu": "B2000"}})
+    assert bad.status_code == 400 and bad.json()["detail"].startswith(close)
+    bad = client.get(f"/api/explain?{query}&gpu=B2000")
+    assert bad.status_code == 400 and bad.json()["detail"].startswith(close)
+    page = client.get(f"/explain?{query}&gpu=B2000")
+    assert page.status_code == 400 and close in page.text.replace("&#39;", "'")
+    args = ["explain", "--db", str(db), "--version", "v0.2.0"]
+    result = CliRunner().invoke(cli, [*args, "--gpu", "B2000", "--", "--model-path", "m"])
+    assert result.exit_code == 2 and f"Unusable profile: {close}" in result.output
+    cli_json = CliRunner().invoke(
+        cli, [*args, "--gpu", "B200", "--json", "--", "--model-path", "m"]
+    )
+    assert json.loads(cli_json.stdout)["profile"]["sm"] == 100
+    # the form offers the catalog
+    form = client.get("/explain?command=--tp+2&gpu=H20").text
+    assert '<option value="H20" selected>H20 · cuda sm90 · 96 GB</option>' in form
+
+
+def test_each_effective_setting_names_its_input(session: Session) -> None:
+    glm = {"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4"}
+    b200 = Profile.parse({**glm, "gpu": "B200"})
+    rows = effective(explain(session, "v0.2.0", "--model-path m --tp-size 8", profile=b200))
+    assert rows["mem_fraction_static"]["input"] == "gpu"  # get_device_memory_capacity
+    assert rows["attention_backend"]["input"] == "gpu"  # is_sm100_supported
+    assert rows["quantization"]["input"] == "gpu"  # under is_sm100_supported, from the model
+    assert rows["moe_runner_backend"]["input"] == "assumed"  # a package version
+    assert rows["moe_runner_backend"]["assuming"] == ["flashinfer-python >= 0.6.2 is installed"]
+    assert rows["disable_shared_experts_fusion"]["input"] == "assumed"  # read the one above
+    # no profile: the command's flags, or SGLang's own defaults
+    pp = effective(explain(session, "v0.2.0", "--model-path m --pp-size 2"))
+    assert pp["disable_overlap_schedule"]["input"] == "flag"
+    rocm = effective(
+        explain(session, "v0.1.0", "--model-path m", profile=Profile.parse({"platform": "rocm"}))
+    )
+    assert rocm["attention_backend"]["input"] == "gpu"

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from ingest.constraints import extract_constraints
-from kb.explain.predicates import Profile, ProfileError, Unknown
+from kb.explain.predicates import (
+    NEEDS_CUDA,
+    NEEDS_DEVICE_NAME,
+    NEEDS_MEMORY,
+    Profile,
+    ProfileError,
+    Unknown,
+)
 from kb.explain.simulate import Module, Result, Simulator, parse_module
 from tests import sim_repos
 
@@ -90,7 +97,7 @@ def test_handlers_run_in_order_and_later_ones_see_earlier_changes() -> None:
 
 
 def test_other_hardware_takes_other_branches() -> None:
-    hopper = changes(run(ERA2_FILES, ERA2_FIELDS, {**GLM_FP4_B200, "sm": 90}))
+    hopper = changes(run(ERA2_FILES, ERA2_FIELDS, {**GLM_FP4_B200, "sm": 90, "cuda": "12.4"}))
     assert "moe_runner_backend" not in hopper and "quantization" not in hopper
     assert hopper["attention_backend"] == "fa3"
     rocm = changes(run(ERA2_FILES, ERA2_FIELDS, {"arch": "LlamaForCausalLM", "platform": "rocm"}))
@@ -109,9 +116,9 @@ def test_an_undecidable_predicate_names_its_missing_fact() -> None:
     result = run(ERA2_FILES, {**ERA2_FIELDS, "tp_size": 8}, GLM_FP4_B200)
     check = next(c for c in result.checks if "40 GB" in c.message)
     assert check.outcome == "unknown"
-    assert check.needs == ("GPU memory",)
+    assert check.needs == (NEEDS_MEMORY,)
     memory = result.fields["mem_fraction_static"]
-    assert isinstance(memory, Unknown) and memory.needs == ("GPU memory",)
+    assert isinstance(memory, Unknown) and memory.needs == (NEEDS_MEMORY,)
     assert set(memory.options or ()) == {0.85, 0.8}
 
 
@@ -305,7 +312,7 @@ HF_FIELDS: dict[str, Any] = {
 
 
 def test_a_method_returning_the_hf_config_reads_the_profile() -> None:
-    gpt_oss = run(HF_FILES, HF_FIELDS, {"arch": "GptOssForCausalLM", "sm": 90, "gpus": 8})
+    gpt_oss = run(HF_FILES, HF_FIELDS, {"arch": "GptOssForCausalLM", "gpu": "H100", "gpus": 8})
     assert changes(gpt_oss) == {"attention_backend": "fa3"}
     # the other architecture's branch is not taken: no "bfloat16 or bf16" guess
     assert all(c.field != "kv_cache_dtype" for c in gpt_oss.changes)
@@ -393,3 +400,175 @@ def test_the_else_of_a_negated_test_reads_plainly_in_the_simulation() -> None:
     assert (change.after, change.conditions) == ("b", ("enable_y",))
     (check,) = [c for c in result.checks if c.message == "no z"]
     assert "enable_z" in check.conditions and not any("not (" in c for c in check.conditions)
+
+
+# --- the machine: a catalog GPU, its memory, device name and CUDA version -------------------
+
+MACHINE_ARGS = """
+import dataclasses
+from typing import Optional
+
+import torch
+
+from sglang.srt.utils.common import (
+    get_device_memory_capacity,
+    get_device_name,
+    is_hopper_with_cuda_12_3,
+    is_sm90_supported,
+)
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str
+    attention_backend: Optional[str] = None
+    chunked_prefill_size: Optional[int] = None
+    mem_fraction_static: Optional[float] = None
+    enable_fusion: bool = False
+    linear_backend: Optional[str] = None
+
+    def __post_init__(self):
+        gpu_mem = get_device_memory_capacity()
+        self._handle_gpu_memory_settings(gpu_mem)
+        device_name = get_device_name()
+        is_h20 = device_name and "H20" in device_name and "H200" not in device_name
+        if is_sm90_supported() and not is_h20:
+            self.enable_fusion = True
+        if self.attention_backend is None:
+            archs = getattr(self.get_model_config().hf_config, "architectures", None)
+            if not isinstance(archs, list) or not archs:
+                self.attention_backend = "triton"
+            elif is_hopper_with_cuda_12_3():
+                self.attention_backend = "fa3"
+            else:
+                self.attention_backend = "flashinfer"
+        if self.attention_backend == "fa3":
+            self.page_size = 1
+        cuda = torch.version.cuda
+        major = int(cuda.split(".")[0]) if cuda is not None else 0
+        capability = torch.cuda.get_device_capability()[0]
+        if self.linear_backend == "flashinfer" and capability >= 10 and major < 13:
+            raise ValueError("flashinfer linear attention on SM100+ needs CUDA 13")
+
+    def get_model_config(self):
+        from sglang.srt.configs.model_config import ModelConfig
+
+        return ModelConfig.from_server_args(self)
+
+    def _handle_gpu_memory_settings(self, gpu_mem):
+        if gpu_mem < 90 * 1024:
+            self.chunked_prefill_size = 8192
+        else:
+            self.chunked_prefill_size = 16384
+        self.mem_fraction_static = round((gpu_mem - 10 * 1024) / gpu_mem, 3)
+"""
+MACHINE_FILES = {ARGS: MACHINE_ARGS, sim_repos.UTILS: sim_repos.UTILS_TEXT}
+MACHINE_FIELDS: dict[str, Any] = {
+    "model_path": "m",
+    "attention_backend": None,
+    "chunked_prefill_size": None,
+    "mem_fraction_static": None,
+    "enable_fusion": False,
+    "linear_backend": None,
+}
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+
+
+def machine(profile: dict[str, Any], **fields: Any) -> Result:
+    return run(MACHINE_FILES, {**MACHINE_FIELDS, **fields}, {"config": LLAMA, **profile})
+
+
+def test_a_catalog_gpu_gives_its_sm_platform_and_memory() -> None:
+    b200 = Profile.parse({"gpu": "b200"})
+    assert b200 is not None and (b200.gpu, b200.platform, b200.sm) == ("B200", "cuda", 100)
+    assert b200.memory_mib() == (183359.0, None)  # nvidia-smi's total, on record
+    got = changes(machine({"gpu": "B200"}))
+    assert got["chunked_prefill_size"] == 16384
+    assert got["mem_fraction_static"] == round((183359 - 10240) / 183359, 3)
+    h100 = changes(machine({"gpu": "H100"}))
+    assert h100["chunked_prefill_size"] == 8192
+
+
+def test_explicit_gpu_facts_override_the_catalogs() -> None:
+    more = changes(machine({"gpu": "H100", "gpu_mem_gb": 141}))
+    assert more["chunked_prefill_size"] == 16384  # 141 GB × 1024 MiB, not the H100's 80
+    sm = Profile.parse({"gpu": "H100", "sm": 100})
+    assert sm is not None and sm.sm == 100
+    older = changes(machine({"gpu": "H100", "cuda": "12.1"}))
+    assert older["attention_backend"] == "flashinfer"  # is_hopper_with_cuda_12_3: 12.1 < 12.3
+
+
+def test_an_unknown_gpu_is_unusable_and_names_close_ones() -> None:
+    with pytest.raises(ProfileError, match=r"Unknown GPU 'H1OO'\. Did you mean H100 80GB"):
+        Profile.parse({"gpu": "H1OO"})
+    with pytest.raises(ProfileError, match="cuda must be a version"):
+        Profile.parse({"gpu": "H100", "cuda": "twelve"})
+
+
+def test_without_memory_the_gpu_memory_branch_stays_unknown_and_says_which_input() -> None:
+    result = machine({"sm": 90, "cuda": "12.4"})
+    size = result.fields["chunked_prefill_size"]
+    assert isinstance(size, Unknown) and size.needs == (NEEDS_MEMORY,)
+    assert set(size.options or ()) == {8192, 16384}
+
+
+def test_memory_without_a_record_of_the_total_is_an_assumption() -> None:
+    result = machine({"gpu": "B300"})  # 288 GB; no nvidia-smi total on record
+    change = next(c for c in result.changes if c.field == "chunked_prefill_size")
+    assert change.after == 16384
+    assert "<assumed:gpu:memory>" in change.inputs
+    assert "288 GB × 1024" in result.assumptions["gpu:memory"]
+
+
+def test_the_device_name_decides_the_h20_rule() -> None:
+    assert changes(machine({"gpu": "H100"}))["enable_fusion"] is True
+    assert "enable_fusion" not in changes(machine({"gpu": "H20"}))
+    assert changes(machine({"gpu": "H200"}))["enable_fusion"] is True  # "H200" is no H20
+    # an SM alone does not say which GPU it is
+    fusion = machine({"sm": 90, "cuda": "12.4"}).fields["enable_fusion"]
+    assert isinstance(fusion, Unknown) and fusion.needs == (NEEDS_DEVICE_NAME,)
+
+
+def test_the_cuda_version_decides_the_hopper_rule_and_the_catalogs_is_an_assumption() -> None:
+    given = machine({"gpu": "H100", "cuda": "12.4"})
+    fa3 = next(c for c in given.changes if c.field == "attention_backend")
+    assert fa3.after == "fa3" and "<gpu>" in fa3.inputs and not given.assumptions.get("gpu:cuda")
+    typical = machine({"gpu": "H100"})
+    fa3 = next(c for c in typical.changes if c.field == "attention_backend")
+    assert fa3.after == "fa3" and "<assumed:gpu:cuda>" in fa3.inputs
+    assert typical.assumptions["gpu:cuda"].startswith(
+        "CUDA 12.6, the catalog's typical version for H100 80GB"
+    )
+    # a field set from it carries the assumption on (page_size reads attention_backend)
+    page = next(c for c in typical.changes if c.field == "page_size")
+    assert "<assumed:gpu:cuda>" in page.inputs
+    # no CUDA version at all: the branch is unknown, naming the input that decides it
+    backend = machine({"sm": 90}).fields["attention_backend"]
+    assert isinstance(backend, Unknown) and backend.needs == (NEEDS_CUDA,)
+    assert set(backend.options or ()) == {"fa3", "flashinfer"}
+    # sm100 needs CUDA >= 12.8 to run at all: is_sm100_supported's floor needs no version
+    assert run(ERA2_FILES, ERA2_FIELDS, {"sm": 100}).predicates["is_sm100_supported"].value
+
+
+def test_isinstance_checks_the_type_it_names() -> None:
+    # is_fa3_default_architecture's `isinstance(architectures, list)` on a config's list
+    assert changes(machine({"gpu": "H100", "cuda": "12.4"}))["attention_backend"] == "fa3"
+    assert changes(machine({"gpu": "H100", "config": {"architectures": "Llama"}}))[
+        "attention_backend"
+    ] == ("triton")
+
+
+def test_no_error_from_a_guard_decided_by_an_assumption_or_not_at_all() -> None:
+    command = {"linear_backend": "flashinfer"}
+    assumed = machine({"gpu": "B200"}, **command)  # the catalog's typical CUDA 12.9
+    check = next(c for c in assumed.checks if "CUDA 13" in c.message)
+    assert check.outcome == "assumed" and assumed.errors == []
+    unknown_cuda = machine({"sm": 100}, **command)
+    check = next(c for c in unknown_cuda.checks if "CUDA 13" in c.message)
+    assert check.outcome == "unknown" and unknown_cuda.errors == []
+    given = machine({"gpu": "B200", "cuda": "12.9"}, **command)
+    assert [e.message for e in given.errors] == [
+        "ValueError: flashinfer linear attention on SM100+ needs CUDA 13"
+    ]
+    assert machine({"gpu": "B200", "cuda": "13.0"}, **command).errors == []
+    assert machine({"gpu": "H100", "cuda": "12.9"}, **command).errors == []  # sm90

@@ -22,6 +22,7 @@ from kb.contract import ExplainQuery, ExplainRequest, ExplainResult
 from kb.explain import MAX_COMMAND, explain
 from kb.explain.orchestrate import profile_choices
 from kb.explain.predicates import SM_NAMES, Profile, ProfileError
+from kb.gpus import GPUS, gpu_text
 from kb.model_source import ModelOrigin, ModelPlaces, ModelUnavailable, source_words, with_model
 from kb.profile import (
     ENV_MODES,
@@ -204,7 +205,14 @@ def explain_page(
         "form": form,
         "profile_given": bool(set_fields(form)),
         # the fields the form offers choices for; "(unknown)" too where a field may be unset
-        "choices": {"platform": PLATFORMS, "sm": SM_NAMES, "packages": PACKAGES, "env": ENV_MODES},
+        "choices": {
+            "gpu": [gpu.name for gpu in GPUS],
+            "platform": PLATFORMS,
+            "sm": SM_NAMES,
+            "packages": PACKAGES,
+            "env": ENV_MODES,
+        },
+        "gpu_texts": {gpu.name: gpu_text(gpu) for gpu in GPUS},
         "unset": [k for k, info in ProfileFields.model_fields.items() if info.default is None],
         "archs": profile_choices(session, version or None)["archs"],
         "sms": SM_NAMES,

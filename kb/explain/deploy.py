@@ -21,12 +21,12 @@ from typing import Any
 from kb.dests import dest_rank
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
-from kb.explain.predicates import SM_NAMES, Profile, Unknown
+from kb.explain.predicates import ASSUMED, GPU, MODEL, SM_NAMES, Profile, Unknown
 from kb.explain.report import Finding, finding, one_line
 from kb.explain.report import display as _display
 from kb.explain.safe_eval import Undecidable
 from kb.explain.shell import tokenize
-from kb.explain.simulate import Check, Module, Result, Simulator, parse_module
+from kb.explain.simulate import Change, Check, Module, Result, Simulator, parse_module
 from kb.explain.values import default_of as _default_of
 from kb.profile import PLATFORMS
 from kb.pyast import and_all
@@ -161,7 +161,9 @@ def _report(
     cite: Cite,
 ) -> Simulation:
     index = _Index(facts, analysis.env.canon)
-    relevant = set(given) | ({"<profile>"} if profile is not None else set())
+    relevant = set(given)
+    if profile is not None:  # what reads the profile's model or GPU facts
+        relevant |= {r for c in result.checks for r in c.reads if r.startswith("<")}
     findings: list[Finding] = []
     fired: dict[str, Finding] = {}
     errors: set[str] = set()
@@ -211,6 +213,24 @@ def _report(
                     )
                 )
             continue
+        if check.outcome == "assumed":
+            # raises only if what the run assumed holds: said, never claimed as an error
+            words = _assumed_words(check.reads, result)
+            verb = {"raise": "raises", "assert": "an assertion fails"}.get(check.kind, "fails")
+            findings.append(
+                finding(
+                    "warning",
+                    first_flag(check.reads),
+                    f"{verb} at {loc(check.path, check.line)}{text_msg}, assuming "
+                    + "; ".join(words),
+                    "assumed",
+                    source,
+                    key=key,
+                    needs=words,
+                    condition=when(check.conditions),
+                )
+            )
+            continue
         if check.outcome in ("fired", "likely"):
             warns = check.kind == "warning"
             if warns and not (check.reads & relevant):
@@ -219,7 +239,7 @@ def _report(
                 check.kind, "assertion fails"
             )
             # an error names the fields its condition read (the fixes change those)
-            reads = {} if warns else {"reads": sorted(r for r in check.reads if r != "<profile>")}
+            reads = {} if warns else {"reads": sorted(r for r in check.reads if r[:1] != "<")}
             found = finding(
                 "warning" if warns else "error",
                 first_flag(check.reads),
@@ -362,6 +382,7 @@ def _effective(
         if name == "model_config" or name.startswith("_"):
             continue
         certain = not isinstance(after, Unknown)
+        came_from, assuming = input_of(change, given, result)
         rows.append(
             {
                 "field": name,
@@ -376,11 +397,35 @@ def _effective(
                 "given": name in given,
                 "condition": and_all(change.conditions),
                 "source": cite(change.path, change.line, change.end_line),
+                "input": came_from,
+                "assuming": assuming,
                 "_change": change,
             }
         )
     rows.sort(key=lambda r: (not r["certain"], r["source"]["line"]))
     return rows
+
+
+def input_of(change: Change, given: set[str], result: Result) -> tuple[str, list[str]]:
+    """The input a setting's value came from, and the assumptions it rests on: "assumed"
+    (a fact the run assumed: the catalog's typical CUDA, an installed package), "gpu",
+    "model" (config.json), "flag" (the command's flags), "default" (none of these)."""
+    marks = change.inputs | {r for r in change.reads if r.startswith("<")}
+    words = _assumed_words(marks, result)
+    if words:
+        return "assumed", words
+    if GPU in marks:
+        return "gpu", []
+    if MODEL in marks:
+        return "model", []
+    if change.field in given or change.reads & given:
+        return "flag", []
+    return "default", []
+
+
+def _assumed_words(marks: frozenset[str] | set[str], result: Result) -> list[str]:
+    keys = sorted(m[len(ASSUMED) : -1] for m in marks if m.startswith(ASSUMED))
+    return [result.assumptions[k] for k in keys if k in result.assumptions]
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -27,11 +27,15 @@ from functools import lru_cache
 from typing import Any
 
 from kb.explain.predicates import (
+    ASSUMED,
     MISSING,
+    MODEL,
     NO_LIKELY,
     PREDICATES,
     Profile,
     Unknown,
+    answer_with_inputs,
+    assumed,
     missing,
     unknown,
 )
@@ -189,6 +193,9 @@ class Change:
     conditions: tuple[str, ...]
     needs: tuple[str, ...] = ()  # non-empty: it happens only if these facts say so
     reads: frozenset[str] = frozenset()  # fields its conditions read
+    # the profile's inputs its value and conditions rest on (predicates' marks: "<model>",
+    # "<gpu>", "<assumed:KEY>"), through locals and fields set from them
+    inputs: frozenset[str] = frozenset()
 
     @property
     def certain(self) -> bool:
@@ -262,6 +269,7 @@ class Frame:
     return_states: list[tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=list)
     site: tuple[str, ast.AST] | None = None  # the call that entered it: (path, node)
     arg_nodes: dict[str, ast.expr] = field(default_factory=dict)  # parameter -> its argument
+    marks: dict[str, frozenset[str]] = field(default_factory=dict)  # local -> its inputs
 
 
 class _Return(Exception):
@@ -496,6 +504,8 @@ class Simulator:
         self.steps = 0
         self.stack: list[str] = []
         self.reads: set[str] = set()  # field reads of the expression being evaluated
+        self.field_marks: dict[str, frozenset[str]] = {}  # field -> the inputs it was set from
+        self.arg_marks: frozenset[str] = frozenset()  # the inputs of a call's arguments
         self.written: set[str] = set()  # fields assigned since the innermost fork began
         self.modules_seen: dict[str, Module | None] = {}
 
@@ -542,6 +552,7 @@ class Simulator:
 
     def lookup(self, name: str, frame: Frame) -> Any:
         if name in frame.locals:
+            self.reads |= frame.marks.get(name, frozenset())
             return frame.locals[name]
         mod = frame.module
         if name in mod.functions:
@@ -557,7 +568,7 @@ class Simulator:
                     else Symbol(name)
                 )
             return copy.copy(mod.constants[name])  # callers must not share a mutable list
-        if name in _PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance"):
+        if name in _PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance", "dict"):
             return ExternalName(name, "builtins")
         if name == "True":
             return True
@@ -583,20 +594,21 @@ class Simulator:
         if isinstance(node, ast.Expr):
             self.eval(node.value, frame, ctx)
         elif isinstance(node, ast.Assign):
-            value = self.eval(node.value, frame, ctx)
+            value, marks = self.value_of(node.value, frame, ctx)
             for target in node.targets:
-                self.assign(target, value, frame, ctx, node)
+                self.assign(target, value, frame, ctx, node, marks)
         elif isinstance(node, ast.AnnAssign):
             if node.value is not None:
-                self.assign(node.target, self.eval(node.value, frame, ctx), frame, ctx, node)
+                value, marks = self.value_of(node.value, frame, ctx)
+                self.assign(node.target, value, frame, ctx, node, marks)
         elif isinstance(node, ast.AugAssign):
-            current = self.eval(_as_load(node.target), frame, ctx)
+            current, marks = self.value_of(_as_load(node.target), frame, ctx)
             op = _BIN.get(type(node.op))
-            rhs = self.eval(node.value, frame, ctx)
+            rhs, rhs_marks = self.value_of(node.value, frame, ctx)
             value = (
                 _lift(op, current, rhs) if op else unknown("a value this analysis cannot compute")
             )
-            self.assign(node.target, value, frame, ctx, node)
+            self.assign(node.target, value, frame, ctx, node, marks | rhs_marks)
         elif isinstance(node, ast.If):
             self.if_(node, frame, ctx)
         elif isinstance(node, ast.Return):
@@ -645,6 +657,16 @@ class Simulator:
         elif isinstance(node, ast.Continue):
             raise _Continue
         # pass, global, delete, class definitions, match: nothing to track
+
+    def value_of(self, node: ast.expr, frame: Frame, ctx: Ctx) -> tuple[Any, frozenset[str]]:
+        """An assigned value and the profile's inputs it was computed from."""
+        outer, self.reads = self.reads, set()
+        try:
+            value = self.eval(node, frame, ctx)
+            marks = _marks(self.reads)
+        finally:
+            self.reads = outer | self.reads
+        return value, marks
 
     def test(self, node: ast.expr, frame: Frame, ctx: Ctx) -> tuple[Any, frozenset[str]]:
         """The truth of a condition and the fields (and "<profile>") it read."""
@@ -772,17 +794,27 @@ class Simulator:
         with contextlib.suppress(_Break, _Continue):
             self.block(body, frame, ctx)
 
-    def assign(self, target: ast.expr, value: Any, frame: Frame, ctx: Ctx, node: ast.AST) -> None:
+    def assign(
+        self,
+        target: ast.expr,
+        value: Any,
+        frame: Frame,
+        ctx: Ctx,
+        node: ast.AST,
+        marks: frozenset[str] = frozenset(),
+    ) -> None:
+        marks = marks | _marks(ctx.reads)  # a value set on a path the profile chose
         if isinstance(target, ast.Name):
             frame.locals[target.id] = value
+            frame.marks[target.id] = marks
         elif isinstance(target, ast.Attribute):
             owner = self.eval(target.value, frame, ctx)
             if owner is SELF:
-                self.set_field(target.attr, value, ctx, node)
+                self.set_field(target.attr, value, ctx, node, marks)
         elif isinstance(target, ast.Tuple | ast.List):
             if isinstance(value, list | tuple) and len(value) == len(target.elts):
                 for elt, v in zip(target.elts, value, strict=True):
-                    self.assign(elt, v, frame, ctx, node)
+                    self.assign(elt, v, frame, ctx, node, marks)
             else:
                 for elt in target.elts:
                     self.assign(
@@ -795,11 +827,14 @@ class Simulator:
         elif isinstance(target, ast.Starred):
             self.assign(target.value, Unknown(("an unpacked value",)), frame, ctx, node)
 
-    def set_field(self, name: str, value: Any, ctx: Ctx, node: ast.AST) -> None:
+    def set_field(
+        self, name: str, value: Any, ctx: Ctx, node: ast.AST, marks: frozenset[str] = frozenset()
+    ) -> None:
         name = self.canon(name)
         before = self.fields.get(name, _ABSENT)
         # inside an undecided branch the value holds on that path; `fork` merges the paths
         self.fields[name] = value
+        self.field_marks[name] = marks
         self.written.add(name)
         if before is _ABSENT and name in ("model_config",):
             return
@@ -817,6 +852,7 @@ class Simulator:
                 ctx.conds,
                 ctx.needs,
                 ctx.reads,
+                marks,
             )
         )
 
@@ -826,6 +862,12 @@ class Simulator:
             if fired
             else "passed"
         )
+        if (
+            outcome == "fired"
+            and kind != "warning"
+            and any(r.startswith(ASSUMED) for r in ctx.reads)
+        ):
+            outcome = "assumed"  # an error only if what the run assumed holds
         self.result.checks.append(
             Check(
                 kind,
@@ -861,6 +903,7 @@ class Simulator:
         params = fn.node.args
         positional = [*params.posonlyargs, *params.args]
         frame = Frame(fn.module, fn.node.name, {})
+        arg_marks, self.arg_marks = self.arg_marks, frozenset()
         if isinstance(site, ast.Call):
             frame.site = (self.current_path, site)
             offset = 1 if fn.bound is not None else 0
@@ -891,6 +934,8 @@ class Simulator:
             frame.locals[params.kwarg.arg] = dict(kwargs)
         if params.vararg is not None:
             frame.locals[params.vararg.arg] = tuple(values[len(positional) :])
+        if arg_marks:  # each parameter as if from all the arguments' inputs
+            frame.marks = dict.fromkeys(frame.locals, arg_marks)
         self.stack.append(key)
         saved = self.current_path
         self.current_path = fn.module.path
@@ -923,6 +968,23 @@ class Simulator:
                     self.warning(node, frame, ctx)
                 return None
         callee = self.eval(func, frame, ctx)
+        outer, self.reads = self.reads, set()
+        try:
+            args, kwargs = self.arguments(node, frame, ctx)
+            arg_marks = _marks(self.reads)
+        finally:
+            self.reads = outer | self.reads
+        if args is None:
+            return kwargs
+        self.arg_marks = arg_marks
+        try:
+            return self.apply(callee, args, kwargs, ctx, func, node)
+        finally:
+            self.arg_marks = frozenset()
+
+    def arguments(self, node: ast.Call, frame: Frame, ctx: Ctx) -> tuple[list[Any] | None, Any]:
+        """A call's positional and keyword arguments; (None, Unknown) for a spread of an
+        unknown sequence."""
         args: list[Any] = []
         for a in node.args:
             if isinstance(a, ast.Starred):
@@ -930,11 +992,11 @@ class Simulator:
                 if isinstance(spread, list | tuple):
                     args.extend(spread)
                 else:
-                    return Unknown(_merge_needs(spread) or ("call arguments",))
+                    return None, Unknown(_merge_needs(spread) or ("call arguments",))
             else:
                 args.append(self.eval(a, frame, ctx))
         kwargs = {k.arg: self.eval(k.value, frame, ctx) for k in node.keywords if k.arg}
-        return self.apply(callee, args, kwargs, ctx, func, node)
+        return args, kwargs
 
     def warning(self, node: ast.Call, frame: Frame, ctx: Ctx) -> None:
         """A logged warning. Logged by a helper of the same file whose message is its
@@ -978,6 +1040,9 @@ class Simulator:
                 # describes; interpreting its GGUF/registry branches would only blur it
                 return Obj("hf_config")
             return self.call_function(callee, args, kwargs, ctx, site)
+        if isinstance(callee, Symbol) and callee.dotted in PLATFORM_METHODS:
+            name = PLATFORM_METHODS[callee.dotted]
+            return self.predicate(name, ExternalName(name, "sglang.srt.platforms"), args)
         if any(a is SELF for a in (*args, *kwargs.values())):
             if not (isinstance(callee, ExternalName) and callee.module == "builtins"):
                 # SGLang hands the server args to code we do not hold: it may change them
@@ -1060,17 +1125,21 @@ class Simulator:
         return unknown(f"the default of environment variable {name}")
 
     def predicate(self, name: str, callee: Func | ExternalName, args: list[Any]) -> Any:
-        fn, meaning = PREDICATES[name]
+        meaning = PREDICATES[name][1]
         if name in ENV_READERS:
             default = args[1] if len(args) > 1 else ENV_READERS[name]
             value = self.env(args[0] if args else None, default)
             if name == "get_bool_env_var" and isinstance(value, str):
                 value = value.lower() in ("true", "1")
             return value
-        value = fn(self.profile, args)
+        value, used = answer_with_inputs(name, self.profile, args)
         if name in ("check_pkg_version_at_least", "is_flashinfer_available") and value is True:
             what = f"{args[0]} >= {args[1]}" if len(args) > 1 else "flashinfer"
             self.result.assumptions[f"pkg:{what}"] = f"{what} is installed"
+            used[assumed(f"pkg:{what}")] = f"{what} is installed"
+        for mark, words in used.items():
+            if words is not None:
+                self.result.assumptions[mark[len(ASSUMED) : -1]] = words
         if name not in self.result.predicates:
             path: str | None
             line: int | None
@@ -1082,7 +1151,7 @@ class Simulator:
                 line = mod.lines.get(name) if mod else None
             self.result.predicates[name] = PredicateUse(name, value, path, line, meaning)
         if not isinstance(value, Unknown):
-            self.reads.add("<profile>")
+            self.reads.update(used)
         return value
 
     def builtin(self, callee: ExternalName, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -1099,7 +1168,7 @@ class Simulator:
                     return args[2] if len(args) > 2 else unknown(f"attribute {attr}")
                 return value
             if name == "isinstance":
-                return _lift(lambda v: isinstance(v, _SCALAR), args[0]) if args else False
+                return self.isinstance_(args)
             fn = _PURE_BUILTINS.get(name)
             if fn is not None and not kwargs:
                 if any(isinstance(a, Unknown) for a in args):
@@ -1110,6 +1179,20 @@ class Simulator:
                     except Exception:  # noqa: BLE001
                         return unknown("a value this analysis cannot compute")
         return unknown(f"what {name}() returns")
+
+    def isinstance_(self, args: list[Any]) -> Any:
+        """`isinstance(x, list)` with builtin types (or a tuple of them) named; any other
+        class: a known value is one of SGLang's own objects only if not a plain value."""
+        if len(args) < 2:
+            return unknown("isinstance() with its arguments")
+        kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
+        types = []
+        for kind in kinds:
+            builtin = BUILTIN_TYPES.get(kind.name) if isinstance(kind, ExternalName) else None
+            if builtin is None or kind.module != "builtins":  # a class: as before, scalars
+                return _lift(lambda v: isinstance(v, _SCALAR), args[0])
+            types.append(builtin)
+        return _lift(lambda v: isinstance(v, tuple(types)), args[0])
 
     def method(self, m: Method, args: list[Any]) -> Any:
         target = m.target
@@ -1244,6 +1327,7 @@ class Simulator:
         if obj is SELF:
             name = self.canon(attr)
             self.reads.add(name)
+            self.reads |= self.field_marks.get(name, frozenset())
             if name in self.fields:
                 return self.fields[name]
             if attr in self.methods:
@@ -1254,7 +1338,10 @@ class Simulator:
         if isinstance(obj, Obj):
             return self.model_attr(obj, attr, allow_missing)
         if isinstance(obj, Symbol):
-            return Symbol(f"{obj.dotted}.{attr}")
+            dotted = f"{obj.dotted}.{attr}"
+            if dotted in TORCH_ATTRIBUTES:
+                return self.predicate(dotted, ExternalName(dotted, "torch"), [])
+            return Symbol(dotted)
         if isinstance(obj, ExternalName):
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
@@ -1273,7 +1360,7 @@ class Simulator:
         value = self.profile.hf_attr(attr)
         if missing(value):
             return MISSING if allow_missing else unknown(f"the model's config.json ({attr})")
-        self.reads.add("<profile>")
+        self.reads.add(MODEL)
         return value
 
     def attention_arch(self) -> Any:
@@ -1285,6 +1372,7 @@ class Simulator:
         mod = self.module("sglang.srt.configs.model_config")
         if mod is None:
             return unknown("the model's attention architecture (MLA or MHA)")
+        self.reads.add(MODEL)
         return Symbol("AttentionArch.MLA" if arch in mla_archs(mod) else "AttentionArch.MHA")
 
 
@@ -1303,6 +1391,23 @@ TORCH_PREDICATES = {
     "torch.cuda.get_device_capability": "get_device_capability",
     "torch.cuda.is_available": "is_cuda",
     "torch.cuda.device_count": "get_device_count",
+}
+# torch attributes SGLang reads, answered like predicates of the same names
+TORCH_ATTRIBUTES = ("torch.version.cuda", "torch.version.hip")
+# methods of sglang.srt.platforms' `current_platform` (era 3), answered from the platform
+PLATFORM_METHODS = {
+    "current_platform.is_out_of_tree": "is_out_of_tree",
+    "current_platform.apply_server_args_defaults": "apply_server_args_defaults",
+}
+BUILTIN_TYPES: dict[str, type | tuple[type, ...]] = {
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+    "set": set,
+    "str": str,
+    "int": (int, bool),
+    "float": float,
+    "bool": bool,
 }
 # transformers' loader of a model's config.json: what it returns is the profile's hf_config
 HF_CONFIG_LOADER = ["AutoConfig", "from_pretrained"]
@@ -1353,6 +1458,11 @@ def loads_hf_config(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         ):
             return True
     return False
+
+
+def _marks(reads: Iterable[str]) -> frozenset[str]:
+    """The profile's inputs among what an expression read (fields read are not)."""
+    return frozenset(r for r in reads if r.startswith("<"))
 
 
 def _as_load(target: ast.expr) -> ast.expr:
