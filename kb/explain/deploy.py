@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.dests import dest_rank
+from kb.explain import derived
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.predicates import ASSUMED, GPU, MODEL, SM_NAMES, Profile, Unknown
@@ -147,6 +148,7 @@ def simulate(
             for name, spec in facts.env.items()
             if spec.fallback and spec.fallback.get("default") is not None
         },
+        derive=derived,
     )
     result = sim.run()
     return _report(facts, analysis, result, given, profile, cite)

@@ -474,8 +474,12 @@ class Simulator:
         given: Iterable[str] = (),
         environ: dict[str, str] | None = None,
         env_defaults: dict[str, Any] | None = None,
+        derive: Any = None,
     ) -> None:
         given = set(given)
+        # kb.explain.derived (ModelConfig's derived facts, comprehensions): it builds on this
+        # module, so it is handed in rather than imported; without it those stay unknown
+        self.derive = derive
         self.environ = dict(environ or {})  # variables the command sets (`X=1 python -m ...`)
         # defaults the knowledge base worked out that the code states in a way not evaluated
         # here (`os.getenv("X", envs.Y.default)`: EnvVar.fallback's default)
@@ -508,6 +512,7 @@ class Simulator:
         self.arg_marks: frozenset[str] = frozenset()  # the inputs of a call's arguments
         self.written: set[str] = set()  # fields assigned since the innermost fork began
         self.modules_seen: dict[str, Module | None] = {}
+        self.derived: dict[str, Any] = {}  # ModelConfig attribute -> its value (derived.py)
 
     # --- entry ------------------------------------------------------------------------
 
@@ -1267,9 +1272,15 @@ class Simulator:
                 return a
             return Unknown(tuple(dict.fromkeys((*t.needs, *_merge_needs(a, b)))), _options([a, b]))
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
-            items = [self.eval(e, frame, ctx) for e in node.elts if not isinstance(e, ast.Starred)]
-            if len(items) != len(node.elts):
-                return unknown("a starred list")
+            items = []
+            for e in node.elts:
+                if not isinstance(e, ast.Starred):
+                    items.append(self.eval(e, frame, ctx))
+                    continue
+                spread = self.eval(e.value, frame, ctx)  # `[*OTHER_ARCHS, "X"]`
+                if not isinstance(spread, list | tuple):
+                    return unknown("a starred list")
+                items.extend(spread)
             if isinstance(node, ast.Tuple):
                 return tuple(items)
             if isinstance(node, ast.Set):
@@ -1300,6 +1311,8 @@ class Simulator:
             value = self.eval(node.value, frame, ctx)
             frame.locals[node.target.id] = value
             return value
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp) and self.derive:
+            return self.derive.comprehension(self, node, frame, ctx)
         kind = EXPRESSION_NAMES.get(type(node).__name__, type(node).__name__)
         return unknown(f"{kind} (not interpreted)")
 
@@ -1356,7 +1369,9 @@ class Simulator:
                 return Obj("hf_config")
             if attr == "attention_arch":
                 return self.attention_arch()
-            return unknown(f"the model's {attr}")
+            if self.derive is None:
+                return unknown(f"the model's {attr}")
+            return self.derive.model_config_attr(self, attr)
         value = self.profile.hf_attr(attr)
         if missing(value):
             return MISSING if allow_missing else unknown(f"the model's config.json ({attr})")

@@ -1,0 +1,270 @@
+"""What SGLang's ModelConfig derives from the model's config.json, read from the version's own
+`sglang/srt/configs/model_config.py` and interpreted by the simulator that runs ServerArgs.
+
+ServerArgs reads `self.get_model_config().x`. Here `x` is, in the version's ModelConfig class:
+- a method (`get_num_kv_heads`): a function bound to the model config, interpreted when
+  called; a property: called at once;
+- a field set once, at the top level of the constructor (`self.is_multimodal = ...`) or of
+  a helper taking only `self`: its right-hand side evaluated after that method's statements
+  that bind the locals it reads
+  (a backward slice: `if enable_multimodal is None: ... enable_multimodal = True`). The
+  constructor's parameters are the arguments `ModelConfig.from_server_args` passes, read
+  from the server args being simulated, else their defaults.
+Anything else stays unknown, with the attribute named. The derivation never records checks
+or changes: what ModelConfig raises or logs is not ServerArgs' to report.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from kb.explain.predicates import Unknown, unknown
+from kb.explain.simulate import (
+    SELF,
+    Ctx,
+    Frame,
+    Func,
+    Module,
+    Obj,
+    _Break,
+    _Continue,
+    _merge_needs,
+    _Return,
+    truth,
+)
+
+if TYPE_CHECKING:
+    from kb.explain.simulate import Simulator
+
+MODEL_CONFIG_MODULE = "sglang.srt.configs.model_config"
+MAX_ITEMS = 512  # items of one comprehension (SGLang's list of multimodal architectures: ~150)
+
+Method = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def model_config_attr(sim: Simulator, attr: str) -> Any:
+    """`model_config.<attr>` as the version's ModelConfig derives it (cached per run)."""
+    if attr not in sim.derived:
+        sim.derived[attr] = unknown(f"the model's {attr} (derived from itself)")
+        sim.derived[attr] = _derive(sim, attr)
+    return sim.derived[attr]
+
+
+def _derive(sim: Simulator, attr: str) -> Any:
+    mod = sim.module(MODEL_CONFIG_MODULE)
+    cls = mod.classes.get("ModelConfig") if mod is not None else None
+    if mod is None or cls is None:
+        return unknown(f"the model's {attr}")
+    methods = _methods(cls)
+    bound = Obj("model_config")
+    if attr in methods:
+        node = methods[attr]
+        decorators = {ast.unparse(d) for d in node.decorator_list}
+        if "property" in decorators:
+            return sim.call_function(Func(mod, node, bound), [], {}, Ctx())
+        return Func(mod, node, None if "staticmethod" in decorators else bound)
+    found = _set_once(cls, attr)
+    if found is None:
+        return unknown(f"the model's {attr}")
+    method, index, value = found
+    frame = Frame(mod, method.name, {"self": bound})
+    params = _params(method, sim) if method.name == "__init__" else {}
+    return _evaluate(sim, frame, method.body[:index], value, params)
+
+
+def _params(init: Method, sim: Simulator) -> dict[str, Any]:
+    """The constructor's parameters -> a function giving each one's value (lazily: only the
+    parameters the slice reads are looked up, so only their server args count as read)."""
+    names = [a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)]
+    return {name: (lambda n=name: _argument(sim, init, n)) for name in names if name != "self"}
+
+
+def _evaluate(
+    sim: Simulator,
+    frame: Frame,
+    before: list[ast.stmt],
+    value: ast.expr | None,
+    params: dict[str, Any],
+) -> Any:
+    """`value` after the statements of `before` that bind the names it reads."""
+    if value is None:
+        return unknown("a value this analysis cannot compute")
+    stmts, names = _slice(before, _loaded(value))
+    for name in names:
+        if name in params and name not in frame.locals:
+            frame.locals[name] = params[name]()
+    checks, changes = len(sim.result.checks), len(sim.result.changes)
+    saved = sim.current_path
+    sim.current_path = frame.module.path
+    try:
+        for stmt in stmts:
+            sim.stmt(stmt, frame, Ctx())
+        return sim.eval(value, frame, Ctx())
+    except (_Return, _Break, _Continue):
+        return unknown("a value this analysis cannot compute")
+    finally:
+        sim.current_path = saved
+        del sim.result.checks[checks:]
+        del sim.result.changes[changes:]
+
+
+def _argument(sim: Simulator, init: Method, name: str) -> Any:
+    """What `ModelConfig.from_server_args(server_args)` passes as the constructor's `name`;
+    the parameter's default when it passes nothing."""
+    mod = sim.module(MODEL_CONFIG_MODULE)
+    cls = mod.classes.get("ModelConfig") if mod is not None else None
+    factory = _methods(cls).get("from_server_args") if cls is not None else None
+    if mod is not None and factory is not None:
+        for index, stmt in enumerate(factory.body):
+            call = stmt.value if isinstance(stmt, ast.Return) else None
+            if not (
+                isinstance(call, ast.Call) and ast.unparse(call.func) in ("ModelConfig", "cls")
+            ):
+                continue
+            given = {k.arg: k.value for k in call.keywords if k.arg}
+            if name in given:
+                frame = Frame(mod, "from_server_args", {})
+                _bind_defaults(sim, factory, frame)
+                return _evaluate(sim, frame, factory.body[:index], given[name], {})
+    return _default(sim, mod, init, name)
+
+
+def _bind_defaults(sim: Simulator, fn: Method, frame: Frame) -> None:
+    """from_server_args(server_args, model_path=None, ...): the server args, then defaults."""
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    if positional and positional[0].arg in ("cls", "self"):
+        positional = positional[1:]
+    if positional:
+        frame.locals[positional[0].arg] = SELF
+    _fill_defaults(sim, fn, frame)
+    if fn.args.kwarg is not None:
+        frame.locals[fn.args.kwarg.arg] = {}
+
+
+def _fill_defaults(sim: Simulator, fn: Method, frame: Frame) -> None:
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    with_default = positional[len(positional) - len(fn.args.defaults) :]
+    pairs = list(zip(with_default, fn.args.defaults, strict=True))
+    kw_defaults = zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
+    pairs += [(a, d) for a, d in kw_defaults if d is not None]
+    for param, default in pairs:
+        if param.arg not in frame.locals:
+            frame.locals[param.arg] = sim.eval(default, frame, Ctx())
+
+
+def _default(sim: Simulator, mod: Module | None, init: Method, name: str) -> Any:
+    if mod is not None:
+        frame = Frame(mod, "__init__", {})
+        _fill_defaults(sim, init, frame)
+        if name in frame.locals:
+            return frame.locals[name]
+    return unknown(f"argument {name} of ModelConfig()")
+
+
+def _methods(cls: ast.ClassDef) -> dict[str, Method]:
+    return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _set_once(cls: ast.ClassDef, attr: str) -> tuple[Method, int, ast.expr | None] | None:
+    """The method and index of its top-level statement `self.<attr> = ...` when that is the
+    class's only assignment of the attribute (else which one holds is not decided here), in
+    the constructor or in a helper taking only `self` (`self._derive_hybrid_model()`: what
+    ServerArgs reads exists, so the helper ran)."""
+    sites = [
+        node
+        for node in ast.walk(cls)
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        and any(_is_self_attr(t, attr) for t in _targets(node))
+    ]
+    site = sites[0] if len(sites) == 1 else None
+    if not isinstance(site, ast.Assign | ast.AnnAssign):
+        return None
+    for method in _methods(cls).values():
+        params = [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]
+        if method.name != "__init__" and (len(params) != 1 or method.args.vararg):
+            continue
+        for index, stmt in enumerate(method.body):
+            if stmt is site:
+                return method, index, site.value
+    return None
+
+
+def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+
+
+def _is_self_attr(target: ast.expr, attr: str) -> bool:
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr == attr
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
+
+
+def _loaded(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _slice(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[str]]:
+    """The statements of `body` that bind (directly or through each other) any of `names`,
+    in order, and every name they and the value read."""
+    names = set(names)
+    kept: list[ast.stmt] = []
+    for stmt in reversed(body):
+        stored = {
+            n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        if stored & names:
+            kept.append(stmt)
+            names |= _loaded(stmt)
+    return kept[::-1], names
+
+
+def comprehension(sim: Simulator, node: ast.expr, frame: Frame, ctx: Ctx) -> Any:
+    """A list/set comprehension or generator expression over known items (a generator as
+    the list it yields): unknown when an item, a filter or a produced value is."""
+    if not isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+        return unknown(f"{type(node).__name__} (not interpreted)")
+    inner = Frame(frame.module, frame.name, dict(frame.locals), marks=dict(frame.marks))
+    out: list[Any] = []
+
+    def produce(level: int) -> Unknown | None:
+        if level == len(node.generators):
+            out.append(sim.eval(node.elt, inner, ctx))
+            return None
+        gen = node.generators[level]
+        items = sim.eval(gen.iter, inner, ctx)
+        if isinstance(items, dict):
+            items = list(items)
+        if gen.is_async or not isinstance(items, list | tuple | str | set | frozenset):
+            return Unknown(_merge_needs(items) or ("the items of a comprehension",))
+        if len(items) > MAX_ITEMS:
+            return unknown("a comprehension over many items")
+        for item in list(items):
+            sim.assign(gen.target, item, inner, ctx, node)
+            kept: Any = True
+            for test in gen.ifs:
+                kept = truth(sim.eval(test, inner, ctx))
+                if kept is not True:
+                    break
+            if isinstance(kept, Unknown):
+                return kept
+            if kept is True:
+                stop = produce(level + 1)
+                if stop is not None:
+                    return stop
+        return None
+
+    stop = produce(0)
+    if stop is not None:
+        return Unknown(stop.needs or ("the items of a comprehension",))
+    if any(isinstance(v, Unknown) for v in out):
+        return Unknown(_merge_needs(*out) or ("an item of a comprehension",))
+    if isinstance(node, ast.SetComp):
+        with contextlib.suppress(TypeError):
+            return set(out)
+        return unknown("a set of unhashable values")
+    return out

@@ -1,0 +1,168 @@
+"""What ServerArgs reads of SGLang's ModelConfig is derived by interpreting the version's own
+model_config.py over the profile's config.json (kb/explain/derived.py); synthetic code only."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from kb.explain import derived
+from kb.explain.predicates import Profile, Unknown
+from kb.explain.simulate import Module, Simulator, parse_module
+
+ARGS = "python/sglang/srt/server_args.py"
+MODEL_CONFIG = "python/sglang/srt/configs/model_config.py"
+
+MODEL_CONFIG_TEXT = """
+from sglang.srt.utils.hf_transformers_utils import get_config
+
+VISION_ARCHS = ("FixtureVLForConditionalGeneration",)
+multimodal_model_archs = [*VISION_ARCHS, "OtherVLModel"]
+
+
+class ModelConfig:
+    def __init__(self, model_path, enable_multimodal=None, context_length=None):
+        self.model_path = model_path
+        self.hf_config = get_config(model_path)
+        self.hf_text_config = self.hf_config
+        if enable_multimodal is None:
+            disabled = ["FixtureTextOnlyVL"]
+            if self.hf_config.architectures[0] in disabled:
+                enable_multimodal = False
+            else:
+                enable_multimodal = True
+        self.is_multimodal = enable_multimodal and is_multimodal_model(
+            self.hf_config.architectures
+        )
+        self._derive_sinks()
+        self._derive_context_length(context_length)
+
+    @staticmethod
+    def from_server_args(server_args, model_path=None, **kwargs):
+        return ModelConfig(
+            model_path=model_path or server_args.model_path,
+            enable_multimodal=server_args.enable_multimodal,
+            **kwargs,
+        )
+
+    def _derive_sinks(self):
+        self.has_sinks = self._detect_sinks()
+
+    def _detect_sinks(self):
+        archs = self.hf_config.architectures or []
+        return any(a in archs for a in ("SinkForCausalLM",))
+
+    def _derive_context_length(self, context_length):
+        self.context_len = context_length or read_context_length(self.hf_config)
+
+    def get_total_num_kv_heads(self):
+        for attr in ["num_kv_heads", "num_key_value_heads"]:
+            value = getattr(self.hf_text_config, attr, None)
+            if value is not None:
+                return value
+        return self.hf_text_config.num_attention_heads
+
+    def get_num_kv_heads(self, tensor_parallel_size):
+        return max(1, self.get_total_num_kv_heads() // tensor_parallel_size)
+
+
+def is_multimodal_model(model_architectures):
+    return any(arch in model_architectures for arch in multimodal_model_archs)
+"""
+HF_UTILS = "python/sglang/srt/utils/hf_transformers_utils.py"
+HF_UTILS_TEXT = """
+from transformers import AutoConfig
+
+
+def get_config(model):
+    config = AutoConfig.from_pretrained(model)
+    return config
+"""
+ARGS_TEXT = """
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass
+class ServerArgs:
+    model_path: str = "m"
+    tp_size: int = 1
+    enable_multimodal: Optional[bool] = None
+    mem_fraction_static: Optional[float] = None
+    attention_backend: Optional[str] = None
+    chunked_prefill_size: Optional[int] = None
+
+    def __post_init__(self):
+        model_config = self.get_model_config()
+        if model_config.is_multimodal:
+            self.mem_fraction_static = 0.7
+        else:
+            self.mem_fraction_static = 0.8
+        if model_config.has_sinks:
+            self.attention_backend = "triton"
+        elif model_config.get_num_kv_heads(self.tp_size) >= 4:
+            self.attention_backend = "flashinfer"
+        else:
+            self.attention_backend = "fa3"
+        if model_config.context_len > 8192:
+            self.chunked_prefill_size = 4096
+
+    def get_model_config(self):
+        from sglang.srt.configs.model_config import ModelConfig
+
+        if hasattr(self, "model_config"):
+            return self.model_config
+        self.model_config = ModelConfig.from_server_args(self)
+        return self.model_config
+"""
+
+
+def run(arch: str, fields: dict[str, Any], **config: Any) -> dict[str, Any]:
+    mods: dict[str, Module] = {}
+    for path, text in {
+        ARGS: ARGS_TEXT,
+        MODEL_CONFIG: MODEL_CONFIG_TEXT,
+        HF_UTILS: HF_UTILS_TEXT,
+    }.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None
+        mods[path] = mod
+    profile = Profile.parse({"sm": 90, "config": {"architectures": [arch], **config}})
+    start = {"model_path": "m", "tp_size": 1, "enable_multimodal": None, **fields}
+    sim = Simulator(mods.get, mods[ARGS], start, profile, given=set(fields), derive=derived)
+    result = sim.run()
+    assert not result.errors
+    return result.fields
+
+
+def test_a_derived_bool_comes_from_the_architecture_list() -> None:
+    config = {"num_attention_heads": 8}
+    assert run("FixtureVLForConditionalGeneration", {}, **config)["mem_fraction_static"] == 0.7
+    assert run("LlamaForCausalLM", {}, **config)["mem_fraction_static"] == 0.8
+    # the constructor's own default: a listed text-only variant is not multimodal
+    assert run("FixtureTextOnlyVL", {}, **config)["mem_fraction_static"] == 0.8
+    # ... and what ServerArgs passes to it counts: --enable-multimodal false
+    fields = {"enable_multimodal": False}
+    assert run("OtherVLModel", fields, **config)["mem_fraction_static"] == 0.8
+
+
+def test_a_derived_bool_from_a_helper_the_constructor_calls() -> None:
+    assert run("SinkForCausalLM", {}, num_attention_heads=8)["attention_backend"] == "triton"
+
+
+def test_a_derived_count_is_kv_heads_per_tensor_parallel_rank() -> None:
+    config = {"num_attention_heads": 32, "num_key_value_heads": 8}
+    assert run("LlamaForCausalLM", {"tp_size": 1}, **config)["attention_backend"] == "flashinfer"
+    assert run("LlamaForCausalLM", {"tp_size": 2}, **config)["attention_backend"] == "flashinfer"
+    assert run("LlamaForCausalLM", {"tp_size": 4}, **config)["attention_backend"] == "fa3"
+    # no kv-head count in config.json: the attention heads
+    assert run("LlamaForCausalLM", {"tp_size": 8}, num_attention_heads=64)["attention_backend"] == (
+        "flashinfer"
+    )
+
+
+def test_what_the_interpreter_cannot_decide_stays_unknown_and_says_what() -> None:
+    # context_len is set by a helper that takes an argument, from a function not held
+    value = run("LlamaForCausalLM", {}, num_attention_heads=8)["chunked_prefill_size"]
+    assert isinstance(value, Unknown)
+    assert any("context_len" in need for need in value.needs)
