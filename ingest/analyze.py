@@ -138,7 +138,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         return facts
     index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
     pieces = BlobPieces(path, data)  # cut once, shared by the line scans
-    facts = scan(data, index, pieces)
+    facts = scan(data, index)
     facts["warnings"] = []
     env_sites, env_lines = scan_env(data, kind == "server_args", index, pieces)
     facts["env"] = env_sites
