@@ -144,7 +144,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
-    shapes = scan_choice_shapes(data, facts["choices"], index, pieces)
+    shapes = scan_choice_shapes(data, facts["choices"], index)
     shape_lines, shape_spans = shapes.pop("lines"), shapes.pop("spans", {})
     facts["lines"].update(shape_lines)
     spans = {k: v for k, v in facts.pop("spans", {}).items() if k not in shape_lines}
