@@ -140,7 +140,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     pieces = BlobPieces(path, data)  # cut once, shared by the line scans
     facts = scan(data, index)
     facts["warnings"] = []
-    env_sites, env_lines = scan_env(data, kind == "server_args", index, pieces)
+    env_sites, env_lines = scan_env(data, kind == "server_args", index)
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
