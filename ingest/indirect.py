@@ -37,7 +37,6 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from array import array
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -46,8 +45,7 @@ from functools import lru_cache
 from itertools import combinations, groupby, product
 from typing import Any
 
-from ingest.chunks import Piece, marker
-from ingest.pyfile import MAX_ACCESSOR_LINES, Def, Outline, PyFile, outline
+from ingest.pyfile import MAX_ACCESSOR_LINES, Def, PyFile
 from ingest.sites import in_spans, server_args_aliases
 from kb.pyast import ARGS_RECEIVERS
 
@@ -92,25 +90,16 @@ def stored_cond(raw: dict[str, Any]) -> Cond:
 # --- per blob ------------------------------------------------------------------------------
 
 
-def scan_structure(
-    data: bytes,
-    reads: list[list[Any]],
-    path: str | None = None,
-    pieces: Callable[[], list[Piece] | None] | None = None,
-) -> dict[str, Any]:
+def scan_structure(data: bytes, reads: list[list[Any]], path: str | None = None) -> dict[str, Any]:
     """`path` keeps what the file's functions gave for the next version of the path (a
-    worker analyzes the versions of a path oldest first); `pieces` gives the blob's pieces
-    (ingest/chunks.py) if they are cut, whose outlines are kept with them."""
-    cut = pieces() if pieces is not None else None
-    found = _piece_imports(cut) if cut is not None else None
-    out: dict[str, Any] = {"imports": _imports(data) if found is None else found}
+    worker analyzes the versions of a path oldest first)."""
+    out: dict[str, Any] = {"imports": _imports(data)}
     if b"EntryClass" in data:
         out["entry"] = _entry_classes(data)
     read_lines = {line for _name, line, access in reads if access == "read"}
     if read_lines and _may_carry(data, read_lines):
         memo = None if path is None else BlockMemo(_BLOCKS.pop(path, {}))
-        lines = None if cut is None else lambda: piece_outline(cut)
-        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines, memo, lines)
+        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines, memo)
         if memo is not None and memo.new:
             _BLOCKS[path] = memo.new  # type: ignore[index]
             while len(_BLOCKS) > MEMO_PATHS:
@@ -150,23 +139,6 @@ _BLOCKS: dict[str, dict[str, _Block]] = {}
 MEMO_PATHS = 512
 
 
-def piece_outline(pieces: list[Piece]) -> Outline:
-    """The outline of a blob (pyfile.outline) from its pieces', each found once per text."""
-    out: Outline = []
-    for first, text, results in pieces:
-        found = results.get(OUTLINE)
-        if found is None:
-            has = b"def" in text or b"class" in text
-            found = results[OUTLINE] = outline(text.decode("utf-8", "replace")) if has else []
-        if found:
-            by = first - 1
-            out += [(line + by, indent, kind, name) for line, indent, kind, name in found]
-    return out
-
-
-OUTLINE = "indirect.outline"  # a piece's outline, lines relative to the piece
-
-
 def _may_carry(data: bytes, read_lines: set[int]) -> bool:
     """Cheap test before any parsing: a carrier needs a `global` statement, a read at module
     level, or a `return` on or just above a read."""
@@ -181,54 +153,10 @@ def _may_carry(data: bytes, read_lines: set[int]) -> bool:
     return False
 
 
-IMPORTS = "indirect.imports"  # a piece's (_imports's two parts) or one of these markers:
-NO_IMPORTS = marker(("no imports",))
-OPEN_IMPORT = marker(("an import's brackets may close past the end",))
-
-
-def _piece_imports(pieces: list[Piece]) -> list[list[Any]] | None:
-    """_imports of the blob from its pieces', each found once per text in a path's history
-    (lines relative to the piece); None when an import's `(` is not closed in its piece."""
-    froms: list[list[Any]] = []
-    others: list[list[Any]] = []
-    for first, text, results in pieces:
-        got = results.get(IMPORTS)
-        if got is None:
-            got = results[IMPORTS] = _import_parts(text) if b"import" in text else NO_IMPORTS
-        if got is NO_IMPORTS:
-            continue
-        if got is OPEN_IMPORT:
-            return None
-        by = first - 1
-        flat = got[0]
-        for at, line in zip(flat[::2], flat[1::2], strict=True):
-            froms += [[module, name, alias, line + by] for module, name, alias in _items(text, at)]
-        others += [[module, name, alias, line + by] for module, name, alias, line in got[1]]
-    return froms + others
-
-
-def _import_parts(text: bytes) -> Any:
-    """_imports of a piece alone as (offset, line, offset, line, ... of the `from` imports
-    in an array, [module, name, alias, line] of each `import ... as` in tuples): a
-    statement's items are read again from its offset (holding them, or a tuple each, cost
-    a worker a few MB of memo); OPEN_IMPORT when a `(` of
-    IMPORT_RE finds no `)` in the piece (in the blob it may find one in a later piece, and
-    the match hide what lies between); NO_IMPORTS when none."""
-    found = _import_lists(text, piece=True)
-    if found is None:
-        return OPEN_IMPORT
-    froms, others = found
-    if not froms and not others:
-        return NO_IMPORTS
-    return array("I", [n for pair in froms for n in pair]), tuple(map(tuple, others))
-
-
 def _imports(data: bytes) -> list[list[Any]]:
     """[module, name, alias, line] of `from M import a, b as c` where M is sglang's or
     relative."""
-    found = _import_lists(data)
-    assert found is not None  # (only a piece's can be open)
-    froms, others = found
+    froms, others = _import_lists(data)
     out = [
         [module, name, alias, line]
         for at, line in froms
@@ -237,17 +165,14 @@ def _imports(data: bytes) -> list[list[Any]]:
     return out + others
 
 
-def _import_lists(data: bytes, piece: bool = False) -> tuple[list[Any], list[Any]] | None:
-    """_imports as ((offset, line) of each `from` import, the `import sglang.x as y` ones);
-    with `piece`, None when a `from` import's `(` is not closed in `data`."""
+def _import_lists(data: bytes) -> tuple[list[tuple[int, int]], list[list[Any]]]:
+    """_imports as ((offset, line) of each `from` import, the `import sglang.x as y` ones)."""
     froms: list[tuple[int, int]] = []
     others: list[list[Any]] = []
     if b"import" not in data:
         return froms, others
     line, pos = 1, 0
     for m in IMPORT_RE.finditer(data):
-        if piece and m.group(2)[:1] == b"(" and b")" not in m.group(2):
-            return None
         at = m.start()
         start = data.rfind(b"\n", 0, at) + 1
         if start != at and data[start:at].strip(b" \t"):
@@ -420,15 +345,12 @@ def stored_chain(chain: list[str] | tuple[str, ...]) -> list[Any]:
 
 
 def find_carriers(
-    text: str,
-    read_lines: set[int],
-    memo: BlockMemo | None = None,
-    lines: Callable[[], Outline] | None = None,
+    text: str, read_lines: set[int], memo: BlockMemo | None = None
 ) -> list[dict[str, Any]]:
     """Globals assigned from a flag read and short functions returning one, in one file.
     With `memo`, a function whose block is unchanged since the last version is not parsed
-    again; `lines` gives the text's outline when the caller has a cheaper way to it."""
-    f = PyFile(text, lines)
+    again."""
+    f = PyFile(text)
     aliases: frozenset[str] = frozenset()
     if "= get_global_server_args()" in text:
         aliases = frozenset(n.decode() for n in server_args_aliases(text.encode()))

@@ -1,8 +1,8 @@
 """What scan_structure keeps between versions of a path gives the facts of a fresh analysis:
-each piece's outline (def/class lines, kept with the piece in ingest/chunks.py's memo),
-import statements' items (kept by statement text), and the accessor-only use scan. Each case
-analyzes version 1, then version 2 with what version 1 left, and compares with version 2
-analyzed alone (synthetic sources in SGLang's shapes)."""
+the carriers of unchanged function blocks (BlockMemo), import statements' items (kept by
+statement text), and the accessor-only use scan. Each case analyzes version 1, then version
+2 with what version 1 left, and compares with version 2 analyzed alone (synthetic sources
+in SGLang's shapes)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 import ingest.analyze as analyze
 import ingest.indirect as indirect
 from ingest.chunks import PieceMemo
-from ingest.indirect import file_uses, piece_outline, scan_structure
-from ingest.pyfile import PyFile, outline
+from ingest.indirect import file_uses, scan_structure
+from ingest.pyfile import PyFile
 
 PATH = "python/sglang/srt/layers/feature.py"
 
@@ -72,19 +72,14 @@ def _reads(text: str) -> list[list[Any]]:
     return out
 
 
-def _scan(text: str, pieces: PieceMemo | None) -> dict[str, Any]:
-    data = text.encode()
-    if pieces is None:
-        return scan_structure(data, _reads(text))  # alone: no memo of any kind
-    cut = pieces.pieces(PATH, data)
-    return scan_structure(data, _reads(text), PATH, lambda: cut)
+def _scan(text: str, path: str | None) -> dict[str, Any]:
+    return scan_structure(text.encode(), _reads(text), path)  # without a path: no memo
 
 
 def _after(v1: str, v2: str) -> dict[str, Any]:
-    memo = PieceMemo()
-    first = _scan(v1, memo)
+    first = _scan(v1, PATH)
     assert first == _scan(v1, None)
-    return _scan(v2, memo)
+    return _scan(v2, PATH)
 
 
 @pytest.fixture(autouse=True)
@@ -114,48 +109,29 @@ def test_the_fixture_has_every_kind_of_fact() -> None:
 @pytest.mark.parametrize(
     "v2",
     [
-        # lines added above: every unchanged piece's outline and imports move down
+        # lines added above: every unchanged block and import moves down
         "import os\nimport sys\n\n" + V1,
-        # a def renamed in a piece that is otherwise the same
+        # a def renamed in a block that is otherwise the same
         V1.replace("def mode(self):", "def kind(self):").replace("self.mode()", "self.kind()"),
-        # the class around unchanged methods renamed: a piece of its own
+        # the class around unchanged methods renamed
         V1.replace("class Flags:", "class Options:"),
-        # the methods' piece unchanged, but now nested in a function: no carriers there
+        # the methods unchanged, but now nested in a function: no carriers there
         V1.replace("class Flags:", "def make():\n    class Flags:").replace("\n    ", "\n    "),
         # an import changed in place (same line), and one list split by a blank line
         V1.replace("is_cuda", "is_hip").replace("    load,", "\n    load,"),
-        # a def line made async, another indented (the piece's text changes)
+        # a def line made async, another indented
         V1.replace("def init(", "async def init(").replace("\ndef is_tbo", "\nif 1:\n  def is_tbo"),
     ],
 )
-def test_a_changed_piece_gives_the_facts_of_a_fresh_analysis(v2: str) -> None:
+def test_a_changed_version_gives_the_facts_of_a_fresh_analysis(v2: str) -> None:
     assert _after(V1, v2) == _scan(v2, None)
 
 
-def test_a_renamed_def_is_seen_even_when_its_piece_moved() -> None:
+def test_a_renamed_def_is_seen_even_when_its_block_moved() -> None:
     v2 = "import os\n\n" + V1.replace("def is_tbo_enabled", "def tbo_on")
     facts = _after(V1, v2)
     assert facts == _scan(v2, None)
     assert ("tbo_on", 24) in [(c["name"], c["line"]) for c in facts["carriers"]]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        V1,
-        V1.replace("    ", "\t"),  # tabs
-        '"""\n\ndef in_a_docstring():\n\n"""\ndef real(): pass\n\n\n  class C: pass\n',
-        "x = 1  # no defs at all\n\n\ny = 2\n",
-        "def a(): pass\nclass def b(): pass\nasync  def  c(): pass\n\n\nundef d\n",
-    ],
-)
-def test_the_pieces_outline_is_the_whole_texts(text: str) -> None:
-    memo = PieceMemo()
-    data = text.encode()
-    assert piece_outline(memo.pieces(PATH, data)) == outline(text)
-    # ... and again from the memo (every piece a hit)
-    assert piece_outline(memo.pieces(PATH, data)) == outline(text)
-    assert memo.hits > 0
 
 
 def test_the_import_memo_is_bounded_and_keyed_by_the_statement(
@@ -279,27 +255,27 @@ def test_an_accessor_is_at_most_forty_lines_below_its_def(body: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "local"),
+    ("text", "want"),
     [
         (
             "from sglang.a import x\n\nimport sglang.srt.models.m as m\n\n"
             "from .b import (\n    y,\n    z as w,\n)\n",
-            True,
+            [["sglang.a", "x", "x", 1], [".b", "y", "y", 5], [".b", "z", "w", 5],
+             ["sglang.srt.models", "m", "m", 3]],
         ),
-        # a bracket closed only past a blank line: the blob's match spans pieces
-        ("from sglang.a import (\n    x,\n\n    y,\n)\nfrom .c import q\n", False),
+        # a bracket closed only past a blank line
+        (
+            "from sglang.a import (\n    x,\n\n    y,\n)\nfrom .c import q\n",
+            [["sglang.a", "x", "x", 1], ["sglang.a", "y", "y", 1], [".c", "q", "q", 6]],
+        ),
         # not at a line's start, its bracket open past a blank line: it hides `from .d`
-        ("x = 1; from sglang.a import (\n\nfrom .d import e\n)\n", False),
-        ("import os\n\n\ndef f():\n    from sglang.x import y  # local\n\n    return y\n", True),
-        ("no imports here\n\nnone = 1\n", True),
+        ("x = 1; from sglang.a import (\n\nfrom .d import e\n)\n", []),
+        (
+            "import os\n\n\ndef f():\n    from sglang.x import y  # local\n\n    return y\n",
+            [["sglang.x", "y", "y", 5]],
+        ),
+        ("no imports here\n\nnone = 1\n", []),
     ],
-)
-def test_the_pieces_imports_are_the_whole_texts(text: str, local: bool) -> None:
-    """Where a piece cannot tell alone (an open bracket), the whole blob is scanned."""
-    memo = PieceMemo()
-    data = text.encode()
-    want = indirect._imports(data)
-    for _round in range(2):  # cut, then from the memo (every piece a hit)
-        got = indirect._piece_imports(memo.pieces(PATH, data))
-        assert got == (want if local else None)
-        assert scan_structure(data, [], PATH, lambda: memo.pieces(PATH, data))["imports"] == want
+)  # fmt: skip
+def test_imports(text: str, want: list[list[Any]]) -> None:
+    assert scan_structure(text.encode(), [], PATH)["imports"] == want
