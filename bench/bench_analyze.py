@@ -69,30 +69,15 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
         and getattr(fn, "__module__", "") != "ingest.analyze"
         and not isinstance(fn, type)
     ]
-    # A blob's pieces (ingest/chunks.py) are cut when the first line scan asks for them: that
-    # time is shown on its own line, not in the figure of the scan that happened to ask.
-    cut = [0.0]
-    if hasattr(analyze_mod, "BlobPieces"):
-        get = analyze_mod.BlobPieces.get
-
-        def timed_get(self: Any, _get: Any = get) -> Any:
-            t = time.process_time()
-            try:
-                return _get(self)
-            finally:
-                cut[0] += time.process_time() - t
-
-        analyze_mod.BlobPieces.get = timed_get  # type: ignore[method-assign]
     for name in targets:
         fn = getattr(analyze_mod, name)
 
         def timed(*args: Any, _fn: Any = fn, _name: str = name, **kw: Any) -> Any:
-            t, c = time.process_time(), cut[0]
+            t = time.process_time()
             try:
                 return _fn(*args, **kw)
             finally:
-                took = time.process_time() - t - (cut[0] - c)
-                spent[_name] = spent.get(_name, 0.0) + took
+                spent[_name] = spent.get(_name, 0.0) + time.process_time() - t
 
         setattr(analyze_mod, name, timed)
 
@@ -109,8 +94,6 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
     if prof:
         prof.disable()
     analysis = time.process_time() - t0
-    if cut[0]:
-        spent["pieces (cut, memo lookups)"] = cut[0]
     for (sha, kind, _path), result in zip(items, results, strict=True):
         facts[f"{sha}:{kind}"] = json.dumps(result, sort_keys=True)
 

@@ -19,7 +19,6 @@ from typing import Any
 import orjson
 
 from ingest.choices import scan_choice_shapes
-from ingest.chunks import Piece, PieceMemo
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
@@ -98,33 +97,6 @@ def facts_key(sha: str, kind: str) -> str:
     return f"{sha}:{kind}"
 
 
-# The pieces of the last version of each path analyzed in this worker, with what each line
-# scan found in them (ingest/chunks.py): the scans keep the results of unchanged pieces.
-# 640 paths: ingest CPU -12% against 256 (bench_ingest, same run); the ~10 MiB a worker it
-# costs was freed by the smaller module caches in modules.py and runner.py (peak 460 MiB).
-# 860 since the memo keeps a piece that found nothing as a shared tuple: about the same
-# memory (ingest/chunks.py).
-PIECES = PieceMemo(paths=860)
-
-
-class BlobPieces:
-    """A blob's pieces, cut and looked up in the memo once, when a scan first asks."""
-
-    def __init__(self, path: str | None, data: bytes) -> None:
-        self.path, self.data = path, data
-        self._pieces: list[Piece] | None = None
-
-    def get(self) -> list[Piece]:
-        if self._pieces is None:
-            self._pieces = PIECES.pieces(self.path, self.data)
-        return self._pieces
-
-    def ready(self) -> list[Piece] | None:
-        """The pieces if a scan has cut them already (None: a scan that can do without them
-        does, rather than pay for the cut alone)."""
-        return self._pieces
-
-
 def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     if kind.startswith("docs_"):
         facts = empty_facts()
@@ -137,7 +109,6 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts["env"], facts["lines"] = scan_env(data)
         return facts
     index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
-    pieces = BlobPieces(path, data)  # cut once, shared by the line scans
     facts = scan(data, index)
     facts["warnings"] = []
     env_sites, env_lines = scan_env(data, kind == "server_args", index)
@@ -158,13 +129,11 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         return facts
     text = data.decode("utf-8", "replace")
     with gc_paused():
-        _parsed(facts, text, kind, path, pieces)
+        _parsed(facts, text, kind, path)
     return facts
 
 
-def _parsed(
-    facts: dict[str, Any], text: str, kind: str, path: str, pieces: BlobPieces | None = None
-) -> None:
+def _parsed(facts: dict[str, Any], text: str, kind: str, path: str) -> None:
     """The facts read from the whole file's tree: flags, constraints, declarations."""
     try:
         if kind == "server_args":
@@ -182,7 +151,7 @@ def _parsed(
             facts["era"] = extraction.era
             facts["action_classes"] = extraction.action_classes
             facts["warnings"].extend(extraction.warnings)
-            facts["reads"].extend(_self_reads(tree, text, facts["lines"], pieces))
+            facts["reads"].extend(_self_reads(tree, text, facts["lines"]))
     except SyntaxError as exc:
         facts["warnings"].append(
             {"path": path, "line": exc.lineno or 0, "what": f"syntax error: {exc.msg}"}
@@ -194,24 +163,18 @@ def _parsed(
 SELF_ATTR_RE = re.compile(r"\bself\.([a-z_][a-z0-9_]*)\b(\s*(?:[+\-*/|&]?=)(?!=))?")
 
 
-def _self_reads(
-    tree: ast.Module, text: str, line_texts: dict[str, str], pieces: BlobPieces | None = None
-) -> list[list[Any]]:
+def _self_reads(tree: ast.Module, text: str, line_texts: dict[str, str]) -> list[list[Any]]:
     """`self.x` inside ServerArgs methods: how server_args.py itself reads each flag.
 
     A text scan over the class's line span (an AST walk of this 7,000-line class costs
     several times more); method calls are filtered out by the assembler, which keeps only
-    names that are flag dests. With `pieces`, each piece's lines are scanned once in the
-    history of the path (the scan is line by line).
+    names that are flag dests.
     """
     cls = next(
         (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None
     )
     if cls is None:
         return []
-    cut = pieces.ready() if pieces is not None else None
-    if cut is not None and not OTHER_BREAKS_RE.search(text):
-        return _piece_self_reads(cut, cls.lineno, cls.end_lineno or cls.lineno, line_texts)
     lines = text.splitlines()
     out: list[list[Any]] = []
     for no in range(cls.lineno, min(cls.end_lineno or cls.lineno, len(lines)) + 1):
@@ -221,42 +184,6 @@ def _self_reads(
         for m in SELF_ATTR_RE.finditer(line):
             out.append([m.group(1), no, "write" if m.group(2) else "read"])
             line_texts.setdefault(str(no), line.strip()[:240])
-    return out
-
-
-# What str.splitlines breaks lines at besides "\n": with one of them, lines numbered by "\n"
-# alone (the pieces') are not _self_reads's.
-OTHER_BREAKS_RE = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-SELF_READS = "analyze.self_reads"  # a piece's [(line in the piece, name, access, text)]
-
-
-def _piece_self_reads(
-    pieces: list[Piece], lo: int, hi: int, line_texts: dict[str, str]
-) -> list[list[Any]]:
-    """_self_reads over lines lo..hi from each piece's `self.x`, found once per piece text."""
-    out: list[list[Any]] = []
-    for first, data, results in pieces:
-        found = results.get(SELF_READS)
-        if found is None:
-            found = results[SELF_READS] = _line_self_reads(data) if b"self." in data else []
-        if not found or first > hi:
-            continue
-        by = first - 1
-        for rel, name, access, line in found:
-            no = rel + by
-            if lo <= no <= hi:
-                out.append([name, no, access])
-                line_texts.setdefault(str(no), line)
-    return out
-
-
-def _line_self_reads(data: bytes) -> list[tuple[int, str, str, str]]:
-    out = []
-    for no, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
-        if "self." not in line or line.lstrip().startswith("#"):
-            continue
-        for m in SELF_ATTR_RE.finditer(line):
-            out.append((no, m.group(1), "write" if m.group(2) else "read", line.strip()[:240]))
     return out
 
 
@@ -391,8 +318,8 @@ def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
     blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
     for (sha, kind, path), data in zip(items, blobs, strict=True):
         out.append(packed(sha, kind, path, data, analyze(data, kind, path)))
-    # What the worker keeps for the next versions of its paths (ingest/chunks.py's memo, the
-    # blocks and imports of indirect.py) is left out of the collector's later scans: ~0.8 s
+    # What the worker keeps for the next versions of its paths (the blocks and imports of
+    # indirect.py) is left out of the collector's later scans: ~0.8 s
     # of a full ingest's workers' CPU was those scans, finding almost nothing to free.
     gc.freeze()
     return out

@@ -361,8 +361,8 @@ def _analyze(
     """Yield (analyzed batch, n): with it, the blobs of the first n versions are all in.
 
     `items` come oldest version first. With several workers, each path's blobs go to one
-    worker in that order (ingest/chunks.py: a worker keeps what the last version of a path
-    gave, piece by piece), the paths shared out by size so the workers finish together."""
+    worker in that order (a worker keeps what the last version of a path gave), the paths
+    shared out by size so the workers finish together."""
     if not items:
         return
     if jobs <= 1 or len(items) <= BATCH:

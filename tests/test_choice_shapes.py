@@ -172,3 +172,13 @@ def test_a_registry_call_quoted_in_a_docstring_registers_nothing() -> None:
     text = 'def f():\n    """Uses\n\n    @register_pair("none", "triton")."""\n'
     (found,) = _same([text, text + '\n\n@register_pair("a", "b")\ndef g():\n    pass\n'])[:1]
     assert "registry" not in found
+
+
+def test_a_registry_call_in_any_triple_quoted_string_registers_nothing() -> None:
+    # single-quoted triple strings too, and an unclosed one runs to the end of the blob
+    text = (
+        "a = '''\n@register_pair(\"x\")\n'''\n@register_pair(\"y\")\n"
+        's = """\nregister_pair("z")\n'
+    )
+    (found,) = _same([text])
+    assert found["registry"] == [["y", 4, "register_pair", 0]]
