@@ -22,10 +22,9 @@ from ingest.choices import scan_choice_shapes
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
-from ingest.flags import extract_flags
+from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
 from ingest.indirect import scan_structure
-from ingest.reuse import parse_server_args
 from ingest.sites import LineIndex, scan
 from kb.codec import MAX_FACTS_CHAIN, Chains, pack, pack_fast, unpack
 from kb.procs import die_with_parent, exit_with
@@ -136,16 +135,13 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
 def _parsed(facts: dict[str, Any], text: str, kind: str, path: str) -> None:
     """The facts read from the whole file's tree: flags, constraints, declarations."""
     try:
+        tree = ast.parse(text)
+        if kind == "environ":
+            facts["env_decl"] = extract_declarations(tree, text, path)
+            return
+        facts["constraints"] = extract_constraints(tree, path)
         if kind == "server_args":
-            # Unchanged methods of the last version of the path are not parsed again.
-            tree, facts["constraints"], facts["accessors"] = parse_server_args(text, path)
-        else:
-            tree = ast.parse(text)
-            if kind == "environ":
-                facts["env_decl"] = extract_declarations(tree, text, path)
-                return
-            facts["constraints"] = extract_constraints(tree, path)
-        if kind == "server_args":
+            facts["accessors"] = accessors(text)
             extraction = extract_flags(tree, text, path)
             facts["flags"] = extraction.flags
             facts["era"] = extraction.era

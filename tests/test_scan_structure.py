@@ -13,7 +13,7 @@ import pytest
 
 import ingest.analyze as analyze
 import ingest.indirect as indirect
-from ingest.indirect import file_uses, scan_structure
+from ingest.indirect import BlockMemo, file_uses, find_carriers, scan_structure
 from ingest.pyfile import PyFile
 
 PATH = "python/sglang/srt/layers/feature.py"
@@ -262,3 +262,89 @@ def test_an_accessor_is_at_most_forty_lines_below_its_def(body: int) -> None:
 )  # fmt: skip
 def test_imports(text: str, want: list[list[Any]]) -> None:
     assert scan_structure(text.encode(), [], PATH)["imports"] == want
+
+
+CARRIERS_V1 = """\
+_ENABLED = None
+
+
+def init(server_args):
+    global _ENABLED
+    _ENABLED = server_args.enable_x
+
+
+class Flags:
+    def mode(self):
+        return server_args.attention_mode
+"""
+
+
+def _carriers(text: str, memo: BlockMemo | None) -> list[tuple[Any, ...]]:
+    lines = {no for no, line in enumerate(text.split("\n"), 1) if "server_args." in line}
+    found = find_carriers(text, lines, memo)
+    return [(c["name"], c["member"], c["kind"], c["dests"], c["line"]) for c in found]
+
+
+def _carriers_after(v1: str, v2: str) -> list[tuple[Any, ...]]:
+    memo = BlockMemo({})
+    _carriers(v1, memo)
+    return _carriers(v2, BlockMemo(memo.new))
+
+
+def test_carrier_blocks_moved_down_keep_their_lines() -> None:
+    v2 = "import os\nimport sys\n\n" + CARRIERS_V1
+    assert (
+        _carriers_after(CARRIERS_V1, v2)
+        == _carriers(v2, None)
+        == [
+            ("_ENABLED", None, "global", ["enable_x"], 9),
+            ("Flags", "mode", "function", ["attention_mode"], 13),
+        ]
+    )
+
+
+def test_changed_carrier_block_is_read_again() -> None:
+    v2 = CARRIERS_V1.replace("attention_mode", "sampling_backend")
+    assert _carriers_after(CARRIERS_V1, v2) == _carriers(v2, None)
+    assert ("Flags", "mode", "function", ["sampling_backend"], 10) in _carriers(v2, None)
+
+
+@pytest.mark.parametrize(
+    "v2",
+    [
+        # The same block in another class: the carrier is that class's method.
+        CARRIERS_V1.replace("class Flags:", "class Options:"),
+        # ... and inside a function: not a carrier at all (nested functions are not).
+        CARRIERS_V1.replace("class Flags:", "def make():\n    x = 1\n    class Flags:").replace(
+            "    def mode(self):\n        return", "        def mode(self):\n            return"
+        ),
+    ],
+)
+def test_same_block_in_another_context(v2: str) -> None:
+    assert _carriers_after(CARRIERS_V1, v2) == _carriers(v2, None)
+
+
+def test_the_worker_memo_is_per_path_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indirect, "_BLOCKS", {})
+    monkeypatch.setattr(indirect, "MEMO_PATHS", 2)
+    data = CARRIERS_V1.encode()
+    reads = [["enable_x", 6, "read"], ["attention_mode", 11, "read"]]
+    for path in ("a.py", "b.py", "c.py"):
+        indirect.scan_structure(data, reads, path)
+    assert list(indirect._BLOCKS) == ["b.py", "c.py"]
+    assert indirect.scan_structure(data, reads, "c.py") == indirect.scan_structure(data, reads)
+
+
+def test_lines_far_from_any_return_still_carry_through_global_or_module_level() -> None:
+    # No `return` near either read: the global statement and the module-level assignment
+    # are what make them carriers (find_carriers skips other such lines unread).
+    text = (
+        "IS_Y = get_global_server_args().enable_y\n\n\n"
+        "def init(server_args):\n    global IS_X\n    x = 1\n    y = 2\n"
+        "    IS_X = server_args.enable_x\n"
+    )
+    found = [(c["name"], c["kind"], c["dests"], c["line"]) for c in find_carriers(text, {1, 8})]
+    assert found == [("IS_Y", "global", ["enable_y"], 1), ("IS_X", "global", ["enable_x"], 8)]
+    # ... and in a file without any `global` statement.
+    alone = text.split("\n\n\n")[0] + "\n\n\ndef f():\n    pass\n"
+    assert [c["name"] for c in find_carriers(alone, {1})] == ["IS_Y"]
