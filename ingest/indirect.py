@@ -90,53 +90,15 @@ def stored_cond(raw: dict[str, Any]) -> Cond:
 # --- per blob ------------------------------------------------------------------------------
 
 
-def scan_structure(data: bytes, reads: list[list[Any]], path: str | None = None) -> dict[str, Any]:
-    """`path` keeps what the file's functions gave for the next version of the path (a
-    worker analyzes the versions of a path oldest first)."""
+def scan_structure(data: bytes, reads: list[list[Any]]) -> dict[str, Any]:
+    """A file's imports, its `EntryClass` and the carriers it defines from its `reads`."""
     out: dict[str, Any] = {"imports": _imports(data)}
     if b"EntryClass" in data:
         out["entry"] = _entry_classes(data)
     read_lines = {line for _name, line, access in reads if access == "read"}
     if read_lines and _may_carry(data, read_lines):
-        memo = None if path is None else BlockMemo(_BLOCKS.pop(path, {}))
-        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines, memo)
-        if memo is not None and memo.new:
-            _BLOCKS[path] = memo.new  # type: ignore[index]
-            while len(_BLOCKS) > MEMO_PATHS:
-                _BLOCKS.pop(next(iter(_BLOCKS)))
+        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines)
     return out
-
-
-@dataclass
-class _Block:
-    """What one function gave find_carriers, lines relative to its `def` line: the
-    globals it assigns from flags (name, dests, line), and per read line the dests of the
-    short `return` holding it (None: no such return)."""
-
-    globals: list[tuple[str, list[str], int]] | None = None
-    returns: dict[int, tuple[list[str], Cond] | None] = field(default_factory=dict)
-
-
-@dataclass
-class BlockMemo:
-    """The functions of the last version of a path (by the text of their block) and those
-    of this one. A block's results depend on its text (keyed with the file's local names
-    of the server args) alone; what depends on where it stands (the class holding it, its
-    line) is applied on reuse."""
-
-    old: dict[str, _Block]
-    new: dict[str, _Block] = field(default_factory=dict)
-
-    def block(self, text: str) -> _Block:
-        found = self.new.get(text)
-        if found is None:
-            found = self.new[text] = self.old.get(text) or _Block()
-        return found
-
-
-# path -> block text -> results: the paths analyzed last in this worker, one version each.
-_BLOCKS: dict[str, dict[str, _Block]] = {}
-MEMO_PATHS = 512
 
 
 def _may_carry(data: bytes, read_lines: set[int]) -> bool:
@@ -344,17 +306,12 @@ def stored_chain(chain: list[str] | tuple[str, ...]) -> list[Any]:
     ]
 
 
-def find_carriers(
-    text: str, read_lines: set[int], memo: BlockMemo | None = None
-) -> list[dict[str, Any]]:
-    """Globals assigned from a flag read and short functions returning one, in one file.
-    With `memo`, a function whose block is unchanged since the last version is not parsed
-    again."""
+def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
+    """Globals assigned from a flag read and short functions returning one, in one file."""
     f = PyFile(text)
     aliases: frozenset[str] = frozenset()
     if "= get_global_server_args()" in text:
         aliases = frozenset(n.decode() for n in server_args_aliases(text.encode()))
-    alias_key = "\n#aliases " + " ".join(sorted(aliases)) if aliases else ""
     # By name and dests: an accessor of two carriers (`return not A and get_b().is_x()`)
     # carries each one's flags with its own chain.
     # (and by condition: one carrying a flag always and under a test of what callers pass)
@@ -383,7 +340,7 @@ def find_carriers(
         if cond:
             found[key]["cond"] = [list(c) for c in cond]
 
-    done: dict[int, _Block] = {}  # def line -> what its block gives
+    done: set[int] = set()  # the def lines whose globals were looked for
     has_global = "global " in text
     declares = has_global and _declares_global(text)
     for line in sorted(read_lines):
@@ -409,20 +366,13 @@ def find_carriers(
         # Only two kinds of function can make a carrier: one declaring `global`, and one short
         # enough to be an accessor. The others (most reads) are never parsed.
         # (no line can start with `global ` in a file without the word)
-        known = done.get(d.line)
-        if known is None:  # the first read in this function
-            block = f.lines[d.line - 1 : f.end_of(d)] if memo is not None or has_global else []
-            key = "\n".join(block) + alias_key  # what a block gives depends on the aliases
-            known = done[d.line] = memo.block(key) if memo is not None else _Block()
-            if known.globals is None:
-                known.globals = _globals(f, d, block, aliases) if has_global else []
-            for name, assigned, at in known.globals:
+        if has_global and d.line not in done:  # the first read in this function
+            done.add(d.line)
+            block = f.lines[d.line - 1 : f.end_of(d)]
+            for name, assigned, at in _globals(f, d, block, aliases):
                 add(name, None, "global", assigned, [], d.line + at)
-        rel = line - d.line
-        if rel not in known.returns:
-            known.returns[rel] = _return_dests(f, d, line, aliases)
+        returned = _return_dests(f, d, line, aliases)
         ident = _carrier_id(f, d)
-        returned = known.returns[rel]
         if returned is not None and ident is not None:
             add(ident[0], ident[1], accessor_kind(f, d.line), returned[0], [], d.line, returned[1])
     # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED),

@@ -1,8 +1,6 @@
-"""What scan_structure keeps between versions of a path gives the facts of a fresh analysis:
-the carriers of unchanged function blocks (BlockMemo), import statements' items (kept by
-statement text), and the accessor-only use scan. Each case analyzes version 1, then version
-2 with what version 1 left, and compares with version 2 analyzed alone (synthetic sources
-in SGLang's shapes)."""
+"""scan_structure's facts of one file: its imports (the items kept by statement text), its
+carriers (find_carriers) and the accessor-only use scan (synthetic sources in SGLang's
+shapes)."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ import pytest
 
 import ingest.analyze as analyze
 import ingest.indirect as indirect
-from ingest.indirect import BlockMemo, file_uses, find_carriers, scan_structure
+from ingest.indirect import file_uses, find_carriers, scan_structure
 from ingest.pyfile import PyFile
 
 PATH = "python/sglang/srt/layers/feature.py"
@@ -71,24 +69,17 @@ def _reads(text: str) -> list[list[Any]]:
     return out
 
 
-def _scan(text: str, path: str | None) -> dict[str, Any]:
-    return scan_structure(text.encode(), _reads(text), path)  # without a path: no memo
-
-
-def _after(v1: str, v2: str) -> dict[str, Any]:
-    first = _scan(v1, PATH)
-    assert first == _scan(v1, None)
-    return _scan(v2, PATH)
+def _scan(text: str) -> dict[str, Any]:
+    return scan_structure(text.encode(), _reads(text))
 
 
 @pytest.fixture(autouse=True)
 def _fresh_memos(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(indirect, "_BLOCKS", {})
     monkeypatch.setattr(indirect, "_IMPORT_ITEMS", {})
 
 
 def test_the_fixture_has_every_kind_of_fact() -> None:
-    facts = _scan(V1, None)
+    facts = _scan(V1)
     carriers = {(c["name"], c["member"]): c["line"] for c in facts["carriers"]}
     assert carriers == {
         ("IS_TBO_ENABLED", None): 14,
@@ -105,31 +96,8 @@ def test_the_fixture_has_every_kind_of_fact() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    "v2",
-    [
-        # lines added above: every unchanged block and import moves down
-        "import os\nimport sys\n\n" + V1,
-        # a def renamed in a block that is otherwise the same
-        V1.replace("def mode(self):", "def kind(self):").replace("self.mode()", "self.kind()"),
-        # the class around unchanged methods renamed
-        V1.replace("class Flags:", "class Options:"),
-        # the methods unchanged, but now nested in a function: no carriers there
-        V1.replace("class Flags:", "def make():\n    class Flags:").replace("\n    ", "\n    "),
-        # an import changed in place (same line), and one list split by a blank line
-        V1.replace("is_cuda", "is_hip").replace("    load,", "\n    load,"),
-        # a def line made async, another indented
-        V1.replace("def init(", "async def init(").replace("\ndef is_tbo", "\nif 1:\n  def is_tbo"),
-    ],
-)
-def test_a_changed_version_gives_the_facts_of_a_fresh_analysis(v2: str) -> None:
-    assert _after(V1, v2) == _scan(v2, None)
-
-
-def test_a_renamed_def_is_seen_even_when_its_block_moved() -> None:
-    v2 = "import os\n\n" + V1.replace("def is_tbo_enabled", "def tbo_on")
-    facts = _after(V1, v2)
-    assert facts == _scan(v2, None)
+def test_a_def_moved_down_is_cited_at_its_line() -> None:
+    facts = _scan("import os\n\n" + V1.replace("def is_tbo_enabled", "def tbo_on"))
     assert ("tbo_on", 24) in [(c["name"], c["line"]) for c in facts["carriers"]]
 
 
@@ -261,7 +229,7 @@ def test_an_accessor_is_at_most_forty_lines_below_its_def(body: int) -> None:
     ],
 )  # fmt: skip
 def test_imports(text: str, want: list[list[Any]]) -> None:
-    assert scan_structure(text.encode(), [], PATH)["imports"] == want
+    assert scan_structure(text.encode(), [])["imports"] == want
 
 
 CARRIERS_V1 = """\
@@ -279,60 +247,43 @@ class Flags:
 """
 
 
-def _carriers(text: str, memo: BlockMemo | None) -> list[tuple[Any, ...]]:
+def _carriers(text: str) -> list[tuple[Any, ...]]:
     lines = {no for no, line in enumerate(text.split("\n"), 1) if "server_args." in line}
-    found = find_carriers(text, lines, memo)
+    found = find_carriers(text, lines)
     return [(c["name"], c["member"], c["kind"], c["dests"], c["line"]) for c in found]
 
 
-def _carriers_after(v1: str, v2: str) -> list[tuple[Any, ...]]:
-    memo = BlockMemo({})
-    _carriers(v1, memo)
-    return _carriers(v2, BlockMemo(memo.new))
-
-
-def test_carrier_blocks_moved_down_keep_their_lines() -> None:
-    v2 = "import os\nimport sys\n\n" + CARRIERS_V1
-    assert (
-        _carriers_after(CARRIERS_V1, v2)
-        == _carriers(v2, None)
-        == [
-            ("_ENABLED", None, "global", ["enable_x"], 9),
-            ("Flags", "mode", "function", ["attention_mode"], 13),
-        ]
-    )
-
-
-def test_changed_carrier_block_is_read_again() -> None:
+def test_carriers_at_their_lines() -> None:
+    assert _carriers("import os\nimport sys\n\n" + CARRIERS_V1) == [
+        ("_ENABLED", None, "global", ["enable_x"], 9),
+        ("Flags", "mode", "function", ["attention_mode"], 13),
+    ]
     v2 = CARRIERS_V1.replace("attention_mode", "sampling_backend")
-    assert _carriers_after(CARRIERS_V1, v2) == _carriers(v2, None)
-    assert ("Flags", "mode", "function", ["sampling_backend"], 10) in _carriers(v2, None)
+    assert ("Flags", "mode", "function", ["sampling_backend"], 10) in _carriers(v2)
+
+
+GLOBAL = ("_ENABLED", None, "global", ["enable_x"], 6)
 
 
 @pytest.mark.parametrize(
-    "v2",
+    ("text", "want"),
     [
         # The same block in another class: the carrier is that class's method.
-        CARRIERS_V1.replace("class Flags:", "class Options:"),
+        (
+            CARRIERS_V1.replace("class Flags:", "class Options:"),
+            [GLOBAL, ("Options", "mode", "function", ["attention_mode"], 10)],
+        ),
         # ... and inside a function: not a carrier at all (nested functions are not).
-        CARRIERS_V1.replace("class Flags:", "def make():\n    x = 1\n    class Flags:").replace(
-            "    def mode(self):\n        return", "        def mode(self):\n            return"
+        (
+            CARRIERS_V1.replace("class Flags:", "def make():\n    x = 1\n    class Flags:").replace(
+                "    def mode(self):\n        return", "        def mode(self):\n            return"
+            ),
+            [GLOBAL],
         ),
     ],
 )
-def test_same_block_in_another_context(v2: str) -> None:
-    assert _carriers_after(CARRIERS_V1, v2) == _carriers(v2, None)
-
-
-def test_the_worker_memo_is_per_path_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(indirect, "_BLOCKS", {})
-    monkeypatch.setattr(indirect, "MEMO_PATHS", 2)
-    data = CARRIERS_V1.encode()
-    reads = [["enable_x", 6, "read"], ["attention_mode", 11, "read"]]
-    for path in ("a.py", "b.py", "c.py"):
-        indirect.scan_structure(data, reads, path)
-    assert list(indirect._BLOCKS) == ["b.py", "c.py"]
-    assert indirect.scan_structure(data, reads, "c.py") == indirect.scan_structure(data, reads)
+def test_a_method_s_carrier_depends_on_what_holds_it(text: str, want: list[Any]) -> None:
+    assert _carriers(text) == want
 
 
 def test_lines_far_from_any_return_still_carry_through_global_or_module_level() -> None:
