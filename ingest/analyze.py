@@ -26,7 +26,7 @@ from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
 from ingest.indirect import scan_structure
 from ingest.sites import LineIndex, scan
-from kb.codec import MAX_FACTS_CHAIN, Chains, pack, pack_fast, unpack
+from kb.codec import MAX_FACTS_CHAIN, Chains, pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
@@ -197,45 +197,16 @@ def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
 _reader: BlobReader | None = None
 
 
-# Each path's blobs come to one worker, oldest version first (ingest.runner._analyze), so
-# the worker packs their facts along the path's chain itself, as the parent would have (the
-# parent's main thread is the ingest's busiest), and deltas a likely-cited text against the
-# last one of its path, which the parent uses when its chain has that base.
+# The worker packs the facts JSON of each path's blobs along its own chain of that path
+# (from the last version of the path it analyzed), as the parent would have: the parent's
+# main thread is the ingest's busiest.
 _facts_chains = Chains(MAX_FACTS_CHAIN, compact=True)  # (held by every worker at once)
-_last_text: dict[str, tuple[str, bytes]] = {}  # path -> (sha, pack_fast) of its last such text
-# The most bytes of them kept (the paths seen longest ago dropped first; the parent deltas
-# the others itself): the ingest's peak memory counts every worker's.
-TEXT_BUDGET = 1_500_000
 
 
 def _worker_init(gitdir: str, facts_chain: int = MAX_FACTS_CHAIN) -> None:
-    global _reader, _facts_chains, _text_bytes
+    global _reader, _facts_chains
     _reader = BlobReader(Path(gitdir))
     _facts_chains = Chains(facts_chain, compact=True)  # a run's chains start afresh
-    _last_text.clear()
-    _text_bytes = 0
-
-
-_text_bytes = 0  # of _last_text's packed texts
-
-
-def _take_text(path: str) -> tuple[str, bytes] | None:
-    """The last (sha, packed text) kept of `path`, no longer kept."""
-    global _text_bytes
-    last = _last_text.pop(path, None)
-    if last is not None:
-        _text_bytes -= len(last[1])
-    return last
-
-
-def _keep_text(path: str, sha: str, text: bytes) -> None:
-    """Keep `text` (compressed: a fifth of the memory) as the last of `path`, within
-    TEXT_BUDGET: the paths kept longest ago go first (a dict keeps insertion order)."""
-    global _text_bytes
-    _last_text[path] = (sha, text)
-    _text_bytes += len(text)
-    while _text_bytes > TEXT_BUDGET:
-        _take_text(next(iter(_last_text)))
 
 
 # The pool's entry points live here, not in ingest.runner: its workers start from a server
@@ -255,9 +226,9 @@ def pool_init(gitdir: str, ingest: int, facts_chain: int = MAX_FACTS_CHAIN) -> N
 @dataclass
 class Analyzed:
     """One blob's result from a worker: its facts as JSON and as stored (a delta along the
-    path's chain), and its text zstd'd whole when it is likely to be cited, with a delta
-    against the path's previous such text. The parent stores the text as a delta against
-    the previous cited one of the path (kb.codec.Chains): only it knows which are cited.
+    path's chain), and its text zstd'd whole when it is likely to be cited. The parent
+    stores the text as a delta against the previous cited one of the path
+    (kb.codec.Chains): only it knows which are cited.
     The facts travel and wait as JSON bytes (decoded when a version first needs them):
     one orjson encoding here instead of json plus pickle."""
 
@@ -267,7 +238,6 @@ class Analyzed:
     facts: bytes = b""  # BlobFacts.facts: the JSON packed along the path's chain
     base: str | None = None  # BlobFacts.base
     depth: int = 0  # BlobFacts.depth
-    text_delta: tuple[str, bytes] | None = None  # (sha, pack(the text, that blob's text))
 
 
 def dumps_facts(kind: str, facts: dict[str, Any]) -> bytes:
@@ -314,9 +284,8 @@ def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
     blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
     for (sha, kind, path), data in zip(items, blobs, strict=True):
         out.append(packed(sha, kind, path, data, analyze(data, kind, path)))
-    # What the worker keeps for the next versions of its paths (the blocks and imports of
-    # indirect.py) is left out of the collector's later scans: ~0.8 s
-    # of a full ingest's workers' CPU was those scans, finding almost nothing to free.
+    # What the worker keeps for the next batches (indirect.py's import items, the scans'
+    # caches) is left out of the collector's later scans, which find almost nothing to free.
     gc.freeze()
     return out
 
@@ -325,11 +294,5 @@ def packed(sha: str, kind: str, path: str, data: bytes, facts: dict[str, Any]) -
     """A blob's result as it goes to the parent (what bench/bench_analyze.py times)."""
     key, json_ = facts_key(sha, kind), dumps_facts(kind, facts)
     stored, base, depth = _facts_chains.pack(path, key, json_)
-    text = delta = None
-    if likely_cited(kind, facts):
-        text = pack_fast(data)
-        last = _take_text(path)
-        if last is not None:
-            delta = (last[0], pack(data, unpack(last[1])))
-        _keep_text(path, sha, text)
-    return Analyzed(key, json_, text, stored, base, depth, delta)
+    text = pack_fast(data) if likely_cited(kind, facts) else None
+    return Analyzed(key, json_, text, stored, base, depth)

@@ -163,9 +163,6 @@ def run(
     summary.blobs_cached = len(facts)
     # sha -> pack(text), for blobs analyzed in this run that are likely to be cited
     texts: dict[str, bytes] = {}
-    # sha -> (sha of the path's previous such blob, pack(text, that blob's text)): the
-    # worker's delta, which the text chain takes when that blob is its base
-    text_deltas: dict[str, tuple[str, bytes]] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -193,10 +190,9 @@ def run(
         reader = reader or BlobReader(gitdir)
         return reader.read(sha)
 
-    def blob_text(sha: str) -> tuple[bytes | None, bytes | None, tuple[str, bytes] | None]:
+    def blob_text(sha: str) -> tuple[bytes | None, bytes | None]:
         whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
-        # (a text is stored once: its delta is not needed again)
-        return raw_text(sha) if whole is None else None, whole, text_deltas.pop(sha, None)
+        return raw_text(sha) if whole is None else None, whole
 
     # Each path's texts and facts JSON as deltas against the previous ones in version order.
     # (The facts' chains are the workers': ingest.analyze.packed.)
@@ -253,7 +249,6 @@ def run(
         for key in last_needed.pop(index, []):
             facts.pop(key)
             texts.pop(key.split(":", 1)[0], None)
-            text_deltas.pop(key.split(":", 1)[0], None)
         gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
@@ -267,8 +262,6 @@ def run(
                 facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
-                if a.text_delta is not None:
-                    text_deltas[a.key.split(":", 1)[0]] = a.text_delta
             ready = min(ready, len(todo))
             while written < ready:
                 write(written)

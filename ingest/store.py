@@ -110,9 +110,9 @@ def save_facts(conn: Connection, batch: list[tuple[str, bytes, str | None, int]]
     _insert(conn, table, rows)
 
 
-# blob sha -> (its bytes, or None when pack(its bytes) is at hand, pack(its bytes) when at
-# hand, (another blob's sha, pack(its bytes, that blob's bytes)) when at hand).
-BlobText = Callable[[str], tuple[bytes | None, bytes | None, tuple[str, bytes] | None]]
+# blob sha -> (its bytes, or None when pack(its bytes) is at hand; pack(its bytes) when at
+# hand).
+BlobText = Callable[[str], tuple[bytes | None, bytes | None]]
 
 
 def blob_rows(
@@ -127,8 +127,8 @@ def blob_rows(
     for path, sha in sorted(cited.items()):
         if sha in new:
             new.discard(sha)  # a blob at two paths is stored once
-            data, whole, delta = blob_text(sha)
-            text, base, depth = chains.pack(path, sha, data, whole, delta)
+            data, whole = blob_text(sha)
+            text, base, depth = chains.pack(path, sha, data, whole)
             rows.append({"sha": sha, "text": text, "base": base, "depth": depth})
     return rows
 

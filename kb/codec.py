@@ -45,18 +45,11 @@ class Chains:
         self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
 
     def pack(
-        self,
-        path: str,
-        key: str,
-        data: bytes | None,
-        whole: bytes | None = None,
-        delta: tuple[str, bytes] | None = None,
+        self, path: str, key: str, data: bytes | None, whole: bytes | None = None
     ) -> tuple[bytes, str | None, int]:
         """(packed, the key it is a delta against or None, depth). `whole`: the data packed
         whole (pack or pack_fast) if the caller has it already (then `data` may be None:
-        unpacked only if a delta needs it);
-        `delta`: (base key, pack(data, that base's bytes)) if the caller has it (an analysis
-        worker made it), used when that base is the chain's."""
+        unpacked only if a delta needs it)."""
         if data is None:
             assert whole is not None
             size = zstandard.frame_content_size(whole)
@@ -67,10 +60,8 @@ class Chains:
             size = len(data)
         last = self._last.get(path)
         if last is not None and last[1] < self.max_depth and last[2] + size <= self.max_bytes:
-            packed = delta[1] if delta is not None and delta[0] == last[0] else None
-            if packed is None:
-                data = _raw(data, whole)
-                packed = pack(data, _raw(last[3], last[4]))
+            data = _raw(data, whole)
+            packed = pack(data, _raw(last[3], last[4]))
             if len(packed) <= size // SMALL:
                 self._keep(path, (key, last[1] + 1, last[2] + size), data, whole)
                 return packed, last[0], last[1] + 1

@@ -166,38 +166,15 @@ def test_facts_json_keeps_what_json_keeps() -> None:
     }
 
 
-def test_compact_chains_and_deltas_made_elsewhere_store_the_same_rows() -> None:
-    """A chain keeping its bases packed, or given the workers' deltas and packed texts,
-    stores what a plain chain stores; a delta against another base is not taken."""
+def test_compact_chains_and_texts_given_packed_store_the_same_rows() -> None:
+    """A chain keeping its bases packed, or given the workers' packed texts, stores what a
+    plain chain stores."""
     texts = [TEXT + b"".join(b"# %d\n" % j for j in range(i)) for i in range(6)]
     chains = Chains(max_depth=3)
     plain = [chains.pack("a.py", f"k{i}", t) for i, t in enumerate(texts)]
     compact = Chains(max_depth=3, compact=True)
     assert [compact.pack("a.py", f"k{i}", t) for i, t in enumerate(texts)] == plain
     given = Chains(max_depth=3)
-    out = []
-    for i, t in enumerate(texts):
-        delta = (f"k{i - 1}", pack(t, texts[i - 1])) if i else None
-        out.append(given.pack("a.py", f"k{i}", None, pack(t), delta))
+    out = [given.pack("a.py", f"k{i}", None, pack(t)) for i, t in enumerate(texts)]
     assert [(base, depth) for _p, base, depth in out] == [(b, d) for _p, b, d in plain]
     assert unpack_chain([p for p, _b, _d in out[:3]]) == texts[2]
-    wrong = Chains(max_depth=3)
-    wrong.pack("a.py", "k0", texts[0])
-    bogus = ("elsewhere", b"not a delta of k0")
-    packed, base, _depth = wrong.pack("a.py", "k1", texts[1], None, bogus)
-    assert base == "k0" and unpack(packed, texts[0]) == texts[1]
-
-
-def test_a_worker_keeps_the_last_texts_of_its_paths_within_its_budget(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import ingest.analyze as worker
-
-    monkeypatch.setattr(worker, "TEXT_BUDGET", 25)
-    monkeypatch.setattr(worker, "_last_text", {})
-    monkeypatch.setattr(worker, "_text_bytes", 0)
-    for path, sha in [("a.py", "a1"), ("b.py", "b1"), ("a.py", "a2"), ("c.py", "c1")]:
-        worker._take_text(path)
-        worker._keep_text(path, sha, b"x" * 10)
-    assert {p: s for p, (s, _t) in worker._last_text.items()} == {"a.py": "a2", "c.py": "c1"}
-    assert worker._text_bytes == 20
