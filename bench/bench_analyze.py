@@ -2,10 +2,11 @@
 
     .venv/bin/python bench/bench_analyze.py --repo /path/to/tagged/sglang.git --against TREE
 
-Every distinct (blob, kind) of every tag is read once with one `git cat-file --batch`, dealt
-to shards as the ingest deals them to its workers (`--shards`, default the cores), then each
-checkout's `ingest.analyze.analyze` runs over each shard in a child process of its own (its
-own `sys.path`, its own per-worker memo; a `gc.freeze()` every 64 blobs, as analyze_batch),
+Every distinct (blob, kind) of every tag is read once with one `git cat-file --batch`, its
+batches of 64 dealt in turn to shards as the ingest's pool hands them to its workers
+(`--shards`, default the cores), then each checkout's `ingest.analyze.analyze` runs over each
+shard in a child process of its own (its own `sys.path`, its own caches; a `gc.freeze()`
+every 64 blobs, as analyze_batch),
 one after the other, timed with time.process_time: in all, per analyzer (the functions
 ingest/analyze.py calls, wrapped), and the worker's packing (facts and texts compressed, as
 analyze_batch does). The facts of both are compared as canonical JSON: the count that differ
@@ -173,15 +174,16 @@ def main() -> None:
         child(Path(code), args.repo, Path(items_file), Path(out), int(profile))
         return
     sys.path.insert(0, str(ROOT))
-    from ingest.git_source import blob_sizes
-    from ingest.runner import _by_path
+    from ingest.runner import BATCH
 
     items = _items(args.repo, args.limit)
-    # Dealt to shards as the ingest deals them to its workers (each path's blobs in one, in
-    # version order), each shard analyzed in a process of its own: what a worker keeps for
-    # the next blob of a path (the piece memo, indirect.py's tables) is per worker.
-    sizes = blob_sizes(args.repo, [sha for sha, _k, _p in items])
-    shards = _by_path(items, args.shards, sizes) if args.shards > 1 else [items]
+    # Batch i to shard i % shards, each shard analyzed in a process of its own: what a
+    # worker keeps between batches (its caches) is per worker.
+    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+    shards = [
+        [item for batch in batches[n :: args.shards] for item in batch]
+        for n in range(min(args.shards, len(batches)))
+    ]
     print(f"{len(items)} distinct blobs in {len(shards)} shards")
     runs: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/bench_shapes.py --repo /path/to/tagged/sglang.git --against TREE
 
-Every distinct blob of every tag, in bench_analyze.py's order (each path's versions oldest
-first, as a worker gets them), is scanned whole by each checkout's ingest.choices in a
+Every distinct blob of every tag, in bench_analyze.py's order (oldest version first), is
+scanned whole by each checkout's ingest.choices in a
 child process; the choices it reads (ingest.sites.scan) are computed outside the timing.
 The results of both are compared (key order included): the count that differ must be 0.
 """

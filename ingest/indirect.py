@@ -169,7 +169,7 @@ def _items(data: bytes, at: int) -> list[tuple[str, str, str]]:
 
 
 # An import statement's text -> its (module, name, alias): the same statements recur in
-# every version of a path (a worker sees a path's versions one after another). The 124 real
+# every version of a path. The 124 real
 # tags have 8,918 distinct ones, ~950 bytes each with their items (8.2 MiB in all); 2,048 at
 # most (~1.9 MiB) keeps the same speed (emptied when full).
 _IMPORT_ITEMS: dict[bytes, list[tuple[str, str, str]]] = {}

@@ -643,31 +643,6 @@ def test_worker_processes_give_the_same_knowledge_base(
     assert again.blobs_analyzed == 0 and again.blobs_cached == summary.blobs_analyzed
 
 
-def test_each_path_goes_to_one_worker_in_version_order_and_the_workers_share_the_bytes() -> None:
-    from ingest.runner import _by_path
-
-    items = [
-        ("s1", "server_args", "python/sglang/srt/server_args.py"),
-        ("a1", "plain", "python/sglang/a.py"),
-        ("b1", "plain", "python/sglang/b.py"),
-        ("a2", "plain", "python/sglang/a.py"),
-        ("s2", "server_args", "python/sglang/srt/server_args.py"),
-        ("c1", "plain", "python/sglang/c.py"),
-        ("b2", "plain", "python/sglang/b.py"),
-    ]
-    sizes = {"s1": 100, "s2": 100, "a1": 150, "a2": 150, "b1": 90, "b2": 90, "c1": 60}
-    shards = _by_path(items, 2, sizes)
-    assert sorted(item for shard in shards for item in shard) == sorted(items)
-    for shard in shards:
-        assert shard == [item for item in items if item in shard]  # the input's order
-    paths = [{path for _s, _k, path in shard} for shard in shards]
-    assert not paths[0] & paths[1]  # each path in one shard
-    # server_args.py counts double (400), a.py 300, b.py 180, c.py 60: each in turn to the
-    # lighter worker gives 400 + 60 against 300 + 180
-    names = sorted(sorted(Path(path).name for path in p) for p in paths)
-    assert names == [["a.py", "b.py"], ["c.py", "server_args.py"]]
-
-
 def test_a_version_is_reported_complete_only_once_every_worker_gave_its_blobs(
     three_era_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
