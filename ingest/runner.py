@@ -49,7 +49,7 @@ from ingest.store import (
     write_version,
 )
 from ingest.versions import select
-from kb.codec import MAX_FACTS_CHAIN, MAX_TEXT_CHAIN, unpack
+from kb.codec import MAX_TEXT_CHAIN, unpack
 from kb.schema import (
     EXTRACTOR_VERSION,
     check_schema,
@@ -187,8 +187,7 @@ def run(
         whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
         return raw_text(sha) if whole is None else None, whole
 
-    # Each path's texts and facts JSON as deltas against the previous ones in version order.
-    # (The facts' chains are the workers': ingest.analyze.packed.)
+    # Each path's texts as deltas against the previous ones in version order.
     text_chains = Chains(MAX_TEXT_CHAIN)
 
     module_texts: dict[str, str] = {}
@@ -209,7 +208,7 @@ def run(
 
     # The facts cache's rows of the batches analyzed since the last version was written:
     # saved in the next version's transaction (one commit for both).
-    pending: list[tuple[str, bytes, str | None, int]] = []
+    pending: list[tuple[str, bytes]] = []
 
     def save_pending(conn: Connection) -> None:
         save_facts(conn, pending)
@@ -250,7 +249,7 @@ def run(
         for batch, ready in _analyze(
             gitdir, missing, opts.jobs, lambda item: first_needed[facts_key(item[0], item[1])]
         ):
-            pending.extend((a.key, a.facts, a.base, a.depth) for a in batch)
+            pending.extend((a.key, a.facts) for a in batch)
             for a in batch:
                 facts.add(a.key, a.json)
                 if a.text is not None:
@@ -354,7 +353,7 @@ def _analyze(
         return first_needed(batches[i + 1][0]) if i + 1 < len(batches) else 1 << 62
 
     if jobs <= 1 or len(batches) <= 1:
-        _worker_init(str(gitdir), MAX_FACTS_CHAIN)
+        _worker_init(str(gitdir))
         for i, batch in enumerate(batches):
             yield analyze_batch(batch), complete(i)
         return
@@ -366,7 +365,7 @@ def _analyze(
         max_workers=jobs,
         mp_context=context,
         initializer=pool_init,
-        initargs=(str(gitdir), os.getpid(), MAX_FACTS_CHAIN),
+        initargs=(str(gitdir), os.getpid()),
     )
     try:
         for i, analyzed in enumerate(pool.map(analyze_batch, batches)):
