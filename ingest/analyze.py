@@ -18,13 +18,13 @@ from typing import Any
 
 import orjson
 
+from ingest.carriers import scan_structure
 from ingest.choices import scan_choice_shapes
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
-from ingest.indirect import scan_structure
 from ingest.sites import LineIndex, scan
 from kb.codec import pack, pack_fast
 from kb.procs import die_with_parent, exit_with
@@ -274,7 +274,7 @@ def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
     blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
     for (sha, kind, path), data in zip(items, blobs, strict=True):
         out.append(packed(sha, kind, path, data, analyze(data, kind, path)))
-    # What the worker keeps for the next batches (indirect.py's import items, the scans'
+    # What the worker keeps for the next batches (carriers.py's import items, the scans'
     # caches) is left out of the collector's later scans, which find almost nothing to free.
     gc.freeze()
     return out

@@ -4,9 +4,9 @@ sources modelled on SGLang's shapes)."""
 from __future__ import annotations
 
 from ingest import sites
+from ingest.carriers import find_carriers
 from ingest.choices import scan_choice_shapes
 from ingest.env import _Text, scan_env
-from ingest.indirect import find_carriers
 from ingest.pyfile import Def, PyFile
 
 NESTED = """\

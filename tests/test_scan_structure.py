@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import ingest.analyze as analyze
-import ingest.indirect as indirect
-from ingest.indirect import file_uses, find_carriers, scan_structure
+import ingest.carriers as carriers
+from ingest.carriers import file_uses, find_carriers, scan_structure
 from ingest.pyfile import PyFile
 
 PATH = "python/sglang/srt/layers/feature.py"
@@ -75,7 +75,7 @@ def _scan(text: str) -> dict[str, Any]:
 
 @pytest.fixture(autouse=True)
 def _fresh_memos(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(indirect, "_IMPORT_ITEMS", {})
+    monkeypatch.setattr(carriers, "_IMPORT_ITEMS", {})
 
 
 def test_the_fixture_has_every_kind_of_fact() -> None:
@@ -104,21 +104,21 @@ def test_a_def_moved_down_is_cited_at_its_line() -> None:
 def test_the_import_memo_is_bounded_and_keyed_by_the_statement(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(indirect, "MAX_IMPORT_ITEMS", 2)
+    monkeypatch.setattr(carriers, "MAX_IMPORT_ITEMS", 2)
     a = b"from sglang.a import (x,\n    y)\nfrom .b import z as w\n"
     b = b"from sglang.a import (x,\n    v)\nfrom .b import z as w\nfrom .c import q\n"
-    assert indirect._imports(a) == [
+    assert carriers._imports(a) == [
         ["sglang.a", "x", "x", 1],
         ["sglang.a", "y", "y", 1],
         [".b", "z", "w", 3],
     ]
-    assert indirect._imports(b) == [
+    assert carriers._imports(b) == [
         ["sglang.a", "x", "x", 1],
         ["sglang.a", "v", "v", 1],
         [".b", "z", "w", 3],
         [".c", "q", "q", 4],
     ]
-    assert len(indirect._IMPORT_ITEMS) <= 2
+    assert len(carriers._IMPORT_ITEMS) <= 2
 
 
 ACCESSORS = (
@@ -201,7 +201,7 @@ def test_an_accessor_is_at_most_forty_lines_below_its_def(body: int) -> None:
     # def on line 1, `return` on line body + 2: an accessor while the block spans at most
     # MAX_ACCESSOR_LINES lines after its def (def_near looks no further up than that).
     text = "def mode():\n" + "    x = 1\n" * body + "    return server_args.attention_mode\n"
-    found = indirect.find_carriers(text, {body + 2})
+    found = find_carriers(text, {body + 2})
     assert [c["name"] for c in found] == (["mode"] if body + 1 <= 40 else [])
 
 
