@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from ingest.pyfile import MAX_ACCESSOR_LINES, Def, PyFile
 from ingest.sites import in_spans, server_args_aliases
@@ -69,6 +69,71 @@ def stored_cond(raw: dict[str, Any]) -> Cond:
     return tuple((str(name), bool(want)) for name, want in raw.get("cond", ()))
 
 
+class CarrierId(NamedTuple):
+    """A carrier as a file names it: a module-level name, and the method or property of that
+    class it is (None for the name itself)."""
+
+    name: str
+    member: str | None
+
+
+class UsePattern(NamedTuple):
+    """What a use of a carrier looks like in a file: `receiver` or `receiver.member`
+    (`cls.x`, `self.x` in the carrier's own class), and the carrier it stands for."""
+
+    receiver: str
+    member: str | None
+    carrier: CarrierId
+
+
+class ImportItem(NamedTuple):
+    """One name of a `from module import name as alias` (alias = name without `as`)."""
+
+    module: str
+    name: str
+    alias: str
+
+
+class AssignedGlobal(NamedTuple):
+    """A global a function declaring `global` assigns from flag reads."""
+
+    name: str
+    dests: list[str]
+    line: int  # relative to the function's `def` line (0: the `def` itself)
+
+
+class ReturnedFlags(NamedTuple):
+    """The flags an accessor's `return` reads, and what its callers must pass for them to
+    decide it."""
+
+    dests: list[str]
+    cond: Cond
+
+
+class Decision(NamedTuple):
+    """What a line decides of what a short function returns (decides_return)."""
+
+    cond: Cond  # what the function's callers must pass for it to decide, () for nothing
+    passes_on: bool  # it only passes the function's parameters on to a carrier (Use.passes_on)
+    returned: bool  # it is in the `return` itself (Use.returned)
+
+
+class Branch(NamedTuple):
+    """A branch of a top-level `if` testing a parameter, with what callers must pass for it
+    to run."""
+
+    body: list[ast.stmt]
+    cond: Cond
+
+
+class ParameterTest(NamedTuple):
+    """What an `if` tests of a parameter: the name tested (None: the server args, whatever
+    the caller passes) and whether the test wants it truthy."""
+
+    name: str | None
+    truthy: bool
+
+
 def scan_structure(data: bytes, reads: list[list[Any]]) -> dict[str, Any]:
     """A file's imports, its `EntryClass` and the carriers it defines from its `reads`."""
     out: dict[str, Any] = {"imports": _imports(data)}
@@ -99,9 +164,9 @@ def _imports(data: bytes) -> list[list[Any]]:
     relative."""
     froms, others = _import_lists(data)
     out = [
-        [module, name, alias, line]
+        [item.module, item.name, item.alias, line]
         for at, line in froms
-        for module, name, alias in _items(data, at)
+        for item in _items(data, at)
     ]
     return out + others
 
@@ -134,8 +199,8 @@ def _import_lists(data: bytes) -> tuple[list[tuple[int, int]], list[list[Any]]]:
     return froms, others
 
 
-def _items(data: bytes, at: int) -> list[tuple[str, str, str]]:
-    """The (module, name, alias) of the `from` import IMPORT_RE matches at `at`."""
+def _items(data: bytes, at: int) -> list[ImportItem]:
+    """The names of the `from` import IMPORT_RE matches at `at`."""
     m = IMPORT_RE.match(data, at)
     assert m is not None
     text = m.group(0)
@@ -147,15 +212,15 @@ def _items(data: bytes, at: int) -> list[tuple[str, str, str]]:
     return items
 
 
-# An import statement's text -> its (module, name, alias): the same statements recur in
+# An import statement's text -> its names: the same statements recur in
 # every version of a path. The 124 real
 # tags have 8,918 distinct ones, ~950 bytes each with their items (8.2 MiB in all); 2,048 at
 # most (~1.9 MiB) keeps the same speed (emptied when full).
-_IMPORT_ITEMS: dict[bytes, list[tuple[str, str, str]]] = {}
+_IMPORT_ITEMS: dict[bytes, list[ImportItem]] = {}
 MAX_IMPORT_ITEMS = 2048
 
 
-def _import_items(m: re.Match[bytes]) -> list[tuple[str, str, str]]:
+def _import_items(m: re.Match[bytes]) -> list[ImportItem]:
     module = m.group(1).decode()
     if not (module.startswith(".") or module.startswith("sglang")):
         return []
@@ -167,9 +232,9 @@ def _import_items(m: re.Match[bytes]) -> list[tuple[str, str, str]]:
     for item in body.split(b","):
         parts = item.split()
         if len(parts) == 1 and parts[0] != b"*":
-            out.append((module, parts[0].decode(), parts[0].decode()))
+            out.append(ImportItem(module, parts[0].decode(), parts[0].decode()))
         elif len(parts) == 3 and parts[1] == b"as":
-            out.append((module, parts[0].decode(), parts[2].decode()))
+            out.append(ImportItem(module, parts[0].decode(), parts[2].decode()))
     return out
 
 
@@ -228,13 +293,13 @@ def _is_args(node: ast.AST) -> bool:
     )
 
 
-def _carrier_id(f: PyFile, d: Def) -> tuple[str, str | None] | None:
+def _carrier_id(f: PyFile, d: Def) -> CarrierId | None:
     """(exported name, member) of a module-level function or a method of a module-level
     class; None for nested functions."""
     if d.parent is None:
-        return d.name, None
+        return CarrierId(d.name, None)
     if d.parent.kind == "class" and d.parent.parent is None:
-        return d.parent.name, d.name
+        return CarrierId(d.parent.name, d.name)
     return None
 
 
@@ -348,12 +413,13 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
         if has_global and d.line not in done:  # the first read in this function
             done.add(d.line)
             block = f.lines[d.line - 1 : f.end_of(d)]
-            for name, assigned, at in _globals(f, d, block, aliases):
-                add(name, None, "global", assigned, [], d.line + at)
+            for g in _globals(f, d, block, aliases):
+                add(g.name, None, "global", g.dests, [], d.line + g.line)
         returned = _return_dests(f, d, line, aliases)
         ident = _carrier_id(f, d)
         if returned is not None and ident is not None:
-            add(ident[0], ident[1], accessor_kind(f, d.line), returned[0], [], d.line, returned[1])
+            kind = accessor_kind(f, d.line)
+            add(ident.name, ident.member, kind, returned.dests, [], d.line, returned.cond)
     # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED),
     # three deep: LayerScatterModes' _should_gather_for_tbo -> _compute_layer_output_mode
     # -> _compute_layer_input_mode -> init_new.
@@ -389,12 +455,10 @@ def _declares_global(text: str) -> bool:
     return False
 
 
-def _globals(
-    f: PyFile, d: Def, block: list[str], aliases: frozenset[str]
-) -> list[tuple[str, list[str], int]]:
-    """(name, dests, line relative to `def`) of each global a function declaring `global`
-    assigns; none when no line of its block starts with `global `."""
-    out: list[tuple[str, list[str], int]] = []
+def _globals(f: PyFile, d: Def, block: list[str], aliases: frozenset[str]) -> list[AssignedGlobal]:
+    """The globals a function declaring `global` assigns; none when no line of its block
+    starts with `global `."""
+    out: list[AssignedGlobal] = []
     if not any(b.lstrip().startswith("global ") for b in block):
         return out
     node = f.node(d)
@@ -421,14 +485,12 @@ def _globals(
                     dests = flag_reads(sub.value, aliases)
                     if isinstance(sub.value, ast.Name) and sub.value.id in local:
                         dests = local[sub.value.id]
-                    out.append((target.id, dests, sub.lineno - 1))
+                    out.append(AssignedGlobal(target.id, dests, sub.lineno - 1))
     return out
 
 
-def _return_dests(
-    f: PyFile, d: Def, line: int, aliases: frozenset[str]
-) -> tuple[list[str], Cond] | None:
-    """The dests of the short function's `return` that holds `line`, if it makes `d` an
+def _return_dests(f: PyFile, d: Def, line: int, aliases: frozenset[str]) -> ReturnedFlags | None:
+    """The flags of the short function's `return` that holds `line`, if it makes `d` an
     accessor (a few flags, a small expression), with what its callers must pass for them
     to decide it (`_and_cond`)."""
     ret = f.returns_at(d, line)
@@ -438,7 +500,7 @@ def _return_dests(
     if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
         node = f.node(d)
         params = set() if node is None else _parameters(node)
-        return dests, _and_cond(ret.value, params)
+        return ReturnedFlags(dests, _and_cond(ret.value, params))
     return None
 
 
@@ -450,30 +512,28 @@ def _and_cond(value: ast.expr, params: set[str]) -> Cond:
     if not isinstance(value, ast.BoolOp) or not isinstance(value.op, ast.And):
         return ()
     tested = [_parameter_test(t, params) for t in value.values]
-    return tuple(sorted({(name, want) for name, want in filter(None, tested) if name}))
+    return tuple(sorted({(t.name, t.truthy) for t in tested if t is not None and t.name}))
 
 
-def _local_patterns(
-    carriers: list[dict[str, Any]],
-) -> list[tuple[str, str | None, tuple[str, str | None]]]:
-    """Regex-ready (receiver, member, carrier id) triples for uses of a file's own carriers."""
-    out: list[tuple[str, str | None, tuple[str, str | None]]] = []
+def _local_patterns(carriers: list[dict[str, Any]]) -> list[UsePattern]:
+    """The patterns of the uses of a file's own carriers."""
+    out: list[UsePattern] = []
     for c in carriers:
-        cid = (c["name"], c["member"])
+        cid = CarrierId(c["name"], c["member"])
         if c["member"] is None:
-            out.append((c["name"], None, cid))
+            out.append(UsePattern(c["name"], None, cid))
         else:
             for receiver in ("cls", "self", c["name"]):
-                out.append((receiver, c["member"], cid))
+                out.append(UsePattern(receiver, c["member"], cid))
     return list(dict.fromkeys(out))  # a name carrying two flags' values: one pattern
 
 
 @dataclass(frozen=True)
 class Use:
-    carrier: tuple[str, str | None]
+    carrier: CarrierId
     line: int
     text: str
-    accessor: tuple[str, str | None] | None  # the short function whose return it decides
+    accessor: CarrierId | None  # the short function whose return it decides
     def_line: int
     prop: bool = False  # the accessor is a property
     returned: bool = True  # in that `return` itself (not in an `if` or a local deciding it)
@@ -485,10 +545,10 @@ class Use:
 
 def file_uses(
     f: PyFile,
-    patterns: list[tuple[str, str | None, tuple[str, str | None]]],
+    patterns: list[UsePattern],
     accessors: bool = False,
 ) -> list[Use]:
-    """Uses of each (name, member) pattern in code (not in imports, comments or
+    """Uses of each pattern in code (not in imports, comments or
     triple-quoted strings). With `accessors`, only those in the `return` of a short
     function (`Use.accessor` set): the other hits are dropped before the costlier tests."""
     return [use for _pos, _name, use in file_hits(f, patterns, accessors)]
@@ -496,17 +556,17 @@ def file_uses(
 
 def file_hits(
     f: PyFile,
-    patterns: list[tuple[str, str | None, tuple[str, str | None]]],
+    patterns: list[UsePattern],
     accessors: bool = False,
     blocks: ByBlock | None = None,
 ) -> list[tuple[int, str, Use]]:
-    """file_uses, each use with the offset and name of the hit that found it, in order
-    (`blocks`: what earlier blobs' functions of the same text gave)."""
+    """file_uses, each use as (offset of the hit that found it, the receiver there, the
+    use), in order (`blocks`: what earlier blobs' functions of the same text gave)."""
     if not patterns:
         return []
-    by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
-    for name, member, cid in patterns:
-        by_name[name].append((member, cid))
+    by_name: dict[str, list[tuple[str | None, CarrierId]]] = defaultdict(list)
+    for p in patterns:
+        by_name[p.receiver].append((p.member, p.carrier))
     # str.find per name (C speed), then a small regex at each hit: an alternation of names
     # would make the regex engine try every position of the file.
     hits: list[tuple[int, str]] = []
@@ -524,7 +584,7 @@ def file_hits(
         if all(member is not None for member, _cid in entries)
     }
     out: list[tuple[int, str, Use]] = []
-    seen: set[tuple[int, tuple[str, str | None]]] = set()
+    seen: set[tuple[int, CarrierId]] = set()
     for pos, name in hits:
         before = f.text[pos - 1] if pos else " "
         m = ATTR_AFTER_RE.match(f.text, pos + len(name))
@@ -560,7 +620,8 @@ def file_hits(
                 if d is not None and decided is not None:
                     ident = _carrier_id(f, d)
                     if ident is not None and ident != cid:
-                        accessor, def_line, (cond, passes_on, returned) = ident, d.line, decided
+                        accessor, def_line, cond = ident, d.line, decided.cond
+                        passes_on, returned = decided.passes_on, decided.returned
                         prop = accessor_kind(f, d.line) == "property"
             if accessor is not None or not accessors:
                 text = f.text_of(line)
@@ -612,14 +673,11 @@ def block_text(f: PyFile, d: Def) -> str:
     return "\n".join(f.lines[d.line - 1 : f.end_of(d)])
 
 
-def _decision(
-    f: PyFile, d: Def, line: int, blocks: ByBlock | None
-) -> tuple[Cond, bool, bool] | None:
-    """decides_return, with whether `line` is in the `return` itself (`Use.returned`)."""
+def _decision(f: PyFile, d: Def, line: int, blocks: ByBlock | None) -> Decision | None:
+    """decides_return, kept in `blocks` by the function's text."""
 
-    def make() -> tuple[Cond, bool, bool] | None:
-        decided = decides_return(f, d, line)
-        return None if decided is None else (*decided, f.returns_at(d, line) is not None)
+    def make() -> Decision | None:
+        return decides_return(f, d, line)
 
     if blocks is None:
         return make()
@@ -628,10 +686,9 @@ def _decision(
     return blocks.get(key, make)  # type: ignore[no-any-return]
 
 
-def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
-    """What `line` decides of what the short function `d` returns: None if nothing, else
-    (the condition on what its callers pass, () for none; whether it only passes its
-    parameters on to a carrier, `Use.passes_on`). It decides when it is in a `return`,
+def decides_return(f: PyFile, d: Def, line: int) -> Decision | None:
+    """What `line` decides of what the short function `d` returns: None if nothing. It
+    decides when it is in a `return`,
     or, where every `return` of the function is small, in the small test of an `if` that
     returns at once (`if backend.is_deep_gemm(): return True`) or in the value of a local
     name assigned once and used in one of those (`backend = get_moe_runner_backend()`).
@@ -657,8 +714,8 @@ def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
         # such tests, only for the callers making them true
         params = set() if node is None else _parameters(node)
         branches = [] if node is None else _parameter_branches(node, params)
-        inside = (cond for body, cond in branches if any(ret in ast.walk(s) for s in body))
-        return cond_and(next(inside, ()), _and_cond(ret.value, params)), False
+        inside = (b.cond for b in branches if any(ret in ast.walk(s) for s in b.body))
+        return Decision(cond_and(next(inside, ()), _and_cond(ret.value, params)), False, True)
     if d.kind != "def" or f.end_of(d) - d.line > MAX_ACCESSOR_LINES:
         return None
     if node is None:
@@ -680,15 +737,15 @@ def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
             and isinstance(s.body[0], ast.Return)
             and _passes_on(s.test, params)
         ):
-            inside = (c for body, c in branches if any(s in ast.walk(b) for b in body))
-            return next(inside, ()), True
+            inside = (b.cond for b in branches if any(s in ast.walk(x) for x in b.body))
+            return Decision(next(inside, ()), True, False)
     top: dict[ast.stmt, Cond] = {s: () for s in _top_statements(getattr(node, "body", []))}
     for body, cond in branches:
         for inner in _top_statements(body):
             top.setdefault(inner, cond)
     # each returned value with the condition of the branch holding its `return`
     values = [
-        (r.value, next((c for body, c in branches if any(r in ast.walk(b) for b in body)), ()))
+        (r.value, next((b.cond for b in branches if any(r in ast.walk(x) for x in b.body)), ()))
         for r in returns
         if r.value is not None
     ]
@@ -703,7 +760,7 @@ def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
     ]  # fmt: skip
     for e, cond in tests:
         if _spans(e, rel):
-            return cond, False
+            return Decision(cond, False, False)
     deciding: list[tuple[ast.expr, Cond]] = [*values, *tests]
     assigned: dict[str, list[ast.stmt]] = defaultdict(list)
     for s in stmts:
@@ -731,7 +788,7 @@ def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
             if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(e))
         ]  # fmt: skip
         if conds:
-            return cond_and(top[s], min(conds, key=len)), False
+            return Decision(cond_and(top[s], min(conds, key=len)), False, False)
     return None
 
 
@@ -757,17 +814,17 @@ def _passed_param(arg: ast.expr, params: set[str]) -> bool:
     return isinstance(arg, ast.Name) and arg.id in params
 
 
-def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.stmt], Cond]]:
+def _parameter_branches(node: ast.AST, params: set[str]) -> list[Branch]:
     """The branches of the top-level `if`s of a function testing a parameter, each with
     what its callers must pass for it to run: `if context.is_layer_sparse:` gives its body
     `is_layer_sparse` truthy and its `else:` falsy; a test of the server args, no condition."""
-    out: list[tuple[list[ast.stmt], Cond]] = []
+    out: list[Branch] = []
     body = getattr(node, "body", [])
     for s in _top_statements(body):
         tested = _parameter_test(s.test, params) if isinstance(s, ast.If) else None
         if tested is None or not isinstance(s, ast.If):
             continue
-        name, truthy = tested
+        name, truthy = tested.name, tested.truthy
         branches = [(s.body, truthy)]
         if not (len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If)):  # (elif: top)
             branches.append((s.orelse, not truthy))
@@ -775,14 +832,13 @@ def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.
         # for the callers making the test false.
         if s in body and not s.orelse and isinstance(s.body[-1], ast.Return):
             branches.append((body[body.index(s) + 1 :], not truthy))
-        out.extend((b, () if name is None else ((name, want),)) for b, want in branches)
+        out.extend(Branch(b, () if name is None else ((name, want),)) for b, want in branches)
     return out
 
 
-def _parameter_test(test: ast.expr, params: set[str]) -> tuple[str | None, bool] | None:
-    """(tested name, truthy) of an `if` testing a parameter: `ctx.x`, `ctx["x"]`, `x` (its
-    name), `not` one of them (false); a test of the server args names none. None for any
-    other test."""
+def _parameter_test(test: ast.expr, params: set[str]) -> ParameterTest | None:
+    """What an `if` tests of a parameter: `ctx.x`, `ctx["x"]`, `x` (its name), `not` one
+    of them (falsy); a test of the server args names none. None for any other test."""
     truthy = True
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, truthy = test.operand, not truthy
@@ -798,15 +854,16 @@ def _parameter_test(test: ast.expr, params: set[str]) -> tuple[str | None, bool]
         truthy = truthy == isinstance(test.ops[0], ast.NotEq)
         test = test.left
     if isinstance(test, ast.Name):
-        return (test.id, truthy) if test.id in params else None
+        return ParameterTest(test.id, truthy) if test.id in params else None
     base = getattr(test, "value", None)
     if not isinstance(base, ast.Name) or base.id not in params:
         return None
     if isinstance(test, ast.Attribute):  # (`args.x`: a parameter holding the server args)
-        return (None if _is_args(base) or base.id in ARGS_RECEIVERS else test.attr, truthy)
+        args = _is_args(base) or base.id in ARGS_RECEIVERS
+        return ParameterTest(None if args else test.attr, truthy)
     if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant):
         key = test.slice.value
-        return (key, truthy) if isinstance(key, str) else None
+        return ParameterTest(key, truthy) if isinstance(key, str) else None
     return None
 
 

@@ -48,10 +48,12 @@ from ingest.carriers import (
     MAX_CHAIN,
     NAME_RE,
     ByBlock,
+    CarrierId,
     Cond,
     DefByName,
     DefByRead,
     Use,
+    UsePattern,
     block_text,
     call_of,
     cond_and,
@@ -562,11 +564,13 @@ class Resolver:
         patterns = tuple(
             sorted(
                 {
-                    (alias, c.member if c.kind != "named" else None, (alias, c.member))
+                    UsePattern(
+                        alias, c.member if c.kind != "named" else None, CarrierId(alias, c.member)
+                    )
                     for alias, cs in by_alias.items()
                     for c in cs
                 },
-                key=lambda p: (p[0], p[1] or "", p[2][1] or ""),
+                key=lambda p: (p.receiver, p.member or "", p.carrier.member or ""),
             )
         )
         # Found per name: a file asked again with one more carrier's name (another version,
@@ -574,7 +578,7 @@ class Resolver:
         # holds its name, so one name's uses do not depend on the others'; merged in the
         # order of the hits, as one scan for all of them gives them.
         hits: list[tuple[int, str, Use]] = []
-        for _name, group in groupby(patterns, key=lambda p: p[0]):
+        for _name, group in groupby(patterns, key=lambda p: p.receiver):
             key = (sha, tuple(group))
             found = self.uses.get(key)
             if found is None:
@@ -655,7 +659,7 @@ class Resolver:
             and (c.path == path or alias not in local_defs)
             and not c.cond
         ]
-        used = {u.carrier[0] for u in cached}
+        used = {u.carrier.name for u in cached}
         named: list[tuple[bool, Carrier]] = []
         for c in carriers:
             word = _chain_topic(c.chain)
@@ -669,7 +673,7 @@ class Resolver:
             lines = [
                 u.line
                 for u in cached
-                if u.carrier[0] in aliases and (c.member is None or u.carrier[1] == c.member)
+                if u.carrier.name in aliases and (c.member is None or u.carrier.member == c.member)
             ]
             for name, line in defs:
                 if not name.startswith("_") and word in name_words(name):

@@ -11,7 +11,7 @@ import pytest
 
 import ingest.analyze as analyze
 import ingest.carriers as carriers
-from ingest.carriers import file_uses, find_carriers, scan_structure
+from ingest.carriers import CarrierId, UsePattern, file_uses, find_carriers, scan_structure
 from ingest.pyfile import PyFile
 
 PATH = "python/sglang/srt/layers/feature.py"
@@ -153,9 +153,7 @@ def fa3_enabled():
 
 def test_accessor_uses_are_the_full_scans_accessor_uses() -> None:
     f = PyFile(ACCESSORS)
-    patterns: list[tuple[str, str | None, tuple[str, str | None]]] = [
-        (r, "mode", ("Flags", "mode")) for r in ("cls", "self", "Flags")
-    ]
+    patterns = [UsePattern(r, "mode", CarrierId("Flags", "mode")) for r in ("cls", "self", "Flags")]
     everything = file_uses(f, patterns)
     only = file_uses(PyFile(ACCESSORS), patterns, accessors=True)
     assert only == [u for u in everything if u.accessor is not None]
