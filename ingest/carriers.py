@@ -212,10 +212,9 @@ def _items(data: bytes, at: int) -> list[ImportItem]:
     return items
 
 
-# An import statement's text -> its names: the same statements recur in
-# every version of a path. The 124 real
-# tags have 8,918 distinct ones, ~950 bytes each with their items (8.2 MiB in all); 2,048 at
-# most (~1.9 MiB) keeps the same speed (emptied when full).
+# An import statement's text -> its names: the same statements recur in every version of a
+# path. The 124 real tags have 8,918 distinct ones, ~950 bytes each with their items (8.2 MiB
+# in all); the 2,048 last seen (~1.9 MiB, emptied when full) catch as many recurrences.
 _IMPORT_ITEMS: dict[bytes, list[ImportItem]] = {}
 MAX_IMPORT_ITEMS = 2048
 

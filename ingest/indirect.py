@@ -251,9 +251,9 @@ class Resolver:
         known: set[tuple[str, str, str | None, tuple[str, ...], Cond]] = set()
 
         def add(c: Carrier) -> None:
-            # By dests too: an accessor of two carriers carries both flags (the first
-            # carrier's alone before), each with its own chain; by condition too, so that
-            # one found under a test of what callers pass does not hide one found without.
+            # By dests too: an accessor of two carriers carries both flags, each with its
+            # own chain; by condition too, so that one found under a test of what callers
+            # pass does not hide one found without.
             key = (c.module, c.name, c.member, c.dests, c.cond)
             if key not in known and c.dests:
                 known.add(key)
@@ -693,7 +693,7 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond, blocks: ByBlock | None = None
     """Whether the call of a conditional carrier at a use passes every keyword its condition
     names, none as a literal making the test false (`is_layer_sparse=False` where the carrier
     decides under `if context.is_layer_sparse:`). A call leaving one out, or one not
-    parsed, reaches nothing (the caller's choice is not known: as before the condition)."""
+    parsed, reaches nothing (what the caller passes is not known)."""
     call = call_of(f, use.line, use.carrier)
     if call is None:
         return False
@@ -703,8 +703,8 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond, blocks: ByBlock | None = None
         value = keywords.get(name)
         if value is None:
             # passed by position (`mlp_mode(config.num_experts > 0)`), maybe: which
-            # parameter each argument binds is not read here, so the call reaches, as any
-            # call did before conditions
+            # parameter each argument binds is not read here, so the call reaches, as a
+            # call of an unconditional carrier does
             if call.args:
                 continue
             return False
