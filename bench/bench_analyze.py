@@ -2,10 +2,11 @@
 
     .venv/bin/python bench/bench_analyze.py --repo /path/to/tagged/sglang.git --against TREE
 
-Every distinct (blob, kind) of every tag is read once with one `git cat-file --batch`, dealt
-to shards as the ingest deals them to its workers (`--shards`, default the cores), then each
-checkout's `ingest.analyze.analyze` runs over each shard in a child process of its own (its
-own `sys.path`, its own per-worker memo; a `gc.freeze()` every 64 blobs, as analyze_batch),
+Every distinct (blob, kind) of every tag is read once with one `git cat-file --batch`, its
+batches of 64 dealt in turn to shards as the ingest's pool hands them to its workers
+(`--shards`, default the cores), then each checkout's `ingest.analyze.analyze` runs over each
+shard in a child process of its own (its own `sys.path`, its own caches; a `gc.freeze()`
+every 64 blobs, as analyze_batch),
 one after the other, timed with time.process_time: in all, per analyzer (the functions
 ingest/analyze.py calls, wrapped), and the worker's packing (facts and texts compressed, as
 analyze_batch does). The facts of both are compared as canonical JSON: the count that differ
@@ -69,30 +70,15 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
         and getattr(fn, "__module__", "") != "ingest.analyze"
         and not isinstance(fn, type)
     ]
-    # A blob's pieces (ingest/chunks.py) are cut when the first line scan asks for them: that
-    # time is shown on its own line, not in the figure of the scan that happened to ask.
-    cut = [0.0]
-    if hasattr(analyze_mod, "BlobPieces"):
-        get = analyze_mod.BlobPieces.get
-
-        def timed_get(self: Any, _get: Any = get) -> Any:
-            t = time.process_time()
-            try:
-                return _get(self)
-            finally:
-                cut[0] += time.process_time() - t
-
-        analyze_mod.BlobPieces.get = timed_get  # type: ignore[method-assign]
     for name in targets:
         fn = getattr(analyze_mod, name)
 
         def timed(*args: Any, _fn: Any = fn, _name: str = name, **kw: Any) -> Any:
-            t, c = time.process_time(), cut[0]
+            t = time.process_time()
             try:
                 return _fn(*args, **kw)
             finally:
-                took = time.process_time() - t - (cut[0] - c)
-                spent[_name] = spent.get(_name, 0.0) + took
+                spent[_name] = spent.get(_name, 0.0) + time.process_time() - t
 
         setattr(analyze_mod, name, timed)
 
@@ -109,8 +95,6 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
     if prof:
         prof.disable()
     analysis = time.process_time() - t0
-    if cut[0]:
-        spent["pieces (cut, memo lookups)"] = cut[0]
     for (sha, kind, _path), result in zip(items, results, strict=True):
         facts[f"{sha}:{kind}"] = json.dumps(result, sort_keys=True)
 
@@ -190,15 +174,16 @@ def main() -> None:
         child(Path(code), args.repo, Path(items_file), Path(out), int(profile))
         return
     sys.path.insert(0, str(ROOT))
-    from ingest.git_source import blob_sizes
-    from ingest.runner import _by_path
+    from ingest.runner import BATCH
 
     items = _items(args.repo, args.limit)
-    # Dealt to shards as the ingest deals them to its workers (each path's blobs in one, in
-    # version order), each shard analyzed in a process of its own: what a worker keeps for
-    # the next blob of a path (the piece memo, indirect.py's tables) is per worker.
-    sizes = blob_sizes(args.repo, [sha for sha, _k, _p in items])
-    shards = _by_path(items, args.shards, sizes) if args.shards > 1 else [items]
+    # Batch i to shard i % shards, each shard analyzed in a process of its own: what a
+    # worker keeps between batches (its caches) is per worker.
+    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+    shards = [
+        [item for batch in batches[n :: args.shards] for item in batch]
+        for n in range(min(args.shards, len(batches)))
+    ]
     print(f"{len(items)} distinct blobs in {len(shards)} shards")
     runs: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,18 +2,15 @@
 
     .venv/bin/python bench/bench_shapes.py --repo /path/to/tagged/sglang.git --against TREE
 
-Every distinct blob of every tag, in bench_analyze.py's order (each path's versions oldest
-first, as a worker gets them), is scanned by each checkout's ingest.choices in a child
-process. Where the scan takes the blob's pieces (ingest/chunks.py), the pieces are cut and
-looked up in the memo outside the scan's timing (that cost is shared by the line scans and
-printed apart); the choices it reads (ingest.sites.scan) are computed outside too. The
-results of both are compared (key order included): the count that differ must be 0.
+Every distinct blob of every tag, in bench_analyze.py's order (oldest version first), is
+scanned whole by each checkout's ingest.choices in a
+child process; the choices it reads (ingest.sites.scan) are computed outside the timing.
+The results of both are compared (key order included): the count that differ must be 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import pickle
 import subprocess
@@ -36,37 +33,16 @@ def child(code: Path, repo: Path, items_file: Path, out: Path) -> None:
     reader = BlobReader(repo)
     blobs = list(reader.read_many([sha for sha, _k, _p in items]))
     reader.close()
-    with_pieces = "pieces" in inspect.signature(scan_choice_shapes).parameters
-    memo: Any = None
-    if with_pieces:
-        from ingest.chunks import PieceMemo
-
-        memo = PieceMemo()
-
-    class Pieces:
-        def __init__(self, parts: Any) -> None:
-            self.parts = parts
-
-        def get(self) -> Any:
-            return self.parts
-
-    scanning = cutting = 0.0
+    scanning = 0.0
     results = []
-    for (_sha, _kind, path), data in zip(items, blobs, strict=True):
+    for data in blobs:
         index = LineIndex(data)
         choices = scan(data, index)["choices"]
         t = time.process_time()
-        pieces = Pieces(memo.pieces(path, data)) if memo is not None else None
-        t1 = time.process_time()
-        found = (
-            scan_choice_shapes(data, choices, index, pieces)
-            if pieces is not None
-            else scan_choice_shapes(data, choices, index)
-        )
-        scanning += time.process_time() - t1
-        cutting += t1 - t
+        found = scan_choice_shapes(data, choices, index)
+        scanning += time.process_time() - t
         results.append(json.dumps(found))
-    out.write_bytes(pickle.dumps({"scan": scanning, "cut": cutting, "results": results}))
+    out.write_bytes(pickle.dumps({"scan": scanning, "results": results}))
 
 
 def main() -> None:
@@ -103,8 +79,7 @@ def main() -> None:
     print(f"against: scan_choice_shapes {before['scan']:.2f} s CPU")
     print(
         f"this:    scan_choice_shapes {this['scan']:.2f} s CPU "
-        f"(ratio {this['scan'] / before['scan']:.2f}); pieces cut and looked up "
-        f"{this['cut']:.2f} s (shared by the line scans)"
+        f"(ratio {this['scan'] / before['scan']:.2f})"
     )
     differ = sum(a != b for a, b in zip(before["results"], this["results"], strict=True))
     print(f"results that differ: {differ} of {len(items)}")

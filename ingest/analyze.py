@@ -18,17 +18,15 @@ from typing import Any
 
 import orjson
 
+from ingest.carriers import scan_structure
 from ingest.choices import scan_choice_shapes
-from ingest.chunks import Piece, PieceMemo
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
 from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
-from ingest.flags import extract_flags
+from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
-from ingest.indirect import scan_structure
-from ingest.reuse import parse_server_args
 from ingest.sites import LineIndex, scan
-from kb.codec import MAX_FACTS_CHAIN, Chains, pack, pack_fast, unpack
+from kb.codec import pack, pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
@@ -98,33 +96,6 @@ def facts_key(sha: str, kind: str) -> str:
     return f"{sha}:{kind}"
 
 
-# The pieces of the last version of each path analyzed in this worker, with what each line
-# scan found in them (ingest/chunks.py): the scans keep the results of unchanged pieces.
-# 640 paths: ingest CPU -12% against 256 (bench_ingest, same run); the ~10 MiB a worker it
-# costs was freed by the smaller module caches in modules.py and runner.py (peak 460 MiB).
-# 860 since the memo keeps a piece that found nothing as a shared tuple: about the same
-# memory (ingest/chunks.py).
-PIECES = PieceMemo(paths=860)
-
-
-class BlobPieces:
-    """A blob's pieces, cut and looked up in the memo once, when a scan first asks."""
-
-    def __init__(self, path: str | None, data: bytes) -> None:
-        self.path, self.data = path, data
-        self._pieces: list[Piece] | None = None
-
-    def get(self) -> list[Piece]:
-        if self._pieces is None:
-            self._pieces = PIECES.pieces(self.path, self.data)
-        return self._pieces
-
-    def ready(self) -> list[Piece] | None:
-        """The pieces if a scan has cut them already (None: a scan that can do without them
-        does, rather than pay for the cut alone)."""
-        return self._pieces
-
-
 def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     if kind.startswith("docs_"):
         facts = empty_facts()
@@ -137,14 +108,13 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts["env"], facts["lines"] = scan_env(data)
         return facts
     index = LineIndex(data)  # line numbers and texts, shared by the scans of this blob
-    pieces = BlobPieces(path, data)  # cut once, shared by the line scans
-    facts = scan(data, index, pieces)
+    facts = scan(data, index)
     facts["warnings"] = []
-    env_sites, env_lines = scan_env(data, kind == "server_args", index, pieces)
+    env_sites, env_lines = scan_env(data, kind == "server_args", index)
     facts["env"] = env_sites
     for no, line in env_lines.items():
         facts["lines"].setdefault(no, line)
-    shapes = scan_choice_shapes(data, facts["choices"], index, pieces)
+    shapes = scan_choice_shapes(data, facts["choices"], index)
     shape_lines, shape_spans = shapes.pop("lines"), shapes.pop("spans", {})
     facts["lines"].update(shape_lines)
     spans = {k: v for k, v in facts.pop("spans", {}).items() if k not in shape_lines}
@@ -153,36 +123,31 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts["spans"] = spans
     facts.update(shapes)
     if kind != "server_args":
-        facts.update(scan_structure(data, facts["reads"], path, pieces.ready))
+        facts.update(scan_structure(data, facts["reads"]))
     if kind == "plain":
         return facts
     text = data.decode("utf-8", "replace")
     with gc_paused():
-        _parsed(facts, text, kind, path, pieces)
+        _parsed(facts, text, kind, path)
     return facts
 
 
-def _parsed(
-    facts: dict[str, Any], text: str, kind: str, path: str, pieces: BlobPieces | None = None
-) -> None:
+def _parsed(facts: dict[str, Any], text: str, kind: str, path: str) -> None:
     """The facts read from the whole file's tree: flags, constraints, declarations."""
     try:
+        tree = ast.parse(text)
+        if kind == "environ":
+            facts["env_decl"] = extract_declarations(tree, text, path)
+            return
+        facts["constraints"] = extract_constraints(tree, path)
         if kind == "server_args":
-            # Unchanged methods of the last version of the path are not parsed again.
-            tree, facts["constraints"], facts["accessors"] = parse_server_args(text, path)
-        else:
-            tree = ast.parse(text)
-            if kind == "environ":
-                facts["env_decl"] = extract_declarations(tree, text, path)
-                return
-            facts["constraints"] = extract_constraints(tree, path)
-        if kind == "server_args":
+            facts["accessors"] = accessors(text)
             extraction = extract_flags(tree, text, path)
             facts["flags"] = extraction.flags
             facts["era"] = extraction.era
             facts["action_classes"] = extraction.action_classes
             facts["warnings"].extend(extraction.warnings)
-            facts["reads"].extend(_self_reads(tree, text, facts["lines"], pieces))
+            facts["reads"].extend(_self_reads(tree, text, facts["lines"]))
     except SyntaxError as exc:
         facts["warnings"].append(
             {"path": path, "line": exc.lineno or 0, "what": f"syntax error: {exc.msg}"}
@@ -194,24 +159,18 @@ def _parsed(
 SELF_ATTR_RE = re.compile(r"\bself\.([a-z_][a-z0-9_]*)\b(\s*(?:[+\-*/|&]?=)(?!=))?")
 
 
-def _self_reads(
-    tree: ast.Module, text: str, line_texts: dict[str, str], pieces: BlobPieces | None = None
-) -> list[list[Any]]:
+def _self_reads(tree: ast.Module, text: str, line_texts: dict[str, str]) -> list[list[Any]]:
     """`self.x` inside ServerArgs methods: how server_args.py itself reads each flag.
 
     A text scan over the class's line span (an AST walk of this 7,000-line class costs
     several times more); method calls are filtered out by the assembler, which keeps only
-    names that are flag dests. With `pieces`, each piece's lines are scanned once in the
-    history of the path (the scan is line by line).
+    names that are flag dests.
     """
     cls = next(
         (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None
     )
     if cls is None:
         return []
-    cut = pieces.ready() if pieces is not None else None
-    if cut is not None and not OTHER_BREAKS_RE.search(text):
-        return _piece_self_reads(cut, cls.lineno, cls.end_lineno or cls.lineno, line_texts)
     lines = text.splitlines()
     out: list[list[Any]] = []
     for no in range(cls.lineno, min(cls.end_lineno or cls.lineno, len(lines)) + 1):
@@ -221,42 +180,6 @@ def _self_reads(
         for m in SELF_ATTR_RE.finditer(line):
             out.append([m.group(1), no, "write" if m.group(2) else "read"])
             line_texts.setdefault(str(no), line.strip()[:240])
-    return out
-
-
-# What str.splitlines breaks lines at besides "\n": with one of them, lines numbered by "\n"
-# alone (the pieces') are not _self_reads's.
-OTHER_BREAKS_RE = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-SELF_READS = "analyze.self_reads"  # a piece's [(line in the piece, name, access, text)]
-
-
-def _piece_self_reads(
-    pieces: list[Piece], lo: int, hi: int, line_texts: dict[str, str]
-) -> list[list[Any]]:
-    """_self_reads over lines lo..hi from each piece's `self.x`, found once per piece text."""
-    out: list[list[Any]] = []
-    for first, data, results in pieces:
-        found = results.get(SELF_READS)
-        if found is None:
-            found = results[SELF_READS] = _line_self_reads(data) if b"self." in data else []
-        if not found or first > hi:
-            continue
-        by = first - 1
-        for rel, name, access, line in found:
-            no = rel + by
-            if lo <= no <= hi:
-                out.append([name, no, access])
-                line_texts.setdefault(str(no), line)
-    return out
-
-
-def _line_self_reads(data: bytes) -> list[tuple[int, str, str, str]]:
-    out = []
-    for no, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
-        if "self." not in line or line.lstrip().startswith("#"):
-            continue
-        for m in SELF_ATTR_RE.finditer(line):
-            out.append((no, m.group(1), "write" if m.group(2) else "read", line.strip()[:240]))
     return out
 
 
@@ -274,45 +197,9 @@ def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
 _reader: BlobReader | None = None
 
 
-# Each path's blobs come to one worker, oldest version first (ingest.runner._analyze), so
-# the worker packs their facts along the path's chain itself, as the parent would have (the
-# parent's main thread is the ingest's busiest), and deltas a likely-cited text against the
-# last one of its path, which the parent uses when its chain has that base.
-_facts_chains = Chains(MAX_FACTS_CHAIN, compact=True)  # (held by every worker at once)
-_last_text: dict[str, tuple[str, bytes]] = {}  # path -> (sha, pack_fast) of its last such text
-# The most bytes of them kept (the paths seen longest ago dropped first; the parent deltas
-# the others itself): the ingest's peak memory counts every worker's.
-TEXT_BUDGET = 1_500_000
-
-
-def _worker_init(gitdir: str, facts_chain: int = MAX_FACTS_CHAIN) -> None:
-    global _reader, _facts_chains, _text_bytes
+def _worker_init(gitdir: str) -> None:
+    global _reader
     _reader = BlobReader(Path(gitdir))
-    _facts_chains = Chains(facts_chain, compact=True)  # a run's chains start afresh
-    _last_text.clear()
-    _text_bytes = 0
-
-
-_text_bytes = 0  # of _last_text's packed texts
-
-
-def _take_text(path: str) -> tuple[str, bytes] | None:
-    """The last (sha, packed text) kept of `path`, no longer kept."""
-    global _text_bytes
-    last = _last_text.pop(path, None)
-    if last is not None:
-        _text_bytes -= len(last[1])
-    return last
-
-
-def _keep_text(path: str, sha: str, text: bytes) -> None:
-    """Keep `text` (compressed: a fifth of the memory) as the last of `path`, within
-    TEXT_BUDGET: the paths kept longest ago go first (a dict keeps insertion order)."""
-    global _text_bytes
-    _last_text[path] = (sha, text)
-    _text_bytes += len(text)
-    while _text_bytes > TEXT_BUDGET:
-        _take_text(next(iter(_last_text)))
 
 
 # The pool's entry points live here, not in ingest.runner: its workers start from a server
@@ -320,31 +207,27 @@ def _keep_text(path: str, sha: str, text: bytes) -> None:
 # instead of a fork of the ingest (~85 MiB, counted again in every worker).
 
 
-def pool_init(gitdir: str, ingest: int, facts_chain: int = MAX_FACTS_CHAIN) -> None:
+def pool_init(gitdir: str, ingest: int) -> None:
     # A `kill -9` of the ingest runs no clean-up: each worker watches the ingest itself (its
     # parent is the fork server, which lives while any worker does), and the kernel ends
     # the worker's `git cat-file` with it.
     die_with_parent()
     exit_with(ingest)
-    _worker_init(gitdir, facts_chain)
+    _worker_init(gitdir)
 
 
 @dataclass
 class Analyzed:
-    """One blob's result from a worker: its facts as JSON and as stored (a delta along the
-    path's chain), and its text zstd'd whole when it is likely to be cited, with a delta
-    against the path's previous such text. The parent stores the text as a delta against
-    the previous cited one of the path (kb.codec.Chains): only it knows which are cited.
-    The facts travel and wait as JSON bytes (decoded when a version first needs them):
+    """One blob's result from a worker: its facts as JSON and as stored (packed), and its
+    text zstd'd whole when it is likely to be cited. The parent stores the text as a delta
+    against the previous cited one of the path (kb.codec.Chains): only it knows which are
+    cited. The facts travel and wait as JSON bytes (decoded when a version first needs them):
     one orjson encoding here instead of json plus pickle."""
 
     key: str
     json: bytes  # the facts as stored (BlobFacts.facts once unpacked)
+    facts: bytes  # BlobFacts.facts: pack(json)
     text: bytes | None  # pack_fast(the blob's bytes)
-    facts: bytes = b""  # BlobFacts.facts: the JSON packed along the path's chain
-    base: str | None = None  # BlobFacts.base
-    depth: int = 0  # BlobFacts.depth
-    text_delta: tuple[str, bytes] | None = None  # (sha, pack(the text, that blob's text))
 
 
 def dumps_facts(kind: str, facts: dict[str, Any]) -> bytes:
@@ -391,22 +274,14 @@ def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
     blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
     for (sha, kind, path), data in zip(items, blobs, strict=True):
         out.append(packed(sha, kind, path, data, analyze(data, kind, path)))
-    # What the worker keeps for the next versions of its paths (ingest/chunks.py's memo, the
-    # blocks and imports of indirect.py) is left out of the collector's later scans: ~0.8 s
-    # of a full ingest's workers' CPU was those scans, finding almost nothing to free.
+    # What the worker keeps for the next batches (carriers.py's import items, the scans'
+    # caches) is left out of the collector's later scans, which find almost nothing to free.
     gc.freeze()
     return out
 
 
 def packed(sha: str, kind: str, path: str, data: bytes, facts: dict[str, Any]) -> Analyzed:
     """A blob's result as it goes to the parent (what bench/bench_analyze.py times)."""
-    key, json_ = facts_key(sha, kind), dumps_facts(kind, facts)
-    stored, base, depth = _facts_chains.pack(path, key, json_)
-    text = delta = None
-    if likely_cited(kind, facts):
-        text = pack_fast(data)
-        last = _take_text(path)
-        if last is not None:
-            delta = (last[0], pack(data, unpack(last[1])))
-        _keep_text(path, sha, text)
-    return Analyzed(key, json_, text, stored, base, depth, delta)
+    json_ = dumps_facts(kind, facts)
+    text = pack_fast(data) if likely_cited(kind, facts) else None
+    return Analyzed(facts_key(sha, kind), json_, pack(json_), text)

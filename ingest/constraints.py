@@ -118,7 +118,7 @@ def function_sites(
     helpers: dict[str, Helper] | None = None,
 ) -> list[dict[str, Any]]:
     """The sites of one function: they depend on its text and the file's warning helpers
-    alone (ingest.reuse relies on it)."""
+    alone."""
     sites: list[dict[str, Any]] = []
     _walk(func.body, [], qualname, path, sites, None, helpers or {})
     if qualname.endswith(ACTION_CALL):

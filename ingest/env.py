@@ -24,10 +24,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from itertools import accumulate
 from typing import Any
 
-from ingest.chunks import CUT, Piece, PieceSource, marker
 from ingest.sites import LineIndex, docstring_spans, line_state
 from kb.pyast import NOT_LITERAL, kwarg, literal
 
@@ -104,9 +102,6 @@ class _Text:
     def __init__(self, data: bytes, index: LineIndex | None = None) -> None:
         self.data = data
         self.number = (index or LineIndex(data)).number
-        # Set when a statement ran to the end of the text with a bracket open, or a walk up
-        # reached its start unresolved: over a piece, the answer then needs the whole blob.
-        self.escaped = False
 
     def start(self, offset: int) -> int:
         """Offset of the start of the line holding `offset`."""
@@ -130,10 +125,7 @@ class _Text:
             code = re.sub(r"#.*", "", _strip_strings(text))
             depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
             nxt = self.data.find(b"\n", pos)
-            if depth <= 0:
-                break
-            if nxt < 0:
-                self.escaped = True
+            if depth <= 0 or nxt < 0:
                 break
             pos = nxt + 1
             text = self.line(pos)
@@ -154,7 +146,6 @@ class _Text:
             limit = indent if sibling_indent < 0 else sibling_indent + 1
             pos = self._shallower_before(pos, limit)
             if pos < 0:
-                self.escaped = True
                 break
             text = self.line(pos)
             stripped = text.strip()
@@ -178,9 +169,6 @@ class _Text:
                     sibling_indent = ind  # the `if`/`elif`s above at this indent matter
             elif stripped.startswith("else"):
                 sibling_indent = ind
-        else:
-            if indent > 0:  # stopped at the start of the text, not at what encloses the line
-                self.escaped = True
         return "", headers
 
     def _shallower_before(self, pos: int, limit: int) -> int:
@@ -216,17 +204,6 @@ def _shallow(limit: int) -> re.Pattern[bytes]:
     return rx
 
 
-# A piece's last line indented less than `limit` (its offset in the piece, or -1), by limit.
-SHALLOW_KEY = "env.shallower"
-
-
-def _last_shallower(text: bytes, limit: int) -> int:
-    matches = list(_shallow(limit).finditer(text))
-    if matches:
-        return matches[-1].start() + 1
-    return 0 if _shallow(limit).match(b"\n" + text[: text.find(b"\n") + 1 or None]) else -1
-
-
 def _opening(spans: list[tuple[int, int]], offset: int) -> int:
     """Where the triple-quoted string holding `offset` opens, or -1."""
     i = bisect.bisect_right(spans, (offset, 1 << 62)) - 1
@@ -238,39 +215,25 @@ def _strip_strings(text: str) -> str:
 
 
 def scan_env(
-    data: bytes,
-    flags_file: bool = False,
-    index: LineIndex | None = None,
-    pieces: PieceSource | None = None,
+    data: bytes, flags_file: bool = False, index: LineIndex | None = None
 ) -> tuple[list[list[Any]], dict[str, str]]:
     """Sites [name, line, end_line, access, how, default, cast, function, dests] and the
-    texts of their lines. `flags_file`: `self.x` reads are flag reads (server_args.py).
-
-    With `pieces` (ingest/chunks.py), only the pieces the last version of the path did not
-    have are scanned; what a piece cannot answer alone is taken from the whole blob."""
+    texts of their lines. `flags_file`: `self.x` reads are flag reads (server_args.py)."""
     if b"env" not in data and b"SGL" not in data:
         return [], {}
-    if pieces is not None:
-        found = _from_pieces(data, flags_file, index, pieces.get())
-        if found is not None:
-            return found
     return _scan_blob(data, flags_file, _Text(data, index))
 
 
-def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]], bool]:
-    """The sites of `data` [name, line, offset of the line, access, how, default, cast,
-    where to read the default again or -1], by line then name; and whether a match may
-    continue past the end of `data` (`piece`: the text is a piece of a blob)."""
+def _find(data: bytes, text: _Text) -> list[list[Any]]:
+    """The sites of `data` [name, line, offset of the line, access, how, default, cast], by
+    line then name."""
     found: dict[tuple[str, int], list[Any]] = {}
-    open_end = False
     # Offsets of the quoted names the call patterns took: the literal pass skips them, or a
     # call split over lines (`get_bool_env_var(\n "X"`) would count once more on the name's.
     taken: set[int] = set()
     strings: list[tuple[int, int]] | None = None  # triple-quoted spans, when first needed
 
-    def add(
-        name: str, offset: int, access: str, how: str, default: Any, cast: str | None, again: int
-    ) -> None:
+    def add(name: str, offset: int, access: str, how: str, default: Any, cast: str | None) -> None:
         nonlocal strings
         if not env_name_ok(name):
             return
@@ -292,15 +255,7 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
             if access == "write":
                 found[key][3] = "write"
             return
-        found[key] = [name, no, text.start(offset), access, how, default, cast, again]
-
-    def default_after(end: int) -> tuple[Any, int]:
-        """The default, and where to read it again over the whole blob (-1: no need): a
-        piece's window that stops short may have cut off `, "x")` after a blank line."""
-        value = _default_after(data, end)
-        if piece and value is None and end + 260 > len(data) and OPEN_DEFAULT.match(data, end):
-            return None, end
-        return value, -1
+        found[key] = [name, no, text.start(offset), access, how, default, cast]
 
     if b"environ" in data:
         for m in ENVIRON_RE.finditer(data):
@@ -314,18 +269,15 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
                     "del os."
                 ):
                     access = "write"
-                elif piece and OPEN_WRITE.match(data, m.end()):
-                    open_end = True  # `] =` may follow after a blank line
-            default, again = default_after(m.end()) if how == "environ.get" else (None, -1)
+            default = _default_after(data, m.end()) if how == "environ.get" else None
             taken.add(m.start("q"))
-            add(name, m.start(), access, how, default, _cast_of(text.prefix(m.start())), again)
+            add(name, m.start(), access, how, default, _cast_of(text.prefix(m.start())))
     if b"getenv" in data:
         for m in GETENV_RE.finditer(data):
             prefix = text.prefix(m.start())
-            default, again = default_after(m.end())
+            default = _default_after(data, m.end())
             taken.add(m.start("q"))
-            add(m.group("n").decode(), m.start(), "read", "getenv", default, _cast_of(prefix),
-                again)  # fmt: skip
+            add(m.group("n").decode(), m.start(), "read", "getenv", default, _cast_of(prefix))
     for lead, rx in HELPER_RES:
         if lead not in data:
             continue
@@ -335,12 +287,12 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
             helper = word.group(0) + lead.rstrip(b"(").decode() + m.group(1).decode()
             if helper in ("getenv", "environ"):
                 continue
-            default, again = default_after(m.end())
+            default = _default_after(data, m.end())
             if default is None and helper in HELPER_DEFAULTS:
                 default = HELPER_DEFAULTS[helper]
             taken.add(m.start("q"))
             add(m.group("n").decode(), m.start() - len(word.group(0)), "read", helper, default,
-                _cast_of("", helper), again)  # fmt: skip
+                _cast_of("", helper))  # fmt: skip
     for needle in IN_ENVIRON:
         at = data.find(needle)
         while at >= 0:
@@ -348,7 +300,7 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
             if not (after.isalnum() or after in (b"_", b".")):
                 q = QUOTED_BEFORE.search(text.prefix(at + 1))
                 if q:
-                    add(q.group(2), at + 1, "check", "in environ", None, None, -1)
+                    add(q.group(2), at + 1, "check", "in environ", None, None)
             at = data.find(needle, at + 1)
     if b"envs." in data:
         for m in ENVS_RE.finditer(data):
@@ -360,28 +312,22 @@ def _find(data: bytes, text: _Text, piece: bool = False) -> tuple[list[list[Any]
                 continue  # "use `envs.YOUR_FLAG.get()`" in a message names no variable
             method = (m.group(2) or b"").decode()
             access = "write" if method in ENVS_WRITES else "read"
-            add(m.group(1).decode(), m.start(), access, f"envs.{method or 'X'}", None, None, -1)
+            add(m.group(1).decode(), m.start(), access, f"envs.{method or 'X'}", None, None)
     if b"SGL" in data:
         for m in LITERAL_RE.finditer(data):
             before, after = data[m.start() - 1 : m.start()], data[m.end() : m.end() + 1]
             if before in (b'"', b"'") and after == before and m.start() - 1 not in taken:
                 if DICT_KEY_AFTER.match(data, m.end() + 1):
-                    add(m.group(0).decode(), m.start(), "write", "dict key", None, None, -1)
+                    add(m.group(0).decode(), m.start(), "write", "dict key", None, None)
                 else:
-                    add(m.group(0).decode(), m.start(), "read", "literal", None, None, -1)
-    if piece and b"env" in data:
-        # The call patterns allow blanks after `(`/`[`: one may run on past the blank line.
-        last = len(data) - 1
-        while last >= 0 and data[last] in WHITESPACE:
-            last -= 1
-        open_end = open_end or data[last : last + 1] in (b"(", b"[")
-    return sorted(found.values(), key=lambda s: (s[1], s[0])), open_end
+                    add(m.group(0).decode(), m.start(), "read", "literal", None, None)
+    return sorted(found.values(), key=lambda s: (s[1], s[0]))
 
 
 def _scan_blob(
     data: bytes, flags_file: bool, text: _Text
 ) -> tuple[list[list[Any]], dict[str, str]]:
-    found, _ = _find(data, text)
+    found = _find(data, text)
     sites: list[list[Any]] = []
     texts: dict[str, str] = {}
     reads_rx = _reads_rx(flags_file)
@@ -418,212 +364,6 @@ def _dests(reads_rx: list[re.Pattern[str]], statement: list[str], headers: list[
     return sorted(
         {m.group(1) for rx in reads_rx for part in [body, *headers] for m in rx.finditer(part)}
     )
-
-
-# A piece's result under ENV_KEY: its sites (name, line, end line or 0 if its statement runs
-# past the piece, access, how, default, cast, offset of the line, where to read the default
-# again or -1, line text), lines relative to the piece; whether a match may run past its end;
-# and the block contexts of its sites (_Context). Most pieces have no site: they all share
-# NO_SITES.
-ENV_KEY = "env"
-PieceSites = tuple[tuple[tuple[Any, ...], ...], bool, dict[tuple[int, bool], "_Context"]]
-NO_SITES: PieceSites = marker(((), False, {}))
-WHITESPACE = frozenset(b" \t\r\n\f\v")
-# After a name at a piece's end: a default may follow after a blank line (`, "x")` read
-# whole), or `] =` make the read a write.
-OPEN_DEFAULT = re.compile(rb"\s*(?:,|\Z)")
-OPEN_WRITE = re.compile(rb"\s*\]?\s*\Z")
-
-
-def _scan_piece(data: bytes) -> PieceSites:
-    if b"env" not in data and b"SGL" not in data:
-        return NO_SITES
-    text = _Text(data)
-    found, open_end = _find(data, text, piece=True)
-    if not found and not open_end:
-        return NO_SITES
-    sites = []
-    for name, no, start, access, how, default, cast, again in found:
-        text.escaped = False
-        statement = text.statement(start)
-        end = 0 if text.escaped else no + len(statement) - 1
-        line = statement[0].strip()[:MAX_LINE]
-        sites.append((name, no, end, access, how, default, cast, start, again, line))
-    return tuple(sites), open_end, {}
-
-
-def _scan_new(pieces: list[Piece], new: list[int]) -> None:
-    """Scan the pieces at `new`: joined, the pieces with nothing to find (most) are told
-    apart by one search for each lead instead of two per piece."""
-    texts = [pieces[i][1] for i in new]
-    joined = CUT.join(texts)
-    starts: list[int] = []
-    hits: set[int] = set()
-    for needle in (b"env", b"SGL"):
-        at = joined.find(needle)
-        if at >= 0 and not starts:
-            starts = list(accumulate([len(text) + 2 for text in texts], initial=0))
-        while at >= 0:  # (a lead never spans the blank line between two pieces)
-            k = bisect.bisect_right(starts, at) - 1
-            hits.add(k)
-            at = joined.find(needle, starts[k + 1])
-    for k, i in enumerate(new):
-        pieces[i][2][ENV_KEY] = _scan_piece(texts[k]) if k in hits else NO_SITES
-
-
-class _Spanned(_Text):
-    """A _Text over a blob that records the span of the text its answers read, from `lo` to
-    `hi`; the walk up looks through the pieces before the current one by what each piece's
-    text holds (kept with the piece, so the unchanged pieces of a path are not searched
-    again)."""
-
-    lo = hi = 0
-
-    def __init__(
-        self, data: bytes, index: LineIndex | None, pieces: list[Piece], starts: list[int]
-    ) -> None:
-        super().__init__(data, index)
-        self.pieces, self.starts = pieces, starts
-
-    def watch(self, at: int) -> None:
-        self.lo = self.hi = at
-
-    def line(self, start: int) -> str:
-        end = self.data.find(b"\n", start)
-        if end < 0:
-            end = len(self.data)
-        self.lo = min(self.lo, start)
-        self.hi = max(self.hi, end + 1)  # the newline too (past the end: the end of the text)
-        return self.data[start:end].decode("utf-8", "replace")
-
-    def _shallower_before(self, pos: int, limit: int) -> int:
-        at = self._shallower_in_pieces(pos, limit)
-        self.lo = min(self.lo, at - 1 if at > 0 else 0)  # the newline matched, or the start
-        return at
-
-    def _shallower_in_pieces(self, pos: int, limit: int) -> int:
-        """_Text._shallower_before: in the piece holding `pos`, then piece by piece up."""
-        j = bisect.bisect_right(self.starts, pos) - 1
-        if j == 0:
-            return super()._shallower_before(pos, limit)
-        rx = _shallow(limit)
-        # From the blank line's newline before the piece: its first line counts too.
-        matches = list(rx.finditer(self.data, self.starts[j] - 1, max(pos - 1, 0)))
-        if matches:
-            return matches[-1].start() + 1
-        for k in range(j - 1, -1, -1):
-            _, text, results = self.pieces[k]
-            known = results.setdefault(SHALLOW_KEY, {})
-            at = known.get(limit)
-            if at is None:
-                at = known[limit] = _last_shallower(text, limit)
-            if at >= 0:
-                return self.starts[k] + at
-        return -1
-
-
-class _Context:
-    """A site's (function, dests), and the pieces of the blob it was read from: the site's
-    own, `before` of them before it and `after` after it; `first`/`last`: the window reached
-    the start/end of the blob. Another version with the same texts there has the same."""
-
-    __slots__ = ("before", "after", "first", "last", "texts", "function", "dests")
-
-    def __init__(self, before: int, after: int, first: bool, last: bool,
-                 texts: tuple[bytes, ...], function: str, dests: list[str]) -> None:  # fmt: skip
-        self.before, self.after, self.first, self.last = before, after, first, last
-        self.texts, self.function, self.dests = texts, function, dests
-
-    def holds(self, texts: list[bytes], i: int) -> bool:
-        lo, hi = i - self.before, i + self.after + 1
-        if lo < 0 or hi > len(texts) or self.first and lo or self.last and hi < len(texts):
-            return False
-        window = tuple(texts[lo:hi])
-        if window != self.texts:
-            return False
-        self.texts = window  # this version's copies: the last version's can be freed
-        return True
-
-
-def _from_pieces(
-    data: bytes, flags_file: bool, index: LineIndex | None, pieces: list[Piece]
-) -> tuple[list[list[Any]], dict[str, str]] | None:
-    """The blob's sites from its pieces' (each scanned once per text in a path's history),
-    or None when a match may cross from one piece into the next (then the blob is scanned)."""
-    held = [
-        (i, got)
-        for i, (_, _, results) in enumerate(pieces)
-        if (got := results.get(ENV_KEY)) is not NO_SITES
-    ]
-    if not held:
-        return [], {}
-    new = [i for i, got in held if got is None]
-    if new:
-        _scan_new(pieces, new)
-    ready: list[tuple[int, PieceSites]] = [
-        (i, got) for i, _ in held if (got := pieces[i][2][ENV_KEY]) is not NO_SITES
-    ]
-    sites: list[list[Any]] = []
-    texts: dict[str, str] = {}
-    reads_rx = _reads_rx(flags_file)
-    whole: _Spanned | None = None  # the blob's, for what a piece cannot answer alone
-    starts: list[int] = []  # each piece's offset in the blob, when first needed
-    piece_texts: list[bytes] = []
-    for i, got in ready:
-        first, piece, _ = pieces[i]
-        found, open_end, contexts = got
-        if open_end:
-            return None
-        if not starts:
-            piece_texts = [text for _, text, _ in pieces]
-            starts = list(accumulate([len(text) + 2 for text in piece_texts], initial=0))
-        at, shift = starts[i], first - 1
-        for name, no, end, access, how, default, cast, start, again, line in found:
-            site = at + start
-            if again >= 0:
-                default = _default_after(data, at + again)
-                if default is None:
-                    default = HELPER_DEFAULTS.get(how)
-            if not end:
-                whole = whole or _Spanned(data, index, pieces, starts)
-                end = no + len(whole.statement(site)) - 1
-            function, dests = "", []
-            if _conditions_read_args(data, site, flags_file):
-                known = contexts.get((start, flags_file))
-                if known is None or not known.holds(piece_texts, i):
-                    whole = whole or _Spanned(data, index, pieces, starts)
-                    known = contexts[(start, flags_file)] = _context(
-                        whole, site, reads_rx, starts, piece_texts, i
-                    )
-                function, dests = known.function, list(known.dests)
-            sites.append(
-                [name, no + shift, end + shift, access, how, default, cast, function, dests]
-            )
-            texts[str(no + shift)] = line
-    return sites, texts
-
-
-def _context(
-    whole: _Spanned,
-    site: int,
-    reads_rx: list[re.Pattern[str]],
-    starts: list[int],
-    texts: list[bytes],
-    i: int,
-) -> _Context:
-    """The block context of the site at `site` of the blob, and the pieces it was read from."""
-    whole.watch(site)
-    function, headers = whole.context(site)
-    dests = _dests(reads_rx, whole.statement(site), headers)
-    lo = bisect.bisect_right(starts, whole.lo) - 1  # the piece holding lo
-    if whole.lo >= starts[lo] + len(texts[lo]):
-        lo += 1  # lo is in the blank line after that piece
-    hi = bisect.bisect_left(starts, whole.hi) - 1  # the piece holding hi - 1 (or a cut after it)
-    hi = max(min(hi, len(texts) - 1), i)
-    return _Context(
-        i - lo, hi - i, whole.lo == 0, whole.hi > len(whole.data), tuple(texts[lo : hi + 1]),
-        function, dests,
-    )  # fmt: skip
 
 
 def _default_after(data: bytes, end: int) -> Any:

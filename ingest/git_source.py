@@ -167,26 +167,6 @@ def list_files(repo: Path, commit: str) -> dict[str, str]:
     return files
 
 
-def blob_sizes(repo: Path, shas: list[str]) -> dict[str, int]:
-    """sha -> size in bytes, from one `git cat-file --batch-check` (headers only, ~0.1 s for
-    the 14,000 blobs of SGLang's history)."""
-    out = subprocess.run(
-        # the readers' small pack windows: git's defaults left ~80 MiB resident in this
-        # process, at the ingest's peak
-        [*_bounded_git(repo), "cat-file", "--batch-check"],
-        input="".join(sha + "\n" for sha in shas).encode(),
-        capture_output=True,
-        env=git_env(),
-        check=True,
-    ).stdout
-    sizes = {}
-    for line in out.splitlines():
-        fields = line.split()  # "<sha> blob <size>", or "<sha> missing"
-        if len(fields) == 3 and fields[1] == b"blob":
-            sizes[fields[0].decode()] = int(fields[2])
-    return sizes
-
-
 # See BlobReader. Reading the 15,156 distinct blobs of SGLang's history in version order:
 # 4m/24m held 47 MiB resident in git, 2m/8m 21 MiB, for 0.76 -> 0.93 s of git's CPU (in
 # the readers' processes, beside the workers): three readers run at an ingest's peak.

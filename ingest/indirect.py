@@ -6,13 +6,12 @@ returning it (an accessor), `SboFlags.enable_...()` class methods returning an e
 it, then functions named for the feature (`model_forward_maybe_tbo`) that model files call.
 
 Two phases, like the rest of the ingest:
-- per blob (`scan_structure`, in the workers, cached): the file's `from X import ...` lines,
-  its `EntryClass`, and the *carriers* it defines from its own direct reads (globals assigned
-  from a read, short functions whose `return` reads a flag or such a global).
-- per version (`resolve`): carriers are followed through the imports of every module (a name
-  bound to two different things in one file is not followed) to the files that use them, up
-  to MAX_CHAIN links (`hops`). A use deciding what a short function returns (in its
-  `return`, in an `if` returning at once, in a local used there) makes that function a
+- per blob (ingest/carriers.py, in the workers, cached): the file's imports, its
+  `EntryClass` and the *carriers* it defines from its own direct reads.
+- per version (`Resolver`, here): carriers are followed through the imports of every module
+  (a name bound to two different things in one file is not followed) to the files that use
+  them, up to MAX_CHAIN links (`hops`). A use deciding what a short function returns (in
+  its `return`, in an `if` returning at once, in a local used there) makes that function a
   carrier too; in a module that uses a carrier whose name spells a feature (`tbo`), the
   module's top-level definitions named for that feature (`model_forward_maybe_tbo`) are
   followed as well. Everything else is a use site, recorded with its chain, never followed.
@@ -37,7 +36,6 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from array import array
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -46,1008 +44,37 @@ from functools import lru_cache
 from itertools import combinations, groupby, product
 from typing import Any
 
-from ingest.chunks import Piece, marker
-from ingest.pyfile import MAX_ACCESSOR_LINES, Def, Outline, PyFile, outline
-from ingest.sites import in_spans, server_args_aliases
-from kb.pyast import ARGS_RECEIVERS
+from ingest.carriers import (
+    MAX_CHAIN,
+    NAME_RE,
+    ByBlock,
+    CarrierId,
+    Cond,
+    DefByName,
+    DefByRead,
+    Use,
+    UsePattern,
+    block_text,
+    call_of,
+    cond_and,
+    display,
+    file_hits,
+    hops,
+    name_words,
+    names_feature,
+    passed_cond,
+    stored_chain,
+    stored_cond,
+    target_key,
+    topic,
+)
 
-# Led by the literal "from " and only sglang's or relative modules, the only ones followed.
-IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
-COMMENT_RE = re.compile(rb"#[^\n]*")
-IMPORT_AS_RE = re.compile(rb"import[ \t]+(sglang(?:\.\w+)+)[ \t]+as[ \t]+(\w+)[ \t]*(?:#|\n|$)")
-ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
-GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
-NAME_RE = re.compile(r"[A-Za-z_]\w*")
-ATTR_AFTER_RE = re.compile(r"(?!\w)(?:\s*\.\s*(\w+))?")
-MAX_CHAIN = 4  # links after the direct read: global, accessor, two more hops (`hops`)
-# An accessor returns a flag or a simple expression of one or two; a function returning
-# `ModelConfig(model_path=server_args.model_path, ...)` is a factory, not an accessor.
-MAX_DESTS = 2
-MAX_RETURN_NODES = 40
+# (the model-class section at the end of this module names these two privately)
+from ingest.carriers import parse_call as _parse_call
+from ingest.carriers import target_key as _target_key
+from ingest.pyfile import MAX_ACCESSOR_LINES, Def, PyFile
+
 MODELS_DIR = "python/sglang/srt/models/"
-# Words that do not name a feature on their own (is_tbo_enabled -> "tbo").
-STOP_WORDS = {
-    "is", "get", "set", "enable", "enabled", "disable", "disabled", "use", "flag", "flags",
-    "global", "server", "args", "config", "the", "maybe", "should", "can", "has", "mode",
-    "backend", "value", "init", "initialize",
-}  # fmt: skip
-
-
-# What a carrier's callers must pass for it to carry the flag: (name, truthy) pairs, all of
-# them; () always. `(("is_layer_sparse", True),)`: its flags decide only under
-# `if context.is_layer_sparse:` (a sparse layer), so a call passing `is_layer_sparse=False`
-# reaches none of them.
-Cond = tuple[tuple[str, bool], ...]
-
-
-def both(a: Cond, b: Cond) -> Cond:
-    return a if not b else b if not a else tuple(sorted({*a, *b}))
-
-
-def stored_cond(raw: dict[str, Any]) -> Cond:
-    """The condition of a carrier as scan_structure stores it (only when it has one)."""
-    return tuple((str(name), bool(want)) for name, want in raw.get("cond", ()))
-
-
-# --- per blob ------------------------------------------------------------------------------
-
-
-def scan_structure(
-    data: bytes,
-    reads: list[list[Any]],
-    path: str | None = None,
-    pieces: Callable[[], list[Piece] | None] | None = None,
-) -> dict[str, Any]:
-    """`path` keeps what the file's functions gave for the next version of the path (a
-    worker analyzes the versions of a path oldest first); `pieces` gives the blob's pieces
-    (ingest/chunks.py) if they are cut, whose outlines are kept with them."""
-    cut = pieces() if pieces is not None else None
-    found = _piece_imports(cut) if cut is not None else None
-    out: dict[str, Any] = {"imports": _imports(data) if found is None else found}
-    if b"EntryClass" in data:
-        out["entry"] = _entry_classes(data)
-    read_lines = {line for _name, line, access in reads if access == "read"}
-    if read_lines and _may_carry(data, read_lines):
-        memo = None if path is None else BlockMemo(_BLOCKS.pop(path, {}))
-        lines = None if cut is None else lambda: piece_outline(cut)
-        out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines, memo, lines)
-        if memo is not None and memo.new:
-            _BLOCKS[path] = memo.new  # type: ignore[index]
-            while len(_BLOCKS) > MEMO_PATHS:
-                _BLOCKS.pop(next(iter(_BLOCKS)))
-    return out
-
-
-@dataclass
-class _Block:
-    """What one function gave find_carriers, lines relative to its `def` line: the
-    globals it assigns from flags (name, dests, line), and per read line the dests of the
-    short `return` holding it (None: no such return)."""
-
-    globals: list[tuple[str, list[str], int]] | None = None
-    returns: dict[int, tuple[list[str], Cond] | None] = field(default_factory=dict)
-
-
-@dataclass
-class BlockMemo:
-    """The functions of the last version of a path (by the text of their block) and those
-    of this one. A block's results depend on its text (keyed with the file's local names
-    of the server args) alone; what depends on where it stands (the class holding it, its
-    line) is applied on reuse."""
-
-    old: dict[str, _Block]
-    new: dict[str, _Block] = field(default_factory=dict)
-
-    def block(self, text: str) -> _Block:
-        found = self.new.get(text)
-        if found is None:
-            found = self.new[text] = self.old.get(text) or _Block()
-        return found
-
-
-# path -> block text -> results: the paths analyzed last in this worker, one version each.
-_BLOCKS: dict[str, dict[str, _Block]] = {}
-MEMO_PATHS = 512
-
-
-def piece_outline(pieces: list[Piece]) -> Outline:
-    """The outline of a blob (pyfile.outline) from its pieces', each found once per text."""
-    out: Outline = []
-    for first, text, results in pieces:
-        found = results.get(OUTLINE)
-        if found is None:
-            has = b"def" in text or b"class" in text
-            found = results[OUTLINE] = outline(text.decode("utf-8", "replace")) if has else []
-        if found:
-            by = first - 1
-            out += [(line + by, indent, kind, name) for line, indent, kind, name in found]
-    return out
-
-
-OUTLINE = "indirect.outline"  # a piece's outline, lines relative to the piece
-
-
-def _may_carry(data: bytes, read_lines: set[int]) -> bool:
-    """Cheap test before any parsing: a carrier needs a `global` statement, a read at module
-    level, or a `return` on or just above a read."""
-    if b"global " in data:
-        return True
-    lines = data.split(b"\n", max(read_lines))  # the lines up to the last read (and the rest)
-    for no in read_lines:
-        if no <= len(lines) and not lines[no - 1][:1].isspace():
-            return True
-        if any(lines[i - 1].lstrip().startswith(b"return") for i in range(max(1, no - 6), no + 1)):
-            return True
-    return False
-
-
-IMPORTS = "indirect.imports"  # a piece's (_imports's two parts) or one of these markers:
-NO_IMPORTS = marker(("no imports",))
-OPEN_IMPORT = marker(("an import's brackets may close past the end",))
-
-
-def _piece_imports(pieces: list[Piece]) -> list[list[Any]] | None:
-    """_imports of the blob from its pieces', each found once per text in a path's history
-    (lines relative to the piece); None when an import's `(` is not closed in its piece."""
-    froms: list[list[Any]] = []
-    others: list[list[Any]] = []
-    for first, text, results in pieces:
-        got = results.get(IMPORTS)
-        if got is None:
-            got = results[IMPORTS] = _import_parts(text) if b"import" in text else NO_IMPORTS
-        if got is NO_IMPORTS:
-            continue
-        if got is OPEN_IMPORT:
-            return None
-        by = first - 1
-        flat = got[0]
-        for at, line in zip(flat[::2], flat[1::2], strict=True):
-            froms += [[module, name, alias, line + by] for module, name, alias in _items(text, at)]
-        others += [[module, name, alias, line + by] for module, name, alias, line in got[1]]
-    return froms + others
-
-
-def _import_parts(text: bytes) -> Any:
-    """_imports of a piece alone as (offset, line, offset, line, ... of the `from` imports
-    in an array, [module, name, alias, line] of each `import ... as` in tuples): a
-    statement's items are read again from its offset (holding them, or a tuple each, cost
-    a worker a few MB of memo); OPEN_IMPORT when a `(` of
-    IMPORT_RE finds no `)` in the piece (in the blob it may find one in a later piece, and
-    the match hide what lies between); NO_IMPORTS when none."""
-    found = _import_lists(text, piece=True)
-    if found is None:
-        return OPEN_IMPORT
-    froms, others = found
-    if not froms and not others:
-        return NO_IMPORTS
-    return array("I", [n for pair in froms for n in pair]), tuple(map(tuple, others))
-
-
-def _imports(data: bytes) -> list[list[Any]]:
-    """[module, name, alias, line] of `from M import a, b as c` where M is sglang's or
-    relative."""
-    found = _import_lists(data)
-    assert found is not None  # (only a piece's can be open)
-    froms, others = found
-    out = [
-        [module, name, alias, line]
-        for at, line in froms
-        for module, name, alias in _items(data, at)
-    ]
-    return out + others
-
-
-def _import_lists(data: bytes, piece: bool = False) -> tuple[list[Any], list[Any]] | None:
-    """_imports as ((offset, line) of each `from` import, the `import sglang.x as y` ones);
-    with `piece`, None when a `from` import's `(` is not closed in `data`."""
-    froms: list[tuple[int, int]] = []
-    others: list[list[Any]] = []
-    if b"import" not in data:
-        return froms, others
-    line, pos = 1, 0
-    for m in IMPORT_RE.finditer(data):
-        if piece and m.group(2)[:1] == b"(" and b")" not in m.group(2):
-            return None
-        at = m.start()
-        start = data.rfind(b"\n", 0, at) + 1
-        if start != at and data[start:at].strip(b" \t"):
-            continue  # not at the start of a line
-        line += data.count(b"\n", pos, at)
-        pos = at
-        froms.append((at, line))
-    # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
-    # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
-    at = data.find(b"import sglang.")
-    while at >= 0:
-        start = data.rfind(b"\n", 0, at) + 1
-        found = IMPORT_AS_RE.match(data, at)
-        if found and not data[start:at].strip(b" \t"):
-            module, name = found.group(1).decode().rsplit(".", 1)
-            others.append([module, name, found.group(2).decode(), data.count(b"\n", 0, at) + 1])
-        at = data.find(b"import sglang.", at + 1)
-    return froms, others
-
-
-def _items(data: bytes, at: int) -> list[tuple[str, str, str]]:
-    """The (module, name, alias) of the `from` import IMPORT_RE matches at `at`."""
-    m = IMPORT_RE.match(data, at)
-    assert m is not None
-    text = m.group(0)
-    items = _IMPORT_ITEMS.get(text)
-    if items is None:
-        if len(_IMPORT_ITEMS) >= MAX_IMPORT_ITEMS:
-            _IMPORT_ITEMS.clear()
-        items = _IMPORT_ITEMS[text] = _import_items(m)
-    return items
-
-
-# An import statement's text -> its (module, name, alias): the same statements recur in
-# every version of a path (a worker sees a path's versions one after another). The 124 real
-# tags have 8,918 distinct ones, ~950 bytes each with their items (8.2 MiB in all); 2,048 at
-# most (~1.9 MiB) keeps the same speed (emptied when full).
-_IMPORT_ITEMS: dict[bytes, list[tuple[str, str, str]]] = {}
-MAX_IMPORT_ITEMS = 2048
-
-
-def _import_items(m: re.Match[bytes]) -> list[tuple[str, str, str]]:
-    module = m.group(1).decode()
-    if not (module.startswith(".") or module.startswith("sglang")):
-        return []
-    body = m.group(2)
-    if b"#" in body:
-        body = COMMENT_RE.sub(b"", body)
-    body = body.strip(b"()\\ \t\n")
-    out = []
-    for item in body.split(b","):
-        parts = item.split()
-        if len(parts) == 1 and parts[0] != b"*":
-            out.append((module, parts[0].decode(), parts[0].decode()))
-        elif len(parts) == 3 and parts[1] == b"as":
-            out.append((module, parts[0].decode(), parts[2].decode()))
-    return out
-
-
-def _entry_classes(data: bytes) -> list[str]:
-    # The first `EntryClass` at a line start that matches (bytes.find, then the regex: a
-    # `^` under re.M would make the engine try every position).
-    m = None
-    pos = data.find(b"EntryClass")
-    while pos >= 0 and m is None:
-        if pos == 0 or data[pos - 1] == 10:
-            m = ENTRY_RE.match(data, pos)
-        pos = data.find(b"EntryClass", pos + 1)
-    if not m:
-        return []
-    return [n for n in NAME_RE.findall(m.group(1).decode()) if n[0].isupper()]
-
-
-def flag_reads(node: ast.AST, aliases: frozenset[str] = frozenset()) -> list[str]:
-    """Dests read in an expression: `server_args.x`, `self.server_args.x`,
-    `get_global_server_args().x`, `global_server_args_dict["x"]`, and `sa.x` where the
-    file binds `sa = get_global_server_args()` (`aliases`)."""
-    out: list[str] = []
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and (
-            _is_args(sub.value) or (isinstance(sub.value, ast.Name) and sub.value.id in aliases)
-        ):
-            out.append(sub.attr)
-        elif (
-            isinstance(sub, ast.Subscript)
-            and isinstance(sub.slice, ast.Constant)
-            and isinstance(sub.slice.value, str)
-            and _tail(sub.value).endswith("server_args_dict")
-        ):
-            out.append(sub.slice.value)
-    return list(dict.fromkeys(out))
-
-
-def _size(node: ast.AST) -> int:
-    return sum(1 for _ in ast.walk(node))
-
-
-def _tail(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Call):
-        return _tail(node.func) + "()"
-    return ""
-
-
-def _is_args(node: ast.AST) -> bool:
-    tail = _tail(node)
-    return tail in ("server_args", "_server_args", "server_args()") or (
-        tail.endswith("_server_args()") and tail.startswith("get_")
-    )
-
-
-def _carrier_id(f: PyFile, d: Def) -> tuple[str, str | None] | None:
-    """(exported name, member) of a module-level function or a method of a module-level
-    class; None for nested functions."""
-    if d.parent is None:
-        return d.name, None
-    if d.parent.kind == "class" and d.parent.parent is None:
-        return d.parent.name, d.name
-    return None
-
-
-def display(name: str, member: str | None, kind: str) -> str:
-    """A carrier as its chain shows it: a function or method called (`is_tbo_enabled()`), a
-    global, a property (read as an attribute) or a definition named for the feature not."""
-    if kind in ("global", "named", "property"):
-        return name if member is None else f"{name}.{member}"
-    return f"{name}()" if member is None else f"{name}.{member}()"
-
-
-PROPERTY_RE = re.compile(r"[ \t]*@(?:functools\.)?(?:cached_)?property[ \t]*(?:#.*)?$")
-
-
-def accessor_kind(f: PyFile, def_line: int) -> str:
-    """ "property" for a def decorated `@property` (or a cached one), else "function"."""
-    no = def_line - 1
-    while no >= 1 and f.lines[no - 1].lstrip().startswith("@"):
-        if PROPERTY_RE.match(f.lines[no - 1]):
-            return "property"
-        no -= 1
-    return "function"
-
-
-class Named(str):
-    """A chain step reached because its name spells the feature (`model_forward_maybe_tbo`
-    for tbo), not through a call or an import: stored as {"name", "by_name": true}."""
-
-    __slots__ = ()
-
-
-class NamedRead(str):
-    """A definition named for the feature that also reads the carrier itself (a class whose
-    `__init__` tests `is_tbo_enabled()`): reached through that read, not by its name; stored
-    as {"name", "by_name": false}, a definition (unlike a model class step) all the same."""
-
-    __slots__ = ()
-
-
-def stored_chain(chain: list[str] | tuple[str, ...]) -> list[Any]:
-    """A chain as stored: each step its name, a Named one {"name", "by_name": true}, a
-    NamedRead one {"name", "by_name": false}."""
-    return [
-        {"name": str(s), "by_name": isinstance(s, Named)}
-        if isinstance(s, (Named, NamedRead))
-        else s
-        for s in chain
-    ]
-
-
-def find_carriers(
-    text: str,
-    read_lines: set[int],
-    memo: BlockMemo | None = None,
-    lines: Callable[[], Outline] | None = None,
-) -> list[dict[str, Any]]:
-    """Globals assigned from a flag read and short functions returning one, in one file.
-    With `memo`, a function whose block is unchanged since the last version is not parsed
-    again; `lines` gives the text's outline when the caller has a cheaper way to it."""
-    f = PyFile(text, lines)
-    aliases: frozenset[str] = frozenset()
-    if "= get_global_server_args()" in text:
-        aliases = frozenset(n.decode() for n in server_args_aliases(text.encode()))
-    alias_key = "\n#aliases " + " ".join(sorted(aliases)) if aliases else ""
-    # By name and dests: an accessor of two carriers (`return not A and get_b().is_x()`)
-    # carries each one's flags with its own chain.
-    # (and by condition: one carrying a flag always and under a test of what callers pass)
-    found: dict[tuple[str, str | None, tuple[str, ...], Cond], dict[str, Any]] = {}
-
-    def add(
-        name: str,
-        member: str | None,
-        kind: str,
-        dests: list[str],
-        chain: list[str],
-        line: int,
-        cond: Cond = (),
-    ):
-        key = (name, member, tuple(dests), cond)
-        if key in found or not dests:
-            return
-        found[key] = {
-            "name": name,
-            "member": member,
-            "kind": kind,
-            "dests": dests,
-            "chain": [*chain, display(name, member, kind)],
-            "line": line,
-        }
-        if cond:
-            found[key]["cond"] = [list(c) for c in cond]
-
-    done: dict[int, _Block] = {}  # def line -> what its block gives
-    has_global = "global " in text
-    declares = has_global and _declares_global(text)
-    for line in sorted(read_lines):
-        # A line gives a carrier only through a function declaring `global`, a `return`
-        # near it or a module-level assignment: the others need no outline.
-        if not declares and (not f.maybe_return(line) or not f.def_near(line)):
-            if line > len(f.lines) or not GLOBAL_ASSIGN_RE.match(f.lines[line - 1]):
-                continue
-        d = f.enclosing(line)
-        if d is None:
-            m = GLOBAL_ASSIGN_RE.match(f.lines[line - 1]) if line <= len(f.lines) else None
-            if m:
-                try:
-                    stmt = ast.parse(f.lines[line - 1]).body[0]
-                except (SyntaxError, ValueError, RecursionError, IndexError):
-                    continue
-                if isinstance(getattr(stmt, "value", None), ast.Dict):
-                    continue  # flags by key: its reads name the key (READ_RES of sites.py)
-                add(m.group(1), None, "global", flag_reads(stmt, aliases), [], line)
-            continue
-        if d.kind != "def":
-            continue
-        # Only two kinds of function can make a carrier: one declaring `global`, and one short
-        # enough to be an accessor. The others (most reads) are never parsed.
-        # (no line can start with `global ` in a file without the word)
-        known = done.get(d.line)
-        if known is None:  # the first read in this function
-            block = f.lines[d.line - 1 : f.end_of(d)] if memo is not None or has_global else []
-            key = "\n".join(block) + alias_key  # what a block gives depends on the aliases
-            known = done[d.line] = memo.block(key) if memo is not None else _Block()
-            if known.globals is None:
-                known.globals = _globals(f, d, block, aliases) if has_global else []
-            for name, assigned, at in known.globals:
-                add(name, None, "global", assigned, [], d.line + at)
-        rel = line - d.line
-        if rel not in known.returns:
-            known.returns[rel] = _return_dests(f, d, line, aliases)
-        ident = _carrier_id(f, d)
-        returned = known.returns[rel]
-        if returned is not None and ident is not None:
-            add(ident[0], ident[1], accessor_kind(f, d.line), returned[0], [], d.line, returned[1])
-    # Accessors of those carriers in the same file (is_tbo_enabled returns IS_TBO_ENABLED),
-    # three deep: LayerScatterModes' _should_gather_for_tbo -> _compute_layer_output_mode
-    # -> _compute_layer_input_mode -> init_new.
-    for _round in range(3):
-        before = len(found)
-        for use in file_uses(f, _local_patterns(list(found.values())), accessors=True):
-            if use.accessor is None:
-                continue
-            name, member = use.accessor
-            for c in [c for c in found.values() if (c["name"], c["member"]) == use.carrier]:
-                kind = "property" if use.prop else "function"
-                if use.passes_on and not c.get("cond"):
-                    continue
-                if hops((*c["chain"], display(name, member, kind))) > MAX_CHAIN:
-                    continue  # (as between files)
-                passed = passed_cond(f, use, stored_cond(c))
-                if passed is not None:
-                    cond = both(passed, use.cond)
-                    add(name, member, kind, c["dests"], c["chain"], use.def_line, cond)
-        if len(found) == before:
-            break
-    return list(found.values())
-
-
-def _declares_global(text: str) -> bool:
-    """Whether a line starts (after its indentation) with `global `."""
-    at = text.find("global ")
-    while at >= 0:
-        start = text.rfind("\n", 0, at) + 1
-        if start == at or text[start:at].isspace():
-            return True
-        at = text.find("global ", at + 1)
-    return False
-
-
-def _globals(
-    f: PyFile, d: Def, block: list[str], aliases: frozenset[str]
-) -> list[tuple[str, list[str], int]]:
-    """(name, dests, line relative to `def`) of each global a function declaring `global`
-    assigns; none when no line of its block starts with `global `."""
-    out: list[tuple[str, list[str], int]] = []
-    if not any(b.lstrip().startswith("global ") for b in block):
-        return out
-    node = f.node(d)
-    subs = list(ast.walk(node)) if node is not None else []  # one walk, used twice
-    declared = {n for sub in subs if isinstance(sub, ast.Global) for n in sub.names}
-    # Locals assigned once from a flag (`enable = server_args.enable_x`, then
-    # `_FLAG = enable`): a global assigned one of them carries its flag too.
-    bound: dict[str, list[list[str]]] = defaultdict(list)
-    for sub in subs:
-        if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
-            t = sub.targets[0]
-            if isinstance(t, ast.Name) and t.id not in declared:
-                bound[t.id].append(flag_reads(sub.value, aliases))
-        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)) and isinstance(sub.target, ast.Name):
-            bound[sub.target.id].append([])  # changed again: not followed
-    local = {name: dests[0] for name, dests in bound.items() if len(dests) == 1 and dests[0]}
-    for sub in subs:
-        if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
-            if isinstance(sub.value, ast.Dict):
-                continue  # flags by key (`global_server_args_dict`): its reads name the key
-            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-            for target in targets:
-                if isinstance(target, ast.Name) and target.id in declared:
-                    dests = flag_reads(sub.value, aliases)
-                    if isinstance(sub.value, ast.Name) and sub.value.id in local:
-                        dests = local[sub.value.id]
-                    out.append((target.id, dests, sub.lineno - 1))
-    return out
-
-
-def _return_dests(
-    f: PyFile, d: Def, line: int, aliases: frozenset[str]
-) -> tuple[list[str], Cond] | None:
-    """The dests of the short function's `return` that holds `line`, if it makes `d` an
-    accessor (a few flags, a small expression), with what its callers must pass for them
-    to decide it (`_and_cond`)."""
-    ret = f.returns_at(d, line)
-    if ret is None or ret.value is None:
-        return None
-    dests = flag_reads(ret.value, aliases)
-    if len(dests) <= MAX_DESTS and _size(ret.value) <= MAX_RETURN_NODES:
-        node = f.node(d)
-        params = set() if node is None else _parameters(node)
-        return dests, _and_cond(ret.value, params)
-    return None
-
-
-def _and_cond(value: ast.expr, params: set[str]) -> Cond:
-    """The tests of what callers pass among the `and` terms of a returned value: `not
-    ctx.is_layer_sparse and ctx.is_next_layer_sparse and server_args.x` decides by x only
-    for a dense layer followed by a sparse one. (Such a term holds no use: it reads a
-    parameter alone.)"""
-    if not isinstance(value, ast.BoolOp) or not isinstance(value.op, ast.And):
-        return ()
-    tested = [_parameter_test(t, params) for t in value.values]
-    return tuple(sorted({(name, want) for name, want in filter(None, tested) if name}))
-
-
-def _local_patterns(
-    carriers: list[dict[str, Any]],
-) -> list[tuple[str, str | None, tuple[str, str | None]]]:
-    """Regex-ready (receiver, member, carrier id) triples for uses of a file's own carriers."""
-    out: list[tuple[str, str | None, tuple[str, str | None]]] = []
-    for c in carriers:
-        cid = (c["name"], c["member"])
-        if c["member"] is None:
-            out.append((c["name"], None, cid))
-        else:
-            for receiver in ("cls", "self", c["name"]):
-                out.append((receiver, c["member"], cid))
-    return list(dict.fromkeys(out))  # a name carrying two flags' values: one pattern
-
-
-@dataclass(frozen=True)
-class Use:
-    carrier: tuple[str, str | None]
-    line: int
-    text: str
-    accessor: tuple[str, str | None] | None  # the short function whose return it decides
-    def_line: int
-    prop: bool = False  # the accessor is a property
-    returned: bool = True  # in that `return` itself (not in an `if` or a local deciding it)
-    cond: Cond = ()  # what the accessor's callers must pass for the use to decide it
-    # decides only by what the accessor passes on (`if cls._gather(context):`): only a
-    # carrier conditional on what it is passed makes the accessor one (`passed_cond`)
-    passes_on: bool = False
-
-
-def file_uses(
-    f: PyFile,
-    patterns: list[tuple[str, str | None, tuple[str, str | None]]],
-    accessors: bool = False,
-) -> list[Use]:
-    """Uses of each (name, member) pattern in code (not in imports, comments or
-    triple-quoted strings). With `accessors`, only those in the `return` of a short
-    function (`Use.accessor` set): the other hits are dropped before the costlier tests."""
-    return [use for _pos, _name, use in _file_hits(f, patterns, accessors)]
-
-
-def _file_hits(
-    f: PyFile,
-    patterns: list[tuple[str, str | None, tuple[str, str | None]]],
-    accessors: bool = False,
-    blocks: ByBlock | None = None,
-) -> list[tuple[int, str, Use]]:
-    """file_uses, each use with the offset and name of the hit that found it, in order
-    (`blocks`: what earlier blobs' functions of the same text gave)."""
-    if not patterns:
-        return []
-    by_name: dict[str, list[tuple[str | None, tuple[str, str | None]]]] = defaultdict(list)
-    for name, member, cid in patterns:
-        by_name[name].append((member, cid))
-    # str.find per name (C speed), then a small regex at each hit: an alternation of names
-    # would make the regex engine try every position of the file.
-    hits: list[tuple[int, str]] = []
-    for name in by_name:
-        pos = f.text.find(name)
-        while pos >= 0:
-            hits.append((pos, name))
-            pos = f.text.find(name, pos + len(name))
-    hits.sort()
-    # The members looked for after a receiver that only has member patterns (`self`): a hit
-    # followed by another attribute matches none of them, whatever its line.
-    members_only = {
-        name: {member for member, _cid in entries}
-        for name, entries in by_name.items()
-        if all(member is not None for member, _cid in entries)
-    }
-    out: list[tuple[int, str, Use]] = []
-    seen: set[tuple[int, tuple[str, str | None]]] = set()
-    for pos, name in hits:
-        before = f.text[pos - 1] if pos else " "
-        m = ATTR_AFTER_RE.match(f.text, pos + len(name))
-        if before.isalnum() or before in "_.\"'" or m is None:
-            continue
-        wanted = members_only.get(name)
-        if wanted is not None and m.group(1) not in wanted:
-            continue
-        line = f.line_at(pos)
-        if accessors and not _may_decide(f, line):
-            continue  # (the same for every hit on the line)
-        raw = f.lines[line - 1]
-        stripped = raw.lstrip()
-        if "#" in raw[: pos - (f.text.rfind("\n", 0, pos) + 1)]:
-            continue
-        if stripped.startswith(("from ", "import ", "global ")) or _in_import_block(f, line):
-            continue
-        if in_spans(f.strings, pos):
-            continue  # `- experts: get_moe_impl_class(...)` in a docstring
-        if re.match(r"(?:async\s+)?(?:def|class)\s", stripped):
-            continue  # the definition itself
-        for member, cid in by_name[name]:
-            if member is not None and m.group(1) != member:
-                continue
-            if (line, cid) in seen:
-                continue
-            seen.add((line, cid))
-            accessor, def_line, prop, returned, passes_on = None, line, False, True, False
-            cond: Cond = ()
-            if _may_decide(f, line):  # cheap test before finding the enclosing function
-                d = f.enclosing(line)
-                decided = None if d is None else _decision(f, d, line, blocks)
-                if d is not None and decided is not None:
-                    ident = _carrier_id(f, d)
-                    if ident is not None and ident != cid:
-                        accessor, def_line, (cond, passes_on, returned) = ident, d.line, decided
-                        prop = accessor_kind(f, d.line) == "property"
-            if accessor is not None or not accessors:
-                text = f.text_of(line)
-                use = Use(cid, line, text, accessor, def_line, prop, returned, cond, passes_on)
-                out.append((pos, name, use))
-    return out
-
-
-# A line that may decide a short function's return without holding it: an `if` guarding a
-# `return`, or a local name assigned (`backend = get_moe_runner_backend()`).
-GUARD_OR_LOCAL_RE = re.compile(r"\s*(?:(?:el)?if\s|[A-Za-z_]\w*\s*(?::[^=]*)?=[^=])")
-# An `if (` whose test goes on over the next lines (`if (\n not get_a2a_backend().is_none()`)
-OPEN_TEST_RE = re.compile(r"\s*(?:el)?if\s*\(\s*(?:#.*)?$")
-
-
-def _may_decide(f: PyFile, line: int) -> bool:
-    """Cheap test (no outline) for decides_return: a `return` at or just above the line, or
-    a guard or local in the first lines of a function short enough to be an accessor."""
-    if f.maybe_return(line):
-        return True
-    if not 0 < line <= len(f.lines):
-        return False
-    if GUARD_OR_LOCAL_RE.match(f.lines[line - 1]) is None and not any(
-        OPEN_TEST_RE.match(f.lines[no - 1]) for no in range(max(1, line - 4), line)
-    ):
-        return False
-    return f.def_near(line)
-
-
-class ByBlock:
-    """Results derived from a function's block alone (its text from the `def` line on,
-    lines relative to it), for one file: the next blob of a file mostly keeps the text of
-    its functions, whose blocks need not be parsed again. `before`: the previous blob's;
-    a lookup keeps what it finds for the next one."""
-
-    def __init__(self, before: dict[tuple[Any, ...], Any] | None = None) -> None:
-        self.now: dict[tuple[Any, ...], Any] = {}
-        self.before = before or {}
-
-    def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        if key in self.now:
-            return self.now[key]
-        found = self.before[key] if key in self.before else make()
-        self.now[key] = found
-        return found
-
-
-def block_text(f: PyFile, d: Def) -> str:
-    return "\n".join(f.lines[d.line - 1 : f.end_of(d)])
-
-
-def _decision(
-    f: PyFile, d: Def, line: int, blocks: ByBlock | None
-) -> tuple[Cond, bool, bool] | None:
-    """decides_return, with whether `line` is in the `return` itself (`Use.returned`)."""
-
-    def make() -> tuple[Cond, bool, bool] | None:
-        decided = decides_return(f, d, line)
-        return None if decided is None else (*decided, f.returns_at(d, line) is not None)
-
-    if blocks is None:
-        return make()
-    # (decides_return and returns_at read the block's lines, its kind and parse alone)
-    key = ("decides", block_text(f, d), d.kind, line - d.line)
-    return blocks.get(key, make)  # type: ignore[no-any-return]
-
-
-def decides_return(f: PyFile, d: Def, line: int) -> tuple[Cond, bool] | None:
-    """What `line` decides of what the short function `d` returns: None if nothing, else
-    (the condition on what its callers pass, () for none; whether it only passes its
-    parameters on to a carrier, `Use.passes_on`). It decides when it is in a `return`,
-    or, where every `return` of the function is small, in the small test of an `if` that
-    returns at once (`if backend.is_deep_gemm(): return True`) or in the value of a local
-    name assigned once and used in one of those (`backend = get_moe_runner_backend()`).
-    Such a test or local counts only at the top of the function's body, or at the top of a
-    branch of a top-level `if` testing a parameter (`context.is_layer_sparse`, `not x`,
-    `ctx["x"]`): the use then decides only for callers that make the test true, and the
-    condition names the tested attribute or parameter (`is_layer_sparse` truthy), for the
-    call sites to check (`init_new(is_layer_sparse=False, ...)` makes it false). A test of
-    the server args (`if server_args.enable_dp_attention:`) is a flag's, whatever the caller
-    passes: no condition. A test or local reading a parameter itself (`if
-    cls._should_gather(context):`) decides nothing: what it depends on is not named; unless
-    it passes the parameter on whole to the carrier (at any depth of the function), when
-    it decides where the carrier's own condition says (True with the condition: only a
-    conditional carrier names it, `passed_cond`)."""
-    ret = f.returns_at(d, line)
-    node = f.node(d)
-    rel = line - d.line + 1
-    if ret is not None:
-        if ret.value is None:
-            return None
-        # a `return` under `if context.is_layer_sparse:` (or its `else:`) decides only for
-        # the callers making that branch run, as a guard there does; one `and`-ed with
-        # such tests, only for the callers making them true
-        params = set() if node is None else _parameters(node)
-        branches = [] if node is None else _parameter_branches(node, params)
-        inside = (cond for body, cond in branches if any(ret in ast.walk(s) for s in body))
-        return both(next(inside, ()), _and_cond(ret.value, params)), False
-    if d.kind != "def" or f.end_of(d) - d.line > MAX_ACCESSOR_LINES:
-        return None
-    if node is None:
-        return None
-    stmts = _own_statements(node)
-    returns = [s for s in stmts if isinstance(s, ast.Return)]
-    # (a bare `return` under `if not enabled:` decides what the function does, not a value)
-    if not returns or any(r.value is None or _size(r.value) > MAX_RETURN_NODES for r in returns):
-        return None
-    params = _parameters(node)
-    branches = _parameter_branches(node, params)
-    # A test passing the parameters on whole (`if cls._should_gather(context): return X`),
-    # at any depth: it decides under the callee's own condition, on names the call passes on
-    # (`passed_cond`), that the carrier brings.
-    for s in stmts:
-        if (
-            isinstance(s, ast.If)
-            and _spans(s.test, rel)
-            and isinstance(s.body[0], ast.Return)
-            and _passes_on(s.test, params)
-        ):
-            inside = (c for body, c in branches if any(s in ast.walk(b) for b in body))
-            return next(inside, ()), True
-    top: dict[ast.stmt, Cond] = {s: () for s in _top_statements(getattr(node, "body", []))}
-    for body, cond in branches:
-        for inner in _top_statements(body):
-            top.setdefault(inner, cond)
-    # each returned value with the condition of the branch holding its `return`
-    values = [
-        (r.value, next((c for body, c in branches if any(r in ast.walk(b) for b in body)), ()))
-        for r in returns
-        if r.value is not None
-    ]
-    # The tests of those `if`s whose body returns at once (a use in a returned value was
-    # the `return` case above: a value on the line of `if ctx.x and y(): return True` is no
-    # way around the test's parameter), then with the returned values, what a local feeds.
-    tests = [
-        (s.test, cond)
-        for s, cond in top.items()
-        if isinstance(s, ast.If) and isinstance(s.body[0], ast.Return)
-        and _size(s.test) <= MAX_RETURN_NODES and not _reads(s.test, params)
-    ]  # fmt: skip
-    for e, cond in tests:
-        if _spans(e, rel):
-            return cond, False
-    deciding: list[tuple[ast.expr, Cond]] = [*values, *tests]
-    assigned: dict[str, list[ast.stmt]] = defaultdict(list)
-    for s in stmts:
-        if isinstance(s, ast.Assign):
-            targets = s.targets
-        elif isinstance(s, (ast.AugAssign, ast.AnnAssign, ast.For)):
-            targets = [s.target]
-        else:
-            continue
-        for t in targets:
-            for n in ast.walk(t):
-                if isinstance(n, ast.Name):
-                    assigned[n.id].append(s)
-    for name, where in assigned.items():
-        s = where[0]
-        if len(where) != 1 or s not in top or not isinstance(s, ast.Assign):
-            continue
-        if not _spans(s.value, rel) or _reads(s.value, params):
-            continue
-        if _size(s.value) > MAX_RETURN_NODES:
-            continue
-        # the condition of the use deciding the least
-        conds = [
-            cond for e, cond in deciding
-            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(e))
-        ]  # fmt: skip
-        if conds:
-            return both(top[s], min(conds, key=len)), False
-    return None
-
-
-def _passes_on(test: ast.expr, params: set[str]) -> bool:
-    """A test that is a call (or `not` one) of something not read from a parameter, given
-    parameters whole (`context`) or a parameter's method's result (`context.previous_layer()`)
-    and nothing else of them."""
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test = test.operand
-    if not isinstance(test, ast.Call) or _reads(test.func, params) or not params:
-        return False
-    passed = [*test.args, *(k.value for k in test.keywords)]
-    whole = [a for a in passed if _passed_param(a, params)]
-    return bool(whole) and not any(_reads(a, params) for a in passed if a not in whole)
-
-
-def _passed_param(arg: ast.expr, params: set[str]) -> bool:
-    """`context` or `context.previous_layer()`, `context` a parameter."""
-    if isinstance(arg, ast.Call) and not arg.args and not arg.keywords:
-        if not isinstance(arg.func, ast.Attribute):
-            return False
-        arg = arg.func.value
-    return isinstance(arg, ast.Name) and arg.id in params
-
-
-def _parameter_branches(node: ast.AST, params: set[str]) -> list[tuple[list[ast.stmt], Cond]]:
-    """The branches of the top-level `if`s of a function testing a parameter, each with
-    what its callers must pass for it to run: `if context.is_layer_sparse:` gives its body
-    `is_layer_sparse` truthy and its `else:` falsy; a test of the server args, no condition."""
-    out: list[tuple[list[ast.stmt], Cond]] = []
-    body = getattr(node, "body", [])
-    for s in _top_statements(body):
-        tested = _parameter_test(s.test, params) if isinstance(s, ast.If) else None
-        if tested is None or not isinstance(s, ast.If):
-            continue
-        name, truthy = tested
-        branches = [(s.body, truthy)]
-        if not (len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If)):  # (elif: top)
-            branches.append((s.orelse, not truthy))
-        # An early return (`if context.layer_id == 0: return X`): what follows it runs only
-        # for the callers making the test false.
-        if s in body and not s.orelse and isinstance(s.body[-1], ast.Return):
-            branches.append((body[body.index(s) + 1 :], not truthy))
-        out.extend((b, () if name is None else ((name, want),)) for b, want in branches)
-    return out
-
-
-def _parameter_test(test: ast.expr, params: set[str]) -> tuple[str | None, bool] | None:
-    """(tested name, truthy) of an `if` testing a parameter: `ctx.x`, `ctx["x"]`, `x` (its
-    name), `not` one of them (false); a test of the server args names none. None for any
-    other test."""
-    truthy = True
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, truthy = test.operand, not truthy
-    # `ctx.layer_id == 0` is `not ctx.layer_id` (`!= 0`: itself)
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == 0
-        and not isinstance(test.comparators[0].value, bool)
-    ):
-        truthy = truthy == isinstance(test.ops[0], ast.NotEq)
-        test = test.left
-    if isinstance(test, ast.Name):
-        return (test.id, truthy) if test.id in params else None
-    base = getattr(test, "value", None)
-    if not isinstance(base, ast.Name) or base.id not in params:
-        return None
-    if isinstance(test, ast.Attribute):  # (`args.x`: a parameter holding the server args)
-        return (None if _is_args(base) or base.id in ARGS_RECEIVERS else test.attr, truthy)
-    if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant):
-        key = test.slice.value
-        return (key, truthy) if isinstance(key, str) else None
-    return None
-
-
-def _parameters(node: ast.AST) -> set[str]:
-    """A function's parameter names but `self` and `cls` (what its callers choose)."""
-    a = getattr(node, "args", None)
-    if a is None:
-        return set()
-    names = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
-    return names - {"self", "cls"}
-
-
-def _reads(expr: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
-
-
-def _top_statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements of a block and of its top-level `elif`/`else` chains."""
-    out: list[ast.stmt] = []
-    todo: list[ast.stmt] = list(body)
-    while todo:
-        s = todo.pop(0)
-        out.append(s)
-        if isinstance(s, ast.If) and len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If):
-            todo.insert(0, s.orelse[0])  # elif: as much at the top as its `if`
-    return out
-
-
-def _spans(node: ast.AST, rel: int) -> bool:
-    end = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
-    return node.lineno <= rel <= end  # type: ignore[attr-defined]
-
-
-def _own_statements(node: ast.AST) -> list[ast.stmt]:
-    """The statements of a function's block, nested blocks included, nested functions and
-    classes (whose returns are theirs) left out."""
-    out: list[ast.stmt] = []
-    todo: list[Any] = list(getattr(node, "body", []))
-    while todo:
-        s = todo.pop()
-        if isinstance(s, ast.stmt):
-            out.append(s)
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for block in ("body", "orelse", "finalbody", "handlers"):  # (handlers: their body)
-            todo.extend(getattr(s, block, []))
-    out.sort(key=lambda s: s.lineno)
-    return out
-
-
-def _in_import_block(f: PyFile, line: int) -> bool:
-    """Inside the parentheses of a multi-line `from X import (...)`."""
-    for back in range(line - 1, max(0, line - 60), -1):
-        text = f.lines[back - 1]
-        if ")" in text and "import" not in text:
-            return False
-        if re.match(r"\s*from\s+\S+\s+import\s*\(", text):
-            return ")" not in text or back == line
-        if not text.startswith((" ", "\t")) and text.strip():
-            return False
-    return False
-
-
-def names_feature(word: str, dest: str) -> bool:
-    """Whether a feature word stands for the flag: the acronym of three or more consecutive
-    words of its dest (tbo: enable_two_batch_overlap), or the whole dest after enable_/
-    disable_ (lora: enable_lora). Plain words (model, config, runner) never do."""
-    words = [w for w in dest.split("_") if w]
-    if words and words[0] in ("enable", "disable", "use"):
-        words = words[1:]
-    if words == [word]:
-        return True
-    for i in range(len(words)):
-        for j in range(i + 3, len(words) + 1):
-            if "".join(w[0] for w in words[i:j]) == word:
-                return True
-    return False
-
-
-@lru_cache(maxsize=65536)
-def topic(name: str) -> str | None:
-    """The one feature word a carrier's name spells: is_tbo_enabled / IS_TBO_ENABLED /
-    SboFlags -> "tbo" / "tbo" / "sbo"; None when it spells none or several."""
-    words = [w for w in _words(name) if w not in STOP_WORDS]
-    return words[0] if len(words) == 1 and len(words[0]) >= 3 else None
-
-
-@lru_cache(maxsize=65536)
-def _words(name: str) -> tuple[str, ...]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", spaced)
-    return tuple(w.lower() for w in spaced.split("_") if w)
 
 
 # --- per version ---------------------------------------------------------------------------
@@ -1224,9 +251,9 @@ class Resolver:
         known: set[tuple[str, str, str | None, tuple[str, ...], Cond]] = set()
 
         def add(c: Carrier) -> None:
-            # By dests too: an accessor of two carriers carries both flags (the first
-            # carrier's alone before), each with its own chain; by condition too, so that
-            # one found under a test of what callers pass does not hide one found without.
+            # By dests too: an accessor of two carriers carries both flags, each with its
+            # own chain; by condition too, so that one found under a test of what callers
+            # pass does not hide one found without.
             key = (c.module, c.name, c.member, c.dests, c.cond)
             if key not in known and c.dests:
                 known.add(key)
@@ -1537,11 +564,13 @@ class Resolver:
         patterns = tuple(
             sorted(
                 {
-                    (alias, c.member if c.kind != "named" else None, (alias, c.member))
+                    UsePattern(
+                        alias, c.member if c.kind != "named" else None, CarrierId(alias, c.member)
+                    )
                     for alias, cs in by_alias.items()
                     for c in cs
                 },
-                key=lambda p: (p[0], p[1] or "", p[2][1] or ""),
+                key=lambda p: (p.receiver, p.member or "", p.carrier.member or ""),
             )
         )
         # Found per name: a file asked again with one more carrier's name (another version,
@@ -1549,13 +578,13 @@ class Resolver:
         # holds its name, so one name's uses do not depend on the others'; merged in the
         # order of the hits, as one scan for all of them gives them.
         hits: list[tuple[int, str, Use]] = []
-        for _name, group in groupby(patterns, key=lambda p: p[0]):
+        for _name, group in groupby(patterns, key=lambda p: p.receiver):
             key = (sha, tuple(group))
             found = self.uses.get(key)
             if found is None:
                 f = _pyfile(sha, read_text)
                 blocks = self._blocks(path, sha)
-                found = self.uses[key] = _file_hits(f, list(key[1]), blocks=blocks)
+                found = self.uses[key] = file_hits(f, list(key[1]), blocks=blocks)
             hits += found
         hits.sort(key=lambda h: (h[0], h[1]))  # stable: a hit's uses keep their order
         cached = [use for _pos, _name, use in hits]
@@ -1617,7 +646,7 @@ class Resolver:
                             path,
                             use.def_line,
                             True,
-                            both(passed, use.cond),
+                            cond_and(passed, use.cond),
                         )
                     )
         # Definitions named for the feature, in a module that uses the feature's carrier
@@ -1630,7 +659,7 @@ class Resolver:
             and (c.path == path or alias not in local_defs)
             and not c.cond
         ]
-        used = {u.carrier[0] for u in cached}
+        used = {u.carrier.name for u in cached}
         named: list[tuple[bool, Carrier]] = []
         for c in carriers:
             word = _chain_topic(c.chain)
@@ -1644,13 +673,13 @@ class Resolver:
             lines = [
                 u.line
                 for u in cached
-                if u.carrier[0] in aliases and (c.member is None or u.carrier[1] == c.member)
+                if u.carrier.name in aliases and (c.member is None or u.carrier.member == c.member)
             ]
             for name, line in defs:
-                if not name.startswith("_") and word in _words(name):
+                if not name.startswith("_") and word in name_words(name):
                     end = _pyfile(sha, read_text).end_of(Def(line, 0, "def", name, None))
                     reads = any(line <= no <= end for no in lines)
-                    step = NamedRead(name) if reads else Named(name)
+                    step = DefByRead(name) if reads else DefByName(name)
                     c2 = Carrier(
                         mod, name, None, "named", dests, (*c.chain, step), path, line, True
                     )
@@ -1660,54 +689,11 @@ class Resolver:
             add(c2)
 
 
-def passed_cond(f: PyFile, use: Use, cond: Cond) -> Cond | None:
-    """A conditional carrier's condition as the function calling it at `use` gets it: the
-    same names where the call passes its parameter on whole (`cls._output_mode(context)`);
-    where it passes `context.previous_layer()`, a method defined once in the file returning
-    `Ctx(is_layer_sparse=self.is_previous_layer_sparse, is_next_layer_sparse=
-    self.is_layer_sparse, ...)`, each name becomes the one it is built from (the previous
-    layer's sparsity is the caller's `is_previous_layer_sparse`), a name built from a
-    literal that makes its test true is dropped. None when the call cannot pass the
-    condition on (a literal making a test false; a method not found, or defined twice; a
-    name it does not build from `self.x`)."""
-    if not cond:
-        return cond
-    name, member = use.carrier  # (a file's own method is called on `cls` or `self` too)
-    receivers = [name] if member is None else [name, "cls", "self"]
-    calls = (call_of(f, use.line, (r, member)) for r in receivers)
-    call = next((c for c in calls if c is not None), None)
-    d = f.enclosing(use.line)
-    caller = f.node(d) if call is not None and d is not None else None
-    params = set() if caller is None else _parameters(caller)
-    passed = [] if call is None else [*call.args, *(k.value for k in call.keywords)]
-    shifted = [a for a in passed if isinstance(a, ast.Call) and _passed_param(a, params)]
-    if not shifted:
-        return cond
-    method = shifted[0].func.attr  # type: ignore[attr-defined]
-    defs = [x for x in f.defs if x.name == method and x.kind == "def"]
-    node = f.node(defs[0]) if len(defs) == 1 else None
-    rets = [s for s in _own_statements(node) if isinstance(s, ast.Return)] if node else []
-    built = rets[0].value if len(rets) == 1 else None
-    if not isinstance(built, ast.Call):
-        return None
-    out: list[tuple[str, bool]] = []
-    for name, want in cond:
-        value = next((k.value for k in built.keywords if k.arg == name), None)
-        if isinstance(value, ast.Constant):
-            if bool(value.value) != want:
-                return None
-        elif isinstance(value, ast.Attribute) and _target_key(value) == f"self.{value.attr}":
-            out.append((value.attr, want))
-        else:
-            return None
-    return tuple(sorted(set(out)))
-
-
 def _call_reaches(f: PyFile, use: Use, cond: Cond, blocks: ByBlock | None = None) -> bool:
     """Whether the call of a conditional carrier at a use passes every keyword its condition
     names, none as a literal making the test false (`is_layer_sparse=False` where the carrier
     decides under `if context.is_layer_sparse:`). A call leaving one out, or one not
-    parsed, reaches nothing (the caller's choice is not known: as before the condition)."""
+    parsed, reaches nothing (what the caller passes is not known)."""
     call = call_of(f, use.line, use.carrier)
     if call is None:
         return False
@@ -1717,8 +703,8 @@ def _call_reaches(f: PyFile, use: Use, cond: Cond, blocks: ByBlock | None = None
         value = keywords.get(name)
         if value is None:
             # passed by position (`mlp_mode(config.num_experts > 0)`), maybe: which
-            # parameter each argument binds is not read here, so the call reaches, as any
-            # call did before conditions
+            # parameter each argument binds is not read here, so the call reaches, as a
+            # call of an unconditional carrier does
             if call.args:
                 continue
             return False
@@ -1749,7 +735,7 @@ def _literals(
     known)."""
     if isinstance(value, ast.Constant):
         return [(value.value, ())]
-    key = _target_key(value)
+    key = target_key(value)
     d = f.enclosing(line) if key is not None else None
     if key is None or d is None or d.kind != "def":
         return None
@@ -1794,7 +780,7 @@ def _assigned_literals(node: ast.AST) -> dict[str, list[tuple[Any, Block]] | Non
                 isinstance(sub, ast.Assign)
                 and len(sub.targets) == 1
                 and isinstance(sub.value, ast.Constant)
-                and _target_key(sub.targets[0]) == key
+                and target_key(sub.targets[0]) == key
             )
             if not plain:
                 table[key] = None
@@ -1816,7 +802,7 @@ def _binding_statements(node: ast.AST) -> Iterator[tuple[ast.stmt, set[str]]]:
             bound = [i.optional_vars for i in sub.items if i.optional_vars is not None]
         else:
             continue
-        yield sub, {k for b in bound for t in ast.walk(b) if (k := _target_key(t)) is not None}
+        yield sub, {k for b in bound for t in ast.walk(b) if (k := target_key(t)) is not None}
 
 
 def _nested_statements(node: ast.AST) -> Iterator[ast.AST]:
@@ -1830,69 +816,6 @@ def _nested_statements(node: ast.AST) -> Iterator[ast.AST]:
             block = getattr(sub, name, None)
             if isinstance(block, list):
                 todo.extend(block)
-
-
-def _target_key(node: ast.AST) -> str | None:
-    """`x` or `self.x` as written; None for anything else."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return f"{node.value.id}.{node.attr}" if node.value.id == "self" else None
-    return None
-
-
-def call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call | None:
-    """The first call of `alias(` or `alias.member(` on `line` (over the lines it spans,
-    MAX_ACCESSOR_LINES at most); None when there is none. Kept with the file: a call of
-    `init_new` is checked once per conditional carrier of it (five in the layer modes)."""
-    key = (f"call {carrier[0]}.{carrier[1]}", line)
-    if key not in f.memo:
-        f.memo[key] = _call_of(f, line, carrier)
-    return f.memo[key]  # type: ignore[no-any-return]
-
-
-def _call_of(f: PyFile, line: int, carrier: tuple[str, str | None]) -> ast.Call | None:
-    alias, member = carrier
-    ref = re.escape(alias) + ("" if member is None else rf"\s*\.\s*{re.escape(member)}")
-    text = "\n".join(f.lines[line - 1 : line - 1 + MAX_ACCESSOR_LINES])
-    m = re.search(rf"(?<![\w.]){ref}\s*\(", text)
-    return None if m is None else _parse_call(text, m.start(), m.end() - 1)
-
-
-def _parse_call(text: str, start: int, i: int) -> ast.Call | None:
-    """The call written from `start`, its `(` at `i`, to the bracket closing it."""
-    depth, end = 0, -1
-    while i < len(text) and end < 0:
-        char = text[i]
-        if char == "#":  # a comment's brackets (a string's are taken: rare in a call)
-            i = text.find("\n", i) % (len(text) + 1)
-            continue
-        depth += char in "([{"
-        depth -= char in ")]}"
-        i += 1
-        if depth == 0:
-            end = i
-    try:
-        call = ast.parse(text[start:end], mode="eval").body if end > 0 else None
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    return call if isinstance(call, ast.Call) else None
-
-
-MEMBER_STEP_RE = re.compile(r"\w+\.\w+(?:\(\))?")  # `Cls.method()`, `Cls.prop`
-
-
-@lru_cache(maxsize=65536)
-def hops(chain: tuple[str, ...]) -> int:
-    """The links of a chain that MAX_CHAIN counts: a method or property returning another of
-    its own class (`X._is_v2` returning `not self._is_v1`) is the class's own wording of
-    the value, not a further hop."""
-    out, last = 0, None
-    for link in chain:
-        owner = link.split(".")[0] if MEMBER_STEP_RE.fullmatch(link) else None
-        out += owner is None or owner != last
-        last = owner
-    return out
 
 
 _RECENT: dict[str, PyFile] = {}

@@ -12,7 +12,6 @@ import ast
 import re
 import textwrap
 from bisect import bisect_left
-from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -70,8 +69,7 @@ Outline = list[tuple[int, int, str, str]]
 
 
 def outline(text: str) -> Outline:
-    """The def and class lines of `text`. A line's entry depends on that line alone, so the
-    outline of a text is its pieces' outlines, shifted (what PyFile.defs builds on)."""
+    """The def and class lines of `text` (what PyFile.defs builds on)."""
     out: Outline = []
     pos, line = 0, 1
     for m in _def_matches(text):
@@ -87,11 +85,8 @@ def outline(text: str) -> Outline:
 
 
 class PyFile:
-    def __init__(self, text: str, lines: Callable[[], Outline] | None = None) -> None:
-        """`lines` gives the outline of `text` when the caller has a cheaper way to it than
-        `outline(text)`; asked on first use."""
+    def __init__(self, text: str) -> None:
         self.text = text
-        self._outline = lines
         self.lines = text.split("\n")
         self._pos, self._no = 0, 1  # incremental line counting: offsets mostly increase
         self._defs: list[Def] | None = None  # the outline, built on first use
@@ -110,8 +105,7 @@ class PyFile:
         if self._defs is None:
             defs: list[Def] = []
             stack: list[Def] = []
-            lines = outline(self.text) if self._outline is None else self._outline()
-            for line, indent, kind, name in lines:
+            for line, indent, kind, name in outline(self.text):
                 while stack and stack[-1].indent >= indent:
                     stack.pop()
                 d = Def(line, indent, kind, name, stack[-1] if stack else None)

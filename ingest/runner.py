@@ -12,14 +12,8 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import (
-    FIRST_COMPLETED,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-    wait,
-)
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import forkserver, get_context, util
 from multiprocessing.context import BaseContext
@@ -42,7 +36,6 @@ from ingest.assemble import Assembly
 from ingest.git_source import (
     BlobReader,
     Ref,
-    blob_sizes,
     list_files,
     list_tags,
     open_repo,
@@ -57,7 +50,7 @@ from ingest.store import (
     write_version,
 )
 from ingest.versions import select
-from kb.codec import MAX_FACTS_CHAIN, MAX_TEXT_CHAIN, unpack
+from kb.codec import MAX_TEXT_CHAIN, unpack
 from kb.procs import remove_when_gone
 from kb.schema import (
     EXTRACTOR_VERSION,
@@ -166,9 +159,6 @@ def run(
     summary.blobs_cached = len(facts)
     # sha -> pack(text), for blobs analyzed in this run that are likely to be cited
     texts: dict[str, bytes] = {}
-    # sha -> (sha of the path's previous such blob, pack(text, that blob's text)): the
-    # worker's delta, which the text chain takes when that blob is its base
-    text_deltas: dict[str, tuple[str, bytes]] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -196,13 +186,11 @@ def run(
         reader = reader or BlobReader(gitdir)
         return reader.read(sha)
 
-    def blob_text(sha: str) -> tuple[bytes | None, bytes | None, tuple[str, bytes] | None]:
+    def blob_text(sha: str) -> tuple[bytes | None, bytes | None]:
         whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
-        # (a text is stored once: its delta is not needed again)
-        return raw_text(sha) if whole is None else None, whole, text_deltas.pop(sha, None)
+        return raw_text(sha) if whole is None else None, whole
 
-    # Each path's texts and facts JSON as deltas against the previous ones in version order.
-    # (The facts' chains are the workers': ingest.analyze.packed.)
+    # Each path's texts as deltas against the previous ones in version order.
     text_chains = Chains(MAX_TEXT_CHAIN)
 
     module_texts: dict[str, str] = {}
@@ -223,7 +211,7 @@ def run(
 
     # The facts cache's rows of the batches analyzed since the last version was written:
     # saved in the next version's transaction (one commit for both).
-    pending: list[tuple[str, bytes, str | None, int]] = []
+    pending: list[tuple[str, bytes]] = []
 
     def save_pending(conn: Connection) -> None:
         save_facts(conn, pending)
@@ -256,7 +244,6 @@ def run(
         for key in last_needed.pop(index, []):
             facts.pop(key)
             texts.pop(key.split(":", 1)[0], None)
-            text_deltas.pop(key.split(":", 1)[0], None)
         gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
@@ -265,13 +252,11 @@ def run(
         for batch, ready in _analyze(
             gitdir, missing, opts.jobs, lambda item: first_needed[facts_key(item[0], item[1])]
         ):
-            pending.extend((a.key, a.facts, a.base, a.depth) for a in batch)
+            pending.extend((a.key, a.facts) for a in batch)
             for a in batch:
                 facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
-                if a.text_delta is not None:
-                    text_deltas[a.key.split(":", 1)[0]] = a.text_delta
             ready = min(ready, len(todo))
             while written < ready:
                 write(written)
@@ -364,75 +349,33 @@ Item = tuple[str, str, str]  # (sha, kind, path)
 def _analyze(
     gitdir: Path, items: list[Item], jobs: int, first_needed: Callable[[Item], int]
 ) -> Iterator[tuple[list[Analyzed], int]]:
-    """Yield (analyzed batch, n): with it, the blobs of the first n versions are all in.
-
-    `items` come oldest version first. With several workers, each path's blobs go to one
-    worker in that order (ingest/chunks.py: a worker keeps what the last version of a path
-    gave, piece by piece), the paths shared out by size so the workers finish together."""
+    """Yield (analyzed batch, n), the batches in order: with it, the blobs of the first n
+    versions are all in (`items` come oldest version first)."""
     if not items:
         return
-    if jobs <= 1 or len(items) <= BATCH:
-        _worker_init(str(gitdir), MAX_FACTS_CHAIN)
-        for start in range(0, len(items), BATCH):
-            batch = items[start : start + BATCH]
-            rest = items[start + BATCH : start + BATCH + 1]
-            yield analyze_batch(batch), first_needed(rest[0]) if rest else 1 << 62
+    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+
+    def complete(i: int) -> int:  # the versions complete once the batches up to i are in
+        return first_needed(batches[i + 1][0]) if i + 1 < len(batches) else 1 << 62
+
+    if jobs <= 1 or len(batches) <= 1:
+        _worker_init(str(gitdir))
+        for i, batch in enumerate(batches):
+            yield analyze_batch(batch), complete(i)
         return
-    shards = [
-        [shard[i : i + BATCH] for i in range(0, len(shard), BATCH)]
-        for shard in _by_path(items, jobs, blob_sizes(gitdir, [sha for sha, _k, _p in items]))
-    ]
     # Workers forked from a server that imported ingest.analyze alone: a fork of the ingest
-    # would carry (and count in each worker) its imports and trees. One single-worker pool a
-    # shard: a shared pool would hand a path's next batch to whichever worker is free.
-    context = _start_fork_server()
-    pools = [
-        ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=context,
-            initializer=pool_init,
-            initargs=(str(gitdir), os.getpid(), MAX_FACTS_CHAIN),
-        )
-        for _shard in shards
-    ]
+    # would carry (and count in each worker) its imports and trees.
+    pool = ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=_start_fork_server(),
+        initializer=pool_init,
+        initargs=(str(gitdir), os.getpid()),
+    )
     try:
-        queues = [
-            deque((pool.submit(analyze_batch, batch), batch) for batch in shard)
-            for pool, shard in zip(pools, shards, strict=True)
-        ]
-        while any(queues):
-            wait([q[0][0] for q in queues if q], return_when=FIRST_COMPLETED)
-            for queue in queues:
-                while queue and queue[0][0].done():  # each shard's batches in order
-                    future, _batch = queue.popleft()
-                    analyzed = future.result()
-                    # A version is complete when no shard still holds a blob it needs.
-                    yield (
-                        analyzed,
-                        min((first_needed(q[0][1][0]) for q in queues if q), default=1 << 62),
-                    )
+        for i, analyzed in enumerate(pool.map(analyze_batch, batches)):
+            yield analyzed, complete(i)
     finally:
-        for pool in pools:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _by_path(items: list[Item], shards: int, sizes: dict[str, int]) -> list[list[Item]]:
-    """`items` in `shards` lists, each path's in one, in their order; the largest paths
-    placed first, each in the lightest shard. A parsed file (server_args.py, hooks) costs
-    about twice a scanned one a byte."""
-    load: dict[str, int] = {}
-    for sha, kind, path in items:
-        load[path] = load.get(path, 0) + sizes.get(sha, 0) * (1 if kind == "plain" else 2)
-    totals = [0] * shards
-    shard_of: dict[str, int] = {}
-    for path, size in sorted(load.items(), key=lambda kv: (-kv[1], kv[0])):
-        lightest = totals.index(min(totals))
-        shard_of[path] = lightest
-        totals[lightest] += size
-    out: list[list[Item]] = [[] for _ in range(shards)]
-    for item in items:
-        out[shard_of[item[2]]].append(item)
-    return [shard for shard in out if shard]
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def summary_json(summary: IngestSummary) -> dict[str, Any]:

@@ -17,11 +17,8 @@ import copy
 import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from itertools import accumulate
-from operator import methodcaller
 from typing import Any, AnyStr, NamedTuple
 
-from ingest.chunks import CUT, Piece, PieceSource, marker
 from kb.pyast import NOT_LITERAL, PARSE_FAILURES, literal
 
 READ_RES = [
@@ -268,8 +265,7 @@ def continued(data: bytes, at: int, prefix: str) -> tuple[str, Joined]:
     expression starts on them: when `prefix` holds no name, the line before (`and
     server_args.x` then `in [...]`); when it starts by closing brackets and no name can be
     read from it, the lines back to their opening (`getattr(` ... `) == "v"`, at most
-    MAX_JOINED lines). The line before a piece's first is blank in the blob as in the
-    pieces joined by CUT, and the lines joined are code lines up to a blank one."""
+    MAX_JOINED lines). The lines joined are code lines up to a blank one."""
     before = joined_before(data, at, prefix)
     text = before.text + prefix.strip() if before.text else prefix
     return text.removesuffix(" not"), before
@@ -311,8 +307,7 @@ def joined_before(data: bytes, at: int, prefix: str) -> Joined:
 
 
 # `getattr(self, attr[, d])` on what holds the flags, `attr` a variable; and the loop over
-# string literals that binds it, the code lines just above (the text up to a blank line:
-# as in pieces, which are cut at blank lines).
+# string literals that binds it, the code lines just above (the text up to a blank line).
 LOOP_GETATTR_RE = re.compile(
     r"getattr\(\s*(?:self|(?:self\.)?server_args)\s*,\s*([A-Za-z_]\w*)\s*(?:,[^()]*)?\)\s*$"
 )
@@ -370,20 +365,9 @@ def compared_name(prefix: str) -> str:
     return f"{last}.{tail}"
 
 
-def scan(
-    data: bytes, index: LineIndex | None = None, pieces: PieceSource | None = None
-) -> dict[str, Any]:
+def scan(data: bytes, index: LineIndex | None = None) -> dict[str, Any]:
     """Reads of server args, choice sites (comparisons, `in` literals, `is_x()` calls), enum
-    references and enum classes of one file, with the texts of the lines they cite.
-
-    With `pieces` (ingest/chunks.py), only the pieces that the last version of the path did
-    not have are scanned (as if each were alone), and the blob's facts are put together from
-    every piece's; a blob with a piece whose matches may reach past its end is scanned whole."""
-    if pieces is not None:
-        facts = _from_pieces(data, pieces.get())
-        if facts is not None:
-            _lower_member_refs(data, facts, index)
-            return _with_local_flags(data, _with_alias_reads(data, facts, index))
+    references and enum classes of one file, with the texts of the lines they cite."""
     lines = _Lines(data, index)
     reads0, reads1, reads2, compares, contains, is_calls, enum_refs = _find(data, lines)
     facts = {
@@ -432,8 +416,7 @@ MEMBER_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\b")
 
 
 # `sa = get_global_server_args()` then `sa.enable_x`: a local name for the server args. A
-# name ending in `server_args` is READ_RES[0]'s already. Whole-blob (the name is bound in
-# one piece and read in others), after the scans in either mode, so both give the same.
+# name ending in `server_args` is READ_RES[0]'s already.
 GLOBAL_ARGS = b"= get_global_server_args()"
 ALIAS_RE = re.compile(rb"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*= get_global_server_args\(\)[ \t]*$")
 
@@ -502,7 +485,6 @@ def _only_bound_so(data: bytes, name: bytes) -> bool:
 
 
 # `name = server_args.x` then `name == "v"` in the same function: the comparison is about x.
-# Like the aliases, whole-blob (the function spans pieces), after the scans in either mode.
 # (`= enc.server_args.x` too: the server args another object holds; and `= self.x`, whose
 # comparisons are those of `self.x`: `backend = self.storage_backend_type`)
 LOCAL_LEADS = (b"= server_args.", b".server_args.", b"= get_global_server_args().", b"= self.")
@@ -642,33 +624,11 @@ def _function_of(
 
 
 # The facts of a text by kind: reads by each of READ_RES, comparisons, `in` literals,
-# `is_x()` calls, enum references; where each kind has its line number.
+# `is_x()` calls, enum references.
 Found = tuple[list[list[Any]], ...]
-LINE_AT = (1, 1, 1, 1, 1, 1, 2)
 
 
-class Batch:
-    """Pieces of a blob joined by CUT, scanned in one pass of each pattern, each piece as if
-    alone: where a match's context would pass a piece's end, the piece is noted
-    (`open_write`, `open_end`) and the blob decides."""
-
-    def __init__(self, texts: list[bytes]) -> None:
-        self.texts = texts
-        self._ends: list[int] | None = None  # where each piece ends in the joined text
-        self.open_write: set[int] = set()  # pieces whose last read is a write if `=` follows
-        self.open_end: set[int] = set()  # pieces with a literal whose end is not in them
-
-    def piece(self, offset: int) -> tuple[int, int]:
-        """(the piece that holds `offset`, where it ends)."""
-        if self._ends is None:
-            self._ends = [
-                end - len(CUT) for end in accumulate(len(t) + len(CUT) for t in self.texts)
-            ]
-        i = bisect.bisect_left(self._ends, offset)
-        return i, self._ends[i]
-
-
-def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
+def _find(data: bytes, lines: _Lines) -> Found:
     """The facts of `data` by kind, each kind in the order of a pass of its pattern."""
     reads: tuple[list[list[Any]], ...] = ([], [], [])
     if b"server_args" in data:
@@ -684,15 +644,7 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
                 if in_spans(spans, m.start()):
                     continue
                 name = m.group(m.lastindex or 1).decode()
-                write = False
-                if rx is READ_RES[0]:
-                    if run is None:
-                        write = bool(WRITE_AFTER.match(data, m.end()))
-                    else:  # what follows in the piece, and whether the piece ends first
-                        i, end = run.piece(m.end())
-                        write = bool(WRITE_AFTER.match(data, m.end(), end))
-                        if not write and SPACE_TO_END.match(data, m.end(), end):
-                            run.open_write.add(i)
+                write = rx is READ_RES[0] and bool(WRITE_AFTER.match(data, m.end()))
                 found.append([name, lines.at(m.start()), "write" if write else "read"])
     compares: list[list[Any]] = []
     ops = [rx for rx, op in zip(COMPARE_RES, (b"==", b"!="), strict=True) if op in data]
@@ -718,11 +670,6 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
         if data[m.start() - 1 : m.start()] != b" ":
             continue
         open_at = m.end() - 1
-        if run is not None:  # _string_items' window, cut at the piece's end
-            i, end = run.piece(open_at)
-            if open_at + 800 > end and data.find(CLOSERS[data[open_at]], open_at, end) < 0:
-                run.open_end.add(i)
-                continue
         values = _string_items(data, open_at)
         if not values:
             continue
@@ -760,199 +707,12 @@ def _find(data: bytes, lines: _Lines, run: Batch | None = None) -> Found:
     return (*reads, compares, contains, is_calls, enum_refs)
 
 
-CLOSERS = {k: bytes([v]) for k, v in CLOSING.items()}
-SPACE_TO_END = re.compile(rb"\s*\Z")
-DICT_KEY_RE = re.compile(rb"\[\s*[\"'][a-z_][a-z0-9_]*[\"']")
-# The last bytes (after spaces) with which a piece may end inside a match: see _open_end.
-OPEN_LAST = frozenset(b"n[(=,s\"' \t\n\r\x0b\x0c")
-
-
-def _open_end(text: bytes) -> bool:
-    """Whether `text` ends with the start of a match of a pattern above that could go on
-    after a blank line (each `\\s*` of a pattern may hold one): checked from the end, for
-    what each pattern has before a `\\s*`. WRITE_AFTER and _string_items, which look past
-    a match, are checked by _find."""
-    if not text or text[-1] not in OPEN_LAST:
-        return False
-    t = text.rstrip()
-    if t.endswith((b" in", b"server_args_dict[", b"server_args_dict.get(", b"getattr(")):
-        return True
-    if t.endswith(b"("):
-        t = t[:-1].rstrip()
-        return t.endswith((b"==", b"!=")) and _open_compare(t)
-    if t.endswith((b"==", b"!=")):
-        return _open_compare(t)
-    if t.endswith(b","):
-        t = t[:-1].rstrip()
-        return t.endswith(b"server_args") and _after_getattr(t[:-11])
-    if t.endswith(b"server_args"):
-        return _after_getattr(t[:-11])
-    if t.endswith((b'"', b"'")):
-        i = t.rfind(b"[")
-        return (
-            i >= 0
-            and t.endswith(b"server_args_dict", 0, i)
-            and DICT_KEY_RE.fullmatch(t, i) is not None
-        )
-    return False
-
-
 def _class_tail(prefix: str) -> str:
     """What `([A-Z][A-Za-z0-9_]*)$` finds in `prefix` (or ""): from the first capital of
     the name that ends it. Found from the end: a search tried every offset of the line."""
     name = NAME_END_RE.match(prefix[::-1]).group()[::-1]  # type: ignore[union-attr]
     first = UPPER_RE.search(name)
     return name[first.start() :] if first else ""
-
-
-def _open_compare(text: bytes) -> bool:
-    """Whether the `==` or `!=` that ends `text` is code: a match of COMPARE_RES from it
-    would be dropped as a comment, and holds no `=` where another one could start."""
-    start = text.rfind(b"\n") + 1
-    return not _in_comment(text[start:-2].decode("utf-8", "replace"))
-
-
-def _after_getattr(text: bytes) -> bool:
-    """Whether `text` ends with `getattr(` and spaces, then maybe `self.`."""
-    return text.removesuffix(b"self.").rstrip().endswith(b"getattr(")
-
-
-# What the scan keeps for a piece in its results dict (chunks.Piece) under SCAN: a PieceFacts,
-# line numbers relative to the piece, or one of these shared markers (most pieces find
-# nothing, and an empty result must cost nothing to keep and to put together).
-SCAN = "sites"
-NOTHING = marker(("nothing",))
-ONLY_ENUM = marker(("only the word Enum",))  # nothing found, but the blob may hold an enum class
-OPEN_END = ("a match may reach past the end",)
-
-
-class PieceFacts(NamedTuple):
-    kinds: tuple[tuple[int, list[list[Any]]], ...]  # (kind, its facts) for kinds it has
-    texts: dict[int, str]  # the cited lines' texts
-    spans: dict[int, int]  # cited line -> lines above it that its text joins (when any)
-    open_write: bool  # the last read of kind 0 is a write if an `=` follows the piece
-    enum: bool  # whether the piece holds the word Enum
-
-
-def _scan_new(pieces: list[Piece]) -> list[PieceFacts | tuple[str]]:
-    """What each of `pieces` (of one blob) gives alone, all in one pass of each pattern.
-
-    A match that the pass carries across a piece's end (from an OPEN_END piece) is that
-    piece's; the part of it past the end holds only spaces, brackets, quotes and a name,
-    where no other match of the same pattern could start, so the next piece's facts are
-    what it gives alone."""
-    texts = [t for _l, t, _r in pieces]
-    text = CUT.join(texts)
-    batch = Batch(texts)
-    lines = _Lines(text)
-    found = _find(text, lines, batch)
-    enum = b"Enum" in text
-    out: list[PieceFacts | tuple[str]]
-    if enum:
-        out = [ONLY_ENUM if b"Enum" in t else NOTHING for t in texts]
-    else:
-        out = [NOTHING] * len(texts)
-    if lines.texts:  # the facts to their pieces, lines relative to each
-        # the line each piece starts at in the joined text
-        # (by C-level callables: no Python call per piece)
-        counts = map(methodcaller("count", b"\n"), texts[:-1])
-        firsts = list(accumulate(map((2).__add__, counts), initial=1))
-        got: dict[int, dict[int, list[list[Any]]]] = {}  # piece -> kind -> facts
-        cited: dict[int, dict[int, str]] = {}
-        spans: dict[int, dict[int, int]] = {}
-        for kind, facts in enumerate(found):
-            at = LINE_AT[kind]
-            for fact in facts:
-                no = fact[at]
-                i = bisect.bisect_right(firsts, no) - 1
-                fact[at] = no - firsts[i] + 1
-                cited.setdefault(i, {})[fact[at]] = lines.texts[no]
-                if no in lines.above:  # (a join stops at a blank line: inside the piece)
-                    spans.setdefault(i, {})[fact[at]] = lines.above[no]
-                got.setdefault(i, {}).setdefault(kind, []).append(fact)
-        for i, kinds in got.items():
-            enum_i = out[i] is ONLY_ENUM
-            out[i] = PieceFacts(
-                tuple(kinds.items()), cited[i], spans.get(i, {}), i in batch.open_write, enum_i
-            )
-    for i, t in enumerate(texts):
-        if t and t[-1] in OPEN_LAST and _open_end(t) or i in batch.open_end:
-            out[i] = OPEN_END
-    return out
-
-
-def _from_pieces(data: bytes, pieces: list[Piece]) -> dict[str, Any] | None:
-    """The blob's facts put together from its pieces' (the new ones scanned together), in
-    the whole scan's order: by kind, then by offset; None if a piece is OPEN_END."""
-    kept: list[tuple[int, int, Any]] = []  # (lines before, piece, result) unless NOTHING
-    new: list[int] = []  # pieces without a result
-    for i, (first, _t, results) in enumerate(pieces):
-        got = results.get(SCAN)
-        if got is NOTHING:
-            continue
-        if got is None:
-            new.append(len(kept))
-        elif got is OPEN_END:
-            return None
-        kept.append((first - 1, i, got))
-    if new:
-        fresh = [pieces[kept[k][1]] for k in new]
-        scanned = _scan_new(fresh)
-        for (_l, _t, results), got in zip(fresh, scanned, strict=True):
-            results.setdefault(SCAN, got)  # a text repeated in the blob has one dict
-        if OPEN_END in scanned:
-            return None
-        for k in new:  # (only these: most of `kept` are pieces the last version had)
-            shift, i, _got = kept[k]
-            kept[k] = (shift, i, pieces[i][2][SCAN])
-    out: list[list[list[Any]]] = [[] for _ in LINE_AT]
-    texts: dict[int, str] = {}
-    above: dict[int, int] = {}
-    enum = False
-    for shift, i, got in kept:
-        if got is NOTHING:
-            continue
-        if got is ONLY_ENUM:
-            enum = True
-            continue
-        enum = enum or got.enum
-        for no, text in got.texts.items():
-            texts[no + shift] = text
-        for no, n in got.spans.items():
-            above[no + shift] = n
-        for kind, facts in got.kinds:
-            if kind < 3:  # reads: [name, line, access]
-                out[kind].extend([[a, no + shift, c] for a, no, c in facts])
-                if kind == 0 and got.open_write and _write_follows(data, pieces, i):
-                    out[0][-1][2] = "write"  # `server_args.x` <blank line> `= ...`
-            elif kind < 6:  # choices: [value, line, subject, how]
-                out[kind].extend([[a, no + shift, c, d] for a, no, c, d in facts])
-            else:  # enum references: [class, member, line]
-                out[kind].extend([[a, b, no + shift] for a, b, no in facts])
-    lines: dict[int, str] = {}  # in citing order, as the whole scan records them
-    for kind, facts in enumerate(out):
-        at = LINE_AT[kind]
-        for fact in facts:
-            if fact[at] not in lines:
-                lines[fact[at]] = texts[fact[at]]
-    reads0, reads1, reads2, compares, contains, is_calls, enum_refs = out
-    facts = {
-        "reads": reads0 + reads1 + reads2,
-        "choices": compares + contains + is_calls,
-        "enum_refs": enum_refs,
-        "enums": scan_enums(data) if enum else [],
-        "lines": {str(k): v for k, v in lines.items()},
-    }
-    spans = {str(k): above[k] for k in lines if k in above}
-    if spans:
-        facts["spans"] = spans
-    return facts
-
-
-def _write_follows(data: bytes, pieces: list[Piece], i: int) -> bool:
-    """Whether WRITE_AFTER matches at the end of piece `i` of `data` (a rare case)."""
-    end = sum(len(t) for _l, t, _r in pieces[: i + 1]) + len(CUT) * i
-    return bool(WRITE_AFTER.match(data, end))
 
 
 def _string_items(data: bytes, open_at: int) -> list[str]:

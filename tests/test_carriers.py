@@ -1,6 +1,7 @@
-"""What carries a flag onward (ingest/indirect.py), on small synthetic modules resolved
-alone: functions whose return a carrier decides, the limit on chain links, and accessors
-that are no simple expression of a flag. Made-up code modelled on SGLang's shapes."""
+"""What carries a flag onward (ingest/carriers.py, followed by ingest/indirect.py), on
+small synthetic modules resolved alone: functions whose return a carrier decides, the limit
+on chain links, and accessors that are no simple expression of a flag. Made-up code
+modelled on SGLang's shapes."""
 
 from __future__ import annotations
 
@@ -8,19 +9,10 @@ from typing import Any
 
 import pytest
 
-import ingest.indirect as indirect
+import ingest.carriers as carriers
 from ingest import sites
-from ingest.indirect import (
-    _RECENT,
-    UNKNOWN,
-    Resolver,
-    _literal,
-    _reached,
-    call_of,
-    hops,
-    resolve,
-    scan_structure,
-)
+from ingest.carriers import call_of, hops, scan_structure
+from ingest.indirect import _RECENT, UNKNOWN, Resolver, _literal, _reached, resolve
 from ingest.pyfile import PyFile
 
 UTILS = """
@@ -1058,14 +1050,14 @@ def test_a_file_s_next_blob_reuses_what_its_unchanged_functions_gave(
         k: scan_structure(t.encode(), sites.scan(t.encode())["reads"]) for k, t in texts.items()
     }
     decided: list[int] = []
-    real = indirect.decides_return
+    real = carriers.decides_return
 
     def counting(f: PyFile, d: Any, line: int) -> Any:
         if f.text == moved[path]:
             decided.append(line)
         return real(f, d, line)
 
-    monkeypatch.setattr(indirect, "decides_return", counting)
+    monkeypatch.setattr(carriers, "decides_return", counting)
 
     def version(resolver: Resolver, new: bool) -> list[dict[str, Any]]:
         shas = {p: f"{p}@{2 if new and p == path else 1}" for p in files}

@@ -618,8 +618,7 @@ def test_worker_processes_give_the_same_knowledge_base(
     for table in ("constraintsite", "usagesite", "choicesite"):
         count = f"select count(*) n from {table}"
         assert rows(db, count) == rows(kb_db, count)
-    # What the workers packed along each path's chain reads back: every facts row (a row
-    # whose chain is broken is dropped by load_facts and analyzed again) ...
+    # What the workers packed reads back: every facts row ...
     from sqlalchemy import create_engine
 
     from ingest.store import load_facts
@@ -627,8 +626,6 @@ def test_worker_processes_give_the_same_knowledge_base(
 
     with sqlite3.connect(db) as conn:
         keys = [k for (k,) in conn.execute("select key from blobfacts")]
-        deltas = conn.execute("select count(*) from blobfacts where base is not null")
-        assert deltas.fetchone()[0] > 0  # the chains were used, not only whole rows
         shas = [s for (s,) in conn.execute("select sha from blob")]
     engine = create_engine(f"sqlite:///{db}")
     assert len(load_facts(engine, keys)) == len(keys)
@@ -643,31 +640,6 @@ def test_worker_processes_give_the_same_knowledge_base(
             assert blob_text(conn, sha) == want, sha
     again = ingest_into(three_era_repo, db, refs=[("dev", "dev")], jobs=2, force=True)
     assert again.blobs_analyzed == 0 and again.blobs_cached == summary.blobs_analyzed
-
-
-def test_each_path_goes_to_one_worker_in_version_order_and_the_workers_share_the_bytes() -> None:
-    from ingest.runner import _by_path
-
-    items = [
-        ("s1", "server_args", "python/sglang/srt/server_args.py"),
-        ("a1", "plain", "python/sglang/a.py"),
-        ("b1", "plain", "python/sglang/b.py"),
-        ("a2", "plain", "python/sglang/a.py"),
-        ("s2", "server_args", "python/sglang/srt/server_args.py"),
-        ("c1", "plain", "python/sglang/c.py"),
-        ("b2", "plain", "python/sglang/b.py"),
-    ]
-    sizes = {"s1": 100, "s2": 100, "a1": 150, "a2": 150, "b1": 90, "b2": 90, "c1": 60}
-    shards = _by_path(items, 2, sizes)
-    assert sorted(item for shard in shards for item in shard) == sorted(items)
-    for shard in shards:
-        assert shard == [item for item in items if item in shard]  # the input's order
-    paths = [{path for _s, _k, path in shard} for shard in shards]
-    assert not paths[0] & paths[1]  # each path in one shard
-    # server_args.py counts double (400), a.py 300, b.py 180, c.py 60: each in turn to the
-    # lighter worker gives 400 + 60 against 300 + 180
-    names = sorted(sorted(Path(path).name for path in p) for p in paths)
-    assert names == [["a.py", "b.py"], ["c.py", "server_args.py"]]
 
 
 def test_a_version_is_reported_complete_only_once_every_worker_gave_its_blobs(

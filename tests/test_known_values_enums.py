@@ -16,7 +16,6 @@ from ingest.sites import scan, scan_enums
 from tests.conftest import ingest_into
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
 from tests.test_known_values import get
-from tests.test_sites_pieces import check_versions
 
 SRT = "python/sglang/srt/"
 
@@ -278,8 +277,6 @@ def test_lower_case_member_references_in_code_of_the_defining_file_only() -> Non
         ["Algo", "one"],
         ["Algo", "three"],
     ]
-    # the scan by pieces (the memo keeping the last version's) gives the whole scan's facts
-    check_versions(BALANCE.encode(), BALANCE.replace("counts)", "counts, 1)").encode())
 
 
 def test_an_f_string_naming_a_subscript_is_no_lookup_by_name() -> None:

@@ -1,55 +1,12 @@
-"""The site scan put together from a blob's pieces (ingest/chunks.py) gives what the scan of
-the whole blob gives, for the shapes where a match or its context reaches past a piece's end
-(synthetic sources modelled on SGLang's)."""
+"""The site scan (ingest/sites.py) where a match or its context holds a blank line, reads
+through local names of the server args and locals bound to a flag's read (synthetic sources
+modelled on SGLang's)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from ingest import sites
-from ingest.chunks import Piece, PieceMemo
-
-
-class Pieces:
-    """What analyze() hands the scan: one blob's pieces from a memo of its own."""
-
-    def __init__(self, memo: PieceMemo, path: str, data: bytes) -> None:
-        self.memo, self.path, self.data = memo, path, data
-        self._pieces: list[Piece] | None = None
-
-    def get(self) -> list[Piece]:
-        if self._pieces is None:
-            self._pieces = self.memo.pieces(self.path, self.data)
-        return self._pieces
-
-
-def by_pieces(memo: PieceMemo, path: str, data: bytes) -> dict[str, Any]:
-    return sites.scan(data, None, Pieces(memo, path, data))
-
-
-def neighbours_changed(data: bytes) -> list[bytes]:
-    """`data`, then `data` with a new piece after each blank line, then `data` again: each
-    piece's kept result is used next to other pieces than the ones it was scanned with."""
-    padded = data.replace(b"\n\n", b"\n\npad = 0\n\n")
-    return [data, padded, data, padded]
-
-
-def check_versions(*versions: bytes, path: str = "a.py") -> list[dict[str, Any]]:
-    """Each version of one path scanned by pieces (the memo keeping the last version's)
-    equals the whole scan, lines in the same order."""
-    memo = PieceMemo()
-    out = []
-    for data in versions:
-        got = by_pieces(memo, path, data)
-        want = sites.scan(data)
-        assert got == want
-        assert list(got["lines"]) == list(want["lines"])  # the same citing order
-        out.append(got)
-    return out
-
 
 HEAD = b"""import os
 
@@ -72,55 +29,37 @@ class Runner:
 """
 
 
-def test_pieces_give_the_whole_scan_and_keep_unchanged_pieces() -> None:
-    first, second = check_versions(HEAD + TAIL, HEAD + b"\n\nextra = server_args.tp_size\n" + TAIL)
-    assert [r[0] for r in second["reads"]] == [
+def test_reads_and_choices_in_file_order_with_their_lines() -> None:
+    got = sites.scan(HEAD + b"\n\nextra = server_args.tp_size\n" + TAIL)
+    assert [r[0] for r in got["reads"]] == [
         "attention_backend", "kv_cache_dtype", "tp_size", "enable_x",
     ]  # fmt: skip
-    assert second["choices"][-1][:2] == ["fa3", 18]  # the piece after the new one, shifted
-
-
-def test_a_changed_piece_between_versions_is_scanned_again() -> None:
-    old = HEAD + TAIL
-    new = old.replace(b'== "triton"', b'!= "fa3"')
-    memo = PieceMemo()
-    by_pieces(memo, "a.py", old)
-    got = by_pieces(memo, "a.py", new)
-    assert got == sites.scan(new)
-    assert ["fa3", 7, "attention_backend", "compare"] in got["choices"]
-
-
-def test_a_piece_repeated_in_a_file_has_its_own_lines() -> None:
-    block = b"def f(server_args):\n    return server_args.alpha\n"
-    data = block + b"\n\n" + block + b"\n\n" + block
-    (got,) = check_versions(data)
-    assert [r[1] for r in got["reads"]] == [2, 6, 10]
+    assert got["choices"][-1][:2] == ["fa3", 18]
+    changed = sites.scan((HEAD + TAIL).replace(b'== "triton"', b'!= "fa3"'))
+    assert ["fa3", 7, "attention_backend", "compare"] in changed["choices"]
 
 
 def test_a_literal_cut_by_a_blank_line() -> None:
-    # `in (` whose closing bracket lies after the blank line: the piece alone cannot tell.
+    # `in (` whose closing bracket lies after a blank line
     data = b'if backend in (\n    "a",\n\n    "b",\n):\n    pass\n\nx = y in ("c", "d")\n'
-    got, *_ = check_versions(*neighbours_changed(data))
-    assert [c[0] for c in got["choices"]] == ["a", "b", "c", "d"]
+    assert [c[0] for c in sites.scan(data)["choices"]] == ["a", "b", "c", "d"]
 
 
 def test_a_literal_closed_after_the_blank_line_within_reach() -> None:
     # The whole scan's window (800 bytes) finds the `)` after the blank line.
     data = b'if backend in (\n    "a"\n\n)\n'
-    got, *_ = check_versions(*neighbours_changed(data))
-    assert [c[0] for c in got["choices"]] == ["a"]
+    assert [c[0] for c in sites.scan(data)["choices"]] == ["a"]
 
 
 def test_sites_read_from_the_lines_before_give_the_whole_scan() -> None:
-    # the joined texts of sites whose compared expression starts on the lines before, in
-    # pieces as in the whole blob; a blank line before stops the join in both
+    # the joined texts of sites whose compared expression starts on the lines before; a
+    # blank line before stops the join
     data = (
         b"if (\n    x\n    and self.server_args.attention_backend\n    in ['a', 'b']\n):\n"
         b"    pass\n\ny = self.enable or getattr(\n    self, 'attention_backend', None\n"
         b") == 'c'\n\nz = f(\n\n) == 'd'\n"
     )
-    versions = check_versions(*neighbours_changed(data))
-    got = versions[0]
+    got = sites.scan(data)
     assert [c[:3] for c in got["choices"]] == [
         ["c", 10, "attention_backend"],
         ["a", 4, "attention_backend"],
@@ -128,8 +67,8 @@ def test_sites_read_from_the_lines_before_give_the_whole_scan() -> None:
     ]
     assert got["lines"]["4"] == "and self.server_args.attention_backend in ['a', 'b']"
     # how many lines above each joined text starts, for its citation to span them (none
-    # for line 14: its line above is blank); the padded versions' shifted
-    assert [v["spans"] for v in versions] == [{"4": 1, "10": 2}, {"4": 1, "12": 2}] * 2
+    # for line 14: its line above is blank)
+    assert got["spans"] == {"4": 1, "10": 2}
 
 
 def test_a_joined_line_whose_text_an_alias_read_replaces_spans_nothing() -> None:
@@ -138,7 +77,7 @@ def test_a_joined_line_whose_text_an_alias_read_replaces_spans_nothing() -> None
         b"def f(self):\n    sa = get_global_server_args()\n    y = getattr(\n"
         b'        self, "attention_backend"\n    ) == "fa3" or sa.enable_x\n'
     )
-    got, *_ = check_versions(*neighbours_changed(data))
+    got = sites.scan(data)
     assert got["choices"] == [["fa3", 5, "attention_backend", "compare"]]
     assert got["lines"]["5"] == ') == "fa3" or sa.enable_x'
     assert "spans" not in got
@@ -158,24 +97,20 @@ def test_patterns_whose_spaces_hold_a_blank_line() -> None:
         b'if (backend !=\n\n"triton"):\n    pass\n',
         b'if (backend in\n\n("a", "b")):\n    pass\n',
     ):
-        got = check_versions(*neighbours_changed(data + b"\n\ny = server_args.beta\n"))
-        found = [r[0] for r in got[0]["reads"]] + [c[0] for c in got[0]["choices"]]
+        got = sites.scan(data + b"\n\ny = server_args.beta\n")
+        found = [r[0] for r in got["reads"]] + [c[0] for c in got["choices"]]
         assert found[-1] in ("alpha", "triton", "b"), data  # the match across the blank line
 
 
-def test_a_comment_ending_in_equals_signs_is_no_open_end() -> None:
+def test_a_comment_ending_in_equals_signs_compares_nothing() -> None:
     data = b'# ======\n\n"a" if x == "b" else 1\n'
-    got, *_ = check_versions(*neighbours_changed(data))
-    assert got["choices"] == [["b", 3, "x", "compare"]]
-    assert not sites._open_end(b"# ======")
-    assert sites._open_end(b"y = x ==")
+    assert sites.scan(data)["choices"] == [["b", 3, "x", "compare"]]
 
 
 def test_a_write_after_a_blank_line() -> None:
     for after, access in ((b"= 1", "write"), (b"== 1", "read"), (b"+= 1", "write")):
         data = b"def f(server_args):\n    server_args.alpha\n\n" + after + b"\n"
-        got, *_ = check_versions(*neighbours_changed(data))
-        assert got["reads"] == [["alpha", 2, access]], after
+        assert sites.scan(data)["reads"] == [["alpha", 2, access]], after
 
 
 def test_in_needs_a_space_before_it() -> None:
@@ -184,7 +119,7 @@ def test_in_needs_a_space_before_it() -> None:
     assert sites.scan(data)["choices"] == [["e", 3, "z", "contains"]]
 
 
-def test_enum_classes_span_pieces() -> None:
+def test_an_enum_class_with_blank_lines_in_its_body() -> None:
     data = b"""from enum import Enum
 
 
@@ -196,39 +131,9 @@ class Backend(str, Enum):
     def is_fa3(self):
         return self == Backend.FA3
 """
-    first, second = check_versions(data, data.replace(b'"fa3"', b'"fa4"'))
-    assert [m["value"] for m in second["enums"][0]["members"]] == ["triton", "fa4"]
-
-
-FRAGMENTS = [
-    b"", b"\n", b"x = server_args.alpha", b"server_args.beta", b"= 2", b"+= 3", b"== 4",
-    b'getattr(', b"server_args,", b'"gamma")', b"global_server_args_dict[", b'"delta"]',
-    b".get(", b"if x ==", b'"triton":', b"y in (", b'"a", "b")', b'"c"]', b"z in [",
-    b"# ====", b"s.is_fa3()", b"Backend.FA3", b'"""doc', b"class E(Enum):", b"    A = 1",
-    b"    B = 'b'", b"def f(self):", b"    return self.x != 'v'", b"(", b")", b"\\",
-    b"    name = server_args.alpha", b'    if name == "v":', b"        name = 1",
-    b"if (", b"    self.x", b"    == 'v'", b"    in ('a', 'b')", b"):",
-]  # fmt: skip
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    st.lists(st.sampled_from(FRAGMENTS), max_size=30),
-    st.lists(st.tuples(st.integers(0, 40), st.sampled_from(FRAGMENTS)), max_size=6),
-)
-def test_pieces_give_the_whole_scan_over_edits(
-    base: list[bytes], edits: list[tuple[int, bytes]]
-) -> None:
-    """Versions of one path, each the last with a line put in or taken out."""
-    versions = [b"\n".join(base)]
-    lines = list(base)
-    for at, fragment in edits:
-        if fragment == b"\\" and lines:  # taking a line out
-            del lines[at % len(lines)]
-        else:
-            lines.insert(at % (len(lines) + 1), fragment)
-        versions.append(b"\n".join(lines))
-    check_versions(*versions, *reversed(versions))
+    got = sites.scan(data)
+    assert [m["value"] for m in got["enums"][0]["members"]] == ["triton", "fa3"]
+    assert got["enums"][0]["is_methods"] == {"fa3": "FA3"}
 
 
 ALIASED = b"""from sglang.srt.server_args import get_global_server_args
@@ -248,18 +153,16 @@ def later():
 
 
 def test_reads_through_a_local_name_of_the_server_args() -> None:
-    """`sa = get_global_server_args()` in one piece, `sa.x` in the next: read by either mode
-    (a method call and a comment are not reads; `global_server_args.x` was read already)."""
-    (got,) = check_versions(ALIASED)
+    """`sa = get_global_server_args()`, then `sa.x` after a blank line (a method call and a
+    comment are not reads; `global_server_args.x` was read already)."""
+    got = sites.scan(ALIASED)
     assert [r[:2] for r in got["reads"]] == [["tp_size", 13], ["enable_cp", 8], ["cp_size", 8]]
     assert got["lines"]["8"].strip().startswith("return sa.enable_cp")
-    check_versions(*neighbours_changed(ALIASED))
     # Bound to something else too, or a function's parameter: the name could be anything.
     rebound = ALIASED + b"\n\ndef other():\n    sa = make_config()\n    return sa.enable_cp\n"
     param = ALIASED + b"\n\ndef other(sa):\n    return sa.enable_cp\n"
     for text in (rebound, param):
-        (got,) = check_versions(text)
-        assert [r[0] for r in got["reads"]] == ["tp_size"]
+        assert [r[0] for r in sites.scan(text)["reads"]] == ["tp_size"]
 
 
 def test_server_args_aliases_are_names_bound_at_a_line_start_only() -> None:
@@ -318,10 +221,10 @@ def _subjects(got: dict[str, Any]) -> list[tuple[str, int, str]]:
 
 
 def test_a_local_bound_to_a_flag_s_read_stands_for_the_flag() -> None:
-    """`name = server_args.grammar_backend`, then `name == "outlines"` pieces later in the
-    same function: a comparison of grammar_backend, whole or by pieces; not `self.name`, nor
-    the same name in another function."""
-    got, *_ = check_versions(*neighbours_changed(LOCAL))
+    """`name = server_args.grammar_backend`, then `name == "outlines"` after blank lines in
+    the same function: a comparison of grammar_backend; not `self.name`, nor the same name
+    in another function."""
+    got = sites.scan(LOCAL)
     assert _subjects(got) == [
         ("outlines", 11, "grammar_backend"),
         ("xgrammar", 13, "grammar_backend"),
@@ -350,7 +253,7 @@ def test_a_local_bound_otherwise_too_stays_itself() -> None:
         (b"if ready:\n", b""),
     ):
         data = before + body % after
-        (got,) = check_versions(data)
+        got = sites.scan(data)
         assert [c[2] for c in got["choices"] if c[0] == "outlines"] == ["name"], data
     # `name` in a call's arguments or a comparison binds nothing
     for after in (b"    log(name, level=1)", b"    ok = name >= 1 or name != 2"):
