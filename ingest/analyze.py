@@ -26,7 +26,7 @@ from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
 from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
 from ingest.sites import LineIndex, scan
-from kb.codec import pack, pack_fast
+from kb.codec import MAX_FACTS_CHAIN, Chains, pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
@@ -197,9 +197,16 @@ def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
 _reader: BlobReader | None = None
 
 
-def _worker_init(gitdir: str) -> None:
-    global _reader
+# The worker packs the facts JSON of each path's blobs along its own chain of that path
+# (from the last version of the path it analyzed), as the parent would have: the parent's
+# main thread is the ingest's busiest.
+_facts_chains = Chains(MAX_FACTS_CHAIN, compact=True)  # (held by every worker at once)
+
+
+def _worker_init(gitdir: str, facts_chain: int = MAX_FACTS_CHAIN) -> None:
+    global _reader, _facts_chains
     _reader = BlobReader(Path(gitdir))
+    _facts_chains = Chains(facts_chain, compact=True)  # a run's chains start afresh
 
 
 # The pool's entry points live here, not in ingest.runner: its workers start from a server
@@ -207,27 +214,30 @@ def _worker_init(gitdir: str) -> None:
 # instead of a fork of the ingest (~85 MiB, counted again in every worker).
 
 
-def pool_init(gitdir: str, ingest: int) -> None:
+def pool_init(gitdir: str, ingest: int, facts_chain: int = MAX_FACTS_CHAIN) -> None:
     # A `kill -9` of the ingest runs no clean-up: each worker watches the ingest itself (its
     # parent is the fork server, which lives while any worker does), and the kernel ends
     # the worker's `git cat-file` with it.
     die_with_parent()
     exit_with(ingest)
-    _worker_init(gitdir)
+    _worker_init(gitdir, facts_chain)
 
 
 @dataclass
 class Analyzed:
-    """One blob's result from a worker: its facts as JSON and as stored (packed), and its
-    text zstd'd whole when it is likely to be cited. The parent stores the text as a delta
-    against the previous cited one of the path (kb.codec.Chains): only it knows which are
-    cited. The facts travel and wait as JSON bytes (decoded when a version first needs them):
+    """One blob's result from a worker: its facts as JSON and as stored (a delta along the
+    path's chain), and its text zstd'd whole when it is likely to be cited. The parent
+    stores the text as a delta against the previous cited one of the path
+    (kb.codec.Chains): only it knows which are cited.
+    The facts travel and wait as JSON bytes (decoded when a version first needs them):
     one orjson encoding here instead of json plus pickle."""
 
     key: str
     json: bytes  # the facts as stored (BlobFacts.facts once unpacked)
-    facts: bytes  # BlobFacts.facts: pack(json)
     text: bytes | None  # pack_fast(the blob's bytes)
+    facts: bytes = b""  # BlobFacts.facts: the JSON packed along the path's chain
+    base: str | None = None  # BlobFacts.base
+    depth: int = 0  # BlobFacts.depth
 
 
 def dumps_facts(kind: str, facts: dict[str, Any]) -> bytes:
@@ -282,6 +292,7 @@ def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
 
 def packed(sha: str, kind: str, path: str, data: bytes, facts: dict[str, Any]) -> Analyzed:
     """A blob's result as it goes to the parent (what bench/bench_analyze.py times)."""
-    json_ = dumps_facts(kind, facts)
+    key, json_ = facts_key(sha, kind), dumps_facts(kind, facts)
+    stored, base, depth = _facts_chains.pack(path, key, json_)
     text = pack_fast(data) if likely_cited(kind, facts) else None
-    return Analyzed(facts_key(sha, kind), json_, pack(json_), text)
+    return Analyzed(key, json_, text, stored, base, depth)

@@ -50,7 +50,7 @@ from ingest.store import (
     write_version,
 )
 from ingest.versions import select
-from kb.codec import MAX_TEXT_CHAIN, unpack
+from kb.codec import MAX_FACTS_CHAIN, MAX_TEXT_CHAIN, unpack
 from kb.procs import remove_when_gone
 from kb.schema import (
     EXTRACTOR_VERSION,
@@ -190,7 +190,8 @@ def run(
         whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
         return raw_text(sha) if whole is None else None, whole
 
-    # Each path's texts as deltas against the previous ones in version order.
+    # Each path's texts and facts JSON as deltas against the previous ones in version order.
+    # (The facts' chains are the workers': ingest.analyze.packed.)
     text_chains = Chains(MAX_TEXT_CHAIN)
 
     module_texts: dict[str, str] = {}
@@ -211,7 +212,7 @@ def run(
 
     # The facts cache's rows of the batches analyzed since the last version was written:
     # saved in the next version's transaction (one commit for both).
-    pending: list[tuple[str, bytes]] = []
+    pending: list[tuple[str, bytes, str | None, int]] = []
 
     def save_pending(conn: Connection) -> None:
         save_facts(conn, pending)
@@ -252,7 +253,7 @@ def run(
         for batch, ready in _analyze(
             gitdir, missing, opts.jobs, lambda item: first_needed[facts_key(item[0], item[1])]
         ):
-            pending.extend((a.key, a.facts) for a in batch)
+            pending.extend((a.key, a.facts, a.base, a.depth) for a in batch)
             for a in batch:
                 facts.add(a.key, a.json)
                 if a.text is not None:
@@ -359,7 +360,7 @@ def _analyze(
         return first_needed(batches[i + 1][0]) if i + 1 < len(batches) else 1 << 62
 
     if jobs <= 1 or len(batches) <= 1:
-        _worker_init(str(gitdir))
+        _worker_init(str(gitdir), MAX_FACTS_CHAIN)
         for i, batch in enumerate(batches):
             yield analyze_batch(batch), complete(i)
         return
@@ -369,7 +370,7 @@ def _analyze(
         max_workers=jobs,
         mp_context=_start_fork_server(),
         initializer=pool_init,
-        initargs=(str(gitdir), os.getpid()),
+        initargs=(str(gitdir), os.getpid(), MAX_FACTS_CHAIN),
     )
     try:
         for i, analyzed in enumerate(pool.map(analyze_batch, batches)):

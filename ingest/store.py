@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, up
 from ingest.assemble import VersionRows
 from ingest.git_source import Ref
 from ingest.versions import order, sort_key
-from kb.codec import Chains, unpack
+from kb.codec import MAX_READ_CHAIN, Chains, unpack
 from kb.factored import analyze, delete_version, forget, tables, write_rows
 from kb.pyast import and_all
 from kb.relations import insert_rows as _insert
@@ -51,39 +51,60 @@ def existing_versions(engine: Engine) -> dict[str, int]:
 
 
 def load_facts(engine: Engine, keys: list[str]) -> dict[str, bytes]:
-    """key -> facts JSON of the keys cached by this analyzer version. A row stored as a
-    delta (by an ingest before facts were stored whole) is left out: analyzed again, and
-    replaced."""
+    """key -> facts JSON of the keys cached by this analyzer version (deltas undone); a key
+    whose chain is broken is left out (analyzed again)."""
     from ingest.analyze import ANALYZER_VERSION
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
-    out: dict[str, bytes] = {}
+    rows: dict[str, tuple[bytes, str | None]] = {}
+    wanted = list(keys)
     with engine.connect() as conn:
-        for i in range(0, len(keys), 900):
-            found = conn.execute(
-                select(table.c.key, table.c.facts).where(
-                    table.c.key.in_(keys[i : i + 900]),
-                    table.c.analyzer_version == ANALYZER_VERSION,
-                    table.c.base.is_(None),
+        for _round in range(MAX_READ_CHAIN):  # each round fetches the bases the last one named
+            for i in range(0, len(wanted), 900):
+                found = conn.execute(
+                    select(table.c.key, table.c.facts, table.c.base).where(
+                        table.c.key.in_(wanted[i : i + 900]),
+                        table.c.analyzer_version == ANALYZER_VERSION,
+                    )
                 )
-            )
-            out.update((key, unpack(facts)) for key, facts in found)
-    return out
+                rows.update({k: (f, b) for k, f, b in found})
+            wanted = sorted({b for _f, b in rows.values() if b is not None} - rows.keys())
+            if not wanted:
+                break
+    decoded: dict[str, bytes | None] = {}
+    for key in keys:
+        if key not in rows:
+            continue
+        chain = [key]  # this key, then its bases, until one decoded or whole
+        while chain[-1] not in decoded and (base := rows[chain[-1]][1]) is not None:
+            if base not in rows or len(chain) > MAX_READ_CHAIN:
+                decoded[chain[-1]] = None  # broken: the whole chain above it too
+                break
+            chain.append(base)
+        data = decoded.get(chain[-1])
+        if chain[-1] not in decoded:
+            data = unpack(rows[chain[-1]][0])
+            decoded[chain[-1]] = data
+        for link in reversed(chain[:-1]):
+            data = None if data is None else unpack(rows[link][0], data)
+            decoded[link] = data
+    return {k: d for k in keys if (d := decoded.get(k)) is not None}
 
 
-def save_facts(conn: Connection, batch: list[tuple[str, bytes]]) -> None:
-    """(key, packed facts): stored in `conn`'s transaction (the ingest's: that of the next
-    version it writes, one commit for both)."""
+def save_facts(conn: Connection, batch: list[tuple[str, bytes, str | None, int]]) -> None:
+    """(key, packed facts, base, depth), as the workers packed them along each path's chain:
+    stored in `conn`'s transaction (the ingest's: that of the next version it writes, one
+    commit for both)."""
     from ingest.analyze import ANALYZER_VERSION
 
     table = BlobFacts.__table__  # type: ignore[attr-defined]
     rows = [
-        {"key": key, "analyzer_version": ANALYZER_VERSION, "facts": packed, "base": None,
-         "depth": 0}
-        for key, packed in batch
+        {"key": key, "analyzer_version": ANALYZER_VERSION, "facts": packed, "base": base,
+         "depth": depth}
+        for key, packed, base, depth in batch
     ]  # fmt: skip
     # delete + insert rather than SQLite's INSERT OR REPLACE: works on any database.
-    keys = [k for k, _p in batch]
+    keys = [k for k, _p, _b, _d in batch]
     for i in range(0, len(keys), 900):
         conn.execute(delete(table).where(table.c.key.in_(keys[i : i + 900])))
     _insert(conn, table, rows)

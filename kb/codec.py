@@ -1,10 +1,10 @@
-"""zstd of texts, whole or as a delta against another text, and of facts JSON (the codec of
+"""zstd of texts and facts JSON, whole or as a delta against another text (the codec of
 kb.schema's Blob and BlobFacts rows). Only the standard library and zstandard: the ingest's
 analysis workers import it without the database layers.
 
 A raw-content dictionary makes a delta of one text against another, and successive versions
-of a file differ in a few lines. A Blob row holds a whole text (its `base` is None) or a
-delta against the previous text of its path, which may be a delta itself: a read undoes at most
+of a file differ in a few lines. A row holds a whole text (its `base` is None) or a delta
+against the previous text of its path, which may be a delta itself: a read undoes at most
 MAX_TEXT_CHAIN deltas and decompresses at most CHAIN_BYTES (server_args.py, 344 kB, is read
 through at most 11 deltas: ~1.5 ms). Every frame carries a checksum of its content, so a
 delta undone against the wrong base raises zstandard.ZstdError instead of returning another
@@ -21,21 +21,25 @@ LEVEL = 3  # higher levels cost several times the CPU for a few percent
 # few stored whole.
 FAST_LEVEL = 1
 MAX_TEXT_CHAIN = 32  # longest chain of blob text deltas (the source view reads one)
+MAX_FACTS_CHAIN = 8  # of facts deltas: an ingest reads thousands of them
 CHAIN_BYTES = 4_000_000  # most bytes a read of one row decompresses, its bases' included
 SMALL = 4  # a delta over 1/SMALL of the raw size is not worth a link: stored whole
 MAX_READ_CHAIN = 1024  # a read gives up beyond this (two runs' chains can meet; never loops)
 
 
 class Chains:
-    """Stores each text of a path as a zstd delta against the previous one stored in this
-    run: the versions come in order, so the base is the neighbour the delta is smallest
-    against. A chain ends (the next row is whole) after `max_depth` deltas, or once a read
-    would undo more than `max_bytes` (what a read costs is the bytes it decompresses). Keeps
-    the last bytes of each path, what the next delta needs: raw, or packed as the caller
-    gave them in `whole`."""
+    """Stores each text (or facts JSON) of a path as a zstd delta against the previous one
+    stored in this run: the versions come in order, so the base is the neighbour the delta
+    is smallest against. A chain ends (the next row is whole) after `max_depth`
+    deltas, or once a read would undo more than `max_bytes` (what a read costs is the bytes
+    it decompresses). Keeps the last bytes of each path, what the next delta needs: raw, or
+    packed (`compact`, or as the caller gave them in `whole`)."""
 
-    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES) -> None:
+    def __init__(self, max_depth: int, max_bytes: int = CHAIN_BYTES, compact: bool = False) -> None:
         self.max_depth, self.max_bytes = max_depth, max_bytes
+        # compact: each path's last bytes are kept pack_fast'd, not raw (a fifth of the
+        # memory, for a decompression when the next delta needs them)
+        self.compact = compact
         # path -> (key, depth, bytes a read of it decompresses, raw or None, whole or None)
         self._last: dict[str, tuple[str, int, int, bytes | None, bytes | None]] = {}
         self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
@@ -69,6 +73,8 @@ class Chains:
     ) -> None:
         if whole is not None:
             data = None  # the packed bytes are enough (unpacked if a delta needs them)
+        elif self.compact:
+            data, whole = None, pack_fast(_raw(data, whole))
         self._last[path] = (*link, data, whole)
 
 

@@ -32,6 +32,7 @@ from sqlmodel import Column, Field, Session, SQLModel, create_engine
 from kb.codec import (  # noqa: F401 (the codec's names, for readers of the schema)
     CHAIN_BYTES,
     LEVEL,
+    MAX_FACTS_CHAIN,
     MAX_READ_CHAIN,
     MAX_TEXT_CHAIN,
     SMALL,
@@ -328,9 +329,7 @@ class BlobFacts(SQLModel, table=True):
     key: str = Field(primary_key=True)  # "{blob sha}:{analyzer kind}"
     analyzer_version: int
     facts: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zstd JSON (pack)
-    # Facts are stored whole: an ingest before it stored deltas, with the key whose facts
-    # JSON `facts` was a delta against (ingest.store.load_facts leaves such rows out).
-    base: str | None = None
+    base: str | None = None  # the key whose facts JSON `facts` is a delta against
     depth: int = 0  # as Blob.depth
 
 

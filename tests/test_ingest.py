@@ -618,7 +618,8 @@ def test_worker_processes_give_the_same_knowledge_base(
     for table in ("constraintsite", "usagesite", "choicesite"):
         count = f"select count(*) n from {table}"
         assert rows(db, count) == rows(kb_db, count)
-    # What the workers packed reads back: every facts row ...
+    # What the workers packed along each path's chain reads back: every facts row (a row
+    # whose chain is broken is dropped by load_facts and analyzed again) ...
     from sqlalchemy import create_engine
 
     from ingest.store import load_facts
@@ -626,6 +627,8 @@ def test_worker_processes_give_the_same_knowledge_base(
 
     with sqlite3.connect(db) as conn:
         keys = [k for (k,) in conn.execute("select key from blobfacts")]
+        deltas = conn.execute("select count(*) from blobfacts where base is not null")
+        assert deltas.fetchone()[0] > 0  # the chains were used, not only whole rows
         shas = [s for (s,) in conn.execute("select sha from blob")]
     engine = create_engine(f"sqlite:///{db}")
     assert len(load_facts(engine, keys)) == len(keys)

@@ -1,6 +1,5 @@
-"""Blob texts stored as zstd delta chains, facts whole: each decodes to what git and the
-analyzer give, chains link a path's previous row and stay within their bound, and a wrong
-base fails."""
+"""Blob texts and facts stored as zstd delta chains: each decodes to what git and the analyzer
+give, chains link a path's previous row and stay within their bound, and a wrong base fails."""
 
 from __future__ import annotations
 
@@ -57,6 +56,7 @@ def chained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     db = root / "kb.db"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ingest.runner, "MAX_TEXT_CHAIN", 2)
+        mp.setattr(ingest.runner, "MAX_FACTS_CHAIN", 2)
         ingest_into(repo, db)
     return repo, db
 
@@ -96,7 +96,7 @@ def test_ingested_texts_are_chains_of_the_previous_version(chained: tuple[Path, 
 def test_ingested_facts_are_the_analyzers(chained: tuple[Path, Path]) -> None:
     repo, db = chained
     keys = [k for (k,) in _rows(db, "SELECT key FROM blobfacts")]
-    assert _rows(db, "SELECT count(*) FROM blobfacts WHERE base IS NOT NULL") == [(0,)]
+    assert max(d for (d,) in _rows(db, "SELECT depth FROM blobfacts")) == 2
     found = load_facts(create_engine(f"sqlite:///{db}"), keys)
     assert sorted(found) == sorted(keys)
     for key, data in found.items():
@@ -121,13 +121,14 @@ def test_a_wrong_or_missing_base_is_never_read_as_the_text(
         conn.execute("UPDATE blob SET base = ? WHERE sha = ?", (other, base))
     with create_engine(f"sqlite:///{db}").connect() as conn, pytest.raises(zstandard.ZstdError):
         blob_text(conn, delta)
-    # A facts row stored as a delta (by an older ingest) is left out (analyzed again), the
-    # others still load.
-    keys = [k for (k,) in _rows(db, "SELECT key FROM blobfacts")]
+    # A facts row whose base is gone is left out (analyzed again), the others still load.
+    links = dict(_rows(db, "SELECT key, base FROM blobfacts"))
+    (gone,) = _rows(db, "SELECT base FROM blobfacts WHERE depth = 2 LIMIT 1")[0]
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE blobfacts SET base = ?, depth = 1 WHERE key = ?", (keys[0], keys[1]))
-    found = load_facts(create_engine(f"sqlite:///{db}"), keys)
-    assert set(found) == set(keys) - {keys[1]}
+        conn.execute("DELETE FROM blobfacts WHERE key = ?", (gone,))
+    missing = {gone} | {k for k, b in links.items() if b == gone}
+    found = load_facts(create_engine(f"sqlite:///{db}"), sorted(links))
+    assert len(missing) == 2 and set(found) == set(links) - missing
 
 
 def test_analysis_workers_import_no_database_layers() -> None:
@@ -165,11 +166,14 @@ def test_facts_json_keeps_what_json_keeps() -> None:
     }
 
 
-def test_texts_given_packed_store_the_same_rows() -> None:
-    """A chain given the workers' packed texts stores what a plain chain stores."""
+def test_compact_chains_and_texts_given_packed_store_the_same_rows() -> None:
+    """A chain keeping its bases packed, or given the workers' packed texts, stores what a
+    plain chain stores."""
     texts = [TEXT + b"".join(b"# %d\n" % j for j in range(i)) for i in range(6)]
     chains = Chains(max_depth=3)
     plain = [chains.pack("a.py", f"k{i}", t) for i, t in enumerate(texts)]
+    compact = Chains(max_depth=3, compact=True)
+    assert [compact.pack("a.py", f"k{i}", t) for i, t in enumerate(texts)] == plain
     given = Chains(max_depth=3)
     out = [given.pack("a.py", f"k{i}", None, pack(t)) for i, t in enumerate(texts)]
     assert [(base, depth) for _p, base, depth in out] == [(b, d) for _p, b, d in plain]
