@@ -19,8 +19,8 @@ from app.deps import SessionDep
 from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import ExplainQuery, ExplainRequest, ExplainResult
-from kb.explain import MAX_COMMAND, explain
-from kb.explain.orchestrate import profile_choices
+from kb.explain import MAX_COMMAND, MAX_WORDS, CommandRejected, explain
+from kb.explain.orchestrate import check_command, profile_choices
 from kb.explain.predicates import SM_NAMES, Profile, ProfileError
 from kb.profile import (
     ENV_MODES,
@@ -43,9 +43,9 @@ EXAMPLE = (
 )
 
 
-# The answer lists one entry per flag occurrence and per finding: a 20,000-character command
-# of `--tp 1` repeated would be a 3 MB answer. Real launch commands have a few dozen flags;
-# longer lists are cut here and the cut is reported in "truncated": {"list": full length}.
+# The answer lists one entry per flag occurrence and per finding: a command of MAX_WORDS
+# switches has that many. Real launch commands have a few dozen flags; longer lists are cut
+# here and the cut is reported in "truncated": {"list": full length}.
 MAX_ITEMS = 200
 
 
@@ -69,10 +69,6 @@ def bounded(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class CommandTooLong(Exception):
-    """A command over MAX_COMMAND characters: answered with 413."""
-
-
 class BadProfile(Exception):
     """A profile that cannot be used (unknown platform, config.json that is not JSON): 400."""
 
@@ -92,17 +88,31 @@ def explain_result(
     profile: Profile | None = None,
 ) -> ExplainResult:
     """The analysis of `command` at `version` (default: the newest), with the upgrade check
-    against `compare` and, with a profile, the simulated deployment; NotFound for an
-    unknown version."""
-    if len(command) > MAX_COMMAND:
-        raise CommandTooLong(f"The command is longer than {MAX_COMMAND} characters.")
+    against `compare` and, with a profile, the simulated deployment. CommandRejected for a
+    command over the bounds (refused before any work), NotFound for an unknown version."""
+    check_command(command)
     return ExplainResult.model_validate(
         bounded(explain(session, version, command, compare, profile))
     )
 
 
-def _too_long(request: Request, exc: CommandTooLong) -> Response:
-    return error_response(request, 413, str(exc), kind="command")
+def _rejected(request: Request, exc: CommandRejected) -> Response:
+    return error_response(request, 413 if exc.too_large else 400, str(exc), kind="command")
+
+
+def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The error statuses of an explain route, 400 and 413 told for explain."""
+    out = errors(*statuses)
+    out[400]["description"] = (
+        "A profile that cannot be used, or a command no shell could pass (it holds NUL or a "
+        "lone surrogate)."
+    )
+    if 413 in out:
+        out[413]["description"] = (
+            f"The command is longer than {MAX_COMMAND:,} characters, or has more than "
+            f"{MAX_WORDS} words (flags and their values) after the launcher."
+        )
+    return out
 
 
 def set_fields(form: dict[str, str]) -> dict[str, str]:
@@ -122,23 +132,25 @@ def explain_url(
     return "/explain?" + urlencode(query)
 
 
-@router.post("/api/explain", response_model=ExplainResult, responses=errors(400, 404, 413, 422))
+@router.post("/api/explain", response_model=ExplainResult, responses=_responses(400, 404, 413, 422))
 def api_explain(
     request: Request, body: ExplainRequest, session: SessionDep
 ) -> ExplainResult | Response:
     """Parse a launch command the way SGLang's argparse would at `version` (default: the
     newest) and report its flags, findings, compatibility range and, with `compare`, what
-    an upgrade changes. Commands over 20,000 characters are refused with 413."""
+    an upgrade changes. Commands over 20,000 characters or 400 words after the launcher
+    (flags and their values) are refused with 413; one that holds NUL or a lone surrogate
+    with 400."""
     try:
         profile = parse_profile(body.profile.model_dump() if body.profile else None)
         return explain_result(session, body.version, body.command, body.compare, profile)
-    except CommandTooLong as exc:
-        return _too_long(request, exc)
+    except CommandRejected as exc:
+        return _rejected(request, exc)
     except BadProfile as exc:
         return error_response(request, 400, str(exc), kind="profile")
 
 
-@router.get("/api/explain", response_model=ExplainResult, responses=errors(400, 404, 413))
+@router.get("/api/explain", response_model=ExplainResult, responses=_responses(400, 404, 413))
 def api_explain_get(
     request: Request, session: SessionDep, query: Annotated[ExplainQuery, Query()]
 ) -> ExplainResult | Response:
@@ -149,8 +161,8 @@ def api_explain_get(
         return explain_result(
             session, query.version or None, query.command, query.compare or None, profile
         )
-    except CommandTooLong as exc:
-        return _too_long(request, exc)
+    except CommandRejected as exc:
+        return _rejected(request, exc)
     except BadProfile as exc:
         return error_response(request, 400, str(exc), kind="profile")
 
@@ -214,8 +226,8 @@ def explain_page(
                 context["suggestions"].append(
                     {"name": name, "url": explain_url(fixed[0], command, fixed[1], form)}
                 )
-        except CommandTooLong as exc:
-            status = 413
+        except CommandRejected as exc:
+            status = 413 if exc.too_large else 400
             context["error"] = str(exc)
         except BadProfile as exc:
             status = 400

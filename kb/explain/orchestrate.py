@@ -25,6 +25,7 @@ from kb.explain.predicates import Profile
 from kb.explain.ranges import presence, used_options, valid_in
 from kb.explain.report import SEVERITY_RANK, Finding, clip
 from kb.explain.report import finding as new_finding
+from kb.explain.shell import tokenize
 from kb.explain.simulate import Budget
 from kb.queries import (
     Deprecation,
@@ -41,6 +42,43 @@ MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 # Statements the simulations that verify fixes may take in all, for one explain (a run takes
 # at most simulate's MAX_STEPS; SGLang's own argument handling takes < 2,000).
 FIX_STEPS = 10_000
+# Words after the launcher (flags and their values). The compatibility range judges each word
+# against every ingested version, so the cost grows with the words: SGLang's real launch
+# commands have fewer than 60 flags (~120 words).
+MAX_WORDS = 400
+
+
+class CommandRejected(ValueError):
+    """A command explain does not take: `too_large` when it passes MAX_COMMAND or MAX_WORDS,
+    else it is not text a shell could pass (NUL, a lone surrogate)."""
+
+    def __init__(self, message: str, too_large: bool) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+def check_command(command: str) -> None:
+    """CommandRejected for a command over the bounds or that no shell could pass: argv
+    cannot hold NUL (nor can PostgreSQL text, where the flags are looked up), and a lone
+    surrogate (a `\\ud800` JSON escape) cannot be encoded in the answer."""
+    if len(command) > MAX_COMMAND:
+        raise CommandRejected(f"The command is longer than {MAX_COMMAND:,} characters.", True)
+    if "\x00" in command:
+        raise CommandRejected("The command contains a NUL character.", False)
+    try:
+        command.encode()
+    except UnicodeEncodeError as exc:
+        raise CommandRejected(
+            f"The command is not valid Unicode text: a lone surrogate at character {exc.start}.",
+            False,
+        ) from None
+    words = len(tokenize(command).argv)
+    if words > MAX_WORDS:
+        raise CommandRejected(
+            f"The command has {words:,} words after the launcher; at most {MAX_WORDS} "
+            "(flags and their values) are explained.",
+            True,
+        )
 
 
 def resolve_version(session: Session, name: str | None) -> Version:
@@ -196,8 +234,7 @@ def explain(
 ) -> dict[str, Any]:
     """The API's answer: {"version", "flags", "findings", "valid_in", "compare", ...} and,
     from the simulation, {"effective", "passed", "tokens", "predicates", ...}."""
-    if len(command) > MAX_COMMAND:
-        raise ValueError(f"the command is longer than {MAX_COMMAND} characters")
+    check_command(command)
     stamp = session_stamp(session)  # one state of the knowledge base for the whole answer
     version = resolve_version(session, version_name)
     facts = load_facts(session, version, stamp)
