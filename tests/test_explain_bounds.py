@@ -1,6 +1,6 @@
 """Explain's bounds: what it refuses with a 4xx naming the problem instead of answering a 500
 (a deep or huge config.json, NUL, lone surrogates, commands past the size caps), on SQLite and
-PostgreSQL."""
+PostgreSQL; and its answers computed once per question and state of the knowledge base."""
 
 from __future__ import annotations
 
@@ -181,3 +181,93 @@ def test_the_api_description_names_the_limits(client: TestClient) -> None:
     assert f"{MAX_COMMAND:,} characters or {MAX_WORDS} words" in post["description"]
     assert f"more than {MAX_WORDS} words" in post["responses"]["413"]["description"]
     assert "NUL" in post["responses"]["400"]["description"]
+
+
+# --- the answer cache ---------------------------------------------------------------------------
+
+
+def spy_explain(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real = view.explain
+
+    def counted(session: Any, version: Any, command: str, *args: Any) -> Any:
+        calls.append(command)
+        return real(session, version, command, *args)
+
+    monkeypatch.setattr(view, "explain", counted)
+    return calls
+
+
+def test_an_answer_is_computed_once_per_question(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = spy_explain(monkeypatch)
+    command = "--model-path m --tp-size 2 --cache-test-1"
+    post = client.post("/api/explain", json={"command": command})
+    assert post.status_code == 200 and len(calls) == 1
+    # the same question asked every other way (trailing blanks change nothing)
+    again = [
+        client.post("/api/explain", json={"command": command + " \n"}),
+        client.post("/api/explain", json={"command": command, "version": None}),
+        client.get("/api/explain", params={"command": command}),
+        client.get("/api/explain", params={"command": command, "version": ""}),
+        client.get("/explain", params={"command": command}),
+        client.get("/explain", params={"command": command}, headers={"HX-Request": "true"}),
+    ]
+    assert [r.status_code for r in again] == [200] * 6 and len(calls) == 1
+    assert again[0].content == again[2].content == post.content
+    assert again[2].headers["content-type"] == "application/json"
+    # another question is another answer; the profile as parsed (`sm90` is sm 90)
+    profiled = {"command": command, "profile": {"gpus": 8, "sm": 90}}
+    assert client.post("/api/explain", json=profiled).status_code == 200
+    assert client.post("/api/explain", json={**profiled, "compare": "v0.1.0"}).status_code == 200
+    query = {"command": command, "gpus": "8", "sm": "sm90"}
+    assert client.get("/api/explain", params=query).status_code == 200
+    assert client.post("/api/explain", json={"command": command, "version": "v0.3.0"}).is_success
+    assert len(calls) == 4
+    # a new state of the knowledge base (an ingest) asks again
+    monkeypatch.setattr(view, "kb_state", lambda _request: "after an ingest")
+    assert client.post("/api/explain", json={"command": command}).content == post.content
+    assert len(calls) == 5
+
+
+def test_a_page_is_rendered_once_per_url(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A permalink names its question whole: its bytes are kept by URL (app/respcache.py)."""
+    rendered: list[str] = []
+    real = view.render
+
+    def counted(request: Any, name: str, context: dict[str, Any], **kw: Any) -> Any:
+        rendered.append(name)
+        return real(request, name, context, **kw)
+
+    monkeypatch.setattr(view, "render", counted)
+    params = {"command": "--model-path m --cache-test-2"}
+    first = client.get("/explain", params=params)
+    second = client.get("/explain", params=params)
+    assert len(rendered) == 1
+    assert (second.status_code, second.content) == (200, first.content)
+    for header in ("content-type", "vary"):
+        assert second.headers[header] == first.headers[header]
+    fragment = client.get("/explain", params=params, headers={"HX-Request": "true"})
+    assert len(rendered) == 2 and fragment.content != first.content
+    # an error page is rendered each time (it costs no explain)
+    for _ in range(2):
+        assert client.get("/explain", params={**params, "version": "v9"}).status_code == 404
+    assert len(rendered) == 4
+
+
+def test_the_cache_is_bounded_by_bytes(sqlite_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(view, "CACHE_BYTES", 48_000)  # four answers of ~11 KB
+    client = TestClient(create_app(f"sqlite:///{sqlite_db}"))
+    calls = spy_explain(monkeypatch)
+    commands = [f"--model-path m --tp-size {n}" for n in range(1, 9)]
+    for command in commands:
+        assert client.post("/api/explain", json={"command": command}).status_code == 200
+    cache = client.app.state.explain_cache  # type: ignore[attr-defined]
+    assert 0 < cache.bytes <= 48_000 and len(cache.items) < len(commands)
+    client.post("/api/explain", json={"command": commands[-1]})
+    assert len(calls) == len(commands)  # the newest is kept
+    client.post("/api/explain", json={"command": commands[0]})
+    assert len(calls) == len(commands) + 1  # the oldest was dropped: computed again

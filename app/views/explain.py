@@ -12,10 +12,13 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
+from pydantic import PrivateAttr
 from sqlmodel import Session
 
 from app.deps import SessionDep
+from app.respcache import ByteLRU, CheapStamp
 from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import ExplainQuery, ExplainRequest, ExplainResult
@@ -31,7 +34,7 @@ from kb.profile import (
     ProfileQuery,
     with_profile_text,
 )
-from kb.queries import NotFound, version_names
+from kb.queries import NotFound, kb_stamp, version_names
 
 router = APIRouter()
 
@@ -80,20 +83,94 @@ def parse_profile(data: dict[str, Any] | None) -> Profile | None:
         raise BadProfile(str(exc)) from None
 
 
+# --- answers computed once per state of the knowledge base ---------------------------------
+# An answer is a function of the knowledge base's state and of the question: the versions
+# as named, the command (trailing blanks change nothing) and the profile as parsed. Answers
+# are kept in an LRU bounded by bytes, per app, which every form shares (POST, GET, the
+# page). A new ingest changes the stamp in the keys: older entries are no longer asked for
+# and age out. The bytes of a GET permalink, JSON or page, are also kept by URL
+# (app/respcache.py), so a repeated POST is the one form that reaches this view again.
+CACHE_BYTES = 32 * 1024 * 1024
+
+
+class Answer(ExplainResult):
+    """An answer as the cache keeps it: the model (the page renders it) and the bytes
+    FastAPI would send for it (its serializer: by alias, nothing left out), made once."""
+
+    _json: bytes = PrivateAttr(b"")
+
+    @property
+    def size(self) -> int:
+        return 5 * len(self._json)  # the model's objects take ~4x its JSON
+
+
+def answer_cache(request: Request) -> ByteLRU[Answer]:
+    """The app's cache (made by the first explain: create_app does not know this view)."""
+    cache: ByteLRU[Answer] | None = getattr(request.app.state, "explain_cache", None)
+    if cache is None:
+        cache = request.app.state.explain_cache = ByteLRU(CACHE_BYTES)
+    return cache
+
+
+def kb_state(request: Request) -> str:
+    """The knowledge base's stamp, without a query per request (CheapStamp: a SQLite file's
+    size and time; a server database asked at most once a second)."""
+    stamp: CheapStamp | None = getattr(request.app.state, "explain_stamp", None)
+    if stamp is None:
+        engine, url = request.app.state.engine, request.app.state.db_url
+
+        def query() -> str:
+            with Session(engine) as session:
+                return kb_stamp(session)
+
+        path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
+        stamp = request.app.state.explain_stamp = CheapStamp(query, path)
+    return stamp()
+
+
+def answer_key(
+    request: Request,
+    version: str | None,
+    command: str,
+    compare: str | None,
+    profile: Profile | None,
+) -> tuple[str, ...]:
+    """The question as the cache knows it (no query: a repeated question costs a lookup)."""
+    return (
+        kb_state(request),
+        version or "",
+        compare or "",
+        command.rstrip(),
+        profile.model_dump_json() if profile is not None else "",
+    )
+
+
 def explain_result(
+    request: Request,
     session: Session,
     version: str | None,
     command: str,
     compare: str | None,
     profile: Profile | None = None,
-) -> ExplainResult:
+) -> Answer:
     """The analysis of `command` at `version` (default: the newest), with the upgrade check
-    against `compare` and, with a profile, the simulated deployment. CommandRejected for a
-    command over the bounds (refused before any work), NotFound for an unknown version."""
+    against `compare` and, with a profile, the simulated deployment; computed once per
+    question and state of the knowledge base. CommandRejected for a command over the
+    bounds (refused before any work), NotFound for an unknown version."""
+    key = answer_key(request, version, command, compare, profile)
+    cache = answer_cache(request)
+    found = cache.get(key)
+    if found is not None:
+        return found
     check_command(command)
-    return ExplainResult.model_validate(
-        bounded(explain(session, version, command, compare, profile))
-    )
+    answer = Answer.model_validate(bounded(explain(session, version, command, compare, profile)))
+    answer._json = answer.model_dump_json(by_alias=True).encode()
+    cache.put(key, answer)
+    return answer
+
+
+def json_answer(answer: Answer) -> Response:
+    return Response(content=answer._json, media_type="application/json")
 
 
 def _rejected(request: Request, exc: CommandRejected) -> Response:
@@ -133,17 +210,20 @@ def explain_url(
 
 
 @router.post("/api/explain", response_model=ExplainResult, responses=_responses(400, 404, 413, 422))
-def api_explain(
-    request: Request, body: ExplainRequest, session: SessionDep
-) -> ExplainResult | Response:
+async def api_explain(request: Request, body: ExplainRequest, session: SessionDep) -> Response:
     """Parse a launch command the way SGLang's argparse would at `version` (default: the
     newest) and report its flags, findings, compatibility range and, with `compare`, what
     an upgrade changes. Commands over 20,000 characters or 400 words after the launcher
     (flags and their values) are refused with 413; one that holds NUL or a lone surrogate
-    with 400."""
+    with 400. An answer is computed once per state of the knowledge base."""
+    # On the event loop, as far as the cache: a repeated question skips the thread pool.
+    question = (body.version, body.command, body.compare)
     try:
         profile = parse_profile(body.profile.model_dump() if body.profile else None)
-        return explain_result(session, body.version, body.command, body.compare, profile)
+        found = answer_cache(request).get(answer_key(request, *question, profile))
+        if found is None:
+            found = await run_in_threadpool(explain_result, request, session, *question, profile)
+        return json_answer(found)
     except CommandRejected as exc:
         return _rejected(request, exc)
     except BadProfile as exc:
@@ -153,14 +233,15 @@ def api_explain(
 @router.get("/api/explain", response_model=ExplainResult, responses=_responses(400, 404, 413))
 def api_explain_get(
     request: Request, session: SessionDep, query: Annotated[ExplainQuery, Query()]
-) -> ExplainResult | Response:
+) -> Response:
     """The same as POST, from the query string of the /explain page (a permalink); the
     profile's fields are query parameters of the same names."""
     try:
         profile = parse_profile(query.profile())
-        return explain_result(
-            session, query.version or None, query.command, query.compare or None, profile
+        answer = explain_result(
+            request, session, query.version or None, query.command, query.compare or None, profile
         )
+        return json_answer(answer)
     except CommandRejected as exc:
         return _rejected(request, exc)
     except BadProfile as exc:
@@ -212,7 +293,7 @@ def explain_page(
         try:
             profile = parse_profile(form)
             context["result"] = explain_result(
-                session, version or None, command, compare or None, profile
+                request, session, version or None, command, compare or None, profile
             )
         except NotFound as exc:
             status = 404
