@@ -23,14 +23,17 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from threading import Lock
+from typing import Generic, Protocol, TypeVar
 
 import zstandard
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.compression import ZSTD_LEVEL, accepts
 
-# URL prefixes whose answer depends only on the knowledge base (and the URL).
-PINNED = ("/v/", "/api/v/", "/diff/", "/api/diff/")
+# URL prefixes whose answer depends only on the knowledge base (and the URL). An explain
+# permalink (the page, GET /api/explain) names its question whole; without a version it asks
+# the newest, which a new stamp may change, as it may any page.
+PINNED = ("/v/", "/api/v/", "/diff/", "/api/diff/", "/explain", "/api/explain")
 # Bodies below this are sent as they are: compression would not pay for its header.
 MIN_GZIP = 1024
 COMPRESSIBLE = (b"text/", b"application/json", b"application/javascript")
@@ -67,23 +70,31 @@ class Entry:
         return len(self.body) + sum(map(len, self.encoded.values())) + 512
 
 
-class ByteLRU:
+class Sized(Protocol):
+    @property
+    def size(self) -> int: ...  # bytes it holds, roughly
+
+
+S = TypeVar("S", bound=Sized)
+
+
+class ByteLRU(Generic[S]):
     """An LRU bounded by the total size of its entries, safe across threads."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self.items: OrderedDict[tuple[str, ...], tuple[Entry, int]] = OrderedDict()
+        self.items: OrderedDict[tuple[str, ...], tuple[S, int]] = OrderedDict()
         self.lock = Lock()
 
-    def get(self, key: tuple[str, ...]) -> Entry | None:
+    def get(self, key: tuple[str, ...]) -> S | None:
         with self.lock:
             found = self.items.get(key)
             if found is not None:
                 self.items.move_to_end(key)
             return found[0] if found is not None else None
 
-    def put(self, key: tuple[str, ...], entry: Entry) -> None:
+    def put(self, key: tuple[str, ...], entry: S) -> None:
         """Keep `entry` under `key`, or count its new size if it is already there (an
         encoding was added)."""
         size = entry.size
@@ -163,7 +174,7 @@ class ResponseCache:
     ) -> None:
         self.app = app
         self.current_stamp = stamp
-        self.lru = ByteLRU(max_bytes)
+        self.lru: ByteLRU[Entry] = ByteLRU(max_bytes)
         self.cache_control = f"public, max-age={max_age}".encode()
         # Renders in flight, so that 32 clients asking for the same cold page wait for one
         # render instead of running 32 at once (each worker has one event loop).

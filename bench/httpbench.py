@@ -54,11 +54,14 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server(db: str, pids: list[int] | None = None, root: Path = ROOT) -> Iterator[httpx.Client]:
+def server(
+    db: str, pids: list[int] | None = None, root: Path = ROOT, port: int | None = None
+) -> Iterator[httpx.Client]:
     """`uvicorn app.main:create_app --factory` on the knowledge base; yields a keep-alive
     client. One worker, like `flagatlas serve`. The server's pid is appended to `pids`;
-    `root` is the checkout whose app is served (another one to compare against)."""
-    port = _free_port()
+    `root` is the checkout whose app is served (another one to compare against); `port`
+    a fixed port (default: a free one)."""
+    port = port or _free_port()
     env = {**os.environ, "FLAGATLAS_DB": db}
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(

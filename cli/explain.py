@@ -137,6 +137,9 @@ def explain(
     except (ValueError, OSError) as exc:
         err.print(f"Unusable profile: {exc}", markup=False)
         raise typer.Exit(2) from None
+    except RecursionError:  # json's own bound on --profile (a config inside is held to ours)
+        err.print("Unusable profile: --profile nests too deeply.", markup=False)
+        raise typer.Exit(2) from None
     engine = make_engine(url, readonly=True)
     try:
         check_schema(engine)

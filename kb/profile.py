@@ -22,6 +22,11 @@ PLATFORMS = ("cuda", "rocm", "npu", "xpu", "hpu", "cpu")
 PACKAGES = ("assume-ok", "unknown")
 ENV_MODES = ("assume-unset", "unknown")
 MAX_CONFIG = 200_000  # characters of a pasted config.json
+# A config.json, pasted or posted as an object, is read by walking it: these bound that walk
+# and what the answer echoes back. Real ones nest 3 to 5 levels and hold a few thousand
+# values at most (long per-layer lists, quantization `ignore` lists).
+MAX_CONFIG_DEPTH = 32
+MAX_CONFIG_VALUES = 20_000
 # A number given as text (a query parameter; `sm90` is an SM too) is at most this long.
 NUMBER_TEXT = 10
 
@@ -75,9 +80,50 @@ class ProfileFields(BaseModel):
     env: Annotated[
         str, Field(max_length=20, description=f"environment variables {_one_of(ENV_MODES)}")
     ] = "assume-unset"
-    config: Annotated[dict[str, Any] | str | None, Field(description="the model's config.json")] = (
-        None
-    )
+    config: Annotated[
+        dict[str, Any] | str | None,
+        Field(
+            description=f"the model's config.json (at most {MAX_CONFIG_DEPTH} levels deep "
+            f"and {MAX_CONFIG_VALUES:,} values)"
+        ),
+    ] = None
+
+
+def config_problem(config: dict[str, Any]) -> str | None:
+    """Why a parsed config.json cannot be taken, or None: nested deeper than
+    MAX_CONFIG_DEPTH, more than MAX_CONFIG_VALUES values, or text that is not Unicode (a
+    lone surrogate from a `\\ud800` escape: the answer echoes the config, and JSON
+    cannot encode it). A walk with its own stack: the depth is not known yet."""
+    stack: list[tuple[Any, int]] = [(config, 1)]
+    values = 0
+    while stack:
+        value, depth = stack.pop()
+        values += 1
+        if values > MAX_CONFIG_VALUES:
+            return f"config.json holds more than {MAX_CONFIG_VALUES:,} values"
+        if isinstance(value, dict | list):
+            if depth > MAX_CONFIG_DEPTH:
+                return f"config.json nests deeper than {MAX_CONFIG_DEPTH} levels"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str) and not_text(key):
+                    return f"config.json {NOT_TEXT}"
+                stack.append((item, depth + 1))
+        elif isinstance(value, str) and not_text(value):
+            return f"config.json {NOT_TEXT}"
+    return None
+
+
+NOT_TEXT = "holds text that is not valid Unicode (a lone surrogate)"
+
+
+def not_text(text: str) -> bool:
+    """Holds a lone surrogate: a str Python allows, but no UTF-8 (or JSON answer) can."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _text_length(info: FieldInfo) -> int:

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from jinja2 import Undefined
 from jinja2.exceptions import UndefinedError
 
-from app.main import create_app
+from app.main import NUL_IN_URL, create_app
 from app.templating import templates
 from app.views.common import ERROR_STATUSES
 from kb.contract import Model
@@ -264,7 +264,9 @@ def test_openapi_is_typed_without_phantom_statuses(client: TestClient) -> None:
                 continue
             assert {"400", "414"} <= set(operation["responses"]), (method, path)
             why = operation["responses"]["400"]["description"]
-            assert (why == ERROR_STATUSES[400]) == can_400, (method, path, why)
+            assert (why != NUL_IN_URL["description"]) == can_400, (method, path, why)
+            if can_400 and path != "/api/explain":  # explain says its own (a profile, a command)
+                assert why == ERROR_STATUSES[400], (method, path, why)
     schemas = spec["components"]["schemas"]
     assert schemas["FlagList"]["properties"]["flags"]["items"] == {
         "$ref": "#/components/schemas/FlagListItem"

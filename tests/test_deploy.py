@@ -426,3 +426,48 @@ def test_each_effective_setting_names_its_input(session: Session) -> None:
         explain(session, "v0.1.0", "--model-path m", profile=Profile.parse({"platform": "rocm"}))
     )
     assert rocm["attention_backend"]["input"] == "gpu"
+
+
+def test_a_simulation_out_of_steps_says_what_it_does_not_know(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that spends its step budget stops there: a warning says so, and each setting it
+    saw change is no longer certain (code after the stop may change it again)."""
+    from kb.explain import simulate
+    from kb.explain.deploy import STOPPED
+
+    command = "--model-path m --tp-size 8"
+    full = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
+    assert not [f for f in full["findings"] if f["kind"] == "budget"]
+    monkeypatch.setattr(simulate, "MAX_STEPS", 12)
+    cut = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
+    (stopped,) = [f for f in cut["findings"] if f["kind"] == "budget"]
+    assert stopped["severity"] == "warning"
+    assert stopped["message"].startswith("unknown: budget exhausted after 12 statements")
+    assert cut["effective"] and len(cut["effective"]) < len(full["effective"])
+    for row in cut["effective"]:
+        assert not row["certain"] and row["to"] is None and STOPPED in row["needs"]
+        assert row["to_text"].endswith("when the simulation stopped")
+
+
+def test_the_fix_search_stops_when_its_budget_is_spent(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kb.explain import orchestrate
+
+    command = "--model-path m --enable-two-batch-overlap"
+    monkeypatch.setattr(orchestrate, "FIX_STEPS", 1)  # one run's first statement, no more
+    result = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
+    error = next(f for f in result["findings"] if f["severity"] == "error")
+    assert "fix" not in error  # the one run tried was cut short: it verifies nothing
+    (stopped,) = [f for f in result["findings"] if f["kind"] == "budget"]
+    assert stopped["severity"] == "info"
+    assert stopped["message"].startswith("unknown: budget exhausted: the search for fixes")
+
+
+def test_a_set_value_is_shown_not_a_500() -> None:
+    """A simulated field may hold a set (SGLang builds some): shown as its sorted texts."""
+    from kb.explain.report import display
+
+    assert display({"b", "a"}) == '["a", "b"]'
+    assert display([1, {"x"}]) == '[1, ["x"]]'

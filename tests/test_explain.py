@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from app.main import create_app
 from cli import cli
-from kb.explain import explain
+from kb.explain import CommandRejected, explain
 from kb.explain.analysis import analyze
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.load import load_facts
@@ -206,11 +206,14 @@ def test_junk_input_gives_findings_not_crashes(session: Session) -> None:
         "-",
         "--",
         "$(rm -rf /)",
-        "\x00\x01",
+        "\x01\x02",
         "=" * 50,
     ]:
         result = run(session, junk)
         assert isinstance(result["findings"], list)
+    # no shell passes NUL in argv (and PostgreSQL text cannot hold it): refused, not explained
+    with pytest.raises(CommandRejected, match="NUL"):
+        run(session, "\x00\x01")
     result = run(session, f"{SERVE} --model-path m stray words")
     unplaced = [f for f in result["findings"] if f["kind"] == "unplaced"]
     assert [f["severity"] for f in unplaced] == ["error", "error"]

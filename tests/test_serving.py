@@ -30,6 +30,7 @@ from sqlmodel import Session, select
 from app.main import create_app
 from app.respcache import ByteLRU, Entry
 from cli.serve import bind_reuseport, uvicorn_config
+from kb.explain import MAX_WORDS
 from kb.schema import Flag, Version, make_engine
 from tests.fixture_repos import ERA2_SERVER_ARGS, SERVER_ARGS, commit, git, write
 
@@ -258,13 +259,17 @@ def test_get_explain_validates_like_post(client: TestClient) -> None:
 
 
 def test_explain_answer_is_bounded(client: TestClient) -> None:
-    command = ("python -m sglang.launch_server " + "--tp-size 1 " * 2000)[:20_000]
+    # as many flags as a command may have words (kb.explain's MAX_WORDS): the lists are cut
+    command = "python -m sglang.launch_server " + "--tp-size=1 " * MAX_WORDS
     response = client.post("/api/explain", json={"version": "v0.3.0", "command": command})
     assert response.status_code == 200
     body = response.json()
     assert len(body["flags"]) == 200
-    assert body["truncated"]["flags"] > 1000
+    assert body["truncated"]["flags"] == MAX_WORDS
     assert len(response.content) < 40 * len(command)
+    # one word more is refused, naming the limit
+    over = client.post("/api/explain", json={"version": "v0.3.0", "command": command + "-x"})
+    assert over.status_code == 413 and f"at most {MAX_WORDS}" in over.json()["detail"]
     short = client.post("/api/explain", json={"version": "v0.3.0", "command": "--tp-size 2"})
     assert short.json()["truncated"] is None
 

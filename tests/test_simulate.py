@@ -572,3 +572,48 @@ def test_no_error_from_a_guard_decided_by_an_assumption_or_not_at_all() -> None:
     ]
     assert machine({"gpu": "B200", "cuda": "13.0"}, **command).errors == []
     assert machine({"gpu": "H100", "cuda": "12.9"}, **command).errors == []  # sm90
+
+
+NESTED_LOOPS = """
+class ServerArgs:
+    def __post_init__(self):
+        self.first = 1
+        for i in [{items}]:
+            for j in [{items}]:
+                for k in [{items}]:
+                    self.x = i
+        self.last = 2
+"""
+
+
+def test_a_run_stops_at_its_step_budget_and_says_so() -> None:
+    """64³ loop iterations: the run stops at MAX_STEPS statements, or sooner at what a
+    shared budget has left, and spends that budget."""
+    from kb.explain.simulate import MAX_STEPS, Budget
+
+    code = NESTED_LOOPS.format(items=", ".join(map(str, range(64))))
+    result = run({ARGS: code}, {})
+    assert result.truncated == f"budget exhausted after {MAX_STEPS:,} statements"
+    assert result.steps == MAX_STEPS + 1
+    assert result.fields["first"] == 1 and "last" not in result.fields
+    mods = modules({ARGS: code})
+    budget = Budget(500)
+    cut = Simulator(mods.get, mods[ARGS], {}, budget=budget).run()
+    assert cut.truncated == "budget exhausted after 500 statements"
+    assert budget.exhausted
+    assert Simulator(mods.get, mods[ARGS], {}, budget=budget).run().steps == 1  # none left
+
+
+def test_sequences_built_from_command_values_are_bounded() -> None:
+    """`[0] * dp_size` with a huge dp_size: unknown, not a billion-item list."""
+    code = """
+    class ServerArgs:
+        def __post_init__(self):
+            self.slots = [0] * self.dp_size
+            self.text = "x" * self.dp_size
+            self.small = [0] * 3 + [1]
+    """
+    result = run({ARGS: code}, {"dp_size": 10**9})
+    assert isinstance(result.fields["slots"], Unknown)
+    assert isinstance(result.fields["text"], Unknown)
+    assert result.fields["small"] == [0, 0, 0, 1]

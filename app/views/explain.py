@@ -12,15 +12,18 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
+from pydantic import PrivateAttr
 from sqlmodel import Session
 
 from app.deps import SessionDep
+from app.respcache import ByteLRU, CheapStamp
 from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import ExplainQuery, ExplainRequest, ExplainResult
-from kb.explain import MAX_COMMAND, explain
-from kb.explain.orchestrate import profile_choices
+from kb.explain import MAX_COMMAND, MAX_WORDS, CommandRejected, explain
+from kb.explain.orchestrate import check_command, profile_choices
 from kb.explain.predicates import SM_NAMES, Profile, ProfileError
 from kb.gpus import GPUS, gpu_text
 from kb.model_source import ModelOrigin, ModelPlaces, ModelUnavailable, source_words, with_model
@@ -33,7 +36,7 @@ from kb.profile import (
     ProfileQuery,
     with_profile_text,
 )
-from kb.queries import NotFound, version_names
+from kb.queries import NotFound, kb_stamp, version_names
 
 router = APIRouter()
 
@@ -45,9 +48,9 @@ EXAMPLE = (
 )
 
 
-# The answer lists one entry per flag occurrence and per finding: a 20,000-character command
-# of `--tp 1` repeated would be a 3 MB answer. Real launch commands have a few dozen flags;
-# longer lists are cut here and the cut is reported in "truncated": {"list": full length}.
+# The answer lists one entry per flag occurrence and per finding: a command of MAX_WORDS
+# switches has that many. Real launch commands have a few dozen flags; longer lists are cut
+# here and the cut is reported in "truncated": {"list": full length}.
 MAX_ITEMS = 200
 
 
@@ -71,10 +74,6 @@ def bounded(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class CommandTooLong(Exception):
-    """A command over MAX_COMMAND characters: answered with 413."""
-
-
 class BadProfile(Exception):
     """A profile that cannot be used (unknown platform, config.json that is not JSON): 400."""
 
@@ -93,27 +92,121 @@ def parse_profile(
         raise BadProfile(str(exc)) from None
 
 
+# --- answers computed once per state of the knowledge base ---------------------------------
+# An answer is a function of the knowledge base's state and of the question: the versions
+# as named, the command (trailing blanks change nothing) and the profile as parsed. Answers
+# are kept in an LRU bounded by bytes, per app, which every form shares (POST, GET, the
+# page). A new ingest changes the stamp in the keys: older entries are no longer asked for
+# and age out. The bytes of a GET permalink, JSON or page, are also kept by URL
+# (app/respcache.py), so a repeated POST is the one form that reaches this view again.
+CACHE_BYTES = 32 * 1024 * 1024
+
+
+class Answer(ExplainResult):
+    """An answer as the cache keeps it: the model (the page renders it) and the bytes
+    FastAPI would send for it (its serializer: by alias, nothing left out), made once."""
+
+    _json: bytes = PrivateAttr(b"")
+
+    @property
+    def size(self) -> int:
+        return 5 * len(self._json)  # the model's objects take ~4x its JSON
+
+
+def answer_cache(request: Request) -> ByteLRU[Answer]:
+    """The app's cache (made by the first explain: create_app does not know this view)."""
+    cache: ByteLRU[Answer] | None = getattr(request.app.state, "explain_cache", None)
+    if cache is None:
+        cache = request.app.state.explain_cache = ByteLRU(CACHE_BYTES)
+    return cache
+
+
+def kb_state(request: Request) -> str:
+    """The knowledge base's stamp, without a query per request (CheapStamp: a SQLite file's
+    size and time; a server database asked at most once a second)."""
+    stamp: CheapStamp | None = getattr(request.app.state, "explain_stamp", None)
+    if stamp is None:
+        engine, url = request.app.state.engine, request.app.state.db_url
+
+        def query() -> str:
+            with Session(engine) as session:
+                return kb_stamp(session)
+
+        path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
+        stamp = request.app.state.explain_stamp = CheapStamp(query, path)
+    return stamp()
+
+
+def answer_key(
+    request: Request,
+    version: str | None,
+    command: str,
+    compare: str | None,
+    profile: Profile | None,
+    origin: ModelOrigin | None = None,
+) -> tuple[str, ...]:
+    """The question as the cache knows it (no query: a repeated question costs a lookup).
+    Where the model's config came from is part of it: the same command asked once offline
+    and once with the model fetched gets two answers."""
+    return (
+        kb_state(request),
+        version or "",
+        compare or "",
+        command.rstrip(),
+        profile.model_dump_json() if profile is not None else "",
+        repr((origin.source, origin.notes)) if origin is not None else "",
+    )
+
+
 def explain_result(
+    request: Request,
     session: Session,
     version: str | None,
     command: str,
     compare: str | None,
     profile: Profile | None = None,
     origin: ModelOrigin | None = None,
-) -> ExplainResult:
+) -> Answer:
     """The analysis of `command` at `version` (default: the newest), with the upgrade check
-    against `compare` and, with a profile, the simulated deployment; NotFound for an
-    unknown version."""
-    if len(command) > MAX_COMMAND:
-        raise CommandTooLong(f"The command is longer than {MAX_COMMAND} characters.")
+    against `compare` and, with a profile, the simulated deployment; computed once per
+    question and state of the knowledge base. CommandRejected for a command over the
+    bounds (refused before any work), NotFound for an unknown version."""
+    key = answer_key(request, version, command, compare, profile, origin)
+    cache = answer_cache(request)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    check_command(command)
     result = explain(session, version, command, compare, profile)
     if origin is not None:
         result.update(model_source=origin.source, model_notes=origin.notes)
-    return ExplainResult.model_validate(bounded(result))
+    answer = Answer.model_validate(bounded(result))
+    answer._json = answer.model_dump_json(by_alias=True).encode()
+    cache.put(key, answer)
+    return answer
 
 
-def _too_long(request: Request, exc: CommandTooLong) -> Response:
-    return error_response(request, 413, str(exc), kind="command")
+def json_answer(answer: Answer) -> Response:
+    return Response(content=answer._json, media_type="application/json")
+
+
+def _rejected(request: Request, exc: CommandRejected) -> Response:
+    return error_response(request, 413 if exc.too_large else 400, str(exc), kind="command")
+
+
+def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The error statuses of an explain route, 400 and 413 told for explain."""
+    out = errors(*statuses)
+    out[400]["description"] = (
+        "A profile that cannot be used, or a command no shell could pass (it holds NUL or a "
+        "lone surrogate)."
+    )
+    if 413 in out:
+        out[413]["description"] = (
+            f"The command is longer than {MAX_COMMAND:,} characters, or has more than "
+            f"{MAX_WORDS} words (flags and their values) after the launcher."
+        )
+    return out
 
 
 def set_fields(form: dict[str, str]) -> dict[str, str]:
@@ -134,39 +227,56 @@ def explain_url(
 
 
 @router.post(
-    "/api/explain", response_model=ExplainResult, responses=errors(400, 403, 404, 413, 422, 503)
+    "/api/explain", response_model=ExplainResult, responses=_responses(400, 403, 404, 413, 422, 503)
 )
-def api_explain(
-    request: Request, body: ExplainRequest, session: SessionDep
-) -> ExplainResult | Response:
+async def api_explain(request: Request, body: ExplainRequest, session: SessionDep) -> Response:
     """Parse a launch command the way SGLang's argparse would at `version` (default: the
     newest) and report its flags, findings, compatibility range and, with `compare`, what
-    an upgrade changes. Commands over 20,000 characters are refused with 413."""
+    an upgrade changes. Commands over 20,000 characters or 400 words after the launcher
+    (flags and their values) are refused with 413; one that holds NUL or a lone surrogate
+    with 400. An answer is computed once per state of the knowledge base."""
+    # On the event loop, as far as the cache: a repeated question skips the thread pool.
+    question = (body.version, body.command, body.compare)
     try:
-        data = body.profile.model_dump() if body.profile else None
-        profile, origin = parse_profile(request, data, body.command)
-        return explain_result(session, body.version, body.command, body.compare, profile, origin)
-    except CommandTooLong as exc:
-        return _too_long(request, exc)
+        check_command(body.command)  # before the model is looked up
+
+        def answer() -> Answer:  # in the thread pool: naming a model may fetch its config
+            data = body.profile.model_dump() if body.profile else None
+            profile, origin = parse_profile(request, data, body.command)
+            return explain_result(request, session, *question, profile, origin)
+
+        return json_answer(await run_in_threadpool(answer))
+    except CommandRejected as exc:
+        return _rejected(request, exc)
     except BadProfile as exc:
         return error_response(request, 400, str(exc), kind="profile")
     except ModelUnavailable as exc:
         return error_response(request, exc.status, str(exc), kind="model")
 
 
-@router.get("/api/explain", response_model=ExplainResult, responses=errors(400, 403, 404, 413, 503))
+@router.get(
+    "/api/explain", response_model=ExplainResult, responses=_responses(400, 403, 404, 413, 503)
+)
 def api_explain_get(
     request: Request, session: SessionDep, query: Annotated[ExplainQuery, Query()]
-) -> ExplainResult | Response:
+) -> Response:
     """The same as POST, from the query string of the /explain page (a permalink); the
     profile's fields are query parameters of the same names."""
     try:
+        check_command(query.command)
         profile, origin = parse_profile(request, query.profile(), query.command)
-        return explain_result(
-            session, query.version or None, query.command, query.compare or None, profile, origin
+        answer = explain_result(
+            request,
+            session,
+            query.version or None,
+            query.command,
+            query.compare or None,
+            profile,
+            origin,
         )
-    except CommandTooLong as exc:
-        return _too_long(request, exc)
+        return json_answer(answer)
+    except CommandRejected as exc:
+        return _rejected(request, exc)
     except BadProfile as exc:
         return error_response(request, 400, str(exc), kind="profile")
     except ModelUnavailable as exc:
@@ -226,7 +336,7 @@ def explain_page(
         try:
             profile, origin = parse_profile(request, form, command)
             context["result"] = explain_result(
-                session, version or None, command, compare or None, profile, origin
+                request, session, version or None, command, compare or None, profile, origin
             )
         except NotFound as exc:
             status = 404
@@ -240,8 +350,8 @@ def explain_page(
                 context["suggestions"].append(
                     {"name": name, "url": explain_url(fixed[0], command, fixed[1], form)}
                 )
-        except CommandTooLong as exc:
-            status = 413
+        except CommandRejected as exc:
+            status = 413 if exc.too_large else 400
             context["error"] = str(exc)
         except BadProfile as exc:
             status = 400

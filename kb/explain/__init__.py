@@ -8,6 +8,6 @@ command at one version), `ranges` (where the options resolve), `compare` (upgrad
 `orchestrate` (the `explain` answer the API, the page and the CLI share).
 """
 
-from kb.explain.orchestrate import MAX_COMMAND, explain
+from kb.explain.orchestrate import MAX_COMMAND, MAX_WORDS, CommandRejected, explain
 
-__all__ = ["MAX_COMMAND", "explain"]
+__all__ = ["MAX_COMMAND", "MAX_WORDS", "CommandRejected", "explain"]

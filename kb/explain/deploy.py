@@ -27,7 +27,7 @@ from kb.explain.report import Finding, finding, one_line
 from kb.explain.report import display as _display
 from kb.explain.safe_eval import Undecidable
 from kb.explain.shell import tokenize
-from kb.explain.simulate import Change, Check, Module, Result, Simulator, parse_module
+from kb.explain.simulate import Budget, Change, Check, Module, Result, Simulator, parse_module
 from kb.explain.values import default_of as _default_of
 from kb.profile import PLATFORMS
 from kb.pyast import and_all
@@ -129,6 +129,7 @@ def simulate(
     profile: Profile | None,
     cite: Cite,
     environ: dict[str, str] | None = None,
+    budget: Budget | None = None,
 ) -> Simulation | None:
     entry = modules(SERVER_ARGS)
     if entry is None or not simulatable(modules):
@@ -149,6 +150,7 @@ def simulate(
             if spec.fallback and spec.fallback.get("default") is not None
         },
         derive=derived,
+        budget=budget,
     )
     result = sim.run()
     return _report(facts, analysis, result, given, profile, cite)
@@ -274,6 +276,11 @@ def _report(
             )
 
     effective = _effective(result, analysis, index, given, cite)
+    if result.truncated:
+        findings.append(_stopped(result))
+        for row in effective:  # later code may change any of them again
+            row.update(certain=False, to=None, needs=[*row["needs"], STOPPED])
+            row["to_text"] += " when the simulation stopped"
     for row in effective:
         change = row["_change"]
         if not change.certain or not (change.reads & given or row["dest"] in given):
@@ -329,6 +336,24 @@ def _report(
         predicates,
         sorted(result.assumptions.values()),
         errors,
+    )
+
+
+# What a setting needs when the run stopped before SGLang's argument handling ended.
+STOPPED = "the rest of SGLang's argument handling (the simulation stopped)"
+
+
+def _stopped(result: Result) -> Finding:
+    """The run stopped early (its step budget spent, or code nested too deeply): what it
+    found holds, what the code after that point checks or changes is unknown."""
+    return finding(
+        "warning",
+        None,
+        f"unknown: {result.truncated}: the simulation stopped there; the checks and settings "
+        "after that point are not known",
+        "budget",
+        None,
+        needs=[STOPPED],
     )
 
 

@@ -24,6 +24,9 @@ from kb.explain.load import load_facts, load_options, version_modules
 from kb.explain.predicates import Profile
 from kb.explain.ranges import presence, used_options, valid_in
 from kb.explain.report import SEVERITY_RANK, Finding, clip
+from kb.explain.report import finding as new_finding
+from kb.explain.shell import tokenize
+from kb.explain.simulate import Budget
 from kb.queries import (
     Deprecation,
     NotFound,
@@ -36,6 +39,46 @@ from kb.queries import (
 from kb.schema import Version, loads
 
 MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
+# Statements the simulations that verify fixes may take in all, for one explain (a run takes
+# at most simulate's MAX_STEPS; SGLang's own argument handling takes < 2,000).
+FIX_STEPS = 10_000
+# Words after the launcher (flags and their values). The compatibility range judges each word
+# against every ingested version, so the cost grows with the words: SGLang's real launch
+# commands have fewer than 60 flags (~120 words).
+MAX_WORDS = 400
+
+
+class CommandRejected(ValueError):
+    """A command explain does not take: `too_large` when it passes MAX_COMMAND or MAX_WORDS,
+    else it is not text a shell could pass (NUL, a lone surrogate)."""
+
+    def __init__(self, message: str, too_large: bool) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+def check_command(command: str) -> None:
+    """CommandRejected for a command over the bounds or that no shell could pass: argv
+    cannot hold NUL (nor can PostgreSQL text, where the flags are looked up), and a lone
+    surrogate (a `\\ud800` JSON escape) cannot be encoded in the answer."""
+    if len(command) > MAX_COMMAND:
+        raise CommandRejected(f"The command is longer than {MAX_COMMAND:,} characters.", True)
+    if "\x00" in command:
+        raise CommandRejected("The command contains a NUL character.", False)
+    try:
+        command.encode()
+    except UnicodeEncodeError as exc:
+        raise CommandRejected(
+            f"The command is not valid Unicode text: a lone surrogate at character {exc.start}.",
+            False,
+        ) from None
+    words = len(tokenize(command).argv)
+    if words > MAX_WORDS:
+        raise CommandRejected(
+            f"The command has {words:,} words after the launcher; at most {MAX_WORDS} "
+            "(flags and their values) are explained.",
+            True,
+        )
 
 
 def resolve_version(session: Session, name: str | None) -> Version:
@@ -76,11 +119,17 @@ def _entry_classes(session: Session, version: Version) -> list[str]:
 
 
 def run(
-    session: Session, version: Version, facts: VersionFacts, command: str, profile: Profile | None
+    session: Session,
+    version: Version,
+    facts: VersionFacts,
+    command: str,
+    profile: Profile | None,
+    budget: Budget | None = None,
 ) -> tuple[Analysis, Simulation | None]:
     """Parse and check the command, then replay SGLang's argument handling on it (with the
-    profile, if any). The simulation's findings replace the site-by-site evaluation, which
-    remains for knowledge bases without the source of ServerArgs."""
+    profile, if any; within `budget`, else a run's own bound). The simulation's findings
+    replace the site-by-site evaluation, which remains for knowledge bases without the
+    source of ServerArgs."""
     modules = version_modules(session, version)
     analysis = analyze(facts, command, evaluate=not simulatable(modules))
     for f in analysis.findings:
@@ -90,7 +139,7 @@ def run(
     def cite(path: str, line: int, end: int) -> dict[str, Any]:
         return citation(version, path, line, end)
 
-    sim = simulate(facts, analysis, modules, profile, cite, environ_of(facts, command))
+    sim = simulate(facts, analysis, modules, profile, cite, environ_of(facts, command), budget)
     if sim is not None:
         kept = [f for f in analysis.findings if f["kind"] not in ("constraint", "undecidable")]
         analysis.findings = sorted(
@@ -130,7 +179,10 @@ def add_fixes(
     sim: Simulation,
 ) -> None:
     """For each error of the simulation, the first value of a flag in its condition that
-    makes it pass, verified by simulating the fixed command: no new error may appear."""
+    makes it pass, verified by simulating the fixed command: no new error may appear. The
+    simulations share FIX_STEPS statements; when they are spent, the search stops and says
+    so."""
+    budget = Budget(FIX_STEPS)
     plain_errors = {
         (f["kind"], f["flag"])
         for f in analysis.findings
@@ -140,9 +192,14 @@ def add_fixes(
         if finding["severity"] != "error":
             continue
         for fix in fix_candidates(finding, facts, analysis):
+            if budget.exhausted:
+                analysis.findings.append(_search_stopped())
+                return
             fixed = fixed_command(command, analysis, fix)
-            other, other_sim = run(session, version, facts, fixed, profile)
-            if other_sim is None or finding["key"] in other_sim.errors:
+            other, other_sim = run(session, version, facts, fixed, profile, budget)
+            if other_sim is None or other_sim.result.truncated:
+                continue  # not simulated to the end: verifies nothing
+            if finding["key"] in other_sim.errors:
                 continue
             if not other_sim.errors <= sim.errors:
                 continue
@@ -157,6 +214,17 @@ def add_fixes(
             break
 
 
+def _search_stopped() -> Finding:
+    return new_finding(
+        "info",
+        None,
+        f"unknown: budget exhausted: the search for fixes stopped after {FIX_STEPS:,} "
+        "statements of simulation; the errors after this point have no fix tried",
+        "budget",
+        None,
+    )
+
+
 def explain(
     session: Session,
     version_name: str | None,
@@ -166,8 +234,7 @@ def explain(
 ) -> dict[str, Any]:
     """The API's answer: {"version", "flags", "findings", "valid_in", "compare", ...} and,
     from the simulation, {"effective", "passed", "tokens", "predicates", ...}."""
-    if len(command) > MAX_COMMAND:
-        raise ValueError(f"the command is longer than {MAX_COMMAND} characters")
+    check_command(command)
     stamp = session_stamp(session)  # one state of the knowledge base for the whole answer
     version = resolve_version(session, version_name)
     facts = load_facts(session, version, stamp)

@@ -22,7 +22,17 @@ from pydantic.fields import FieldInfo
 
 from kb.contract import Gpu
 from kb.gpus import UnknownGpu, gpu_by_name
-from kb.profile import ENV_MODES, MAX_CONFIG, PACKAGES, PLATFORMS, ProfileFields
+from kb.profile import (
+    ENV_MODES,
+    MAX_CONFIG,
+    MAX_CONFIG_DEPTH,
+    NOT_TEXT,
+    PACKAGES,
+    PLATFORMS,
+    ProfileFields,
+    config_problem,
+    not_text,
+)
 
 # SM (compute capability major*10+minor) -> GPUs people name it by.
 SM_NAMES: dict[int, str] = {
@@ -150,12 +160,19 @@ class Profile(ProfileFields):
         if not data:
             return None
         get = {k: v for k, v in data.items() if v not in (None, "")}
+        for name, value in get.items():
+            if isinstance(value, str) and not_text(value):
+                raise ProfileError(f"{name} {NOT_TEXT}")
         config = get.get("config")
         if isinstance(config, str):
             if len(config) > MAX_CONFIG:
                 raise ProfileError("the pasted config.json is too long")
             try:
                 config = json.loads(config)
+            except RecursionError:  # the parser's own bound, far past ours
+                raise ProfileError(
+                    f"config.json nests deeper than {MAX_CONFIG_DEPTH} levels"
+                ) from None
             except ValueError as exc:
                 raise ProfileError(f"the pasted config.json is not JSON: {exc}") from None
         if config is not None and not isinstance(config, dict):
@@ -163,6 +180,9 @@ class Profile(ProfileFields):
         quant_config = get.get("hf_quant_config")
         if quant_config is not None and not isinstance(quant_config, dict):
             raise ProfileError("hf_quant_config must be a JSON object")
+        problem = config_problem(config) if config is not None else None
+        if problem is not None:
+            raise ProfileError(problem)
         platform = get.get("platform")
         if platform is not None:
             platform = str(platform).lower()

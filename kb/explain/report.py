@@ -43,7 +43,15 @@ def display(value: Any) -> str:
         return value
     if value is None or isinstance(value, bool):
         return repr(value)
-    return json.dumps(value)
+    return json.dumps(value, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    """What JSON has no type for: a set as its sorted texts (a simulated field may hold one),
+    anything else as its text."""
+    if isinstance(value, set | frozenset):
+        return sorted(map(str, value))
+    return str(value)
 
 
 def suggest(word: str, options: Iterable[str], limit: int = 3, cutoff: float = 70) -> list[str]:

@@ -42,7 +42,7 @@ from kb.explain.predicates import (
 from kb.explain.safe_eval import ARITHMETIC, COMPARISONS
 from kb.pyast import NOT_LITERAL, fill_names, literal, render_text, strip_ansi
 
-MAX_STEPS = 60_000  # statements per run
+MAX_STEPS = 20_000  # statements per run; SGLang's own argument handling takes < 2,000
 MAX_DEPTH = 14  # nested calls
 MAX_LOOP = 64  # iterations of one loop over a known sequence
 MAX_OPTIONS = 4  # possible values kept for a tainted assignment
@@ -289,6 +289,18 @@ class _Budget(Exception):
     pass
 
 
+class Budget:
+    """Statements that runs may still take, shared by the runs of one search (the fixes of
+    one explain). Counted, not timed: an answer must not depend on the machine's load."""
+
+    def __init__(self, steps: int) -> None:
+        self.left = steps
+
+    @property
+    def exhausted(self) -> bool:
+        return self.left <= 0
+
+
 # --------------------------------------------------------------------------------------
 # Helpers over values
 # --------------------------------------------------------------------------------------
@@ -300,8 +312,30 @@ _CMP: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Is: lambda a, b: a is b if a is None or b is None or isinstance(a, bool) else a == b,
     ast.IsNot: lambda a, b: a is not b if a is None or b is None or isinstance(a, bool) else a != b,
 }
+MAX_VALUE = 100_000  # items or characters of a list or string the run builds
+_SEQUENCES = (str, list, tuple)
+
+
+# `+` and `*` refuse to build a sequence over MAX_VALUE long (`[0] * dp_size` with a huge
+# value from the command): one statement costs a bounded amount of work. The ValueError
+# makes the value unknown (_lift).
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES) and len(a) + len(b) > MAX_VALUE:
+        raise ValueError("value too large")
+    return a + b
+
+
+def _mul(a: Any, b: Any) -> Any:
+    seq, times = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
+    if isinstance(seq, _SEQUENCES) and isinstance(times, int) and len(seq) * times > MAX_VALUE:
+        raise ValueError("value too large")
+    return a * b
+
+
 _BIN: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     **{op: fn for op, fn in ARITHMETIC.items() if op is not ast.Pow},
+    ast.Add: _add,
+    ast.Mult: _mul,
     ast.BitOr: operator.or_,
     ast.BitAnd: operator.and_,
 }
@@ -475,11 +509,14 @@ class Simulator:
         environ: dict[str, str] | None = None,
         env_defaults: dict[str, Any] | None = None,
         derive: Any = None,
+        budget: Budget | None = None,
     ) -> None:
         given = set(given)
         # kb.explain.derived (ModelConfig's derived facts, comprehensions): it builds on this
         # module, so it is handed in rather than imported; without it those stay unknown
         self.derive = derive
+        self.budget = budget
+        self.limit = MAX_STEPS if budget is None else max(0, min(MAX_STEPS, budget.left))
         self.environ = dict(environ or {})  # variables the command sets (`X=1 python -m ...`)
         # defaults the knowledge base worked out that the code states in a way not evaluated
         # here (`os.getenv("X", envs.Y.default)`: EnvVar.fallback's default)
@@ -527,9 +564,11 @@ class Simulator:
             for node in found:
                 self.call_function(Func(self.entry, node, SELF), [], {}, Ctx())
         except _Budget:
-            self.result.truncated = f"stopped after {MAX_STEPS} steps"
+            self.result.truncated = f"budget exhausted after {self.limit:,} statements"
         except RecursionError:
             self.result.truncated = "the code nests too deeply to follow"
+        if self.budget is not None:
+            self.budget.left -= self.steps
         self.result.steps = self.steps
         self.result.fields = self.fields
         return self.result
@@ -583,7 +622,7 @@ class Simulator:
 
     def tick(self) -> None:
         self.steps += 1
-        if self.steps > MAX_STEPS:
+        if self.steps > self.limit:
             raise _Budget
 
     def block(self, body: list[ast.stmt], frame: Frame, ctx: Ctx) -> None:
