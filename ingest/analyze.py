@@ -21,7 +21,8 @@ import orjson
 from ingest.choices import scan_choice_shapes
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
-from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
+from ingest.env import scan_env
+from ingest.environ_decls import ENVIRON_PATH, extract_declarations
 from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
 from ingest.indirect import scan_structure

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ingest.env import ENVIRON_PATH
+from ingest.environ_decls import ENVIRON_PATH
 
 TEST_PATHS = ("python/sglang/test/", "test/")
 
@@ -172,7 +172,7 @@ def _file_sites(
         if line in spans and name not in fallbacks:
             continue
         flags = list(dict.fromkeys(option_of[d] for d in dests if d in option_of))
-        fallback = default if isinstance(default, dict) else None  # ingest/env.py _fallback_after
+        fallback = default if isinstance(default, dict) else None  # ingest/env.py fallback_after
         sites.append(
             {
                 "name": name,
