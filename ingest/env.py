@@ -23,9 +23,9 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
-from ingest.sites import LineIndex, docstring_spans, line_state
+from ingest.sites import LineIndex, docstring_spans, line_state, stored
 from kb.pyast import NOT_LITERAL, literal
 
 _Q = rb"(?P<q>[\"'])(?P<n>[A-Za-z_][A-Za-z0-9_]*)(?P=q)"
@@ -73,6 +73,33 @@ ENVS_WRITES = {"set", "override", "clear"}
 # default="false"), get_int_env_var(name, default=0).
 HELPER_DEFAULTS = {"get_bool_env_var": "false", "get_int_env_var": 0}
 MAX_LINE = 240
+
+
+class EnvSite(NamedTuple):
+    """A read, write or check of an environment variable; stored as a list in the facts'
+    "env" (see ingest.sites.stored)."""
+
+    name: str
+    line: int
+    end_line: int  # the statement's last line
+    access: str  # "read", "write" or "check"
+    how: str  # "environ.get", "getenv", the helper's name, "envs.get", "literal", ...
+    default: Any  # a literal, a fallback to another variable (fallback_after) or None
+    cast: str | None  # "int", "float", "bool": what the read converts to
+    function: str  # the enclosing function, when the site is tied to flags
+    dests: list[str]  # the flag dests its statement and enclosing `if`s read
+
+
+class _Found(NamedTuple):
+    """A site as found, before its statement and context are read."""
+
+    name: str
+    line: int
+    start: int  # offset of the line
+    access: str
+    how: str
+    default: Any
+    cast: str | None
 
 
 def env_name_ok(name: str) -> bool:
@@ -214,17 +241,16 @@ def _strip_strings(text: str) -> str:
 def scan_env(
     data: bytes, flags_file: bool = False, index: LineIndex | None = None
 ) -> tuple[list[list[Any]], dict[str, str]]:
-    """Sites [name, line, end_line, access, how, default, cast, function, dests] and the
-    texts of their lines. `flags_file`: `self.x` reads are flag reads (server_args.py)."""
+    """The sites (EnvSite, stored as lists) and the texts of their lines. `flags_file`:
+    `self.x` reads are flag reads (server_args.py)."""
     if b"env" not in data and b"SGL" not in data:
         return [], {}
     return _scan_blob(data, flags_file, _Text(data, index))
 
 
-def _find(data: bytes, text: _Text) -> list[list[Any]]:
-    """The sites of `data` [name, line, offset of the line, access, how, default, cast], by
-    line then name."""
-    found: dict[tuple[str, int], list[Any]] = {}
+def _find(data: bytes, text: _Text) -> list[_Found]:
+    """The sites of `data`, by line then name."""
+    found: dict[tuple[str, int], _Found] = {}
     # Offsets of the quoted names the call patterns took: the literal pass skips them, or a
     # call split over lines (`get_bool_env_var(\n "X"`) would count once more on the name's.
     taken: set[int] = set()
@@ -250,9 +276,9 @@ def _find(data: bytes, text: _Text) -> list[list[Any]]:
         key = (name, no)
         if key in found:
             if access == "write":
-                found[key][3] = "write"
+                found[key] = found[key]._replace(access="write")
             return
-        found[key] = [name, no, text.start(offset), access, how, default, cast]
+        found[key] = _Found(name, no, text.start(offset), access, how, default, cast)
 
     if b"environ" in data:
         for m in ENVIRON_RE.finditer(data):
@@ -318,29 +344,31 @@ def _find(data: bytes, text: _Text) -> list[list[Any]]:
                     add(m.group(0).decode(), m.start(), "write", "dict key", None, None)
                 else:
                     add(m.group(0).decode(), m.start(), "read", "literal", None, None)
-    return sorted(found.values(), key=lambda s: (s[1], s[0]))
+    return sorted(found.values(), key=lambda s: (s.line, s.name))
 
 
 def _scan_blob(
     data: bytes, flags_file: bool, text: _Text
 ) -> tuple[list[list[Any]], dict[str, str]]:
     found = _find(data, text)
-    sites: list[list[Any]] = []
+    sites: list[EnvSite] = []
     texts: dict[str, str] = {}
     reads_rx = _reads_rx(flags_file)
     # Only a file that reads server args can tie a variable to a flag; elsewhere the block
     # context (the costly part of this scan) is skipped.
     linked = flags_file or b"server_args" in data
-    for site in found:
-        no, start = site[1], site[2]
-        statement = text.statement(start)
+    for f in found:
+        statement = text.statement(f.start)
         function, dests = "", []
-        if linked and _conditions_read_args(data, start, flags_file):
-            function, headers = text.context(start)
+        if linked and _conditions_read_args(data, f.start, flags_file):
+            function, headers = text.context(f.start)
             dests = _dests(reads_rx, statement, headers)
-        sites.append([site[0], no, no + len(statement) - 1, *site[3:7], function, dests])
-        texts[str(no)] = statement[0].strip()[:MAX_LINE]
-    return sites, texts
+        end_line = f.line + len(statement) - 1
+        sites.append(
+            EnvSite(f.name, f.line, end_line, f.access, f.how, f.default, f.cast, function, dests)
+        )
+        texts[str(f.line)] = statement[0].strip()[:MAX_LINE]
+    return stored(sites), texts
 
 
 def _reads_rx(flags_file: bool) -> list[re.Pattern[str]]:
