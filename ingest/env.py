@@ -201,7 +201,7 @@ class _Text:
         A regex over a growing window behind `pos` (the lines in between are nested deeper
         and never looked at one by one)."""
         # Led by the literal newline, so the engine skips from line to line (a leading `^|`
-        # made it try every offset); the file's first line is checked on its own.
+        # would make it try every offset); the file's first line is checked on its own.
         rx = _shallow(limit)
         end = pos - 1 if pos > 0 else 0
         window = 512

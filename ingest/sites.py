@@ -33,11 +33,11 @@ READ_RES = [
 READ_LEADS = [b"server_args", b"server_args_dict", b"getattr("]  # what each match holds
 WRITE_AFTER = re.compile(rb"\s*(?:[+\-*/|&]?=)(?!=)")
 VALUE = rb"[A-Za-z0-9_][\w.\-/:+]{0,63}"
-# `==` and `!=` each literal-led (a leading [=!] made the engine try every `=` of a file);
+# `==` and `!=` each literal-led (a leading [=!] would make the engine try every `=`);
 # their matches cannot overlap, so merged by offset they are the single pattern's.
 COMPARE_RES = [re.compile(op + rb"\s*\(?\s*([\"'])(" + VALUE + rb")\1") for op in (rb"==", rb"!=")]
-# ` in (`: led by `in`, the space before it checked by hand (a leading space made the engine
-# stop at every space of the file)
+# ` in (`: led by `in`, the space before it checked by hand (a leading space would stop the
+# engine at every space of the file)
 CONTAINS_RE = re.compile(rb"in\s*[\(\[\{]")
 STRING_ITEM_RE = re.compile(rb"\s*([\"'])(" + VALUE + rb")\1\s*\Z")
 COMMENT_RE = re.compile(rb"#[^\n]*")
@@ -219,8 +219,8 @@ TRIPLE_QUOTES_STR = ('"""', "'''")
 
 
 def docstring_spans(data: AnyStr) -> list[tuple[int, int]]:
-    """Spans of triple-quoted strings, from quote to matching quote (find: a regex here
-    cost a tenth of the whole scan); offsets in `data`, bytes or str."""
+    """Spans of triple-quoted strings, from quote to matching quote (find: a regex costs
+    a tenth of the whole scan); offsets in `data`, bytes or str."""
     spans: list[tuple[int, int]] = []
     quotes: Sequence[AnyStr] = TRIPLE_QUOTES if isinstance(data, bytes) else TRIPLE_QUOTES_STR
     f_prefixes: Sequence[AnyStr] = (b"f", b"F") if isinstance(data, bytes) else ("f", "F")
@@ -606,7 +606,7 @@ def local_flags(data: bytes, names: set[str] | None = None) -> list[tuple[str, s
         name = m.group(2)
         if next(_mentions(data, name, start, m.start()), None) is not None:
             continue
-        # REBIND tried on the lines that name it only (over a whole body it cost more than
+        # REBIND tried on the lines that name it only (over a whole body it costs more than
         # the rest of the scan)
         rebind = re.compile(REBIND.replace(b"NAME", name))
         lines = {data.rfind(b"\n", 0, at) + 1 for at in _mentions(data, name, m.end(), end)}
@@ -741,7 +741,7 @@ def _find(data: bytes, lines: _Lines) -> Found:
 
 def _class_tail(prefix: str) -> str:
     """What `([A-Z][A-Za-z0-9_]*)$` finds in `prefix` (or ""): from the first capital of
-    the name that ends it. Found from the end: a search tried every offset of the line."""
+    the name that ends it. Found from the end: a search would try every offset of the line."""
     name = NAME_END_RE.match(prefix[::-1]).group()[::-1]  # type: ignore[union-attr]
     first = UPPER_RE.search(name)
     return name[first.start() :] if first else ""
