@@ -22,7 +22,8 @@ from ingest.carriers import scan_structure
 from ingest.choices import scan_choice_shapes
 from ingest.constraints import extract_constraints
 from ingest.docs import doc_kind, parse_docs
-from ingest.env import ENVIRON_PATH, extract_declarations, scan_env
+from ingest.env import scan_env
+from ingest.environ_decls import ENVIRON_PATH, extract_declarations
 from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
 from ingest.sites import LineIndex, scan
@@ -30,43 +31,7 @@ from kb.codec import MAX_FACTS_CHAIN, Chains, pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
-# 12: environ.py "deprecations"; 13: registry arguments; 14: `sa.x` reads; 15: no dict
-# carriers; 16: a global assigned a local holding a flag; 17: a property carrier shown as one;
-# 18: a carrier deciding a short function's return by an `if` or a local; the receiver of a
-# compared name; 19: deprecations' "conversion", `--flag=value` replacements; 20: a guard
-# deciding a return counts only at the top, without the function's parameters; 21: a brace
-# pair in a replacement named by the help (`--x-{a,b}`); 22: no carrier from a use in a
-# docstring; a feature-named definition reading the carrier is no step by name; 23: a
-# conversion held whole in a local; 24: `x.lower() == "v"` compares x; 25: a guard under a
-# test of a parameter carries where a call can make the test true; 26: a return under such
-# a test too (a call in the carrier's own file reads it whatever it passes); 27: texts
-# without terminal colour codes; 28: f-string help placeholders rendered (`help_fill`); 29: a
-# call of a same-file warning helper is a warning site
-# 30: conditional carriers: a call by position reaches, `args.x` tests the server args, a
-# local at the top keeps its return's condition; 31: a help list extended by a call or under a
-# format spec is a placeholder; 32: one env read per split call, none in docstrings, dict
-# keys are writes; 33: a local bound once to a flag's read stands for that flag in
-# comparisons; 34: ServerArgs's accessor methods (`get_attention_backends()`) and the
-# flags they return; 35: a compared name on the line before, `d.get("k")` compared, a local
-# bound to `x.server_args.y` or `self.y`, a containment test guarding an append is no site
-# 36: a replacement read by `use` keeps its value (`'--x v'`, `--x=v`);
-# env defaults falling back to another variable; warnings of argparse action classes
-# 37: a carrier's return `and`-ed with tests of what callers pass is
-# conditional on them, followed through a test passing the context on and a method building
-# the previous layer's context; 38: what follows an early return under a test of what
-# callers pass (`if context.layer_id == 0: return`) decides only when the test is false
-# 39: an enum's `by_name` (a method looks members up by name: `cls[name.upper()]`)
-# 40: a compared expression read through `.get(k, d)`, getattr and subscripts, none when
-# it cannot be read; a site's text joins the lines its expression starts on
-# 41: an action's `__call__` local it cannot read as text is bound to its source (run_time)
-# 42: a dispatch dict's lookups (the names the file indexes it with)
-# 43: a dispatch dict's lookups: no `envs.X.get()`, a local name's bound attribute
-# 44: an enum's `by_name` also from a `Name[x]` lookup in its file; `str_values` (a str enum
-# whose members are string literals)
-# 45: references to an enum's members named in lower case in the enum's own file
-# 46: a docs bullet naming several dests documents each; an else of `if not X` is under X
-# 47: an enum member written `auto()` is marked so (`"auto": true`)
-# 48: `spans`, the lines above a cited line that its text joins (cited with it)
+# Bumped when the facts' shape or content changes; the history is in CHANGELOG.md.
 ANALYZER_VERSION = 48
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"

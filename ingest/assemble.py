@@ -289,8 +289,9 @@ class _Blob:
         f = self.facts
         if f.get("named_contains"):
             return None
-        values = {entry[0] for entry in f.get("registry", [])}
-        values.update(key for group in f.get("dispatch", []) for key, _line in group[0])
+        values = {value for value, _line, _func, _position in f.get("registry", [])}
+        for entries, _line, _subject, _lookups in f.get("dispatch", []):
+            values.update(key for key, _line in entries)
         calls: set[str] = set()
         for value, _line, _tail, how in f["choices"]:
             (calls if how == "is_call" else values).add(value)
@@ -769,7 +770,7 @@ class Attributor:
                     return base
         return None
 
-    def value(
+    def attribute(
         self, value: str, tail: str, path: str = ""
     ) -> tuple[str | None, list[str], str] | None:
         """(flag, candidates, basis) for a string value compared with `tail`; None when the
@@ -781,7 +782,7 @@ class Attributor:
                 return (picked, [], "subject") if picked in self.accepting[value] else None
         key = (value, tail)
         if key not in self._answers:  # the same comparisons recur in many files
-            self._answers[key] = self._value(value, tail)
+            self._answers[key] = self._attribute_uncached(value, tail)
         return self._answers[key]
 
     def by_path(self, tail: str, path: str) -> str | None:
@@ -804,7 +805,9 @@ class Attributor:
                 self._by_path[key] = named[0] if len(named) == 1 else None
         return self._by_path[key]
 
-    def _value(self, value: str, tail: str) -> tuple[str | None, list[str], str] | None:
+    def _attribute_uncached(
+        self, value: str, tail: str
+    ) -> tuple[str | None, list[str], str] | None:
         candidates = self.accepting.get(value)
         if not candidates:
             return None
@@ -957,8 +960,8 @@ def _choice_sites(
             if found is False:
                 continue  # the parameter holds another enum's values
             if pos == 0 and (found is None or found[0] is None):
-                # the first argument: the flag the registry's name spells, as before
-                found = who.value(value, subject) or found
+                # the first argument: the flag the registry's name spells
+                found = who.attribute(value, subject) or found
             if found is not None:
                 add(value, line, "registry", *found)
         for entries, _line, subject, lookups in f.get("dispatch", []):
@@ -969,17 +972,17 @@ def _choice_sites(
                     continue
                 _is_call(who, is_method, types, value, line, tail, add)
                 continue
-            found = who.value(value, tail, path)
+            found = who.attribute(value, tail, path)
             if found is not None:
                 add(value, line, how, *found)
         for const, line, tail in f.get("named_contains", []):
             if module_paths is None:
                 module_paths = {m: p for p in blobs if (m := module_of(p)) is not None}
             for value in _const_values(const, path, f, blobs, module_paths):
-                found = who.value(value, tail)
+                found = who.attribute(value, tail)
                 if found is not None and found[0] is None:
                     # the constant's name may say what it lists: ..._ATTENTION_BACKENDS
-                    found = who.value(value, const.lower()) or found
+                    found = who.attribute(value, const.lower()) or found
                 if found is not None:
                     add(value, line, "contains", *found)
         for cls, member, line in f["enum_refs"]:

@@ -21,7 +21,7 @@ import bisect
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from ingest.sites import (
     TRIPLE_QUOTES,
@@ -31,6 +31,7 @@ from ingest.sites import (
     _Lines,
     _string_items,
     continued,
+    stored,
     subject_tail,
     unread,
 )
@@ -80,24 +81,24 @@ def scan_choice_shapes(
 ) -> dict[str, Any]:
     """The shapes of one blob."""
     lines = _Lines(data, index)
-    registry, keys, named, consts, defines = _found(data, lines)
+    found = _found(data, lines)
     out: dict[str, Any] = {}
-    if registry:
-        out["registry"] = registry
-    dispatch = _dispatch_groups(keys, data)
+    if found.registry:
+        out["registry"] = stored(found.registry)
+    dispatch = _dispatch_groups(found.keys, data)
     if dispatch:
-        out["dispatch"] = dispatch
-    if named:
-        out["named_contains"] = named
-    if consts:
-        out["consts"] = {name: values for name, values in consts}
-    receivers = {tail for _v, _l, tail, how in choices if how == "is_call" and tail}
+        out["dispatch"] = [[stored(g.entries), g.line, g.subject, g.lookups] for g in dispatch]
+    if found.named:
+        out["named_contains"] = stored(found.named)
+    if found.consts:
+        out["consts"] = dict(found.consts)
+    receivers = {tail for _value, _line, tail, how in choices if how == "is_call" and tail}
     names = sorted(receivers)[:MAX_TYPED]
     if names:
         types = _receiver_types(data, names)
         if types:
             out["types"] = types
-    if defines:
+    if found.defines_registering:
         defs = registry_defs(data)
         if defs:
             out["registry_defs"] = defs
@@ -229,22 +230,60 @@ def registry_subject(func: str) -> str:
     return "_".join(dict.fromkeys(words))
 
 
-# What a blob holds: registry [[value, line, func, argument position]], dict keys [(line, key,
-# offset of the key's line)], named_contains [[const, line, tail]], constants [(name,
-# values)] in the order they are taken, and whether a line defines a registering function
-# (`def register_x(`).
-_Found = tuple[
-    list[list[Any]],
-    list[tuple[int, str, int]],
-    list[list[Any]],
-    list[tuple[str, list[str]]],
-    bool,
-]
+class RegistryArg(NamedTuple):
+    """A string passed to a registering call (`register("fa3", ...)`); stored as a list in
+    the facts' "registry"."""
+
+    value: str
+    line: int
+    func: str  # the call: `AttentionBackendRegistry.register`
+    position: int  # the argument's
+
+
+class NamedContains(NamedTuple):
+    """`x in NAMED_CONSTANT`; stored as a list in the facts' "named_contains"."""
+
+    const: str
+    line: int
+    tail: str  # the name tested (ingest.sites.subject_tail)
+
+
+class DictKey(NamedTuple):
+    """A `"key": value` entry that starts its line."""
+
+    line: int
+    key: str
+    start: int  # offset of its line
+
+
+class DispatchEntry(NamedTuple):
+    key: str
+    line: int
+
+
+class DispatchGroup(NamedTuple):
+    """A run of dict entries, one a line; stored as [[[key, line], ...], line, subject,
+    lookups] in the facts' "dispatch"."""
+
+    entries: list[DispatchEntry]
+    line: int  # the first entry's
+    subject: str  # the name the dict is assigned to (_assigned_name)
+    lookups: list[str]  # the names the file looks it up with (_lookups)
+
+
+class _Found(NamedTuple):
+    """What a blob holds, found line by line."""
+
+    registry: list[RegistryArg]
+    keys: list[DictKey]
+    named: list[NamedContains]
+    consts: list[tuple[str, list[str]]]  # (name, values), in the order they are taken
+    defines_registering: bool  # whether a line defines a registering function (`def register_x(`)
 
 
 def _found(data: bytes, lines: _Lines) -> _Found:
     """Everything found line by line in `data`, its lines cited in `lines`."""
-    registry: list[list[Any]] = []
+    registry: list[RegistryArg] = []
     defs: list[int] = []  # where a line `def ...register...(` is
     if b"register" in data:
         # (a call quoted in a docstring registers nothing)
@@ -260,7 +299,7 @@ def _found(data: bytes, lines: _Lines) -> _Found:
             name = NAME_BEFORE_RE.search(prefix)
             token = data[m.start() : data.index(b"(", m.start())].decode("utf-8", "replace")
             func = (name.group(1) if name else "") + token  # AttentionBackendRegistry.register
-            registry.append([m.group(2).decode(), lines.at(m.start()), func, 0])
+            registry.append(RegistryArg(m.group(2).decode(), lines.at(m.start()), func, 0))
             end, pos = m.end(), 0
             while True:  # the string arguments that follow, each with its position
                 a = ARG_RE.match(data, end)
@@ -268,10 +307,10 @@ def _found(data: bytes, lines: _Lines) -> _Found:
                     break
                 pos += 1
                 at = a.start(2)
-                registry.append([a.group(2).decode(), lines.at(at), func, pos])
+                registry.append(RegistryArg(a.group(2).decode(), lines.at(at), func, pos))
                 end = a.end()
-    keys = [(lines.at(offset), key, start) for offset, start, key in _dict_keys(data)]
-    named = []
+    keys = [DictKey(lines.at(offset), key, start) for offset, start, key in _dict_keys(data)]
+    named: list[NamedContains] = []
     if b" in " in data:
         for m in CONST_IN_RE.finditer(data):
             at = m.start() - 1  # where ` in` starts
@@ -287,8 +326,9 @@ def _found(data: bytes, lines: _Lines) -> _Found:
             subject, before = continued(data, at, prefix)
             if unread(subject):
                 continue  # (as ingest.sites' comparisons)
-            named.append([m.group(1).decode(), lines.cite(at, before), subject_tail(subject)])
-    consts = []
+            const = m.group(1).decode()
+            named.append(NamedContains(const, lines.cite(at, before), subject_tail(subject)))
+    consts: list[tuple[str, list[str]]] = []
     # One literal-led pass for the three openers; the constants are taken opener by opener
     # (a later one of a name wins, in the place of the first).
     opens = [m.start() - 1 for m in CONST_OPEN_RE.finditer(data)]  # where ` = [` starts
@@ -301,7 +341,7 @@ def _found(data: bytes, lines: _Lines) -> _Found:
             values = _string_items(data, pos + 3)
             if values:
                 consts.append((c.group(1).decode(), values))
-    return registry, keys, named, consts, bool(defs)
+    return _Found(registry, keys, named, consts, bool(defs))
 
 
 # The line after a containment test, adding to the container tested: a helper registering
@@ -346,25 +386,25 @@ def _dict_keys(data: bytes) -> list[tuple[int, int, str]]:
     return keys
 
 
-def _dispatch_groups(keys: list[tuple[int, str, int]], data: bytes) -> list[list[Any]]:
-    """[[[key, line], ...], first line, subject, indexes]: runs of `"key": value` entries,
-    one a line, from (line, key, offset of its line) in file order; `indexes`, the names
-    the file looks the subject up with (_lookups)."""
+def _dispatch_groups(keys: list[DictKey], data: bytes) -> list[DispatchGroup]:
+    """The runs of `"key": value` entries, one a line, of a file's dict keys in file order."""
     if len(keys) < 2:  # (a run has two entries at least; most files have none)
         return []
-    groups: list[list[Any]] = []
+    runs: list[tuple[list[DispatchEntry], DictKey]] = []  # (entries, the first key)
     last_line, last = -10, 0
-    for no, key, at in keys:
-        if groups and _run_goes_on(data, last, at, no - last_line):
-            groups[-1][0].append([key, no])
+    for k in keys:
+        if runs and _run_goes_on(data, last, k.start, k.line - last_line):
+            runs[-1][0].append(DispatchEntry(k.key, k.line))
         else:
-            groups.append([[[key, no]], no, at])
-        last_line, last = no, at
-    kept = [g for g in groups if len(g[0]) >= 2]
-    for g in kept:
-        g[2] = name = _assigned_name(data, g[2])
-        g.append(_lookups(data, name) if name else [])
-    return kept
+            runs.append(([DispatchEntry(k.key, k.line)], k))
+        last_line, last = k.line, k.start
+    groups = []
+    for entries, first in runs:
+        if len(entries) >= 2:
+            name = _assigned_name(data, first.start)
+            lookups = _lookups(data, name) if name else []
+            groups.append(DispatchGroup(entries, first.line, name, lookups))
+    return groups
 
 
 def _run_goes_on(data: bytes, last: int, at: int, gap: int) -> bool:
@@ -389,7 +429,7 @@ def _lookups(data: bytes, name: str) -> list[str]:
     """The names (subject_tail) the dict `name` is looked up with in the file, in order,
     once each: what says which flag's value a dict named for something else is keyed by.
     (bytes.find for the name, then the pattern at each hit: a pattern led by a lookbehind
-    has no literal prefix, and the engine tried it at every offset of the file.)"""
+    has no literal prefix: the engine would try it at every offset of the file.)"""
     out: list[str] = []
     key = name.encode()
     if key + b"[" not in data and key + b".get(" not in data:

@@ -10,11 +10,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from ingest.env import ENVIRON_PATH
+from ingest.env import EnvSite
+from ingest.environ_decls import ENVIRON_PATH
 
 TEST_PATHS = ("python/sglang/test/", "test/")
+
+
+class _FileSites(NamedTuple):
+    """One file's sites as one version gave them (env_rows' cache): reused while the file
+    keeps its blob and the dests its sites read keep their options."""
+
+    sha: str
+    dests: tuple[str, ...]
+    options: tuple[str | None, ...] | None
+    sites: list[dict[str, Any]]
 
 
 def env_rows(
@@ -43,14 +54,14 @@ def env_rows(
         if not found:
             continue
         entry = cache.get(path)
-        if entry is None or entry[0] != sha:
-            dests = tuple(dict.fromkeys(d for site in found for d in site[8]))
-            entry = (sha, dests, None, [])
-        options = tuple(option_of.get(d) for d in entry[1])
-        if entry[2] != options:
-            entry = (sha, entry[1], options, _file_sites(path, facts, decl, option_of))
+        if entry is None or entry.sha != sha:
+            dests = dict.fromkeys(d for site in found for d in EnvSite._make(site).dests)
+            entry = _FileSites(sha, tuple(dests), None, [])
+        options = tuple(option_of.get(d) for d in entry.dests)
+        if entry.options != options:
+            entry = _FileSites(sha, entry.dests, options, _file_sites(path, facts, decl, option_of))
         cache[path] = entry
-        sites.extend(dict(site) for site in entry[3])
+        sites.extend(dict(site) for site in entry.sites)
         cited[path] = sha
 
     by_name: dict[str, list[dict[str, Any]]] = {}
@@ -168,25 +179,26 @@ def _file_sites(
     fallbacks = {(v["fallback"] or {}).get("env") for v in decl["vars"] if v.get("fallback")}
     lines = facts["lines"]
     sites = []
-    for name, line, end, access, how, default, cast, function, dests in facts["env"]:
-        if line in spans and name not in fallbacks:
+    for site in map(EnvSite._make, facts["env"]):
+        if site.line in spans and site.name not in fallbacks:
             continue
-        flags = list(dict.fromkeys(option_of[d] for d in dests if d in option_of))
-        fallback = default if isinstance(default, dict) else None  # ingest/env.py _fallback_after
+        flags = list(dict.fromkeys(option_of[d] for d in site.dests if d in option_of))
+        default = site.default
+        fallback = default if isinstance(default, dict) else None  # ingest/env.py fallback_after
         sites.append(
             {
-                "name": name,
-                "access": access,
-                "how": how,
+                "name": site.name,
+                "access": site.access,
+                "how": site.how,
                 "default": None if fallback else default,
                 "fallback": fallback,
-                "cast": cast,
-                "function": function,
+                "cast": site.cast,
+                "function": site.function,
                 "flags": flags,
                 "path": path,
-                "line": line,
-                "end_line": end,
-                "text": lines.get(str(line), ""),
+                "line": site.line,
+                "end_line": site.end_line,
+                "text": lines.get(str(site.line), ""),
             }
         )
     return sites

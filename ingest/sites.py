@@ -33,11 +33,11 @@ READ_RES = [
 READ_LEADS = [b"server_args", b"server_args_dict", b"getattr("]  # what each match holds
 WRITE_AFTER = re.compile(rb"\s*(?:[+\-*/|&]?=)(?!=)")
 VALUE = rb"[A-Za-z0-9_][\w.\-/:+]{0,63}"
-# `==` and `!=` each literal-led (a leading [=!] made the engine try every `=` of a file);
+# `==` and `!=` each literal-led (a leading [=!] would make the engine try every `=`);
 # their matches cannot overlap, so merged by offset they are the single pattern's.
 COMPARE_RES = [re.compile(op + rb"\s*\(?\s*([\"'])(" + VALUE + rb")\1") for op in (rb"==", rb"!=")]
-# ` in (`: led by `in`, the space before it checked by hand (a leading space made the engine
-# stop at every space of the file)
+# ` in (`: led by `in`, the space before it checked by hand (a leading space would stop the
+# engine at every space of the file)
 CONTAINS_RE = re.compile(rb"in\s*[\(\[\{]")
 STRING_ITEM_RE = re.compile(rb"\s*([\"'])(" + VALUE + rb")\1\s*\Z")
 COMMENT_RE = re.compile(rb"#[^\n]*")
@@ -131,6 +131,38 @@ class _Lines:
         return no
 
 
+class Read(NamedTuple):
+    """A read (or write) of a server arg by name; stored as a list in the facts' "reads"."""
+
+    name: str
+    line: int
+    access: str  # "read" or "write"
+
+
+class Choice(NamedTuple):
+    """A string the code compares something with (`x == "v"`, `x in ("v", ..)`) or an
+    `is_<value>()` call; stored as a list in the facts' "choices"."""
+
+    value: str
+    line: int
+    tail: str  # the name compared (compared_name, subject_tail): what says which flag
+    how: str  # "compare", "contains" or "is_call"
+
+
+class EnumRef(NamedTuple):
+    """`Class.MEMBER` in code; stored as a list in the facts' "enum_refs"."""
+
+    cls: str
+    member: str
+    line: int
+
+
+def stored(records: list[Any]) -> list[list[Any]]:
+    """Records as the facts keep them: JSON arrays in field order (orjson writes no
+    NamedTuple, and the facts read back from the cache are lists)."""
+    return [list(r) for r in records]
+
+
 class Joined(NamedTuple):
     """The stripped lines before a site's that its text joins, each followed by a space, and
     how many they are ("", 0 when none)."""
@@ -187,8 +219,8 @@ TRIPLE_QUOTES_STR = ('"""', "'''")
 
 
 def docstring_spans(data: AnyStr) -> list[tuple[int, int]]:
-    """Spans of triple-quoted strings, from quote to matching quote (find: a regex here
-    cost a tenth of the whole scan); offsets in `data`, bytes or str."""
+    """Spans of triple-quoted strings, from quote to matching quote (find: a regex costs
+    a tenth of the whole scan); offsets in `data`, bytes or str."""
     spans: list[tuple[int, int]] = []
     quotes: Sequence[AnyStr] = TRIPLE_QUOTES if isinstance(data, bytes) else TRIPLE_QUOTES_STR
     f_prefixes: Sequence[AnyStr] = (b"f", b"F") if isinstance(data, bytes) else ("f", "F")
@@ -369,11 +401,11 @@ def scan(data: bytes, index: LineIndex | None = None) -> dict[str, Any]:
     """Reads of server args, choice sites (comparisons, `in` literals, `is_x()` calls), enum
     references and enum classes of one file, with the texts of the lines they cite."""
     lines = _Lines(data, index)
-    reads0, reads1, reads2, compares, contains, is_calls, enum_refs = _find(data, lines)
+    found = _find(data, lines)
     facts = {
-        "reads": reads0 + reads1 + reads2,
-        "choices": compares + contains + is_calls,
-        "enum_refs": enum_refs,
+        "reads": stored([r for reads in found.reads for r in reads]),
+        "choices": stored(found.compares + found.contains + found.is_calls),
+        "enum_refs": stored(found.enum_refs),
         "enums": scan_enums(data) if b"Enum" in data else [],
         "lines": {str(k): v for k, v in lines.texts.items()},
     }
@@ -399,17 +431,18 @@ def _lower_member_refs(data: bytes, facts: dict[str, Any], index: LineIndex | No
     if not any(lower.values()):
         return
     index = index or LineIndex(data)
-    found: list[list[Any]] = []
+    found: list[EnumRef] = []
     for cls, members in lower.items():
         key = cls.encode() + b"."
         for at in _code_finds(data, key):
             m = MEMBER_RE.match(data, at + len(key))
             if m and m.group().decode() in members:
                 no = index.number(at)
-                found.append([cls, m.group().decode(), no])
+                found.append(EnumRef(cls, m.group().decode(), no))
                 facts["lines"].setdefault(str(no), index.text(no, at))
     known = {tuple(r) for r in facts["enum_refs"]}
-    facts["enum_refs"].extend(r for r in sorted(found, key=lambda r: r[2]) if tuple(r) not in known)
+    found.sort(key=lambda r: r.line)
+    facts["enum_refs"].extend(list(r) for r in found if r not in known)
 
 
 MEMBER_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\b")
@@ -432,18 +465,18 @@ def _with_alias_reads(
         return facts
     lines = _Lines(data, index)
     spans = docstring_spans(data)
-    found: list[list[Any]] = []
+    found: list[Read] = []
     pattern = rb"(?<![\w.])(" + b"|".join(sorted(names)) + rb")\.([a-z_][a-z0-9_]*)\b(?!\()"
     for m in re.finditer(pattern, data):
         if _in_comment(lines.prefix(m.start())) or in_spans(spans, m.start()):
             continue
         write = bool(WRITE_AFTER.match(data, m.end()))
-        found.append([m.group(2).decode(), lines.at(m.start()), "write" if write else "read"])
+        found.append(Read(m.group(2).decode(), lines.at(m.start()), "write" if write else "read"))
     if not found:
         return facts
     texts = dict(facts["lines"])
     texts.update((str(k), v) for k, v in lines.texts.items())
-    out = {**facts, "reads": facts["reads"] + found, "lines": texts}
+    out = {**facts, "reads": facts["reads"] + stored(found), "lines": texts}
     if "spans" in facts:  # a line whose text is now its own spans no lines above
         kept = {k: v for k, v in facts["spans"].items() if int(k) not in lines.texts}
         out.pop("spans")
@@ -510,22 +543,22 @@ def _with_local_flags(data: bytes, facts: dict[str, Any]) -> dict[str, Any]:
     """`facts` with each comparison of a local name bound once in its function to a flag's
     read (`name = server_args.grammar_backend`) made a comparison of that flag's dest (or
     bound to `self.x`: of x)."""
-    tails = {tail for _v, _no, tail, how in facts["choices"] if how != "is_call"}
+    tails = {tail for _value, _line, tail, how in facts["choices"] if how != "is_call"}
     if not tails or not _has_local_lead(data):
         return facts
     scopes = local_flags(data, tails)
     if not scopes:
         return facts
-    choices = []
-    for fact in facts["choices"]:
-        value, no, tail, how = fact
-        if how != "is_call":
-            for name, dest, first, last in scopes:
-                if tail == name and first < no <= last and _compares(facts["lines"][str(no)], name):
-                    fact = [value, no, dest, how]
+    choices = [Choice._make(c) for c in facts["choices"]]
+    for i, c in enumerate(choices):
+        if c.how == "is_call":
+            continue
+        for name, dest, first, last in scopes:
+            if c.tail == name and first < c.line <= last:
+                if _compares(facts["lines"][str(c.line)], name):
+                    choices[i] = c._replace(tail=dest)
                     break
-        choices.append(fact)
-    return {**facts, "choices": choices}
+    return {**facts, "choices": stored(choices)}
 
 
 _LEADS_WITH_WORD = tuple(lead for lead in LOCAL_LEADS if b"server_args" in lead)
@@ -573,7 +606,7 @@ def local_flags(data: bytes, names: set[str] | None = None) -> list[tuple[str, s
         name = m.group(2)
         if next(_mentions(data, name, start, m.start()), None) is not None:
             continue
-        # REBIND tried on the lines that name it only (over a whole body it cost more than
+        # REBIND tried on the lines that name it only (over a whole body it costs more than
         # the rest of the scan)
         rebind = re.compile(REBIND.replace(b"NAME", name))
         lines = {data.rfind(b"\n", 0, at) + 1 for at in _mentions(data, name, m.end(), end)}
@@ -623,14 +656,19 @@ def _function_of(
     return start, len(data)
 
 
-# The facts of a text by kind: reads by each of READ_RES, comparisons, `in` literals,
-# `is_x()` calls, enum references.
-Found = tuple[list[list[Any]], ...]
+class Found(NamedTuple):
+    """The facts of a text by kind, each kind in the order of a pass of its pattern."""
+
+    reads: tuple[list[Read], ...]  # by each of READ_RES
+    compares: list[Choice]
+    contains: list[Choice]  # values of `in` literals
+    is_calls: list[Choice]
+    enum_refs: list[EnumRef]
 
 
 def _find(data: bytes, lines: _Lines) -> Found:
     """The facts of `data` by kind, each kind in the order of a pass of its pattern."""
-    reads: tuple[list[list[Any]], ...] = ([], [], [])
+    reads: tuple[list[Read], ...] = ([], [], [])
     if b"server_args" in data:
         spans: list[tuple[int, int]] | None = None
         for rx, lead, found in zip(READ_RES, READ_LEADS, reads, strict=True):
@@ -645,8 +683,8 @@ def _find(data: bytes, lines: _Lines) -> Found:
                     continue
                 name = m.group(m.lastindex or 1).decode()
                 write = rx is READ_RES[0] and bool(WRITE_AFTER.match(data, m.end()))
-                found.append([name, lines.at(m.start()), "write" if write else "read"])
-    compares: list[list[Any]] = []
+                found.append(Read(name, lines.at(m.start()), "write" if write else "read"))
+    compares: list[Choice] = []
     ops = [rx for rx, op in zip(COMPARE_RES, (b"==", b"!="), strict=True) if op in data]
     matches = [m for rx in ops for m in rx.finditer(data)]
     if len(ops) == 2:
@@ -661,11 +699,11 @@ def _find(data: bytes, lines: _Lines) -> Found:
             # flag named; the site is cited once, for the first that accepts the value.
             for name in _looped_getattr(data, m.start(), subject):
                 no = lines.cite(m.start(), before)
-                compares.append([m.group(2).decode(), no, name, "compare"])
+                compares.append(Choice(m.group(2).decode(), no, name, "compare"))
             continue
         no = lines.cite(m.start(), before)
-        compares.append([m.group(2).decode(), no, compared_name(subject), "compare"])
-    contains: list[list[Any]] = []
+        compares.append(Choice(m.group(2).decode(), no, compared_name(subject), "compare"))
+    contains: list[Choice] = []
     for m in CONTAINS_RE.finditer(data):
         if data[m.start() - 1 : m.start()] != b" ":
             continue
@@ -680,9 +718,9 @@ def _find(data: bytes, lines: _Lines) -> Found:
         tail = compared_name(subject)
         no = lines.cite(at, before)
         for value in values:
-            contains.append([value, no, tail, "contains"])
-    is_calls: list[list[Any]] = []
-    enum_refs: list[list[Any]] = []
+            contains.append(Choice(value, no, tail, "contains"))
+    is_calls: list[Choice] = []
+    enum_refs: list[EnumRef] = []
     if b"." in data:
         # `.is_x()` calls and `.MEMBER`s in one pass, then each as its own pass cited them
         calls: list[re.Match[bytes]] = []
@@ -690,26 +728,20 @@ def _find(data: bytes, lines: _Lines) -> Found:
         for m in DOT_RE.finditer(data):
             (calls if m.lastindex == 1 else members).append(m)
         for m in calls:
-            is_calls.append(
-                [
-                    m.group(1).decode(),
-                    lines.at(m.start()),
-                    subject_tail(lines.prefix(m.start())),
-                    "is_call",
-                ]
-            )
+            tail = subject_tail(lines.prefix(m.start()))
+            is_calls.append(Choice(m.group(1).decode(), lines.at(m.start()), tail, "is_call"))
         for m in members:
             if data[m.start() - 1 : m.start()] not in WORD_BYTES:
                 continue  # `Class.MEMBER` needs a name just before the dot
             cls = _class_tail(lines.prefix(m.start()))
             if cls and not cls.isupper():
-                enum_refs.append([cls, m.group(2).decode(), lines.at(m.start())])
-    return (*reads, compares, contains, is_calls, enum_refs)
+                enum_refs.append(EnumRef(cls, m.group(2).decode(), lines.at(m.start())))
+    return Found(reads, compares, contains, is_calls, enum_refs)
 
 
 def _class_tail(prefix: str) -> str:
     """What `([A-Z][A-Za-z0-9_]*)$` finds in `prefix` (or ""): from the first capital of
-    the name that ends it. Found from the end: a search tried every offset of the line."""
+    the name that ends it. Found from the end: a search would try every offset of the line."""
     name = NAME_END_RE.match(prefix[::-1]).group()[::-1]  # type: ignore[union-attr]
     first = UPPER_RE.search(name)
     return name[first.start() :] if first else ""

@@ -30,8 +30,8 @@ PREFIXES = ("SGLANG_", "SGL_")
 
 def is_deprecated(name: str, replacement: str | None, comment: str) -> bool:
     """A deprecated name: one with a replacement (a variable or a flag), or one whose comment
-    is SGLang's deprecation warning naming it (ingest/env.py `deprecations`: a name deprecated
-    with nothing to use instead)."""
+    is SGLang's deprecation warning naming it (ingest/environ_decls.py `deprecations`: a name
+    deprecated with nothing to use instead)."""
     return bool(replacement) or name in comment and "deprecat" in comment.lower()
 
 

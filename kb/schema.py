@@ -223,9 +223,9 @@ class EnvVar(SQLModel, table=True):
     # for a deprecated name: the variable or --flag replacing it (`--flag=value` when the
     # warning names the value)
     replacement: str | None = None
-    # JSON of how SGLang converts the value it copies to the replacement variable (ingest/env.py
-    # `_Deprecation.conversion`: {"expr", "cast", "op", "by"}, or {"expr"} when not worked
-    # out); null when it copies it as it is
+    # JSON of how SGLang converts the value it copies to the replacement variable
+    # (ingest/environ_decls.py `_Deprecation.conversion`: {"expr", "cast", "op", "by"}, or
+    # {"expr"} when not worked out); null when it copies it as it is
     conversion: str | None = None
     comment: str = ""  # the comment on or above the declaration
     section: str | None = None  # the heading comment of its group in environ.py

@@ -571,7 +571,7 @@ def test_a_name_of_another_object_is_the_flag_s_only_when_it_is_the_dest() -> No
     who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
     got: dict[int, list[Any]] = {}
     for value, line, tail, _how in sites.scan(KERNEL.encode())["choices"]:
-        got.setdefault(line, []).append(who.value(value, tail))
+        got.setdefault(line, []).append(who.attribute(value, tail))
     ambiguous = (None, ["--draft-model-quantization", "--kv-cache-dtype", "--quantization"], "")
     # the kernel's input format shares a word with --quantization: not the flag
     assert got[3] == [ambiguous]
@@ -720,19 +720,23 @@ def test_a_name_two_flags_shorten_is_the_one_the_file_s_path_names() -> None:
     ]
     who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
     radix = "python/pkg/mem_cache/radix_cache.py"
-    assert who.value("lru", "eviction_policy", radix) == ("--radix-eviction-policy", [], "subject")
+    assert who.attribute("lru", "eviction_policy", radix) == (
+        "--radix-eviction-policy",
+        [],
+        "subject",
+    )
     # values the radix flag does not take: the radix cache's own, no choice site
-    assert who.value("fifo", "eviction_policy", radix) is None
-    assert who.value("priority", "eviction_policy", radix) is None
+    assert who.attribute("fifo", "eviction_policy", radix) is None
+    assert who.attribute("priority", "eviction_policy", radix) is None
     # a path that names neither: the value decides, as before
     elsewhere = "python/pkg/managers/cache.py"
-    assert who.value("lru", "eviction_policy", elsewhere)[0] is None  # type: ignore[index]
-    assert who.value("fifo", "eviction_policy", elsewhere)[0] == "--lora-eviction-policy"  # type: ignore[index]
+    assert who.attribute("lru", "eviction_policy", elsewhere)[0] is None  # type: ignore[index]
+    assert who.attribute("fifo", "eviction_policy", elsewhere)[0] == "--lora-eviction-policy"  # type: ignore[index]
     # a name that is a flag's dest is that flag's, whatever the path says
     flags.append({"name": "--eviction-policy", "dest": "eviction_policy", "choices": ["fifo"],
                   "choices_dynamic": False, "deprecated": None})  # fmt: skip
     who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
-    assert who.value("fifo", "eviction_policy", radix) == ("--eviction-policy", [], "subject")
+    assert who.attribute("fifo", "eviction_policy", radix) == ("--eviction-policy", [], "subject")
 
 
 # The gather of a dense layer before a sparse one: the flag is read directly in a return

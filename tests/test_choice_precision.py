@@ -44,7 +44,7 @@ def _attributed(src: str) -> dict[int, list[Any]]:
     who = _who()
     got: dict[int, list[Any]] = {}
     for value, line, tail, _how in sites.scan(src.encode())["choices"]:
-        got.setdefault(line, []).append(who.value(value, tail, "python/sglang/srt/x.py"))
+        got.setdefault(line, []).append(who.attribute(value, tail, "python/sglang/srt/x.py"))
     return got
 
 

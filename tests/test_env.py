@@ -17,7 +17,8 @@ from sqlmodel import Session
 
 from app.main import create_app
 from ingest.docs import doc_kind, parse_docs, split_row
-from ingest.env import extract_declarations, scan_env
+from ingest.env import scan_env
+from ingest.environ_decls import extract_declarations
 from kb.docsdrift import _flag_replacement, suggestion
 from kb.env import conversion_short, conversion_words
 from kb.schema import Flag

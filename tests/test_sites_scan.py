@@ -290,14 +290,15 @@ def test_a_local_s_comparison_is_the_flag_s_when_the_flag_accepts_the_value() ->
     ]
     who = Attributor(flags, {f["dest"]: f["name"] for f in flags})
     got = {
-        (v, no): who.value(v, tail, "pkg/runner.py") for v, no, tail in _subjects(sites.scan(LOCAL))
+        (v, no): who.attribute(v, tail, "pkg/runner.py")
+        for v, no, tail in _subjects(sites.scan(LOCAL))
     }
     assert got[("outlines", 11)] == ("--grammar-backend", [], "subject")
     assert got[("none", 18)] == ("--grammar-backend", [], "subject")
     assert got[("llguidance", 18)] is None  # not a value of the flag compared
     assert got[("flashinfer", 27)] == ("--sampling-backend", [], "subject")
     # the bare names alone said nothing: `name` no flag's, `backend` either flag's
-    assert who.value("outlines", "name") is None
-    assert who.value("flashinfer", "backend") == (
+    assert who.attribute("outlines", "name") is None
+    assert who.attribute("flashinfer", "backend") == (
         None, ["--attention-backend", "--sampling-backend"], "",
     )  # fmt: skip
