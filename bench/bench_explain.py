@@ -22,6 +22,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -67,18 +69,24 @@ def cpu_ms(db: str, version: str, rounds: int) -> tuple[float, float]:
 
     engine = make_engine(database_url(db), readonly=True)
     profile = Profile.parse(PROFILE)
-    out = []
     with Session(engine) as session:
-        for command, prof in ((COMMAND, None), (SEED, profile)):
-            explain(session, version, command, None, prof)  # warm the caches
-            times = []
-            for _ in range(rounds):
-                start = time.process_time()
-                explain(session, version, command, None, prof)
-                times.append((time.process_time() - start) * 1000)
-            out.append(statistics.median(times))
+        out = [
+            median_cpu_ms(partial(explain, session, version, command, None, prof), rounds)
+            for command, prof in ((COMMAND, None), (SEED, profile))
+        ]
     engine.dispose()
     return out[0], out[1]
+
+
+def median_cpu_ms(run: Callable[[], object], rounds: int) -> float:
+    """Median CPU milliseconds of `run()` over `rounds` calls, after one to warm the caches."""
+    run()
+    times = []
+    for _ in range(rounds):
+        start = time.process_time()
+        run()
+        times.append((time.process_time() - start) * 1000)
+    return statistics.median(times)
 
 
 def at_cap_cpu_ms(db: str, version: str, rounds: int) -> tuple[float, float]:
@@ -92,16 +100,13 @@ def at_cap_cpu_ms(db: str, version: str, rounds: int) -> tuple[float, float]:
 
     command = " ".join(["--tp 1"] * (MAX_WORDS // 2))
     engine = make_engine(database_url(db), readonly=True)
-    out = []
     with Session(engine) as session:
-        for prof in (None, Profile.parse(PROFILE)):
-            explain(session, version, command, None, prof)
-            times = []
-            for _ in range(max(3, rounds // 5)):
-                start = time.process_time()
-                explain(session, version, command, None, prof)
-                times.append((time.process_time() - start) * 1000)
-            out.append(statistics.median(times))
+        out = [
+            median_cpu_ms(
+                partial(explain, session, version, command, None, prof), max(3, rounds // 5)
+            )
+            for prof in (None, Profile.parse(PROFILE))
+        ]
     engine.dispose()
     return out[0], out[1]
 

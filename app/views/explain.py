@@ -190,8 +190,23 @@ def json_answer(answer: Answer) -> Response:
     return Response(content=answer._json, media_type="application/json")
 
 
-def _rejected(request: Request, exc: CommandRejected) -> Response:
-    return error_response(request, 413 if exc.too_large else 400, str(exc), kind="command")
+# The questions explain will not answer: a command over the bounds, a profile that cannot
+# be used, a model whose config cannot be read.
+REFUSED = (CommandRejected, BadProfile, ModelUnavailable)
+
+
+def refusal(exc: Exception) -> tuple[int, str]:
+    """The status and error kind of a REFUSED question."""
+    if isinstance(exc, CommandRejected):
+        return (413 if exc.too_large else 400), "command"
+    if isinstance(exc, ModelUnavailable):
+        return exc.status, "model"
+    return 400, "profile"
+
+
+def _refused(request: Request, exc: Exception) -> Response:
+    status, kind = refusal(exc)
+    return error_response(request, status, str(exc), kind=kind)
 
 
 def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -246,12 +261,8 @@ async def api_explain(request: Request, body: ExplainRequest, session: SessionDe
             return explain_result(request, session, *question, profile, origin)
 
         return json_answer(await run_in_threadpool(answer))
-    except CommandRejected as exc:
-        return _rejected(request, exc)
-    except BadProfile as exc:
-        return error_response(request, 400, str(exc), kind="profile")
-    except ModelUnavailable as exc:
-        return error_response(request, exc.status, str(exc), kind="model")
+    except REFUSED as exc:
+        return _refused(request, exc)
 
 
 @router.get(
@@ -275,12 +286,8 @@ def api_explain_get(
             origin,
         )
         return json_answer(answer)
-    except CommandRejected as exc:
-        return _rejected(request, exc)
-    except BadProfile as exc:
-        return error_response(request, 400, str(exc), kind="profile")
-    except ModelUnavailable as exc:
-        return error_response(request, exc.status, str(exc), kind="model")
+    except REFUSED as exc:
+        return _refused(request, exc)
 
 
 @with_profile_text(bounded=False)
@@ -350,13 +357,7 @@ def explain_page(
                 context["suggestions"].append(
                     {"name": name, "url": explain_url(fixed[0], command, fixed[1], form)}
                 )
-        except CommandRejected as exc:
-            status = 413 if exc.too_large else 400
-            context["error"] = str(exc)
-        except BadProfile as exc:
-            status = 400
-            context["error"] = str(exc)
-        except ModelUnavailable as exc:
-            status = exc.status
+        except REFUSED as exc:
+            status = refusal(exc)[0]
             context["error"] = str(exc)
     return render(request, "explain.html", context, status_code=status, block="results")
