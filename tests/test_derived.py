@@ -8,7 +8,8 @@ from typing import Any
 
 from kb.explain import derived
 from kb.explain.predicates import Profile, Unknown
-from kb.explain.simulate import Module, Simulator, parse_module
+from kb.explain.simulate import Simulator
+from kb.explain.source_modules import Module, parse_module
 
 ARGS = "python/sglang/srt/server_args.py"
 MODEL_CONFIG = "python/sglang/srt/configs/model_config.py"

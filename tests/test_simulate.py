@@ -19,7 +19,8 @@ from kb.explain.predicates import (
     ProfileError,
     Unknown,
 )
-from kb.explain.simulate import Module, Result, Simulator, parse_module
+from kb.explain.simulate import Result, Simulator
+from kb.explain.source_modules import Module, parse_module
 from tests import sim_repos
 
 ARGS = "python/sglang/srt/server_args.py"

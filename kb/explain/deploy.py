@@ -27,7 +27,8 @@ from kb.explain.report import Finding, finding, one_line
 from kb.explain.report import display as _display
 from kb.explain.safe_eval import Undecidable
 from kb.explain.shell import tokenize
-from kb.explain.simulate import Budget, Change, Check, Module, Result, Simulator, parse_module
+from kb.explain.simulate import Budget, Change, Check, Result, Simulator
+from kb.explain.source_modules import Module, parse_module
 from kb.explain.values import default_of as _default_of
 from kb.profile import PLATFORMS
 from kb.pyast import and_all

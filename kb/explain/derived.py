@@ -20,20 +20,10 @@ import ast
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from kb.explain.abstract_values import SELF, Func, Obj, merge_needs, truth
 from kb.explain.predicates import Unknown, unknown
-from kb.explain.simulate import (
-    SELF,
-    Ctx,
-    Frame,
-    Func,
-    Module,
-    Obj,
-    _Break,
-    _Continue,
-    _merge_needs,
-    _Return,
-    truth,
-)
+from kb.explain.simulate import Ctx, Frame, _Break, _Continue, _Return
+from kb.explain.source_modules import Module
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
@@ -240,7 +230,7 @@ def comprehension(sim: Simulator, node: ast.expr, frame: Frame, ctx: Ctx) -> Any
         if isinstance(items, dict):
             items = list(items)
         if gen.is_async or not isinstance(items, list | tuple | str | set | frozenset):
-            return Unknown(_merge_needs(items) or ("the items of a comprehension",))
+            return Unknown(merge_needs(items) or ("the items of a comprehension",))
         if len(items) > MAX_ITEMS:
             return unknown("a comprehension over many items")
         for item in list(items):
@@ -262,7 +252,7 @@ def comprehension(sim: Simulator, node: ast.expr, frame: Frame, ctx: Ctx) -> Any
     if stop is not None:
         return Unknown(stop.needs or ("the items of a comprehension",))
     if any(isinstance(v, Unknown) for v in out):
-        return Unknown(_merge_needs(*out) or ("an item of a comprehension",))
+        return Unknown(merge_needs(*out) or ("an item of a comprehension",))
     if isinstance(node, ast.SetComp):
         with contextlib.suppress(TypeError):
             return set(out)

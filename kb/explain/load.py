@@ -18,7 +18,7 @@ from kb.cache import Cache, Stamp
 from kb.explain.deploy import cached_module
 from kb.explain.facts import EnvSpec, FlagSpec, SiteSpec, VersionFacts, negations_of
 from kb.explain.ranges import VersionOptions
-from kb.explain.simulate import Module
+from kb.explain.source_modules import Module
 from kb.queries import citation, session_stamp
 from kb.schema import (
     ConstraintSite,

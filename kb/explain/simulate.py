@@ -21,11 +21,30 @@ import ast
 import contextlib
 import copy
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from kb.explain.abstract_values import (
+    BINARY,
+    COMPARE,
+    SCALARS,
+    SELF,
+    ExternalName,
+    Func,
+    Method,
+    Obj,
+    Self,
+    Symbol,
+    is_known,
+    lift,
+    likely_of,
+    merge_needs,
+    options_of,
+    same_value,
+    truth,
+)
 from kb.explain.predicates import (
     ASSUMED,
     MISSING,
@@ -39,143 +58,55 @@ from kb.explain.predicates import (
     missing,
     unknown,
 )
-from kb.explain.safe_eval import ARITHMETIC, COMPARISONS
+from kb.explain.source_modules import (
+    HF_CONFIG_LOADER,
+    Module,
+    class_defaults,
+    env_fields,
+    import_names,
+    loads_hf_config,
+    mla_archs,
+    module_path,
+    raise_message,
+)
 from kb.pyast import NOT_LITERAL, fill_names, literal, render_text, strip_ansi
 
 MAX_STEPS = 20_000  # statements per run; SGLang's own argument handling takes < 2,000
 MAX_DEPTH = 14  # nested calls
 MAX_LOOP = 64  # iterations of one loop over a known sequence
-MAX_OPTIONS = 4  # possible values kept for a tainted assignment
 MAX_TEXT = 160
-
-# --------------------------------------------------------------------------------------
-# Modules: one parsed file, with what its names refer to
-# --------------------------------------------------------------------------------------
-
-
-@dataclass
-class Module:
-    path: str
-    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
-    classes: dict[str, ast.ClassDef]
-    imports: dict[str, tuple[str, str | None]]  # local name -> (module, attribute)
-    assigns: dict[str, ast.expr]  # module-level NAME = expr
-    lines: dict[str, int]  # where each module-level name is defined
-    constants: dict[str, Any] = field(default_factory=dict)  # literal assigns, evaluated once
-
-
-def module_path(dotted: str) -> list[str]:
-    base = "python/" + dotted.replace(".", "/")
-    return [base + ".py", base + "/__init__.py"]
-
-
-def _import_names(
-    node: ast.Import | ast.ImportFrom,
-) -> Iterable[tuple[str, tuple[str, str | None]]]:
-    if isinstance(node, ast.ImportFrom):
-        if node.level or not node.module:
-            return
-        for alias in node.names:
-            yield alias.asname or alias.name, (node.module, alias.name)
-    else:
-        for alias in node.names:
-            yield (alias.asname or alias.name.split(".")[0]), (alias.name, None)
-
-
-def parse_module(path: str, text: str) -> Module | None:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    mod = Module(path, {}, {}, {}, {}, {})
-
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                mod.functions[node.name] = node
-                mod.lines[node.name] = node.lineno
-            elif isinstance(node, ast.ClassDef):
-                mod.classes[node.name] = node
-                mod.lines[node.name] = node.lineno
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                for name, imported in _import_names(node):
-                    mod.imports.setdefault(name, imported)
-            elif isinstance(node, ast.Assign):
-                for target in node.targets:
-                    for name in _target_names(target):
-                        mod.assigns[name] = node.value
-                        mod.lines[name] = node.lineno
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                if node.value is not None:
-                    mod.assigns[node.target.id] = node.value
-                    mod.lines[node.target.id] = node.lineno
-            elif isinstance(node, ast.If | ast.Try):  # `if TYPE_CHECKING:` / try-imports
-                visit(node.body)
-                for handler in getattr(node, "handlers", []):
-                    visit(handler.body)
-                visit(node.orelse)
-
-    visit(tree.body)
-    return mod
-
-
-def _target_names(target: ast.expr) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Tuple | ast.List):
-        return [n for elt in target.elts for n in _target_names(elt)]
-    return []
-
-
-# --------------------------------------------------------------------------------------
-# Values the interpreter handles besides plain Python constants
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Symbol:
-    """A name we do not interpret (an enum member, a module attribute): compared by name."""
-
-    dotted: str
-
-
-@dataclass(frozen=True)
-class Func:
-    module: Module = field(compare=False)
-    node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False)
-    bound: Any = None  # the Self for methods
-
-
-@dataclass(frozen=True)
-class ExternalName:
-    """A name defined outside the code we interpret: imported from a module we do not hold
-    (or do not follow), or a builtin."""
-
-    name: str
-    module: str
-
-
-@dataclass(frozen=True)
-class Obj:
-    """The model's hf_config or ModelConfig: attributes come from the profile."""
-
-    kind: str  # "hf_config" | "model_config"
-
-
-class Self:
-    """The ServerArgs instance: its fields are the simulated state."""
-
-
-SELF = Self()
-
-
-@dataclass(frozen=True)
-class Method:
-    """A bound method of a known value: `"x".lower`, `{}.get`."""
-
-    target: Any
-    name: str
-
+# calls and methods of known values the interpreter runs: pure, on values it can compute with
+_PURE_BUILTINS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "any": any,
+    "all": all,
+    "sorted": sorted,
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "round": round,
+}
+_STR_METHODS = {
+    "lower",
+    "upper",
+    "startswith",
+    "endswith",
+    "strip",
+    "split",
+    "replace",
+    "isdigit",
+    "lstrip",
+    "rstrip",
+}
+_CONTAINER_METHODS = {"get", "keys", "values", "items", "count", "index"}
+_LOG_METHODS = {"warning", "warn", "info", "debug", "error", "critical", "warning_once"}
 
 # --------------------------------------------------------------------------------------
 # What a run records
@@ -299,177 +230,6 @@ class Budget:
     @property
     def exhausted(self) -> bool:
         return self.left <= 0
-
-
-# --------------------------------------------------------------------------------------
-# Helpers over values
-# --------------------------------------------------------------------------------------
-
-# safe_eval's operators, plus identity tests and bit operators; no `**` (safe_eval guards
-# its size, this interpreter has no such guard).
-_CMP: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    **COMPARISONS,
-    ast.Is: lambda a, b: a is b if a is None or b is None or isinstance(a, bool) else a == b,
-    ast.IsNot: lambda a, b: a is not b if a is None or b is None or isinstance(a, bool) else a != b,
-}
-MAX_VALUE = 100_000  # items or characters of a list or string the run builds
-_SEQUENCES = (str, list, tuple)
-
-
-# `+` and `*` refuse to build a sequence over MAX_VALUE long (`[0] * dp_size` with a huge
-# value from the command): one statement costs a bounded amount of work. The ValueError
-# makes the value unknown (_lift).
-def _add(a: Any, b: Any) -> Any:
-    if isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES) and len(a) + len(b) > MAX_VALUE:
-        raise ValueError("value too large")
-    return a + b
-
-
-def _mul(a: Any, b: Any) -> Any:
-    seq, times = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
-    if isinstance(seq, _SEQUENCES) and isinstance(times, int) and len(seq) * times > MAX_VALUE:
-        raise ValueError("value too large")
-    return a * b
-
-
-_BIN: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    **{op: fn for op, fn in ARITHMETIC.items() if op is not ast.Pow},
-    ast.Add: _add,
-    ast.Mult: _mul,
-    ast.BitOr: operator.or_,
-    ast.BitAnd: operator.and_,
-}
-_SCALAR = (str, int, float, bool, type(None))
-_PURE_BUILTINS: dict[str, Callable[..., Any]] = {
-    "len": len,
-    "min": min,
-    "max": max,
-    "abs": abs,
-    "int": int,
-    "float": float,
-    "str": str,
-    "bool": bool,
-    "any": any,
-    "all": all,
-    "sorted": sorted,
-    "list": list,
-    "tuple": tuple,
-    "set": set,
-    "round": round,
-}
-_STR_METHODS = {
-    "lower",
-    "upper",
-    "startswith",
-    "endswith",
-    "strip",
-    "split",
-    "replace",
-    "isdigit",
-    "lstrip",
-    "rstrip",
-}
-_CONTAINER_METHODS = {"get", "keys", "values", "items", "count", "index"}
-_LOG_METHODS = {"warning", "warn", "info", "debug", "error", "critical", "warning_once"}
-
-
-def is_unknown(value: Any) -> bool:
-    return isinstance(value, Unknown)
-
-
-def _known(value: Any) -> bool:
-    """A value we can compute with: scalars and containers of them."""
-    if isinstance(value, (*_SCALAR, Symbol)):
-        return True
-    if isinstance(value, list | tuple | set | frozenset):
-        return len(value) <= 10_000 and all(_known(v) for v in value)
-    if isinstance(value, dict):
-        return len(value) <= 10_000 and all(_known(k) and _known(v) for k, v in value.items())
-    return False
-
-
-def _merge_needs(*values: Any) -> tuple[str, ...]:
-    needs: dict[str, None] = {}
-    for v in values:
-        if isinstance(v, Unknown):
-            needs.update(dict.fromkeys(v.needs))
-    return tuple(needs)
-
-
-def _lift(fn: Callable[..., Any], *args: Any) -> Any:
-    """Apply `fn` to values some of which may be Unknown with a few known options: the
-    result is known when every combination agrees."""
-    if not any(isinstance(a, Unknown) for a in args):
-        try:
-            return fn(*args)
-        except Exception:  # noqa: BLE001 - a type error in SGLang's code under our values
-            return unknown("a value this analysis cannot compute")
-    combos: list[list[Any]] = [[]]
-    for a in args:
-        if isinstance(a, Unknown):
-            if a.options is None:
-                return Unknown(_merge_needs(*args), None, _likely(fn, args))
-            combos = [c + [o] for c in combos for o in a.options]
-        else:
-            combos = [c + [a] for c in combos]
-        if len(combos) > 16:
-            return Unknown(_merge_needs(*args), None, _likely(fn, args))
-    results = []
-    for combo in combos:
-        try:
-            results.append(fn(*combo))
-        except Exception:  # noqa: BLE001
-            return Unknown(_merge_needs(*args), None, _likely(fn, args))
-    first = results[0]
-    if all(_same(r, first) for r in results):
-        return first
-    return Unknown(_merge_needs(*args), _options(results), _likely(fn, args))
-
-
-def _likely_of(value: Any) -> Any:
-    return value.likely if isinstance(value, Unknown) else value
-
-
-def _likely(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
-    values = [a.likely if isinstance(a, Unknown) else a for a in args]
-    if any(v is NO_LIKELY for v in values):
-        return NO_LIKELY
-    try:
-        return fn(*values)
-    except Exception:  # noqa: BLE001
-        return NO_LIKELY
-
-
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
-def _options(values: Iterable[Any]) -> tuple[Any, ...] | None:
-    out: list[Any] = []
-    for v in values:
-        if isinstance(v, Unknown):
-            if v.options is None:
-                return None
-            candidates: Iterable[Any] = v.options
-        else:
-            if not _known(v):
-                return None
-            candidates = [v]
-        for c in candidates:
-            if not any(_same(c, o) for o in out):
-                out.append(c)
-    return tuple(out) if len(out) <= MAX_OPTIONS else None
-
-
-def truth(value: Any) -> bool | Unknown:
-    if isinstance(value, Unknown):
-        return _lift(bool, value)  # type: ignore[no-any-return]
-    if isinstance(value, Obj | Func | ExternalName | Self | Method | Symbol):
-        return True
-    try:
-        return bool(value)
-    except Exception:  # noqa: BLE001
-        return unknown("a value this analysis cannot compute")
 
 
 @lru_cache(maxsize=50_000)
@@ -647,10 +407,10 @@ class Simulator:
                 self.assign(node.target, value, frame, ctx, node, marks)
         elif isinstance(node, ast.AugAssign):
             current, marks = self.value_of(_as_load(node.target), frame, ctx)
-            op = _BIN.get(type(node.op))
+            op = BINARY.get(type(node.op))
             rhs, rhs_marks = self.value_of(node.value, frame, ctx)
             value = (
-                _lift(op, current, rhs) if op else unknown("a value this analysis cannot compute")
+                lift(op, current, rhs) if op else unknown("a value this analysis cannot compute")
             )
             self.assign(node.target, value, frame, ctx, node, marks | rhs_marks)
         elif isinstance(node, ast.If):
@@ -658,19 +418,19 @@ class Simulator:
         elif isinstance(node, ast.Return):
             value = self.eval(node.value, frame, ctx) if node.value is not None else None
             if ctx.needs:
-                frame.returns.append(Unknown(ctx.needs, _options([value])))
+                frame.returns.append(Unknown(ctx.needs, options_of([value])))
                 frame.maybe_returned = tuple(dict.fromkeys((*frame.maybe_returned, *ctx.needs)))
                 frame.return_states.append((dict(self.fields), ctx.needs))
             else:
                 raise _Return(value)
         elif isinstance(node, ast.Raise):
-            self.check("raise", node, _raise_message(node), ctx, fired=True)
+            self.check("raise", node, raise_message(node), ctx, fired=True)
         elif isinstance(node, ast.Assert):
             outcome, reads = self.test(node.test, frame, ctx)
             message = render_text(node.msg) or "" if node.msg is not None else ""
             text = negated_source(node.test)
             fails_likely = isinstance(outcome, Unknown) and outcome.likely is False
-            inner = ctx.under(text, _merge_needs(outcome), reads, fails_likely)
+            inner = ctx.under(text, merge_needs(outcome), reads, fails_likely)
             if outcome is True:
                 self.check("assert", node, message, inner, fired=False)
             else:
@@ -692,7 +452,7 @@ class Simulator:
         elif isinstance(node, ast.With | ast.AsyncWith):
             self.block(node.body, frame, ctx)
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            for name, imported in _import_names(node):
+            for name, imported in import_names(node):
                 frame.locals[name] = self.resolve_import(name, imported)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             frame.locals[node.name] = Func(frame.module, node)
@@ -788,7 +548,7 @@ class Simulator:
         out = dict(a)
         for key in keys if keys is not None else a.keys() | b.keys():
             va, vb = a.get(key, _ABSENT), b.get(key, _ABSENT)
-            if va is vb or _same(va, vb):
+            if va is vb or same_value(va, vb):
                 continue
             if va is _ABSENT or vb is _ABSENT:
                 out[key] = Unknown(needs)  # a local bound on one path only
@@ -797,13 +557,13 @@ class Simulator:
             # the command gave) the branch that left the command's value alone
             likely: Any = NO_LIKELY
             if pick is not None:
-                likely = _likely_of((va, vb)[pick])
+                likely = likely_of((va, vb)[pick])
             elif given and key in self.given and key in before:
                 for v in (va, vb):
-                    if _same(v, before[key]) or v is before[key]:
-                        likely = _likely_of(v)
+                    if same_value(v, before[key]) or v is before[key]:
+                        likely = likely_of(v)
             out[key] = Unknown(
-                tuple(dict.fromkeys((*needs, *_merge_needs(va, vb)))), _options([va, vb]), likely
+                tuple(dict.fromkeys((*needs, *merge_needs(va, vb)))), options_of([va, vb]), likely
             )
         return out
 
@@ -811,7 +571,7 @@ class Simulator:
         """A branch not taken: the raises directly in it are checks that passed."""
         for stmt in body:
             if isinstance(stmt, ast.Raise):
-                self.check("raise", stmt, _raise_message(stmt), ctx, fired=False)
+                self.check("raise", stmt, raise_message(stmt), ctx, fired=False)
 
     def for_(self, node: ast.For | ast.AsyncFor, frame: Frame, ctx: Ctx) -> None:
         items = self.eval(node.iter, frame, ctx)
@@ -829,7 +589,7 @@ class Simulator:
                 return
             self.block(node.orelse, frame, ctx)
             return
-        needs = _merge_needs(items) or ("the items of a loop",)
+        needs = merge_needs(items) or ("the items of a loop",)
         self.assign(node.target, Unknown(needs), frame, ctx, node)
         body_ctx = ctx.under(source_of(node.iter), needs, frozenset())
         self.fork(frame, body_ctx.needs, None, (node.body, body_ctx), ([], ctx))
@@ -863,7 +623,7 @@ class Simulator:
                 for elt in target.elts:
                     self.assign(
                         elt,
-                        Unknown(_merge_needs(value) or ("an unpacked value",)),
+                        Unknown(merge_needs(value) or ("an unpacked value",)),
                         frame,
                         ctx,
                         node,
@@ -882,7 +642,7 @@ class Simulator:
         self.written.add(name)
         if before is _ABSENT and name in ("model_config",):
             return
-        if not ctx.needs and _same(before, value):
+        if not ctx.needs and same_value(before, value):
             return
         shown = value if not isinstance(value, Func | Method | Obj | Self) else unknown("an object")
         self.result.changes.append(
@@ -999,7 +759,7 @@ class Simulator:
             self.fields = self.merge(self.fields, state, state, needs, None, given=False)
         if frame.returns:
             merged = [*frame.returns, value] if certain else frame.returns
-            return Unknown(_merge_needs(*merged), _options(merged))
+            return Unknown(merge_needs(*merged), options_of(merged))
         return value
 
     def call(self, node: ast.Call, frame: Frame, ctx: Ctx) -> Any:
@@ -1036,7 +796,7 @@ class Simulator:
                 if isinstance(spread, list | tuple):
                     args.extend(spread)
                 else:
-                    return None, Unknown(_merge_needs(spread) or ("call arguments",))
+                    return None, Unknown(merge_needs(spread) or ("call arguments",))
             else:
                 args.append(self.eval(a, frame, ctx))
         kwargs = {k.arg: self.eval(k.value, frame, ctx) for k in node.keywords if k.arg}
@@ -1216,8 +976,8 @@ class Simulator:
             fn = _PURE_BUILTINS.get(name)
             if fn is not None and not kwargs:
                 if any(isinstance(a, Unknown) for a in args):
-                    return _lift(fn, *args)
-                if all(_known(a) for a in args):
+                    return lift(fn, *args)
+                if all(is_known(a) for a in args):
                     try:
                         return fn(*args)
                     except Exception:  # noqa: BLE001
@@ -1234,19 +994,19 @@ class Simulator:
         for kind in kinds:
             builtin = BUILTIN_TYPES.get(kind.name) if isinstance(kind, ExternalName) else None
             if builtin is None or kind.module != "builtins":  # a class: as before, scalars
-                return _lift(lambda v: isinstance(v, _SCALAR), args[0])
+                return lift(lambda v: isinstance(v, SCALARS), args[0])
             types.append(builtin)
-        return _lift(lambda v: isinstance(v, tuple(types)), args[0])
+        return lift(lambda v: isinstance(v, tuple(types)), args[0])
 
     def method(self, m: Method, args: list[Any]) -> Any:
         target = m.target
-        if isinstance(target, str) and m.name in _STR_METHODS and all(_known(a) for a in args):
+        if isinstance(target, str) and m.name in _STR_METHODS and all(is_known(a) for a in args):
             try:
                 return getattr(target, m.name)(*args)
             except Exception:  # noqa: BLE001
                 return unknown("a value this analysis cannot compute")
         if isinstance(target, dict | list | tuple) and m.name in _CONTAINER_METHODS:
-            if all(_known(a) for a in args):
+            if all(is_known(a) for a in args):
                 try:
                     result = getattr(target, m.name)(*args)
                     return list(result) if m.name in ("keys", "values", "items") else result
@@ -1276,30 +1036,30 @@ class Simulator:
             operand = self.eval(node.operand, frame, ctx)
             if isinstance(node.op, ast.Not):
                 t = truth(operand)
-                return _lift(operator.not_, t)
+                return lift(operator.not_, t)
             if isinstance(node.op, ast.USub):
-                return _lift(operator.neg, operand)
+                return lift(operator.neg, operand)
             return operand
         if isinstance(node, ast.Compare):
             left = self.eval(node.left, frame, ctx)
             result: Any = True
             for op, comparator in zip(node.ops, node.comparators, strict=True):
                 right = self.eval(comparator, frame, ctx)
-                fn = _CMP.get(type(op))
-                step = _lift(fn, left, right) if fn else unknown("a comparison")
-                result = _lift(lambda a, b: a and b, result, truth(step))
+                fn = COMPARE.get(type(op))
+                step = lift(fn, left, right) if fn else unknown("a comparison")
+                result = lift(lambda a, b: a and b, result, truth(step))
                 if result is False:
                     return False
                 left = right
             return result
         if isinstance(node, ast.BinOp):
-            fn = _BIN.get(type(node.op))
+            fn = BINARY.get(type(node.op))
             lhs, rhs = self.eval(node.left, frame, ctx), self.eval(node.right, frame, ctx)
             if fn is None:
-                return Unknown(_merge_needs(lhs, rhs) or ("arithmetic",))
+                return Unknown(merge_needs(lhs, rhs) or ("arithmetic",))
             if isinstance(lhs, str) and isinstance(node.op, ast.Mod):
                 return unknown("a formatted string")
-            return _lift(fn, lhs, rhs)
+            return lift(fn, lhs, rhs)
         if isinstance(node, ast.IfExp):
             t = truth(self.eval(node.test, frame, ctx))
             if t is True:
@@ -1307,9 +1067,9 @@ class Simulator:
             if t is False:
                 return self.eval(node.orelse, frame, ctx)
             a, b = self.eval(node.body, frame, ctx), self.eval(node.orelse, frame, ctx)
-            if _same(a, b):
+            if same_value(a, b):
                 return a
-            return Unknown(tuple(dict.fromkeys((*t.needs, *_merge_needs(a, b)))), _options([a, b]))
+            return Unknown(tuple(dict.fromkeys((*t.needs, *merge_needs(a, b)))), options_of([a, b]))
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             items = []
             for e in node.elts:
@@ -1332,7 +1092,7 @@ class Simulator:
             out: dict[Any, Any] = {}
             for k, v in zip(node.keys, node.values, strict=True):
                 key = self.eval(k, frame, ctx) if k is not None else None
-                if k is None or not _known(key) or isinstance(key, list | dict | set):
+                if k is None or not is_known(key) or isinstance(key, list | dict | set):
                     return unknown("a dict")
                 out[key] = self.eval(v, frame, ctx)
             return out
@@ -1343,7 +1103,7 @@ class Simulator:
             )
             if index is None and isinstance(node.slice, ast.Slice):
                 return unknown("a slice")
-            return _lift(lambda b, i: b[i], base, index)
+            return lift(lambda b, i: b[i], base, index)
         if isinstance(node, ast.JoinedStr):
             return unknown("a formatted string")
         if isinstance(node, ast.NamedExpr):
@@ -1372,7 +1132,7 @@ class Simulator:
             likely = NO_LIKELY
             if all(v is not NO_LIKELY for v in likelies):
                 likely = all(likelies) if is_and else any(likelies)
-            return Unknown(_merge_needs(*pending), None, likely)
+            return Unknown(merge_needs(*pending), None, likely)
         return last
 
     def attribute(self, obj: Any, attr: str, allow_missing: bool = False) -> Any:
@@ -1463,55 +1223,7 @@ BUILTIN_TYPES: dict[str, type | tuple[type, ...]] = {
     "float": float,
     "bool": bool,
 }
-# transformers' loader of a model's config.json: what it returns is the profile's hf_config
-HF_CONFIG_LOADER = ["AutoConfig", "from_pretrained"]
 ENV_READERS = {"get_bool_env_var": "false", "get_int_env_var": 0, "get_str_env_var": None}
-
-
-@lru_cache(maxsize=64)
-def class_defaults(cls: ast.ClassDef) -> dict[str, Any]:
-    """Cached per class node (parsed modules are cached per blob sha); callers copy.
-    Literal defaults of a dataclass's fields: `x: int = 1`, `field(default=...)`,
-    `field(default_factory=list)`, era 3's `x: A[int, Arg(...)] = 1`."""
-    out: dict[str, Any] = {}
-    for node in cls.body:
-        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-            continue
-        value = node.value
-        if value is None:
-            continue
-        if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
-            kw = {k.arg: k.value for k in value.keywords if k.arg}
-            if "default" in kw:
-                value = kw["default"]
-            elif "default_factory" in kw:
-                factory = ast.unparse(kw["default_factory"])
-                if factory in ("list", "dict", "set"):
-                    out[node.target.id] = {"list": [], "dict": {}, "set": set()}[factory]
-                continue
-        lit = literal(value)
-        if lit is not NOT_LITERAL:
-            out[node.target.id] = lit
-    return out
-
-
-@lru_cache(maxsize=256)
-def loads_hf_config(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A function that ends `return config` where `config = AutoConfig.from_pretrained(..)`
-    in its body (SGLang's get_config in every era): calling it loads the model's hf_config."""
-    last = fn.body[-1] if fn.body else None
-    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
-        return False
-    name = last.value.id
-    for node in ast.walk(fn):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-            and ast.unparse(node.value.func).split(".")[-2:] == HF_CONFIG_LOADER
-        ):
-            return True
-    return False
 
 
 def _marks(reads: Iterable[str]) -> frozenset[str]:
@@ -1521,60 +1233,3 @@ def _marks(reads: Iterable[str]) -> frozenset[str]:
 
 def _as_load(target: ast.expr) -> ast.expr:
     return target
-
-
-def _raise_message(node: ast.Raise) -> str:
-    exc = node.exc
-    if isinstance(exc, ast.Call):
-        name = ast.unparse(exc.func)
-        text = render_text(exc.args[0]) if exc.args else ""
-        return f"{name}: {text}" if text else name
-    return ast.unparse(exc) if exc is not None else "re-raise"
-
-
-_env_cache: dict[int, dict[str, ast.expr]] = {}
-
-
-def env_fields(mod: Module) -> dict[str, ast.expr]:
-    """`NAME = EnvBool(default)` in the classes of sglang.srt.environ, by name."""
-    key = id(mod)
-    if key not in _env_cache:
-        found: dict[str, ast.expr] = {}
-        for cls in mod.classes.values():
-            for stmt in cls.body:
-                if isinstance(stmt, ast.Assign):
-                    for t in stmt.targets:
-                        if isinstance(t, ast.Name):
-                            found[t.id] = stmt.value
-        if len(_env_cache) > 32:
-            _env_cache.clear()
-        _env_cache[key] = found
-    return _env_cache[key]
-
-
-_mla_cache: dict[int, frozenset[str]] = {}
-
-
-def mla_archs(mod: Module) -> frozenset[str]:
-    key = id(mod)
-    if key in _mla_cache:
-        return _mla_cache[key]
-    names: set[str] = set()
-    for cls in mod.classes.values():
-        for node in ast.walk(cls):
-            if isinstance(node, ast.If) and any(_sets_mla(s) for s in node.body):
-                names.update(
-                    c.value
-                    for c in ast.walk(node.test)
-                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
-                )
-    _mla_cache[key] = frozenset(names)
-    return _mla_cache[key]
-
-
-def _sets_mla(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Assign)
-        and any(isinstance(t, ast.Attribute) and t.attr == "attention_arch" for t in stmt.targets)
-        and ast.unparse(stmt.value).endswith("MLA")
-    )

@@ -1,0 +1,200 @@
+"""SGLang's source as the simulator reads it: parsed modules and what their names refer to.
+
+`parse_module` turns one file's text into a `Module` (its functions, classes, imports and
+module-level assignments, looking inside `if TYPE_CHECKING:` and try-imports); the helpers
+after it read facts straight off the AST that the simulator needs and does not interpret: a
+dataclass's literal field defaults, whether a function loads the model's hf_config, a raise's
+message, sglang.srt.environ's declarations and which architectures ModelConfig treats as MLA.
+Nothing here is eval'ed or imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from kb.pyast import NOT_LITERAL, literal, render_text
+
+
+@dataclass
+class Module:
+    path: str
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    classes: dict[str, ast.ClassDef]
+    imports: dict[str, tuple[str, str | None]]  # local name -> (module, attribute)
+    assigns: dict[str, ast.expr]  # module-level NAME = expr
+    lines: dict[str, int]  # where each module-level name is defined
+    constants: dict[str, Any] = field(default_factory=dict)  # literal assigns, evaluated once
+
+
+def module_path(dotted: str) -> list[str]:
+    base = "python/" + dotted.replace(".", "/")
+    return [base + ".py", base + "/__init__.py"]
+
+
+def import_names(
+    node: ast.Import | ast.ImportFrom,
+) -> Iterable[tuple[str, tuple[str, str | None]]]:
+    if isinstance(node, ast.ImportFrom):
+        if node.level or not node.module:
+            return
+        for alias in node.names:
+            yield alias.asname or alias.name, (node.module, alias.name)
+    else:
+        for alias in node.names:
+            yield (alias.asname or alias.name.split(".")[0]), (alias.name, None)
+
+
+def parse_module(path: str, text: str) -> Module | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    mod = Module(path, {}, {}, {}, {}, {})
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                mod.functions[node.name] = node
+                mod.lines[node.name] = node.lineno
+            elif isinstance(node, ast.ClassDef):
+                mod.classes[node.name] = node
+                mod.lines[node.name] = node.lineno
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                for name, imported in import_names(node):
+                    mod.imports.setdefault(name, imported)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for name in target_names(target):
+                        mod.assigns[name] = node.value
+                        mod.lines[name] = node.lineno
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if node.value is not None:
+                    mod.assigns[node.target.id] = node.value
+                    mod.lines[node.target.id] = node.lineno
+            elif isinstance(node, ast.If | ast.Try):  # `if TYPE_CHECKING:` / try-imports
+                visit(node.body)
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+                visit(node.orelse)
+
+    visit(tree.body)
+    return mod
+
+
+def target_names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for elt in target.elts for n in target_names(elt)]
+    return []
+
+
+# transformers' loader of a model's config.json: what it returns is the profile's hf_config
+HF_CONFIG_LOADER = ["AutoConfig", "from_pretrained"]
+
+
+@lru_cache(maxsize=64)
+def class_defaults(cls: ast.ClassDef) -> dict[str, Any]:
+    """Cached per class node (parsed modules are cached per blob sha); callers copy.
+    Literal defaults of a dataclass's fields: `x: int = 1`, `field(default=...)`,
+    `field(default_factory=list)`, era 3's `x: A[int, Arg(...)] = 1`."""
+    out: dict[str, Any] = {}
+    for node in cls.body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        value = node.value
+        if value is None:
+            continue
+        if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
+            kw = {k.arg: k.value for k in value.keywords if k.arg}
+            if "default" in kw:
+                value = kw["default"]
+            elif "default_factory" in kw:
+                factory = ast.unparse(kw["default_factory"])
+                if factory in ("list", "dict", "set"):
+                    out[node.target.id] = {"list": [], "dict": {}, "set": set()}[factory]
+                continue
+        lit = literal(value)
+        if lit is not NOT_LITERAL:
+            out[node.target.id] = lit
+    return out
+
+
+@lru_cache(maxsize=256)
+def loads_hf_config(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function that ends `return config` where `config = AutoConfig.from_pretrained(..)`
+    in its body (SGLang's get_config in every era): calling it loads the model's hf_config."""
+    last = fn.body[-1] if fn.body else None
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
+        return False
+    name = last.value.id
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            and ast.unparse(node.value.func).split(".")[-2:] == HF_CONFIG_LOADER
+        ):
+            return True
+    return False
+
+
+def raise_message(node: ast.Raise) -> str:
+    exc = node.exc
+    if isinstance(exc, ast.Call):
+        name = ast.unparse(exc.func)
+        text = render_text(exc.args[0]) if exc.args else ""
+        return f"{name}: {text}" if text else name
+    return ast.unparse(exc) if exc is not None else "re-raise"
+
+
+_env_cache: dict[int, dict[str, ast.expr]] = {}
+
+
+def env_fields(mod: Module) -> dict[str, ast.expr]:
+    """`NAME = EnvBool(default)` in the classes of sglang.srt.environ, by name."""
+    key = id(mod)
+    if key not in _env_cache:
+        found: dict[str, ast.expr] = {}
+        for cls in mod.classes.values():
+            for stmt in cls.body:
+                if isinstance(stmt, ast.Assign):
+                    for t in stmt.targets:
+                        if isinstance(t, ast.Name):
+                            found[t.id] = stmt.value
+        if len(_env_cache) > 32:
+            _env_cache.clear()
+        _env_cache[key] = found
+    return _env_cache[key]
+
+
+_mla_cache: dict[int, frozenset[str]] = {}
+
+
+def mla_archs(mod: Module) -> frozenset[str]:
+    key = id(mod)
+    if key in _mla_cache:
+        return _mla_cache[key]
+    names: set[str] = set()
+    for cls in mod.classes.values():
+        for node in ast.walk(cls):
+            if isinstance(node, ast.If) and any(_sets_mla(s) for s in node.body):
+                names.update(
+                    c.value
+                    for c in ast.walk(node.test)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
+    _mla_cache[key] = frozenset(names)
+    return _mla_cache[key]
+
+
+def _sets_mla(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Assign)
+        and any(isinstance(t, ast.Attribute) and t.attr == "attention_arch" for t in stmt.targets)
+        and ast.unparse(stmt.value).endswith("MLA")
+    )
