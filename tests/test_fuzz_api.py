@@ -60,7 +60,7 @@ def meaningful(key: str, value: Any) -> Any:
     """`value` of profile field `key`, a model or config.json that exists if it is text the
     description allows."""
     limit = {"model": 500, "gpu": 100, "config": MAX_CONFIG_TEXT}.get(key)
-    if limit is None or not isinstance(value, str) or len(value) > limit or "\0" in value:
+    if limit is None or not valid_text(value, limit):
         return value
     return {"model": "", "gpu": "h100"}.get(key, CONFIG if value else "")
 
@@ -84,11 +84,18 @@ def known_names(db: Path) -> dict[str, list[str]]:
         con.close()
 
 
-def some(known: list[str], generated: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """Mostly a name that exists, sometimes whatever schemathesis made up."""
-    if not known:
-        return generated
-    return st.one_of(st.sampled_from(known), st.sampled_from(known), generated)
+def valid_text(value: Any, limit: int | None) -> bool:
+    """Whether `value` is text the description allows (what a hook may replace: an invalid
+    value, a negative case's point, must stay)."""
+    return isinstance(value, str) and len(value) <= (limit or len(value)) and "\0" not in value
+
+
+def some(known: list[str], value: Any, limit: int | None = 200) -> st.SearchStrategy[Any]:
+    """Mostly a name that exists, sometimes what schemathesis made up (always when that is
+    not valid text)."""
+    if not known or not valid_text(value, limit):
+        return st.just(value)
+    return st.one_of(st.sampled_from(known), st.sampled_from(known), st.just(value))
 
 
 def commands(names: dict[str, list[str]]) -> st.SearchStrategy[str]:
@@ -152,7 +159,7 @@ def api_schema(kb_db: Path, backend_url: str) -> Any:
             return st.just(path_parameters)
         keys = {"a": "version", "b": "version"}
         parts = {
-            key: some(names.get(keys.get(key, key), []), st.just(value))
+            key: some(names.get(keys.get(key, key), []), value, None)
             for key, value in path_parameters.items()
         }
         return st.fixed_dictionaries(parts)
@@ -163,35 +170,28 @@ def api_schema(kb_db: Path, backend_url: str) -> Any:
         parts = {key: st.just(value) for key, value in query.items()}
         for key in ("version", "compare"):
             if key in query:
-                parts[key] = some(names["version"] + ["all", ""], st.just(query[key]))
-        if "command" in query:
-            parts["command"] = some([], st.just(query["command"])) | commands(names)
+                parts[key] = some(names["version"] + ["all", ""], query[key])
+        if "command" in query and valid_text(query["command"], 2_000):
+            parts["command"] = st.just(query["command"]) | commands(names)
         for key in ("model", "gpu", "config"):
             if key in query:
                 parts[key] = st.just(meaningful(key, query[key]))
         if "q" in query:
-            parts["q"] = st.one_of(st.just(query["q"]), st.sampled_from(names["flag"]))
+            parts["q"] = some(names["flag"], query["q"], None)
         return st.fixed_dictionaries(parts)
 
     @schema.hook
     def flatmap_body(context: Any, body: Any) -> Any:
         if not isinstance(body, dict) or "command" not in body:
             return st.just(body)
-        profile = body.get("profile")
-        if isinstance(profile, dict):
-            profile = {key: meaningful(key, value) for key, value in profile.items()}
-        return st.fixed_dictionaries(
-            {
-                **{key: st.just(value) for key, value in body.items()},
-                "profile": st.just(profile),
-                "command": st.one_of(st.just(body["command"]), commands(names)),
-                **(
-                    {"version": some(names["version"], st.just(body["version"]))}
-                    if "version" in body
-                    else {}
-                ),
-            }
-        )
+        parts = {key: st.just(value) for key, value in body.items()}
+        if isinstance(body.get("profile"), dict):
+            parts["profile"] = st.just({k: meaningful(k, v) for k, v in body["profile"].items()})
+        if valid_text(body["command"], None):
+            parts["command"] = st.just(body["command"]) | commands(names)
+        if "version" in body:
+            parts["version"] = some(names["version"], body["version"])
+        return st.fixed_dictionaries(parts)
 
     return schema
 
