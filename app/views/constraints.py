@@ -4,7 +4,7 @@ function, file), sort, pages, and CSV/JSON exports of the whole filtered result.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
@@ -45,7 +45,7 @@ class ConstraintQuery(BaseModel):
     kind: Annotated[str, Field(json_schema_extra={"enum": ["", *KINDS]})] = ""
     function: str = ""
     path: str = ""
-    sort: Literal["", "path", "line", "kind", "function"] = "path"  # "": path
+    sort: Annotated[str, Field(description="path, line, kind or function (another: path)")] = "path"
     page: QueryInt = 1
     per_page: QueryInt = PER_PAGE
 
