@@ -128,7 +128,8 @@ def patch_openapi(app: FastAPI) -> None:
       each route lists the statuses it really answers (`responses=errors(...)`): the 422s
       and their schemas go;
     - every route that documents an error may also answer 414 and 400 (app/limits.py, before
-      routing: a URL over MAX_URL bytes, a NUL character in the URL)."""
+      routing: a URL over MAX_URL bytes, a NUL character in the URL), so no text parameter
+      of the URL takes a NUL (its `pattern`)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -141,6 +142,10 @@ def patch_openapi(app: FastAPI) -> None:
                     ref = reply.get("content", {}).get("application/json", {}).get("schema", {})
                     if ref.get("$ref", "").endswith("/HTTPValidationError"):
                         del replies["422"]
+                    for parameter in operation.get("parameters", []):
+                        text = parameter.get("schema", {})
+                        if text.get("type") == "string" and not {"enum", "pattern"} & set(text):
+                            text["pattern"] = NO_NUL
                     # Routes that document no error (H5's) stay as they are.
                     if any(code.startswith("4") for code in replies):
                         replies.setdefault("400", NUL_IN_URL)
@@ -155,6 +160,7 @@ def patch_openapi(app: FastAPI) -> None:
 
 ERROR_BODY = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
 URL_TOO_LONG = {"description": "The URL is too long.", "content": ERROR_BODY}
+NO_NUL = "^[^\\u0000]*$"
 NUL_IN_URL = {"description": "The URL contains a NUL character.", "content": ERROR_BODY}
 
 

@@ -854,7 +854,8 @@ class ExplainQuery(ProfileQuery):
     """GET /api/explain's query parameters: ExplainRequest's, the profile's fields in place
     of `profile`."""
 
-    command: str
+    # Over 20,000 characters (kb.explain.MAX_COMMAND) a command is a 413, as in POST.
+    command: str = Field(json_schema_extra={"maxLength": 20_000})
     version: str = Field("", max_length=200)
     compare: str = Field("", max_length=200)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar, get_args
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
 PLATFORMS = ("cuda", "rocm", "npu", "xpu", "hpu", "cpu")
@@ -27,12 +27,56 @@ MAX_CONFIG = 200_000  # characters of a pasted config.json
 # values at most (long per-layer lists, quantization `ignore` lists).
 MAX_CONFIG_DEPTH = 32
 MAX_CONFIG_VALUES = 20_000
+# ... in a URL (GET /api/explain): the URL limit (app/limits.py, 32 KiB) holds this many
+# characters even %-encoded (up to 12 bytes each) beside the other parameters; POST for more.
+MAX_CONFIG_TEXT = 2_000
 # A number given as text (a query parameter; `sm90` is an SM too) is at most this long.
 NUMBER_TEXT = 10
 
 
 def _one_of(values: tuple[str, ...]) -> str:
     return ", ".join(values[:-1]) + " or " + values[-1]
+
+
+def _json_number(value: Any) -> Any:
+    """A JSON number, not `false` or "5" (pydantic's lax mode reads them as 0 and 5): what
+    the description's `integer`/`number` says, whatever pydantic would coerce."""
+    if isinstance(value, bool) or not isinstance(value, int | float | None):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+PLATFORM_ALIASES = ("hip", "amd")  # read as rocm
+CHOICE_FIELDS = ("platform", "packages", "env")
+
+
+def choices(name: str) -> tuple[str, ...]:
+    """The values a choice field of the profile takes."""
+    return {"platform": PLATFORMS + PLATFORM_ALIASES, "packages": PACKAGES, "env": ENV_MODES}[name]
+
+
+def enum(name: str, text: bool = False) -> Callable[[dict[str, Any]], None]:
+    """The `json_schema_extra` of choice field `name`: its choices as an `enum`, "" (not
+    given, as everywhere in a profile) and null (in JSON, when the field takes null)."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        values: list[Any] = ["", *choices(name)]
+        if not text and name not in ("packages", "env"):
+            values.append(None)
+        schema["enum"] = values
+
+    return extra
+
+
+# What each profile field's text (a query parameter) must look like, when not any text: the
+# numbers in their bounds (an SM may be written sm90), a CUDA version, a choice.
+TEXT_PATTERNS = {
+    "sm": r"^((sm|SM)?([0-9]{1,3}|1000))?$",
+    "gpus": r"^([0-9]{1,5}|100000)?$",
+    "nodes": r"^([0-9]{1,5}|100000)?$",
+    "gpu_mem_gb": r"^([0-9]{1,5}(\.[0-9]{1,4})?|100000)?$",
+    "cuda": r"^([0-9]{1,4}\.[0-9]{1,4})?$",
+}
 
 
 class ProfileFields(BaseModel):
@@ -63,22 +107,44 @@ class ProfileFields(BaseModel):
             "platform, SM, memory and device name (sm, gpu_mem_gb and cuda override them)",
         ),
     ] = None
-    platform: Annotated[str | None, Field(max_length=20, description=_one_of(PLATFORMS))] = None
+    platform: Annotated[
+        str | None,
+        Field(
+            max_length=20,
+            description=_one_of(PLATFORMS),
+            json_schema_extra=enum("platform"),
+        ),
+    ] = None
     sm: Annotated[int | None, Field(ge=0, le=1000, description="CUDA SM, e.g. 90, 100, 120")] = None
     gpu_mem_gb: Annotated[
-        float | None, Field(ge=0, le=100_000, description="memory per GPU in GB, e.g. 80")
+        float | None,
+        Field(ge=0, le=100_000, description="memory per GPU in GB, e.g. 80"),
     ] = None
     cuda: Annotated[
         str | None,
-        Field(max_length=20, description="the CUDA version torch was built with, e.g. 12.9"),
+        Field(
+            max_length=20,
+            pattern=TEXT_PATTERNS["cuda"],
+            description="the CUDA version torch was built with, e.g. 12.9",
+        ),
     ] = None
     gpus: Annotated[int | None, Field(ge=0, le=100_000, description="GPU count")] = None
     nodes: Annotated[int | None, Field(ge=0, le=100_000, description="node count")] = None
     packages: Annotated[
-        str, Field(max_length=20, description=f"package versions {_one_of(PACKAGES)}")
+        str,
+        Field(
+            max_length=20,
+            description=f"package versions {_one_of(PACKAGES)}",
+            json_schema_extra=enum("packages"),
+        ),
     ] = "assume-ok"
     env: Annotated[
-        str, Field(max_length=20, description=f"environment variables {_one_of(ENV_MODES)}")
+        str,
+        Field(
+            max_length=20,
+            description=f"environment variables {_one_of(ENV_MODES)}",
+            json_schema_extra=enum("env"),
+        ),
     ] = "assume-unset"
     config: Annotated[
         dict[str, Any] | str | None,
@@ -87,6 +153,10 @@ class ProfileFields(BaseModel):
             f"and {MAX_CONFIG_VALUES:,} values)"
         ),
     ] = None
+
+    _numbers = field_validator("sm", "gpu_mem_gb", "gpus", "nodes", mode="before")(
+        lambda value: _json_number(value)
+    )
 
 
 def config_problem(config: dict[str, Any]) -> str | None:
@@ -128,12 +198,12 @@ def not_text(text: str) -> bool:
 
 def _text_length(info: FieldInfo) -> int:
     """The most characters a profile field takes as text: its own limit, NUMBER_TEXT for a
-    number, MAX_CONFIG for a pasted config.json."""
+    number, MAX_CONFIG_TEXT for a pasted config.json."""
     for limit in info.metadata:
         if getattr(limit, "max_length", None) is not None:
             return int(limit.max_length)
     numbers = {int, float} & set(get_args(info.annotation))
-    return NUMBER_TEXT if numbers else MAX_CONFIG
+    return NUMBER_TEXT if numbers else MAX_CONFIG_TEXT
 
 
 class ProfileQuery(BaseModel):
@@ -159,6 +229,10 @@ def with_profile_text(bounded: bool = True) -> Callable[[type[Q]], type[Q]]:
                     "",
                     max_length=_text_length(info) if bounded else None,
                     description=info.description,
+                    pattern=TEXT_PATTERNS.get(name) if bounded else None,
+                    json_schema_extra=enum(name, text=True)
+                    if bounded and name in CHOICE_FIELDS
+                    else None,
                 ),
             )
             for name, info in ProfileFields.model_fields.items()

@@ -2,11 +2,14 @@
 every answer against it (status documented, body valid for the declared model, JSON content
 type, never a 5xx), over the knowledge base ingested from the synthetic three-era repository.
 
-Generated names are mixed with names that exist in that knowledge base (versions, flags by
-any spelling, values, stored paths, launch commands), so most cases reach the 200 bodies
-rather than only the 404s; the routes with parameters that can be malformed also get
-invalid input (their 400/422 must be documented). Bounded: about 100 examples per operation,
-at least 1,000 cases in all; the count and the time land in test-output/schemathesis.txt.
+Every check schemathesis has runs on every case (statuses, content types, bodies and headers
+as documented, valid input accepted, invalid input refused, ...), on SQLite and, when
+FLAGATLAS_TEST_PG_URL names a server, on PostgreSQL. Generated names are mixed with names
+that exist in that knowledge base (versions, flags by any spelling, values, stored paths,
+launch commands), so most cases reach the 200 bodies rather than only the 404s; the routes
+with a query or a body also get invalid input. Bounded: 200 examples per operation and 150
+invalid ones, at least 5,000 cases per database; the count and the time land in
+test-output/schemathesis-{sqlite,postgresql}.txt.
 """
 
 from __future__ import annotations
@@ -24,26 +27,42 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
+from schemathesis.checks import CHECKS, load_all_checks
 
 from app.main import create_app
+from kb.profile import MAX_CONFIG_TEXT
+from tests.pg import BACKENDS, index_at
+from tests.test_postgres import ingest_pg
 
-EXAMPLES_PER_OPERATION = 100
-MIN_CASES = 1_000
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_schema_conformance,
-]
+POSITIVE_PER_OPERATION = 220
+NEGATIVE_PER_OPERATION = 150
+MIN_CASES = 5_000
+load_all_checks()
+# Every check schemathesis has, not a chosen few: the description must say what the server
+# does (statuses, content types, bodies, headers; valid input accepted, invalid refused).
+ALL_CHECKS = CHECKS.get_all()
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "docs" / "openapi.json"
-OUTPUT = ROOT / "test-output" / "schemathesis.txt"
+OUTPUT = ROOT / "test-output"
+
+
+# Profile text whose meaning no schema can say: a model that exists (a Hugging Face id or a
+# model directory), a GPU of the catalog (in any spelling) and a config.json that is a JSON
+# object. Made up, either is a 400 (its
+# ErrorBody documented); these parameters get valid values, and tests/test_explain.py
+# covers the refusals.
+# Only text that the description allows is replaced: invalid input (the negative cases: too
+# long, a NUL, not text) stays invalid.
+CONFIG = '{"architectures": ["Glm4MoeForCausalLM"]}'
+
+
+def meaningful(key: str, value: Any) -> Any:
+    """`value` of profile field `key`, a model or config.json that exists if it is text the
+    description allows."""
+    limit = {"model": 500, "gpu": 100, "config": MAX_CONFIG_TEXT}.get(key)
+    if limit is None or not valid_text(value, limit):
+        return value
+    return {"model": "", "gpu": "h100"}.get(key, CONFIG if value else "")
 
 
 def known_names(db: Path) -> dict[str, list[str]]:
@@ -65,11 +84,18 @@ def known_names(db: Path) -> dict[str, list[str]]:
         con.close()
 
 
-def some(known: list[str], generated: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """Mostly a name that exists, sometimes whatever schemathesis made up."""
-    if not known:
-        return generated
-    return st.one_of(st.sampled_from(known), st.sampled_from(known), generated)
+def valid_text(value: Any, limit: int | None) -> bool:
+    """Whether `value` is text the description allows (what a hook may replace: an invalid
+    value, a negative case's point, must stay)."""
+    return isinstance(value, str) and len(value) <= (limit or len(value)) and "\0" not in value
+
+
+def some(known: list[str], value: Any, limit: int | None = 200) -> st.SearchStrategy[Any]:
+    """Mostly a name that exists, sometimes what schemathesis made up (always when that is
+    not valid text)."""
+    if not known or not valid_text(value, limit):
+        return st.just(value)
+    return st.one_of(st.sampled_from(known), st.sampled_from(known), st.just(value))
 
 
 def commands(names: dict[str, list[str]]) -> st.SearchStrategy[str]:
@@ -84,8 +110,23 @@ def commands(names: dict[str, list[str]]) -> st.SearchStrategy[str]:
     return words.map(lambda w: "python -m sglang.launch_server " + " ".join(w))
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend_url(
+    request: pytest.FixtureRequest, kb_db: Path, three_era_repo: Path, tmp_path_factory: Any
+) -> Iterator[str]:
+    """The same three-era knowledge base on SQLite, and on PostgreSQL when there is one."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{kb_db}"
+        return
+    index = tmp_path_factory.mktemp("fuzz-pg") / "index"
+    url = ingest_pg(three_era_repo, index, refs=[("dev", "dev")])
+    with index_at(index):
+        yield url
+
+
 @pytest.fixture(scope="module")
-def fuzz_stats() -> Iterator[dict[str, Any]]:
+def fuzz_stats(backend_url: str) -> Iterator[dict[str, Any]]:
+    backend = backend_url.split(":", 1)[0].split("+", 1)[0]
     stats: dict[str, Any] = {
         "cases": 0,
         "start": time.monotonic(),
@@ -96,19 +137,20 @@ def fuzz_stats() -> Iterator[dict[str, Any]]:
     yield stats
     seconds = time.monotonic() - stats["start"]
     statuses = ", ".join(f"{n} x {code}" for code, n in sorted(stats["statuses"].items()))
-    OUTPUT.parent.mkdir(exist_ok=True)
-    OUTPUT.write_text(
-        f"schemathesis: {stats['cases']} cases ({stats['negative']} with invalid input) over "
-        f"{len(stats['operations'])} operations in {seconds:.1f} s ({statuses})\n"
+    OUTPUT.mkdir(exist_ok=True)
+    (OUTPUT / f"schemathesis-{backend}.txt").write_text(
+        f"schemathesis on {backend}, {len(ALL_CHECKS)} checks: {stats['cases']} cases "
+        f"({stats['negative']} with invalid input) over {len(stats['operations'])} "
+        f"operations in {seconds:.1f} s ({statuses})\n"
     )
     if len(stats["operations"]) == len(OPERATIONS):  # not when -k picked a few
         assert stats["cases"] >= MIN_CASES, f"only {stats['cases']} cases were generated"
 
 
 @pytest.fixture(scope="module")
-def api_schema(kb_db: Path) -> Any:
-    names = known_names(kb_db)
-    app = create_app(f"sqlite:///{kb_db}")
+def api_schema(kb_db: Path, backend_url: str) -> Any:
+    names = known_names(kb_db)  # the same repository is in both databases
+    app = create_app(backend_url)
     schema = schemathesis.openapi.from_asgi("/api/openapi.json", app)
 
     @schema.hook
@@ -117,7 +159,7 @@ def api_schema(kb_db: Path) -> Any:
             return st.just(path_parameters)
         keys = {"a": "version", "b": "version"}
         parts = {
-            key: some(names.get(keys.get(key, key), []), st.just(value))
+            key: some(names.get(keys.get(key, key), []), value, None)
             for key, value in path_parameters.items()
         }
         return st.fixed_dictionaries(parts)
@@ -128,28 +170,28 @@ def api_schema(kb_db: Path) -> Any:
         parts = {key: st.just(value) for key, value in query.items()}
         for key in ("version", "compare"):
             if key in query:
-                parts[key] = some(names["version"] + ["all", ""], st.just(query[key]))
-        if "command" in query:
-            parts["command"] = some([], st.just(query["command"])) | commands(names)
+                parts[key] = some(names["version"] + ["all", ""], query[key])
+        if "command" in query and valid_text(query["command"], 2_000):
+            parts["command"] = st.just(query["command"]) | commands(names)
+        for key in ("model", "gpu", "config"):
+            if key in query:
+                parts[key] = st.just(meaningful(key, query[key]))
         if "q" in query:
-            parts["q"] = st.one_of(st.just(query["q"]), st.sampled_from(names["flag"]))
+            parts["q"] = some(names["flag"], query["q"], None)
         return st.fixed_dictionaries(parts)
 
     @schema.hook
     def flatmap_body(context: Any, body: Any) -> Any:
         if not isinstance(body, dict) or "command" not in body:
             return st.just(body)
-        return st.fixed_dictionaries(
-            {
-                **{key: st.just(value) for key, value in body.items()},
-                "command": st.one_of(st.just(body["command"]), commands(names)),
-                **(
-                    {"version": some(names["version"], st.just(body["version"]))}
-                    if "version" in body
-                    else {}
-                ),
-            }
-        )
+        parts = {key: st.just(value) for key, value in body.items()}
+        if isinstance(body.get("profile"), dict):
+            parts["profile"] = st.just({k: meaningful(k, v) for k, v in body["profile"].items()})
+        if valid_text(body["command"], None):
+            parts["command"] = st.just(body["command"]) | commands(names)
+        if "version" in body:
+            parts["version"] = some(names["version"], body["version"])
+        return st.fixed_dictionaries(parts)
 
     return schema
 
@@ -157,19 +199,18 @@ def api_schema(kb_db: Path) -> Any:
 # One test per operation of the committed description (tests/test_contract.py keeps it equal
 # to the served one). schemathesis's own pytest plugin (`from_fixture`) does not run on
 # pytest 9, so each test drives the operation's Hypothesis strategy itself.
-OPERATIONS = [
-    (method.upper(), path)
-    for path, methods in json.loads(SPEC.read_text())["paths"].items()
-    for method in methods
-]
+DESCRIPTION = json.loads(SPEC.read_text())["paths"]
+OPERATIONS = [(method.upper(), path) for path, methods in DESCRIPTION.items() for method in methods]
 
 
-# Operations with inputs that can be malformed (an integer, a required parameter, a body):
-# also fed invalid ones, whose 400/422 answers must be documented ErrorBody replies.
+# Operations with a query or a body are also fed invalid input (a wrong type, a value out of
+# its pattern, enum or range, a NUL, a missing required parameter): it must be refused with
+# a documented 4xx. (A path parameter takes any text but a NUL, which a path cannot carry.)
 NEGATIVE = [
-    op
-    for op in OPERATIONS
-    if op[1] in ("/api/search", "/api/explain", "/api/v/{version}/constraints")
+    (method, path)
+    for method, path in OPERATIONS
+    if "requestBody" in DESCRIPTION[path][method.lower()]
+    or any(p["in"] == "query" for p in DESCRIPTION[path][method.lower()].get("parameters", []))
 ]
 
 
@@ -182,7 +223,8 @@ def test_api_conforms_to_its_openapi(
     api_schema: Any, fuzz_stats: dict[str, Any], method: str, path: str, mode: GenerationMode
 ) -> None:
     operation = api_schema[path][method]
-    examples = EXAMPLES_PER_OPERATION if mode == GenerationMode.POSITIVE else 50
+    positive = mode == GenerationMode.POSITIVE
+    examples = POSITIVE_PER_OPERATION if positive else NEGATIVE_PER_OPERATION
 
     @given(case=operation.as_strategy(mode, hooks=api_schema.hooks))
     @settings(
@@ -196,7 +238,7 @@ def test_api_conforms_to_its_openapi(
         fuzz_stats["cases"] += 1
         fuzz_stats["operations"].add(f"{method} {path}")
         fuzz_stats["negative"] += mode == GenerationMode.NEGATIVE
-        response = case.call_and_validate(checks=CHECKS)
+        response = case.call_and_validate(checks=ALL_CHECKS)
         fuzz_stats["statuses"][response.status_code] += 1
 
     conforms()

@@ -3,13 +3,15 @@ switcher's list, the page) and the error replies (one body shape for HTML and JS
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from markupsafe import Markup
+from pydantic import BeforeValidator
 from sqlmodel import Session, select
 
 from app.fragments import flag_link
@@ -34,6 +36,17 @@ ERROR_STATUSES = {
     503: "A service the answer needs is unavailable: the search index is not built yet, or "
     "the Hugging Face Hub is unreachable from the server.",
 }
+
+
+def _integer_text(value: Any) -> Any:
+    """An integer query parameter as the description's `integer` says: digits, perhaps a
+    minus (pydantic alone reads "+0.0", "1_0" and " 1" as integers too)."""
+    if isinstance(value, str) and not re.fullmatch(r"-?[0-9]+", value):
+        raise ValueError("must be an integer")
+    return value
+
+
+QueryInt = Annotated[int, BeforeValidator(_integer_text)]
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

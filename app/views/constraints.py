@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from app.deps import SessionDep
 from app.templating import render
-from app.views.common import error_response, errors, page_context
+from app.views.common import QueryInt, error_response, errors, page_context
 from app.views.listing import PER_PAGE, clamp_page, csv_text, export, facet, query
 from kb.contract import ConstraintList
 from kb.queries import (
@@ -41,12 +41,13 @@ class ConstraintQuery(BaseModel):
     """The list's query: which sites (filters), in which order, which page."""
 
     flag: str = ""
-    kind: str = ""
+    # A kind that is none of KINDS is a 400 with the kinds as suggestions (unknown_kind).
+    kind: Annotated[str, Field(json_schema_extra={"enum": ["", *KINDS]})] = ""
     function: str = ""
     path: str = ""
-    sort: str = "path"
-    page: int = 1
-    per_page: int = PER_PAGE
+    sort: Annotated[str, Field(description="path, line, kind or function (another: path)")] = "path"
+    page: QueryInt = 1
+    per_page: QueryInt = PER_PAGE
 
 
 class ConstraintPageQuery(ConstraintQuery):

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from app.deps import SessionDep
 from app.templating import render, templates
-from app.views.common import error_response, errors
+from app.views.common import QueryInt, error_response, errors
 from kb.contract import SearchPage
 from kb.queries import NotFound, did_you_mean, get_version, version_names
 from kb.search import SearchError, UnknownVersion, get_index, highlight
@@ -89,7 +89,7 @@ def _unknown_version(request: Request, exc: NotFound, q: str) -> Response:
 
 @router.get("/api/search", response_model=SearchPage, responses=errors(400, 404, 503))
 def api_search(
-    request: Request, session: SessionDep, q: str = "", version: str = "", limit: int = 20
+    request: Request, session: SessionDep, q: str = "", version: str = "", limit: QueryInt = 20
 ) -> SearchPage | Response:
     """Flags, values, enums, members and constraint messages matching `q`, best first.
     `version`: a name, "all" (hits grouped across versions), or empty for the newest;
