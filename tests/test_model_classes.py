@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import textwrap
 
-from ingest.model_classes import ClassIndex, ModelClasses, call_args, loader_of, relations
+from ingest import model_classes
+from ingest.model_classes import (
+    ClassIndex,
+    ModelClasses,
+    TextMemo,
+    call_args,
+    loader_of,
+    relations,
+)
 
 SOURCE = textwrap.dedent(
     '''\
@@ -74,21 +82,17 @@ SOURCE = textwrap.dedent(
 )
 
 
-def _facts(index: ClassIndex, name: str):  # type: ignore[no-untyped-def]
-    (c,) = index.named(name)
-    return c.facts
-
-
 def test_classes_bases_and_methods_come_from_the_parse() -> None:
     index = ClassIndex(SOURCE)
-    base, derived = index.named("Base")[0], index.named("Derived")[0]
+    (base,), (derived,) = index.named("Base"), index.named("Derived")
+    # (the docstring's first-column `class` line cuts nothing: the file's parse places it)
     assert (base.line, derived.line) == (13, 56)
     assert base.last == 55  # up to the next top-level statement, comments included
     assert not index.named("NotAClass") and not index.named("Config")
-    assert base.facts.bases == ("torch.nn.Module",)
-    assert derived.facts.bases == ("Base", "qwen2_moe.Qwen2MoeModel")
+    assert base.bases == ("torch.nn.Module",)
+    assert derived.bases == ("Base", "qwen2_moe.Qwen2MoeModel")
     # the def lines (a decorated method's too), async ones included, nested ones not
-    assert [(base.line + no - 1, name) for no, name in base.facts.methods] == [
+    assert [(base.line + no - 1, name) for no, name in base.methods] == [
         (23, "forward"),
         (26, "serve"),
         (29, "helper"),
@@ -97,60 +101,57 @@ def test_classes_bases_and_methods_come_from_the_parse() -> None:
         (46, "_quantize"),
         (49, "_build"),
     ]
-    assert index.at(31) == base and index.at(55) == base and index.at(56) == derived
+    assert index.at(31) is base and index.at(55) is base and index.at(56) is derived
     assert index.at(12) is None
+    assert base.text_of(13) == "class Base(torch.nn.Module):"
+    assert base.text_of(34).startswith("self.model: Qwen2MoeModel")
 
 
 def test_what_a_class_calls_on_itself_its_base_and_what_it_holds() -> None:
-    base = _facts(ClassIndex(SOURCE), "Base")
-    assert base.self_calls["forward"] == {"helper"}
-    assert base.self_calls["load_weights"] == {"_quantize"}
-    assert base.runs_on == {"model": {"load_weights"}}
+    (base,) = ClassIndex(SOURCE).named("Base")
+    assert base.calls("forward", "helper") and base.calls("load_weights", "_quantize")
+    assert not base.calls("helper", "forward") and not base.calls("serve", "helper")
+    # (a comment naming a call is no call)
+    assert not base.calls("__init__", "_quantize")
+    assert base.loaders_run_on("model") == {"load_weights"}
+    assert base.loaders_run_on("layers") == frozenset()
     # `super().__init__()` is called: it does not replace its base's `__init__`
     assert "__init__" not in base.replaced and "forward" in base.replaced
-    assert base.has_init and base.init_calls_base
-    derived = _facts(ClassIndex(SOURCE), "Derived")
+    assert base.init_assign("_build") == ("e", True)
+    assert base.init_assign("_other") == (None, True)
+    (derived,) = ClassIndex(SOURCE).named("Derived")
     assert derived.replaced == {"helper"}  # `super(Derived, self).forward(x)`
-    assert not derived.has_init and derived.init_assign("_build") == (None, True)
+    assert derived.init_assign("_build") == (None, True)  # no `__init__`: its base's runs
 
 
 def test_instances_held_in_init() -> None:
-    index = ClassIndex(SOURCE)
-    (cls,) = index.named("Base")
-    base = cls.facts
-    held = [(b.callee, b.line + 12, b.attr, b.direct) for b in base.held]
+    (base,) = ClassIndex(SOURCE).named("Base")
+    held = [(b.line + 12, b.attr, b.direct) for b in base.held("Qwen2MoeModel")]
     assert sorted(held) == [
-        ("Qwen2MoeModel", 34, "model", True),  # led by the call: `X(...).to(...)`
-        ("Qwen2MoeModel", 35, "layers", False),  # inside make_layers(lambda ...)
-        ("Qwen2MoeModel", 36, "a", False),  # two targets
-        ("Qwen2MoeModel", 37, "c", False),  # a tuple
-        ("make_layers", 35, "layers", True),
-        ("self._build", 38, "e", True),
+        (34, "model", True),  # led by the call: `X(...).to(...)`
+        (35, "layers", False),  # inside make_layers(lambda ...)
+        (36, "a", False),  # two targets
+        (37, "c", False),  # a tuple
     ]
-    assert base.init_assign("_build") == ("e", True)
-    assert base.init_assign("_other") == (None, True)
-    model = next(b for b in base.held if b.attr == "model" and b.callee == "Qwen2MoeModel")
-    assert index.source(cls, model.span) == "Qwen2MoeModel(config)"
+    assert [b.attr for b in base.held("make_layers")] == ["layers"]
+    model = next(b for b in base.held("Qwen2MoeModel") if b.attr == "model")
+    assert base.source(model.span) == "Qwen2MoeModel(config)"
+    assert base.held("Config") == []  # a nested class's `__init__` is not its own
 
 
 def test_factories_return_one_class_from_every_return() -> None:
-    index = ClassIndex(SOURCE)
-    (cls,) = index.named("Base")
-    base = cls.facts
-    assert [(b.callee, b.attr, b.line + 12) for b in base.made] == [
-        ("self.helper", "forward", 24),  # (a factory of nothing the walk follows)
-        ("qwen2_moe.Qwen2MoeModel", "_build", 51),
-        ("qwen2_moe.Qwen2MoeModel", "_build", 52),
-    ]
-    source = index.source(cls, base.made[1].span)
+    (base,) = ClassIndex(SOURCE).named("Base")
+    made = base.made("qwen2_moe.Qwen2MoeModel")
+    assert [(b.attr, b.line + 12) for b in made] == [("_build", 51), ("_build", 52)]
+    source = base.source(made[0].span)
     assert source == "qwen2_moe.Qwen2MoeModel(config, big=True)"
     assert call_args(source) == (("0", "config"), ("big", "True"))
     assert call_args("X(*a, k=1, **kw)") == (("0", "*a"), ("k", "1"), ("*", "kw"), ("*", ""))
     mixed = "class M:\n    def make(self, c):\n        if c:\n            return A(c)\n"
     mixed += "        return B(c)\n"
-    assert _facts(ClassIndex(mixed), "M").made == ()
+    assert ClassIndex(mixed).named("M")[0].made("A") == []
     long = "class L:\n    def make(self, c):\n" + "        c += 1\n" * 40 + "        return A(c)\n"
-    assert _facts(ClassIndex(long), "L").made == ()
+    assert ClassIndex(long).named("L")[0].made("A") == []
 
 
 def test_relations_of_a_file_to_a_class() -> None:
@@ -184,40 +185,75 @@ def test_top_level_definitions() -> None:
     assert not ClassIndex("X == 1\nX.y = 2\nX[0] = 3\n").defines("X")
 
 
-def test_a_class_that_does_not_parse_is_left_out() -> None:
-    broken = "class Broken(Base):\n    def f(self:\n        pass\n\n\nclass Fine(Base):\n    pass\n"
+def test_a_class_or_member_that_does_not_parse() -> None:
+    broken = "class Broken(Base:\n    pass\n\n\nclass Fine(Base):\n    def f(self:\n        pass\n"
+    broken += "\n    def g(self):\n        return self.h()\n"
     index = ClassIndex(broken)
     assert not index.named("Broken") and index.at(2) is None
-    assert index.named("Fine")[0].facts.bases == ("Base",)
+    (fine,) = index.named("Fine")
+    assert fine.bases == ("Base",) and [name for _l, name in fine.methods] == ["f", "g"]
+    assert fine.calls("g", "h") and not fine.calls("f", "h")  # `f` says nothing
 
 
-def test_a_class_cut_by_a_string_at_the_first_column_is_read_from_the_whole_file() -> None:
+def test_a_string_at_the_first_column_or_the_body_s_indentation_cuts_nothing() -> None:
     text = (
         'class Prompt(Base):\n    TEXT = """\nfirst column\n"""\n\n    def f(self):\n        pass\n'
     )
     (c,) = ClassIndex(text).named("Prompt")
-    assert c.facts.bases == ("Base",) and c.facts.methods == ((6, "f"),)
+    assert c.bases == ("Base",) and c.methods == [(6, "f")] and c.last == 8
+    text = 'class Prompt(Base):\n    def f(self):\n        """Doc\n    def g(self):\n        """\n'
+    text += "        return self.h()\n"
+    (c,) = ClassIndex(text).named("Prompt")
+    assert c.methods == [(2, "f")] and c.calls("f", "h")
 
 
-def test_a_class_text_is_parsed_once_for_the_blobs_holding_it() -> None:
-    memo: dict = {}
+def test_a_header_over_several_lines_is_parsed_with_its_class() -> None:
+    text = "class Long(\n    Base,\n    Mixin,\n):\n    def __init__(self):\n"
+    text += "        self.m = Model()\n"
+    (c,) = ClassIndex(text).named("Long")
+    assert c.bases == ("Base", "Mixin") and [b.attr for b in c.held("Model")] == ["m"]
+
+
+def test_a_member_text_is_parsed_once_for_the_blobs_holding_it() -> None:
+    memo = TextMemo()
     first = ClassIndex(SOURCE, memo)
-    moved = ClassIndex("import os\n\n\n" + SOURCE, memo)
-    assert moved.named("Base")[0].facts is first.named("Base")[0].facts
-    assert moved.named("Base")[0].line == first.named("Base")[0].line + 3
+    first.named("Base")[0].calls("forward", "helper")
+    moved = ClassIndex("import os\n\n\n" + SOURCE.replace("return x\n", "return -x\n"), memo)
+    (base,) = moved.named("Base")
+    assert base.line == first.named("Base")[0].line + 3
+    parsed: list[str] = []
+    real = model_classes._member_facts
+    try:
+        model_classes._member_facts = lambda text: parsed.append(text) or real(text)  # type: ignore[assignment]
+        assert base.calls("forward", "helper") and not base.calls("helper", "forward")
+    finally:
+        model_classes._member_facts = real  # type: ignore[assignment]
+    assert parsed == []  # forward unchanged; helper (changed) does not name forward
 
 
 def test_a_helper_called_only_by_the_weight_loader_runs_in_it() -> None:
-    calls = {
-        "forward": frozenset({"helper"}),
-        "load_weights": frozenset({"_quantize", "_fix"}),
-        "_quantize": frozenset({"_fix"}),
-        "_fix": frozenset(),
-        "helper": frozenset(),
-    }
-    assert loader_of(calls, "_fix") == "load_weights"
-    assert loader_of(calls, "helper") is None
-    assert loader_of(calls, "forward") is None  # called by nothing
+    text = """\
+class M:
+    def forward(self, x):
+        return self.helper(x)
+
+    def load_weights(self, weights):
+        self._quantize()
+        self._fix()
+
+    def _quantize(self):
+        self._fix()
+
+    def _fix(self):
+        pass
+
+    def helper(self, x):
+        return x
+"""
+    (c,) = ClassIndex(text).named("M")
+    assert loader_of(c, "_fix") == "load_weights"
+    assert loader_of(c, "helper") is None
+    assert loader_of(c, "forward") is None  # called by nothing
 
 
 HOLDERS = """\
