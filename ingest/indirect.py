@@ -25,8 +25,9 @@ Two phases, like the rest of the ingest:
   `is_layer_sparse` is this one's `is_previous_layer_sparse`); a call of it is a use site
   only if it passes the tested names without making a test false (`is_layer_sparse=False`),
   nor two of them true only in branches that never both run.
-- then model classes (`_inherit`): from the classes of model files holding a use, to the
-  classes deriving from them or holding an instance of them (`self.model = X(...)`).
+- then model classes (ingest/model_classes.py): from the classes of model files holding a
+  use, to the classes deriving from them or holding an instance of them (`self.model =
+  X(...)`).
 
 Only files that import a carrier are read in the second phase, and only the blocks around
 the uses are parsed.
@@ -63,7 +64,6 @@ MAX_CHAIN = 4  # links after the direct read: global, accessor, two more hops (`
 # `ModelConfig(model_path=server_args.model_path, ...)` is a factory, not an accessor.
 MAX_DESTS = 2
 MAX_RETURN_NODES = 40
-MODELS_DIR = "python/sglang/srt/models/"
 # Words that do not name a feature on their own (is_tbo_enabled -> "tbo").
 STOP_WORDS = {
     "is", "get", "set", "enable", "enabled", "disable", "disabled", "use", "flag", "flags",
