@@ -21,6 +21,7 @@ whole took ~1.9 s, each blob whole more.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -174,7 +175,9 @@ class ModelClass:
         self.header = index.text[block.start : block.end].split("\n", 1)[0]  # the `class` line
         self.bases = bases  # as written: `Qwen2MoeModel`, `qwen2_moe.Qwen2MoeModel`
         self.members = members
-        self._index = index
+        # (the index's memos, not the index: it holds this class, and a cycle would be
+        # garbage only the cyclic collector frees, which the ingest runs seldom)
+        self._memo, self._used = index.memo, index.used
         self._known = {} if known is None else known  # member -> its facts, once read
 
     def text_of(self, line: int) -> str:
@@ -205,7 +208,7 @@ class ModelClass:
     def facts(self, m: Member) -> MemberFacts:
         found = self._known.get(m)
         if found is None:
-            found = self._known[m] = self._index.member_facts(m.text) or SAYS_NOTHING
+            found = self._known[m] = self._memo.member_facts(m.text, self._used) or SAYS_NOTHING
         return found
 
     def _having(self, *texts: str) -> list[tuple[Member, MemberFacts]]:
@@ -278,8 +281,18 @@ class TextMemo:
     (`ClassIndex.used`), which the next version keeps: a file's next blob mostly keeps its
     classes' text."""
 
-    cuts: dict[str, Cut | None] = field(default_factory=dict)
-    facts: dict[str, MemberFacts | None] = field(default_factory=dict)
+    cuts: dict[bytes, Cut | None] = field(default_factory=dict)  # by a digest of the text
+    facts: dict[str, MemberFacts | None] = field(default_factory=dict)  # (Member.text)
+
+    def member_facts(self, text: str, used: TextMemo) -> MemberFacts | None:
+        """A member's facts (None if it does not parse), each text parsed once; `used`
+        records it."""
+        if text in self.facts:
+            found = self.facts[text]
+        else:
+            found = self.facts[text] = _member_facts(text)
+        used.facts[text] = found
+        return found
 
 
 class _Block(NamedTuple):
@@ -357,15 +370,6 @@ class ClassIndex:
         self._place(starts, [*((k, offsets[k - 1]) for k in leads[1:]), self._past_end()])
         return True
 
-    def member_facts(self, text: str) -> MemberFacts | None:
-        """A member's facts (None if it does not parse), each text parsed once."""
-        if text in self.memo.facts:
-            found = self.memo.facts[text]
-        else:
-            found = self.memo.facts[text] = _member_facts(text)
-        self.used.facts[text] = found
-        return found
-
     def named(self, name: str) -> list[ModelClass]:
         return self._read_where(lambda b: b.name == name)
 
@@ -392,11 +396,12 @@ class ClassIndex:
             # (a cut in a string or brackets: the whole file's parse places the blocks)
             if _maybe_cut(text) and self._place_by_parse():
                 return None  # (this block is gone: asked again)
-            if text in self.memo.cuts:
-                cut = self.memo.cuts[text]
+            key = hashlib.blake2b(text.encode(), digest_size=16).digest()  # (not a copy)
+            if key in self.memo.cuts:
+                cut = self.memo.cuts[key]
             else:
-                cut = self.memo.cuts[text] = _cut(text.split("\n"))
-            self.used.cuts[text] = cut
+                cut = self.memo.cuts[key] = _cut(text.split("\n"))
+            self.used.cuts[key] = cut
             if cut is not None:
                 c: ModelClass | None = ModelClass(b, *cut, self)
             else:  # (a header over several lines, a cut member)
@@ -750,21 +755,23 @@ def loader_of(c: ModelClass, method: str) -> str | None:
     class calls only from its weight loading (`do_load_weights` ->
     `_maybe_quant_weights_to_fp8_ue8m0`) runs only when the weights are loaded. None when
     another of its methods calls it, or none does."""
-    names = list(dict.fromkeys(name for _line, name in c.methods))
+    return _loader(c, list(dict.fromkeys(name for _line, name in c.methods)), method, frozenset())
 
-    def loader(name: str, seen: frozenset[str]) -> str | None:
-        if "load_weights" in name:
-            return name
-        first = None
-        for n in names:  # every caller must be (called from) weight loading: stop at one not
-            if n != name and n not in seen and c.calls(n, name):
-                found = loader(n, seen | {name})
-                if found is None:
-                    return None
-                first = first or found
-        return first
 
-    return loader(method, frozenset())
+def _loader(c: ModelClass, names: list[str], name: str, seen: frozenset[str]) -> str | None:
+    # (a function of the module, not one nested in loader_of: a nested function calling
+    # itself is a reference cycle, which would keep the class until the cyclic collector
+    # runs, seldom in the ingest)
+    if "load_weights" in name:
+        return name
+    first = None
+    for n in names:  # every caller must be (called from) weight loading: stop at one not
+        if n != name and n not in seen and c.calls(n, name):
+            found = _loader(c, names, n, seen | {name})
+            if found is None:
+                return None
+            first = first or found
+    return first
 
 
 def runs(method: str, called: frozenset[str]) -> bool:

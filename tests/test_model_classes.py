@@ -3,7 +3,9 @@ of each top-level class, and the relations the walk follows between classes."""
 
 from __future__ import annotations
 
+import gc
 import textwrap
+import weakref
 
 from ingest import model_classes
 from ingest.model_classes import (
@@ -309,3 +311,22 @@ def test_the_walk_cites_a_holder_that_runs_the_method_holding_the_use() -> None:
     assert sorted(sites) == [("x", h, 6), ("x", m, 47)]
     assert sites[("x", h, 6)]["via"] == ["F", "self.base = Base(…)"]
     assert sites[("x", h, 6)]["text"] == "self.base = Base(config)"
+
+
+def test_a_class_read_is_freed_with_its_index_without_the_cyclic_collector() -> None:
+    """The ingest runs the cyclic collector seldom (and freezes what lives): a reference
+    cycle through a class (to its index, or a nested function calling itself) would keep
+    its members' texts for the whole run."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        index = ClassIndex(SOURCE)
+        (base,) = index.named("Base")
+        assert loader_of(base, "_quantize") == "load_weights" and base.replaced
+        relations(index, "Qwen2MoeModel", "Qwen2MoeModel", local=False)
+        gone = weakref.ref(base)
+        del base, index
+        assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()
