@@ -871,7 +871,7 @@ class ModelClasses:
         self.holding = {k: v for k, v in self.holding.items() if k in shas}
         self.reached = {k: v for k, v in self.reached.items() if k[0] in shas}
 
-    def inherit(self, files: dict[str, str], read_text: Callable[[str], str], sites: Sites):
+    def inherit(self, files: dict[str, str], read_text: Callable[[str], str], sites: Sites) -> None:
         """Model classes reached from a class of a model file holding a use site get the
         site's flags, the chain extended by one link per step, in two ways:
         - inheritance: `class Qwen3MoeModel(Qwen2MoeModel)` (or `(qwen2_moe.Qwen2MoeModel)`
@@ -894,13 +894,14 @@ class ModelClasses:
             if site["path"].startswith(MODELS_DIR):
                 where = self._class_method(files[site["path"]], site["line"], read_text)
                 if where is not None:
-                    key = (graph.module(site["path"]), where[0])
+                    cls, method = where
+                    key = (graph.module(site["path"]), cls)
                     user = users.setdefault(key, ReachedClass(site["path"]))
                     held = user.ways.setdefault(site["dest"], {})
-                    old = held.get(where[1])
+                    old = held.get(method)
                     if old is None or len(old.chain) > len(site["via"]):
-                        held[where[1]] = Way(site["via"], 0)
-                    if where[1] == "__init__":
+                        held[method] = Way(site["via"], 0)
+                    if method == "__init__":
                         user.guard(site["dest"], site["line"], site.get("conds"))
         # Breadth first, so the shortest chain wins. A class is followed again for a dest
         # when a later way adds a method holding its uses (a subclass replacing the first
