@@ -23,7 +23,8 @@ from ingest.choices import registry_subject
 from ingest.constraints import ACTION_CALL, site_key
 from ingest.env_rows import docs_rows, env_rows
 from ingest.flags import MENTION_RE, RUN_TIME_OPEN, replacement_in_message
-from ingest.indirect import Resolver, absolute, model_rows, module_of
+from ingest.indirect import Resolver, absolute, module_of
+from ingest.model_classes import model_rows
 from ingest.modules import Memo, Modules
 from ingest.static_eval import Unknown, plain
 from kb.dests import dest_rank

@@ -24,8 +24,9 @@ Two phases, like the rest of the ingest:
   `is_layer_sparse` is this one's `is_previous_layer_sparse`); a call of it is a use site
   only if it passes the tested names without making a test false (`is_layer_sparse=False`),
   nor two of them true only in branches that never both run.
-- then model classes (`_inherit`): from the classes of model files holding a use, to the
-  classes deriving from them or holding an instance of them (`self.model = X(...)`).
+- then model classes (ingest/model_classes.py): from the classes of model files holding a
+  use, to the classes deriving from them or holding an instance of them (`self.model =
+  X(...)`).
 
 Only files that import a carrier are read in the second phase, and only the blocks around
 the uses are parsed.
@@ -34,19 +35,15 @@ the uses are parsed.
 from __future__ import annotations
 
 import ast
-import re
-import textwrap
-from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations, groupby, product
 from typing import Any
 
 from ingest.carriers import (
     MAX_CHAIN,
-    NAME_RE,
     ByBlock,
     CarrierId,
     Cond,
@@ -68,14 +65,8 @@ from ingest.carriers import (
     target_key,
     topic,
 )
-
-# (the model-class section at the end of this module names these two privately)
-from ingest.carriers import parse_call as _parse_call
-from ingest.carriers import target_key as _target_key
-from ingest.pyfile import MAX_ACCESSOR_LINES, Def, PyFile
-
-MODELS_DIR = "python/sglang/srt/models/"
-
+from ingest.model_classes import Args, Guard, ModelClasses, Sites, Target
+from ingest.pyfile import Def, PyFile
 
 # --- per version ---------------------------------------------------------------------------
 
@@ -134,10 +125,6 @@ def _bindings(path: str, imports: list[list[Any]]) -> dict[str, tuple[str, str]]
     return out
 
 
-Target = tuple[str, str]  # (module, name)
-Sites = dict[tuple[str, str, int], dict[str, Any]]
-
-
 class Resolver:
     """Resolves the indirect reads of versions one after another, oldest first.
 
@@ -145,8 +132,9 @@ class Resolver:
     kept between versions and dropped once no version has the blob any more: each file's
     import bindings (and the import graph built from them, updated for the changed files
     only), its carriers, the uses found in it for a set of names, its top-level definitions,
-    and the model classes' outlines `_inherit` needs. Only following the carriers is done
-    per version, from those pieces; its results are the same as resolving from scratch.
+    and what the model classes' step needs (ingest/model_classes.py, which asks this
+    resolver for the version's import graph: ImportGraph). Only following the carriers is
+    done per version, from those pieces; its results are the same as resolving from scratch.
     """
 
     def __init__(self) -> None:
@@ -158,18 +146,9 @@ class Resolver:
         # (sha, one name's patterns) -> its uses with their hits' (offset, name)
         self.uses: dict[tuple[str, tuple[Any, ...]], list[tuple[int, str, Use]]] = {}
         self.defs: dict[str, list[tuple[str, int]]] = {}  # sha -> top-level (name, line)
-        self.outline: dict[str, dict[int, tuple[str, str, str] | None]] = {}  # sha -> line ->
-        self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
-        self.classes: dict[str, list[_Class]] = {}  # sha -> its top-level classes
-        # (sha, class line) -> its methods (line, name) and the `self.x(` each calls
-        self.members: dict[tuple[str, int], tuple[list[tuple[int, str]], dict[str, set[str]]]]
-        self.members = {}
-        # (sha, class line, method) -> `_init_assign`: the `self.x = self.method(` in __init__
-        self.inits: dict[tuple[str, int, str], tuple[str | None, bool]] = {}
         # (sha, line, carrier, condition) -> whether the call there can make it true
         self.reaches: dict[tuple[str, int, tuple[str, str | None], Cond], bool] = {}
-        # (sha, a class's guards there, a holder's arguments) -> _reached: versions ask again
-        self.reached: dict[tuple[str, tuple[Any, ...], Args], bool] = {}
+        self.models = ModelClasses(self)  # the model classes' step, with its own tables
         self.position: dict[str, int] = {}  # path -> its place in the version's listing
         self._importers: dict[Target, list[tuple[str, str]]] = {}  # per version, memo
         # path -> (its blob, what the blob's functions gave by their text): its next blob
@@ -202,14 +181,9 @@ class Resolver:
         self.blocks = {p: b for p, b in self.blocks.items() if p in files}
         shas = set(files.values())  # a blob no longer in the version: its entries go
         self.uses = {k: v for k, v in self.uses.items() if k[0] in shas}
-        self.relations = {k: v for k, v in self.relations.items() if k[0] in shas}
-        self.classes = {k: v for k, v in self.classes.items() if k in shas}
-        self.members = {k: v for k, v in self.members.items() if k[0] in shas}
-        self.inits = {k: v for k, v in self.inits.items() if k[0] in shas}
         self.defs = {k: v for k, v in self.defs.items() if k in shas}
-        self.outline = {k: v for k, v in self.outline.items() if k in shas}
         self.reaches = {k: v for k, v in self.reaches.items() if k[0] in shas}
-        self.reached = {k: v for k, v in self.reached.items() if k[0] in shas}
+        self.models.keep(shas)
 
     def _unbind(self, path: str) -> None:
         for target in self.bound.pop(path, {}).values():
@@ -292,7 +266,7 @@ class Resolver:
                         users[c.path][alias].append(c)
             for path, by_alias in users.items():
                 self._follow(path, files[path], by_alias, read_text, sites, add)
-        self._inherit(files, read_text, sites)
+        self.models.inherit(files, read_text, sites)
         out = [
             {
                 **{k: v for k, v in site.items() if k not in ("rank", "conds")},
@@ -328,226 +302,13 @@ class Resolver:
             out.extend(todo)
         return out
 
-    def _inherit(self, files: dict[str, str], read_text: Callable[[str], str], sites: Sites):
-        """Model classes reached from a class of a model file holding a use site get the
-        site's flags, the chain extended by one link per step, in two ways:
-        - inheritance: `class Qwen3MoeModel(Qwen2MoeModel)` (or `(qwen2_moe.Qwen2MoeModel)`
-          through a module import): the link is the base's name; a subclass that overrides
-          every method holding a flag's uses without calling `super()` does not get it;
-        - composition: `self.model = Glm4MoeModel(...)` in a class's `__init__` (also inside
-          `make_layers(lambda ...: X(...))` or a list): the link is `self.model = X(…)`,
-          and the method holding the uses is `__init__`; not when every way to the
-          uses there is a conditional carrier's call its literal arguments make false
-          (`_reached`: `DecoderLayer(config, 0, is_nextn=True)`).
-        A step into another model file records a site there (the class line, or the
-        assignment line); a step inside one file (DeepseekV2ForCausalLM holding
-        DeepseekV2Model) records none (the file has one) but is followed on. Names resolve
-        through the file's imports like any carrier (a name also defined in the importing
-        file is two things: not followed). MAX_CLASS_HOPS steps into other files at most; only
-        model files that import such a class (or its module) are read."""
-        users: dict[Target, _User] = {}  # (module, class) ->
-        for site in sorted(sites.values(), key=lambda s: (s["path"], s["line"], s["dest"])):
-            if site["path"].startswith(MODELS_DIR):
-                where = self._class_method(files[site["path"]], site["line"], read_text)
-                if where is not None:
-                    key = (module_of(site["path"]) or "", where[0])
-                    user = users.setdefault(key, _User(site["path"]))
-                    held = user.chains.setdefault(site["dest"], {})
-                    old = held.get(where[1])
-                    if old is None or len(old[0]) > len(site["via"]):
-                        held[where[1]] = (site["via"], 0)
-                    if where[1] == "__init__":
-                        user.guard(site["dest"], site["line"], site.get("conds"))
-        # Breadth first, so the shortest chain wins. A class is followed again for a dest
-        # when a later way adds a method holding its uses (a subclass overriding the first
-        # ones may still inherit it); methods only grow, so this ends.
-        todo = {key: set(user.chains) for key, user in users.items()}
-        while todo:
-            new: dict[Target, set[str]] = defaultdict(set)
-            for (module, cls), dests in sorted(todo.items()):
-                user = users[(module, cls)]
-                found = [(user.path, cls, True)]  # other classes of its own file
-                if min(h for d in dests for _c, h in user.chains[d].values()) < MAX_CLASS_HOPS:
-                    for path, ref in self._class_refs(module, cls):
-                        if path.startswith(MODELS_DIR) and module_of(path) != module:
-                            found.append((path, ref, False))
-                for path, ref, local in found:
-                    rels = self._relations(files[path], ref, cls, local, read_text)
-                    for rel in self._made(path, rels, read_text):
-                        kind, line, name, own, text, link, args, via = rel
-                        key = (module_of(path) or "", name)
-                        for dest in sorted(dests):
-                            held = user.chains[dest]
-                            # (a holder building it with arguments that make every way to
-                            # its `__init__`'s uses false: not through `__init__`)
-                            guards = user.guards.get(dest)
-                            if kind == "hold" and guards and "__init__" in held:
-                                sha = files[user.path]
-                                rkey = (sha, tuple(guards), args)
-                                if rkey not in self.reached:
-                                    f = _pyfile(sha, read_text)
-                                    self.reached[rkey] = _reached(f, guards, args)
-                                if not self.reached[rkey]:
-                                    held = {m: ch for m, ch in held.items() if m != "__init__"}
-                            passed = _passed(kind, held, own, local, via)
-                            if not passed:
-                                continue
-                            chains = {m: ([*c, link], h + (not local)) for m, (c, h) in passed}
-                            # cited even where the class reads the flag another way too,
-                            # through the shortest chain of a method that runs there
-                            if not local and (dest, path, line) not in sites:
-                                chain = min((c for c, _h in chains.values()), key=len)
-                                sites[(dest, path, line)] = {
-                                    "dest": dest, "path": path, "line": line, "text": text,
-                                    "via": chain, "rank": (1, len(chain)),
-                                }  # fmt: skip
-                            reached = users.setdefault(key, _User(path))
-                            there = reached.chains.setdefault(dest, {})
-                            for method, chain_hops in chains.items():
-                                # reached without conditions: followed again if it was
-                                # with them
-                                if method.split()[0] == "__init__" and reached.guards.get(dest):
-                                    reached.guards[dest] = None
-                                    new[key].add(dest)
-                                if method not in there:
-                                    there[method] = chain_hops
-                                    new[key].add(dest)
-            todo = new
+    def module(self, path: str) -> str:
+        return module_of(path) or ""
 
-    def _class_refs(self, module: str, cls: str) -> list[tuple[str, str]]:
-        """(path, how the file names the class) of the files importing it: its alias, or
-        `alias.Class` where the file imports the class's module."""
-        out = list(self.importers((module, cls)))
-        parent, _, last = module.rpartition(".")
-        if parent:
-            out.extend((path, f"{alias}.{cls}") for path, alias in self.importers((parent, last)))
-        return out
-
-    def _relations(
-        self, sha: str, ref: str, cls: str, local: bool, read_text: Callable[[str], str]
-    ) -> list[Relation]:
-        """The top-level classes of a file deriving from `ref` or holding an instance of it
-        (`ref` is how the file names class `cls`; `local`: the file defining it)."""
-        key = (sha, ref, local)
-        found = self.relations.get(key)
-        if found is not None:
-            return found
-        text = read_text(sha)
-        out: list[Relation] = []
-        # A name also defined here is two things: not followed.
-        if ref in text and (local or not _defines("\n" + text, ref.split(".")[0])):
-            classes = self._index(sha, text)
-            for c in classes:
-                if ref in c.bases and c.name != cls:
-                    own = _own(text, c)
-                    out.append(("inherit", c.line, c.name, own, c.text, cls, (), "__init__"))
-            out.extend(_holders(text, classes, ref, cls))
-        self.relations[key] = out
-        return out
-
-    def _made(
-        self, path: str, rels: list[Relation], read_text: Callable[[str], str]
-    ) -> list[Relation]:
-        """`rels` with each `make` (a factory method returning the class) made a hold where
-        the `__init__` the holder runs assigns `self.x = self.method(...)`: its own, or
-        (through `super().__init__()`, or having none) its first base's, in its file or
-        imported (Llama4ForCausalLM overrides `_init_model`, LlamaForCausalLM's `__init__`
-        calls it); dropped where none does. The factory is the holder's own method, so
-        it is the one `self.method` resolves to."""
-        if all(r[0] != "make" for r in rels):
-            return rels
-        out: list[Relation] = []
-        for rel in rels:
-            if rel[0] != "make":
-                out.append(rel)
-                continue
-            _kind, line, name, _own, text, link, args, method = rel
-            sha = self.files[path]
-            owner = next(c for c in self._index(sha, read_text(sha)) if c.name == name)
-            where: tuple[str, _Class] | None = (path, owner)
-            blocks: list[str] = []  # of the classes passed: the holder runs their methods
-            for _ in range(MAX_BASES):
-                if where is None:
-                    break
-                at, c = where
-                body = read_text(self.files[at])
-                blocks.append(body[c.span[0] : c.span[1]])
-                key = (self.files[at], c.line, method)
-                if key not in self.inits:
-                    self.inits[key] = _init_assign(body, c, method)
-                attr, goes_on = self.inits[key]
-                if attr is not None:
-                    ran = frozenset(m for b in blocks for m in _run_by_holder(b, attr))
-                    link = f"self.{attr} = {link}"
-                    # (held by `__init__` through the factory: a subclass replacing
-                    # either without `super()` does not hold it)
-                    via = f"__init__ {method}"
-                    out.append(("hold", line, name, ran, text, link, args, via))
-                    break
-                where = self._base(at, c, read_text) if goes_on else None
-        return sorted(set(out))
-
-    def _base(
-        self, path: str, c: _Class, read_text: Callable[[str], str]
-    ) -> tuple[str, _Class] | None:
-        """(path, class) of a class's first base: defined in its file, or imported from
-        the module defining it (`from ...llama import LlamaForCausalLM`, `llama.X`); None
-        when it is neither, or both (two things)."""
-        if not c.bases:
-            return None
-        sha = self.files[path]
-        base = c.bases[0]
-        bound = self.bound.get(path, {})
-        mod, _, name = base.rpartition(".")
-        target = bound.get(mod or name)
-        if mod:  # `llama.X`: `llama` is a module
-            module = ".".join(target) if target is not None and "." not in mod else None
-        else:
-            local = [k for k in self._index(sha, read_text(sha)) if k.name == name]
-            if local:
-                return (path, local[0]) if len(local) == 1 and target is None else None
-            module, name = target if target is not None else (None, name)
-        there = f"python/{module.replace('.', '/')}.py" if module else ""
-        other = self.files.get(there)
-        if other is None:
-            return None
-        found = [k for k in self._index(other, read_text(other)) if k.name == name]
-        return (there, found[0]) if len(found) == 1 else None
-
-    def _class_method(
-        self, sha: str, line: int, read_text: Callable[[str], str]
-    ) -> tuple[str, str] | None:
-        """(top-level class, its method) holding `line`; None outside a class. The method is
-        the last one of the class's own defs starting at or above the line (the class
-        itself above the first), or the weight loader that alone calls it (`_loader_of`)."""
-        by_line = self.outline.setdefault(sha, {})
-        if line not in by_line:
-            text = read_text(sha)
-            found = None
-            for c in self._index(sha, text):
-                if c.line <= line <= c.last:
-                    method = c.name
-                    found_members = self.members.get((sha, c.line))
-                    if found_members is None:
-                        members = _methods(text, c)
-                        found_members = (members, _self_calls(text, c, members))
-                        self.members[(sha, c.line)] = found_members
-                    members, calls = found_members
-                    for no, name in members:
-                        if no <= line:
-                            method = name
-                    if "load_weights" not in method and method in calls:
-                        method = _loader_of(calls, method) or method
-                    found = ("class", c.name, method)
-            by_line[line] = found
-        where = by_line[line]
-        return None if where is None else (where[1], where[2])
-
-    def _index(self, sha: str, text: str) -> list[_Class]:
-        found = self.classes.get(sha)
-        if found is None:
-            found = self.classes[sha] = class_index(text)
-        return found
+    def holder_reaches(
+        self, sha: str, guards: tuple[Guard, ...], args: Args, read_text: Callable[[str], str]
+    ) -> bool:
+        return _reached(_pyfile(sha, read_text), guards, args)
 
     def _follow(
         self,
@@ -845,301 +606,10 @@ def resolve(
     return Resolver().resolve(files, facts_of, option_of, read_text, skip)
 
 
-TOP_CLASS_RE = re.compile(r"\nclass[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
-METHOD_RE = re.compile(r"\n([ \t]+)(?:async[ \t]+)?def[ \t]+(\w+)")
-# The next significant line indented no deeper than N (closing brackets do not end a block)
-SHALLOW_RE = {0: re.compile(r"\n(?=[^ \t\n#)\]}])")}
-# Steps into another model file from a class holding a use: Qwen2MoeModel <- Qwen3MoeModel
-# (qwen3_moe) <- a subclass of that; DeepseekV3ForCausalLM <- MistralLarge3ForCausalLM
-# (mistral_large_3) <- held by PixtralForConditionalGeneration (pixtral); no further.
-MAX_CLASS_HOPS = 2
-# (inherit | hold | make, line, class name, methods it defines without calling the base's
-# (inherit) or the methods it calls on the instance it holds (hold), text of the line, link
-# of the chain, the arguments of the call building the instance (hold: `_call_args`), the
-# method holding it: `__init__`, or (make: the factory method `m` returning it; a hold,
-# "__init__ m", once `_made` finds the `self.x = self.m(...)` in `__init__`)
-Relation = tuple[str, int, str, frozenset[str], str, str, "Args", str]
-Args = tuple[tuple[str, str], ...]  # (position or keyword, source) of each argument
-# `self.x =`, `self.x: T =`, `self.x, self.y, self.z =` at the start of a line
-CALL_AFTER_RE = re.compile(r"[ \t]*\(")
-SELF_ASSIGN_RE = re.compile(
-    r"[ \t]*self\.(\w+)(?:[ \t]*,[ \t]*self\.\w+)*[ \t]*(?::[^=\n]*)?=(?!=)(.*)"
-)
-
-
-@dataclass(frozen=True)
-class _Class:
-    name: str
-    line: int
-    last: int  # its last line
-    bases: tuple[str, ...]  # as written: `Qwen2MoeModel`, `qwen2_moe.Qwen2MoeModel`
-    span: tuple[int, int]  # offsets of its block in the text
-    init: tuple[int, int, int] | None  # its `__init__`: offsets of start and end, first line
-    text: str  # of the `class` line
-
-
-def class_index(text: str) -> list[_Class]:
-    """A file's top-level classes, by literal-led searches over the text (no outline of
-    every def: a model file has hundreds); blocks end, as in PyFile, at the next significant
-    line indented no deeper."""
-    padded = "\n" + text
-    out: list[_Class] = []
-    line, last = 0, 0
-    for m in TOP_CLASS_RE.finditer(padded):
-        line += padded.count("\n", last, m.start() + 1)
-        last = m.start() + 1
-        stop = SHALLOW_RE[0].search(padded, m.end())
-        end = stop.start() if stop else len(padded)  # offsets in `padded`: text's + 1
-        init = None
-        at = padded.find("def __init__", m.end(), end)
-        while at >= 0 and init is None:
-            start = padded.rfind("\n", 0, at) + 1
-            prefix = padded[start:at]
-            indent = len(prefix.expandtabs())
-            if indent and not prefix.strip(" \t") or prefix.strip() == "async":
-                rx = SHALLOW_RE.get(indent) or SHALLOW_RE.setdefault(
-                    indent, re.compile(rf"\n[ \t]{{0,{indent}}}(?=[^ \t\n#)\]}}])")
-                )
-                stop = rx.search(padded, at, end)
-                first = line + padded.count("\n", m.start() + 1, start)
-                init = (start - 1, (stop.start() if stop else end) - 1, first)
-            at = padded.find("def __init__", at + 1, end)
-        bases = tuple(b.strip() for b in (m.group(2) or "").split(",") if b.strip())
-        head = padded[m.start() + 1 : padded.find("\n", m.start() + 1, end) % (end + 1)]
-        last_line = line + padded.count("\n", m.start() + 1, end)
-        span = (m.start(), end - 1)
-        out.append(_Class(m.group(1), line, last_line, bases, span, init, head.strip()[:240]))
-    return out
-
-
-def _methods(text: str, c: _Class) -> list[tuple[int, str]]:
-    """(line, name) of the defs directly in a class's block (str.find of "def ", then the
-    line's prefix: a regex led by the indentation would try every line)."""
-    block = text[c.span[0] : c.span[1]]
-    defs: list[tuple[int, int, str]] = []  # offset, indentation, name
-    pos = block.find("def ")
-    while pos >= 0:
-        start = block.rfind("\n", 0, pos) + 1
-        prefix = block[start:pos]
-        if prefix and (not prefix.strip(" \t") or prefix.strip() == "async"):
-            word = NAME_RE.match(block, pos + 4)
-            if word:
-                defs.append((start, len(prefix.expandtabs()) - len(prefix.strip()), word.group()))
-        pos = block.find("def ", pos + 4)
-    indent = min((i for _at, i, _n in defs), default=0)
-    out, line, last = [], c.line, 0
-    for at, i, name in defs:
-        line += block.count("\n", last, at)
-        last = at
-        if i == indent:
-            out.append((line, name))
-    return out
-
-
-# `super().m(`, or the two-argument form `super(Cls, self).m(` older model files use.
-SUPER_CALL_RE = re.compile(r"\bsuper\((?:\s*\w+\s*,\s*\w+\s*)?\)\.(\w+)\(")
-
-
-def _own(text: str, c: _Class) -> frozenset[str]:
-    """The methods a class defines without calling the base's (`super().m()`): those it
-    does not inherit."""
-    block = text[c.span[0] : c.span[1]]
-    called = set(SUPER_CALL_RE.findall(block)) if "super(" in block else set()
-    return frozenset(n for _l, n in _methods(text, c) if n not in called)
-
-
-def _run_by_holder(block: str, attr: str) -> frozenset[str]:
-    """The methods the holder's class calls by name on the instance held in `self.attr`
-    (`self.model.load_weights(...)`)."""
-    return frozenset(re.findall(r"self\." + re.escape(attr) + r"\.(\w+)\(", block))
-
-
-SELF_CALL_RE = re.compile(r"\bself\.(\w+)\(")
-
-
-def _self_calls(text: str, c: _Class, members: list[tuple[int, str]]) -> dict[str, set[str]]:
-    """Each method of class `c` -> the `self.x(` it calls."""
-    lines = text[c.span[0] : c.span[1]].split("\n")  # from the class line
-    starts = [no - c.line for no, _n in members] + [len(lines)]
-    return {
-        name: set(SELF_CALL_RE.findall("\n".join(lines[starts[i] : starts[i + 1]])))
-        for i, (_no, name) in enumerate(members)
-    }
-
-
-def _loader_of(calls: dict[str, set[str]], method: str) -> str | None:
-    """The weight loading method (`_runs`) of a class that a helper runs in: a method the
-    class calls only from its weight loading (`do_load_weights` ->
-    `_maybe_quant_weights_to_fp8_ue8m0`) runs only when the weights are loaded. None when
-    another of its methods calls it, or none does. `calls`: _self_calls of the class."""
-
-    def loader(name: str, seen: frozenset[str]) -> str | None:
-        if "load_weights" in name:
-            return name
-        first = None
-        for n in calls:  # every caller must be (called from) weight loading: stop at one not
-            if n != name and n not in seen and name in calls[n]:
-                found = loader(n, seen | {name})
-                if found is None:
-                    return None
-                first = first or found
-        return first
-
-    return loader(method, frozenset())
-
-
-def _runs(method: str, called: frozenset[str]) -> bool:
-    """Whether a holder runs a method of the instance it holds: weight loading
-    (`load_weights`, `do_load_weights`, ...) only if it calls it or the instance's
-    `load_weights`, which runs the rest (models that hold a language model often load its
-    weights themselves); the other methods run when the instance is built or called,
-    directly or through the instance's own calls (forward -> forward_deepep)."""
-    return "load_weights" not in method or method in called or "load_weights" in called
-
-
-Chains = dict[str, tuple[list[str], int]]  # method -> shortest chain through it, its hops
-
-
-def _passed(
-    kind: str, held: Chains, own: frozenset[str], local: bool, via: str = "__init__"
-) -> list[tuple[str, Any]]:
-    """The (method, (chain, hops)) a relation passes on: a subclass keeps the methods it does
-    not override, each with its own chain; a holder holds the instance in `via` (`__init__`,
-    or "__init__ m" through a factory method m it calls: a subclass may override either),
-    reached through the shortest chain of the methods it runs (`own`: those it calls on
-    it). A step into another file takes chains of fewer than MAX_CLASS_HOPS such steps."""
-    usable = [(m, ch) for m, ch in held.items() if local or ch[1] < MAX_CLASS_HOPS]
-    if kind == "inherit":  # ("__init__ m": held by `__init__` through factory method m)
-        return [(m, ch) for m, ch in usable if own.isdisjoint(m.split())]
-    run = [ch for m, ch in usable if _runs(m, own)]
-    return [(via, min(run, key=lambda ch: len(ch[0])))] if run else []
-
-
-def _holders(text: str, classes: list[_Class], ref: str, cls: str) -> list[Relation]:
-    """Top-level classes whose `__init__` assigns `self.x` a value built by calling `ref`:
-    `self.model = Glm4MoeModel(...)`, or inside it (`make_layers(..., lambda i, p:
-    DecoderLayer(...))`, a list of them): the statement holding the call starts with
-    `self.x =`. Each with the held instance's methods the holder calls (`_run_by_holder`)."""
-    out: list[Relation] = []
-    inits = [(c.init, c.name) for c in classes if c.init is not None and c.name != cls]
-    spans = {c.name: c.span for c in classes}
-    blocks: dict[int, tuple[list[str], list[int]]] = {}  # __init__'s offset -> lines, starts
-    pos = text.find(ref)
-    while pos >= 0:
-        end = pos + len(ref)
-        before = text[pos - 1] if pos else " "
-        # A call: the name then "(" (`Cls (` too); in a comment (`# as in Cls load()`) the
-        # name is no call, and its line would count as the statement above it.
-        call = CALL_AFTER_RE.match(text, end) is not None
-        if call and "#" in text[text.rfind("\n", 0, pos) + 1 : pos]:
-            call = False
-        if not (before.isalnum() or before in "_.") and call:
-            line_start = text.rfind("\n", 0, pos) + 1
-            if text[line_start:pos].strip() == "return":
-                made = _factory(text, classes, ref, cls, pos)
-                if made is not None:
-                    c, method, no = made
-                    args = _call_args(text, pos, end)
-                    line_text = text[line_start : text.find("\n", pos) % (len(text) + 1)]
-                    link = f"self.{method}(…) → {cls}(…)"  # `self.x = ` once found
-                    line_text = line_text.strip()[:240]
-                    out.append(("make", no, c.name, frozenset(), line_text, link, args, method))
-            for (a, b, first_line), owner in inits:
-                if not a < pos < b:
-                    continue
-                if a not in blocks:
-                    lines = text[a:b].split("\n")
-                    blocks[a] = (lines, _statements(lines))
-                lines, starts = blocks[a]
-                at = text.count("\n", a, pos)  # the call's line in the block
-                first = starts[bisect_right(starts, at) - 1]
-                m = SELF_ASSIGN_RE.match(lines[first])
-                if m:
-                    direct = m.group(2).lstrip().startswith(ref)
-                    link = f"self.{m.group(1)} = {'' if direct else '…'}{cls}(…)"
-                    text_of = lines[first].strip()[:240]
-                    start, stop = spans[owner]
-                    ran = _run_by_holder(text[start:stop], m.group(1))
-                    args = _call_args(text, pos, end)
-                    out.append(
-                        ("hold", first_line + first, owner, ran, text_of, link, args, "__init__")
-                    )
-        pos = text.find(ref, end)
-    return sorted(set(out))
-
-
-MAX_BASES = 4  # classes up a holder's bases looked at for the `__init__` calling a factory
-SUPER_INIT_RE = re.compile(r"\bsuper\((?:\s*\w+\s*,\s*\w+\s*)?\)\.__init__\(")
-
-
-def _init_assign(text: str, c: _Class, method: str) -> tuple[str | None, bool]:
-    """The `x` of `self.x = self.method(` in class `c`'s own `__init__` (None if none), and
-    whether the base's `__init__` runs too (it has none, or calls `super().__init__(`)."""
-    if c.init is None:
-        return None, True
-    block = text[c.init[0] : c.init[1]]
-    rx = rf"^[ \t]*self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*self\.{re.escape(method)}[ \t]*\("
-    m = re.search(rx, block, re.M)
-    return (m.group(1) if m else None), SUPER_INIT_RE.search(block) is not None
-
-
-def _factory(
-    text: str, classes: list[_Class], ref: str, cls: str, pos: int
-) -> tuple[_Class, str, int] | None:
-    """(class, method, line) when the `return ref(...)` at `pos` is in a short method of a
-    top-level class (not `cls` itself) whose every `return` builds `ref`: a factory
-    (`def _init_model(...): return Llama4Model(...)`) whose instance `__init__` may hold."""
-    owner = next((c for c in classes if c.span[0] < pos < c.span[1]), None)
-    if owner is None or owner.name == cls:
-        return None
-    no = text.count("\n", 0, pos) + 1
-    members = _methods(text, owner)
-    starts = [i for i, (line, _n) in enumerate(members) if line <= no]
-    if not starts:
-        return None
-    i = starts[-1]
-    first, method = members[i]
-    last = members[i + 1][0] - 1 if i + 1 < len(members) else owner.last
-    if last - first >= MAX_ACCESSOR_LINES:
-        return None
-    lines = text.split("\n")[first - 1 : last]
-    # (the next method's decorators, blank lines and comments end the block, not it)
-    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith(("@", "#"))):
-        lines.pop()
-    try:
-        tree = ast.parse(textwrap.dedent("\n".join(lines)))
-    except SyntaxError:
-        return None
-    fn = tree.body[0] if tree.body else None
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name != method:
-        return None
-    returns = [n for n in _nested_statements(fn) if isinstance(n, ast.Return)]
-    built = [
-        r for r in returns if isinstance(r.value, ast.Call) and ast.unparse(r.value.func) == ref
-    ]
-    # (several returns of one class: followed; any other return: not a factory of it)
-    return (owner, method, no) if built and len(built) == len(returns) else None
-
-
-def _call_args(text: str, pos: int, end: int) -> Args:
-    """The arguments of the call of the name ending at `end` (`X(config, 0, is_nextn=True)`:
-    ("0", "config"), ("1", "0"), ("is_nextn", "True")); one spread (`*a`, `**kw`) is "*"."""
-    at = text.find("(", end)
-    call = _parse_call(text[pos : pos + MAX_CALL_CHARS], 0, at - pos) if at >= 0 else None
-    if call is None:
-        return (("*", ""),)
-    out = [(str(i), ast.unparse(a)) for i, a in enumerate(call.args)]
-    out += [(k.arg or "*", ast.unparse(k.value)) for k in call.keywords]
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        out.append(("*", ""))
-    return tuple(out)
-
-
-MAX_CALL_CHARS = 4000
 UNKNOWN: Any = object()  # a value not known without running the code
 
 
-def _reached(f: PyFile, guards: list[tuple[int, tuple[str, str | None], Cond]], args: Args) -> bool:
+def _reached(f: PyFile, guards: Sequence[Guard], args: Args) -> bool:
     """Whether an instance built with `args` can reach one of the ways to the uses of its
     class's `__init__`: each way a call there (`LayerScatterModes.init_new(...)`) must pass
     values making its condition true. A value is worked out from the literals the holder
@@ -1161,13 +631,13 @@ def _reached(f: PyFile, guards: list[tuple[int, tuple[str, str | None], Cond]], 
         if call is None or node is None or env is None:
             return True
         passed = {k.arg: k.value for k in call.keywords if k.arg is not None}
-        values = [(_value(f, node, passed[n], env), want) for n, want in cond if n in passed]
+        values = [(_known_value(f, node, passed[n], env), want) for n, want in cond if n in passed]
         if not any(v is not UNKNOWN and bool(v) != want for v, want in values):
             return True
     return False
 
 
-def _bind(node: ast.AST, args: Args) -> dict[str, Any] | None:
+def _bind(node: ast.AST, args: Iterable[tuple[str, str]]) -> dict[str, Any] | None:
     """A function's parameters bound to the literals a call passes (`args`), or to their
     literal defaults when it passes none; UNKNOWN otherwise. None for a spread."""
     given = dict(args)
@@ -1211,22 +681,22 @@ def _literal(src: str) -> Any:
     return inner.value
 
 
-def _value(f: PyFile, fn: ast.AST, e: ast.expr, env: dict[str, Any], depth: int = 0) -> Any:
+def _known_value(f: PyFile, fn: ast.AST, e: ast.expr, env: dict[str, Any], depth: int = 0) -> Any:
     """What `e` is in function `fn` given its parameters' `env` (`_reached`), or UNKNOWN."""
     if depth > MAX_VALUE_DEPTH:
         return UNKNOWN
     if isinstance(e, ast.Constant):
         return e.value
-    key = _target_key(e)
+    key = target_key(e)
     if key is not None:
         bindings = _bound_once_in(f, fn)
         if key in env:  # a parameter, unless the function binds it again (maybe: not known)
             return UNKNOWN if key in bindings else env[key]
         bound = bindings.get(key)
-        return UNKNOWN if bound is None else _value(f, fn, bound, env, depth + 1)
+        return UNKNOWN if bound is None else _known_value(f, fn, bound, env, depth + 1)
 
     def of(x: ast.expr) -> Any:
-        return _value(f, fn, x, env, depth + 1)
+        return _known_value(f, fn, x, env, depth + 1)
 
     if isinstance(e, ast.BoolOp):  # as Python: `a or b` is the first true operand, or b
         value: Any = UNKNOWN
@@ -1277,7 +747,7 @@ def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) ->
     """`self.m(...)` (or `cls.m`) of a method defined once in the file whose body is one
     `return`: its value with the call's arguments bound."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and _target_key(func.value) in ("self", "cls")):
+    if not (isinstance(func, ast.Attribute) and target_key(func.value) in ("self", "cls")):
         return UNKNOWN
     if any(isinstance(a, ast.Starred) for a in call.args) or any(
         k.arg is None for k in call.keywords
@@ -1292,8 +762,8 @@ def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) ->
     if value is None:
         return None
     given: list[tuple[str, Any]] = [
-        *((str(i), _value(f, node, a, env, depth + 1)) for i, a in enumerate(call.args)),
-        *((str(k.arg), _value(f, node, k.value, env, depth + 1)) for k in call.keywords),
+        *((str(i), _known_value(f, node, a, env, depth + 1)) for i, a in enumerate(call.args)),
+        *((str(k.arg), _known_value(f, node, k.value, env, depth + 1)) for k in call.keywords),
     ]
     inner = _bind(node, tuple((k, "...") for k, _v in given))
     if inner is None:
@@ -1302,7 +772,7 @@ def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) ->
     positional = [p.arg for p in [*a.posonlyargs, *a.args] if p.arg not in ("self", "cls")]
     for k, v in given:
         inner[positional[int(k)] if k.isdigit() and int(k) < len(positional) else k] = v
-    return _value(f, node, value, inner, depth + 1)
+    return _known_value(f, node, value, inner, depth + 1)
 
 
 def _is_docstring(s: ast.stmt) -> bool:
@@ -1310,7 +780,7 @@ def _is_docstring(s: ast.stmt) -> bool:
 
 
 def _bound_once_in(f: PyFile, fn: ast.AST) -> dict[str, ast.expr | None]:
-    """`_bound_once(fn)` kept in `f.memo`: `_value` asks it for each name of each guard, and
+    """`_bound_once(fn)` kept in `f.memo`: `_known_value` asks it for each name of each guard, and
     a walk of a model's `__init__` is most of the resolver's time. `fn` is one of `f.node`'s
     parsed blocks, which `f` keeps, so its id names it while the memo lives."""
     key = ("bound once", id(fn))
@@ -1329,70 +799,10 @@ def _bound_once(fn: ast.AST) -> dict[str, ast.expr | None]:
                 isinstance(sub, ast.Assign)
                 and len(sub.targets) == 1
                 and key not in out
-                and _target_key(sub.targets[0]) == key
+                and target_key(sub.targets[0]) == key
             )
             out[key] = sub.value if once else None  # type: ignore[attr-defined]
     return out
-
-
-def _statements(lines: list[str]) -> list[int]:
-    """The indexes of the lines that start a statement: no bracket left open before them
-    (brackets in comments left out; in strings, rare in `__init__`, not)."""
-    out, depth = [], 0
-    for no, text in enumerate(lines):
-        if "#" in text:
-            text = text[: text.index("#")]
-        if depth <= 0 and text.strip():
-            out.append(no)
-            depth = 0
-        depth += text.count("(") + text.count("[") + text.count("{")
-        depth -= text.count(")") + text.count("]") + text.count("}")
-    return out
-
-
-def _defines(padded: str, name: str) -> bool:
-    """Whether a file ("\n" + its text) defines `name` at the top level: def, class or an
-    assignment (str.find for each form, then a check at the hit)."""
-    for lead in ("\ndef ", "\nclass "):
-        at = padded.find(lead + name)
-        while at >= 0:
-            after = padded[at + len(lead) + len(name) : at + len(lead) + len(name) + 1]
-            if not (after.isalnum() or after == "_"):
-                return True
-            at = padded.find(lead + name, at + 1)
-    at = padded.find(f"\n{name}")
-    while at >= 0:
-        rest = padded[at + 1 + len(name) : at + 1 + len(name) + 64].lstrip(" \t")
-        if rest[:1] == "=" and rest[1:2] != "=":
-            return True
-        at = padded.find(f"\n{name}", at + 1)
-    return False
-
-
-@dataclass
-class _User:
-    """A model class reached by flags: where it is and, per dest, per method holding the
-    dest's uses, the shortest chain through that method with the steps into other files it
-    took. A class reached from it cites the chain of a method that runs there: a subclass
-    overriding a method without `super()` drops that method's chain (all of them: the dest),
-    a holder cites a method it runs (`_runs`), so a model holding DeepseekV2ForCausalLM
-    without calling its weight loader is cited through the MoE layer its `__init__` builds,
-    not through the loader's read."""
-
-    path: str
-    chains: dict[str, Chains] = field(default_factory=dict)
-    # per dest: the ways its uses in `__init__` are reached under conditions on what the
-    # call there passes, (line, carrier, condition) each; None: one is reached without
-    guards: dict[str, list[tuple[int, tuple[str, str | None], Cond]] | None] = field(
-        default_factory=dict
-    )
-
-    def guard(self, dest: str, line: int, conds: list[Any] | None) -> None:
-        before = self.guards.get(dest, [])
-        if conds is None or before is None:
-            self.guards[dest] = None
-        else:
-            self.guards[dest] = [*before, *((line, carrier, cond) for carrier, cond in conds)]
 
 
 @lru_cache(maxsize=65536)
@@ -1403,22 +813,3 @@ def _chain_topic(chain: tuple[str, ...]) -> str | None:
         if word:
             return word
     return None
-
-
-# --- models --------------------------------------------------------------------------------
-
-
-def model_rows(
-    files: dict[str, str], facts_of: Callable[[str], dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Model files: python/sglang/srt/models/<name>.py with their EntryClass names."""
-    out = []
-    for path in sorted(files):
-        if not path.startswith(MODELS_DIR) or path.endswith("__init__.py"):
-            continue
-        name = path[len(MODELS_DIR) : -3]
-        entry = facts_of(path).get("entry", [])
-        if "/" in name and not entry:
-            continue  # a helper module in a subpackage (deepseek_common/...), not a model
-        out.append({"name": name, "path": path, "architectures": entry})
-    return out
