@@ -844,7 +844,8 @@ class DeployProfile(Sparse, ProfileFields):
 
 class ExplainRequest(Model):
     version: str | None = Field(None, max_length=200)
-    command: str
+    # No shell passes a NUL (a 400, kb.explain.check_command); over 20,000 characters: 413.
+    command: str = Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})
     compare: str | None = Field(None, max_length=200)
     profile: DeployProfile | None = None
 
