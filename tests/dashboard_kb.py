@@ -458,3 +458,19 @@ def build_kb(path: Path, url: str | None = None, long_words: bool = False) -> Pa
     rebuild_relations(engine)
     engine.dispose()
     return path
+
+
+def dashboard_client(backend: str, tmp: Path, name: str) -> Any:
+    """A TestClient (no redirects followed) of the app over this knowledge base, in SQLite
+    under `tmp`, or for backend "postgres" in a fresh database named after `name`."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from tests.pg import fresh_database, index_at
+
+    if backend == "postgres":
+        url = fresh_database(name)
+        build_kb(tmp / "unused.db", url)
+        with index_at(tmp / "index"):
+            return TestClient(create_app(url), follow_redirects=False)
+    return TestClient(create_app(f"sqlite:///{build_kb(tmp / 'kb.db')}"), follow_redirects=False)

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_kb import ARGS, ENUMS, RUNNER, WEB_URL, build_kb
+from dashboard_kb import ARGS, ENUMS, RUNNER, WEB_URL, build_kb, dashboard_client
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from tests.pg import BACKENDS, fresh_database, index_at
+from tests.pg import BACKENDS
 
 FLAG_FIELDS = {"name", "dest", "aliases", "type", "default", "choices", "help", "deprecated"}
 SGLANG = "https://github.com/sgl-project/sglang"  # web_url of the kb_db fixture
@@ -22,14 +22,7 @@ CONSTRAINT_FIELDS = {"kind", "function", "condition", "message", "flags", "affec
 @pytest.fixture(scope="module", params=BACKENDS)
 def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     """The contract holds on SQLite and on PostgreSQL (when FLAGATLAS_TEST_PG_URL is set)."""
-    tmp = tmp_path_factory.mktemp("kb")
-    if request.param == "postgres":
-        url = fresh_database("api")
-        build_kb(tmp / "unused.db", url)
-        with index_at(tmp / "index"):
-            return TestClient(create_app(url), follow_redirects=False)
-    db = build_kb(tmp / "kb.db")
-    return TestClient(create_app(f"sqlite:///{db}"), follow_redirects=False)
+    return dashboard_client(request.param, tmp_path_factory.mktemp("kb"), "api")
 
 
 def get(client: TestClient, url: str, status: int = 200) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_kb import build_kb
+from dashboard_kb import build_kb, dashboard_client
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -18,20 +18,14 @@ from app.main import create_app
 from cli import cli
 from kb.explain import MAX_COMMAND, MAX_WORDS
 from kb.profile import MAX_CONFIG_DEPTH, MAX_CONFIG_TEXT, MAX_CONFIG_VALUES
-from tests.pg import BACKENDS, fresh_database, index_at
+from tests.pg import BACKENDS
 
 DEEP = f"config.json nests deeper than {MAX_CONFIG_DEPTH} levels"
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    tmp = tmp_path_factory.mktemp("kb")
-    if request.param == "postgres":
-        url = fresh_database("bounds")
-        build_kb(tmp / "unused.db", url)
-        with index_at(tmp / "index"):
-            return TestClient(create_app(url), follow_redirects=False)
-    return TestClient(create_app(f"sqlite:///{build_kb(tmp / 'kb.db')}"), follow_redirects=False)
+    return dashboard_client(request.param, tmp_path_factory.mktemp("kb"), "bounds")
 
 
 @pytest.fixture(scope="module")

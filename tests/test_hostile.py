@@ -195,8 +195,6 @@ def cases() -> Iterator[Any]:
 CASES = list(cases())
 
 
-# Found by this suite and fixed on branch h32-bounds (kb/explain, app/views/explain.py):
-# these cases pass once it is merged, and then their xfail marks go.
 def test_the_suite_is_large() -> None:
     assert len(CASES) >= 300, len(CASES)
 

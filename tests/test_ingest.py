@@ -8,7 +8,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from tests.fixture_repos import (
     commit,
     write,
 )
+from tests.stalled_ingest import start_stalled_ingest
 
 
 def rows(db: Path, sql: str, *args: Any) -> list[dict[str, Any]]:
@@ -349,44 +349,12 @@ def _ingest_cmd(repo: Path, db: Path) -> list[str]:
     return [sys.executable, "-m", "cli", "ingest", "--repo", str(repo), "--db", str(db)]
 
 
-STALLING_INGEST = """
-import sys, time
-from pathlib import Path
-from ingest.runner import IngestOptions, run
-
-repo, db, marker = sys.argv[1:4]
-
-
-def stall(label):
-    if label == "v1.0.2":  # v1.0.2's rows are written, its transaction is open
-        Path(marker).touch()
-        time.sleep(3600)
-
-
-opts = IngestOptions(repo=repo, db_url=f"sqlite:///{db}", web_url="https://example.invalid",
-                     cache_dir=Path(db).parent / "cache", jobs=1, before_commit=stall)
-run(opts)
-"""
-
-
 def test_kill_9_mid_version_leaves_no_partial_version(tmp_path: Path) -> None:
     repo = build_many_versions_repo(tmp_path, 4)
     db = tmp_path / "kb.db"
-    marker = tmp_path / "stalled"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", STALLING_INGEST, str(repo), str(db), str(marker)],
-        cwd=Path(__file__).parent.parent,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.time() + 60
-        while not marker.exists() and time.time() < deadline:  # v1.0.2's rows are written
-            time.sleep(0.05)
-        assert marker.exists(), "the ingest never reached v1.0.2's transaction"
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(10)
+    proc = start_stalled_ingest(repo, db, at="v1.0.2")  # v1.0.2's rows are written
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
     assert _committed(db) == ["v1.0.0", "v1.0.1"]
     orphans = rows(
         db, "select count(*) n from flag where version_id not in (select id from version)"

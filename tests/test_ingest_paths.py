@@ -6,9 +6,6 @@ list in every sort included, is the same (once the time each ingest took is left
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,44 +16,13 @@ from app.main import create_app
 from tests.api_routes import json_routes, normalized
 from tests.conftest import ingest_into
 from tests.drifting_repo import build_drifting_repo
-
-KILLED_INGEST = """
-import sys, time
-from pathlib import Path
-from typing import Any
-from ingest.runner import IngestOptions, run
-
-repo, db, marker = sys.argv[1:4]
-
-
-def stall(label):
-    if label == "v1.0.2":  # v1.0.2's rows are written, its transaction is open
-        Path(marker).touch()
-        time.sleep(3600)
-
-
-opts = IngestOptions(repo=repo, db_url=f"sqlite:///{db}", web_url="https://github.com/sgl-project/sglang",
-                     cache_dir=Path(db).parent / "repos", jobs=1, before_commit=stall)
-run(opts)
-"""
+from tests.stalled_ingest import start_stalled_ingest
 
 
 def killed_and_resumed(repo: Path, db: Path) -> None:
-    marker = db.parent / "stalled"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", KILLED_INGEST, str(repo), str(db), str(marker)],
-        cwd=Path(__file__).parent.parent,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.time() + 60
-        while not marker.exists() and time.time() < deadline:
-            time.sleep(0.05)
-        assert marker.exists(), "the ingest never reached v1.0.2's transaction"
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(10)
+    proc = start_stalled_ingest(repo, db, at="v1.0.2")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
     # the resumed ingest indexes v1.0.2 and v1.0.3 as it writes them, then the older two
     assert [v.version for v in ingest_into(repo, db, jobs=1).versions] == ["v1.0.2", "v1.0.3"]
 

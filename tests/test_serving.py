@@ -33,6 +33,7 @@ from cli.serve import bind_reuseport, uvicorn_config
 from kb.explain import MAX_WORDS
 from kb.schema import Flag, Version, make_engine
 from tests.fixture_repos import ERA2_SERVER_ARGS, SERVER_ARGS, commit, git, write
+from tests.stalled_ingest import start_stalled_ingest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "/v/v0.3.0/flags/--moe-runner-backend"
@@ -475,25 +476,6 @@ def _established(pid: int, port: int) -> int:
 
 # --- a killed ingest leaves nothing behind ------------------------------------------------
 
-STALLING_INGEST = """
-import sys, time
-from pathlib import Path
-from ingest.runner import IngestOptions, run
-
-repo, db, marker = sys.argv[1:4]
-
-
-def stall(label):
-    if label == "v1.0.0":  # the pool is still analyzing v1.0.1's blobs
-        Path(marker).touch()
-        time.sleep(3600)
-
-
-opts = IngestOptions(repo=repo, db_url=f"sqlite:///{db}", web_url="https://example.invalid",
-                     cache_dir=Path(db).parent / "cache", jobs=2, before_commit=stall)
-run(opts)
-"""
-
 
 def build_wide_repo(root: Path) -> Path:
     """Two releases of 300 modules each, all changed: more blobs than one worker batch."""
@@ -517,21 +499,12 @@ def test_kill_9_of_an_ingest_leaves_no_process_and_no_temporary_file(tmp_path: P
     """Nor multiprocessing's temporary directory (pymp-*, the fork server's socket in it),
     which only an atexit hook of the killed process removed."""
     repo = build_wide_repo(tmp_path)
-    marker = tmp_path / "stalled"
     temp = tmp_path / "tmp"
     temp.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", STALLING_INGEST, str(repo), str(tmp_path / "kb.db"), str(marker)],
-        cwd=ROOT,
-        env={**os.environ, "TMPDIR": str(temp)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    env = {**os.environ, "TMPDIR": str(temp)}
+    # stalled in v1.0.0's transaction: the pool is still analyzing v1.0.1's blobs
+    proc = start_stalled_ingest(repo, tmp_path / "kb.db", at="v1.0.0", jobs=2, env=env)
     try:
-        deadline = time.time() + 120
-        while not marker.exists() and time.time() < deadline:
-            time.sleep(0.05)
-        assert marker.exists(), "the ingest never reached v1.0.0's transaction"
         family = _descendants(proc.pid)
         names = [Path(f"/proc/{p}/cmdline").read_bytes() for p in family]
         assert sum(b"cat-file" in n for n in names) >= 2, names  # one per pool worker
