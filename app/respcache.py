@@ -29,6 +29,8 @@ import zstandard
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.compression import ZSTD_LEVEL, accepts
+from app.templating import PAGE_HEADERS
+from app.templating import VARY as TEMPLATE_VARY
 
 # URL prefixes whose answer depends only on the knowledge base (and the URL). An explain
 # permalink (the page, GET /api/explain) names its question whole; without a version it asks
@@ -37,10 +39,10 @@ PINNED = ("/v/", "/api/v/", "/diff/", "/api/diff/", "/explain", "/api/explain")
 # Bodies below this are sent as they are: compression would not pay for its header.
 MIN_GZIP = 1024
 COMPRESSIBLE = (b"text/", b"application/json", b"application/javascript")
-# The request headers an entry is kept under (besides the URL), as the pages read them
+# The request headers an entry is kept under (besides the URL): those the pages read
 # (app/templating.py), and so the Vary of every cached reply.
-KEY_HEADERS = (b"hx-request", b"hx-history-restore-request")
-VARY = b"HX-Request, HX-History-Restore-Request, Accept-Encoding"
+KEY_HEADERS = tuple(name.lower().encode() for name in PAGE_HEADERS)
+VARY = f"{TEMPLATE_VARY}, Accept-Encoding".encode()
 
 
 # Encodings a cached entry is sent in, in order of preference, with their ETag suffixes.

@@ -99,8 +99,10 @@ env.globals["usage_areas_html"] = fragments.usage_areas
 env.globals["grid_columns_html"] = fragments.grid_columns
 
 
-# The request headers a page's body depends on (is_fragment_request reads both).
-VARY = "HX-Request, HX-History-Restore-Request"
+# The request headers a page's body depends on (is_fragment_request reads both); the
+# response cache keys its entries on them too (app/respcache.py).
+PAGE_HEADERS = ("HX-Request", "HX-History-Restore-Request")
+VARY = ", ".join(PAGE_HEADERS)
 
 
 def is_fragment_request(request: Request) -> bool:

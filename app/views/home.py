@@ -48,13 +48,13 @@ def api_versions(session: SessionDep) -> VersionList:
 
 
 def _latest(session: SessionDep, prefix: str, rest: str, query: str) -> Response:
-    if any(segment in (".", "..") for segment in rest.split("/")):
-        # `..%2F..%2Fstatic` arrives decoded: the redirect would leave /v/.
+    page = rest.rstrip("/") or "flags"  # one hop, not a redirect to a trailing-slash URL
+    if bad_page(page, query):  # `..%2F..%2Fstatic` arrives decoded: it would leave /v/
         raise HTTPException(404)
     newest = newest_version(session)
     if newest is None:
         raise NotFound("version", "latest", "No version has been ingested yet.")
-    url = f"{prefix}/v/{quote(newest.name, safe='')}/{quote(rest or 'flags')}"
+    url = f"{prefix}/v/{quote(newest.name, safe='')}/{quote(page)}"
     return RedirectResponse(url + (f"?{query}" if query else ""), status_code=302)
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 
 from app.deps import SessionDep
-from app.templating import render, templates
+from app.templating import VARY, render, templates
 from app.views.common import QueryInt, error_response, errors
 from kb.contract import SearchPage
 from kb.queries import NotFound, did_you_mean, get_version, version_names
@@ -128,7 +128,7 @@ def search_page(
     }
     if dropdown:
         response = templates.TemplateResponse(request, "search_dropdown.html", context)
-        response.headers["Vary"] = "HX-Request, HX-Target"
+        response.headers["Vary"] = f"{VARY}, HX-Target"  # the dropdown reads HX-Target too
         return response
     context.update(
         search_q=q[:200],
