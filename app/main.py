@@ -127,9 +127,9 @@ def patch_openapi(app: FastAPI) -> None:
       app answers bad parameters with 400 and bad bodies with 422, both as ErrorBody, and
       each route lists the statuses it really answers (`responses=errors(...)`): the 422s
       and their schemas go;
-    - every route that documents an error may also answer 414 and 400 (app/limits.py, before
-      routing: a URL over MAX_URL bytes, a NUL character in the URL), so no text parameter
-      of the URL takes a NUL (its `pattern`)."""
+    - every route may also answer 414 and 400 (app/limits.py, before routing: a URL over
+      MAX_URL bytes, a NUL character in the URL), so no text parameter of the URL takes a
+      NUL (its `pattern`)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -146,10 +146,8 @@ def patch_openapi(app: FastAPI) -> None:
                         text = parameter.get("schema", {})
                         if text.get("type") == "string" and not {"enum", "pattern"} & set(text):
                             text["pattern"] = NO_NUL
-                    # Routes that document no error (H5's) stay as they are.
-                    if any(code.startswith("4") for code in replies):
-                        replies.setdefault("400", NUL_IN_URL)
-                        replies["414"] = URL_TOO_LONG
+                    replies.setdefault("400", NUL_IN_URL)
+                    replies["414"] = URL_TOO_LONG
             schemas = schema.get("components", {}).get("schemas", {})
             for name in ("HTTPValidationError", "ValidationError"):
                 schemas.pop(name, None)
