@@ -618,3 +618,56 @@ def test_sequences_built_from_command_values_are_bounded() -> None:
     assert isinstance(result.fields["slots"], Unknown)
     assert isinstance(result.fields["text"], Unknown)
     assert result.fields["small"] == [0, 0, 0, 1]
+
+
+# --- a raise under a guard the run could not decide -------------------------------------
+# (modelled on snapshot-2026-07-01: an architecture branch calls a helper that asserts on a
+# flag the command gave, which SGLang may change on a platform not given (so it is known only
+# as "likely"); an earlier branch may have returned)
+GUARDED_ARGS = """
+from dataclasses import dataclass
+
+from sglang.srt.utils import is_hip
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    page_size: int = 1
+
+    def __post_init__(self):
+        if is_hip():
+            self.page_size = 1
+        self._handle_model_specific_adjustments()
+
+    def get_model_config(self):
+        return None
+
+    def _handle_model_specific_adjustments(self):
+        hf_config = self.get_model_config().hf_config
+        model_arch = hf_config.architectures[0]
+        if model_arch in ["EarlyArch"] and is_hip():
+            return
+        if model_arch in ["HybridArch"]:
+            self._handle_hybrid_cache(model_arch)
+
+    def _handle_hybrid_cache(self, model_arch):
+        assert self.page_size in (1, None), "hybrid cache only supports page_size=1."
+"""
+GUARDED_FILES = {ARGS: GUARDED_ARGS, sim_repos.UTILS: sim_repos.UTILS_TEXT}
+
+
+def test_a_raise_in_a_method_called_from_an_undecided_branch_is_not_an_error() -> None:
+    fields = {"model_path": "m", "page_size": 64}
+    mods = modules(GUARDED_FILES)
+    result = Simulator(mods.get, mods[ARGS], fields, given={"model_path", "page_size"}).run()
+    check = next(c for c in result.checks if "page_size=1" in c.message)
+    assert result.errors == []
+    assert check.outcome == "unknown"  # not "likely": the architecture has no likely value
+    assert "the model architecture" in check.needs
+    # the architecture decides it: an error for the hybrid one, nothing for another
+    hybrid = run(GUARDED_FILES, fields, {"arch": "HybridArch", "platform": "cuda"})
+    assert [c.message for c in hybrid.errors] == ["hybrid cache only supports page_size=1."]
+    other = run(GUARDED_FILES, fields, {"arch": "LlamaForCausalLM", "platform": "cuda"})
+    assert other.errors == []
+    assert all(c.outcome != "fired" for c in other.checks if "page_size" in c.message)

@@ -195,6 +195,7 @@ class Frame:
     name: str
     locals: dict[str, Any]
     maybe_returned: tuple[str, ...] = ()  # needs of a return that may have happened
+    likely_returned: bool = False  # one of those returns is on the likely path
     returns: list[Any] = field(default_factory=list)
     # the state at each return that may have happened: merged into the state at the end
     return_states: list[tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=list)
@@ -388,8 +389,13 @@ class Simulator:
     def block(self, body: list[ast.stmt], frame: Frame, ctx: Ctx) -> None:
         for stmt in body:
             if frame.maybe_returned:
+                # reached only if no return was: as undecided as the returns, and no likelier
+                # than the path it is on (nor likely at all past a return that likely was)
                 ctx = Ctx(
-                    ctx.conds, tuple(dict.fromkeys((*ctx.needs, *frame.maybe_returned))), ctx.reads
+                    ctx.conds,
+                    tuple(dict.fromkeys((*ctx.needs, *frame.maybe_returned))),
+                    ctx.reads,
+                    ctx.likely and not frame.likely_returned,
                 )
             self.stmt(stmt, frame, ctx)
 
@@ -420,6 +426,7 @@ class Simulator:
             if ctx.needs:
                 frame.returns.append(Unknown(ctx.needs, options_of([value])))
                 frame.maybe_returned = tuple(dict.fromkeys((*frame.maybe_returned, *ctx.needs)))
+                frame.likely_returned = frame.likely_returned or ctx.likely
                 frame.return_states.append((dict(self.fields), ctx.needs))
             else:
                 raise _Return(value)
