@@ -671,3 +671,45 @@ def test_a_raise_in_a_method_called_from_an_undecided_branch_is_not_an_error() -
     other = run(GUARDED_FILES, fields, {"arch": "LlamaForCausalLM", "platform": "cuda"})
     assert other.errors == []
     assert all(c.outcome != "fired" for c in other.checks if "page_size" in c.message)
+
+
+# --- a package the run assumes installed: every package predicate says so -------------
+PACKAGE_ARGS = """
+from dataclasses import dataclass
+
+from sglang.srt.utils import is_triton_kernels_available
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    moe_runner_backend: str = "auto"
+    enable_old_kernels: bool = False
+
+    def __post_init__(self):
+        if self.moe_runner_backend == "auto" and is_triton_kernels_available():
+            self.moe_runner_backend = "triton_kernel"
+        if self.enable_old_kernels and is_triton_kernels_available():
+            raise ValueError("old kernels clash with triton_kernels.")
+"""
+PACKAGE_UTILS = """
+def is_triton_kernels_available():
+    return False
+"""
+
+
+def test_a_package_predicate_states_its_assumption() -> None:
+    files = {ARGS: PACKAGE_ARGS, sim_repos.UTILS: PACKAGE_UTILS}
+    fields = {"model_path": "m", "moe_runner_backend": "auto", "enable_old_kernels": True}
+    result = run(files, fields, {"platform": "cuda"})
+    assert result.assumptions == {"pkg:triton_kernels": "triton_kernels is installed"}
+    (change,) = result.changes
+    assert change.after == "triton_kernel"
+    assert "<assumed:pkg:triton_kernels>" in change.inputs | change.reads
+    (check,) = [c for c in result.checks if c.kind == "raise"]
+    assert check.outcome == "assumed" and result.errors == []
+    # without the assumption the package, and what it decides, stay unknown
+    unsure = run(files, fields, {"platform": "cuda", "packages": "unknown"})
+    assert unsure.assumptions == {}
+    assert isinstance(unsure.fields["moe_runner_backend"], Unknown)
+    assert "the installed version of triton_kernels" in unsure.fields["moe_runner_backend"].needs

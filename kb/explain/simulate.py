@@ -54,7 +54,6 @@ from kb.explain.predicates import (
     Profile,
     Unknown,
     answer_with_inputs,
-    assumed,
     missing,
     unknown,
 )
@@ -944,10 +943,6 @@ class Simulator:
                 value = value.lower() in ("true", "1")
             return value
         value, used = answer_with_inputs(name, self.profile, args)
-        if name in ("check_pkg_version_at_least", "is_flashinfer_available") and value is True:
-            what = f"{args[0]} >= {args[1]}" if len(args) > 1 else "flashinfer"
-            self.result.assumptions[f"pkg:{what}"] = f"{what} is installed"
-            used[assumed(f"pkg:{what}")] = f"{what} is installed"
         for mark, words in used.items():
             if words is not None:
                 self.result.assumptions[mark[len(ASSUMED) : -1]] = words
