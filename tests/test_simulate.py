@@ -618,3 +618,98 @@ def test_sequences_built_from_command_values_are_bounded() -> None:
     assert isinstance(result.fields["slots"], Unknown)
     assert isinstance(result.fields["text"], Unknown)
     assert result.fields["small"] == [0, 0, 0, 1]
+
+
+# --- a raise under a guard the run could not decide -------------------------------------
+# (modelled on snapshot-2026-07-01: an architecture branch calls a helper that asserts on a
+# flag the command gave, which SGLang may change on a platform not given (so it is known only
+# as "likely"); an earlier branch may have returned)
+GUARDED_ARGS = """
+from dataclasses import dataclass
+
+from sglang.srt.utils import is_hip
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    page_size: int = 1
+
+    def __post_init__(self):
+        if is_hip():
+            self.page_size = 1
+        self._handle_model_specific_adjustments()
+
+    def get_model_config(self):
+        return None
+
+    def _handle_model_specific_adjustments(self):
+        hf_config = self.get_model_config().hf_config
+        model_arch = hf_config.architectures[0]
+        if model_arch in ["EarlyArch"] and is_hip():
+            return
+        if model_arch in ["HybridArch"]:
+            self._handle_hybrid_cache(model_arch)
+
+    def _handle_hybrid_cache(self, model_arch):
+        assert self.page_size in (1, None), "hybrid cache only supports page_size=1."
+"""
+GUARDED_FILES = {ARGS: GUARDED_ARGS, sim_repos.UTILS: sim_repos.UTILS_TEXT}
+
+
+def test_a_raise_in_a_method_called_from_an_undecided_branch_is_not_an_error() -> None:
+    fields = {"model_path": "m", "page_size": 64}
+    mods = modules(GUARDED_FILES)
+    result = Simulator(mods.get, mods[ARGS], fields, given={"model_path", "page_size"}).run()
+    check = next(c for c in result.checks if "page_size=1" in c.message)
+    assert result.errors == []
+    assert check.outcome == "unknown"  # not "likely": the architecture has no likely value
+    assert "the model architecture" in check.needs
+    # the architecture decides it: an error for the hybrid one, nothing for another
+    hybrid = run(GUARDED_FILES, fields, {"arch": "HybridArch", "platform": "cuda"})
+    assert [c.message for c in hybrid.errors] == ["hybrid cache only supports page_size=1."]
+    other = run(GUARDED_FILES, fields, {"arch": "LlamaForCausalLM", "platform": "cuda"})
+    assert other.errors == []
+    assert all(c.outcome != "fired" for c in other.checks if "page_size" in c.message)
+
+
+# --- a package the run assumes installed: every package predicate says so -------------
+PACKAGE_ARGS = """
+from dataclasses import dataclass
+
+from sglang.srt.utils import is_triton_kernels_available
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    moe_runner_backend: str = "auto"
+    enable_old_kernels: bool = False
+
+    def __post_init__(self):
+        if self.moe_runner_backend == "auto" and is_triton_kernels_available():
+            self.moe_runner_backend = "triton_kernel"
+        if self.enable_old_kernels and is_triton_kernels_available():
+            raise ValueError("old kernels clash with triton_kernels.")
+"""
+PACKAGE_UTILS = """
+def is_triton_kernels_available():
+    return False
+"""
+
+
+def test_a_package_predicate_states_its_assumption() -> None:
+    files = {ARGS: PACKAGE_ARGS, sim_repos.UTILS: PACKAGE_UTILS}
+    fields = {"model_path": "m", "moe_runner_backend": "auto", "enable_old_kernels": True}
+    result = run(files, fields, {"platform": "cuda"})
+    assert result.assumptions == {"pkg:triton_kernels": "triton_kernels is installed"}
+    (change,) = result.changes
+    assert change.after == "triton_kernel"
+    assert "<assumed:pkg:triton_kernels>" in change.inputs | change.reads
+    (check,) = [c for c in result.checks if c.kind == "raise"]
+    assert check.outcome == "assumed" and result.errors == []
+    # without the assumption the package, and what it decides, stay unknown
+    unsure = run(files, fields, {"platform": "cuda", "packages": "unknown"})
+    assert unsure.assumptions == {}
+    assert isinstance(unsure.fields["moe_runner_backend"], Unknown)
+    assert "the installed version of triton_kernels" in unsure.fields["moe_runner_backend"].needs

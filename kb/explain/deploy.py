@@ -62,6 +62,7 @@ class Simulation:
     predicates: list[dict[str, Any]]
     assumptions: list[str]
     errors: set[str] = field(default_factory=set)  # keys of the errors
+    assumed: set[str] = field(default_factory=set)  # keys of the raises only assumed
 
 
 def _as_json(value: Any) -> Any:
@@ -172,6 +173,7 @@ def _report(
     findings: list[Finding] = []
     fired: dict[str, Finding] = {}
     errors: set[str] = set()
+    assumed: set[str] = set()
 
     def first_flag(reads: frozenset[str]) -> str | None:
         for dest in sorted(reads & given):
@@ -220,6 +222,7 @@ def _report(
             continue
         if check.outcome == "assumed":
             # raises only if what the run assumed holds: said, never claimed as an error
+            assumed.add(key)
             words = _assumed_words(check.reads, result)
             verb = {"raise": "raises", "assert": "an assertion fails"}.get(check.kind, "fails")
             findings.append(
@@ -337,6 +340,7 @@ def _report(
         predicates,
         sorted(result.assumptions.values()),
         errors,
+        assumed,
     )
 
 

@@ -179,9 +179,10 @@ def add_fixes(
     sim: Simulation,
 ) -> None:
     """For each error of the simulation, the first value of a flag in its condition that
-    makes it pass, verified by simulating the fixed command: no new error may appear. The
-    simulations share FIX_STEPS statements; when they are spent, the search stops and says
-    so."""
+    makes it pass, verified by simulating the fixed command: the error's check neither fails
+    nor is left to raise on an assumption (an installed package, the typical CUDA), and no
+    new error nor assumed raise appears. The simulations share FIX_STEPS statements; when
+    they are spent, the search stops and says so."""
     budget = Budget(FIX_STEPS)
     plain_errors = {
         (f["kind"], f["flag"])
@@ -199,9 +200,9 @@ def add_fixes(
             other, other_sim = run(session, version, facts, fixed, profile, budget)
             if other_sim is None or other_sim.result.truncated:
                 continue  # not simulated to the end: verifies nothing
-            if finding["key"] in other_sim.errors:
-                continue
-            if not other_sim.errors <= sim.errors:
+            if finding["key"] in other_sim.errors | other_sim.assumed:
+                continue  # it may still raise
+            if not (other_sim.errors <= sim.errors and other_sim.assumed <= sim.assumed):
                 continue
             if any(
                 f["severity"] == "error"

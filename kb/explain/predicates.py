@@ -512,10 +512,23 @@ def _in_tree_defaults(f: Facts, _args: list[Any]) -> Any:
 
 
 def _package(f: Facts, args: list[Any]) -> Any:
-    if f.profile.packages == "assume-ok":
-        return True
+    """`check_pkg_version_at_least(name, version)` or a package's availability: installed
+    when the profile assumes packages are (an assumption the answer states), else unknown."""
     name = args[0] if args and isinstance(args[0], str) else "a package"
+    if f.profile.packages == "assume-ok":
+        what = f"{name} >= {args[1]}" if len(args) > 1 else name
+        f._mark(assumed(f"pkg:{what}"), f"{what} is installed")
+        return True
     return unknown(f"the installed version of {name}")
+
+
+def _package_named(name: str) -> Answer:
+    """A predicate that asks whether one package is installed (it takes no arguments)."""
+
+    def answer(f: Facts, _args: list[Any]) -> Any:
+        return _package(f, [name])
+
+    return answer
 
 
 def _flashinfer(f: Facts, args: list[Any]) -> Any:
@@ -603,7 +616,10 @@ PREDICATES: dict[str, tuple[Answer, str]] = {
     "get_device_count": (_gpu_count, "the GPU count"),
     "check_pkg_version_at_least": (_package, "an installed package version"),
     "is_flashinfer_available": (_flashinfer, "flashinfer is installed (CUDA)"),
-    "is_triton_kernels_available": (_package, "triton_kernels is installed"),
+    "is_triton_kernels_available": (
+        _package_named("triton_kernels"),
+        "triton_kernels is installed",
+    ),
     "parse_connector_type": (_connector, "the connector type of a model path"),
     "get_quantization_config": (_quant, "the model's quantization_config.quant_method"),
     "get_bool_env_var": (_needs("an environment variable"), "an environment variable"),

@@ -54,7 +54,6 @@ from kb.explain.predicates import (
     Profile,
     Unknown,
     answer_with_inputs,
-    assumed,
     missing,
     unknown,
 )
@@ -195,6 +194,7 @@ class Frame:
     name: str
     locals: dict[str, Any]
     maybe_returned: tuple[str, ...] = ()  # needs of a return that may have happened
+    likely_returned: bool = False  # one of those returns is on the likely path
     returns: list[Any] = field(default_factory=list)
     # the state at each return that may have happened: merged into the state at the end
     return_states: list[tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=list)
@@ -388,8 +388,13 @@ class Simulator:
     def block(self, body: list[ast.stmt], frame: Frame, ctx: Ctx) -> None:
         for stmt in body:
             if frame.maybe_returned:
+                # reached only if no return was: as undecided as the returns, and no likelier
+                # than the path it is on (nor likely at all past a return that likely was)
                 ctx = Ctx(
-                    ctx.conds, tuple(dict.fromkeys((*ctx.needs, *frame.maybe_returned))), ctx.reads
+                    ctx.conds,
+                    tuple(dict.fromkeys((*ctx.needs, *frame.maybe_returned))),
+                    ctx.reads,
+                    ctx.likely and not frame.likely_returned,
                 )
             self.stmt(stmt, frame, ctx)
 
@@ -420,6 +425,7 @@ class Simulator:
             if ctx.needs:
                 frame.returns.append(Unknown(ctx.needs, options_of([value])))
                 frame.maybe_returned = tuple(dict.fromkeys((*frame.maybe_returned, *ctx.needs)))
+                frame.likely_returned = frame.likely_returned or ctx.likely
                 frame.return_states.append((dict(self.fields), ctx.needs))
             else:
                 raise _Return(value)
@@ -937,10 +943,6 @@ class Simulator:
                 value = value.lower() in ("true", "1")
             return value
         value, used = answer_with_inputs(name, self.profile, args)
-        if name in ("check_pkg_version_at_least", "is_flashinfer_available") and value is True:
-            what = f"{args[0]} >= {args[1]}" if len(args) > 1 else "flashinfer"
-            self.result.assumptions[f"pkg:{what}"] = f"{what} is installed"
-            used[assumed(f"pkg:{what}")] = f"{what} is installed"
         for mark, words in used.items():
             if words is not None:
                 self.result.assumptions[mark[len(ASSUMED) : -1]] = words
