@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, NamedTuple, Protocol
 
-from ingest.pyfile import MAX_ACCESSOR_LINES
+from ingest.pyfile import MAX_ACCESSOR_LINES, significant
 from kb.pyast import PARSE_FAILURES, gc_paused
 
 MODELS_DIR = "python/sglang/srt/models/"
@@ -446,7 +446,7 @@ def _cut(lines: list[str]) -> Cut | None:
         return None
     if len(body) != 1 or not isinstance(body[0], ast.ClassDef):
         return None
-    first = next((i for i in range(1, len(lines)) if _significant(lines[i])), None)
+    first = next((i for i in range(1, len(lines)) if significant(lines[i])), None)
     if first is None:
         return None
     line = lines[first]
@@ -485,11 +485,6 @@ def _maybe_cut(text: str) -> bool:
     at a class body's indentation) is not looked for: formatted code has none, and a member
     cut so says nothing."""
     return text.count('"""') % 2 == 1 or text.count("'''") % 2 == 1
-
-
-def _significant(line: str) -> bool:
-    stripped = line.strip()
-    return bool(stripped) and not stripped.startswith("#")
 
 
 def _bases(node: ast.ClassDef) -> tuple[str, ...]:
