@@ -106,7 +106,7 @@ def _parsed(facts: dict[str, Any], text: str, kind: str, path: str) -> None:
             return
         facts["constraints"] = extract_constraints(tree, path)
         if kind == "server_args":
-            facts["accessors"] = accessors(text)
+            facts["accessors"] = accessors(tree)
             extraction = extract_flags(tree, text, path)
             facts["flags"] = extraction.flags
             facts["era"] = extraction.era

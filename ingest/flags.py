@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import ast
 import re
-import textwrap
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ingest import actions
-from ingest.pyfile import PyFile
 from ingest.static_eval import External, Scope, Unknown, fold, plain
 from kb.pyast import (
     NOT_LITERAL,
-    PARSE_FAILURES,
     call_name,
     kwarg,
     literal,
@@ -940,58 +937,52 @@ def _assign_sections(flags: list[dict[str, Any]], lines: list[str], scope: ast.A
 # --- ServerArgs's accessor methods ---------------------------------------------------------
 
 
-def accessors(text: str) -> dict[str, list[str]]:
-    """name -> the fields it returns (accessor_dests) of each ServerArgs method of
-    server_args.py's text that is a plain accessor, the methods found by the outline."""
-    f = PyFile(text)
+def accessors(tree: ast.Module) -> dict[str, list[str]]:
+    """name -> the fields it returns (accessor_dests) of each method of server_args.py's
+    ServerArgs class that is a plain accessor."""
     cls = next(
-        (d for d in f.defs if d.parent is None and d.kind == "class" and d.name == "ServerArgs"),
-        None,
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None
     )
     out = {}
-    for d in f.defs if cls is not None else []:
-        if d.parent is not cls or d.kind != "def":
-            continue
-        start = d.line
-        head = f.lines[d.line - 1]
-        indent = head[: len(head) - len(head.lstrip(" \t"))]
-        while start > 1 and f.lines[start - 2].startswith(indent + "@"):
-            start -= 1  # the method's text starts with its decorators
-        dests = accessor_dests("\n".join(f.lines[start - 1 : f.end_of(d)]))
+    for func in _methods(cls.body) if cls is not None else []:
+        dests = accessor_dests(func)
         if dests:
-            out[d.name] = dests
+            out[func.name] = dests
     return out
 
 
-def accessor_dests(method: str) -> list[str]:
+def _methods(body: list[ast.stmt]) -> Iterator[ast.FunctionDef]:
+    """The defs of a class body, in order, also those inside its `if` and `try` blocks."""
+    for st in body:
+        if isinstance(st, ast.FunctionDef):
+            yield st
+        elif not isinstance(st, (ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                yield from _methods(getattr(st, field, []))
+
+
+def accessor_dests(func: ast.FunctionDef) -> list[str]:
     """The fields a ServerArgs method returns, when it is a plain accessor: `self` its only
-    parameter, no call, no assignment to `self`, a `return` (`get_attention_backends()`
-    returning `self.prefill_attention_backend or self.attention_backend`, ...); [] for any
-    other method. Code calling `server_args.get_attention_backends()` reads those flags."""
-    # Without the word `return` there is no `return`, and a decorator (the text starts with
-    # its line) rules the method out: most methods are one or the other (`add_cli_args`, a
-    # staticmethod, or a `_handle_*` step), and their parse was ~90% of this function's time.
-    if "return" not in method or method.lstrip().startswith("@"):
-        return []
-    try:
-        tree = ast.parse(textwrap.dedent(method))
-    except (SyntaxError, *PARSE_FAILURES):
-        return []
-    func = tree.body[0] if len(tree.body) == 1 else None
-    if not isinstance(func, ast.FunctionDef) or func.decorator_list:
+    parameter, no decorator, no call, no assignment to `self`, a `return`
+    (`get_attention_backends()` returning `self.prefill_attention_backend or
+    self.attention_backend`, ...); [] for any other method. Code calling
+    `server_args.get_attention_backends()` reads those flags."""
+    if func.decorator_list:
         return []
     a = func.args
     if [p.arg for p in a.args] != ["self"] or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg:
         return []
-    nodes = list(ast.walk(func))
-    if any(isinstance(n, (ast.Call, ast.Lambda, ast.Yield, ast.Await)) for n in nodes):
-        return []
-    if not any(isinstance(n, ast.Return) and n.value is not None for n in nodes):
-        return []
+    returns = False
     read: set[str] = set()
-    for n in nodes:
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+    for n in ast.walk(func):  # (stops at the first call: most methods make one early)
+        if isinstance(n, (ast.Call, ast.Lambda, ast.Yield, ast.Await)):
+            return []
+        if isinstance(n, ast.Return) and n.value is not None:
+            returns = True
+        elif (
+            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+        ):
             if not isinstance(n.ctx, ast.Load):
                 return []
             read.add(n.attr)
-    return sorted(read)
+    return sorted(read) if returns else []

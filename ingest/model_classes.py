@@ -12,7 +12,7 @@ What is said of a class comes from Python's `ast`, read lazily: a file is cut at
 starting a top-level statement, a class's body at its indentation into members (a def with
 its decorators, an assignment), and only the members a question needs are parsed (its
 `__init__` for the instances it holds, the methods naming a method for who calls it), each
-member text once while a blob holding it (or the last version's) lives. A cut that may fall
+member once per blob (whose index is kept while a version has it). A cut that may fall
 in a string is checked by parsing more around it. Over the 124 real tags the step takes
 ~1.0 s of CPU (0.75 s with the regexes this replaced); parsing each class it asks about
 whole took ~1.9 s, each blob whole more.
@@ -21,7 +21,6 @@ whole took ~1.9 s, each blob whole more.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, NamedTuple, Protocol
 
-from ingest.pyfile import MAX_ACCESSOR_LINES
+from ingest.pyfile import MAX_ACCESSOR_LINES, significant
 from kb.pyast import PARSE_FAILURES, gc_paused
 
 MODELS_DIR = "python/sglang/srt/models/"
@@ -175,9 +174,6 @@ class ModelClass:
         self.header = index.text[block.start : block.end].split("\n", 1)[0]  # the `class` line
         self.bases = bases  # as written: `Qwen2MoeModel`, `qwen2_moe.Qwen2MoeModel`
         self.members = members
-        # (the index's memos, not the index: it holds this class, and a cycle would be
-        # garbage only the cyclic collector frees, which the ingest runs seldom)
-        self._memo, self._used = index.memo, index.used
         self._known = {} if known is None else known  # member -> its facts, once read
 
     def text_of(self, line: int) -> str:
@@ -208,7 +204,7 @@ class ModelClass:
     def facts(self, m: Member) -> MemberFacts:
         found = self._known.get(m)
         if found is None:
-            found = self._known[m] = self._memo.member_facts(m.text, self._used) or SAYS_NOTHING
+            found = self._known[m] = _member_facts(m.text) or SAYS_NOTHING
         return found
 
     def _having(self, *texts: str) -> list[tuple[Member, MemberFacts]]:
@@ -274,27 +270,6 @@ def _shifted(b: Built, line: int) -> Built:
 Cut = tuple[tuple[str, ...], tuple[Member, ...]]  # a class's bases and members (_cut)
 
 
-@dataclass
-class TextMemo:
-    """What a text gave: a class block its cut (None: it does not cut, `_cut`), a member its
-    facts (None: it does not parse). Shared by the blobs' indexes; each records what it used
-    (`ClassIndex.used`), which the next version keeps: a file's next blob mostly keeps its
-    classes' text."""
-
-    cuts: dict[bytes, Cut | None] = field(default_factory=dict)  # by a digest of the text
-    facts: dict[str, MemberFacts | None] = field(default_factory=dict)  # (Member.text)
-
-    def member_facts(self, text: str, used: TextMemo) -> MemberFacts | None:
-        """A member's facts (None if it does not parse), each text parsed once; `used`
-        records it."""
-        if text in self.facts:
-            found = self.facts[text]
-        else:
-            found = self.facts[text] = _member_facts(text)
-        used.facts[text] = found
-        return found
-
-
 class _Block(NamedTuple):
     """A top-level block starting with a `class` line."""
 
@@ -314,11 +289,8 @@ class ClassIndex:
     class, or a header over several lines), the block is parsed whole, or the whole file's
     parse places the blocks. A class that does not parse either way is none."""
 
-    def __init__(self, text: str, memo: TextMemo | None = None) -> None:
-        """`memo`: shared with other blobs' indexes."""
+    def __init__(self, text: str) -> None:
         self.text = text
-        self.memo = TextMemo() if memo is None else memo
-        self.used = TextMemo()  # what its classes took of `memo`, or put there
         starts, line, last = [], 1, 0
         for m in TOP_LINE_RE.finditer("\n" + text):  # (offsets in `text`: one more)
             line += text.count("\n", last, m.start())
@@ -396,12 +368,7 @@ class ClassIndex:
             # (a cut in a string or brackets: the whole file's parse places the blocks)
             if _maybe_cut(text) and self._place_by_parse():
                 return None  # (this block is gone: asked again)
-            key = hashlib.blake2b(text.encode(), digest_size=16).digest()  # (not a copy)
-            if key in self.memo.cuts:
-                cut = self.memo.cuts[key]
-            else:
-                cut = self.memo.cuts[key] = _cut(text.split("\n"))
-            self.used.cuts[key] = cut
+            cut = _cut(text.split("\n"))
             if cut is not None:
                 c: ModelClass | None = ModelClass(b, *cut, self)
             else:  # (a header over several lines, a cut member)
@@ -446,7 +413,7 @@ def _cut(lines: list[str]) -> Cut | None:
         return None
     if len(body) != 1 or not isinstance(body[0], ast.ClassDef):
         return None
-    first = next((i for i in range(1, len(lines)) if _significant(lines[i])), None)
+    first = next((i for i in range(1, len(lines)) if significant(lines[i])), None)
     if first is None:
         return None
     line = lines[first]
@@ -485,11 +452,6 @@ def _maybe_cut(text: str) -> bool:
     at a class body's indentation) is not looked for: formatted code has none, and a member
     cut so says nothing."""
     return text.count('"""') % 2 == 1 or text.count("'''") % 2 == 1
-
-
-def _significant(line: str) -> bool:
-    stripped = line.strip()
-    return bool(stripped) and not stripped.startswith("#")
 
 
 def _bases(node: ast.ClassDef) -> tuple[str, ...]:
@@ -852,20 +814,13 @@ class ModelClasses:
     def __init__(self, graph: ImportGraph) -> None:
         self.graph = graph
         self.indexes: dict[str, ClassIndex] = {}  # sha ->
-        self.memo = TextMemo()  # what class and member texts gave, for the next blobs
         self.relations: dict[tuple[str, str, bool], list[Relation]] = {}  # (sha, ref, local)
         self.holding: dict[str, dict[int, tuple[str, str] | None]] = {}  # sha -> line ->
         # (sha, a class's guards there, a holder's arguments) -> whether they reach a use
         self.reached: dict[tuple[str, tuple[Guard, ...], Args], bool] = {}
 
     def keep(self, shas: set[str]) -> None:
-        """Drop what belongs to blobs no longer in the version (their classes' facts once
-        the next blobs of their files had them)."""
-        kept = TextMemo()  # (what the blobs of the last version used)
-        for index in self.indexes.values():
-            kept.cuts.update(index.used.cuts)
-            kept.facts.update(index.used.facts)
-        self.memo.cuts, self.memo.facts = kept.cuts, kept.facts  # (shared: in place)
+        """Drop what belongs to blobs no longer in the version."""
         self.indexes = {k: v for k, v in self.indexes.items() if k in shas}
         self.relations = {k: v for k, v in self.relations.items() if k[0] in shas}
         self.holding = {k: v for k, v in self.holding.items() if k in shas}
@@ -975,7 +930,7 @@ class ModelClasses:
     def _index(self, sha: str, read_text: Callable[[str], str]) -> ClassIndex:
         found = self.indexes.get(sha)
         if found is None:
-            found = self.indexes[sha] = ClassIndex(read_text(sha), self.memo)
+            found = self.indexes[sha] = ClassIndex(read_text(sha))
         return found
 
     def _relations(

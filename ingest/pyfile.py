@@ -45,7 +45,8 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _significant(line: str) -> bool:
+def significant(line: str) -> bool:
+    """Whether a line holds code: not blank, not only a comment."""
     stripped = line.strip()
     return bool(stripped) and not stripped.startswith("#")
 
@@ -173,12 +174,12 @@ class PyFile:
             while m := rx.search(self.text, pos):
                 no = bisect_left(self._starts, m.start() + 1) + 1
                 line = self.lines[no - 1]
-                if _significant(line) and line.lstrip()[:1] not in (")", "]", "}"):
+                if significant(line) and line.lstrip()[:1] not in (")", "]", "}"):
                     stop = no
                     break
                 pos = m.start() + 1
         end = stop - 1
-        while end > d.line and not _significant(self.lines[end - 1]):
+        while end > d.line and not significant(self.lines[end - 1]):
             end -= 1
         return end
 
@@ -186,7 +187,7 @@ class PyFile:
         """The innermost def/class whose block holds `line`: walk back through the defs
         above it, each less indented than the last."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        limit = _indent(text) if _significant(text) else 1 << 30
+        limit = _indent(text) if significant(text) else 1 << 30
         defs = self.defs
         i = bisect_left(self._def_lines, line) - 1
         d: Def | None = defs[i] if i >= 0 else None

@@ -3,6 +3,8 @@ them (synthetic sources in SGLang's shapes)."""
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from typing import Any
 
 import pytest
@@ -126,7 +128,7 @@ def test_call_of_a_local_warning_helper_is_a_warning_site() -> None:
             "    def get_b(self):\n        return self.a_backend or self.b_backend\n",
             ["a_backend", "b_backend"],
         ),
-        # decorated: not a plain accessor (the text starts with its decorator)
+        # decorated: not a plain accessor
         ("    @property\n    def get_b(self):\n        return self.b_backend\n", []),
         # no `return`: nothing returned
         ("    def check(self):\n        assert self.b_backend\n", []),
@@ -136,7 +138,9 @@ def test_call_of_a_local_warning_helper_is_a_warning_site() -> None:
     ],
 )
 def test_accessor_dests_only_for_plain_accessors(method: str, dests: list[str]) -> None:
-    assert accessor_dests(method) == dests
+    (func,) = ast.parse(textwrap.dedent(method)).body
+    assert isinstance(func, ast.FunctionDef)
+    assert accessor_dests(func) == dests
 
 
 def test_accessors_of_the_server_args_methods() -> None:

@@ -7,11 +7,9 @@ import gc
 import textwrap
 import weakref
 
-from ingest import model_classes
 from ingest.model_classes import (
     ClassIndex,
     ModelClasses,
-    TextMemo,
     call_args,
     loader_of,
     relations,
@@ -214,23 +212,6 @@ def test_a_header_over_several_lines_is_parsed_with_its_class() -> None:
     text += "        self.m = Model()\n"
     (c,) = ClassIndex(text).named("Long")
     assert c.bases == ("Base", "Mixin") and [b.attr for b in c.held("Model")] == ["m"]
-
-
-def test_a_member_text_is_parsed_once_for_the_blobs_holding_it() -> None:
-    memo = TextMemo()
-    first = ClassIndex(SOURCE, memo)
-    first.named("Base")[0].calls("forward", "helper")
-    moved = ClassIndex("import os\n\n\n" + SOURCE.replace("return x\n", "return -x\n"), memo)
-    (base,) = moved.named("Base")
-    assert base.line == first.named("Base")[0].line + 3
-    parsed: list[str] = []
-    real = model_classes._member_facts
-    try:
-        model_classes._member_facts = lambda text: parsed.append(text) or real(text)  # type: ignore[assignment]
-        assert base.calls("forward", "helper") and not base.calls("helper", "forward")
-    finally:
-        model_classes._member_facts = real  # type: ignore[assignment]
-    assert parsed == []  # forward unchanged; helper (changed) does not name forward
 
 
 def test_a_helper_called_only_by_the_weight_loader_runs_in_it() -> None:
