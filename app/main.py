@@ -238,7 +238,7 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
             return kb_stamp(session)
 
     sqlite_path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
-    stamp = CheapStamp(query_stamp, sqlite_path)
+    stamp = app.state.stamp = CheapStamp(query_stamp, sqlite_path)
     # SchemaMismatch: serving another schema would only answer 500s (an empty database,
     # e.g. the one `flagatlas openapi` describes the routes on, answers 404s).
     check_schema(engine, empty_ok=True)

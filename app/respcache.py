@@ -225,7 +225,8 @@ class ResponseCache:
         return entry
 
     async def _render(self, scope: Scope, receive: Receive, send: Send) -> Entry | None:
-        """Run the app for identity bytes; a 200 becomes an Entry, anything else is sent."""
+        """Run the app for identity bytes; a 200 becomes an Entry, anything else (or a
+        reply marked `Cache-Control: no-store`) is sent."""
         inner = dict(scope)
         inner["headers"] = [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]
         # HEAD is rendered as GET: same headers and ETag as the GET, and a reusable entry.
@@ -238,7 +239,10 @@ class ResponseCache:
 
         await self.app(inner, receive, capture)
         start = messages[0] if messages else None
-        if start is None or start["type"] != "http.response.start" or start["status"] != 200:
+        ok = start is not None and start["type"] == "http.response.start" and start["status"] == 200
+        given = [(k.lower(), v) for k, v in start.get("headers", [])] if ok and start else []
+        # (no-store: a reply that depends on more than the knowledge base, explain's hub model)
+        if not ok or any(k == b"cache-control" and b"no-store" in v for k, v in given):
             for message in messages:
                 if head and message["type"] == "http.response.body":
                     message = {"type": "http.response.body", "body": b""}
@@ -246,9 +250,9 @@ class ResponseCache:
             return None
         body = b"".join(m.get("body", b"") for m in messages[1:])
         kept = [
-            (k.lower(), v)
-            for k, v in start.get("headers", [])
-            if k.lower() not in (b"content-length", b"content-encoding", b"etag", b"vary")
+            (k, v)
+            for k, v in given
+            if k not in (b"content-length", b"content-encoding", b"etag", b"vary")
         ]
         ctype = next((v for k, v in kept if k == b"content-type"), b"")
         compressible = len(body) >= MIN_GZIP and ctype.startswith(COMPRESSIBLE)

@@ -101,6 +101,7 @@ def explain(
 
     from cli.common import schema_line
     from kb.explain import explain as run
+    from kb.explain.orchestrate import CommandRejected, check_command
     from kb.explain.predicates import Profile, ProfileError
     from kb.model_source import ModelPlaces, ModelUnavailable, with_model
     from kb.profile import ProfileFields
@@ -129,8 +130,12 @@ def explain(
                 data[name] = value  # the others override --profile
         # The model's config.json: --model, else the command's --model-path (a directory
         # here, or a Hugging Face id fetched once into the cache beside the knowledge base).
+        check_command(text)  # a command over the bounds names no model to fetch
         data, origin = with_model(data, text, ModelPlaces.for_cli(url))
         profile = Profile.parse(data)
+    except CommandRejected as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(2) from None
     except ModelUnavailable as exc:
         err.print(f"Unusable model: {exc}", markup=False)
         raise typer.Exit(2) from None

@@ -52,6 +52,7 @@ MODEL_DIRS = "FLAGATLAS_MODEL_DIRS"  # roots the server may read model directori
 MODEL_CACHE = "FLAGATLAS_MODEL_CACHE"  # where fetched models are cached
 HUB_TIMEOUT = "FLAGATLAS_HUB_TIMEOUT"  # seconds the probe waits for the hub (default 3)
 UNREACHABLE_FOR = 30.0  # seconds an unreachable hub is not asked again
+REFUSED_FOR = 300.0  # seconds a model the hub refused (no such model, gated) is not asked again
 WHAT_TO_DO = "paste the model's config.json into the profile, or give a local model directory"
 
 
@@ -246,6 +247,9 @@ def _read_json(path: Path, roots: tuple[Path, ...] | None) -> dict[str, Any] | N
 # --- the Hugging Face Hub ---------------------------------------------------------------
 
 _unreachable: dict[str, tuple[float, str]] = {}  # endpoint -> (until, message)
+# (endpoint, repo id, revision) -> (until, the refusal): a page asked again for a missing or
+# gated model answers from here instead of sending each visitor's request to the hub.
+_refused: dict[tuple[str, str, str], tuple[float, ModelUnavailable]] = {}
 _lock = threading.Lock()
 
 
@@ -264,10 +268,14 @@ def from_hub(repo_id: str, revision: str, cache_dir: Path) -> ModelFiles:
         raise ModelUnavailable(
             f"{repo_id} is not in the model cache and HF_HUB_OFFLINE is set; {WHAT_TO_DO}", 503
         )
+    asked = (endpoint, repo_id, revision)
     with _lock:
         until, message = _unreachable.get(endpoint, (0.0, ""))
+        refused_until, refusal = _refused.get(asked, (0.0, None))
     if time.monotonic() < until:
         raise ModelUnavailable(message, 503)
+    if refusal is not None and time.monotonic() < refused_until:
+        raise ModelUnavailable(str(refusal), refusal.status)
     timeout = float(os.environ.get(HUB_TIMEOUT) or 3)
     try:
         # The probe: one HEAD, no retries, a short timeout. hf_hub_download retries a failed
@@ -287,10 +295,10 @@ def from_hub(repo_id: str, revision: str, cache_dir: Path) -> ModelFiles:
     except ModelUnavailable:
         raise
     except (errors.HfHubHTTPError, OSError) as exc:  # HTTP errors, network, file system
-        raise _hub_error(exc, repo_id, revision, endpoint) from None
+        raise _failed(asked, _hub_error(exc, repo_id, revision, endpoint)) from None
     except Exception as exc:
         if type(exc).__module__.split(".")[0] in ("httpx", "httpx2"):  # the client's transport
-            raise _hub_error(exc, repo_id, revision, endpoint) from None
+            raise _failed(asked, _hub_error(exc, repo_id, revision, endpoint)) from None
         raise
     return _files(repo_id, commit, Path(config_path), Path(quant_path) if quant_path else None)
 
@@ -316,6 +324,14 @@ def _files(repo_id: str, commit: str, config: Path, quant: Path | None) -> Model
         raise ModelUnavailable(f"{repo_id}: its cached {CONFIG} is gone", 503)
     quant_json = _read_json(quant, None) if quant is not None else None
     return ModelFiles(config_json, quant_json, f"hub:{repo_id}@{commit}")
+
+
+def _failed(asked: tuple[str, str, str], error: ModelUnavailable) -> ModelUnavailable:
+    """`error`, remembered for a while when the hub refused the model itself (a 4xx)."""
+    if 400 <= error.status < 500:
+        with _lock:
+            _refused[asked] = (time.monotonic() + REFUSED_FOR, error)
+    return error
 
 
 def _hub_error(exc: Exception, repo_id: str, revision: str, endpoint: str) -> ModelUnavailable:

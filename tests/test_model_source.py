@@ -52,11 +52,13 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test its own model cache, and no memory of an unreachable hub."""
+    """Each test its own model cache, and no memory of an unreachable hub or its refusals."""
     monkeypatch.setenv("FLAGATLAS_MODEL_CACHE", str(tmp_path / "models"))
     model_source._unreachable.clear()
+    model_source._refused.clear()
     yield
     model_source._unreachable.clear()
+    model_source._refused.clear()
 
 
 @pytest.fixture
@@ -161,6 +163,29 @@ def test_a_missing_or_gated_model_is_a_clear_error(db: Path, hub: Hub) -> None:
     assert noted.status_code == 200
     assert noted.json()["model_source"] is None
     assert noted.json()["model_notes"][0].startswith("--model-path org/nothing: no such model")
+    # The hub was asked once per model: a refusal is remembered (each visitor's page does
+    # not send the hub a request), with its status and words.
+    asked = resolves(hub)
+    assert sum("/org/nothing/" in path for _, path in asked) == 1
+    assert sum("/org/gated/" in path for _, path in asked) == 1
+    again = client.get("/api/explain", params={"command": "--tp-size 8", "model": "org/gated"})
+    assert again.status_code == 403 and again.json()["detail"] == gated.json()["detail"]
+    assert resolves(hub) == asked
+
+
+def test_an_answer_with_a_hub_model_is_not_frozen_by_the_response_cache(
+    db: Path, hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamp of the knowledge base does not follow the hub: a permalink answered while
+    the model was missing answers with it once it is there."""
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    query = {"version": "v0.2.0", "command": "--model-path org/later --tp-size 8", "sm": "100"}
+    before = client.get("/api/explain", params=query).json()
+    assert before["model_source"] is None and "no such model" in before["model_notes"][0]
+    hub.repos = {**hub.repos, "org/later": Repo({"config.json": GLM_FP4})}
+    model_source._refused.clear()  # (as REFUSED_FOR seconds later)
+    after = client.get("/api/explain", params=query).json()
+    assert after["model_source"] == f"hub:org/later@{hub.repos['org/later'].commit}"
 
 
 def test_an_unreachable_hub_fails_fast_and_says_what_to_do(

@@ -36,7 +36,7 @@ from kb.profile import (
     ProfileQuery,
     with_profile_text,
 )
-from kb.queries import NotFound, kb_stamp, version_names
+from kb.queries import NotFound, version_names
 
 router = APIRouter()
 
@@ -122,18 +122,8 @@ def answer_cache(request: Request) -> ByteLRU[Answer]:
 
 
 def kb_state(request: Request) -> str:
-    """The knowledge base's stamp, without a query per request (CheapStamp: a SQLite file's
-    size and time; a server database asked at most once a second)."""
-    stamp: CheapStamp | None = getattr(request.app.state, "explain_stamp", None)
-    if stamp is None:
-        engine, url = request.app.state.engine, request.app.state.db_url
-
-        def query() -> str:
-            with Session(engine) as session:
-                return kb_stamp(session)
-
-        path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
-        stamp = request.app.state.explain_stamp = CheapStamp(query, path)
+    """The knowledge base's stamp, without a query per request (create_app's CheapStamp)."""
+    stamp: CheapStamp = request.app.state.stamp
     return stamp()
 
 
@@ -176,7 +166,6 @@ def explain_result(
     found = cache.get(key)
     if found is not None:
         return found
-    check_command(command)
     result = explain(session, version, command, compare, profile)
     if origin is not None:
         result.update(model_source=origin.source, model_notes=origin.notes)
@@ -187,7 +176,17 @@ def explain_result(
 
 
 def json_answer(answer: Answer) -> Response:
-    return Response(content=answer._json, media_type="application/json")
+    response = Response(content=answer._json, media_type="application/json")
+    keep_out_of_url_cache(response, answer.model_source, answer.model_notes)
+    return response
+
+
+def keep_out_of_url_cache(response: Response, source: str | None, notes: list[str]) -> None:
+    """An answer whose model came from the hub or a directory (or failed to) depends on
+    more than the knowledge base's stamp, which keys the response cache (app/respcache.py):
+    it is not kept by URL. (This view's answer cache keys it by where the model came from.)"""
+    if (source is not None and not source.startswith("pasted")) or notes:
+        response.headers["Cache-Control"] = "no-store"
 
 
 # The questions explain will not answer: a command over the bounds, a profile that cannot
@@ -250,12 +249,13 @@ async def api_explain(request: Request, body: ExplainRequest, session: SessionDe
     an upgrade changes. Commands over 20,000 characters or 400 words after the launcher
     (flags and their values) are refused with 413; one that holds NUL or a lone surrogate
     with 400. An answer is computed once per state of the knowledge base."""
-    # On the event loop, as far as the cache: a repeated question skips the thread pool.
+    # In the thread pool: bounding a hostile command takes milliseconds of CPU, and naming
+    # a model may fetch its config from the hub.
     question = (body.version, body.command, body.compare)
     try:
-        check_command(body.command)  # before the model is looked up
 
-        def answer() -> Answer:  # in the thread pool: naming a model may fetch its config
+        def answer() -> Answer:
+            check_command(body.command)  # before the model is looked up
             data = body.profile.model_dump() if body.profile else None
             profile, origin = parse_profile(request, data, body.command)
             return explain_result(request, session, *question, profile, origin)
@@ -341,6 +341,7 @@ def explain_page(
     status = 200
     if command.strip():
         try:
+            check_command(command)  # before the model is looked up
             profile, origin = parse_profile(request, form, command)
             context["result"] = explain_result(
                 request, session, version or None, command, compare or None, profile, origin
@@ -360,4 +361,9 @@ def explain_page(
         except REFUSED as exc:
             status = refusal(exc)[0]
             context["error"] = str(exc)
-    return render(request, "explain.html", context, status_code=status, block="results")
+    response = render(request, "explain.html", context, status_code=status, block="results")
+    if context["result"] is not None:
+        keep_out_of_url_cache(
+            response, context["result"].model_source, context["result"].model_notes
+        )
+    return response
