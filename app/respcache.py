@@ -18,6 +18,7 @@ import asyncio
 import gzip
 import hashlib
 import os
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -66,6 +67,11 @@ class Entry:
     etag: bytes
     compressible: bool = False
     encoded: dict[str, bytes] = field(default_factory=dict)  # coding -> body, made on demand
+    # A reply that holds for `max-age` seconds only (Cache-Control from the app: an explain
+    # answer noting a hub failure holds while the failure is remembered): its time.monotonic()
+    # end, and the Cache-Control it is sent with.
+    expires: float | None = None
+    cache_control: bytes | None = None
 
     @property
     def size(self) -> int:
@@ -198,6 +204,8 @@ class ResponseCache:
             *(headers.get(name, b"").decode("latin-1") for name in KEY_HEADERS),
         )
         entry = self.lru.get(key)
+        if entry is not None and entry.expires is not None and time.monotonic() >= entry.expires:
+            entry = None  # (a new render replaces it)
         if entry is None:
             waiting = self.pending.get(key)
             if waiting is not None:
@@ -241,8 +249,9 @@ class ResponseCache:
         start = messages[0] if messages else None
         ok = start is not None and start["type"] == "http.response.start" and start["status"] == 200
         given = [(k.lower(), v) for k, v in start.get("headers", [])] if ok and start else []
-        # (no-store: a reply that depends on more than the knowledge base, explain's hub model)
-        if not ok or any(k == b"cache-control" and b"no-store" in v for k, v in given):
+        control = next((v for k, v in given if k == b"cache-control"), b"")
+        # (no-store: a reply that depends on more than the knowledge base, e.g. a directory)
+        if not ok or b"no-store" in control:
             for message in messages:
                 if head and message["type"] == "http.response.body":
                     message = {"type": "http.response.body", "body": b""}
@@ -252,12 +261,21 @@ class ResponseCache:
         kept = [
             (k, v)
             for k, v in given
-            if k not in (b"content-length", b"content-encoding", b"etag", b"vary")
+            if k not in (b"content-length", b"content-encoding", b"etag", b"vary", b"cache-control")
         ]
+        age = re.search(rb"max-age=(\d+)", control)
+        expires = time.monotonic() + int(age.group(1)) if age else None
         ctype = next((v for k, v in kept if k == b"content-type"), b"")
         compressible = len(body) >= MIN_GZIP and ctype.startswith(COMPRESSIBLE)
         digest = hashlib.blake2b(body, digest_size=12).hexdigest().encode()
-        return Entry(200, kept, body, b'"' + digest + b'"', compressible)
+        return Entry(
+            200, kept, body, b'"' + digest + b'"', compressible, {}, expires, control or None
+        )
+
+    def _control(self, entry: Entry) -> bytes:
+        if entry.expires is None:
+            return entry.cache_control or self.cache_control
+        return b"private, max-age=%d" % max(0, int(entry.expires - time.monotonic()))
 
     def _coding(self, key: tuple[str, ...], entry: Entry, accept: str) -> str | None:
         """The encoding to send `entry` in (made now if it is the first to ask for it)."""
@@ -285,7 +303,7 @@ class ResponseCache:
         etag = entry.etag[:-1] + suffix + b'"' if suffix else entry.etag
         common = [
             (b"etag", etag),
-            (b"cache-control", self.cache_control),
+            (b"cache-control", self._control(entry)),
             (b"vary", VARY),
         ]
         match = headers.get(b"if-none-match")

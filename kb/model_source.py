@@ -59,9 +59,11 @@ WHAT_TO_DO = "paste the model's config.json into the profile, or give a local mo
 class ModelUnavailable(ValueError):
     """The model the profile names cannot be read; `status` is the HTTP status it answers."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
+        # seconds before asking again may answer otherwise (a remembered hub failure)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,15 @@ class ModelOrigin:
 
     source: str | None = None
     notes: list[str] = field(default_factory=list)
+    # How long an answer built on it holds: None as long as the knowledge base (pasted,
+    # fetched once, reference), 0 not at all (a directory may change), else the seconds
+    # before a hub failure it notes is asked again.
+    holds_for: float | None = None
+
+    def noted_failure(self, exc: ModelUnavailable, prefix: str = "") -> None:
+        self.notes.append(f"{prefix}{exc}")
+        if exc.retry_after is not None:
+            self.holds_for = min(self.holds_for or exc.retry_after, exc.retry_after)
 
 
 def with_model(
@@ -139,7 +150,7 @@ def with_model(
         try:  # a path that is neither (`--model-path m`) is no concern of the answer's
             files = read_model(path, revision, places) if path else None
         except ModelUnavailable as exc:
-            origin.notes.append(f"--model-path {path}: {exc}")
+            origin.noted_failure(exc, f"--model-path {path}: ")
     if files is None and given.get("arch"):
         try:
             files = reference_config(str(given["arch"]), given.get("quant"))
@@ -149,6 +160,8 @@ def with_model(
     if files is None:
         return data, origin
     origin.source = files.source
+    if files.source.startswith("local:"):
+        origin.holds_for = 0
     if files.quant_config is not None:
         quantization = files.quant_config.get("quantization")
         algo = quantization.get("quant_algo") if isinstance(quantization, dict) else None
@@ -272,10 +285,11 @@ def from_hub(repo_id: str, revision: str, cache_dir: Path) -> ModelFiles:
     with _lock:
         until, message = _unreachable.get(endpoint, (0.0, ""))
         refused_until, refusal = _refused.get(asked, (0.0, None))
-    if time.monotonic() < until:
-        raise ModelUnavailable(message, 503)
-    if refusal is not None and time.monotonic() < refused_until:
-        raise ModelUnavailable(str(refusal), refusal.status)
+    now = time.monotonic()
+    if now < until:
+        raise ModelUnavailable(message, 503, until - now)
+    if refusal is not None and now < refused_until:
+        raise ModelUnavailable(str(refusal), refusal.status, refused_until - now)
     timeout = float(os.environ.get(HUB_TIMEOUT) or 3)
     try:
         # The probe: one HEAD, no retries, a short timeout. hf_hub_download retries a failed
@@ -329,6 +343,7 @@ def _files(repo_id: str, commit: str, config: Path, quant: Path | None) -> Model
 def _failed(asked: tuple[str, str, str], error: ModelUnavailable) -> ModelUnavailable:
     """`error`, remembered for a while when the hub refused the model itself (a 4xx)."""
     if 400 <= error.status < 500:
+        error.retry_after = REFUSED_FOR
         with _lock:
             _refused[asked] = (time.monotonic() + REFUSED_FOR, error)
     return error
@@ -362,7 +377,7 @@ def _hub_error(exc: Exception, repo_id: str, revision: str, endpoint: str) -> Mo
     )
     with _lock:
         _unreachable[endpoint] = (time.monotonic() + UNREACHABLE_FOR, message)
-    return ModelUnavailable(message, 503)
+    return ModelUnavailable(message, 503, UNREACHABLE_FOR)
 
 
 # --- transformers' reference configs ----------------------------------------------------

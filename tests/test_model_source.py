@@ -173,19 +173,27 @@ def test_a_missing_or_gated_model_is_a_clear_error(db: Path, hub: Hub) -> None:
     assert resolves(hub) == asked
 
 
-def test_an_answer_with_a_hub_model_is_not_frozen_by_the_response_cache(
+def test_a_hub_failure_is_kept_by_url_only_while_it_is_remembered(
     db: Path, hub: Hub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The stamp of the knowledge base does not follow the hub: a permalink answered while
-    the model was missing answers with it once it is there."""
+    """The URL cache's key (the knowledge base's state) does not follow the hub: a permalink
+    answered while the model was missing is kept as long as the refusal is remembered, then
+    answers with the model once it is there."""
     client = TestClient(create_app(f"sqlite:///{db}"))
     query = {"version": "v0.2.0", "command": "--model-path org/later --tp-size 8", "sm": "100"}
-    before = client.get("/api/explain", params=query).json()
-    assert before["model_source"] is None and "no such model" in before["model_notes"][0]
+    before = client.get("/api/explain", params=query)
+    assert before.json()["model_source"] is None
+    assert "no such model" in before.json()["model_notes"][0]
+    assert before.headers["cache-control"] in ("private, max-age=299", "private, max-age=300")
     hub.repos = {**hub.repos, "org/later": Repo({"config.json": GLM_FP4})}
-    model_source._refused.clear()  # (as REFUSED_FOR seconds later)
-    after = client.get("/api/explain", params=query).json()
-    assert after["model_source"] == f"hub:org/later@{hub.repos['org/later'].commit}"
+    assert client.get("/api/explain", params=query).content == before.content  # remembered
+    clock = time.monotonic() + model_source.REFUSED_FOR + 1  # (REFUSED_FOR seconds later)
+    monkeypatch.setattr(time, "monotonic", lambda: clock)
+    after = client.get("/api/explain", params=query)
+    assert after.json()["model_source"] == f"hub:org/later@{hub.repos['org/later'].commit}"
+    assert after.headers["cache-control"] == "public, max-age=60"  # fetched: it holds
+    page = client.get("/explain", params=query)
+    assert "config.json of org/later" in page.text
 
 
 def test_an_unreachable_hub_fails_fast_and_says_what_to_do(

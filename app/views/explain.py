@@ -175,22 +175,25 @@ def explain_result(
     return answer
 
 
-def json_answer(answer: Answer) -> Response:
+def json_answer(answer: Answer, origin: ModelOrigin | None) -> Response:
     response = Response(content=answer._json, media_type="application/json")
-    keep_out_of_url_cache(response, answer.model_source, answer.model_notes)
+    hold(response, origin)
     return response
 
 
-def keep_out_of_url_cache(response: Response, source: str | None, notes: list[str]) -> None:
-    """An answer whose model came from the hub or a directory (or failed to) depends on
-    more than the knowledge base's stamp, which keys the response cache (app/respcache.py):
-    it is not kept by URL. (This view's answer cache keys it by where the model came from.)"""
-    if (source is not None and not source.startswith("pasted")) or notes:
+def hold(response: Response, origin: ModelOrigin | None) -> None:
+    """How long the URL cache (app/respcache.py), keyed by the knowledge base's state, may
+    keep an answer whose model came from elsewhere: not at all from a directory, which may
+    change; while the hub failure it notes is remembered (the failure is transient). This
+    view's own answer cache keys answers by where the model came from."""
+    if origin is None or origin.holds_for is None:
+        return
+    if origin.holds_for <= 0:
         response.headers["Cache-Control"] = "no-store"
+    else:
+        response.headers["Cache-Control"] = f"private, max-age={int(origin.holds_for)}"
 
 
-# The questions explain will not answer: a command over the bounds, a profile that cannot
-# be used, a model whose config cannot be read.
 REFUSED = (CommandRejected, BadProfile, ModelUnavailable)
 
 
@@ -254,13 +257,13 @@ async def api_explain(request: Request, body: ExplainRequest, session: SessionDe
     question = (body.version, body.command, body.compare)
     try:
 
-        def answer() -> Answer:
+        def answer() -> Response:
             check_command(body.command)  # before the model is looked up
             data = body.profile.model_dump() if body.profile else None
             profile, origin = parse_profile(request, data, body.command)
-            return explain_result(request, session, *question, profile, origin)
+            return json_answer(explain_result(request, session, *question, profile, origin), origin)
 
-        return json_answer(await run_in_threadpool(answer))
+        return await run_in_threadpool(answer)
     except REFUSED as exc:
         return _refused(request, exc)
 
@@ -285,7 +288,7 @@ def api_explain_get(
             profile,
             origin,
         )
-        return json_answer(answer)
+        return json_answer(answer, origin)
     except REFUSED as exc:
         return _refused(request, exc)
 
@@ -343,6 +346,7 @@ def explain_page(
         try:
             check_command(command)  # before the model is looked up
             profile, origin = parse_profile(request, form, command)
+            context["origin"] = origin
             context["result"] = explain_result(
                 request, session, version or None, command, compare or None, profile, origin
             )
@@ -362,8 +366,5 @@ def explain_page(
             status = refusal(exc)[0]
             context["error"] = str(exc)
     response = render(request, "explain.html", context, status_code=status, block="results")
-    if context["result"] is not None:
-        keep_out_of_url_cache(
-            response, context["result"].model_source, context["result"].model_notes
-        )
+    hold(response, context.get("origin"))
     return response
