@@ -178,12 +178,14 @@ def _finding_lines(console: Console, finding: dict[str, Any], indent: str = "  "
     line.append(f"{finding['severity'].upper():8}", style=STYLES.get(finding["severity"], ""))
     line.append(finding["message"])
     console.print(line)
-    fix = finding.get("fix")
-    if fix:
+    fixes = [finding["fix"], *finding.get("alternatives", [])] if finding.get("fix") else []
+    for k, fix in enumerate(fixes):
         what = (
             "add " + " ".join(fix["add"]) if "add" in fix else "remove " + " ".join(fix["remove"])
         )
-        console.print(Text(f"{indent}{'':8}fix (verified): {what}", "green"))
+        label = "fix" if k == 0 else "or"
+        through = fix.get("verified_through", "server_args").replace("_", " ")
+        console.print(Text(f"{indent}{'':8}{label} (verified through {through}): {what}", "green"))
     if finding.get("source"):
         src = finding["source"]
         console.print(Text(f"{indent}{'':8}{src['path']}:{src['line']}  {src['url']}", "dim"))

@@ -868,6 +868,9 @@ class Fix(Sparse):
     remove: list[str] | None = None  # switches to drop
     command: str
     verified: bool = True
+    # The last stage the fixed command was simulated through (ServerArgs' handling: what
+    # SGLang checks at model load or at the first forward is not simulated).
+    verified_through: Literal["parse", "server_args", "load", "first_forward"] = "server_args"
 
 
 class Finding(Sparse):
@@ -888,8 +891,11 @@ class Finding(Sparse):
     condition: str | None = None  # the simulation's path to the site, in words
     needs: list[str] | None = None  # undecidable: the facts that would decide it
     reads: list[str] | None = None  # fields the failing condition read
-    fix: Fix | None = None
+    fix: Fix | None = None  # the smallest verified change
+    alternatives: list[Fix] | None = None  # other verified changes, smallest first
     env: str | None = None  # the environment variable a finding is about
+    # where SGLang would say it: argparse ("parse") or ServerArgs' handling ("server_args")
+    stage: Literal["parse", "server_args", "load", "first_forward"] | None = None
 
 
 class ExplainFlag(Model):

@@ -68,11 +68,14 @@ def test_profile_effective_configuration_and_fix(page: Any) -> None:
     assert query["arch"] == ["GlmMoeForCausalLM"] and query["sm"] == ["100"]
     full_shot(page, "explain-profile", full_page=True)
 
-    # the error has a verified fix; applying it lands on the fixed command's permalink
+    # the error has verified fixes, the smallest change first; applying one lands on the
+    # fixed command's permalink
     error = page.locator("li.finding.sev-error", has_text="raises at server_args.py:")
-    fix = error.locator("a.apply-fix")
-    assert "--moe-a2a-backend" in error.locator(".fix").inner_text()
-    fix.click()
+    fixes = error.locator("a.apply-fix")
+    assert fixes.count() == 2
+    text = error.locator(".fix").inner_text()
+    assert text.index("remove --enable-two-batch-overlap") < text.index("--moe-a2a-backend")
+    fixes.nth(1).click()
     page.wait_for_url("**/explain?**moe-a2a-backend**")
     query = parse_qs(urlparse(page.url).query)
     assert query["command"][0].endswith("--moe-a2a-backend deepep")

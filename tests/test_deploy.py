@@ -94,11 +94,19 @@ def test_error_with_a_verified_fix(session: Session) -> None:
     result = explain(session, "v0.2.0", command, profile=GLM_FP4_B200)
     error = next(f for f in result["findings"] if f["severity"] == "error")
     assert error["message"].startswith("raises at server_args.py:")
-    # mooncake comes first in the choices but raises elsewhere: not offered
-    assert error["fix"]["add"] == ["--moe-a2a-backend deepep"]
-    assert error["fix"]["command"] == command + " --moe-a2a-backend deepep"
-    fixed = explain(session, "v0.2.0", error["fix"]["command"], profile=GLM_FP4_B200)
-    assert fixed["errors"] == 0
+    assert error["stage"] == "server_args"
+    # the smallest change first: drop the switch; then the values that pass, each verified
+    # (mooncake comes first in the choices but raises elsewhere: not offered)
+    assert error["fix"]["remove"] == ["--enable-two-batch-overlap"]
+    assert error["fix"]["verified_through"] == "server_args"
+    (deepep,) = error["alternatives"]
+    assert deepep["add"] == ["--moe-a2a-backend deepep"]
+    assert deepep["command"] == command + " --moe-a2a-backend deepep"
+    for fix in (error["fix"], deepep):
+        fixed = explain(session, "v0.2.0", fix["command"], profile=GLM_FP4_B200)
+        assert fixed["errors"] == 0
+    unknown = explain(session, "v0.2.0", "--model-path m --no-such-flag")
+    assert {f["stage"] for f in unknown["findings"] if f["kind"] == "unknown_flag"} == {"parse"}
 
 
 def test_pipeline_assert_after_its_override_and_its_fix(session: Session) -> None:
@@ -186,7 +194,7 @@ def test_json_api_takes_the_profile_in_the_body_or_the_query(db: Path) -> None:
         }
         assert rows["moe_runner_backend"]["to"] == "flashinfer_trtllm"
         error = next(f for f in answer["findings"] if f["severity"] == "error")
-        assert error["fix"]["add"] == ["--moe-a2a-backend deepep"]
+        assert error["alternatives"][0]["add"] == ["--moe-a2a-backend deepep"]
         assert {"text", "flag", "help"} <= set(answer["tokens"][0])
         assert isinstance(answer["passed"], list)
     bad = client.get(f"/api/explain?{query}&platform=tpu")
@@ -206,7 +214,8 @@ def test_cli_takes_a_profile(db: Path) -> None:
     flags = ["--arch", "GlmMoeForCausalLM", "--quant", "modelopt_fp4", "--sm", "100"]
     result = CliRunner().invoke(cli, [*args, *flags, *command])
     assert result.exit_code == 1, result.output
-    assert "fix (verified): add --moe-a2a-backend deepep" in result.output
+    assert "fix (verified through server args): remove --enable-two-batch-overlap" in result.output
+    assert "or (verified through server args): add --moe-a2a-backend deepep" in result.output
     assert "--moe-runner-backend: auto → flashinfer_trtllm" in result.output
     profile = '{"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "sm": 90}'
     hopper = CliRunner().invoke(cli, [*args, "--profile", profile, "--json", *command])

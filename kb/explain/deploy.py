@@ -471,7 +471,8 @@ def fix_candidates(
     finding: Finding, facts: VersionFacts, analysis: Analysis
 ) -> list[dict[str, list[str]]]:
     """Values of the flags an error's condition reads that may make it pass: flags not in the
-    command from their choices (or switched on), then given switches switched off."""
+    command from their choices (or switched on), and given switches switched off; the
+    smallest changes first (change_size)."""
     canon = analysis.env.canon
     index = _Index(facts, canon)
     given = {canon(d) for d in analysis.given}
@@ -492,7 +493,15 @@ def fix_candidates(
             for choice in flag.choices:
                 if not _same(choice, current) and choice is not None:
                     adds.append({"add": [f"{flag.name} {choice}"]})
-    return (adds + removes)[:MAX_FIX_TRIES]
+    return sorted(adds + removes, key=change_size)[:MAX_FIX_TRIES]
+
+
+def change_size(fix: dict[str, list[str]]) -> tuple[int, int]:
+    """How much a fix changes the command: the words it adds or removes (a switch is one,
+    a flag and its value two); at equal size dropping a switch given comes first (it takes
+    nothing the user did not ask for)."""
+    words = sum(len(part.split()) for part in [*fix.get("add", []), *fix.get("remove", [])])
+    return words, 0 if "remove" in fix else 1
 
 
 def fixed_command(command: str, analysis: Analysis, fix: dict[str, list[str]]) -> str:

@@ -42,6 +42,7 @@ MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 # Statements the simulations that verify fixes may take in all, for one explain (a run takes
 # at most simulate's MAX_STEPS; SGLang's own argument handling takes < 2,000).
 FIX_STEPS = 10_000
+MAX_ALTERNATIVES = 3  # verified fixes offered beside the first, per error
 # Words after the launcher (flags and their values). The compatibility range judges each word
 # against every ingested version, so the cost grows with the words: SGLang's real launch
 # commands have fewer than 60 flags (~120 words).
@@ -140,7 +141,11 @@ def run(
         return citation(version, path, line, end)
 
     sim = simulate(facts, analysis, modules, profile, cite, environ_of(facts, command), budget)
+    for f in analysis.findings:  # the site-by-site evaluation checks ServerArgs' constraints
+        f["stage"] = "server_args" if f["kind"] in ("constraint", "undecidable") else "parse"
     if sim is not None:
+        for f in sim.findings:
+            f["stage"] = "server_args"
         kept = [f for f in analysis.findings if f["kind"] not in ("constraint", "undecidable")]
         analysis.findings = sorted(
             kept + sim.findings, key=lambda f: SEVERITY_RANK.get(f["severity"], 3)
@@ -178,11 +183,14 @@ def add_fixes(
     analysis: Analysis,
     sim: Simulation,
 ) -> None:
-    """For each error of the simulation, the first value of a flag in its condition that
-    makes it pass, verified by simulating the fixed command: the error's check neither fails
-    nor is left to raise on an assumption (an installed package, the typical CUDA), and no
-    new error nor assumed raise appears. The simulations share FIX_STEPS statements; when
-    they are spent, the search stops and says so."""
+    """For each error of the simulation, the values of the flags its condition reads that
+    make it pass, each verified by simulating the fixed command: the error's check neither
+    fails nor is left to raise on an assumption (an installed package, the typical CUDA),
+    and no new error nor assumed raise appears. The first (the smallest change) is the
+    finding's `fix`, up to MAX_ALTERNATIVES more its `alternatives`. Each says the last stage
+    it was simulated through (`verified_through`): only ServerArgs' handling is simulated,
+    so what SGLang checks at model load or the first forward is not. The simulations share
+    FIX_STEPS statements; when they are spent, the search stops and says so."""
     budget = Budget(FIX_STEPS)
     plain_errors = {
         (f["kind"], f["flag"])
@@ -192,8 +200,12 @@ def add_fixes(
     for finding in sim.findings:
         if finding["severity"] != "error":
             continue
+        verified: list[dict[str, Any]] = []
         for fix in fix_candidates(finding, facts, analysis):
+            if len(verified) > MAX_ALTERNATIVES:
+                break
             if budget.exhausted:
+                _keep(finding, verified)
                 analysis.findings.append(_search_stopped())
                 return
             fixed = fixed_command(command, analysis, fix)
@@ -211,8 +223,17 @@ def add_fixes(
                 for f in other.findings
             ):
                 continue
-            finding["fix"] = {**fix, "command": fixed, "verified": True}
-            break
+            verified.append(
+                {**fix, "command": fixed, "verified": True, "verified_through": "server_args"}
+            )
+        _keep(finding, verified)
+
+
+def _keep(finding: Finding, verified: list[dict[str, Any]]) -> None:
+    if verified:
+        finding["fix"] = verified[0]
+        if len(verified) > 1:
+            finding["alternatives"] = verified[1:]
 
 
 def _search_stopped() -> Finding:
