@@ -180,12 +180,14 @@ def _finding_lines(console: Console, finding: dict[str, Any], indent: str = "  "
     console.print(line)
     fixes = [finding["fix"], *finding.get("alternatives", [])] if finding.get("fix") else []
     for k, fix in enumerate(fixes):
-        what = (
-            "add " + " ".join(fix["add"]) if "add" in fix else "remove " + " ".join(fix["remove"])
-        )
+        verb = next(v for v in ("add", "set", "remove") if v in fix)
+        what = f"{verb} " + " ".join(fix[verb])
         label = "fix" if k == 0 else "or"
         through = fix.get("verified_through", "server_args").replace("_", " ")
-        console.print(Text(f"{indent}{'':8}{label} (verified through {through}): {what}", "green"))
+        also = "".join(f" and {part}" for part in fix.get("also_checked", []))
+        console.print(
+            Text(f"{indent}{'':8}{label} (verified through {through}{also}): {what}", "green")
+        )
     if finding.get("source"):
         src = finding["source"]
         console.print(Text(f"{indent}{'':8}{src['path']}:{src['line']}  {src['url']}", "dim"))

@@ -866,11 +866,15 @@ class Fix(Sparse):
 
     add: list[str] | None = None  # e.g. ["--moe-a2a-backend deepep"]
     remove: list[str] | None = None  # switches to drop
+    set: list[str] | None = None  # a given flag with another of its values: ["--x value"]
     command: str
     verified: bool = True
     # The last stage the fixed command was simulated through (ServerArgs' handling: what
     # SGLang checks at model load or at the first forward is not simulated).
     verified_through: Literal["parse", "server_args", "load", "first_forward"] = "server_args"
+    # what of the later stages was checked too: ["the attention backend"] (the main model's
+    # ModelRunner building it, followed in the version's code)
+    also_checked: list[str] | None = None
 
 
 class Finding(Sparse):

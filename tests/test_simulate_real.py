@@ -64,7 +64,9 @@ def test_the_seed_command_with_its_profile(client: TestClient) -> None:
     result = explain(client, SEED, profile={**GLM, "sm": 100})
     error = next(f for f in result["findings"] if f["severity"] == "error")
     assert "two batch overlap" in error["message"]
-    assert error["fix"]["verified"] and error["fix"]["add"][0].startswith("--moe-a2a-backend ")
+    # the smallest change first (drop the switch), then an a2a backend, each verified
+    assert error["fix"]["verified"] and error["fix"]["remove"] == ["--enable-two-batch-overlap"]
+    assert error["alternatives"][0]["add"][0] == "--moe-a2a-backend deepep"
     undecidable = [f for f in result["findings"] if f["kind"] == "undecidable"]
     assert len(undecidable) <= 2
     assert all(f["needs"] for f in undecidable)

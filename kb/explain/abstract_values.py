@@ -48,9 +48,21 @@ class ExternalName:
 
 @dataclass(frozen=True)
 class Obj:
-    """The model's hf_config or ModelConfig: attributes come from the profile."""
+    """The model's hf_config or ModelConfig (attributes from the profile), or the ModelRunner
+    that loads the model (attributes derived from its class: kb.explain.derived)."""
 
-    kind: str  # "hf_config" | "model_config"
+    kind: str  # "hf_config" | "model_config" | "runner"
+
+
+class Registry:
+    """A module-level dict that a decorator fills with functions by name
+    (`ATTENTION_BACKENDS`): looking a known name up gives the function registered."""
+
+    def __init__(self, module: Any, table: str, functions: dict[str, Any]) -> None:
+        self.module, self.table, self.functions = module, table, functions
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.functions
 
 
 class Self:

@@ -63,6 +63,9 @@ class Simulation:
     assumptions: list[str]
     errors: set[str] = field(default_factory=set)  # keys of the errors
     assumed: set[str] = field(default_factory=set)  # keys of the raises only assumed
+    # what of the load stage was simulated past ServerArgs: the main model's ModelRunner
+    # building its attention backend, when the version's code could be followed to its end
+    load_parts: list[str] = field(default_factory=list)
 
 
 def _as_json(value: Any) -> Any:
@@ -155,7 +158,15 @@ def simulate(
         budget=budget,
     )
     result = sim.run()
-    return _report(facts, analysis, result, given, profile, cite)
+    # Past ServerArgs: the main model's ModelRunner builds its attention backend from the
+    # registry (`ATTENTION_BACKENDS[name](runner)`), whose functions check the GPU and model.
+    load_from = None
+    build_backend = derived.runner_method(sim, "_get_attention_backend")
+    if build_backend is not None and not result.truncated:
+        start = len(result.checks)
+        if sim.run_after(build_backend):
+            load_from = start
+    return _report(facts, analysis, result, given, profile, cite, load_from)
 
 
 def _report(
@@ -165,7 +176,10 @@ def _report(
     given: set[str],
     profile: Profile | None,
     cite: Cite,
+    load_from: int | None = None,
 ) -> Simulation:
+    """The run's checks and changes as findings and effective settings; the checks from
+    `load_from` on are the load stage's."""
     index = _Index(facts, analysis.env.canon)
     relevant = set(given)
     if profile is not None:  # what reads the profile's model or GPU facts
@@ -331,6 +345,14 @@ def _report(
         }
         for p in result.predicates.values()
     ]
+    load_keys: set[str] = set()
+    if load_from is not None:  # (a site also reached by ServerArgs' handling is said there)
+        early = {index.key(c.kind, c.path, c.line, c.message) for c in result.checks[:load_from]}
+        load_keys = {
+            index.key(c.kind, c.path, c.line, c.message) for c in result.checks[load_from:]
+        } - early
+    for found in findings:
+        found["stage"] = "load" if found.get("key") in load_keys else "server_args"
     return Simulation(
         result,
         findings,
@@ -341,6 +363,7 @@ def _report(
         sorted(result.assumptions.values()),
         errors,
         assumed,
+        ["the attention backend"] if load_from is not None else [],
     )
 
 
@@ -471,8 +494,9 @@ def fix_candidates(
     finding: Finding, facts: VersionFacts, analysis: Analysis
 ) -> list[dict[str, list[str]]]:
     """Values of the flags an error's condition reads that may make it pass: flags not in the
-    command from their choices (or switched on), and given switches switched off; the
-    smallest changes first (change_size)."""
+    command from their choices (or switched on), given switches switched off, and given
+    flags set to another of their choices; those the error's message names first, then the
+    smallest changes (change_size)."""
     canon = analysis.env.canon
     index = _Index(facts, canon)
     given = {canon(d) for d in analysis.given}
@@ -485,6 +509,11 @@ def fix_candidates(
         if dest in given:
             if flag.action_name == "store_true":
                 removes.append({"remove": [flag.name]})
+            elif flag.choices:  # another of its choices in place of the one given
+                now = analysis.given_value(dest)
+                for choice in flag.choices:
+                    if choice is not None and not _same(choice, now):
+                        removes.append({"set": [f"{flag.name} {choice}"]})
             continue
         if flag.action_name == "store_true":
             adds.append({"add": [flag.name]})
@@ -493,22 +522,33 @@ def fix_candidates(
             for choice in flag.choices:
                 if not _same(choice, current) and choice is not None:
                     adds.append({"add": [f"{flag.name} {choice}"]})
-    return sorted(adds + removes, key=change_size)[:MAX_FIX_TRIES]
+    # what the error's own message says to use first ("Please use `--attention-backend
+    # flashinfer`"), then the smallest changes
+    said = re.sub(r"[`'\"=]", " ", finding.get("message", ""))
+    said = " ".join(said.split())
+
+    def rank(fix: dict[str, list[str]]) -> tuple[bool, tuple[int, int]]:
+        parts = [*fix.get("add", []), *fix.get("set", [])]
+        return not (parts and all(p in said for p in parts)), change_size(fix)
+
+    return sorted(adds + removes, key=rank)[:MAX_FIX_TRIES]
 
 
 def change_size(fix: dict[str, list[str]]) -> tuple[int, int]:
-    """How much a fix changes the command: the words it adds or removes (a switch is one,
-    a flag and its value two); at equal size dropping a switch given comes first (it takes
-    nothing the user did not ask for)."""
+    """How much a fix changes the command: the words it adds, removes or changes (a switch
+    is one, a flag and its value two, another value for a flag given one); at equal size
+    dropping a switch given comes first (it takes nothing the user did not ask for), then
+    changing a value."""
     words = sum(len(part.split()) for part in [*fix.get("add", []), *fix.get("remove", [])])
-    return words, 0 if "remove" in fix else 1
+    words += len(fix.get("set", []))
+    return words, 0 if "remove" in fix else 1 if "set" in fix else 2
 
 
 def fixed_command(command: str, analysis: Analysis, fix: dict[str, list[str]]) -> str:
     if "add" in fix:
         return command.rstrip() + " " + " ".join(fix["add"])
     tokens = tokenize(command)
-    drop = set(fix.get("remove", []))
+    drop = set(fix.get("remove", [])) | {part.split()[0] for part in fix.get("set", [])}
     argv = [
         word
         for use in analysis.uses
@@ -516,6 +556,8 @@ def fixed_command(command: str, analysis: Analysis, fix: dict[str, list[str]]) -
         for word in [tokens.argv[use.index], *use.values]
         if use.match.explicit is None or word == tokens.argv[use.index]
     ]
+    for part in fix.get("set", []):  # the flag given again, with its new value, at the end
+        argv.extend(part.split(" ", 1))
     prefix = tokens.launcher or "python -m sglang.launch_server"
     return prefix + " " + shlex.join(argv)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kb.explain.abstract_values import SELF, Func, Obj, merge_needs, truth
@@ -43,12 +44,76 @@ def model_config_attr(sim: Simulator, attr: str) -> Any:
 
 
 def _derive(sim: Simulator, attr: str) -> Any:
-    mod = sim.module(MODEL_CONFIG_MODULE)
-    cls = mod.classes.get("ModelConfig") if mod is not None else None
+    return _derived_attr(
+        sim,
+        MODEL_CONFIG_MODULE,
+        "ModelConfig",
+        Obj("model_config"),
+        attr,
+        lambda init: _params(init, sim),
+        f"the model's {attr}",
+    )
+
+
+# --- the ModelRunner that loads the model (the load stage: kb.explain.load_stage) ------------
+
+MODEL_RUNNER_MODULE = "sglang.srt.model_executor.model_runner"
+
+
+def runner_attr(sim: Simulator, attr: str) -> Any:
+    """`model_runner.<attr>` for the main model's ModelRunner, as the version's class derives
+    it; it is built with the server args and the model config being simulated."""
+    if attr == "server_args":
+        return SELF
+    if attr == "model_config":
+        return Obj("model_config")
+    if attr == "is_draft_worker":
+        return False  # the main model's runner (the draft model's is not simulated)
+    key = f"runner.{attr}"
+    if key not in sim.derived:
+        sim.derived[key] = unknown(f"ModelRunner.{attr} (derived from itself)")
+
+        def built_with(_init: Method) -> dict[str, Callable[[], Any]]:
+            return {"server_args": lambda: SELF, "model_config": lambda: Obj("model_config")}
+
+        sim.derived[key] = _derived_attr(
+            sim,
+            MODEL_RUNNER_MODULE,
+            "ModelRunner",
+            Obj("runner"),
+            attr,
+            built_with,
+            f"ModelRunner.{attr}",
+        )
+    return sim.derived[key]
+
+
+def runner_method(sim: Simulator, name: str) -> Func | None:
+    """A method of the version's ModelRunner, bound to the runner; None without it."""
+    mod = sim.module(MODEL_RUNNER_MODULE)
+    cls = mod.classes.get("ModelRunner") if mod is not None else None
+    node = _methods(cls).get(name) if cls is not None else None
+    if mod is None or node is None:
+        return None
+    return Func(mod, node, Obj("runner"))
+
+
+def _derived_attr(
+    sim: Simulator,
+    module: str,
+    class_name: str,
+    bound: Obj,
+    attr: str,
+    init_params: Callable[[Method], dict[str, Callable[[], Any]]],
+    words: str,
+) -> Any:
+    """`attr` of an instance of `class_name`: a method bound to it, a property called, or a
+    field set once (see the module's docstring); else unknown, naming `words`."""
+    mod = sim.module(module)
+    cls = mod.classes.get(class_name) if mod is not None else None
     if mod is None or cls is None:
-        return unknown(f"the model's {attr}")
+        return unknown(words)
     methods = _methods(cls)
-    bound = Obj("model_config")
     if attr in methods:
         node = methods[attr]
         decorators = {ast.unparse(d) for d in node.decorator_list}
@@ -57,10 +122,10 @@ def _derive(sim: Simulator, attr: str) -> Any:
         return Func(mod, node, None if "staticmethod" in decorators else bound)
     found = _set_once(cls, attr)
     if found is None:
-        return unknown(f"the model's {attr}")
+        return unknown(words)
     method, index, value = found
     frame = Frame(mod, method.name, {"self": bound})
-    params = _params(method, sim) if method.name == "__init__" else {}
+    params = init_params(method) if method.name == "__init__" else {}
     return _evaluate(sim, frame, method.body[:index], value, params)
 
 

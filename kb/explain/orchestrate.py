@@ -42,7 +42,7 @@ MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 # Statements the simulations that verify fixes may take in all, for one explain (a run takes
 # at most simulate's MAX_STEPS; SGLang's own argument handling takes < 2,000).
 FIX_STEPS = 10_000
-MAX_ALTERNATIVES = 3  # verified fixes offered beside the first, per error
+MAX_ALTERNATIVES = 2  # verified fixes offered beside the first, per error (each ~17 ms of CPU)
 # Words after the launcher (flags and their values). The compatibility range judges each word
 # against every ingested version, so the cost grows with the words: SGLang's real launch
 # commands have fewer than 60 flags (~120 words).
@@ -145,7 +145,7 @@ def run(
         f["stage"] = "server_args" if f["kind"] in ("constraint", "undecidable") else "parse"
     if sim is not None:
         for f in sim.findings:
-            f["stage"] = "server_args"
+            f.setdefault("stage", "server_args")
         kept = [f for f in analysis.findings if f["kind"] not in ("constraint", "undecidable")]
         analysis.findings = sorted(
             kept + sim.findings, key=lambda f: SEVERITY_RANK.get(f["severity"], 3)
@@ -188,8 +188,10 @@ def add_fixes(
     fails nor is left to raise on an assumption (an installed package, the typical CUDA),
     and no new error nor assumed raise appears. The first (the smallest change) is the
     finding's `fix`, up to MAX_ALTERNATIVES more its `alternatives`. Each says the last stage
-    it was simulated through (`verified_through`): only ServerArgs' handling is simulated,
-    so what SGLang checks at model load or the first forward is not. The simulations share
+    it was simulated through (`verified_through`: ServerArgs' handling) and what of the load
+    stage was checked too (`also_checked`: the attention backend, where the version's
+    ModelRunner can be followed); the rest of the model load and the first forward are not
+    simulated. The simulations share
     FIX_STEPS statements; when they are spent, the search stops and says so."""
     budget = Budget(FIX_STEPS)
     plain_errors = {
@@ -224,7 +226,13 @@ def add_fixes(
             ):
                 continue
             verified.append(
-                {**fix, "command": fixed, "verified": True, "verified_through": "server_args"}
+                {
+                    **fix,
+                    "command": fixed,
+                    "verified": True,
+                    "verified_through": "server_args",
+                    **({"also_checked": other_sim.load_parts} if other_sim.load_parts else {}),
+                }
             )
         _keep(finding, verified)
 

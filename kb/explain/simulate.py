@@ -35,6 +35,7 @@ from kb.explain.abstract_values import (
     Func,
     Method,
     Obj,
+    Registry,
     Self,
     Symbol,
     is_known,
@@ -67,6 +68,7 @@ from kb.explain.source_modules import (
     mla_archs,
     module_path,
     raise_message,
+    registered,
 )
 from kb.pyast import NOT_LITERAL, fill_names, literal, render_text, strip_ansi
 
@@ -310,6 +312,7 @@ class Simulator:
         self.written: set[str] = set()  # fields assigned since the innermost fork began
         self.modules_seen: dict[str, Module | None] = {}
         self.derived: dict[str, Any] = {}  # ModelConfig attribute -> its value (derived.py)
+        self.module_values: dict[tuple[str, str], Any] = {}  # (path, name) -> value (lookup)
 
     # --- entry ------------------------------------------------------------------------
 
@@ -333,6 +336,31 @@ class Simulator:
         self.result.fields = self.fields
         return self.result
 
+    def run_after(self, fn: Func) -> bool:
+        """Go on past ServerArgs with `fn` (a method of the ModelRunner that loads the model),
+        on the state the run left. Only its checks are kept: what it assigns to the server
+        args is not ServerArgs' effective configuration. False when it could not be followed
+        to its end (its checks are dropped then: a partial stage decides nothing)."""
+        self.past_server_args = True
+        checks, changes, fields = len(self.result.checks), len(self.result.changes), self.fields
+        self.fields = dict(fields)
+        steps = self.steps
+        self.limit = steps + (
+            MAX_STEPS if self.budget is None else max(0, min(MAX_STEPS, self.budget.left))
+        )
+        done = True
+        try:
+            self.call_function(fn, [], {}, Ctx())
+        except (_Budget, RecursionError):
+            done = False
+            del self.result.checks[checks:]
+        finally:
+            if self.budget is not None:
+                self.budget.left -= self.steps - steps
+            self.fields = self.result.fields = fields
+            del self.result.changes[changes:]
+        return done
+
     # --- modules and names ------------------------------------------------------------
 
     def module(self, dotted: str) -> Module | None:
@@ -352,6 +380,8 @@ class Simulator:
         mod = self.module(dotted)
         if mod is not None and attr in mod.functions:
             return Func(mod, mod.functions[attr])
+        if mod is not None and (functions := registered(mod, attr)):
+            return Registry(mod, attr, functions)
         return ExternalName(attr, dotted)
 
     def lookup(self, name: str, frame: Frame) -> Any:
@@ -363,15 +393,23 @@ class Simulator:
             return Func(mod, mod.functions[name])
         if name in mod.imports:
             return self.resolve_import(name, mod.imports[name])
+        if name in mod.rebound:
+            return unknown(f"{name} (a module global set at run time)")
         if name in mod.assigns:
-            if name not in mod.constants:
-                value = mod.assigns[name]
-                mod.constants[name] = (
-                    self.eval(value, Frame(mod, "<module>", {}), Ctx())
-                    if isinstance(value, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.Dict)
-                    else Symbol(name)
-                )
-            return copy.copy(mod.constants[name])  # callers must not share a mutable list
+            value = mod.assigns[name]
+            if isinstance(value, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.Dict):
+                if name not in mod.constants:
+                    mod.constants[name] = self.eval(value, Frame(mod, "<module>", {}), Ctx())
+                return copy.copy(mod.constants[name])  # callers must not share a mutable list
+            if isinstance(value, ast.Call | ast.BoolOp | ast.UnaryOp | ast.Compare):
+                # `_is_musa = is_musa()`: what the module computed when imported, which may
+                # depend on the profile (so kept per run, not with the module)
+                key = (mod.path, name)
+                if key not in self.module_values:
+                    self.module_values[key] = unknown(f"{name} (computed when imported)")
+                    self.module_values[key] = self.eval(value, Frame(mod, "<module>", {}), Ctx())
+                return self.module_values[key]
+            return Symbol(name)
         if name in _PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance", "dict"):
             return ExternalName(name, "builtins")
         if name == "True":
@@ -621,6 +659,12 @@ class Simulator:
             owner = self.eval(target.value, frame, ctx)
             if owner is SELF:
                 self.set_field(target.attr, value, ctx, node, marks)
+            elif owner == Obj("runner"):  # the load stage's runner (kb.explain.derived)
+                self.derived[f"runner.{target.attr}"] = (
+                    Unknown(tuple(dict.fromkeys((*ctx.needs, *merge_needs(value)))))
+                    if ctx.needs
+                    else value
+                )
         elif isinstance(target, ast.Tuple | ast.List):
             if isinstance(value, list | tuple) and len(value) == len(target.elts):
                 for elt, v in zip(target.elts, value, strict=True):
@@ -693,6 +737,7 @@ class Simulator:
         )
 
     current_path = ""
+    past_server_args = False  # in the load stage (run_after)
 
     def path_of(self, _node: ast.AST) -> str:
         return self.current_path
@@ -777,11 +822,21 @@ class Simulator:
                 if func.attr in ("warning", "warn", "warning_once", "error", "critical"):
                     self.warning(node, frame, ctx)
                 return None
-        callee = self.eval(func, frame, ctx)
+        outer, self.reads = self.reads, set()
+        try:
+            callee = self.eval(func, frame, ctx)
+        finally:
+            picked, self.reads = self.reads, outer | self.reads
+        if isinstance(func, ast.Subscript) and isinstance(callee, Func) and picked:
+            # `REGISTRY[name](...)`: the function runs because of what chose `name`
+            text = f"{plain(ast.unparse(func))} is {callee.node.name}()"
+            ctx = ctx.under(text, (), frozenset(picked))
         outer, self.reads = self.reads, set()
         try:
             args, kwargs = self.arguments(node, frame, ctx)
-            arg_marks = _marks(self.reads)
+            # (past ServerArgs the fields an argument read go with it too: what chose a
+            # backend's name is what a fix changes)
+            arg_marks = frozenset(self.reads) if self.past_server_args else _marks(self.reads)
         finally:
             self.reads = outer | self.reads
         if args is None:
@@ -845,6 +900,8 @@ class Simulator:
         if isinstance(callee, Func):
             if callee.bound is SELF and callee.node.name == "get_model_config":
                 return Obj("model_config")
+            if self.past_server_args and callee.node.name == "get_global_server_args":
+                return SELF  # set by then: the server args the run ended with
             if loads_hf_config(callee.node):
                 # SGLang's own loader (get_config): its result is the config the profile
                 # describes; interpreting its GGUF/registry branches would only blur it
@@ -1105,6 +1162,10 @@ class Simulator:
             )
             if index is None and isinstance(node.slice, ast.Slice):
                 return unknown("a slice")
+            if isinstance(base, Registry):
+                if isinstance(index, str) and index in base.functions:
+                    return Func(base.module, base.functions[index])
+                return unknown(f"the function {base.table} registers for {_shown_key(index)}")
             return lift(lambda b, i: b[i], base, index)
         if isinstance(node, ast.JoinedStr):
             return unknown("a formatted string")
@@ -1165,6 +1226,10 @@ class Simulator:
         return unknown(f"attribute {attr}")
 
     def model_attr(self, obj: Obj, attr: str, allow_missing: bool) -> Any:
+        if obj.kind == "runner":
+            if self.derive is None:
+                return unknown(f"ModelRunner.{attr}")
+            return self.derive.runner_attr(self, attr)
         if obj.kind == "model_config":
             if attr in ("hf_config", "hf_text_config"):
                 return Obj("hf_config")
@@ -1226,6 +1291,10 @@ BUILTIN_TYPES: dict[str, type | tuple[type, ...]] = {
     "bool": bool,
 }
 ENV_READERS = {"get_bool_env_var": "false", "get_int_env_var": 0, "get_str_env_var": None}
+
+
+def _shown_key(key: Any) -> str:
+    return repr(key) if is_known(key) else "a value not known here"
 
 
 def _marks(reads: Iterable[str]) -> frozenset[str]:

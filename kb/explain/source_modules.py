@@ -28,6 +28,10 @@ class Module:
     assigns: dict[str, ast.expr]  # module-level NAME = expr
     lines: dict[str, int]  # where each module-level name is defined
     constants: dict[str, Any] = field(default_factory=dict)  # literal assigns, evaluated once
+    registries: dict[str, dict[str, Any]] = field(default_factory=dict)  # (registered())
+    # module-level names a function rebinds (`global _server_args`): set at run time, so
+    # their assigned value (`_server_args = None`) says nothing of what the code sees
+    rebound: set[str] = field(default_factory=set)
 
 
 def module_path(dotted: str) -> list[str]:
@@ -82,7 +86,44 @@ def parse_module(path: str, text: str) -> Module | None:
                 visit(node.orelse)
 
     visit(tree.body)
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.Global):
+            mod.rebound.update(fn.names)
     return mod
+
+
+def registered(mod: Module, table: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions `mod` registers in its module-level dict `table` through a decorator
+    factory (`@register_attention_backend("fa3")`, whose inner function does
+    `table[name] = fn`): name -> function; {} when `table` is no such registry."""
+    if table not in mod.registries:
+        found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        if isinstance(mod.assigns.get(table), ast.Dict):
+            registrars = {name for name, fn in mod.functions.items() if _stores_into(fn, table)}
+            for fn in mod.functions.values():
+                for d in fn.decorator_list:
+                    if (
+                        isinstance(d, ast.Call)
+                        and isinstance(d.func, ast.Name)
+                        and d.func.id in registrars
+                        and d.args
+                        and isinstance(d.args[0], ast.Constant)
+                        and isinstance(d.args[0].value, str)
+                    ):
+                        found.setdefault(d.args[0].value, fn)
+        mod.registries[table] = found
+    return mod.registries[table]
+
+
+def _stores_into(fn: ast.FunctionDef | ast.AsyncFunctionDef, table: str) -> bool:
+    return any(
+        isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == table
+            for t in node.targets
+        )
+        for node in ast.walk(fn)
+    )
 
 
 def target_names(target: ast.expr) -> list[str]:

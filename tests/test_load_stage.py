@@ -1,0 +1,221 @@
+"""Past ServerArgs: the main model's ModelRunner building its attention backend from the
+version's registry (`ATTENTION_BACKENDS[name](runner)`, filled by a decorator), followed by
+the same interpreter on synthetic modules. A check there is a finding of the `load` stage;
+module state set at run time (`global _server_args`) and values computed at import
+(`_is_musa = is_musa()`) are not taken for their literal defaults."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from kb.explain import derived
+from kb.explain.predicates import Profile
+from kb.explain.simulate import Check, Simulator
+from kb.explain.source_modules import Module, parse_module
+from tests import sim_repos
+
+ARGS = "python/sglang/srt/server_args.py"
+RUNNER = "python/sglang/srt/model_executor/model_runner.py"
+REGISTRY = "python/sglang/srt/layers/attention/attention_registry.py"
+
+SERVER_ARGS = """
+from dataclasses import dataclass
+
+from sglang.srt.utils import is_sm90_supported
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    attention_backend: str = None
+    prefill_attention_backend: str = None
+    decode_attention_backend: str = None
+
+    def __post_init__(self):
+        if self.attention_backend is None:
+            self.attention_backend = "fa3" if is_sm90_supported() else "flashinfer"
+
+    def get_attention_backends(self):
+        prefill = self.prefill_attention_backend or self.attention_backend
+        decode = self.decode_attention_backend or self.attention_backend
+        return prefill, decode
+
+_global_server_args = None
+
+
+def get_global_server_args():
+    if _global_server_args is None:
+        raise ValueError("Global server args is not set yet!")
+    return _global_server_args
+
+
+def set_global_server_args(server_args):
+    global _global_server_args
+    _global_server_args = server_args
+"""
+
+MODEL_RUNNER = """
+from sglang.srt.configs.model_config import AttentionArch
+from sglang.srt.layers.attention.attention_registry import ATTENTION_BACKENDS
+from sglang.srt.server_args import get_global_server_args
+
+
+class ModelRunner:
+    def __init__(self, model_config, gpu_id, server_args):
+        self.model_config = model_config
+        self.server_args = server_args
+        self.use_mla_backend = self.model_config.attention_arch == AttentionArch.MLA
+
+    def _get_attention_backend(self):
+        if get_global_server_args().attention_backend == "none":
+            return None
+        self.prefill_str, self.decode_str = self.server_args.get_attention_backends()
+        if self.decode_str != self.prefill_str:
+            return (self._from_str(self.prefill_str), self._from_str(self.decode_str))
+        return self._from_str(self.server_args.attention_backend)
+
+    def _from_str(self, backend_str):
+        if backend_str not in ATTENTION_BACKENDS:
+            raise ValueError(f"Invalid attention backend: {backend_str}")
+        return ATTENTION_BACKENDS[backend_str](self)
+"""
+
+ATTENTION_REGISTRY = """
+from sglang.srt.utils import get_device_capability, is_musa
+
+ATTENTION_BACKENDS = {}
+_is_musa = is_musa()
+
+
+def register_attention_backend(name):
+    def decorator(fn):
+        ATTENTION_BACKENDS[name] = fn
+        return fn
+
+    return decorator
+
+
+@register_attention_backend("flashinfer")
+def create_flashinfer_backend(runner):
+    return "FlashInferAttnBackend"
+
+
+@register_attention_backend("fa3")
+def create_flashattention_v3_backend(runner):
+    major, minor = get_device_capability()
+    if not _is_musa:
+        assert (major == 8 and not runner.use_mla_backend) or major == 9, (
+            "FlashAttention v3 Backend requires SM>=80 and SM<=90."
+        )
+        return "FlashAttentionBackend"
+    else:
+        assert major == 3 and minor >= 1, "FlashAttention v3 Backend requires MP>=31."
+        return "MusaFlashAttentionBackend"
+
+
+@register_attention_backend("trtllm_mla")
+def create_trtllm_mla_backend(runner):
+    if not runner.use_mla_backend:
+        raise ValueError("trtllm_mla backend can only be used with MLA models.")
+    return "TRTLLMMLABackend"
+"""
+
+UTILS = """
+import torch
+
+
+def is_musa():
+    return False
+
+
+def is_sm90_supported():
+    return False
+
+
+def get_device_capability(device_id=0):
+    return torch.cuda.get_device_capability(device_id)
+"""
+
+
+def modules() -> dict[str, Module]:
+    files = {
+        ARGS: SERVER_ARGS,
+        RUNNER: MODEL_RUNNER,
+        REGISTRY: ATTENTION_REGISTRY,
+        sim_repos.UTILS: UTILS,
+        sim_repos.MODEL_CONFIG: sim_repos.MODEL_CONFIG_TEXT,
+    }
+    out = {}
+    for path, text in files.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None
+        out[path] = mod
+    return out
+
+
+def load_checks(fields: dict[str, Any], profile: dict[str, Any] | None) -> list[Check]:
+    """The checks of the load stage (the run of ServerArgs, then the backend's building)."""
+    mods = modules()
+    sim = Simulator(
+        mods.get,
+        mods[ARGS],
+        {"model_path": "m", **fields},
+        Profile.parse(profile),
+        given={"model_path", *fields},
+        derive=derived,
+    )
+    result = sim.run()
+    start = len(result.checks)
+    build = derived.runner_method(sim, "_get_attention_backend")
+    assert build is not None
+    assert sim.run_after(build)
+    return result.checks[start:]
+
+
+def raised(checks: list[Check]) -> list[tuple[str, str]]:
+    return [(c.outcome, c.message) for c in checks if c.kind != "warning" and c.outcome != "passed"]
+
+
+def test_the_registered_backend_checks_the_gpu() -> None:
+    fa3 = {"attention_backend": "fa3"}
+    blackwell = load_checks(fa3, {"arch": "LlamaForCausalLM", "sm": 100})
+    assert raised(blackwell) == [("fired", "FlashAttention v3 Backend requires SM>=80 and SM<=90.")]
+    (check,) = [c for c in blackwell if c.outcome == "fired"]
+    assert check.path == REGISTRY
+    assert "attention_backend" in check.reads  # what chose the backend: what a fix changes
+    # Hopper passes; the module's `_is_musa = is_musa()` is computed, not taken as true
+    assert raised(load_checks(fa3, {"arch": "LlamaForCausalLM", "sm": 90})) == []
+    # without the GPU the check is undecided, never an error
+    unsure = raised(load_checks(fa3, None))
+    assert unsure and {outcome for outcome, _ in unsure} == {"unknown"}
+
+
+def test_the_runner_derives_its_fields_from_the_model() -> None:
+    """use_mla_backend is set once in ModelRunner.__init__ from the model config."""
+    trtllm = {"attention_backend": "trtllm_mla"}
+    llama = load_checks(trtllm, {"arch": "LlamaForCausalLM", "sm": 100})
+    assert raised(llama) == [
+        ("fired", "ValueError: trtllm_mla backend can only be used with MLA models.")
+    ]
+    deepseek = load_checks(trtllm, {"arch": "DeepNetV3ForCausalLM", "sm": 100})
+    assert raised(deepseek) == []
+
+
+def test_a_global_set_at_run_time_is_not_its_literal_default() -> None:
+    """`_global_server_args = None` is rebound by set_global_server_args(): read before
+    the run sets it, it is unknown (here: past ServerArgs, the server args themselves), so
+    get_global_server_args() raises nothing."""
+    checks = load_checks({"attention_backend": "flashinfer"}, {"arch": "LlamaForCausalLM"})
+    assert raised(checks) == []
+
+
+def test_hybrid_backends_build_both_and_the_auto_choice_is_checked() -> None:
+    both = {"prefill_attention_backend": "fa3", "decode_attention_backend": "flashinfer"}
+    checks = load_checks(both, {"arch": "LlamaForCausalLM", "sm": 100})
+    assert [m for _, m in raised(checks)] == [
+        "FlashAttention v3 Backend requires SM>=80 and SM<=90."
+    ]
+    # the backend ServerArgs picked (no flag given) is built and checked the same way
+    auto = load_checks({}, {"arch": "LlamaForCausalLM", "sm": 100})
+    assert raised(auto) == []
