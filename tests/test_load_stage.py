@@ -31,6 +31,8 @@ class ServerArgs:
     attention_backend: str = None
     prefill_attention_backend: str = None
     decode_attention_backend: str = None
+    speculative_algorithm: str = None
+    speculative_draft_attention_backend: str = None
 
     def __post_init__(self):
         if self.attention_backend is None:
@@ -70,6 +72,9 @@ class ModelRunner:
     def _get_attention_backend(self):
         if get_global_server_args().attention_backend == "none":
             return None
+        draft_backend = self.server_args.speculative_draft_attention_backend
+        if self.is_draft_worker and draft_backend:
+            return self._from_str(draft_backend)
         self.prefill_str, self.decode_str = self.server_args.get_attention_backends()
         if self.decode_str != self.prefill_str:
             return (self._from_str(self.prefill_str), self._from_str(self.decode_str))
@@ -154,8 +159,11 @@ def modules() -> dict[str, Module]:
     return out
 
 
-def load_checks(fields: dict[str, Any], profile: dict[str, Any] | None) -> list[Check]:
-    """The checks of the load stage (the run of ServerArgs, then the backend's building)."""
+def load_checks(
+    fields: dict[str, Any], profile: dict[str, Any] | None, draft: bool = False
+) -> list[Check]:
+    """The checks of the load stage (the run of ServerArgs, then the backend's building, by
+    the main model's runner or the draft model's)."""
     mods = modules()
     sim = Simulator(
         mods.get,
@@ -167,7 +175,7 @@ def load_checks(fields: dict[str, Any], profile: dict[str, Any] | None) -> list[
     )
     result = sim.run()
     start = len(result.checks)
-    build = derived.runner_method(sim, "_get_attention_backend")
+    build = derived.runner_method(sim, "_get_attention_backend", draft)
     assert build is not None
     assert sim.run_after(build)
     return result.checks[start:]
@@ -219,3 +227,22 @@ def test_hybrid_backends_build_both_and_the_auto_choice_is_checked() -> None:
     # the backend ServerArgs picked (no flag given) is built and checked the same way
     auto = load_checks({}, {"arch": "LlamaForCausalLM", "sm": 100})
     assert raised(auto) == []
+
+
+def test_the_draft_model_builds_its_own_backend() -> None:
+    """The draft model's runner takes --speculative-draft-attention-backend; its model's
+    config is not known here, so what depends on it stays undecided."""
+    draft = {"speculative_algorithm": "EAGLE", "speculative_draft_attention_backend": "fa3"}
+    hopper, blackwell = (
+        {"arch": "LlamaForCausalLM", "sm": 90},
+        {"arch": "LlamaForCausalLM", "sm": 100},
+    )
+    assert [m for _, m in raised(load_checks(draft, blackwell, draft=True))] == [
+        "FlashAttention v3 Backend requires SM>=80 and SM<=90."
+    ]
+    assert raised(load_checks(draft, blackwell)) == []  # the main model builds flashinfer
+    # on Hopper fa3 passes whatever the draft model (its MLA is not known: sm 9 suffices)
+    assert raised(load_checks(draft, hopper, draft=True)) == []
+    trtllm = {**draft, "speculative_draft_attention_backend": "trtllm_mla"}
+    (unsure,) = raised(load_checks(trtllm, blackwell, draft=True))
+    assert unsure[0] == "unknown"  # whether the draft model is MLA is not known

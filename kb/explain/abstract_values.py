@@ -51,7 +51,7 @@ class Obj:
     """The model's hf_config or ModelConfig (attributes from the profile), or the ModelRunner
     that loads the model (attributes derived from its class: kb.explain.derived)."""
 
-    kind: str  # "hf_config" | "model_config" | "runner"
+    kind: str  # "hf_config" | "model_config" | "runner" | "draft_runner" | "draft_model_config"
 
 
 class Registry:

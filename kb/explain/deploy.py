@@ -160,13 +160,24 @@ def simulate(
     result = sim.run()
     # Past ServerArgs: the main model's ModelRunner builds its attention backend from the
     # registry (`ATTENTION_BACKENDS[name](runner)`), whose functions check the GPU and model.
-    load_from = None
-    build_backend = derived.runner_method(sim, "_get_attention_backend")
-    if build_backend is not None and not result.truncated:
-        start = len(result.checks)
-        if sim.run_after(build_backend):
-            load_from = start
-    return _report(facts, analysis, result, given, profile, cite, load_from)
+    load_from, load_parts = None, []
+    start = len(result.checks)
+    stages = ((False, "the attention backend"), (True, "the draft model's attention backend"))
+    for draft, part in stages:
+        if draft and not _has_draft_model(result.fields.get("speculative_algorithm")):
+            continue
+        build_backend = derived.runner_method(sim, "_get_attention_backend", draft)
+        if build_backend is None or result.truncated or not sim.run_after(build_backend):
+            break  # (a stage not followed to its end decides nothing: its checks are gone)
+        load_from = start
+        load_parts.append(part)
+    return _report(facts, analysis, result, given, profile, cite, load_from, load_parts)
+
+
+def _has_draft_model(algorithm: Any) -> bool:
+    """Speculative decoding with a draft model, which gets a ModelRunner of its own (NGRAM
+    drafts from the prompt, without one)."""
+    return isinstance(algorithm, str) and algorithm.upper() not in ("", "NONE", "NGRAM")
 
 
 def _report(
@@ -177,6 +188,7 @@ def _report(
     profile: Profile | None,
     cite: Cite,
     load_from: int | None = None,
+    load_parts: list[str] | None = None,
 ) -> Simulation:
     """The run's checks and changes as findings and effective settings; the checks from
     `load_from` on are the load stage's."""
@@ -363,7 +375,7 @@ def _report(
         sorted(result.assumptions.values()),
         errors,
         assumed,
-        ["the attention backend"] if load_from is not None else [],
+        list(load_parts or []),
     )
 
 

@@ -60,27 +60,31 @@ def _derive(sim: Simulator, attr: str) -> Any:
 MODEL_RUNNER_MODULE = "sglang.srt.model_executor.model_runner"
 
 
-def runner_attr(sim: Simulator, attr: str) -> Any:
-    """`model_runner.<attr>` for the main model's ModelRunner, as the version's class derives
-    it; it is built with the server args and the model config being simulated."""
+def runner_attr(sim: Simulator, runner: Obj, attr: str) -> Any:
+    """`<runner>.<attr>` for the main model's ModelRunner (Obj("runner")) or the draft
+    model's (Obj("draft_runner")), as the version's class derives it; each is built with
+    the server args being simulated and its model's config (the draft model's is not known
+    here: its attributes stay unknown)."""
+    draft = runner.kind == "draft_runner"
+    model_config = Obj("draft_model_config" if draft else "model_config")
     if attr == "server_args":
         return SELF
     if attr == "model_config":
-        return Obj("model_config")
+        return model_config
     if attr == "is_draft_worker":
-        return False  # the main model's runner (the draft model's is not simulated)
-    key = f"runner.{attr}"
+        return draft
+    key = f"{runner.kind}.{attr}"
     if key not in sim.derived:
         sim.derived[key] = unknown(f"ModelRunner.{attr} (derived from itself)")
 
         def built_with(_init: Method) -> dict[str, Callable[[], Any]]:
-            return {"server_args": lambda: SELF, "model_config": lambda: Obj("model_config")}
+            return {"server_args": lambda: SELF, "model_config": lambda: model_config}
 
         sim.derived[key] = _derived_attr(
             sim,
             MODEL_RUNNER_MODULE,
             "ModelRunner",
-            Obj("runner"),
+            runner,
             attr,
             built_with,
             f"ModelRunner.{attr}",
@@ -88,14 +92,15 @@ def runner_attr(sim: Simulator, attr: str) -> Any:
     return sim.derived[key]
 
 
-def runner_method(sim: Simulator, name: str) -> Func | None:
-    """A method of the version's ModelRunner, bound to the runner; None without it."""
+def runner_method(sim: Simulator, name: str, draft: bool = False) -> Func | None:
+    """A method of the version's ModelRunner, bound to the main model's runner (or the
+    draft model's); None without it."""
     mod = sim.module(MODEL_RUNNER_MODULE)
     cls = mod.classes.get("ModelRunner") if mod is not None else None
     node = _methods(cls).get(name) if cls is not None else None
     if mod is None or node is None:
         return None
-    return Func(mod, node, Obj("runner"))
+    return Func(mod, node, Obj("draft_runner" if draft else "runner"))
 
 
 def _derived_attr(

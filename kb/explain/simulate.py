@@ -659,8 +659,9 @@ class Simulator:
             owner = self.eval(target.value, frame, ctx)
             if owner is SELF:
                 self.set_field(target.attr, value, ctx, node, marks)
-            elif owner == Obj("runner"):  # the load stage's runner (kb.explain.derived)
-                self.derived[f"runner.{target.attr}"] = (
+            elif isinstance(owner, Obj) and owner.kind in ("runner", "draft_runner"):
+                # the load stage's runner (kb.explain.derived)
+                self.derived[f"{owner.kind}.{target.attr}"] = (
                     Unknown(tuple(dict.fromkeys((*ctx.needs, *merge_needs(value)))))
                     if ctx.needs
                     else value
@@ -1226,10 +1227,12 @@ class Simulator:
         return unknown(f"attribute {attr}")
 
     def model_attr(self, obj: Obj, attr: str, allow_missing: bool) -> Any:
-        if obj.kind == "runner":
+        if obj.kind in ("runner", "draft_runner"):
             if self.derive is None:
                 return unknown(f"ModelRunner.{attr}")
-            return self.derive.runner_attr(self, attr)
+            return self.derive.runner_attr(self, obj, attr)
+        if obj.kind == "draft_model_config":
+            return unknown(f"the draft model's {attr}")
         if obj.kind == "model_config":
             if attr in ("hf_config", "hf_text_config"):
                 return Obj("hf_config")
