@@ -503,7 +503,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def fix_candidates(
-    finding: Finding, facts: VersionFacts, analysis: Analysis
+    finding: Finding, facts: VersionFacts, analysis: Analysis, profile: Profile | None = None
 ) -> list[dict[str, list[str]]]:
     """Values of the flags an error's condition reads that may make it pass: flags not in the
     command from their choices (or switched on), given switches switched off, and given
@@ -514,9 +514,12 @@ def fix_candidates(
     given = {canon(d) for d in analysis.given}
     adds: list[dict[str, list[str]]] = []
     removes: list[dict[str, list[str]]] = []
+    # the checkpoint's own quantization is no choice: another method's kernels cannot load
+    # its weights (ModelConfig refuses the mismatch, which is not simulated)
+    fixed_by_model = {"quantization"} if profile is not None and profile.quant else set()
     for dest in finding.get("reads", []):
         flag = index.by_dest.get(dest)
-        if flag is None or flag.deprecated or flag.hidden:
+        if flag is None or flag.deprecated or flag.hidden or dest in fixed_by_model:
             continue
         if dest in given:
             if flag.action_name == "store_true":

@@ -55,7 +55,7 @@ def _derive(sim: Simulator, attr: str) -> Any:
     )
 
 
-# --- the ModelRunner that loads the model (the load stage: kb.explain.load_stage) ------------
+# --- the ModelRunner that loads the model (the load stage: kb.explain.deploy.simulate) ----
 
 MODEL_RUNNER_MODULE = "sglang.srt.model_executor.model_runner"
 

@@ -203,7 +203,7 @@ def add_fixes(
         if finding["severity"] != "error":
             continue
         verified: list[dict[str, Any]] = []
-        for fix in fix_candidates(finding, facts, analysis):
+        for fix in fix_candidates(finding, facts, analysis, profile):
             if len(verified) > MAX_ALTERNATIVES:
                 break
             if budget.exhausted:

@@ -341,6 +341,8 @@ class Simulator:
         on the state the run left. Only its checks are kept: what it assigns to the server
         args is not ServerArgs' effective configuration. False when it could not be followed
         to its end (its checks are dropped then: a partial stage decides nothing)."""
+        if not self.past_server_args:  # ModelConfig is built from the final server args
+            self.derived = {}
         self.past_server_args = True
         checks, changes, fields = len(self.result.checks), len(self.result.changes), self.fields
         self.fields = dict(fields)
