@@ -270,7 +270,7 @@ def table_scope(
     named = list(named)
     if len(named) >= REFERENCE_SHARE * len(documentable):
         return None, []
-    sections = sorted({f.section for f in named if f.section})
+    sections = sorted({f.section for f in named if f.section and not f.deprecated})
     in_scope = {f.name for f in documentable if f.section in sections}
     return in_scope, sections
 
@@ -573,7 +573,7 @@ def _md_tables(section: dict[str, Any]) -> list[str]:
         ["Table", "Rows", "Covers", "Missing from it", "Not in the code", "Stated differently"],
         [
             [
-                _md_cite(t["docs"]).replace("#L1", ""),
+                f"[`{t['path']}`]({t['docs']['url'].split('#')[0]})",
                 str(t["rows"]),
                 "every flag" if t["scope"] == "all" else ", ".join(t["sections"]),
                 ", ".join(f"`{n}`" for n in t["missing_from_docs"]) or "—",

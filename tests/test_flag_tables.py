@@ -144,3 +144,13 @@ def test_docs_files_are_cited_only_with_flag_rows(client: TestClient) -> None:
     r = client.get(f"/v/v2.0.0/source/{COOKBOOK_MDX}")
     assert r.status_code == 200  # cited: its rows' citations open
     assert client.get("/v/v2.0.0/source/docs/guide.md").status_code == 404
+
+
+def test_the_page_lists_each_table(client: TestClient) -> None:
+    page = client.get("/v/v2.0.0/docs-drift")
+    assert page.status_code == 200
+    for path in (REFERENCE_MD, REFERENCE_MDX, COOKBOOK_MDX):
+        assert f'id="table-{path}"' in page.text
+    assert "--phantom-flag" in page.text and "Where the tables disagree" in page.text
+    md = client.get("/v/v2.0.0/docs-drift.md").text
+    assert f"`{REFERENCE_MDX}`" in md and "| `--dtype` | default |" in md
