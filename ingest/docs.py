@@ -77,6 +77,21 @@ def plain(cell: str) -> str:
     return text
 
 
+def _columns(
+    header: list[str], seen: dict[tuple[str, ...], tuple[int | None, ...]]
+) -> tuple[int | None, ...]:
+    """The description, default and options columns of a table's header (`seen`: those of
+    the headers met before, as every row of a table asks)."""
+    key = tuple(header)
+    if key not in seen:
+        seen[key] = (
+            _column(header, "description"),
+            _column(header, "default"),
+            _column(header, "option", "choice"),
+        )
+    return seen[key]
+
+
 def _options(cell: str) -> tuple[list[str] | None, str | None]:
     """(choices, type) from an Options cell: "`a`, `b`" / "Type: int" / "bool flag ..."."""
     text = cell.strip()
@@ -134,13 +149,16 @@ def _html_rows(text: str) -> list[TableRow]:
         return []
     out: list[TableRow] = []
     header: list[str] = []
+    line, counted = 1, 0  # line numbers counted on from the previous row's
     for row in HTML_ROW.finditer(text):
         found = HTML_CELL.findall(row.group(1))
         cells = [_html_cell(c) for _, c in found]
         if found and all(tag == "th" for tag, _ in found):
             header = cells
             continue
-        out.append((text.count("\n", 0, row.start()) + 1, header, cells))
+        line += text.count("\n", counted, row.start())
+        counted = row.start()
+        out.append((line, header, cells))
     return out
 
 
@@ -183,6 +201,7 @@ def parse_docs(text: str, kind: str, bullets: bool = True) -> list[dict[str, Any
         return out  # most docs files: no option named anywhere
     rows = sorted(_markdown_rows(text) + _html_rows(text), key=lambda r: r[0])
     tables: list[dict[str, Any]] = []
+    columns: dict[tuple[str, ...], tuple[int | None, ...]] = {}  # by header
     for no, header, cells in rows:
         if kind == "flags":
             name_col, names = _flag_names(cells)
@@ -194,12 +213,7 @@ def parse_docs(text: str, kind: str, bullets: bool = True) -> list[dict[str, Any
         if not names:
             continue
         desc_col, default_col, options_col = (
-            None if col == name_col else col
-            for col in (
-                _column(header, "description"),
-                _column(header, "default"),
-                _column(header, "option", "choice"),
-            )
+            None if col == name_col else col for col in _columns(header, columns)
         )
         choices, type_ = (None, None)
         if options_col is not None and options_col < len(cells):
