@@ -21,7 +21,7 @@ import orjson
 from ingest.carriers import scan_structure
 from ingest.choices import scan_choice_shapes
 from ingest.constraints import extract_constraints
-from ingest.docs import doc_kind, parse_docs
+from ingest.docs import FLAGS_DOC, doc_kind, parse_docs
 from ingest.env import scan_env
 from ingest.environ_decls import ENVIRON_PATH, extract_declarations
 from ingest.flags import accessors, extract_flags
@@ -32,12 +32,15 @@ from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
 # Bumped when the facts' shape or content changes; the history is in CHANGELOG.md.
-ANALYZER_VERSION = 48
+ANALYZER_VERSION = 49
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 
 
 def kind_of(path: str) -> str:
+    docs = doc_kind(path)  # first: a README among the modules below is no Python
+    if docs is not None:
+        return "docs_" + docs
     if path == SERVER_ARGS_PATH:
         return "server_args"
     if path.startswith(HOOK_DIR):
@@ -46,9 +49,6 @@ def kind_of(path: str) -> str:
         return "environ"
     if path.startswith(KERNEL_PYTHON_DIR):
         return "kernel"
-    docs = doc_kind(path)
-    if docs is not None:
-        return "docs_" + docs
     return "plain"
 
 
@@ -65,7 +65,9 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
     if kind.startswith("docs_"):
         facts = empty_facts()
         facts["warnings"] = []
-        facts["docs"] = parse_docs(data.decode("utf-8", "replace"), kind.removeprefix("docs_"))
+        text = data.decode("utf-8", "replace")
+        bullets = path.rsplit("/", 1)[-1] == FLAGS_DOC  # the 2024 shape's one home
+        facts["docs"] = parse_docs(text, kind.removeprefix("docs_"), bullets)
         return facts
     if kind == "kernel":  # another package: only the environment variables it reads
         facts = empty_facts()

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from ingest.docs import doc_kind
 from ingest.env import EnvSite
 from ingest.environ_decls import ENVIRON_PATH
 
@@ -233,12 +234,13 @@ def _source_rank(site: dict[str, Any]) -> tuple[bool, bool, bool, str, int]:
 def docs_rows(
     files: dict[str, str], facts_of: Callable[[str], dict[str, Any]], cited: dict[str, str]
 ) -> list[dict[str, Any]]:
+    """The docs rows of every docs file; a file is cited when it has rows, or is the
+    environment variables page (the drift report names it even empty)."""
     out: list[dict[str, Any]] = []
-    for path in sorted(p for p in files if p.startswith("docs/")):
-        sha = files[path]
-        entries = facts_of(path).get("docs") if path.startswith("docs/") else None
-        if entries is None:
+    for path in sorted(p for p in files if doc_kind(p) is not None):
+        entries = facts_of(path).get("docs")
+        if entries is None or not (entries or doc_kind(path) == "env"):
             continue
-        cited[path] = sha  # cited even when empty: the drift report names the file
+        cited[path] = files[path]
         out.extend({**e, "path": path} for e in entries)
     return out

@@ -146,14 +146,11 @@ OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
 
 def list_files(repo: Path, commit: str) -> dict[str, str]:
     """path -> blob sha of every .py file under python/ (but OTHER_PROGRAMS) and
-    sgl-kernel/python/ and of the docs pages that list flags or environment variables
-    (server_arguments.md, environment_variables.md, wherever they moved under docs/), from
-    one ls-tree."""
+    sgl-kernel/python/ and of every Markdown/MDX file of the tree (flag tables are found by
+    what they hold, wherever a docs site puts them), from one ls-tree."""
     from ingest.docs import doc_kind
 
-    out = _git(
-        repo, "ls-tree", "-r", "--full-tree", commit, "--", "python", "docs", KERNEL_PYTHON_DIR
-    )
+    out = _git(repo, "ls-tree", "-r", "--full-tree", commit)
     files = {}
     for line in out.splitlines():
         meta, path = line.split("\t", 1)

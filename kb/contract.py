@@ -1185,6 +1185,39 @@ class DriftSection(Model):
     details: DriftDetails
 
 
+class DriftTable(DriftSection):
+    """One flag table (a docs file) against the code: its own three lists."""
+
+    path: str
+    docs: Citation
+    rows: int
+    named: int  # distinct options its rows name
+    scope: str  # all: a reference of every flag | sections: of those of `sections` only
+    sections: list[str]
+
+
+class DriftSaid(Model):
+    path: str  # the table
+    value: Value  # what its row states ("named" / "missing" for field "named")
+    docs: Citation | None  # its row (None: it has none)
+
+
+class DriftDisagreement(Model):
+    """Where flag tables disagree with each other about one flag."""
+
+    name: str
+    field: str  # named | default | choices | type
+    tables: list[DriftSaid]
+
+
+class FlagDriftSection(DriftSection):
+    """The union of the flag tables (missing: named by none), each table's own lists and
+    where they disagree with each other."""
+
+    tables: list[DriftTable]
+    disagreements: list[DriftDisagreement]
+
+
 class DocsFiles(Model):
     flags: list[Citation]
     env: list[Citation]
@@ -1193,7 +1226,7 @@ class DocsFiles(Model):
 class DocsDrift(Model):
     version: str
     docs_files: DocsFiles
-    flags: DriftSection
+    flags: FlagDriftSection
     env: DriftSection
 
 

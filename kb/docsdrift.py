@@ -4,12 +4,16 @@ Three lists per kind: named in the code but missing from the docs, named in the 
 absent from the code, and stated differently (default, choices, a deprecated spelling).
 Every row cites both sides: the docs line and the code line (for a missing flag, the docs
 row of the documented flag just before it in the code, where its row would go).
+
+A version may have several flag tables (the docs site's, a new docs site's, a cookbook's):
+each gets the three lists of its own, and where the tables disagree with each other (a flag
+one names and another leaves out, a default stated two ways) is listed too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -21,8 +25,12 @@ from kb.queries import all_flags, citation, sites_in_order, version_paths
 from kb.replacements import replacement_names
 from kb.schema import DocEntry, EnvVar, Flag, Version, loads
 
-FLAGS_DOC = "server_arguments.md"
 ENV_DOC = "environment_variables.md"
+# A docs file is a flag table of the server when at least this share of its rows name the
+# server's flags (the router's tables share `--host`, `--port` and little else) ...
+SERVER_SHARE = 0.5
+# ... and a reference of them all when it names at least this share of the flags.
+REFERENCE_SHARE = 0.5
 TEST_PATHS = ("python/sglang/test/", "test/")
 NONE_WORDS = {"none", "null", "not set", "unset", "", "-", "—", "n/a"}
 TRUE_WORDS = {"true", "1", "yes", "y", "on", "enabled"}
@@ -95,18 +103,15 @@ def suggestion(
     return found
 
 
-def docs_files(session: Session, version: Version) -> dict[str, list[str]]:
-    """{"flags": [paths], "env": [paths]}: the version's docs pages that list them."""
-    out: dict[str, list[str]] = {"flags": [], "env": []}
-    for path in sorted(version_paths(session, version)):
-        if not path.startswith("docs/"):
-            continue
-        name = path.rsplit("/", 1)[-1]
-        if name == FLAGS_DOC:
-            out["flags"].append(path)
-        elif name == ENV_DOC:
-            out["env"].append(path)
-    return out
+def docs_files(session: Session, version: Version, flags: dict[str, Any]) -> dict[str, list[str]]:
+    """{"flags": [paths], "env": [paths]}: the version's docs pages that list them (the
+    flag tables of its flags section, `flags`)."""
+    env = [
+        p
+        for p in sorted(version_paths(session, version))
+        if p.startswith("docs/") and p.rsplit("/", 1)[-1] == ENV_DOC
+    ]
+    return {"flags": [t["path"] for t in flags["tables"]], "env": env}
 
 
 def _entries(session: Session, version: Version, kind: str) -> list[Entry]:
@@ -146,8 +151,10 @@ def same_value(docs: str | None, code: Any) -> bool | None:
 
 
 def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
+    """The flags section: the union of the version's flag tables (a flag is missing when no
+    table names it) with each table's own lists under "tables" and where the tables
+    disagree with each other under "disagreements"."""
     flags = all_flags(session, version)
-    entries = _entries(session, version, "flag")
     by_name: dict[str, Flag] = {}
     for f in flags:
         for n in [f.name, *(loads(f.aliases) or [])]:
@@ -155,14 +162,14 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
     ranked = sorted(flags, key=lambda f: dest_rank(f.name, f.dest, f.deprecated))
     by_dest = {f.dest: f for f in ranked}
 
+    resolved: dict[tuple[str, str], Flag | None] = {}  # the tables repeat their rows' names
+    suggested: dict[tuple[str, str], str | None] = {}
+
     def flag_of(entry: Entry) -> Flag | None:
-        for n in loads(entry.names) or []:
-            if entry.form == "dest":
-                if n in by_dest:
-                    return by_dest[n]
-            elif n in by_name:
-                return by_name[n]
-        return None
+        key = (entry.form, entry.names)
+        if key not in resolved:
+            resolved[key] = _resolve(entry.form, loads(entry.names) or [], by_dest, by_name)
+        return resolved[key]
 
     def stated(e: Entry, flag: Flag, docs: dict[str, Any], code: dict[str, Any]) -> list[Row]:
         rows = []
@@ -181,27 +188,156 @@ def _flag_drift(session: Session, version: Version) -> dict[str, Any]:
                 rows.append(row)
         return rows
 
-    documented, not_in_code, differs = _against_code(
-        version, "flag", entries, by_name, flag_of, _flag_replacement, stated
-    )
-    missing = []
-    previous: Entry | None = None
-    for flag in flags:  # source order: a missing flag's row goes after the previous documented
-        if flag.name in documented:
-            previous = documented[flag.name]
-            continue
-        if flag.hidden or flag.deprecated or not entries:
-            continue
-        missing.append(
-            {
-                "name": flag.name,
-                "code": citation(version, flag.path, flag.line, flag.end_line),
-                "docs": citation(version, previous.path, previous.line) if previous else None,
-                "after": previous.name if previous else None,
-                "section": flag.section,
-            }
+    def drift(entries: list[Entry], scope: set[str] | None) -> dict[str, Any]:
+        """The section of these docs rows; a flag outside `scope` (names; None: every
+        flag) is not missing from them."""
+        documented, not_in_code, differs = _against_code(
+            version, "flag", entries, by_name, flag_of, _flag_replacement, stated, suggested
         )
-    return _section(missing, not_in_code, differs)
+        missing = []
+        previous: Entry | None = None
+        for flag in flags:  # source order: a missing flag's row goes after the previous one
+            if flag.name in documented:
+                previous = documented[flag.name]
+                continue
+            if flag.hidden or flag.deprecated or not entries:
+                continue
+            if scope is not None and flag.name not in scope:
+                continue
+            missing.append(
+                {
+                    "name": flag.name,
+                    "code": citation(version, flag.path, flag.line, flag.end_line),
+                    "docs": citation(version, previous.path, previous.line) if previous else None,
+                    "after": previous.name if previous else None,
+                    "section": flag.section,
+                }
+            )
+        return _section(missing, not_in_code, differs)
+
+    tables = flag_tables(_entries(session, version, "flag"), flag_of)
+    out = drift([e for rows in tables.values() for e in rows], None)
+    documentable = [f for f in flags if not f.hidden and not f.deprecated]
+    out["tables"] = []
+    for path, rows in tables.items():
+        named = {hit.name: hit for e in rows if (hit := flag_of(e)) is not None}
+        scope, sections = table_scope(named.values(), documentable)
+        table = {
+            "path": path,
+            "docs": citation(version, path, 1),
+            "rows": len(rows),
+            "named": len({n for e in rows for n in loads(e.names) or []}),
+            "scope": "all" if scope is None else "sections",
+            "sections": sections,
+        }
+        out["tables"].append({**table, **drift(rows, scope)})
+    out["disagreements"] = table_disagreements(version, tables, out["tables"], flag_of)
+    return out
+
+
+def _resolve(
+    form: str, names: list[str], by_dest: dict[str, Flag], by_name: dict[str, Flag]
+) -> Flag | None:
+    """The flag a docs row names: its first name the code has (a dest, or an option)."""
+    for n in names:
+        found = by_dest.get(n) if form == "dest" else by_name.get(n)
+        if found is not None:
+            return found
+    return None
+
+
+def flag_tables(entries: list[Entry], flag_of: Callable[[Entry], Any]) -> dict[str, list[Entry]]:
+    """{path: its rows} of the docs files that document the version's server: those whose
+    rows mostly (SERVER_SHARE) name its flags. A table of the router's or a benchmark
+    script's options names a few of the same (`--host`, `--port`), not most."""
+    by_path: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_path.setdefault(e.path, []).append(e)
+    return {
+        path: rows
+        for path, rows in by_path.items()
+        if sum(flag_of(e) is not None for e in rows) >= SERVER_SHARE * len(rows)
+    }
+
+
+def table_scope(
+    named: Iterable[Flag], documentable: list[Flag]
+) -> tuple[set[str] | None, list[str]]:
+    """(the flags a table means to cover, or None for all; the sections that are): a table
+    naming at least REFERENCE_SHARE of the flags is a reference of them all; a smaller one
+    (the speculative decoding page's) covers the sections of the code its flags are in, so
+    what it leaves out is their neighbours rather than every other flag."""
+    named = list(named)
+    if len(named) >= REFERENCE_SHARE * len(documentable):
+        return None, []
+    sections = sorted({f.section for f in named if f.section and not f.deprecated})
+    in_scope = {f.name for f in documentable if f.section in sections}
+    return in_scope, sections
+
+
+def table_disagreements(
+    version: Version,
+    tables: dict[str, list[Entry]],
+    sections: list[dict[str, Any]],
+    flag_of: Callable[[Entry], Any],
+) -> list[Row]:
+    """Where the tables disagree with each other, by flag: a flag one names that a reference
+    of every flag leaves out ("named"), or a default, choices or type stated differently
+    by two tables. Rows {"name", "field", "tables": [{"path", "value",
+    "docs"}]}."""
+    rows_of: dict[str, dict[str, Entry]] = {}  # flag -> path -> its first row there
+    for path, rows in tables.items():
+        for e in rows:
+            flag = flag_of(e)
+            if flag is not None:
+                rows_of.setdefault(flag.name, {}).setdefault(path, e)
+    missing_from: dict[str, list[str]] = {}
+    for table in sections:  # what a partial table leaves out is in its own lists
+        if table["scope"] != "all":
+            continue
+        for name in table["missing_from_docs"]:
+            missing_from.setdefault(name, []).append(table["path"])
+    out: list[Row] = []
+    for name in sorted(rows_of, key=lambda n: (n not in missing_from, n)):
+        at = rows_of[name]
+        if len(at) + len(missing_from.get(name, [])) < 2:
+            continue
+        if name in missing_from:
+            absent = [{"path": p, "value": "missing", "docs": None} for p in missing_from[name]]
+            said = _said(version, at, lambda e: "named")
+            out.append({"name": name, "field": "named", "tables": said + absent})
+        for field, value in STATED_FIELDS:
+            said = _said(version, at, value)
+            if len({_as_said(s["value"]) for s in said}) > 1:
+                out.append({"name": name, "field": field, "tables": said})
+    return out
+
+
+STATED_FIELDS: list[tuple[str, Callable[[Entry], Any]]] = [
+    ("default", lambda e: e.default),
+    ("choices", lambda e: loads(e.choices)),
+    ("type", lambda e: e.type),
+]
+
+
+def _said(
+    version: Version, at: dict[str, Entry], value: Callable[[Entry], Any]
+) -> list[dict[str, Any]]:
+    """What each table's row (`at`: path -> row) states, where it states it."""
+    return [
+        {"path": p, "value": v, "docs": citation(version, p, e.line)}
+        for p, e in at.items()
+        if (v := value(e)) is not None
+    ]
+
+
+def _as_said(value: Any) -> str:
+    """A docs cell's value as two tables can agree on it (`None` and `none`, `a`, `b` in
+    either order)."""
+    if isinstance(value, list):
+        return ",".join(sorted(map(str, value)))
+    text = str(value).strip().strip("`\"'").strip().lower()
+    return "none" if text in NONE_WORDS else text
 
 
 def _flag_replacement(flag: Flag) -> str | None:
@@ -246,18 +382,24 @@ def _against_code(
     resolve: Callable[[Entry], Any],
     replacement: Callable[[Any], str | None],
     stated: Callable[[Entry, Any, dict[str, Any], dict[str, Any]], list[Row]],
+    suggested: dict[tuple[str, str], str | None] | None = None,
 ) -> tuple[dict[str, Entry], list[Row], list[Row]]:
     """The docs rows of one `kind` ("flag" or "env") against the code, whose flags or
     variables by name are `known` and the one a row names is `resolve(row)` (None: none):
     ({code name: its first docs row}, the rows naming nothing in the code with the name
-    they likely mean, the differs rows `stated(row, item, docs citation, code citation)`)."""
+    they likely mean, the differs rows `stated(row, item, docs citation, code citation)`).
+    `suggested` keeps the suggestions made, by (name, text), for the next call."""
+    suggested = {} if suggested is None else suggested
     documented: dict[str, Entry] = {}
     not_in_code, differs = [], []
     for e in entries:
         docs_cite = citation(version, e.path, e.line)
         item = resolve(e)
         if item is None:
-            guess = suggestion(kind, e.name, e.description, known, replacement)
+            key = (e.name, e.description)
+            if key not in suggested:
+                suggested[key] = suggestion(kind, e.name, e.description, known, replacement)
+            guess = suggested[key]
             near = known[guess] if guess else None
             not_in_code.append(
                 {
@@ -349,12 +491,13 @@ def docs_drift(session: Session, version: Version) -> dict[str, Any]:
     the cited rows under "details"."""
     import json
 
-    files = docs_files(session, version)
+    flags = _flag_drift(session, version)
+    files = docs_files(session, version, flags)
     report = json.loads(version.report or "{}")
     return {
         "version": version.name,
         "docs_files": {k: [citation(version, p, 1) for p in paths] for k, paths in files.items()},
-        "flags": _flag_drift(session, version),
+        "flags": flags,
         "env": _env_drift(session, version, report.get("env_prefix_aliases") or []),
     }
 
@@ -418,7 +561,44 @@ def drift_markdown(drift: dict[str, Any]) -> str:
                 for r in section["differs"]
             ],
         )
+        if kind == "flags":
+            out += _md_tables(section)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _md_tables(section: dict[str, Any]) -> list[str]:
+    """Each flag table's counts, then where the tables disagree with each other."""
+    out = _md_table(
+        "Flag tables",
+        ["Table", "Rows", "Covers", "Missing from it", "Not in the code", "Stated differently"],
+        [
+            [
+                f"[`{t['path']}`]({t['docs']['url'].split('#')[0]})",
+                str(t["rows"]),
+                "every flag" if t["scope"] == "all" else ", ".join(t["sections"]),
+                ", ".join(f"`{n}`" for n in t["missing_from_docs"]) or "—",
+                ", ".join(f"`{n}`" for n in t["not_in_code"]) or "—",
+                str(len(t["differs"])),
+            ]
+            for t in section["tables"]
+        ],
+    )
+    return out + _md_table(
+        "Where the tables disagree",
+        ["Name", "Field", "What each table says"],
+        [
+            [
+                f"`{r['name']}`",
+                r["field"],
+                "<br>".join(
+                    f"{_md_value(s['value'])} in "
+                    + (_md_cite(s["docs"]) if s["docs"] else f"`{s['path']}`")
+                    for s in r["tables"]
+                ),
+            ]
+            for r in section["disagreements"]
+        ],
+    )
 
 
 def _md_table(title: str, header: list[str], rows: list[list[str]]) -> list[str]:

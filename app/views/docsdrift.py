@@ -47,5 +47,6 @@ def _markdown(drift: DocsDrift | dict[str, Any]) -> Response:
 @router.get("/api/v/{version}/docs-drift", responses=errors(404))
 def api_drift(session: SessionDep, version: str) -> DocsDrift:
     """Flags and environment variables the docs omit, name without the code having them, or
-    state differently, each cited on both sides."""
+    state differently, each cited on both sides; for flags, each flag table's own lists and
+    where the tables disagree with each other."""
     return drift_data(session, get_version(session, version))
