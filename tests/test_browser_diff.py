@@ -62,25 +62,34 @@ def test_counts_come_first_and_link_to_their_sections(browser: Any, server: str)
 def test_one_entry_per_cause_folds_its_sites(browser: Any, server: str) -> None:
     with new_page(browser, server, height=LAPTOP[1], width=LAPTOP[0]) as pg:
         pg.goto(URL)
-        entries = pg.locator("details.cgroup")
+        entries = pg.locator("details.cgroup[id^=cause-]")
         assert entries.count() == 2
         cause = pg.locator("#cause-1")
         summary = cause.locator("> summary")
         assert "Condition gained" in summary.inner_text()
-        assert f"{SPLIT_SITES} sites" in summary.inner_text()
+        # The sites under the split `if` AND the same tests as before: folded at the end;
+        # those in its `elif` branches changed.
+        elif_sites = SPLIT_SITES - 6
+        assert f"{elif_sites} sites" in summary.inner_text()
         sites = cause.locator("ol.csites > li")
-        assert sites.count() == SPLIT_SITES and not sites.first.is_visible()
+        assert sites.count() == elif_sites and not sites.first.is_visible()
         summary.click()
         assert sites.first.is_visible() and sites.last.is_visible()
         # Sites with the same clause changes share one listing of what they lost and gained,
-        # each marked with a symbol and a word, not colour alone: the sites under the `if`
-        # and those under its `elif`s.
+        # each marked with a symbol and a word, not colour alone.
         variants = cause.locator(".variant")
-        assert variants.count() == 2
+        assert variants.count() == 1
         first = variants.first
         assert first.locator("li.del .sym").inner_text() == "−"
         assert "removed" in first.locator("li.del").text_content()  # type: ignore[operator]
         assert "added" in first.locator("li.add").first.text_content()  # type: ignore[operator]
+        # The refactors: one click away.
+        folded = pg.locator("details.folded")
+        refactors = folded.locator("ol.csites > li")
+        assert refactors.count() == 6 and not refactors.first.is_visible()
+        folded.locator("> summary").click()
+        pg.locator("#folded-1 > summary").click()
+        assert refactors.first.is_visible()
         # The long added-flags list: closed groups side by side, one per section.
         groups = pg.locator("#flags details.dgroup")
         assert groups.count() == len(SECTIONS)

@@ -67,15 +67,21 @@ def test_page_counts_first_with_anchors(client: Any) -> None:
 
 def test_page_one_entry_per_cause_and_flags_by_section(client: Any) -> None:
     html = client.get(URL).text
-    causes = re.findall(r'<details class="cgroup"[^>]*id="cause-\d+"', html)
+    headline, folded = html.split('id="constraints-folded"')
+    causes = re.findall(r'<details class="cgroup"[^>]*id="cause-\d+"', headline)
     assert len(causes) == 2
-    assert text(html).count("Condition gained") == 1
-    # The split `if`: one entry naming the clause, its sites folded inside it.
+    assert text(headline).count("Condition gained") == 1
+    # The split `if`: one entry naming the clause, its sites folded inside it. The sites
+    # under the `if` itself AND the same tests as before (a refactor, folded at the end);
+    # those in its `elif` branches are now reached for DeepNet with sparse attention too.
     entry = html.split('id="cause-1"')[1].split('id="cause-2"')[0]
     assert "model_arch in [&#39;DeepNetV3ForCausalLM&#39;]" in entry
-    assert f"{SPLIT_SITES} sites, {SPLIT_SITES - 6} of them negated" in text(entry)
-    assert entry.count('<li class="kind-') == SPLIT_SITES
+    elif_sites = SPLIT_SITES - 6
+    assert f"{elif_sites} sites, {elif_sites} of them negated" in text(entry)
+    assert entry.count('<li class="kind-') == elif_sites
     assert not html.split('id="cause-1"')[0].endswith(" open")  # folded
+    assert "6 sites" in text(folded.split("</h3>")[0])
+    assert folded.split('id="folded-1"')[1].count('<li class="kind-') == 6
     # 25 added flags is a long list: one closed group per section, named with its count.
     added = html.split('id="added"')[1].split('id="removed"')[0]
     assert added.count('<details class="dgroup">') == len(SECTIONS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
@@ -15,7 +15,8 @@ from app.deps import SessionDep
 from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import Diff
-from kb.diff import clause_root, diff_versions, value_change, word_diff
+from kb.diff import clause_root, diff_versions, topics, value_change, word_diff
+from kb.diff_fold import moved_change
 from kb.queries import (
     NotFound,
     citation,
@@ -35,10 +36,10 @@ def diff_url(a: str, b: str) -> str:
     return f"/diff/{quote(a, safe='')}...{quote(b, safe='')}"
 
 
-def diff_model(session: Session, a: Version, b: Version) -> Diff:
+def diff_model(session: Session, a: Version, b: Version, flag: str = "", topic: str = "") -> Diff:
     """The API contract's shape (plus renamed, enums, a summary, and the help of the flags
-    added and removed)."""
-    d = diff_versions(session, a, b)
+    added and removed); with `flag` or `topic`, narrowed to them (kb.diff.keep_only)."""
+    d = diff_versions(session, a, b, flag, topic)
 
     def brief(v: Version, flags: dict[str, Any], name: str) -> dict[str, Any]:
         flag = flags[name]
@@ -93,6 +94,16 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
             "env_renamed": d["env_renamed"],
             "env_changed": d["env_changed"],
             "condition_groups": [{**g, "count": len(g["items"])} for g in d["condition_groups"]],
+            "constraints_moved": [
+                {
+                    "from": constraint_dict(a, old),
+                    "to": constraint_dict(b, new),
+                    **moved_change(old, new),
+                }
+                for old, new in d["constraints_moved"]
+            ],
+            "flag": flag or None,
+            "topic": topic or None,
         }
     )
 
@@ -105,9 +116,10 @@ def changed_constraints(d: dict[str, Any]) -> list[dict[str, Any]]:
             "to": constraint_dict(d["to"], new),
             "condition": word_diff(old.condition, new.condition),
             **clauses,
+            "meaning": meaning,
         }
-        for (old, new), clauses in zip(
-            d["constraints_changed"], d["condition_changes"], strict=True
+        for (old, new), clauses, meaning in zip(
+            d["constraints_changed"], d["condition_changes"], d["condition_meanings"], strict=True
         )
     ]
 
@@ -137,15 +149,31 @@ class _Reply(Exception):
         self.response = response
 
 
+FlagFilter = Annotated[
+    str, Query(max_length=200, description="only flags whose name holds this (and their sites)")
+]
+TopicFilter = Annotated[
+    str, Query(max_length=200, description="only flags listed under this help section")
+]
+
+
 @router.get("/api/diff/{a}/{b}", response_model=Diff, responses=errors(404))
-def api_diff(request: Request, session: SessionDep, a: str, b: str) -> Diff | Response:
-    """Flags added, removed, renamed and changed, constraint sites added and removed, enums
-    changed, going from version `a` to version `b` (either order)."""
+def api_diff(
+    request: Request,
+    session: SessionDep,
+    a: str,
+    b: str,
+    flag: FlagFilter = "",
+    topic: TopicFilter = "",
+) -> Diff | Response:
+    """Flags added, removed, renamed and changed, constraint sites added, removed, moved or
+    reworded, enums changed, going from version `a` to version `b` (either order); `flag`
+    and `topic` narrow it to some flags and what concerns them."""
     try:
         va, vb = _versions(request, session, a, b)
     except _Reply as reply:
         return reply.response
-    return diff_model(session, va, vb)
+    return diff_model(session, va, vb, flag, topic)
 
 
 @router.get("/diff", include_in_schema=False)
@@ -195,12 +223,19 @@ def _grouped(
     return [{"name": n, "items": groups[n], "open": len(items) <= fold} for n in names]
 
 
-def _condition_groups(d: Diff) -> list[dict[str, Any]]:
-    """Each root cause with its sites, what kinds they are, and how many carry the clause
-    negated (they sit in a later branch of the `if` that changed)."""
+def _condition_groups(d: Diff, folded: bool) -> list[dict[str, Any]]:
+    """Each root cause with its sites (those folded out of the headline, or the others), what
+    kinds they are, and how many carry the clause negated (they sit in a later branch of the
+    `if` that changed)."""
     out = []
     for g in d.condition_groups:
-        sites = [d.constraints_changed[i] for i in g.items]
+        sites = [
+            d.constraints_changed[i]
+            for i in g.items
+            if (d.constraints_changed[i].meaning != "changed") == folded
+        ]
+        if not sites:
+            continue
         clauses = [c for s in sites for c in (s.gained if g.change == "gained" else s.lost)]
         negated = sum(
             1
@@ -218,6 +253,7 @@ def _condition_groups(d: Diff) -> list[dict[str, Any]]:
         out.append(
             {
                 "group": g,
+                "count": len(sites),
                 "sites": sites,
                 "variants": [
                     {"lost": lost, "gained": gained, "sites": group}
@@ -242,7 +278,13 @@ def _env_sections(session: Session, version: Version) -> dict[str, str | None]:
 
 
 @router.get("/diff/{spec}", include_in_schema=False)
-def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
+def diff_page(
+    request: Request,
+    session: SessionDep,
+    spec: str,
+    flag: FlagFilter = "",
+    topic: TopicFilter = "",
+) -> Response:
     if "..." not in spec and ".." in spec:  # GitHub's other compare spelling: A..B
         a, b = spec.split("..", 1)
         return RedirectResponse(diff_url(a, b), status_code=308)
@@ -260,7 +302,9 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
         va, vb = _versions(request, session, a, b)
     except _Reply as reply:
         return reply.response
-    d = diff_model(session, va, vb)
+    d = diff_model(session, va, vb, flag, topic)
+    asked = {k: v for k, v in (("flag", flag), ("topic", topic)) if v}
+    query = "?" + urlencode(asked) if asked else ""
     env_a, env_b = _env_sections(session, va), _env_sections(session, vb)
     changed = _changed_groups(d)
     context = {
@@ -271,7 +315,9 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
         "added_groups": _grouped(d.added_flags, lambda f: f.section),
         "removed_groups": _grouped(d.removed_flags, lambda f: f.section),
         "changed_groups": _grouped(changed, lambda g: g["section"]),
-        "condition_groups": _condition_groups(d),
+        "condition_groups": _condition_groups(d, folded=False),
+        "folded_groups": _condition_groups(d, folded=True),
+        "topics": topics(session, va, vb),
         "constraint_groups": {
             "added": _grouped(d.constraints_added, lambda c: c.function),
             "removed": _grouped(d.constraints_removed, lambda c: c.function),
@@ -284,8 +330,9 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
         },
         "fold": FOLD,
         "flag_url": flag_url,
-        "swap_url": diff_url(vb.name, va.name),
-        "api_url": f"/api/diff/{quote(va.name, safe='')}/{quote(vb.name, safe='')}",
+        "swap_url": diff_url(vb.name, va.name) + query,
+        "api_url": f"/api/diff/{quote(va.name, safe='')}/{quote(vb.name, safe='')}" + query,
+        "page_url": diff_url(va.name, vb.name),
         "version": None,
         "page": "diff",
     }

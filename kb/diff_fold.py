@@ -1,0 +1,191 @@
+"""What the version diff folds away or pairs up, so that what changed for people leads:
+a constraint site whose condition was only restructured (the same meaning), one whose
+condition changed only because an earlier branch of its `if`/`elif` chain did (told once, by
+that branch), and a site that moved or was reworded (one entry, not "removed" + "added").
+Pure functions over ConstraintSite rows."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from typing import Any, Literal
+
+from kb.schema import ConstraintSite, loads
+
+Meaning = Literal["changed", "same", "earlier_branch"]
+
+# Hook modules (era 3) read `server_args.x` where ServerArgs' methods read `self.x`.
+_RECEIVER = re.compile(r"\bserver_args\.")
+
+
+def clause_root(clause: str) -> str:
+    """A condition clause without its outer `not`: a site under an `elif` carries the earlier
+    branch's test negated, so one upstream change shows up in both spellings."""
+    try:
+        node = ast.parse(clause.strip(), mode="eval").body
+    except SyntaxError:
+        text = " ".join(clause.split())
+        return text[4:] if text.startswith("not ") else text
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node = node.operand
+    return ast.unparse(node)
+
+
+def condition_path(site: ConstraintSite) -> list[str]:
+    """A site's condition path (its whole condition when no path was recorded)."""
+    return loads(site.conditions) or ([site.condition] if site.condition else [])
+
+
+def _spelled(text: str) -> str:
+    return _RECEIVER.sub("self.", " ".join(text.split()))
+
+
+def conjuncts(clauses: list[str]) -> set[str]:
+    """The tests a condition path ANDs, each `a and b` split and written one way (`if a and
+    b:` and `if a:` / `if b:` give the same set)."""
+    out: set[str] = set()
+
+    def walk(node: ast.expr) -> None:
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            for value in node.values:
+                walk(value)
+        else:
+            out.add(ast.unparse(node))
+
+    for clause in clauses:
+        try:
+            walk(ast.parse(_spelled(clause), mode="eval").body)
+        except SyntaxError:
+            out.add(_spelled(clause))
+    return out
+
+
+def _negated(test: str) -> str | None:
+    """The operand of a test that is `not X`, else None."""
+    try:
+        node = ast.parse(test, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return ast.unparse(node.operand)
+    return None
+
+
+def condition_meanings(pairs: list[tuple[list[str], list[str]]]) -> list[Meaning]:
+    """For each (old, new) condition path of a site with a new condition: "same" when both
+    AND the same tests (a refactor), "earlier_branch" when the only tests that differ are an
+    earlier branch's test negated and that test's change is told by a site of that branch in
+    the same list (an `elif` chain whose first branch widened), else "changed"."""
+    differing = [conjuncts(old) ^ conjuncts(new) for old, new in pairs]
+    # Tests that differ as written, not negated: the branches whose own test changed.
+    told = {t for tests in differing for t in tests if _negated(t) is None}
+    out: list[Meaning] = []
+    for tests in differing:
+        roots = [_negated(t) for t in tests]
+        if not tests:
+            out.append("same")
+        elif all(r is not None and r in told for r in roots):
+            out.append("earlier_branch")
+        else:
+            out.append("changed")
+    return out
+
+
+def _similar(a: str, b: str) -> float:
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    if matcher.real_quick_ratio() < MOVED_SIMILARITY or matcher.quick_ratio() < MOVED_SIMILARITY:
+        return 0.0
+    return matcher.ratio()
+
+
+# How alike two messages (or two override conditions) must read to be one site moved or
+# reworded: one changed word in a sentence of ten passes, another sentence does not.
+MOVED_SIMILARITY = 0.8
+
+
+def _about(site: ConstraintSite) -> set[str]:
+    return {*(loads(site.flags) or []), *(loads(site.affects) or [])}
+
+
+def _score(old: ConstraintSite, new: ConstraintSite) -> float:
+    """How surely `new` is `old` moved or reworded (0: not). Sites of one kind about a flag in
+    common (or about none): with a message, by how alike the messages read; an override
+    without one, by writing the same values to the same fields under a condition that reads
+    alike."""
+    if old.kind != new.kind or bool(old.message) != bool(new.message):
+        return 0.0
+    # About other flags, it is another check that reads alike (one deprecation warning
+    # per flag, worded the same).
+    ours, theirs = _about(old), _about(new)
+    if ours and theirs and not ours & theirs:
+        return 0.0
+    if old.message:
+        return _similar(" ".join(old.message.split()), " ".join(new.message.split()))
+    writes = loads(old.writes) or {}
+    if not writes or writes != (loads(new.writes) or {}):
+        return 0.0
+    return _similar(_spelled(old.condition), _spelled(new.condition))
+
+
+def pair_moved(
+    removed: list[ConstraintSite], added: list[ConstraintSite]
+) -> tuple[list[tuple[ConstraintSite, ConstraintSite]], list[ConstraintSite], list[ConstraintSite]]:
+    """Removed and added sites that are one site moved (another function or file) or
+    reworded (its message or its test), most alike first, each used once. Returns (pairs,
+    removed left, added left)."""
+    by_kind: dict[tuple[str, bool], list[int]] = {}
+    for j, site in enumerate(added):
+        by_kind.setdefault((site.kind, bool(site.message)), []).append(j)
+    scored = []
+    for i, old in enumerate(removed):
+        for j in by_kind.get((old.kind, bool(old.message)), []):
+            score = _score(old, added[j])
+            if score >= MOVED_SIMILARITY:
+                scored.append((score, -i, -j))
+    used_old: set[int] = set()
+    used_new: set[int] = set()
+    pairs: list[tuple[int, int]] = []
+    for _, i, j in sorted(scored, reverse=True):
+        if -i in used_old or -j in used_new:
+            continue
+        used_old.add(-i)
+        used_new.add(-j)
+        pairs.append((-i, -j))
+    pairs.sort()
+    return (
+        [(removed[i], added[j]) for i, j in pairs],
+        [s for i, s in enumerate(removed) if i not in used_old],
+        [s for j, s in enumerate(added) if j not in used_new],
+    )
+
+
+def word_diff(old: str, new: str) -> list[list[str]]:
+    """[[op, text]] with op in "=", "-", "+": a word-level diff of two texts."""
+    a, b = old.split(), new.split()
+    out: list[list[str]] = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.append(["=", " ".join(a[i1:i2])])
+            continue
+        if i2 > i1:
+            out.append(["-", " ".join(a[i1:i2])])
+        if j2 > j1:
+            out.append(["+", " ".join(b[j1:j2])])
+    return out
+
+
+def moved_change(old: ConstraintSite, new: ConstraintSite) -> dict[str, Any]:
+    """What differs between a site and the site it moved or was reworded to: {"moved",
+    "reworded": bool, "message", "condition": word diffs ([] when the same)}. The test is
+    compared with `server_args.` read as `self.` (a move into a hook module)."""
+    moved = (old.function, old.path) != (new.function, new.path)
+    message = " ".join(old.message.split()) != " ".join(new.message.split())
+    condition = _spelled(old.condition) != _spelled(new.condition)
+    return {
+        "moved": moved,
+        "reworded": message or condition,
+        "message": word_diff(old.message, new.message) if message else [],
+        "condition": word_diff(old.condition, new.condition) if condition else [],
+    }
