@@ -738,8 +738,8 @@ class ConstraintChange(Model):
     condition: list[list[str]]  # word diff [[op, text]]
     gained: list[str] = []  # clauses of `conditions` only at `to`, as written
     lost: list[str] = []  # clauses only at `from`
-    # same: the same tests ANDed, restructured (a refactor); earlier_branch: only an earlier
-    # branch's test, negated, differs, and a site of that branch tells its change
+    # same: the same tests ANDed, restructured (a refactor); earlier_branch: its own test
+    # (the last clause) the same, only earlier branches' tests (negated) differ
     meaning: Literal["changed", "same", "earlier_branch"] = "changed"
 
 

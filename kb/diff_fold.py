@@ -1,7 +1,7 @@
 """What the version diff folds away or pairs up, so that what changed for people leads:
 a constraint site whose condition was only restructured (the same meaning), one whose
-condition changed only because an earlier branch of its `if`/`elif` chain did (told once, by
-that branch), and a site that moved or was reworded (one entry, not "removed" + "added").
+condition changed only because an earlier branch of its `if`/`elif` chain did (its own test
+the same), and a site that moved or was reworded (one entry, not "removed" + "added").
 Pure functions over ConstraintSite rows."""
 
 from __future__ import annotations
@@ -74,18 +74,17 @@ def _negated(test: str) -> str | None:
 
 def condition_meanings(pairs: list[tuple[list[str], list[str]]]) -> list[Meaning]:
     """For each (old, new) condition path of a site with a new condition: "same" when both
-    AND the same tests (a refactor), "earlier_branch" when the only tests that differ are an
-    earlier branch's test negated and that test's change is told by a site of that branch in
-    the same list (an `elif` chain whose first branch widened), else "changed"."""
-    differing = [conjuncts(old) ^ conjuncts(new) for old, new in pairs]
-    # Tests that differ as written, not negated: the branches whose own test changed.
-    told = {t for tests in differing for t in tests if _negated(t) is None}
+    AND the same tests (a refactor); "earlier_branch" when the site's own test (the last
+    clause of its path) reads the same and every test that differs is negated, that is an
+    earlier branch of its `if`/`elif` chain (a branch added, widened or reworded before it:
+    what the site itself checks did not change); else "changed"."""
     out: list[Meaning] = []
-    for tests in differing:
-        roots = [_negated(t) for t in tests]
+    for old, new in pairs:
+        tests = conjuncts(old) ^ conjuncts(new)
+        own = bool(old and new) and conjuncts(old[-1:]) == conjuncts(new[-1:])
         if not tests:
             out.append("same")
-        elif all(r is not None and r in told for r in roots):
+        elif own and all(_negated(t) is not None for t in tests):
             out.append("earlier_branch")
         else:
             out.append("changed")

@@ -62,34 +62,30 @@ def test_counts_come_first_and_link_to_their_sections(browser: Any, server: str)
 def test_one_entry_per_cause_folds_its_sites(browser: Any, server: str) -> None:
     with new_page(browser, server, height=LAPTOP[1], width=LAPTOP[0]) as pg:
         pg.goto(URL)
-        entries = pg.locator("details.cgroup[id^=cause-]")
-        assert entries.count() == 2
-        cause = pg.locator("#cause-1")
+        # The one rewrite of a site's own test leads; the split `if` is folded at the end
+        # (the sites under it AND the same tests, those in its `elif`s test the same).
+        assert pg.locator("details.cgroup[id^=cause-]").count() == 1
+        folded = pg.locator("details.folded")
+        assert pg.locator("details.cgroup[id^=folded-]").count() == 1
+        cause = pg.locator("#folded-1")
+        assert not cause.is_visible()
+        folded.locator("> summary").click()
         summary = cause.locator("> summary")
         assert "Condition gained" in summary.inner_text()
-        # The sites under the split `if` AND the same tests as before: folded at the end;
-        # those in its `elif` branches changed.
-        elif_sites = SPLIT_SITES - 6
-        assert f"{elif_sites} sites" in summary.inner_text()
+        assert f"{SPLIT_SITES} sites" in summary.inner_text()
         sites = cause.locator("ol.csites > li")
-        assert sites.count() == elif_sites and not sites.first.is_visible()
+        assert sites.count() == SPLIT_SITES and not sites.first.is_visible()
         summary.click()
         assert sites.first.is_visible() and sites.last.is_visible()
         # Sites with the same clause changes share one listing of what they lost and gained,
-        # each marked with a symbol and a word, not colour alone.
+        # each marked with a symbol and a word, not colour alone: the sites under the `if`
+        # and those under its `elif`s.
         variants = cause.locator(".variant")
-        assert variants.count() == 1
+        assert variants.count() == 2
         first = variants.first
         assert first.locator("li.del .sym").inner_text() == "−"
         assert "removed" in first.locator("li.del").text_content()  # type: ignore[operator]
         assert "added" in first.locator("li.add").first.text_content()  # type: ignore[operator]
-        # The refactors: one click away.
-        folded = pg.locator("details.folded")
-        refactors = folded.locator("ol.csites > li")
-        assert refactors.count() == 6 and not refactors.first.is_visible()
-        folded.locator("> summary").click()
-        pg.locator("#folded-1 > summary").click()
-        assert refactors.first.is_visible()
         # The long added-flags list: closed groups side by side, one per section.
         groups = pg.locator("#flags details.dgroup")
         assert groups.count() == len(SECTIONS)
@@ -110,7 +106,8 @@ def test_diff_screens(browser: Any, server: str, size: tuple[int, int], dark: bo
         pg.goto(URL)
         name = f"diff-{size_name(width, dark)}"
         shot(pg, name)
-        pg.locator("#cause-1 > summary").click()
+        pg.locator("details.folded > summary").click()
+        pg.locator("#folded-1 > summary").click()
         shot(pg, name + "-full", full_page=True)
         assert page_width(pg) <= width  # never scrolls sideways
         assert pg.errors == []
