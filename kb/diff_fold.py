@@ -188,3 +188,13 @@ def moved_change(old: ConstraintSite, new: ConstraintSite) -> dict[str, Any]:
         "message": word_diff(old.message, new.message) if message else [],
         "condition": word_diff(old.condition, new.condition) if condition else [],
     }
+
+
+def own_tests(conditions: list[str]) -> tuple[list[str], int]:
+    """A condition path as a reader takes it in: the tests that select the site, without the
+    earlier branches of its `if`/`elif` chains that were not taken (ingest writes those
+    `not (...)`), and how many were left out. The last clause, the site's own test, stays
+    even when it is an `else` (`not (...)`)."""
+    earlier = [c for c in conditions[:-1] if c.startswith("not (")]
+    kept = [c for c in conditions[:-1] if not c.startswith("not (")] + conditions[-1:]
+    return kept, len(earlier)

@@ -107,3 +107,31 @@ def test_short_lists_are_open_by_section(client: Any) -> None:
     html = client.get("/diff/v1.1.0...v1.0.0").text  # backwards: 1 "added", 25 "removed"
     added = html.split('id="added"')[1].split('id="removed"')[0]
     assert '<dl class="by-group">' in added and "<details" not in added
+
+
+def test_long_site_lists_show_a_few_per_group_and_link_the_rest(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.views import diff
+
+    monkeypatch.setattr(diff, "LONG", 2)
+    monkeypatch.setattr(diff, "FEW", 1)
+    asked = {"flag": "backend"}  # a filter, kept by the links
+    body = client.get("/api/diff/v1.0.0/v1.1.0", params=asked).json()  # lists them all
+    by_function: dict[str, int] = {}
+    for site in body["constraints_added"]:
+        by_function[site["function"]] = by_function.get(site["function"], 0) + 1
+    name, total = max(by_function.items(), key=lambda kv: kv[1])
+    assert total > 1
+    html = client.get(URL, params=asked).text
+    added = html.split('id="constraints-added"')[1].split('id="constraints-removed"')[0]
+    assert f"{len(body['constraints_added'])} " in text(added.split("</h3>")[0]) + " "
+    shown = name.replace("_", "_<wbr>").replace(".", ".<wbr>")
+    group = added.split(f'<span class="gname">{shown}</span>')[1].split("</dd>")[0]
+    assert group.count('<li class="kind-') == 1
+    link = re.search(r'<a href="([^"]+)#more">Show all (\d+)</a>', group)
+    assert link is not None and int(link.group(2)) == total
+    url = link.group(1).replace("&amp;", "&")
+    assert "flag=backend" in url
+    opened = client.get(url).text.split('id="more"')[1].split("</dd>")[0]
+    assert opened.count('<li class="kind-') == total and "Show all" not in opened

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -16,7 +17,7 @@ from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import Diff
 from kb.diff import clause_root, diff_versions, topics, value_change, word_diff
-from kb.diff_fold import moved_change
+from kb.diff_fold import moved_change, own_tests
 from kb.queries import (
     NotFound,
     citation,
@@ -220,7 +221,45 @@ def _grouped(
     for item in items:
         groups.setdefault(key(item) or OTHER, []).append(item)
     names = sorted(groups, key=lambda n: (n == OTHER, n.lower()))
-    return [{"name": n, "items": groups[n], "open": len(items) <= fold} for n in names]
+    return [
+        {
+            "name": n,
+            "items": groups[n],
+            "total": len(groups[n]),
+            "open": len(items) <= fold,
+            "whole": False,
+            "more_url": None,
+        }
+        for n in names
+    ]
+
+
+# A list of constraint sites longer than LONG shows the first FEW of each group; a link shows
+# the rest of one group (the page with ?more=list:group), so the widest diffs stay readable.
+LONG = 100
+FEW = 4
+
+
+def _capped(
+    groups: list[dict[str, Any]], key: str, more: str, url: str, asked: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Each group with at most FEW items (unless the list is short, or `more` asks for it
+    whole), and the URL that shows it whole."""
+    if sum(g["total"] for g in groups) <= LONG:
+        return groups
+    out = []
+    for g in groups:
+        whole = more == f"{key}:{g['name']}"
+        link = url + "?" + urlencode({**asked, "more": f"{key}:{g['name']}"})
+        out.append(
+            {
+                **g,
+                "items": g["items"] if whole else g["items"][:FEW],
+                "whole": whole,
+                "more_url": None if whole or g["total"] <= FEW else link,
+            }
+        )
+    return out
 
 
 def _condition_groups(d: Diff, folded: bool) -> list[dict[str, Any]]:
@@ -250,13 +289,23 @@ def _condition_groups(d: Diff, folded: bool) -> list[dict[str, Any]]:
         variants: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Any]] = {}
         for site in sites:
             variants.setdefault((tuple(site.lost), tuple(site.gained)), []).append(site)
+        # The cause is written once, in the entry's summary, with what it replaced (the
+        # clause the sites lost that reads most like it): each site under an upstream `if`
+        # that changed would repeat both, as written or negated.
+        was = _replaced(g.condition, g.change, sites) if len(sites) > 1 else ""
+        cause = {g.condition, was} if len(sites) > 1 else set()
         out.append(
             {
                 "group": g,
                 "count": len(sites),
                 "sites": sites,
+                "was": was,
                 "variants": [
-                    {"lost": lost, "gained": gained, "sites": group}
+                    {
+                        "lost": [c for c in lost if clause_root(c) not in cause],
+                        "gained": [c for c in gained if clause_root(c) not in cause],
+                        "sites": group,
+                    }
                     for (lost, gained), group in variants.items()
                 ],
                 "kinds": kinds.most_common(),
@@ -267,6 +316,20 @@ def _condition_groups(d: Diff, folded: bool) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _replaced(condition: str, change: str, sites: list[Any]) -> str:
+    """The clause a gained cause replaced (or a lost one was replaced by): of the clauses
+    the sites lost (gained), the one most of them share that reads like the cause."""
+    if change not in ("gained", "lost"):
+        return ""
+    other = Counter(
+        root
+        for s in sites
+        for root in {clause_root(c) for c in (s.lost if change == "gained" else s.gained)}
+        if difflib.SequenceMatcher(a=root, b=condition).ratio() >= 0.8
+    )
+    return other.most_common(1)[0][0] if other else ""
 
 
 def _env_sections(session: Session, version: Version) -> dict[str, str | None]:
@@ -284,6 +347,7 @@ def diff_page(
     spec: str,
     flag: FlagFilter = "",
     topic: TopicFilter = "",
+    more: Annotated[str, Query(max_length=300)] = "",
 ) -> Response:
     if "..." not in spec and ".." in spec:  # GitHub's other compare spelling: A..B
         a, b = spec.split("..", 1)
@@ -319,8 +383,10 @@ def diff_page(
         "folded_groups": _condition_groups(d, folded=True),
         "topics": topics(session, va, vb),
         "constraint_groups": {
-            "added": _grouped(d.constraints_added, lambda c: c.function),
-            "removed": _grouped(d.constraints_removed, lambda c: c.function),
+            key: _capped(
+                _grouped(sites, lambda c: c.function), key, more, diff_url(va.name, vb.name), asked
+            )
+            for key, sites in (("added", d.constraints_added), ("removed", d.constraints_removed))
         },
         "env_groups": {
             # Names alone wrap several to a line: a longer list stays readable open.
@@ -329,6 +395,7 @@ def diff_page(
             "changed": _grouped(d.env_changed, lambda c: env_b.get(c.name)),
         },
         "fold": FOLD,
+        "own_tests": own_tests,
         "flag_url": flag_url,
         "swap_url": diff_url(vb.name, va.name) + query,
         "api_url": f"/api/diff/{quote(va.name, safe='')}/{quote(vb.name, safe='')}" + query,
