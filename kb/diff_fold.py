@@ -103,6 +103,30 @@ def _similar(a: str, b: str) -> float:
 MOVED_SIMILARITY = 0.8
 
 
+# A word that names something (a backend, a model class, a field): ALLCAPS, CamelCase, or
+# with an underscore or a digit.
+_NAME = re.compile(r"[A-Z]{2,}|[a-z][A-Z]|_|[A-Za-z]\d|\d[A-Za-z]")
+
+
+def _same_subject(old: str, new: str) -> bool:
+    """Whether two messages that read alike speak of the same thing: no name was swapped for
+    one that reads otherwise ("TRTLLM MHA backend ..." and "CuteDSL MLA backend ..." are two
+    checks; "NSA backends" and "DSA backends" one check after a rename)."""
+    a, b = old.split(), new.split()
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace":
+            continue
+        was, now = " ".join(a[i1:i2]), " ".join(b[j1:j2])
+        if _NAME.search(was) and _NAME.search(now):
+            if difflib.SequenceMatcher(a=was, b=now).ratio() < SAME_NAME:
+                return False
+    return True
+
+
+SAME_NAME = 0.6  # how alike a swapped name must read to be the same one renamed
+
+
 def _about(site: ConstraintSite) -> set[str]:
     return {*(loads(site.flags) or []), *(loads(site.affects) or [])}
 
@@ -120,6 +144,8 @@ def _score(old: ConstraintSite, new: ConstraintSite) -> float:
     if ours and theirs and not ours & theirs:
         return 0.0
     if old.message:
+        if not _same_subject(old.message, new.message):
+            return 0.0
         return _similar(" ".join(old.message.split()), " ".join(new.message.split()))
     writes = loads(old.writes) or {}
     if not writes or writes != (loads(new.writes) or {}):

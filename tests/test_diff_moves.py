@@ -125,3 +125,28 @@ def test_filter_by_flag_and_topic(client: Any) -> None:
     assert "widget" not in text(html.split('id="flags"')[1])
     selected = client.get(PAGE, params={"topic": "Memory"}).text
     assert '<option value="Memory" selected>' in selected
+
+
+def test_a_message_about_another_name_is_another_check() -> None:
+    from kb.diff_fold import pair_moved
+    from kb.schema import ConstraintSite
+
+    def site(message: str, function: str = "ServerArgs._check") -> ConstraintSite:
+        return ConstraintSite(
+            version_id=1,
+            kind="raise",
+            function=function,
+            message=message,
+            path="p.py",
+            line=1,
+            end_line=1,
+            flags='["--attention-backend"]',
+        )
+
+    gone = [site("ValueError: TRTLLM MHA backend is only supported on SM100 GPUs.")]
+    came = [site("ValueError: CuteDSL MLA backend is only supported on SM100 GPUs.")]
+    assert pair_moved(gone, came)[0] == []
+    # A name renamed (NSA -> DSA) reads alike: the same check.
+    gone = [site("Set NSA backends: prefill={self.nsa_prefill_backend}.")]
+    came = [site("Set DSA backends: prefill={self.dsa_prefill_backend}.", "handle_dsa")]
+    assert len(pair_moved(gone, came)[0]) == 1
