@@ -127,30 +127,33 @@ def _same_subject(old: str, new: str) -> bool:
 SAME_NAME = 0.6  # how alike a swapped name must read to be the same one renamed
 
 
-def _about(site: ConstraintSite) -> set[str]:
-    return {*(loads(site.flags) or []), *(loads(site.affects) or [])}
+class _Facts:
+    """What pairing compares of a site, read once (a diff weighs hundreds against hundreds)."""
+
+    def __init__(self, site: ConstraintSite) -> None:
+        self.kind = (site.kind, bool(site.message))
+        self.about = {*(loads(site.flags) or []), *(loads(site.affects) or [])}
+        self.message = " ".join(site.message.split())
+        self.writes = loads(site.writes) or {}
+        # An override's own test: the earlier branches not taken say little of what it is.
+        self.test = _spelled(" and ".join(own_tests(condition_path(site))[0]))
 
 
-def _score(old: ConstraintSite, new: ConstraintSite) -> float:
+def _score(old: _Facts, new: _Facts) -> float:
     """How surely `new` is `old` moved or reworded (0: not). Sites of one kind about a flag in
     common (or about none): with a message, by how alike the messages read; an override
-    without one, by writing the same values to the same fields under a condition that reads
+    without one, by writing the same values to the same fields under a test that reads
     alike."""
-    if old.kind != new.kind or bool(old.message) != bool(new.message):
-        return 0.0
     # About other flags, it is another check that reads alike (one deprecation warning
     # per flag, worded the same).
-    ours, theirs = _about(old), _about(new)
-    if ours and theirs and not ours & theirs:
+    if old.kind != new.kind or (old.about and new.about and not old.about & new.about):
         return 0.0
     if old.message:
-        if not _same_subject(old.message, new.message):
-            return 0.0
-        return _similar(" ".join(old.message.split()), " ".join(new.message.split()))
-    writes = loads(old.writes) or {}
-    if not writes or writes != (loads(new.writes) or {}):
+        score = _similar(old.message, new.message)
+        return score if score and _same_subject(old.message, new.message) else 0.0
+    if not old.writes or old.writes != new.writes:
         return 0.0
-    return _similar(_spelled(old.condition), _spelled(new.condition))
+    return _similar(old.test, new.test)
 
 
 def pair_moved(
@@ -159,13 +162,15 @@ def pair_moved(
     """Removed and added sites that are one site moved (another function or file) or
     reworded (its message or its test), most alike first, each used once. Returns (pairs,
     removed left, added left)."""
+    new_facts = [_Facts(site) for site in added]
     by_kind: dict[tuple[str, bool], list[int]] = {}
-    for j, site in enumerate(added):
-        by_kind.setdefault((site.kind, bool(site.message)), []).append(j)
+    for j, facts in enumerate(new_facts):
+        by_kind.setdefault(facts.kind, []).append(j)
     scored = []
-    for i, old in enumerate(removed):
-        for j in by_kind.get((old.kind, bool(old.message)), []):
-            score = _score(old, added[j])
+    for i, site in enumerate(removed):
+        old = _Facts(site)
+        for j in by_kind.get(old.kind, []):
+            score = _score(old, new_facts[j])
             if score >= MOVED_SIMILARITY:
                 scored.append((score, -i, -j))
     used_old: set[int] = set()
