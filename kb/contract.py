@@ -702,12 +702,17 @@ class DiffSummary(Model):
     env_changed: int = 0  # variables with a changed field
     respelled: int = 0  # flags whose primary spelling changed, the other one kept as an alias
     constraints_value_changed: int = 0
+    constraints_moved: int = 0  # sites moved or reworded (ConstraintMove)
+    # constraints_changed whose `meaning` is not "changed": folded out of the headline
+    constraints_folded: int = 0
 
 
 class Rename(Sparse):
     from_: str = From()
     to: str
-    via: str  # alias | dest | deprecated; primary (in `respelled`)
+    # alias | dest | deprecated | inverted (--enable-x -> --disable-x) | help (the same help,
+    # a name that reads alike); primary (in `respelled`)
+    via: str
     dest: str  # of the new flag
     # deprecated for a value of the new flag (`--x=v`): the old option is that value's
     # spelling, not the new flag renamed (its history does not continue the old one's)
@@ -733,6 +738,21 @@ class ConstraintChange(Model):
     condition: list[list[str]]  # word diff [[op, text]]
     gained: list[str] = []  # clauses of `conditions` only at `to`, as written
     lost: list[str] = []  # clauses only at `from`
+    # same: the same tests ANDed, restructured (a refactor); earlier_branch: its own test
+    # (the last clause) the same, only earlier branches' tests (negated) differ
+    meaning: Literal["changed", "same", "earlier_branch"] = "changed"
+
+
+class ConstraintMove(Model):
+    """A site that moved (another function or file) or was reworded (its message or its
+    test), paired across versions instead of listed as removed and added."""
+
+    from_: Constraint = From()
+    to: Constraint
+    moved: bool
+    reworded: bool
+    message: list[list[str]]  # word diff [[op, text]]; [] when the same
+    condition: list[list[str]]  # word diff; [] when the same (`server_args.` read as `self.`)
 
 
 class WriteChange(Model):
@@ -810,6 +830,10 @@ class Diff(Model):
     # Both names accepted before and after, only the primary spelling changed (not renamed).
     respelled: list[Rename] = []
     constraints_value_changed: list[ConstraintValueChange] = []
+    constraints_moved: list[ConstraintMove] = []
+    # The filter asked for (?flag=, ?topic=): the lists and counts hold only what concerns it.
+    flag: str | None = None
+    topic: str | None = None
 
 
 # --- search --------------------------------------------------------------------------------

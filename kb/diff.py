@@ -7,7 +7,6 @@ history and the diff page can never disagree.
 
 from __future__ import annotations
 
-import ast
 import difflib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -15,6 +14,13 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from kb.diff_fold import (
+    clause_root,
+    condition_meanings,
+    condition_path,
+    pair_moved,
+    word_diff,
+)
 from kb.order import FLAG_ORDER, in_order
 from kb.replacements import replacement_names
 from kb.schema import (
@@ -45,6 +51,15 @@ FIELDS = (
 LISTS = ("choices", "known_values", "aliases")  # compared as sets of values
 
 
+# A default of argparse.SUPPRESS leaves the attribute unset, as a default of None leaves it
+# None: for a user both mean "not given", so a move between them is no default change.
+SUPPRESS = "argparse.SUPPRESS"
+
+
+def _no_default(value: Any) -> bool:
+    return value is None or value == SUPPRESS
+
+
 def _default(flag: Flag) -> Any:
     """The default as users read it: the literal value, else the source expression."""
     if flag.default is not None:
@@ -54,22 +69,6 @@ def _default(flag: Flag) -> Any:
 
 def _help(text: str) -> str:
     return " ".join(text.split())
-
-
-def word_diff(old: str, new: str) -> list[list[str]]:
-    """[[op, text]] with op in "=", "-", "+": a word-level diff of two help texts."""
-    a, b = old.split(), new.split()
-    out: list[list[str]] = []
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            out.append(["=", " ".join(a[i1:i2])])
-            continue
-        if i2 > i1:
-            out.append(["-", " ".join(a[i1:i2])])
-        if j2 > j1:
-            out.append(["+", " ".join(b[j1:j2])])
-    return out
 
 
 def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
@@ -88,7 +87,7 @@ def compare_flags(old: Flag, new: Flag) -> list[dict[str, Any]]:
             a, b = _help(old.help), _help(new.help)
         else:
             a, b = getattr(old, field), getattr(new, field)
-        if a == b:
+        if a == b or (field == "default" and _no_default(a) and _no_default(b)):
             continue
         if field == "known_values" and a is None and opened:
             continue  # told by the choices change: it opened to these known values
@@ -208,24 +207,6 @@ def value_change(old: ConstraintSite, new: ConstraintSite) -> dict[str, Any]:
     }
 
 
-def clause_root(clause: str) -> str:
-    """A condition clause without its outer `not`: a site under an `elif` carries the earlier
-    branch's test negated, so one upstream change shows up in both spellings."""
-    try:
-        node = ast.parse(clause.strip(), mode="eval").body
-    except SyntaxError:
-        text = " ".join(clause.split())
-        return text[4:] if text.startswith("not ") else text
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        node = node.operand
-    return ast.unparse(node)
-
-
-def condition_path(site: ConstraintSite) -> list[str]:
-    """A site's condition path (its whole condition when no path was recorded)."""
-    return loads(site.conditions) or ([site.condition] if site.condition else [])
-
-
 def condition_change(old: list[str], new: list[str]) -> dict[str, list[str]]:
     """The clauses of a site's condition path only at the new end ("gained") and only at the
     old end ("lost"), as written."""
@@ -338,7 +319,63 @@ def find_renames(old: dict[str, Flag], new: dict[str, Flag]) -> list[dict[str, s
             if value:
                 renames[-1]["value"] = value
             taken.add(target)
+    gone = [n for n in removed if n not in {r["from"] for r in renames}]
+    renames += _renamed_in_words(old, new, gone, [n for n in new if n in added - taken])
     return renames
+
+
+# Flag name words that say which way a switch points, not what it is about.
+_POLARITY = {"enable": "disable", "disable": "enable", "use": "no", "no": "use"}
+_SAME_HELP_NAMES = 0.5  # how alike two names with the same help must read (difflib ratio)
+
+
+def _inverted(name: str) -> list[str]:
+    """The option that switches the same thing the other way: --enable-x <-> --disable-x,
+    --x <-> --no-x."""
+    stem = name[2:]
+    word, _, rest = stem.partition("-")
+    if word in _POLARITY and rest:
+        flipped = _POLARITY[word]
+        return [f"--{flipped}-{rest}"] + ([f"--{rest}"] if word == "no" else [])
+    return [f"--no-{stem}"]
+
+
+def _renamed_in_words(
+    old: dict[str, Flag], new: dict[str, Flag], gone: list[str], arrived: list[str]
+) -> list[dict[str, str]]:
+    """Renames that leave no alias, dest or deprecation behind: a removed option whose
+    deprecation named an added one, the same switch turned the other way (`--enable-x` ->
+    `--disable-x`, via "inverted"), or an added option with the removed one's help, word for
+    word, and a name that reads alike (via "help")."""
+    found: list[dict[str, str]] = []
+    left = list(arrived)
+
+    def take(name: str, target: str, via: str) -> None:
+        found.append({"from": name, "to": target, "via": via})
+        left.remove(target)
+
+    helps: dict[str, list[str]] = {}
+    for n in left:
+        helps.setdefault(_help(new[n].help), []).append(n)
+    for name in gone:
+        flag = old[name]
+        named = [n for n in replacement_names(flag.replacement) if n in left]
+        inverted = [n for n in _inverted(name) if n in left]
+        text = _help(flag.help)
+        same_help = [
+            n
+            for n in helps.get(text, [])
+            if n in left
+            and difflib.SequenceMatcher(a=name, b=n).ratio() >= _SAME_HELP_NAMES
+            and sum(_help(old[o].help) == text for o in gone) == 1
+        ]
+        if flag.deprecated and len(named) == 1:
+            take(name, named[0], "deprecated")
+        elif len(inverted) == 1:
+            take(name, inverted[0], "inverted")
+        elif len(text) >= 20 and len(same_help) == 1:
+            take(name, same_help[0], "help")
+    return found
 
 
 def _spellings(flag: Flag) -> set[str]:
@@ -374,8 +411,12 @@ def _flags(session: Session, version: Version) -> dict[str, Flag]:
     return {f.name: f for f in in_order(rows, Flag, *FLAG_ORDER)}
 
 
-def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any]:
-    """Everything that changed going from `old` to `new` (either may be the newer one).
+def diff_versions(
+    session: Session, old: Version, new: Version, flag: str = "", topic: str = ""
+) -> dict[str, Any]:
+    """Everything that changed going from `old` to `new` (either may be the newer one);
+    with `flag` or `topic`, only what concerns the flags whose name holds `flag` or that are
+    listed under the help section `topic` (see `keep_only`).
 
     Flags and enums are returned as rows so callers can cite them; changes are plain dicts.
     """
@@ -425,6 +466,7 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "respelled": respelled,
         "changed": changed,
         **pair_constraints(_multiset_minus(ca, cb), _multiset_minus(cb, ca)),
+        "constraints_moved": [],
         "enums_added": enums["added"],
         "enums_removed": enums["removed"],
         "enums_changed": enums["changed"],
@@ -432,6 +474,16 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "flags_to": b,
         **diff_env(session, old, new),
     }
+    # A site that moved or was reworded is one entry, not a removal and an addition.
+    moved, result["constraints_removed"], result["constraints_added"] = pair_moved(
+        result["constraints_removed"], result["constraints_added"]
+    )
+    result["constraints_moved"] = moved
+    if flag or topic:
+        keep_only(result, flag, topic)
+    added, removed, renamed, respelled, changed = (
+        result[k] for k in ("added", "removed", "renamed", "respelled", "changed")
+    )
     # One entry per root cause of the condition changes (an upstream `elif` rewrites many).
     clauses = [
         condition_change(condition_path(o), condition_path(n))
@@ -439,6 +491,11 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
     ]
     result["condition_changes"] = clauses
     result["condition_groups"] = group_condition_changes(clauses)
+    # Restructured with the same meaning, or changed only through an earlier branch: folded.
+    result["condition_meanings"] = condition_meanings(
+        [(condition_path(o), condition_path(n)) for o, n in result["constraints_changed"]]
+    )
+    folded = sum(m != "changed" for m in result["condition_meanings"])
     result["summary"] = {
         "added": len(added),
         "removed": len(removed),
@@ -451,13 +508,82 @@ def diff_versions(session: Session, old: Version, new: Version) -> dict[str, Any
         "constraints_changed": len(result["constraints_changed"]),
         "constraints_value_changed": len(result["constraints_value_changed"]),
         "condition_groups": len(result["condition_groups"]),
-        "enums_changed": len(enums["added"]) + len(enums["removed"]) + len(enums["changed"]),
+        "constraints_moved": len(result["constraints_moved"]),
+        "constraints_folded": folded,
+        "enums_changed": len(result["enums_added"])
+        + len(result["enums_removed"])
+        + len(result["enums_changed"]),
         "env_added": len(result["env_added"]),
         "env_removed": len(result["env_removed"]),
         "env_renamed": len(result["env_renamed"]),
         "env_changed": len({c["name"] for c in result["env_changed"]}),
     }
     return result
+
+
+def _option_match(text: str) -> Callable[[str], bool]:
+    """A test of an option name against what a reader typed: `moe-runner`, `--tp`, `tp_size`."""
+    needle = text.strip().lower().lstrip("-").replace("_", "-")
+    return lambda name: needle in name.lower().lstrip("-")
+
+
+def keep_only(result: dict[str, Any], flag: str, topic: str) -> None:
+    """Narrow a diff (in place) to the flags whose name holds `flag` and that are listed
+    under the help section `topic` (either may be empty), the constraint sites that read or
+    affect one of them, the enums behind one of them, and (for `flag`) the environment
+    variables whose name holds it."""
+    a, b = result["flags_from"], result["flags_to"]
+    named = _option_match(flag) if flag else (lambda _name: True)
+    wanted = topic.strip().lower()
+
+    def keep(flags: dict[str, Flag], name: str) -> bool:
+        row = flags.get(name)
+        if row is None or not named(name):
+            return False
+        return not wanted or (row.section or "").strip().lower() == wanted
+
+    kept_a = {n for n in a if keep(a, n)}
+    kept_b = {n for n in b if keep(b, n)}
+    renames = [r for r in result["renamed"] if r["from"] in kept_a or r["to"] in kept_b]
+    respelled = [r for r in result["respelled"] if r["from"] in kept_a or r["to"] in kept_b]
+    for r in renames + respelled:
+        kept_a.add(r["from"])
+        kept_b.add(r["to"])
+    result["renamed"], result["respelled"] = renames, respelled
+    result["added"] = [n for n in result["added"] if n in kept_b]
+    result["removed"] = [n for n in result["removed"] if n in kept_a]
+    result["changed"] = [c for c in result["changed"] if c["name"] in kept_b]
+
+    def about(site: ConstraintSite, kept: set[str]) -> bool:
+        return any(f in kept for f in (loads(site.flags) or []) + (loads(site.affects) or []))
+
+    result["constraints_added"] = [c for c in result["constraints_added"] if about(c, kept_b)]
+    result["constraints_removed"] = [c for c in result["constraints_removed"] if about(c, kept_a)]
+    for key in ("constraints_changed", "constraints_value_changed", "constraints_moved"):
+        result[key] = [(o, n) for o, n in result[key] if about(o, kept_a) or about(n, kept_b)]
+
+    def behind(enum: Enum, kept: set[str]) -> bool:
+        return any(f in kept for f in loads(enum.flags) or [])
+
+    result["enums_added"] = [e for e in result["enums_added"] if behind(e, kept_b)]
+    result["enums_removed"] = [e for e in result["enums_removed"] if behind(e, kept_a)]
+    result["enums_changed"] = [e for e in result["enums_changed"] if behind(e["enum"], kept_b)]
+    # Variables have no help sections of their own: a topic keeps none of them.
+    needle = flag.strip().lstrip("-").replace("-", "_").upper()
+    env_kept = (lambda name: needle in name.upper()) if flag and not wanted else (lambda _n: False)
+    result["env_added"] = [n for n in result["env_added"] if env_kept(n)]
+    result["env_removed"] = [n for n in result["env_removed"] if env_kept(n)]
+    result["env_renamed"] = [
+        r for r in result["env_renamed"] if env_kept(r["from"]) or env_kept(r["to"])
+    ]
+    result["env_changed"] = [c for c in result["env_changed"] if env_kept(c["name"])]
+
+
+def topics(session: Session, *versions: Version) -> list[str]:
+    """The help sections the versions list flags under, for the diff's topic filter."""
+    ids = [v.id for v in versions]
+    rows = session.exec(select(Flag.section).where(col(Flag.version_id).in_(ids))).all()
+    return sorted({r for r in rows if r}, key=str.lower)
 
 
 def flag_history(session: Session, flag_name: str) -> list[dict[str, Any]]:

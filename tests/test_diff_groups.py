@@ -59,7 +59,8 @@ def test_api_flags_carry_their_section(client: Any) -> None:
 def test_page_counts_first_with_anchors(client: Any) -> None:
     html = client.get(URL).text
     nav = html.split('id="summary"')[1].split("</nav>")[0]
-    assert f"{ADDED_FLAGS} added" in text(nav) and "from 2 causes" in text(nav)
+    assert f"{ADDED_FLAGS} added" in text(nav) and "from 1 cause" in text(nav)
+    assert f"{SPLIT_SITES} refactors folded" in text(nav)
     assert html.index('id="summary"') < html.index('id="flags"')
     for anchor in re.findall(r'href="#([\w-]+)"', nav):
         assert f'id="{anchor}"' in html, anchor
@@ -67,15 +68,21 @@ def test_page_counts_first_with_anchors(client: Any) -> None:
 
 def test_page_one_entry_per_cause_and_flags_by_section(client: Any) -> None:
     html = client.get(URL).text
-    causes = re.findall(r'<details class="cgroup"[^>]*id="cause-\d+"', html)
-    assert len(causes) == 2
-    assert text(html).count("Condition gained") == 1
+    headline, folded = html.split('id="constraints-folded"')
+    # The one rewrite of a site's own test leads; the split `if` is folded: the sites under
+    # it AND the same tests as before, those in its `elif` branches test the same themselves.
+    causes = re.findall(r'<details class="cgroup"[^>]*id="cause-\d+"', headline)
+    assert len(causes) == 1 and "Condition gained" not in text(headline)
+    assert "not in [&#39;flashinfer&#39;, &#39;fa3&#39;]" in headline
+    assert f"{SPLIT_SITES} sites" in text(folded.split("</h3>")[0])
     # The split `if`: one entry naming the clause, its sites folded inside it.
-    entry = html.split('id="cause-1"')[1].split('id="cause-2"')[0]
+    assert len(re.findall(r'<details class="cgroup"[^>]*id="folded-\d+"', folded)) == 1
+    assert text(folded).count("Condition gained") == 1
+    entry = folded.split('id="folded-1"')[1]
     assert "model_arch in [&#39;DeepNetV3ForCausalLM&#39;]" in entry
     assert f"{SPLIT_SITES} sites, {SPLIT_SITES - 6} of them negated" in text(entry)
     assert entry.count('<li class="kind-') == SPLIT_SITES
-    assert not html.split('id="cause-1"')[0].endswith(" open")  # folded
+    assert not folded.split('id="folded-1"')[0].endswith(" open")  # folded
     # 25 added flags is a long list: one closed group per section, named with its count.
     added = html.split('id="added"')[1].split('id="removed"')[0]
     assert added.count('<details class="dgroup">') == len(SECTIONS)
@@ -100,3 +107,31 @@ def test_short_lists_are_open_by_section(client: Any) -> None:
     html = client.get("/diff/v1.1.0...v1.0.0").text  # backwards: 1 "added", 25 "removed"
     added = html.split('id="added"')[1].split('id="removed"')[0]
     assert '<dl class="by-group">' in added and "<details" not in added
+
+
+def test_long_site_lists_show_a_few_per_group_and_link_the_rest(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.views import diff
+
+    monkeypatch.setattr(diff, "LONG", 2)
+    monkeypatch.setattr(diff, "FEW", 1)
+    asked = {"flag": "backend"}  # a filter, kept by the links
+    body = client.get("/api/diff/v1.0.0/v1.1.0", params=asked).json()  # lists them all
+    by_function: dict[str, int] = {}
+    for site in body["constraints_added"]:
+        by_function[site["function"]] = by_function.get(site["function"], 0) + 1
+    name, total = max(by_function.items(), key=lambda kv: kv[1])
+    assert total > 1
+    html = client.get(URL, params=asked).text
+    added = html.split('id="constraints-added"')[1].split('id="constraints-removed"')[0]
+    assert f"{len(body['constraints_added'])} " in text(added.split("</h3>")[0]) + " "
+    shown = name.replace("_", "_<wbr>").replace(".", ".<wbr>")
+    group = added.split(f'<span class="gname">{shown}</span>')[1].split("</dd>")[0]
+    assert group.count('<li class="kind-') == 1
+    link = re.search(r'<a href="([^"]+)#more">Show all (\d+)</a>', group)
+    assert link is not None and int(link.group(2)) == total
+    url = link.group(1).replace("&amp;", "&")
+    assert "flag=backend" in url
+    opened = client.get(url).text.split('id="more"')[1].split("</dd>")[0]
+    assert opened.count('<li class="kind-') == total and "Show all" not in opened

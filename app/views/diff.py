@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Callable
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
@@ -15,7 +16,8 @@ from app.deps import SessionDep
 from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import Diff
-from kb.diff import clause_root, diff_versions, value_change, word_diff
+from kb.diff import clause_root, diff_versions, topics, value_change, word_diff
+from kb.diff_fold import moved_change, own_tests
 from kb.queries import (
     NotFound,
     citation,
@@ -35,10 +37,10 @@ def diff_url(a: str, b: str) -> str:
     return f"/diff/{quote(a, safe='')}...{quote(b, safe='')}"
 
 
-def diff_model(session: Session, a: Version, b: Version) -> Diff:
+def diff_model(session: Session, a: Version, b: Version, flag: str = "", topic: str = "") -> Diff:
     """The API contract's shape (plus renamed, enums, a summary, and the help of the flags
-    added and removed)."""
-    d = diff_versions(session, a, b)
+    added and removed); with `flag` or `topic`, narrowed to them (kb.diff.keep_only)."""
+    d = diff_versions(session, a, b, flag, topic)
 
     def brief(v: Version, flags: dict[str, Any], name: str) -> dict[str, Any]:
         flag = flags[name]
@@ -93,6 +95,16 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
             "env_renamed": d["env_renamed"],
             "env_changed": d["env_changed"],
             "condition_groups": [{**g, "count": len(g["items"])} for g in d["condition_groups"]],
+            "constraints_moved": [
+                {
+                    "from": constraint_dict(a, old),
+                    "to": constraint_dict(b, new),
+                    **moved_change(old, new),
+                }
+                for old, new in d["constraints_moved"]
+            ],
+            "flag": flag or None,
+            "topic": topic or None,
         }
     )
 
@@ -105,9 +117,10 @@ def changed_constraints(d: dict[str, Any]) -> list[dict[str, Any]]:
             "to": constraint_dict(d["to"], new),
             "condition": word_diff(old.condition, new.condition),
             **clauses,
+            "meaning": meaning,
         }
-        for (old, new), clauses in zip(
-            d["constraints_changed"], d["condition_changes"], strict=True
+        for (old, new), clauses, meaning in zip(
+            d["constraints_changed"], d["condition_changes"], d["condition_meanings"], strict=True
         )
     ]
 
@@ -137,15 +150,31 @@ class _Reply(Exception):
         self.response = response
 
 
+FlagFilter = Annotated[
+    str, Query(max_length=200, description="only flags whose name holds this (and their sites)")
+]
+TopicFilter = Annotated[
+    str, Query(max_length=200, description="only flags listed under this help section")
+]
+
+
 @router.get("/api/diff/{a}/{b}", response_model=Diff, responses=errors(404))
-def api_diff(request: Request, session: SessionDep, a: str, b: str) -> Diff | Response:
-    """Flags added, removed, renamed and changed, constraint sites added and removed, enums
-    changed, going from version `a` to version `b` (either order)."""
+def api_diff(
+    request: Request,
+    session: SessionDep,
+    a: str,
+    b: str,
+    flag: FlagFilter = "",
+    topic: TopicFilter = "",
+) -> Diff | Response:
+    """Flags added, removed, renamed and changed, constraint sites added, removed, moved or
+    reworded, enums changed, going from version `a` to version `b` (either order); `flag`
+    and `topic` narrow it to some flags and what concerns them."""
     try:
         va, vb = _versions(request, session, a, b)
     except _Reply as reply:
         return reply.response
-    return diff_model(session, va, vb)
+    return diff_model(session, va, vb, flag, topic)
 
 
 @router.get("/diff", include_in_schema=False)
@@ -192,15 +221,60 @@ def _grouped(
     for item in items:
         groups.setdefault(key(item) or OTHER, []).append(item)
     names = sorted(groups, key=lambda n: (n == OTHER, n.lower()))
-    return [{"name": n, "items": groups[n], "open": len(items) <= fold} for n in names]
+    return [
+        {
+            "name": n,
+            "items": groups[n],
+            "total": len(groups[n]),
+            "open": len(items) <= fold,
+            "whole": False,
+            "more_url": None,
+        }
+        for n in names
+    ]
 
 
-def _condition_groups(d: Diff) -> list[dict[str, Any]]:
-    """Each root cause with its sites, what kinds they are, and how many carry the clause
-    negated (they sit in a later branch of the `if` that changed)."""
+# A list of constraint sites longer than LONG shows the first FEW of each group; a link shows
+# the rest of one group (the page with ?more=list:group), so the widest diffs stay readable.
+LONG = 100
+FEW = 4
+
+
+def _capped(
+    groups: list[dict[str, Any]], key: str, more: str, url: str, asked: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Each group with at most FEW items (unless the list is short, or `more` asks for it
+    whole), and the URL that shows it whole."""
+    if sum(g["total"] for g in groups) <= LONG:
+        return groups
+    out = []
+    for g in groups:
+        whole = more == f"{key}:{g['name']}"
+        link = url + "?" + urlencode({**asked, "more": f"{key}:{g['name']}"})
+        out.append(
+            {
+                **g,
+                "items": g["items"] if whole else g["items"][:FEW],
+                "whole": whole,
+                "more_url": None if whole or g["total"] <= FEW else link,
+            }
+        )
+    return out
+
+
+def _condition_groups(d: Diff, folded: bool) -> list[dict[str, Any]]:
+    """Each root cause with its sites (those folded out of the headline, or the others), what
+    kinds they are, and how many carry the clause negated (they sit in a later branch of the
+    `if` that changed)."""
     out = []
     for g in d.condition_groups:
-        sites = [d.constraints_changed[i] for i in g.items]
+        sites = [
+            d.constraints_changed[i]
+            for i in g.items
+            if (d.constraints_changed[i].meaning != "changed") == folded
+        ]
+        if not sites:
+            continue
         clauses = [c for s in sites for c in (s.gained if g.change == "gained" else s.lost)]
         negated = sum(
             1
@@ -215,12 +289,23 @@ def _condition_groups(d: Diff) -> list[dict[str, Any]]:
         variants: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Any]] = {}
         for site in sites:
             variants.setdefault((tuple(site.lost), tuple(site.gained)), []).append(site)
+        # The cause is written once, in the entry's summary, with what it replaced (the
+        # clause the sites lost that reads most like it): each site under an upstream `if`
+        # that changed would repeat both, as written or negated.
+        was = _replaced(g.condition, g.change, sites) if len(sites) > 1 else ""
+        cause = {g.condition, was} if len(sites) > 1 else set()
         out.append(
             {
                 "group": g,
+                "count": len(sites),
                 "sites": sites,
+                "was": was,
                 "variants": [
-                    {"lost": lost, "gained": gained, "sites": group}
+                    {
+                        "lost": [c for c in lost if clause_root(c) not in cause],
+                        "gained": [c for c in gained if clause_root(c) not in cause],
+                        "sites": group,
+                    }
                     for (lost, gained), group in variants.items()
                 ],
                 "kinds": kinds.most_common(),
@@ -233,6 +318,20 @@ def _condition_groups(d: Diff) -> list[dict[str, Any]]:
     return out
 
 
+def _replaced(condition: str, change: str, sites: list[Any]) -> str:
+    """The clause a gained cause replaced (or a lost one was replaced by): of the clauses
+    the sites lost (gained), the one most of them share that reads like the cause."""
+    if change not in ("gained", "lost"):
+        return ""
+    other = Counter(
+        root
+        for s in sites
+        for root in {clause_root(c) for c in (s.lost if change == "gained" else s.gained)}
+        if difflib.SequenceMatcher(a=root, b=condition).ratio() >= 0.8
+    )
+    return other.most_common(1)[0][0] if other else ""
+
+
 def _env_sections(session: Session, version: Version) -> dict[str, str | None]:
     rows = session.exec(
         select(EnvVar.name, EnvVar.section).where(EnvVar.version_id == version.id)
@@ -242,7 +341,14 @@ def _env_sections(session: Session, version: Version) -> dict[str, str | None]:
 
 
 @router.get("/diff/{spec}", include_in_schema=False)
-def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
+def diff_page(
+    request: Request,
+    session: SessionDep,
+    spec: str,
+    flag: FlagFilter = "",
+    topic: TopicFilter = "",
+    more: Annotated[str, Query(max_length=300)] = "",
+) -> Response:
     if "..." not in spec and ".." in spec:  # GitHub's other compare spelling: A..B
         a, b = spec.split("..", 1)
         return RedirectResponse(diff_url(a, b), status_code=308)
@@ -260,7 +366,9 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
         va, vb = _versions(request, session, a, b)
     except _Reply as reply:
         return reply.response
-    d = diff_model(session, va, vb)
+    d = diff_model(session, va, vb, flag, topic)
+    asked = {k: v for k, v in (("flag", flag), ("topic", topic)) if v}
+    query = "?" + urlencode(asked) if asked else ""
     env_a, env_b = _env_sections(session, va), _env_sections(session, vb)
     changed = _changed_groups(d)
     context = {
@@ -271,10 +379,14 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
         "added_groups": _grouped(d.added_flags, lambda f: f.section),
         "removed_groups": _grouped(d.removed_flags, lambda f: f.section),
         "changed_groups": _grouped(changed, lambda g: g["section"]),
-        "condition_groups": _condition_groups(d),
+        "condition_groups": _condition_groups(d, folded=False),
+        "folded_groups": _condition_groups(d, folded=True),
+        "topics": topics(session, va, vb),
         "constraint_groups": {
-            "added": _grouped(d.constraints_added, lambda c: c.function),
-            "removed": _grouped(d.constraints_removed, lambda c: c.function),
+            key: _capped(
+                _grouped(sites, lambda c: c.function), key, more, diff_url(va.name, vb.name), asked
+            )
+            for key, sites in (("added", d.constraints_added), ("removed", d.constraints_removed))
         },
         "env_groups": {
             # Names alone wrap several to a line: a longer list stays readable open.
@@ -283,9 +395,11 @@ def diff_page(request: Request, session: SessionDep, spec: str) -> Response:
             "changed": _grouped(d.env_changed, lambda c: env_b.get(c.name)),
         },
         "fold": FOLD,
+        "own_tests": own_tests,
         "flag_url": flag_url,
-        "swap_url": diff_url(vb.name, va.name),
-        "api_url": f"/api/diff/{quote(va.name, safe='')}/{quote(vb.name, safe='')}",
+        "swap_url": diff_url(vb.name, va.name) + query,
+        "api_url": f"/api/diff/{quote(va.name, safe='')}/{quote(vb.name, safe='')}" + query,
+        "page_url": diff_url(va.name, vb.name),
         "version": None,
         "page": "diff",
     }
