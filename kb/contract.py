@@ -297,6 +297,9 @@ class Constraint(Model):
     writes: dict[str, str]  # dest -> value source, for overrides
     key: str
     source: Citation
+    # its own anchor on its page, the page of the first flag it reads (else affects):
+    # "/v/v0.5.6/flags/--pp-size#c-0123456789ab"
+    url: str
 
 
 class EnumMember(Sparse):

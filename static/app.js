@@ -76,6 +76,12 @@
       } else {
         text = button.getAttribute("data-copy");
         if (button.hasAttribute("data-absolute")) text = window.location.origin + text;
+        // Markdown to paste elsewhere: its site-relative links made absolute, and "<page>"
+        // (a finding's permalink) is this page's address.
+        if (button.hasAttribute("data-links")) {
+          text = text.split("](/").join("](" + window.location.origin + "/")
+                     .split("](<page>)").join("](" + window.location.href + ")");
+        }
       }
       button.setAttribute("data-copied", text);
       copyText(text, button);
@@ -132,10 +138,24 @@
     }
   });
 
-  window.addEventListener("hashchange", highlightHash);
+  // A link to a constraint (#c-...) folded in a closed <details>: open the folds around it
+  // and bring it into view.
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) return;
+    var opened = false;
+    for (var el = target.parentElement; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS" && !el.open) { el.open = true; opened = true; }
+    }
+    if (opened) target.scrollIntoView({ block: "start" });
+  }
+  function onHash() { highlightHash(); openTarget(); }
+
+  window.addEventListener("hashchange", onHash);
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", highlightHash);
+    document.addEventListener("DOMContentLoaded", onHash);
   } else {
-    highlightHash();
+    onHash();
   }
 })();

@@ -42,6 +42,7 @@ from kb.queries import (
     flag_url,
     get_flag_row,
     get_version,
+    numbered_anchors,
     per_stamp,
     read_version,
     session_stamp,
@@ -211,7 +212,7 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     names = dest_names(session, version)
     data["constraints"] = [
         _flag_constraint({**c}, flag.dest, names, version.id)
-        for c in shared.constraint_dicts(flag.name)
+        for c in numbered_anchors(shared.constraint_dicts(flag.name))
     ]
     data["usages"] = shared.usage_dicts(flag.dest)
     data["choice_counts"] = {value: len(found) for value, found in sites.items()}
@@ -388,7 +389,8 @@ def constraint_cards(
             lines = excerpt(session, version, src["path"], src["line"], src["end_line"])
             body = fragments.constraint_card_body(c, lines, version)
             _card_bodies.put(key, body, stamp)
-        cards.append(Markup(body + fragments.constraint_card_tail(c, flag)))
+        card = body + fragments.constraint_card_tail(c, flag)
+        cards.append(Markup(fragments.with_anchor(card, c)))
     return cards
 
 
