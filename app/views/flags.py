@@ -25,6 +25,7 @@ from app.views.common import errors, page_context, replacement_links, suggestion
 from app.views.listing import csv_text, facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
+from kb.env import flag_env_writes
 from kb.explain.load import load_options
 from kb.flagsites import version_sites
 from kb.queries import (
@@ -244,6 +245,7 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["timeline"] = parts.timeline(version_names(session)[::-1], data["history"], flag.name)
     data["choice_grid"] = parts.choice_grid(data["history"], data["choices"], data["timeline"])
     data["graph"] = parts.constraint_graph(data["constraints"], flag.name, data["related"])
+    data["sets_env"] = flag_env_writes(session, version, flag.name)
     data["sections"] = parts.sections(data)
     return data
 
