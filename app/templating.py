@@ -82,7 +82,6 @@ env.globals["flag_link_html"] = fragments.flag_link
 env.globals["via_html"] = fragments.via
 env.globals["constraint_card_html"] = fragments.constraint_card
 env.globals["indirect_files_html"] = fragments.indirect_files
-env.globals["timeline_marks_html"] = fragments.timeline_marks
 env.globals["usage_rows_html"] = fragments.usage_rows
 env.globals["indirect_rows_html"] = fragments.indirect_rows
 env.globals["version_options_html"] = fragments.version_options

@@ -347,6 +347,9 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
         "cards": constraint_cards(session, found, data["constraints"], data["name"]),
         "replacement": replacement_links(session, found, new) if new else None,
         "deprecation_note": deprecation_note(data["deprecated_message"], new),
+        "ranges": parts.timeline_ranges(
+            data["timeline"], data["history"], data["default"], data["choices"], found.name
+        ),
         "indirect_by_file": [
             (path, list(group))
             for path, group in groupby(data["indirect_usages"], key=itemgetter("path"))
