@@ -241,7 +241,8 @@ def with_anchor(card: str, c: Any) -> str:
     card = card.replace('<div class="constraint', f'<div id="{anchor}" class="constraint', 1)
     return card.replace(
         "</p>\n",
-        f' <a class="self" href="#{anchor}" title="Link to this constraint">#</a></p>\n',
+        f' <a class="self" href="#{anchor}" aria-label="Link to this constraint" '
+        'title="Link to this constraint">#</a></p>\n',
         1,
     )
 

@@ -138,6 +138,30 @@
     }
   });
 
+  // Folded long lists (templates/_fold.html): their filter boxes work with JavaScript only,
+  // so they are shown here; typing hides the items whose text does not contain the words.
+  function setUpFilters(root) {
+    root.querySelectorAll("details.fold[data-items] > p.list-filter[hidden]").forEach(function (p) {
+      p.hidden = false;
+    });
+  }
+  document.addEventListener("input", function (event) {
+    var box = event.target.closest && event.target.closest("p.list-filter input");
+    if (!box) return;
+    var fold = box.closest("details.fold");
+    var words = box.value.trim().toLowerCase();
+    var items = fold.querySelectorAll(fold.getAttribute("data-items"));
+    var shown = 0;
+    items.forEach(function (item) {
+      var hit = !words || item.textContent.toLowerCase().indexOf(words) !== -1;
+      item.hidden = !hit;
+      if (hit) shown++;
+      if (hit && words && item.tagName === "DETAILS") item.open = true;
+    });
+    fold.querySelector("p.list-filter output").textContent = words ? shown + " of " + items.length + " shown" : "";
+  });
+  setUpFilters(document);
+
   // A link to a constraint (#c-...) folded in a closed <details>: open the folds around it
   // and bring it into view.
   function openTarget() {
