@@ -129,13 +129,14 @@ def test_timeline_ranges_break_where_presence_default_or_choices_change() -> Non
     assert [(r["shade"], r["cshade"]) for r in t["ranges"]][1:4] == [(0, 0), (1, 0), (1, 1)]
     assert t["here"] == {"x": 11 * 100 / 40, "w": 100 / 40}
     assert sum(r["w"] for r in t["ranges"]) == pytest.approx(100)
-    assert t["axis"] == [{"label": "Other", "x": 0, "w": 100}]  # names of no release series
+    # names of no release series
+    assert t["axis"] == [{"label": "Other", "text": "Other", "x": 0, "w": 100}]
     series = ["v0.4.1", "v0.4.2", "v0.5.0", "snapshot-2026-01-01"]
     axis = parts.timeline_ranges(parts.timeline(series, [], "--x"), [], 1, None, "v0.5.0")["axis"]
-    assert [(a["label"], a["x"], a["w"]) for a in axis] == [
-        ("v0.4", 0, 50),
-        ("v0.5", 50, 25),
-        ("Snapshots", 75, 25),
+    assert [(a["label"], a["text"], a["x"], a["w"]) for a in axis] == [
+        ("v0.4", "v0.4", 0, 50),
+        ("v0.5", "v0.5", 50, 25),
+        ("Snapshots", "2026", 75, 25),
     ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
@@ -360,7 +361,11 @@ def timeline_ranges(
     here = next((i for i, m in enumerate(marks) if m["version"] == current), None)
     axis, start = [], 0
     for label, names in series([m["version"] for m in marks]):
-        axis.append({"label": label, "x": start * 100 / n, "w": len(names) * 100 / n})
+        text = label
+        if label == "Snapshots":  # short enough for a phone: the years they were taken
+            years = sorted({y for name in names for y in re.findall(r"\b(20\d\d)\b", name)})
+            text = (years[0] if len(years) == 1 else f"{years[0]}–{years[-1]}") if years else "snap"
+        axis.append({"label": label, "text": text, "x": start * 100 / n, "w": len(names) * 100 / n})
         start += len(names)
     at = None if here is None else {"x": here * 100 / n, "w": 100 / n}
     return {"ranges": ranges, "axis": axis, "here": at, "versions": len(marks)}
