@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote
 
 from markupsafe import Markup
 
@@ -99,8 +100,49 @@ def md_constraint(site: Any, flag: str) -> str:
     return f"`{flag}` {what} — {md_cite(site['source'])}"
 
 
-def cite(c: Any, label: str | None = None, md: str | None = None) -> Markup:
-    """A citation: the in-app link, GitHub, and copy buttons (permalink, Markdown)."""
+def md_share(sentence: str, message: str | None, version: str, url: str) -> str:
+    """What "Copy as Markdown" of a constraint or a finding gives, to paste into a design
+    review: the sentence with its citation, the message quoted, the version and the Flag
+    Atlas permalink. A relative `url` is made absolute by static/app.js (data-links) with
+    the page's origin; "<page>" stands for the page's own address."""
+    lines = [sentence]
+    if message:
+        lines.append("> " + " ".join(message.split()))
+    lines.append(f"SGLang `{version}` · [Flag Atlas]({url})")
+    return "\n".join(lines)
+
+
+def md_constraint_share(c: Any, flag: str) -> str:
+    """A constraint site (with its `url`) as `md_share` gives it; the version is the one
+    its permalink names."""
+    c = _d(c)
+    url = c.get("url") or c["source"]["permalink"]
+    version = url.split("/", 3)[2] if url.startswith("/v/") else ""
+    return md_share(md_constraint(c, flag), c["message"], unquote(version), url)
+
+
+def md_finding(f: Any, version: str) -> str:
+    """An explain finding as `md_share` gives it; its permalink is the analysis's page."""
+    f = _d(f)
+    sentence = f"**{f['severity']}**" + (f" on `{f['flag']}`" if f.get("flag") else "")
+    if f.get("source"):
+        sentence += f" — {md_cite(f['source'])}"
+    message = f["message"] + (f" (when {f['condition']})" if f.get("condition") else "")
+    return md_share(sentence, message, version, "<page>")
+
+
+def share_button(md: str) -> Markup:
+    """A "Copy as Markdown" button for `md` (`md_share`'s text) where no citation has one."""
+    return Markup(
+        f'<button type="button" class="copy" data-copy="{_e(md)}" data-links '
+        'title="Copy as Markdown: the message, the version and the permalink">'
+        "Copy as Markdown</button>"
+    )
+
+
+def cite(c: Any, label: str | None = None, md: str | None = None, links: bool = False) -> Markup:
+    """A citation: the in-app link, GitHub, and copy buttons (permalink, Markdown). `links`:
+    the Markdown's relative links are made absolute when copied (`md_share`)."""
     c = _d(c)
     permalink = _e(c["permalink"])
     if not label:
@@ -113,7 +155,8 @@ def cite(c: Any, label: str | None = None, md: str | None = None) -> Markup:
         f'title="Open at this commit on GitHub">GitHub</a>\n'
         f'  <button type="button" class="copy" data-copy="{permalink}" data-absolute '
         f'title="Copy a link to this line in Flag Atlas">Copy permalink</button>\n'
-        f'  <button type="button" class="copy" data-copy="{_e(md or md_cite(c))}" '
+        f'  <button type="button" class="copy" data-copy="{_e(md or md_cite(c))}"'
+        f"{' data-links' if links else ''} "
         f'title="Copy a Markdown citation">Copy as Markdown</button>\n'
         f"</span>"
     )
@@ -169,7 +212,8 @@ def constraint_card(
 ) -> Markup:
     """One constraint site on the flag page: what it does, when, the flags it reads and
     affects, its full condition, its code and its citation."""
-    return Markup(constraint_card_body(c, lines, version) + constraint_card_tail(c, flag))
+    card = constraint_card_body(c, lines, version) + constraint_card_tail(c, flag)
+    return Markup(with_anchor(card, c))
 
 
 # What a constraint card shows apart from its citation: the same on every flag page that
@@ -181,9 +225,26 @@ CARD_FIELDS = (
 
 
 def constraint_card_tail(c: Any, flag: str) -> str:
-    """The card's citation (its Markdown names `flag`) and its end."""
+    """The card's citation (its Markdown names `flag`, the message, the version and the
+    card's permalink) and its end."""
     c = _d(c)
-    return f"  <p>{cite(c['source'], md=md_constraint(c, flag))}</p>\n</div>"
+    md = md_constraint_share(c, flag)
+    return f"  <p>{cite(c['source'], md=md, links=True)}</p>\n</div>"
+
+
+def with_anchor(card: str, c: Any) -> str:
+    """A card (its body starts `<div class="constraint`) with its anchor, the fragment of
+    the site's `url`, as its id and a link to itself in its head."""
+    anchor = _e(str(_d(c).get("url") or "").partition("#")[2])
+    if not anchor:
+        return card
+    card = card.replace('<div class="constraint', f'<div id="{anchor}" class="constraint', 1)
+    return card.replace(
+        "</p>\n",
+        f' <a class="self" href="#{anchor}" aria-label="Link to this constraint" '
+        'title="Link to this constraint">#</a></p>\n',
+        1,
+    )
 
 
 def constraint_card_body(c: Any, lines: Sequence[Mapping[str, Any]] | None, version: Any) -> str:
@@ -225,71 +286,6 @@ def constraint_card_body(c: Any, lines: Sequence[Mapping[str, Any]] | None, vers
             f'<details class="code-toggle"><summary>Code</summary>{excerpt(lines)}</details>'
         )
     return "".join(out)
-
-
-# Marks where the flag changed link to its page there; the other marks are not links (a
-# hundred 3 px links, one tab stop each, were unusable). Reach links past this many plain
-# marks on each side, so a finger finds one on a phone.
-REACH = 4
-
-
-def timeline_marks(marks: Sequence[Mapping[str, Any]], current: str, w: int = 8) -> Markup:
-    """The marks of the flag page's timeline strip (one per version, oldest first). Only
-    change points are links (the History list has the same links, full size); each has an
-    invisible hit area over up to REACH plain marks on each side, never another link's."""
-    items = list(map(_d, marks))
-    linked = [i for i, m in enumerate(items) if m["url"] and m["state"] in LINKED]
-    order = {i: k for k, i in enumerate(linked)}
-    plain, links = [], []
-    shapes = {
-        "added": '<rect class="mk" x="{x}" y="2" width="3" height="24"/>\n',
-        "default": '<circle class="mk" cx="{mid}" cy="14" r="3.5"/>\n',
-        "choices": '<path class="mk" d="M{mid} 8 l4 6 l-4 6 l-4 -6 z"/>\n',
-        "deprecated": '<path class="mk" d="M{mid} 6 l4 16 h-8 z"/>\n',
-        "changed": '<circle class="mk" cx="{mid}" cy="14" r="1.8"/>',
-    }
-    for i, m in enumerate(items):
-        x = i * w
-        title = _e(m["title"])
-        state = m["state"]
-        here = m["version"] == current
-        frame = (
-            f'<rect class="here" x="{x - 0.5}" y="0.5" width="{w}" height="27"/>' if here else ""
-        )
-        cls = f"tl-{_e(state)}{' tl-here' if here else ''}"
-        if i in order:
-            k = order[i]
-            left = min(REACH, i if k == 0 else (i - linked[k - 1] - 1) // 2)
-            last = len(items) - 1
-            right = min(REACH, last - i if k == len(linked) - 1 else (linked[k + 1] - i - 1) // 2)
-            shape = shapes.get(state, "").format(x=x, mid=x + w / 2)
-            links.append(
-                f'<a href="{_e(m["url"])}" class="{cls}"><title>{title}</title>\n'
-                f'      <rect class="hit" x="{x - left * w}" y="0" '
-                f'width="{(left + right + 1) * w}" height="28"/>\n'
-                f'      <rect class="bar" x="{x}" y="10" width="{w - 1}" height="8"/>\n'
-                f"{shape}{frame}    </a>\n"
-            )
-        elif state == "removed":
-            plain.append(
-                f'<g class="{cls}"><title>{title}</title><path class="mk" '
-                f'd="M{x + 1} 8 l6 12 m0 -12 l-6 12"/>{frame}</g>\n'
-            )
-        elif state == "absent":
-            plain.append(
-                f'<g class="{cls}"><title>{title}</title><rect class="bar" x="{x}" y="13" '
-                f'width="{w - 1}" height="2"/>{frame}</g>'
-            )
-        else:  # present, unchanged
-            plain.append(
-                f'<g class="{cls}"><title>{title}</title><rect class="bar" x="{x}" y="10" '
-                f'width="{w - 1}" height="8"/>{frame}</g>\n'
-            )
-    # Links last: their hit areas lie over the plain marks beside them.
-    return Markup("".join(plain + links))
-
-
-LINKED = frozenset({"added", "default", "choices", "deprecated", "changed"})
 
 
 def usage_rows(sites: Sequence[int], usages: Sequence[Any]) -> Markup:
@@ -420,14 +416,19 @@ def constraint_rows(constraints: Sequence[Any], version: Any) -> Markup:
         if c["writes"]:
             sets = ", ".join(f"<code>{_e(k)} = {_e(v)}</code>" for k, v in c["writes"].items())
             what.append(f"<p>sets {sets}</p>")
+        names = c["flags"] or c["affects"]
+        md = md_constraint_share(c, names[0]) if names else None
+        anchor = _e(str(c.get("url") or "").partition("#")[2])
+        row_id = f' id="{anchor}"' if anchor else ""
         links = "".join(f"{flag_link(version, n)} " for n in c["flags"])
         if c["affects"]:
             arrow = "".join(f"{flag_link(version, n)} " for n in c["affects"])
             links += f'<span class="muted">→</span> {arrow}'
         out.append(
-            f'  <tr class="kind-{kind}">\n'
+            f'  <tr{row_id} class="kind-{kind}">\n'
             f'    <td><span class="badge kind">{kind}</span></td>\n'
-            f'    <td><code class="fn">{_e(c["function"])}</code><br>{cite(c["source"])}</td>\n'
+            f'    <td><code class="fn">{_e(c["function"])}</code><br>'
+            f"{cite(c['source'], md=md, links=md is not None)}</td>\n"
             f"    <td>{''.join(what)}</td>\n"
             f"    <td>{links}</td>\n"
             "  </tr>\n"

@@ -297,6 +297,9 @@ class Constraint(Model):
     writes: dict[str, str]  # dest -> value source, for overrides
     key: str
     source: Citation
+    # its own anchor on its page, the page of the first flag it reads (else affects):
+    # "/v/v0.5.6/flags/--pp-size#c-0123456789ab"
+    url: str
 
 
 class EnumMember(Sparse):
@@ -453,6 +456,14 @@ class PageSection(Model):
     count: int | None  # items in the section, when it counts any
 
 
+class FlagEnvWrite(Model):
+    """An environment variable the code sets where it reads the flag."""
+
+    name: str  # "NCCL_NVLS_ENABLE"
+    url: str | None  # its page at the version (None: the version has none)
+    sites: list[Site]  # the writes, in source order
+
+
 class FlagPage(Flag):
     version: str
     constraints: list[FlagConstraint]
@@ -471,6 +482,7 @@ class FlagPage(Flag):
     sections: list[PageSection]  # "On this page", in page order
     graph: ConstraintGraph  # the flags its constraint sites touch, by kind
     choice_grid: ChoiceGrid | None  # its choices across versions (flags with choices)
+    sets_env: list[FlagEnvWrite]  # environment variables the code sets where it reads it
 
 
 # --- enums, constraints, backends, source --------------------------------------------------

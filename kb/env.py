@@ -21,6 +21,7 @@ from kb.queries import (
     citation,
     did_you_mean,
     ordered_versions,
+    per_stamp,
     sites_in_order,
 )
 from kb.schema import EnvSite, EnvVar, Version, loads
@@ -252,3 +253,35 @@ def env_history(session: Session, name: str) -> list[dict[str, Any]]:
         return [renamed, *({**at, **c} for c in changes if c["field"] != "deprecated_names")]
 
     return history_events(versions, lambda v: rows.get(v.id or -1), changed)
+
+
+def flag_env_writes(session: Session, version: Version, flag: str) -> list[dict[str, Any]]:
+    """The environment variables the code sets where it reads the flag `flag`: write sites
+    whose statement or enclosing conditions read it (`os.environ["NCCL_NVLS_ENABLE"] =
+    str(int(server_args.enable_nccl_nvls))`, or a write under `if server_args.x:`), one
+    entry per variable in source order, with `url` its page (None when the version has no
+    page for it)."""
+
+    def by_option() -> dict[str, list[EnvSite]]:
+        out: dict[str, list[EnvSite]] = {}
+        writes = sites_in_order(session, EnvSite, version, EnvSite.access == "write")
+        for site in writes:
+            for option in dict.fromkeys(loads(site.flags) or []):
+                out.setdefault(option, []).append(site)
+        return out
+
+    sites = per_stamp(("env-writes", version.id), by_option, session).get(flag, [])
+    known = set(per_stamp(("env-names", version.id), lambda: env_names(session, version), session))
+    grouped: dict[str, list[EnvSite]] = {}
+    for site in sites:
+        grouped.setdefault(site.name, []).append(site)
+    return [
+        {
+            "name": name,
+            "url": env_url(version, name) if name in known else None,
+            "sites": [
+                {**citation(version, s.path, s.line, s.end_line), "text": s.text} for s in found
+            ],
+        }
+        for name, found in grouped.items()
+    ]

@@ -8,6 +8,7 @@ into HTML or JSON. Lookups go through indexed columns (version name, (version_id
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -542,18 +543,54 @@ def all_flags(session: Session, version: Version) -> list[Flag]:
 # --- constraints, enums, sites ------------------------------------------------------------
 
 
+def constraint_anchor(site: ConstraintSite) -> str:
+    """The id of a constraint site on its pages ("c-" and 12 hex digits): a hash of what it
+    checks (ingest's line-independent key), its function and its file, so a link to it
+    survives lines moving and lists reordering. Two identical checks in one function of one
+    file share it; `numbered_anchors` tells them apart on a page."""
+    what = site.key or "\x1f".join((site.kind, " ".join(site.condition.split()), site.message))
+    basis = "\x1f".join((what, site.function, site.path))
+    return "c-" + hashlib.sha1(basis.encode()).hexdigest()[:12]
+
+
+def constraint_home(version: Version, flags: list[str], affects: list[str]) -> str:
+    """A constraint site's page: the page of the first flag it reads (else affects), which
+    lists every site linked to that flag; the version's constraints list when it names none."""
+    names = flags or affects
+    if names:
+        return flag_url(version, names[0])
+    return f"/v/{quoted(version.name, '')}/constraints"
+
+
+def numbered_anchors(constraints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`constraints` (dicts, in source order, as one page lists them) with the second and
+    later of identical checks (same anchor) numbered "-2", "-3": ids stay unique on the
+    page, and identical checks are linked to the same flags, so every page listing one
+    lists all and numbers them alike. The dicts are shared: a renumbered one is a copy."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in constraints:
+        url = c["url"]
+        n = seen[url] = seen.get(url, 0) + 1
+        out.append(c if n == 1 else {**c, "url": f"{url}-{n}"})
+    return out
+
+
 def constraint_dict(version: Version, site: ConstraintSite) -> dict[str, Any]:
+    flags = loads(site.flags) or []
+    affects = loads(site.affects) or []
     return {
         "kind": site.kind,
         "function": site.function,
         "condition": site.condition,
         "conditions": loads(site.conditions) or [],
         "message": site.message,
-        "flags": loads(site.flags) or [],
-        "affects": loads(site.affects) or [],
+        "flags": flags,
+        "affects": affects,
         "writes": loads(site.writes) or {},
         "key": site.key,
         "source": citation(version, site.path, site.line, site.end_line),
+        "url": f"{constraint_home(version, flags, affects)}#{constraint_anchor(site)}",
     }
 
 

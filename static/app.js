@@ -76,6 +76,12 @@
       } else {
         text = button.getAttribute("data-copy");
         if (button.hasAttribute("data-absolute")) text = window.location.origin + text;
+        // Markdown to paste elsewhere: its site-relative links made absolute, and "<page>"
+        // (a finding's permalink) is this page's address.
+        if (button.hasAttribute("data-links")) {
+          text = text.split("](/").join("](" + window.location.origin + "/")
+                     .split("](<page>)").join("](" + window.location.href + ")");
+        }
       }
       button.setAttribute("data-copied", text);
       copyText(text, button);
@@ -132,10 +138,48 @@
     }
   });
 
-  window.addEventListener("hashchange", highlightHash);
+  // Folded long lists (templates/_fold.html): their filter boxes work with JavaScript only,
+  // so they are shown here; typing hides the items whose text does not contain the words.
+  function setUpFilters(root) {
+    root.querySelectorAll("details.fold[data-items] > p.list-filter[hidden]").forEach(function (p) {
+      p.hidden = false;
+    });
+  }
+  document.addEventListener("input", function (event) {
+    var box = event.target.closest && event.target.closest("p.list-filter input");
+    if (!box) return;
+    var fold = box.closest("details.fold");
+    var words = box.value.trim().toLowerCase();
+    var items = fold.querySelectorAll(fold.getAttribute("data-items"));
+    var shown = 0;
+    items.forEach(function (item) {
+      var hit = !words || item.textContent.toLowerCase().indexOf(words) !== -1;
+      item.hidden = !hit;
+      if (hit) shown++;
+      if (hit && words && item.tagName === "DETAILS") item.open = true;
+    });
+    fold.querySelector("p.list-filter output").textContent = words ? shown + " of " + items.length + " shown" : "";
+  });
+  setUpFilters(document);
+
+  // A link to a constraint (#c-...) folded in a closed <details>: open the folds around it
+  // and bring it into view.
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) return;
+    var opened = false;
+    for (var el = target.parentElement; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS" && !el.open) { el.open = true; opened = true; }
+    }
+    if (opened) target.scrollIntoView({ block: "start" });
+  }
+  function onHash() { highlightHash(); openTarget(); }
+
+  window.addEventListener("hashchange", onHash);
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", highlightHash);
+    document.addEventListener("DOMContentLoaded", onHash);
   } else {
-    highlightHash();
+    onHash();
   }
 })();

@@ -1,6 +1,6 @@
 """The flag page read in a browser: summary, choices and the constraint groups' headings
 above the fold (two laptop screens), an "On this page" navigation, collapsed code and
-condition paths, the timeline strip, and no sideways scroll on a phone. Runs on the real
+condition paths, the timeline's ranges, and no sideways scroll on a phone. Runs on the real
 knowledge base when FLAGATLAS_REAL_DB is set (the page the issue measured), else on the
 fixture. Screenshots at 1440x900 and 390x844, light and dark, in test-output/browser/."""
 
@@ -87,21 +87,25 @@ def test_on_this_page_links_to_every_section(browser: Any, server: str) -> None:
         assert pg.locator("#history h2").is_visible()
 
 
-def test_timeline_marks_every_version_and_links_there(browser: Any, server: str) -> None:
+def test_timeline_ranges_cover_every_version_and_link_there(browser: Any, server: str) -> None:
     with new_page(browser, server) as pg:
         pg.goto(FLAG)
         versions = pg.locator("#switch-version option").count()
-        marks = pg.locator("svg.tl > a, svg.tl > g")
-        assert marks.count() == versions
-        assert pg.locator("svg.tl .tl-added").count() == 1
-        here = pg.locator("svg.tl .tl-here")
-        assert here.count() == 1 and VERSION in here.locator("title").text_content()
-        # A mark is a link to the flag in that version, named by its <title>.
-        target = pg.locator("svg.tl a.tl-added")
-        title = target.locator("title").text_content() or ""
-        assert "added" in title
-        target.click()
-        pg.wait_for_url(f"**/v/{title.split(':')[0]}/flags/**")
+        assert f"{versions} versions" in pg.locator("#timeline h2").inner_text()
+        ranges = pg.locator("#timeline .tl-list li")
+        counts = ranges.locator("span.muted").all_text_contents()
+        assert sum(int(c.strip("()").split()[0]) for c in counts) == versions
+        # the drawing is a picture of the list (hidden from screen readers), this version marked
+        assert pg.locator("#timeline .tl-lanes").get_attribute("aria-hidden") == "true"
+        assert pg.locator("#timeline .tl-lanes .tl-here").count() >= 2
+        assert pg.locator("#timeline .tl-list li.here").count() == 1
+        # A range links to the flag at its first version.
+        if not pg.locator("#timeline .tl-list").evaluate("d => d.open"):  # many ranges: folded
+            pg.locator("#timeline .tl-list > summary").click()
+        link = ranges.locator("a").first
+        first = link.inner_text()
+        link.click()
+        pg.wait_for_url(f"**/v/{first}/flags/**")
         assert pg.errors == []
 
 
@@ -179,34 +183,34 @@ def strip_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-def test_timeline_one_tab_stop_per_change_and_fingertip_targets(
-    browser: Any, strip_server: str
-) -> None:
+def test_timeline_reads_as_ranges_on_a_phone(browser: Any, strip_server: str) -> None:
+    """100 versions, three changes: four ranges, listed in words (no hovering), drawn
+    across the phone's width with labels at their own size, one tab stop per range."""
     width, height = PHONE
     with new_page(browser, strip_server, height=height, width=width) as pg:
         pg.goto(f"/v/{STRIP[-1]}/flags/--knob")
-        assert pg.locator("svg.tl > a, svg.tl > g").count() == len(STRIP)
-        links = pg.locator("svg.tl a")
-        # added at v1.5, default changed at v1.40, choices at v1.70: three links, not 95
-        assert links.count() == 3
-        titles = links.locator("title").all_text_contents()
-        assert [t.split(":")[0] for t in titles] == ["v1.5", "v1.40", "v1.70"]
-        # Tabbing through the page stops three times in the strip, one after the other.
-        stops = []
-        for _ in range(60):
-            pg.keyboard.press("Tab")
-            stops.append(pg.evaluate("document.activeElement.closest('svg.tl') !== null"))
-            if stops[-3:] == [True, True, False]:
-                break
-        first = stops.index(True)
-        assert stops[first:] == [True, True, True, False]
-        # Each link is wider than a mark: its hit area reaches the plain marks beside it.
-        mark = pg.locator("svg.tl > g").first.bounding_box()["width"]
-        for box in links.evaluate_all("els => els.map(e => e.getBoundingClientRect().width)"):
-            assert box >= 6 * mark
+        items = pg.locator("#timeline .tl-list li")
+        assert items.count() == 4 and pg.locator("#timeline .tl-list").evaluate("d => d.open")
+        words = [" ".join(t.split()) for t in items.all_inner_texts()]
+        assert words[0].startswith("v1.0 – v1.4 (5 versions): absent")
+        assert words[1].startswith("v1.5 – v1.39 (35 versions): default 1") and "added" in words[1]
+        assert words[2].startswith("v1.40 – v1.69 (30 versions): default 2")
+        assert "default 1 → 2" in words[2]
+        assert (
+            words[3].startswith("v1.70 – v1.99 (30 versions): default 2") and "choices" in words[3]
+        )
+        lanes = pg.locator("#timeline .tl-lanes svg.tl-lane")
+        for box in lanes.evaluate_all("els => els.map(e => e.getBoundingClientRect().width)"):
+            assert box >= width * 0.6  # the lanes take the phone's width
+        size = pg.locator("#timeline .tl-axis text").first.evaluate(
+            "e => parseFloat(getComputedStyle(e).fontSize)"
+        )
+        assert size >= 11
+        assert pg.locator("#timeline a").count() == 3  # the absent range has no page
         pg.locator("#timeline").screenshot(path=str(SHOTS / "flag-timeline-phone.png"))
-        links.nth(1).click()
+        items.nth(2).locator("a").click()
         pg.wait_for_url("**/v/v1.40/flags/--knob")
+        assert page_width(pg) <= width
         assert pg.errors == []
 
 

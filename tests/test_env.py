@@ -1016,3 +1016,21 @@ def test_banner_of_a_variable_gone_in_the_newest_links_its_variables(client: Tes
     notice = html[html.index('class="notice old-version"') :].split("</div>")[0]
     # the variables of the newest version, not its flags
     assert 'This page does not exist in <code>v0.5.0</code>: <a href="/v/v0.5.0/env">' in notice
+
+
+def test_a_flag_page_says_which_variables_it_sets(client: TestClient) -> None:
+    """--enable-widget decides SGLANG_WIDGET_COMPILE (its write reads the flag): the flag's
+    page says so, linking the variable's page and the write."""
+    flag = get(client, "/api/v/v0.5.0/flags/--enable-widget")
+    sets = {e["name"]: e for e in flag["sets_env"]}
+    assert "SGLANG_WIDGET_COMPILE" in sets and "SGLANG_WIDGET_LEVEL" not in sets
+    compile_ = sets["SGLANG_WIDGET_COMPILE"]
+    assert compile_["url"] == "/v/v0.5.0/env/SGLANG_WIDGET_COMPILE"
+    assert compile_["sites"][0]["text"].startswith('os.environ["SGLANG_WIDGET_COMPILE"]')
+    html = client.get("/v/v0.5.0/flags/--enable-widget").text
+    assert '<p id="sets-env"' in html and 'href="/v/v0.5.0/env/SGLANG_WIDGET_COMPILE"' in html
+    # a write under a condition on a flag is set by that flag
+    tp = [e["name"] for e in get(client, "/api/v/v0.5.0/flags/--tp-size")["sets_env"]]
+    assert "SGLANG_WIDGET_LEVEL" in tp and "SGLANG_WIDGET_COMPILE" not in tp
+    old = [e["name"] for e in get(client, "/api/v/v0.4.0/flags/--enable-widget")["sets_env"]]
+    assert old == ["NCCL_WIDGET"]

@@ -3,10 +3,10 @@ grouping by effect and value, and the timeline replayed from the history."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from app import fragments
+import pytest
+
 from app.views import flag_parts as parts
 from kb.pyast import and_all
 
@@ -99,25 +99,45 @@ def test_timeline_replays_history_with_links_only_where_the_flag_exists() -> Non
     assert marks[2]["title"] == "v3: choices +b; help text changed"
 
 
-def test_timeline_links_only_change_points_with_hit_areas_that_do_not_overlap() -> None:
+def test_timeline_ranges_break_where_presence_default_or_choices_change() -> None:
     names = [f"v{i}" for i in range(1, 41)]
     history = [
         {"version": "v3", "field": "added", "from": None, "to": "--x"},
         {"version": "v5", "field": "default", "from": 1, "to": 2},
         {"version": "v20", "field": "help", "from": "h", "to": "i"},
+        {"version": "v30", "field": "choices", "from": ["a"], "to": ["a", "b"], "added": ["b"]},
         {"version": "v38", "field": "removed", "from": "--x", "to": None},
     ]
     marks = parts.timeline(names, history, "--x")
-    html = str(fragments.timeline_marks(marks, "v12"))
-    # Three links (added, default, help), not one per version the flag exists in (35).
-    assert re.findall(r'<a href="/v/(v\d+)/', html) == ["v3", "v5", "v20"]
-    assert html.count("<g ") == 37 and 'class="tl-present tl-here"' in html
-    spans = [
-        (float(x) / 8, float(x) / 8 + float(w) / 8)
-        for x, w in re.findall(r'class="hit" x="([-\d.]+)" y="0" width="([\d.]+)"', html)
+    t = parts.timeline_ranges(marks, history, 2, ["a", "b"], "v12")
+    got = [(r["first"], r["last"], r["exists"], r["default"], r["choices"]) for r in t["ranges"]]
+    # a help change starts no range; the values before the first change are its `from`
+    assert got == [
+        ("v1", "v2", False, "1", 1),
+        ("v3", "v4", True, "1", 1),
+        ("v5", "v29", True, "2", 1),
+        ("v30", "v37", True, "2", 2),
+        ("v38", "v40", False, "2", 2),
     ]
-    # v3 reaches v1..v3 (v4 is between it and v5), v5 itself and 4 marks after it.
-    assert spans == [(0, 3), (4, 9), (15, 24)]
+    assert [r["changes"] for r in t["ranges"]][1:4] == [
+        ["added"],
+        ["default 1 → 2"],
+        ["choices +b"],
+    ]
+    assert [r["url"] for r in t["ranges"]][:3] == [None, "/v/v3/flags/--x", "/v/v5/flags/--x"]
+    # shades flip where the default (lane 2) and the choices (lane 3) change
+    assert [(r["shade"], r["cshade"]) for r in t["ranges"]][1:4] == [(0, 0), (1, 0), (1, 1)]
+    assert t["here"] == {"x": 11 * 100 / 40, "w": 100 / 40}
+    assert sum(r["w"] for r in t["ranges"]) == pytest.approx(100)
+    # names of no release series
+    assert t["axis"] == [{"label": "Other", "text": "Other", "x": 0, "w": 100}]
+    series = ["v0.4.1", "v0.4.2", "v0.5.0", "snapshot-2026-01-01"]
+    axis = parts.timeline_ranges(parts.timeline(series, [], "--x"), [], 1, None, "v0.5.0")["axis"]
+    assert [(a["label"], a["text"], a["x"], a["w"]) for a in axis] == [
+        ("v0.4", "v0.4", 0, 50),
+        ("v0.5", "v0.5", 50, 25),
+        ("Snapshots", "2026", 75, 25),
+    ]
 
 
 def test_choice_grid_one_column_per_run_of_equal_lists() -> None:

@@ -21,6 +21,7 @@ from kb.queries import (
     constraint_dict,
     filter_constraints,
     get_version,
+    numbered_anchors,
     per_stamp,
     replaced_by,
 )
@@ -96,7 +97,7 @@ def constraint_list_dict(
         "per_page": per_page,
         "pages": pages,
         "total": len(sites),
-        "constraints": constraint_dicts(session, version, shown),
+        "constraints": numbered_anchors(constraint_dicts(session, version, shown)),
         "replacements": {old: [f.name for f in new] for old, new in replacing.items()},
         "facets": [
             facet("kind", (s.kind for s in sites), params),

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
-from app.fragments import show_value
+from app.fragments import series, show_value
 from kb.pyast import and_term
 from kb.queries import quoted
 
@@ -299,6 +300,75 @@ def timeline(
         url = f"/v/{quoted(version, '')}/flags/{quoted(name, '')}" if exists else None
         marks.append({"version": version, "url": url, "state": state, "title": title})
     return marks
+
+
+# The changes that start a new range of the timeline (a help text change does not).
+RANGE_FIELDS = ("added", "removed", "renamed", "split", "deprecated", "default", "choices")
+
+
+def timeline_ranges(
+    marks: list[dict[str, Any]],
+    history: list[dict[str, Any]],
+    default: Any,
+    choices: Any,
+    current: str,
+) -> dict[str, Any]:
+    """The timeline as ranges of versions (`marks`, oldest first) over which the flag's
+    presence, default and choices stay the same, each with the changes that start it; and
+    the release series for the axis. Positions are percentages of the whole (`x`, `w`), so
+    the drawing takes any width and its labels keep their size. `default` and `choices` are
+    the page's: the values before the first change are that change's `from`. `shade` and
+    `cshade` flip where the default and the choices change (the lanes' alternate shades);
+    `here` is the `current` version's position."""
+    n = len(marks) or 1
+    by_version: dict[str, list[dict[str, Any]]] = {}
+    for change in history:
+        by_version.setdefault(change["version"], []).append(change)
+
+    def before(field: str, now: Any) -> Any:
+        first = next((c for c in history if c["field"] == field), None)
+        return first["from"] if first is not None else now
+
+    value, listed = before("default", default), before("choices", choices)
+    ranges: list[dict[str, Any]] = []
+    for i, m in enumerate(marks):
+        changes = [c for c in by_version.get(m["version"], ()) if c["field"] in RANGE_FIELDS]
+        for c in changes:
+            if c["field"] == "default":
+                value = c["to"]
+            elif c["field"] == "choices":
+                listed = c["to"]
+        exists = m["state"] not in ("absent", "removed")
+        if ranges and not changes and ranges[-1]["exists"] == exists:
+            ranges[-1].update(last=m["version"], count=ranges[-1]["count"] + 1)
+            ranges[-1]["w"] = ranges[-1]["count"] * 100 / n
+            continue
+        ranges.append(
+            {
+                "first": m["version"], "last": m["version"], "count": 1, "url": m["url"],
+                "exists": exists, "default": show_value(value),
+                "choices": None if listed is None else len(listed),
+                "changes": [_change_words(c) for c in changes], "x": i * 100 / n, "w": 100 / n,
+            }
+        )  # fmt: skip
+    shade = cshade = 0
+    for before_, r in zip([None, *ranges], ranges, strict=False):
+        if before_ is not None and r["default"] != before_["default"]:
+            shade ^= 1
+        if before_ is not None and r["choices"] != before_["choices"]:
+            cshade ^= 1
+        r["shade"], r["cshade"] = shade, cshade
+    here = next((i for i, m in enumerate(marks) if m["version"] == current), None)
+    axis, start = [], 0
+    for label, names in series([m["version"] for m in marks]):
+        text = label
+        if label == "Snapshots":  # short enough for a phone: the years they were taken
+            years = sorted({y for name in names for y in re.findall(r"\b(20\d\d)\b", name)})
+            text = (years[0] if len(years) == 1 else f"{years[0]}–{years[-1]}") if years else "snap"
+        axis.append({"label": label, "text": text, "x": start * 100 / n, "w": len(names) * 100 / n})
+        start += len(names)
+    at = None if here is None else {"x": here * 100 / n, "w": 100 / n}
+    return {"ranges": ranges, "axis": axis, "here": at, "versions": len(marks)}
 
 
 def sections(data: dict[str, Any]) -> list[dict[str, Any]]:

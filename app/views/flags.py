@@ -25,6 +25,7 @@ from app.views.common import errors, page_context, replacement_links, suggestion
 from app.views.listing import csv_text, facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
+from kb.env import flag_env_writes
 from kb.explain.load import load_options
 from kb.flagsites import version_sites
 from kb.queries import (
@@ -42,6 +43,7 @@ from kb.queries import (
     flag_url,
     get_flag_row,
     get_version,
+    numbered_anchors,
     per_stamp,
     read_version,
     session_stamp,
@@ -211,7 +213,7 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     names = dest_names(session, version)
     data["constraints"] = [
         _flag_constraint({**c}, flag.dest, names, version.id)
-        for c in shared.constraint_dicts(flag.name)
+        for c in numbered_anchors(shared.constraint_dicts(flag.name))
     ]
     data["usages"] = shared.usage_dicts(flag.dest)
     data["choice_counts"] = {value: len(found) for value, found in sites.items()}
@@ -243,6 +245,7 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["timeline"] = parts.timeline(version_names(session)[::-1], data["history"], flag.name)
     data["choice_grid"] = parts.choice_grid(data["history"], data["choices"], data["timeline"])
     data["graph"] = parts.constraint_graph(data["constraints"], flag.name, data["related"])
+    data["sets_env"] = flag_env_writes(session, version, flag.name)
     data["sections"] = parts.sections(data)
     return data
 
@@ -344,6 +347,9 @@ def flag_page(request: Request, session: SessionDep, version: str, flag: str) ->
         "cards": constraint_cards(session, found, data["constraints"], data["name"]),
         "replacement": replacement_links(session, found, new) if new else None,
         "deprecation_note": deprecation_note(data["deprecated_message"], new),
+        "ranges": parts.timeline_ranges(
+            data["timeline"], data["history"], data["default"], data["choices"], found.name
+        ),
         "indirect_by_file": [
             (path, list(group))
             for path, group in groupby(data["indirect_usages"], key=itemgetter("path"))
@@ -388,7 +394,8 @@ def constraint_cards(
             lines = excerpt(session, version, src["path"], src["line"], src["end_line"])
             body = fragments.constraint_card_body(c, lines, version)
             _card_bodies.put(key, body, stamp)
-        cards.append(Markup(body + fragments.constraint_card_tail(c, flag)))
+        card = body + fragments.constraint_card_tail(c, flag)
+        cards.append(Markup(fragments.with_anchor(card, c)))
     return cards
 
 
