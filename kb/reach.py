@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
@@ -62,6 +63,18 @@ def indirect_site_dict(version: Version, row: IndirectUsage) -> dict[str, Any]:
         "via": chain_names(chain),
         "steps": chain_steps(chain),
     }
+
+
+def one_per_line(rows: Iterable[Any]) -> list[Any]:
+    """Rows (IndirectUsage's columns) in source order, one per (path, line): the one with the
+    shortest chain, the first of equals (rows at one line differ by entry point only)."""
+    best: dict[tuple[str, int], Any] = {}
+    for row in rows:
+        key = (row.path, row.line)
+        old = best.get(key)
+        if old is None or len(loads(row.via) or []) < len(loads(old.via) or []):
+            best[key] = row
+    return list(best.values())
 
 
 def indirect_usages(session: Session, version: Version, dest: str) -> list[Any]:

@@ -87,3 +87,16 @@ def test_entry_of_a_stored_chain() -> None:
     # a model file's own carrier: no shared code
     assert chain_entry([{"name": "Glm4MoeModel._use_x()", "model": True}]) == ("", False)
     assert chain_entry([]) == ("", False)
+
+
+def test_the_reads_past_the_first_hop_cite_a_line_once(client: TestClient) -> None:
+    """gamma's `self.language_model = AlphaForCausalLM(...)` reaches the flag through both
+    entry points: its model lists both, the flag's uses past the first read cite the line
+    once, through the shortest chain."""
+    page = flag_page(client)
+    lines = [(u["path"], u["line"]) for u in page["indirect_usages"]]
+    assert len(lines) == len(set(lines))
+    gamma = [u for u in page["indirect_usages"] if u["path"].endswith("/gamma.py")]
+    entries = {m["name"]: m["entries"] for m in page["models"]}["gamma"]
+    assert len(gamma) == 1 and len(entries) == 2
+    assert gamma[0]["via"] == min((e["via"] for e in entries), key=len)
