@@ -4,6 +4,8 @@ holds, reaches the flag's reads (synthetic repo: tests/entry_fixtures.py)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,3 +102,36 @@ def test_the_reads_past_the_first_hop_cite_a_line_once(client: TestClient) -> No
     entries = {m["name"]: m["entries"] for m in page["models"]}["gamma"]
     assert len(gamma) == 1 and len(entries) == 2
     assert gamma[0]["via"] == min((e["via"] for e in entries), key=len)
+
+
+# Read by hand in SGLang's source at snapshot-2026-02-01: the model files whose forward runs
+# model_forward_maybe_tbo. deepseek_v2, glm4_moe, minimax_m2 and qwen2_moe call it in their
+# model's forward; glm4_moe_lite, mistral_large_3(_eagle) and qwen3_moe derive from such a
+# model (MistralLarge3Model's forward calls super().forward()); the others hold one
+# (`self.language_model = DeepseekV2ForCausalLM(...)`). deepseek_nextn, bailing_moe_nextn
+# and the rest build decoder layers only: LayerScatterModes reads the flag there.
+TBO_FORWARD = [
+    "deepseek_ocr", "deepseek_v2", "deepseek_vl2", "dots_vlm", "glm4_moe", "glm4_moe_lite",
+    "glm4v_moe", "interns1", "internvl", "kimi_k25", "kimi_vl", "minimax_m2", "mistral_large_3",
+    "mistral_large_3_eagle", "pixtral", "qwen2_moe", "qwen3_moe",
+]  # fmt: skip
+TBO_SHARED_ONLY = [
+    "bailing_moe", "bailing_moe_nextn", "deepseek_nextn", "llada2", "llama4", "mimo_v2_flash",
+    "mllama4", "step3_vl",
+]  # fmt: skip
+REAL_DB = Path(os.environ.get("FLAGATLAS_REAL_DB", ""))
+
+
+@pytest.mark.skipif(not REAL_DB.is_file(), reason="FLAGATLAS_REAL_DB names no knowledge base")
+def test_real_tbo_groups_separate_the_models_running_the_overlap_forward() -> None:
+    client = TestClient(create_app(f"sqlite:///{REAL_DB}"))
+    page = client.get("/api/v/snapshot-2026-02-01/flags/--enable-two-batch-overlap").json()
+    groups = {g["entry"]: g["models"] for g in page["model_groups"]}
+    assert page["model_groups"][0]["entry"] == "model_forward_maybe_tbo"
+    assert groups["model_forward_maybe_tbo"] == TBO_FORWARD
+    assert sorted(m["name"] for m in page["models"]) == sorted(TBO_FORWARD + TBO_SHARED_ONLY)
+    assert set(TBO_SHARED_ONLY) <= set(groups["LayerScatterModes"])
+    # glm4_moe calls it itself: cited there first, the shared layer helper second
+    glm4 = {m["name"]: m for m in page["models"]}["glm4_moe"]
+    assert [e["entry"] for e in glm4["entries"]] == ["model_forward_maybe_tbo", "LayerScatterModes"]
+    assert glm4["via"][-1] == "model_forward_maybe_tbo" and glm4["site"]["line"] == 972
