@@ -338,12 +338,24 @@ class DefByRead(str):
     __slots__ = ()
 
 
+class ModelStep(str):
+    """A step in a model file's code: a model class deriving from or holding the one before
+    (`DeepseekV2Model`, `self.model = Glm4MoeModel(…)`: ingest/model_classes.py), or a
+    function or method of a model file carrying the value on. Stored as {"name", "model":
+    true}, so that a reader finds the shared code a model reaches the flag through: the last
+    step before them (kb.schema.chain_entry)."""
+
+    __slots__ = ()
+
+
 def stored_chain(chain: list[str] | tuple[str, ...]) -> list[Any]:
     """A chain as stored: each step its name, a DefByName one {"name", "by_name": true}, a
-    DefByRead one {"name", "by_name": false}."""
+    DefByRead one {"name", "by_name": false}, a ModelStep {"name", "model": true}."""
     return [
         {"name": str(s), "by_name": isinstance(s, DefByName)}
         if isinstance(s, (DefByName, DefByRead))
+        else {"name": str(s), "model": True}
+        if isinstance(s, ModelStep)
         else s
         for s in chain
     ]

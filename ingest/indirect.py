@@ -49,6 +49,7 @@ from ingest.carriers import (
     Cond,
     DefByName,
     DefByRead,
+    ModelStep,
     Use,
     UsePattern,
     block_text,
@@ -65,10 +66,18 @@ from ingest.carriers import (
     target_key,
     topic,
 )
-from ingest.model_classes import Args, Guard, ModelClasses, Sites, Target
+from ingest.model_classes import MODELS_DIR, Args, Guard, ModelClasses, Sites, Target
 from ingest.pyfile import Def, PyFile
 
 # --- per version ---------------------------------------------------------------------------
+
+
+def in_code_of(path: str, steps: Sequence[str]) -> tuple[str, ...]:
+    """Chain steps defined in the file at `path`: a model file's are ModelSteps (the
+    shared code a model reaches a flag through comes before them)."""
+    if path.startswith(MODELS_DIR):
+        return tuple(ModelStep(s) for s in steps)
+    return tuple(steps)
 
 
 @lru_cache(maxsize=65536)
@@ -245,7 +254,7 @@ class Resolver:
                             raw["member"],
                             raw["kind"],
                             dests,
-                            tuple(raw["chain"]),
+                            in_code_of(path, raw["chain"]),
                             path,
                             raw["line"],
                             cond=stored_cond(raw),
@@ -374,7 +383,7 @@ class Resolver:
                 # none), for a class holding its class to check with its arguments
                 alt = None if not c.cond or c.path == path else (use.carrier, c.cond)
                 for dest in c.dests if reaches else ():
-                    skey = (dest, path, use.line)
+                    skey = (dest, path, use.line, "")
                     old = sites.get(skey)
                     before = [] if old is None else old.get("conds", [])
                     alts = None if alt is None or before is None else [*before, alt]
@@ -390,7 +399,7 @@ class Resolver:
                 if use.accessor is not None and (use.returned or c.kind != "named"):
                     name, acc_member = use.accessor
                     kind = "property" if use.prop else "function"
-                    chain = (*c.chain, display(name, acc_member, kind))
+                    chain = (*c.chain, *in_code_of(path, [display(name, acc_member, kind)]))
                     if hops(chain) > MAX_CHAIN or (use.passes_on and not c.cond):
                         continue
                     passed = passed_cond(_pyfile(sha, read_text), use, c.cond) if c.cond else ()

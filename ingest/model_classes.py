@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, NamedTuple, Protocol
 
+from ingest.carriers import ModelStep
 from ingest.pyfile import MAX_ACCESSOR_LINES, significant
 from kb.pyast import PARSE_FAILURES, gc_paused
 
@@ -45,8 +46,10 @@ TOP_LINE_RE = re.compile(r"\n(?=[^ \t\n#)\]}])")
 TOP_DEF_RE = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 
 Target = tuple[str, str]  # (module, name)
-# (dest, path, line) -> a use site: {"dest", "path", "line", "text", "via", "rank", "conds"}
-Sites = dict[tuple[str, str, int], dict[str, Any]]
+# (dest, path, line, entry) -> a use site: {"dest", "path", "line", "text", "via", "rank",
+# "conds"}; entry: "" for the resolver's sites (one per line), the entry point of a model
+# class's site (one per entry point the class reaches the flag through: `entry_of`)
+Sites = dict[tuple[str, str, int, str], dict[str, Any]]
 
 
 class Arg(NamedTuple):
@@ -79,14 +82,23 @@ class Relation(NamedTuple):
 
 
 class Way(NamedTuple):
-    """The shortest chain reaching a method of a class, with the steps into other model
-    files it took (MAX_CLASS_HOPS at most)."""
+    """The shortest chain reaching a method of a class through one entry point, with the
+    steps into other model files it took (MAX_CLASS_HOPS at most)."""
 
     chain: list[str]
     hops: int
 
 
-Chains = dict[str, Way]  # method -> the way through it
+# (method, entry point) -> the way through it: a class keeps a way per entry point, so that
+# a model holding DeepseekV2ForCausalLM is cited through model_forward_maybe_tbo (its
+# forward) and through LayerScatterModes (the layers its `__init__` builds) alike
+Chains = dict[tuple[str, str], Way]
+
+
+def entry_of(chain: list[str]) -> str:
+    """The entry point of a chain: its last step in shared code (a function, a class's
+    method: not a ModelStep), "" for none (a model file's own carrier)."""
+    return next((str(s) for s in reversed(chain) if not isinstance(s, ModelStep)), "")
 
 
 class Guard(NamedTuple):
@@ -745,27 +757,33 @@ def runs(method: str, called: frozenset[str]) -> bool:
     return "load_weights" not in method or method in called or "load_weights" in called
 
 
-def ways_passed_on(rel: Relation, held: Chains, local: bool) -> list[tuple[str, Way]]:
-    """The (method, way) a relation passes on from the class it relates to: a subclass keeps
-    the methods it does not replace, each with its own way; a holder holds the instance in
-    `rel.via` (`__init__`, or "__init__ m" through a factory method m it calls: a subclass
-    may replace either), reached through the shortest way of the methods it runs on it. A
-    step into another file takes ways of fewer than MAX_CLASS_HOPS such steps."""
-    usable = [(m, way) for m, way in held.items() if local or way.hops < MAX_CLASS_HOPS]
+def ways_passed_on(rel: Relation, held: Chains, local: bool) -> list[tuple[tuple[str, str], Way]]:
+    """The ((method, entry), way) a relation passes on from the class it relates to: a
+    subclass keeps the methods it does not replace, each with its own ways; a holder holds
+    the instance in `rel.via` (`__init__`, or "__init__ m" through a factory method m it
+    calls: a subclass may replace either), reached through the shortest way of the methods
+    it runs on it, per entry point. A step into another file takes ways of fewer than
+    MAX_CLASS_HOPS such steps."""
+    usable = [(k, way) for k, way in held.items() if local or way.hops < MAX_CLASS_HOPS]
     if rel.kind == "inherit":  # ("__init__ m": held by `__init__` through factory method m)
-        return [(m, way) for m, way in usable if rel.methods.isdisjoint(m.split())]
-    run = [way for m, way in usable if runs(m, rel.methods)]
-    return [(rel.via, min(run, key=lambda way: len(way.chain)))] if run else []
+        return [(k, way) for k, way in usable if rel.methods.isdisjoint(k[0].split())]
+    shortest: dict[str, Way] = {}
+    for (method, entry), way in usable:
+        if runs(method, rel.methods):
+            if entry not in shortest or len(way.chain) < len(shortest[entry].chain):
+                shortest[entry] = way
+    return [((rel.via, entry), way) for entry, way in shortest.items()]
 
 
 @dataclass
 class ReachedClass:
     """A model class reached by flags: where it is and, per dest, per method holding the
-    dest's uses, the shortest way through that method. A class reached from it cites the
-    way of a method that runs there: a subclass replacing a method without `super()` drops
-    that method's way (all of them: the dest), a holder cites a method it runs (`runs`), so a
-    model holding DeepseekV2ForCausalLM without calling its weight loader is cited through
-    the MoE layer its `__init__` builds, not through the loader's read."""
+    dest's uses and entry point, the shortest way through that method. A class reached
+    from it cites the ways of the methods that run there: a subclass replacing a method
+    without `super()` drops that method's ways (all of them: the dest), a holder cites
+    methods it runs (`runs`), so a model holding DeepseekV2ForCausalLM without calling its
+    weight loader is cited through the MoE layer its `__init__` builds, not through the
+    loader's read."""
 
     path: str
     ways: dict[str, Chains] = field(default_factory=dict)
@@ -853,9 +871,10 @@ class ModelClasses:
                     key = (graph.module(site["path"]), cls)
                     user = users.setdefault(key, ReachedClass(site["path"]))
                     held = user.ways.setdefault(site["dest"], {})
-                    old = held.get(method)
+                    through = (method, entry_of(site["via"]))
+                    old = held.get(through)
                     if old is None or len(old.chain) > len(site["via"]):
-                        held[method] = Way(site["via"], 0)
+                        held[through] = Way(site["via"], 0)
                     if method == "__init__":
                         user.guard(site["dest"], site["line"], site.get("conds"))
         # Breadth first, so the shortest chain wins. A class is followed again for a dest
@@ -880,7 +899,8 @@ class ModelClasses:
                             # (a holder building it with arguments that make every way to
                             # its `__init__`'s uses false: not through `__init__`)
                             guards = user.guards.get(dest)
-                            if rel.kind == "hold" and guards and "__init__" in held:
+                            at_init = any(m == "__init__" for m, _entry in held)
+                            if rel.kind == "hold" and guards and at_init:
                                 sha = files[user.path]
                                 rkey = (sha, tuple(guards), rel.args)
                                 if rkey not in self.reached:
@@ -888,34 +908,45 @@ class ModelClasses:
                                         sha, rkey[1], rel.args, read_text
                                     )
                                 if not self.reached[rkey]:
-                                    held = {m: w for m, w in held.items() if m != "__init__"}
+                                    held = {k: w for k, w in held.items() if k[0] != "__init__"}
                             passed = ways_passed_on(rel, held, local)
                             if not passed:
                                 continue
+                            link = ModelStep(rel.link)
                             ways = {
-                                m: Way([*w.chain, rel.link], w.hops + (not local))
-                                for m, w in passed
+                                k: Way([*w.chain, link], w.hops + (not local)) for k, w in passed
                             }
-                            # cited even where the class reads the flag another way too,
-                            # through the shortest chain of a method that runs there
-                            if not local and (dest, path, rel.line) not in sites:
-                                chain = min((w.chain for w in ways.values()), key=len)
-                                sites[(dest, path, rel.line)] = {
-                                    "dest": dest, "path": path, "line": rel.line,
-                                    "text": rel.text, "via": chain, "rank": (1, len(chain)),
-                                }  # fmt: skip
+                            if not local:
+                                self._cite(sites, dest, path, rel, ways)
                             reached = users.setdefault(key, ReachedClass(path))
                             there = reached.ways.setdefault(dest, {})
-                            for method, way in ways.items():
+                            for through, way in ways.items():
                                 # reached without conditions: followed again if it was
                                 # with them
-                                if method.split()[0] == "__init__" and reached.guards.get(dest):
+                                init = through[0].split()[0] == "__init__"
+                                if init and reached.guards.get(dest):
                                     reached.guards[dest] = None
                                     new[key].add(dest)
-                                if method not in there:
-                                    there[method] = way
+                                if through not in there:
+                                    there[through] = way
                                     new[key].add(dest)
             todo = new
+
+    @staticmethod
+    def _cite(sites: Sites, dest: str, path: str, rel: Relation, ways: Chains) -> None:
+        """A site on the relation's line per entry point its ways reach: cited even where
+        the class reads the flag another way too, through the shortest chain of a method
+        that runs there; not where the resolver cites that line through the same entry."""
+        own = sites.get((dest, path, rel.line, ""))
+        for entry in dict.fromkeys(e for _m, e in ways):
+            key = (dest, path, rel.line, entry)
+            if key in sites or (own is not None and entry_of(own["via"]) == entry):
+                continue
+            chain = min((w.chain for (_m, e), w in ways.items() if e == entry), key=len)
+            sites[key] = {
+                "dest": dest, "path": path, "line": rel.line,
+                "text": rel.text, "via": chain, "rank": (1, len(chain)),
+            }  # fmt: skip
 
     def _class_refs(self, module: str, cls: str) -> list[tuple[str, str]]:
         """(path, how the file names the class) of the files importing it: its alias, or

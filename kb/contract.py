@@ -475,6 +475,9 @@ class FlagPage(Flag):
     related: list[RelatedFlag]  # other flags named by its constraint sites
     indirect_usages: list[IndirectSite]  # reads past the first hop, apart from `usages`
     models: list[FlagModel]  # model files that read it, directly or through a chain
+    # the models by entry point: named for the feature first, then read directly, then the
+    # most used
+    model_groups: list[ModelGroup]
     choice_rows: list[ChoiceRow]  # the choices with their enum members and site counts
     constraint_groups: list[ConstraintGroup]  # requires, overrides, warns; then by value
     usage_areas: list[UsageArea]  # reads grouped by directory, then file
@@ -611,8 +614,24 @@ class Compare(Model):
 # --- models, the extraction report ------------------------------------------------------------
 
 
+class ModelEntry(Model):
+    """One way a model file reaches a flag: its own read (`direct`, `entry` ""), or the
+    shared code (a function, a class) whose use in the file's code, or in a model class it
+    derives from or holds, reaches the flag's reads (`model_forward_maybe_tbo`,
+    `LayerScatterModes`), cited through the shortest chain. `by_name`: the entry point is
+    named for the feature (ChainStep)."""
+
+    entry: str
+    by_name: bool
+    direct: bool
+    via: list[str]
+    steps: list[ChainStep]
+    site: Citation
+
+
 class FlagModel(Model):
-    """A model file that reads the flag: directly (`via` empty) or through a chain."""
+    """A model file that reads the flag: directly (`via` empty) or through a chain; `via`,
+    `steps`, `direct` and `site` are its first entry's."""
 
     name: str
     path: str
@@ -621,6 +640,19 @@ class FlagModel(Model):
     steps: list[ChainStep]  # `via` with each step's kind (ChainStep)
     direct: bool
     site: Citation
+    # every entry point it reaches the flag through: its own read first, then those named
+    # for the feature, then the shortest chains
+    entries: list[ModelEntry]
+
+
+class ModelGroup(Model):
+    """The models reaching a flag through one entry point (ModelEntry): a model is in one
+    group per entry point. `models`: their names, as FlagModel's."""
+
+    entry: str
+    by_name: bool
+    direct: bool
+    models: list[str]
 
 
 class ModelListItem(Model):

@@ -34,7 +34,7 @@ from kb.queries import (
     session_stamp,
     usage_site_dict,
 )
-from kb.reach import indirect_site_dict
+from kb.reach import indirect_site_dict, one_per_line
 from kb.schema import ChoiceSite, ConstraintFlag, Flag, IndirectUsage, UsageSite, Version
 
 
@@ -101,9 +101,15 @@ class VersionSites:
         )
 
     def indirect_dicts(self, dest: str) -> list[dict[str, Any]]:
+        """The uses past the first read, one per line: a model class's line reaching the
+        flag through several entry points (kb.reach.flag_models shows each) is cited
+        through its shortest chain."""
         return self.shaped(  # type: ignore[no-any-return]
             ("indirect", dest),
-            lambda: [indirect_site_dict(self.version, r) for r in self.indirect.get(dest, ())],
+            lambda: [
+                indirect_site_dict(self.version, r)
+                for r in one_per_line(self.indirect.get(dest, ()))
+            ],
         )
 
     def choice_dicts(self, flag: str, values: Sequence[str]) -> dict[str, list[dict[str, Any]]]:

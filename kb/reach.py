@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
@@ -42,6 +43,7 @@ from kb.schema import (
     ModelFile,
     UsageSite,
     Version,
+    chain_entry,
     chain_names,
     chain_steps,
     loads,
@@ -61,6 +63,18 @@ def indirect_site_dict(version: Version, row: IndirectUsage) -> dict[str, Any]:
         "via": chain_names(chain),
         "steps": chain_steps(chain),
     }
+
+
+def one_per_line(rows: Iterable[Any]) -> list[Any]:
+    """Rows (IndirectUsage's columns) in source order, one per (path, line): the one with the
+    shortest chain, the first of equals (rows at one line differ by entry point only)."""
+    best: dict[tuple[str, int], Any] = {}
+    for row in rows:
+        key = (row.path, row.line)
+        old = best.get(key)
+        if old is None or len(loads(row.via) or []) < len(loads(old.via) or []):
+            best[key] = row
+    return list(best.values())
 
 
 def indirect_usages(session: Session, version: Version, dest: str) -> list[Any]:
@@ -103,11 +117,14 @@ def flag_models(
     direct: list[Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Model files that read the flag, directly or through a chain: one entry per model,
-    a direct read first, else the shortest chain. `indirect`: the flag's
-    `indirect_usages`, `direct`: its reads under MODELS_DIR in source order, when the
-    caller has them."""
+    with its `entries`: each entry point it reaches the flag through (its own read, "";
+    else the shared code its chain's model class steps start from: kb.schema.chain_entry),
+    cited through the shortest chain, its own read first, then entry points named for the
+    feature, then the shortest chains. The model's `via`, `steps`, `direct` and `site` are
+    its first entry's. `indirect`: the flag's `indirect_usages`, `direct`: its reads under
+    MODELS_DIR in source order, when the caller has them."""
     models = _model_names(session, version)
-    best: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)  # path -> entry ->
     if direct is None:
         # The first read in the file is the one cited (without an order, SQLite's plan
         # picked one: the read whose fact was stored first).
@@ -122,11 +139,13 @@ def flag_models(
             )
         )
     for u in direct:
-        if u.path in models and u.path not in best:
-            best[u.path] = {
+        if u.path in models and "" not in found[u.path]:
+            found[u.path][""] = {
+                "entry": "",
+                "by_name": False,
+                "direct": True,
                 "via": [],
                 "steps": [],
-                "direct": True,
                 "site": citation(version, u.path, u.line),
             }
     if indirect is None:
@@ -134,24 +153,56 @@ def flag_models(
     for row in indirect:
         if row.path not in models:
             continue
-        chain = loads(row.via)
-        old = best.get(row.path)
-        if old is None or (not old["direct"] and len(old["via"]) > len(chain or [])):
-            best[row.path] = {
+        chain = loads(row.via) or []
+        entry, by_name = chain_entry(chain)
+        old = found[row.path].get(entry)
+        if old is None or len(old["via"]) > len(chain):
+            found[row.path][entry] = {
+                "entry": entry,
+                "by_name": by_name,
+                "direct": False,
                 "via": chain_names(chain),
                 "steps": chain_steps(chain),
-                "direct": False,
                 "site": citation(version, row.path, row.line),
             }
-    return [
-        {
-            "name": models[path],
-            "path": path,
-            "url": model_url(version, models[path]),
-            **found,
-        }
-        for path, found in sorted(best.items())
-    ]
+    out = []
+    for path, by_entry in sorted(found.items()):
+        # (a stable sort: among equals, the first found, in source order)
+        entries = sorted(
+            by_entry.values(), key=lambda e: (not e["direct"], not e["by_name"], len(e["via"]))
+        )
+        first = entries[0]
+        out.append(
+            {
+                "name": models[path],
+                "path": path,
+                "url": model_url(version, models[path]),
+                **{k: first[k] for k in ("via", "steps", "direct", "site")},
+                "entries": entries,
+            }
+        )
+    return out
+
+
+def model_groups(models: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`flag_models`' models by entry point (a model is in one group per entry point it
+    reaches the flag through): entry points named for the feature first (its own code path:
+    `model_forward_maybe_tbo`), then the models' own reads, then the others, the most used
+    first."""
+    groups: dict[str, dict[str, Any]] = {}
+    for m in models:
+        for e in m["entries"]:
+            group = groups.setdefault(
+                e["entry"],
+                {"entry": e["entry"], "by_name": False, "direct": e["direct"], "models": []},
+            )
+            group["by_name"] = group["by_name"] or e["by_name"]
+            if m["name"] not in group["models"]:
+                group["models"].append(m["name"])
+    return sorted(
+        groups.values(),
+        key=lambda g: (not g["by_name"], not g["direct"], -len(g["models"]), g["entry"]),
+    )
 
 
 def _option_of(session: Session, version: Version) -> dict[str, str]:

@@ -43,7 +43,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 48
+EXTRACTOR_VERSION = 49
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
@@ -287,7 +287,9 @@ class IndirectUsage(SQLModel, table=True):
     text: str
     # JSON chain, first link first: ["IS_TBO_ENABLED", "is_tbo_enabled()", {"name":
     # "model_forward_maybe_tbo", "by_name": true}] (chain_steps); a definition named for the
-    # feature that reads the carrier itself is {"name", "by_name": false}
+    # feature that reads the carrier itself is {"name", "by_name": false}; a step in a
+    # model file's code (a model class deriving from or holding the one before, a function
+    # of the file) is {"name", "model": true} (chain_entry)
     via: str = "[]"
 
     __table_args__ = (Index("ix_indirect_version_dest", "version_id", "dest"),)
@@ -487,6 +489,23 @@ def chain_steps(via: list[Any] | None) -> list[dict[str, Any]]:
         else {"name": s, "by_name": False}
         for s in via or []
     ]
+
+
+def chain_entry(via: list[Any] | None) -> tuple[str, bool]:
+    """The entry point of a stored chain and whether it is named for the feature: its last
+    step in shared code (not stored {"name", "model": true}: a step in a model file's code),
+    through which a model file reaches the flag; a class's method
+    (`LayerScatterModes.init_new()`) gives the class. ("", False) when every step is in a
+    model file's code (it reads the flag itself)."""
+    steps = [s for s in via or [] if not (isinstance(s, dict) and s.get("model"))]
+    if not steps:
+        return "", False
+    last = steps[-1]
+    name = (last["name"] if isinstance(last, dict) else last).removesuffix("()")
+    owner, dot, _member = name.partition(".")
+    if dot and owner[:1].isupper() and owner.isidentifier():
+        name = owner
+    return name, isinstance(last, dict) and bool(last.get("by_name"))
 
 
 def chain_names(via: list[Any] | None) -> list[str]:

@@ -480,9 +480,11 @@ def _collect_carriers(
 def _carrier_steps(via_j: str | None) -> tuple[str, ...]:
     """The steps of a chain (its `via` JSON) that are carriers."""
     # (a step stored as a dict is a definition named for the feature, reached by its
-    # name or by its own read: TboForwardBatchPreparer is one, a model class step not)
+    # name or by its own read: TboForwardBatchPreparer is one, a model class step not; or a
+    # step in a model file's code {"name", "model": true}, told apart as a bare step is)
     steps = dict.fromkeys(
-        (s["name"], True) if isinstance(s, dict) else (s, False) for s in loads(via_j) or []
+        (s["name"], not s.get("model")) if isinstance(s, dict) else (s, False)
+        for s in loads(via_j) or []
     )
     return tuple(step for step, named in steps if named or _CARRIER.match(step))
 

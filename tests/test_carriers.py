@@ -208,8 +208,13 @@ def _resolve(files: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def _at(found: list[dict[str, Any]], path: str, text: str) -> dict[str, list[str]]:
-    """dest -> chain of the sites on the line holding `text`."""
-    return {s["dest"]: s["via"] for s in found if s["path"].endswith(path) and text in s["text"]}
+    """dest -> chain of the sites on the line holding `text` (a step in a model file's code,
+    stored {"name", "model": true}, by its name: tests/test_model_entries.py reads them)."""
+    return {
+        s["dest"]: [v["name"] if isinstance(v, dict) and v.get("model") else v for v in s["via"]]
+        for s in found
+        if s["path"].endswith(path) and text in s["text"]
+    }
 
 
 def test_a_guard_on_a_local_holding_a_carrier_decides_the_return() -> None:

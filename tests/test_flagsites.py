@@ -24,7 +24,13 @@ from kb.queries import (
     ordered_versions,
     usage_site_dict,
 )
-from kb.reach import MODELS_DIR, flag_models, indirect_site_dict, indirect_usages
+from kb.reach import (
+    MODELS_DIR,
+    flag_models,
+    indirect_site_dict,
+    indirect_usages,
+    one_per_line,
+)
 from kb.schema import Flag, ModelFile, UsageSite, make_engine
 from tests.conftest import ingest_into
 from tests.dashboard_kb import build_kb
@@ -61,7 +67,7 @@ def compare_all(url: str, seen: dict[str, int]) -> None:
                 assert shared.usage_dicts(flag.dest) == usages
                 indirect = [
                     indirect_site_dict(version, u)
-                    for u in indirect_usages(session, version, flag.dest)
+                    for u in one_per_line(indirect_usages(session, version, flag.dest))
                 ]
                 assert shared.indirect_dicts(flag.dest) == indirect
                 constraints = [

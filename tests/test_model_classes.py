@@ -283,15 +283,16 @@ def test_the_walk_cites_a_holder_that_runs_the_method_holding_the_use() -> None:
     graph = _Graph({m: "m", h: "h"})
     texts = {"m": SOURCE, "h": HOLDERS}
     site = {"dest": "x", "path": m, "line": 47, "text": "", "via": ["F"], "rank": (0, 1)}
-    sites = {("x", m, 47): site}
+    sites = {("x", m, 47, ""): site}
     models = ModelClasses(graph)
     assert models._class_method("m", 47, texts.__getitem__) == ("Base", "load_weights")
     assert models._class_method("m", 24, texts.__getitem__) == ("Base", "forward")
     assert models._class_method("m", 10, texts.__getitem__) is None
     models.inherit(graph.files, texts.__getitem__, sites)
-    assert sorted(sites) == [("x", h, 6), ("x", m, 47)]
-    assert sites[("x", h, 6)]["via"] == ["F", "self.base = Base(…)"]
-    assert sites[("x", h, 6)]["text"] == "self.base = Base(config)"
+    # (a resolver's site is keyed by entry "", a holder's by the entry point of its chain)
+    assert sorted(sites) == [("x", h, 6, "F"), ("x", m, 47, "")]
+    assert sites[("x", h, 6, "F")]["via"] == ["F", "self.base = Base(…)"]
+    assert sites[("x", h, 6, "F")]["text"] == "self.base = Base(config)"
 
 
 def test_a_class_read_is_freed_with_its_index_without_the_cyclic_collector() -> None:

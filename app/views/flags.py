@@ -50,7 +50,7 @@ from kb.queries import (
     version_flag_dicts,
     version_names,
 )
-from kb.reach import MODELS_DIR, flag_models
+from kb.reach import MODELS_DIR, flag_models, model_groups
 from kb.schema import Flag, Version
 
 router = APIRouter()
@@ -226,6 +226,7 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["indirect_usages"] = shared.indirect_dicts(flag.dest)
     direct = [u for u in shared.usages.get(flag.dest, ()) if u.path.startswith(MODELS_DIR)]
     data["models"] = flag_models(session, version, flag.dest, indirect, direct)
+    data["model_groups"] = model_groups(data["models"])
     members: dict[str, str] = {}  # a member's value, else its name (known values), folded
     for m in (data["enum"] or {}).get("members", []):
         members.setdefault(m["name"].lower(), m["name"])
