@@ -530,12 +530,31 @@ class ConditionContext(Model):
 class Effect(Constraint):
     """A constraint site as a value's requirement or side effect, in plain words."""
 
-    summary: str
+    summary: str  # the whole condition, flags named: "Fails when ...: “message”"
+    # one short sentence for this value (kb.requirements): "Requires --quantization ∈ {fp8,
+    # unset} when ..., unless ..."; the tests the value decides left out
+    statement: str = ""
+    requirement: str = ""  # what must hold alone ("--quantization ∈ {fp8, unset}"), or ""
+    topic: Literal["quantization", "gpu", "model", "flags", "other"] = "other"
+    conditional: bool = True  # it holds only under other settings (a `when` or `unless`)
+    full_condition: str = ""  # `summary` without the message: "Fails when <whole condition>"
     context: ConditionContext
     effect: Literal["requires", "triggers", "switches_to"]
     # set when the site tests the flag negatively (`x != 'a'`, `assert x in ['a']`): it
     # applies to this value because the value is not one of these
     excluding: list[str] = []
+
+
+class RequirementSummary(Model):
+    """A value's requirements that hold whatever else is set, by topic; the others counted."""
+
+    quantization: list[str]
+    gpu: list[str]
+    model: list[str]
+    flags: list[str]  # other flags
+    other: list[str]
+    load_time: list[str] = []  # requirements met when the model loads: not extracted yet
+    conditional: int  # requirements holding only under other settings
 
 
 class EnumMemberRef(Model):
@@ -572,6 +591,7 @@ class BackendValue(Model):
     sites: list[ChoiceSite]
     enum_member: EnumMemberRef | None
     requirements: list[Effect]  # raise/assert sites whose condition tests this value
+    requirement_summary: RequirementSummary | None = None
     side_effects: list[Effect]  # overrides/warnings it triggers, overrides switching to it
     areas: list[AreaCount]
     compare_url: str | None
@@ -591,6 +611,7 @@ class Compare(Model):
     choices: list[str]
     known_values: list[str] | None = None  # see Flag.known_values
     requirements: dict[str, list[Effect]]
+    requirement_summaries: dict[str, RequirementSummary] = {}
     side_effects: dict[str, list[Effect]]
     enum_members: dict[str, EnumMemberRef | None]
     rows: list[CompareRow]
