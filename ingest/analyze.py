@@ -32,7 +32,7 @@ from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
 # Bumped when the facts' shape or content changes; the history is in CHANGELOG.md.
-ANALYZER_VERSION = 48
+ANALYZER_VERSION = 49
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
 HOOK_DIR = "python/sglang/srt/arg_groups/"
 

@@ -602,11 +602,15 @@ class CompareRow(Model):
     area: str
     path: str
     cells: dict[str, list[ChoiceSite]]  # value -> sites in this file
+    # line -> the chain the flag's value reaches it through (the flag page's "Read through a
+    # chain"), for the lines of this file that list holds
+    via: dict[str, list[str]] = {}
 
 
 class Compare(Model):
     version: str
     flag: str
+    dest: str = ""
     values: list[str]
     choices: list[str]
     known_values: list[str] | None = None  # see Flag.known_values
@@ -615,6 +619,8 @@ class Compare(Model):
     side_effects: dict[str, list[Effect]]
     enum_members: dict[str, EnumMemberRef | None]
     rows: list[CompareRow]
+    chain_reads: int = 0  # uses of the flag past its first read (the flag page's list)
+    chain_url: str = ""  # that list on the flag page
 
 
 # --- models, the extraction report ------------------------------------------------------------

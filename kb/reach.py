@@ -583,6 +583,7 @@ def compare_values(
             cells.setdefault(key, {v: [] for v in values})[value].append(d)
     return {
         "flag": flag.name,
+        "dest": flag.dest,
         "values": values,
         "choices": [str(c) for c in loads(flag.choices) or []],
         "known_values": loads(flag.known_values),

@@ -26,7 +26,7 @@ from app.views.listing import csv_text, facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
 from kb.explain.load import load_options
-from kb.flagsites import version_sites
+from kb.flagsites import chain_reads, version_sites
 from kb.queries import (
     MAX_NAME,
     NotFound,
@@ -221,7 +221,7 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["related"] = related_flags(session, version, data)
     # Uses past the first read, each with its chain (ingest/indirect.py), kept apart.
     indirect = shared.indirect.get(flag.dest, [])
-    data["indirect_usages"] = shared.indirect_dicts(flag.dest)
+    data["indirect_usages"] = chain_reads(session, version, flag.dest)
     direct = [u for u in shared.usages.get(flag.dest, ()) if u.path.startswith(MODELS_DIR)]
     data["models"] = flag_models(session, version, flag.dest, indirect, direct)
     members: dict[str, str] = {}  # a member's value, else its name (known values), folded
