@@ -453,6 +453,18 @@ class PageSection(Model):
     count: int | None  # items in the section, when it counts any
 
 
+class HelpContradiction(Model):
+    """The help says a value chooses among some of the flag's choices; the code handling
+    the value maps it to one of them (kb/help_claims.py)."""
+
+    value: str
+    help_says: str  # the help's words for the value
+    maps_to: str  # the string the code maps it to
+    choice: str  # the choice that string names
+    help: Citation  # the flag's definition
+    code: Citation  # the mapping
+
+
 class FlagPage(Flag):
     version: str
     constraints: list[FlagConstraint]
@@ -471,6 +483,7 @@ class FlagPage(Flag):
     sections: list[PageSection]  # "On this page", in page order
     graph: ConstraintGraph  # the flags its constraint sites touch, by kind
     choice_grid: ChoiceGrid | None  # its choices across versions (flags with choices)
+    help_contradictions: list[HelpContradiction] = []  # its help against its code
 
 
 # --- enums, constraints, backends, source --------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from kb.help_claims import contradictions, help_claims
 from kb.requirements import MAX_STATEMENT, Subject, simplify, statement, summarize
 
 OPTIONS = {
@@ -151,3 +152,47 @@ def test_the_summary_sorts_unconditional_requirements_by_topic() -> None:
     assert summary["flags"] == ["--ep-size ∈ {1, --tp-size}"]
     assert summary["model"] == [] and summary["load_time"] == []
     assert summary["conditional"] == 1
+
+
+# --- a help text a handled value contradicts (kb/help_claims.py) ------------------------------
+
+HELP = "Kernel: 'auto' (default, selects between x_cudnn/x_cutlass by CUDA version), 'x_cudnn'."
+CHOICES = ["auto", "x_cudnn", "x_cutlass"]
+MAPS = """
+def gemm(backend):
+    kernel = (
+        backend.name()
+        if not backend.is_auto()
+        else "{literal}"
+    )
+"""
+
+
+def found_contradictions(help_text: str, code: str) -> list[dict[str, object]]:
+    sites = {"auto": [{"path": "gemm.py", "line": 5, "end_line": 5}]}
+    return contradictions(help_text, CHOICES, sites, lambda path: code)
+
+
+def test_help_claims_need_a_value_choosing_among_named_choices() -> None:
+    [claim] = help_claims(HELP, CHOICES)
+    assert claim.value == "auto" and claim.named == ("x_cudnn", "x_cutlass")
+    assert help_claims("'auto' (default: x_cudnn or x_cutlass)", CHOICES) == []  # no choosing
+    assert help_claims("'auto' (selects x_cudnn when it can)", CHOICES) == []  # one named
+
+
+def test_a_value_the_code_maps_to_one_named_choice_contradicts_the_help() -> None:
+    [found] = found_contradictions(HELP, MAPS.format(literal="cutlass"))
+    assert (found["value"], found["maps_to"], found["choice"]) == ("auto", "cutlass", "x_cutlass")
+    assert (found["line"], found["end_line"]) == (4, 6)
+    if_statement = "def g(b):\n    if b == 'auto':\n        k = 'x_cudnn'\n"
+    sites = {"auto": [{"path": "g.py", "line": 2}]}
+    assert contradictions(HELP, CHOICES, sites, lambda path: if_statement)[0]["choice"] == "x_cudnn"
+
+
+def test_nothing_is_flagged_when_the_code_agrees_or_says_too_little() -> None:
+    assert found_contradictions(HELP, MAPS.format(literal="triton")) == []  # names no choice
+    assert found_contradictions(HELP.replace("selects between", "is"), MAPS) == []
+    both = MAPS.format(literal="cutlass") + MAPS.format(literal="cudnn").replace("gemm", "g2")
+    sites = {"auto": [{"path": "a.py", "line": 5}, {"path": "a.py", "line": 12}]}
+    assert contradictions(HELP, CHOICES, sites, lambda path: both) == []  # it does choose
+    assert found_contradictions(HELP, "def broken(:\n") == []

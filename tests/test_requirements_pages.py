@@ -106,3 +106,23 @@ def test_a_local_reassigned_from_another_flag_carries_neither(tmp_path: Path) ->
     assert find_carriers(text, {3, 5}) == []
     one = text.replace("backend = server_args.other", "backend = fallback()")
     assert [c["name"] for c in find_carriers(one, {3})] == ["G"]
+
+
+def test_a_help_text_a_handled_value_contradicts_is_flagged_with_both_citations(
+    client: TestClient,
+) -> None:
+    flag = api(client, "/v/v1.0.0/flags/--fp4-gemm-backend")
+    [found] = flag["help_contradictions"]
+    assert (found["value"], found["maps_to"], found["choice"]) == (
+        "auto",
+        "cutlass",
+        "fast_cutlass",
+    )
+    assert found["help_says"].startswith("default, selects between fast_cudnn/fast_cutlass")
+    assert found["help"] == flag["source"]
+    assert (found["code"]["path"], found["code"]["line"]) == (FP4_LINEAR, 7)
+    assert found["code"]["end_line"] == 9
+    html = client.get("/v/v1.0.0/flags/--fp4-gemm-backend").text
+    assert "help vs code" in html and f"/v/v1.0.0/source/{FP4_LINEAR}#L7-L9" in html
+    # a flag whose help claims nothing has none
+    assert api(client, "/v/v1.0.0/flags/--moe-runner-backend")["help_contradictions"] == []
