@@ -466,13 +466,15 @@ def _globals(f: PyFile, d: Def, block: list[str], aliases: frozenset[str]) -> li
     # Locals assigned from a flag (`enable = server_args.enable_x`, then `_FLAG = enable`):
     # a global assigned one of them carries its flag too. A local assigned from one flag
     # and otherwise only from no flag (`backend = env_backend`, a deprecated variable's
-    # override) still holds that flag's value; augmented, it is not followed.
+    # override) still holds that flag's value; changed from itself (`size = size * n`,
+    # `size += 1`), it holds something else and is not followed.
     bound: dict[str, list[list[str]]] = defaultdict(list)
     for sub in subs:
         if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
             t = sub.targets[0]
             if isinstance(t, ast.Name) and t.id not in declared:
-                bound[t.id].append(flag_reads(sub.value, aliases))
+                itself = any(isinstance(n, ast.Name) and n.id == t.id for n in ast.walk(sub.value))
+                bound[t.id].append(["+"] if itself else flag_reads(sub.value, aliases))
         elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)) and isinstance(sub.target, ast.Name):
             bound[sub.target.id].append(["+"])  # changed again: not followed
     local: dict[str, list[str]] = {}
