@@ -475,17 +475,25 @@ def _globals(f: PyFile, d: Def, block: list[str], aliases: frozenset[str]) -> li
     node = f.node(d)
     subs = list(ast.walk(node)) if node is not None else []  # one walk, used twice
     declared = {n for sub in subs if isinstance(sub, ast.Global) for n in sub.names}
-    # Locals assigned once from a flag (`enable = server_args.enable_x`, then
-    # `_FLAG = enable`): a global assigned one of them carries its flag too.
+    # Locals assigned from a flag (`enable = server_args.enable_x`, then `_FLAG = enable`):
+    # a global assigned one of them carries its flag too. A local assigned from one flag
+    # and otherwise only from no flag (`backend = env_backend`, a deprecated variable's
+    # override) still holds that flag's value; changed from itself (`size = size * n`,
+    # `size += 1`), it holds something else and is not followed.
     bound: dict[str, list[list[str]]] = defaultdict(list)
     for sub in subs:
         if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
             t = sub.targets[0]
             if isinstance(t, ast.Name) and t.id not in declared:
-                bound[t.id].append(flag_reads(sub.value, aliases))
+                itself = any(isinstance(n, ast.Name) and n.id == t.id for n in ast.walk(sub.value))
+                bound[t.id].append(["+"] if itself else flag_reads(sub.value, aliases))
         elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)) and isinstance(sub.target, ast.Name):
-            bound[sub.target.id].append([])  # changed again: not followed
-    local = {name: dests[0] for name, dests in bound.items() if len(dests) == 1 and dests[0]}
+            bound[sub.target.id].append(["+"])  # changed again: not followed
+    local: dict[str, list[str]] = {}
+    for name, assigned in bound.items():
+        reading = [dests for dests in assigned if dests]
+        if reading and "+" not in reading[0] and all(d == reading[0] for d in reading):
+            local[name] = reading[0]
     for sub in subs:
         if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
             if isinstance(sub.value, ast.Dict):
@@ -494,10 +502,24 @@ def _globals(f: PyFile, d: Def, block: list[str], aliases: frozenset[str]) -> li
             for target in targets:
                 if isinstance(target, ast.Name) and target.id in declared:
                     dests = flag_reads(sub.value, aliases)
-                    if isinstance(sub.value, ast.Name) and sub.value.id in local:
-                        dests = local[sub.value.id]
+                    held = _held(sub.value)
+                    if held is not None and held in local:
+                        dests = local[held]
                     out.append(AssignedGlobal(target.id, dests, sub.lineno - 1))
     return out
+
+
+def _held(value: ast.expr) -> str | None:
+    """The local a value is, as is or converted (`Backend(backend)`, one argument to a
+    named class or function): `X = Backend(backend)` holds what `backend` holds."""
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, (ast.Name, ast.Attribute))
+        and len(value.args) == 1
+        and not value.keywords
+    ):
+        value = value.args[0]
+    return value.id if isinstance(value, ast.Name) else None
 
 
 def _return_dests(f: PyFile, d: Def, line: int, aliases: frozenset[str]) -> ReturnedFlags | None:

@@ -464,6 +464,18 @@ class FlagEnvWrite(Model):
     sites: list[Site]  # the writes, in source order
 
 
+class HelpContradiction(Model):
+    """The help says a value chooses among some of the flag's choices; the code handling
+    the value maps it to one of them (kb/help_claims.py)."""
+
+    value: str
+    help_says: str  # the help's words for the value
+    maps_to: str  # the string the code maps it to
+    choice: str  # the choice that string names
+    help: Citation  # the flag's definition
+    code: Citation  # the mapping
+
+
 class FlagPage(Flag):
     version: str
     constraints: list[FlagConstraint]
@@ -486,6 +498,8 @@ class FlagPage(Flag):
     graph: ConstraintGraph  # the flags its constraint sites touch, by kind
     choice_grid: ChoiceGrid | None  # its choices across versions (flags with choices)
     sets_env: list[FlagEnvWrite]  # environment variables the code sets where it reads it
+
+    help_contradictions: list[HelpContradiction] = []  # its help against its code
 
 
 # --- enums, constraints, backends, source --------------------------------------------------
@@ -545,12 +559,31 @@ class ConditionContext(Model):
 class Effect(Constraint):
     """A constraint site as a value's requirement or side effect, in plain words."""
 
-    summary: str
+    summary: str  # the whole condition, flags named: "Fails when ...: “message”"
+    # one short sentence for this value (kb.requirements): "Requires --quantization ∈ {fp8,
+    # unset} when ..., unless ..."; the tests the value decides left out
+    statement: str = ""
+    requirement: str = ""  # what must hold alone ("--quantization ∈ {fp8, unset}"), or ""
+    topic: Literal["quantization", "gpu", "model", "flags", "other"] = "other"
+    conditional: bool = True  # it holds only under other settings (a `when` or `unless`)
+    full_condition: str = ""  # `summary` without the message: "Fails when <whole condition>"
     context: ConditionContext
     effect: Literal["requires", "triggers", "switches_to"]
     # set when the site tests the flag negatively (`x != 'a'`, `assert x in ['a']`): it
     # applies to this value because the value is not one of these
     excluding: list[str] = []
+
+
+class RequirementSummary(Model):
+    """A value's requirements that hold whatever else is set, by topic; the others counted."""
+
+    quantization: list[str]
+    gpu: list[str]
+    model: list[str]
+    flags: list[str]  # other flags
+    other: list[str]
+    load_time: list[str] = []  # requirements met when the model loads: not extracted yet
+    conditional: int  # requirements holding only under other settings
 
 
 class EnumMemberRef(Model):
@@ -587,6 +620,7 @@ class BackendValue(Model):
     sites: list[ChoiceSite]
     enum_member: EnumMemberRef | None
     requirements: list[Effect]  # raise/assert sites whose condition tests this value
+    requirement_summary: RequirementSummary | None = None
     side_effects: list[Effect]  # overrides/warnings it triggers, overrides switching to it
     areas: list[AreaCount]
     compare_url: str | None
@@ -597,18 +631,25 @@ class CompareRow(Model):
     area: str
     path: str
     cells: dict[str, list[ChoiceSite]]  # value -> sites in this file
+    # line -> the chain the flag's value reaches it through (the flag page's "Read through a
+    # chain"), for the lines of this file that list holds
+    via: dict[str, list[str]] = {}
 
 
 class Compare(Model):
     version: str
     flag: str
+    dest: str = ""
     values: list[str]
     choices: list[str]
     known_values: list[str] | None = None  # see Flag.known_values
     requirements: dict[str, list[Effect]]
+    requirement_summaries: dict[str, RequirementSummary] = {}
     side_effects: dict[str, list[Effect]]
     enum_members: dict[str, EnumMemberRef | None]
     rows: list[CompareRow]
+    chain_reads: int = 0  # uses of the flag past its first read (the flag page's list)
+    chain_url: str = ""  # that list on the flag page
 
 
 # --- models, the extraction report ------------------------------------------------------------

@@ -153,3 +153,10 @@ def _grouped(
     for row in in_order(found, model, *order):
         out[getattr(row, key)].append(row)
     return dict(out)
+
+
+def chain_reads(session: Session, version: Version, dest: str) -> list[dict[str, Any]]:
+    """The uses of a flag past its first read, each with its chain: the one list the flag
+    page's "Read through a chain" and the compare page's sites (`via`) both show, so the
+    two cannot disagree."""
+    return version_sites(session, version).indirect_dicts(dest)

@@ -36,6 +36,7 @@ from kb.queries import (
     rows,
     sites_in_order,
 )
+from kb.requirements import Subject, statement, summarize
 from kb.schema import (
     ConstraintSite,
     Flag,
@@ -342,8 +343,8 @@ def _value_tests(value: str) -> re.Pattern[str]:
     return re.compile(rf"['\"]{v}['\"]|\.is_{re.escape(value.lower().replace('-', '_'))}\(\)")
 
 
-def plain(c: dict[str, Any], option_of: dict[str, str]) -> str:
-    """One sentence for a constraint, with `self.x` spelled as the flag."""
+def plain(c: dict[str, Any], option_of: dict[str, str], message: bool = True) -> str:
+    """One sentence for a constraint, with `self.x` spelled as the flag (and its message)."""
 
     def flag_names(text: str) -> str:
         return re.sub(
@@ -357,7 +358,7 @@ def plain(c: dict[str, Any], option_of: dict[str, str]) -> str:
         sets = ", ".join(f"{option_of.get(k, k)} = {flag_names(v)}" for k, v in c["writes"].items())
         return f"Sets {sets}" + (f" when {cond}" if cond else "")
     verb = {"raise": "Fails", "assert": "Fails", "warning": "Warns"}.get(c["kind"], c["kind"])
-    msg = f": “{c['message']}”" if c["message"] else ""
+    msg = f": “{c['message']}”" if c["message"] and message else ""
     return f"{verb} when {cond}{msg}" if cond else f"{verb}{msg}"
 
 
@@ -412,6 +413,7 @@ def value_effects(
         v: {"requirements": [], "side_effects": []} for v in values
     }
     rows: list[ConstraintSite] = all_constraints(session, version)
+    named = frozenset(v for v in universe if isinstance(v, str))
     for row in rows:
         reads = loads(row.flags) or []
         writes = loads(row.writes) or {}
@@ -432,6 +434,14 @@ def value_effects(
                 continue
             c = constraint_dict(version, row)
             c["summary"] = plain(c, option_of)
+            # an override switching the flag to the value tests what it held before
+            subject = None if switches else Subject(flag.dest, value, named)
+            said = statement(condition_path(row), row.kind, option_of, subject, writes)
+            c["statement"] = said.text if said is not None else c["summary"]
+            c["full_condition"] = plain(c, option_of, message=False)
+            c["requirement"] = said.requirement if said is not None else ""
+            c["topic"] = said.topic if said is not None else "other"
+            c["conditional"] = said.conditional if said is not None else True
             c["context"] = _context(row.condition)
             if tests and reading is not None and value not in reading.named:
                 c["excluding"] = excluding
@@ -624,10 +634,12 @@ def compare_values(
             cells.setdefault(key, {v: [] for v in values})[value].append(d)
     return {
         "flag": flag.name,
+        "dest": flag.dest,
         "values": values,
         "choices": [str(c) for c in loads(flag.choices) or []],
         "known_values": loads(flag.known_values),
         "requirements": {v: effects[v]["requirements"] for v in values},
+        "requirement_summaries": {v: summarize(effects[v]["requirements"]) for v in values},
         "side_effects": {v: effects[v]["side_effects"] for v in values},
         "enum_members": {v: enum_member(session, version, flag, v) for v in values},
         "rows": [

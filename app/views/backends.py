@@ -38,6 +38,7 @@ from kb.reach import (
     sites_by_area,
     value_effects,
 )
+from kb.requirements import summarize
 from kb.schema import ChoiceSite, Flag, Version, loads
 
 router = APIRouter()
@@ -161,6 +162,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             "sites": site_dicts,
             "enum_member": enum_member(session, version, row, value),
             "requirements": effects["requirements"],
+            "requirement_summary": summarize(effects["requirements"]),
             "side_effects": effects["side_effects"],
             "areas": [
                 {"area": g["area"], "count": len(g["sites"])} for g in sites_by_area(site_dicts)

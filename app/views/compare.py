@@ -11,7 +11,8 @@ from app.deps import SessionDep
 from app.templating import render
 from app.views.common import errors, page_context
 from kb.contract import Compare, Report
-from kb.queries import MAX_NAME, get_version
+from kb.flagsites import chain_reads
+from kb.queries import MAX_NAME, flag_url, get_version
 from kb.reach import backend_version, compare_values, report
 from kb.schema import Version
 
@@ -24,6 +25,19 @@ def _values(values: str) -> list[str]:
 
 def compare_data(session: Session, version: Version, flag: str, values: str) -> Compare:
     body = compare_values(session, version, flag, _values(values))
+    # A site the flag's value reaches through a chain (`get_x().is_y()`) says which: the
+    # flag page's "Read through a chain" list, read by the same function.
+    reads = chain_reads(session, version, body["dest"])
+    through = {(r["path"], r["line"]): r["via"] for r in reads}
+    for row in body["rows"]:
+        lines = {s["line"] for sites in row["cells"].values() for s in sites}
+        row["via"] = {
+            str(line): through[(row["path"], line)]
+            for line in sorted(lines)
+            if (row["path"], line) in through
+        }
+    body["chain_reads"] = len(reads)
+    body["chain_url"] = f"{flag_url(version, body['flag'])}#indirect"
     return Compare.model_validate({"version": version.name, **body})
 
 

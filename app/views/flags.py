@@ -27,11 +27,13 @@ from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
 from kb.env import flag_env_writes
 from kb.explain.load import load_options
-from kb.flagsites import version_sites
+from kb.flagsites import chain_reads, version_sites
+from kb.help_claims import contradictions
 from kb.queries import (
     MAX_NAME,
     NotFound,
     backend_url,
+    citation,
     constraint_counts,
     deprecation_note,
     dest_names,
@@ -47,11 +49,12 @@ from kb.queries import (
     per_stamp,
     read_version,
     session_stamp,
+    version_file_sha,
     version_flag_dicts,
     version_names,
 )
 from kb.reach import MODELS_DIR, flag_models, model_groups
-from kb.schema import Flag, Version
+from kb.schema import Flag, Version, blob_text
 
 router = APIRouter()
 
@@ -199,6 +202,30 @@ def flag_page_data(session: Session, version: Version, flag: Flag) -> FlagPage:
     return FlagPage.model_validate(flag_page_dict(session, version, flag))
 
 
+def help_contradictions(
+    session: Session,
+    version: Version,
+    data: dict[str, Any],
+    sites: dict[str, list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """Values whose handling code contradicts what the help says of them, both cited."""
+    choices = [str(c) for c in data["choices"] or []]
+    attributed = {v: [s for s in found if s["attributed"]] for v, found in sites.items()}
+
+    def text_of(path: str) -> str | None:
+        sha = version_file_sha(session, version, path)
+        return blob_text(session, sha) if sha is not None else None
+
+    return [
+        {
+            **found,
+            "help": data["source"],
+            "code": citation(version, found["path"], found["line"], found["end_line"]),
+        }
+        for found in contradictions(data["help"] or "", choices, attributed, text_of)
+    ]
+
+
 def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, Any]:
     """`flag_page_data` as the plain dict the HTML page renders (validating it into the
     contract's models cost the page 2 ms; the JSON twin validates the same dict). The sites
@@ -223,7 +250,8 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["related"] = related_flags(session, version, data)
     # Uses past the first read, each with its chain (ingest/indirect.py), kept apart.
     indirect = shared.indirect.get(flag.dest, [])
-    data["indirect_usages"] = shared.indirect_dicts(flag.dest)
+    data["indirect_usages"] = chain_reads(session, version, flag.dest)
+    data["help_contradictions"] = help_contradictions(session, version, data, sites)
     direct = [u for u in shared.usages.get(flag.dest, ()) if u.path.startswith(MODELS_DIR)]
     data["models"] = flag_models(session, version, flag.dest, indirect, direct)
     data["model_groups"] = model_groups(data["models"])
