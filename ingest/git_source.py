@@ -146,22 +146,23 @@ OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
 
 def list_files(repo: Path, commit: str) -> dict[str, str]:
     """path -> blob sha of every .py file under python/ (but OTHER_PROGRAMS) and
-    sgl-kernel/python/ and of the docs pages that list flags or environment variables
-    (server_arguments.md, environment_variables.md, wherever they moved under docs/), from
-    one ls-tree."""
-    from ingest.docs import doc_kind
+    sgl-kernel/python/, of the docs pages that list flags or environment variables
+    (server_arguments.md, environment_variables.md, wherever they moved under docs/), and of
+    every Markdown/MDX file of the tree (the launch commands they show), from one ls-tree."""
+    from ingest.doc_commands import is_markdown
+    from ingest.docs import OTHER_DOCS, doc_kind
 
-    out = _git(
-        repo, "ls-tree", "-r", "--full-tree", commit, "--", "python", "docs", KERNEL_PYTHON_DIR
-    )
+    out = _git(repo, "ls-tree", "-r", "--full-tree", commit)
     files = {}
     for line in out.splitlines():
         meta, path = line.split("\t", 1)
         mode, kind, sha = meta.split()
         if kind != "blob" or mode == "120000" or path.startswith(OTHER_PROGRAMS):
             continue
-        if (path.startswith(("python/", KERNEL_PYTHON_DIR)) and path.endswith(".py")) or doc_kind(
-            path
+        if (
+            (path.startswith(("python/", KERNEL_PYTHON_DIR)) and path.endswith(".py"))
+            or doc_kind(path)
+            or (is_markdown(path) and not path.startswith(OTHER_DOCS))
         ):
             files[path] = sha
     return files
