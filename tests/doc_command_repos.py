@@ -52,6 +52,10 @@ SGLANG_X=1 python3 -m sglang.launch_server \\
   --model-path org/plain \\
   --tp-size 2
 ```
+
+```bash
+python -m sglang.launch_server --model-path org/plain --moe-runner-backend=triton
+```
 """
 
 
