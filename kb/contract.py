@@ -823,7 +823,7 @@ class Diff(Model):
     respelled: list[Rename] = []
     constraints_value_changed: list[ConstraintValueChange] = []
     # The doc commands of `to` that `from` accepted and `to` rejects or fails (the same text
-    # at both); left out when either version's doc commands are not checked (check-docs).
+    # at both); null when either version's doc commands are not checked (check-docs).
     doc_commands_broken: list[BrokenDocCommand] | None = None
 
 

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from app.main import create_app
+from kb.doc_commands import store_checks
 from kb.schema import DocCommand, Version, loads, make_engine
 from tests.conftest import ingest_into
 from tests.doc_command_repos import COOKBOOK, GUIDE, build_doc_command_repo
@@ -153,3 +154,33 @@ def test_value_page_gives_the_commands_using_that_value(client: TestClient) -> N
     assert client.get("/api/v/v1.0.0/backends/--moe-runner-backend/auto").json()["examples"] == []
     html = client.get("/v/v1.0.0/backends/--moe-runner-backend/triton").text
     assert 'id="examples"' in html and "--moe-runner-backend=triton" in html
+
+
+def test_diff_names_the_doc_commands_a_version_broke_once_they_are_checked(
+    client: TestClient, db: Path
+) -> None:
+    # not checked yet (stored): the diff checks none itself and says so with null
+    assert client.get("/api/diff/v1.0.0/v1.1.0").json()["doc_commands_broken"] is None
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        assert store_checks(engine, None) == ["v1.1.0", "v1.0.0"]
+        assert store_checks(engine, None) == []  # each version once
+    finally:
+        engine.dispose()
+    body = client.get("/api/diff/v1.0.0/v1.1.0").json()
+    broken = body["doc_commands_broken"]
+    assert [(c["command"], c["from"], c["to"]) for c in broken] == [
+        (
+            "python -m sglang.launch_server --model-path org/plain --enable-mixed-chunk",
+            "ok",
+            "rejected",
+        )
+    ]
+    assert broken[0]["path"] == GUIDE and broken[0]["line"] == 20
+    assert any(f["kind"] == "unknown_flag" for f in broken[0]["findings"])
+    assert client.get("/api/diff/v1.1.0/v1.0.0").json()["doc_commands_broken"] == []
+    html = client.get("/diff/v1.0.0...v1.1.0").text
+    assert 'id="doc-commands"' in html and f'href="{broken[0]["url"]}"' in html
+    # the stored verdicts are the ones computed on request
+    stored = client.get("/api/v/v1.0.0/docs-commands").json()
+    assert stored["counts"]["fails"] == 1 and stored["counts"]["undecided"] == 1

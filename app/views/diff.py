@@ -16,6 +16,7 @@ from app.templating import render
 from app.views.common import error_response, errors
 from kb.contract import Diff
 from kb.diff import clause_root, diff_versions, value_change, word_diff
+from kb.doc_commands import broken_commands
 from kb.queries import (
     NotFound,
     citation,
@@ -93,6 +94,8 @@ def diff_model(session: Session, a: Version, b: Version) -> Diff:
             "env_renamed": d["env_renamed"],
             "env_changed": d["env_changed"],
             "condition_groups": [{**g, "count": len(g["items"])} for g in d["condition_groups"]],
+            # stored verdicts only (None without them): a diff checks no command itself
+            "doc_commands_broken": broken_commands(session, a, b, None),
         }
     )
 
