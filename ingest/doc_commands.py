@@ -7,9 +7,9 @@ indented code blocks (a command at the start of the block's line) and inline cod
 the prose. A backslash at the end of a line continues the command on the next line of the
 same block. A command ends at a shell separator (`;`, `&&`, `||`, `|`, `&`), a redirection
 or a `#` comment outside quotes; a command inside a quoted string ends with the string.
-Templates (`<model>`, `$VAR`, `${VAR}`, `{name}`, `...`) are not commands SGLang could be
-given as they stand: they are counted as skipped. Text only: nothing is run or parsed as a
-whole document.
+Templates (`<model>`, `[model]`, `$VAR`, `${VAR}`, `{name}`, `...`) from the launcher on
+are not commands SGLang could be given as they stand: they are counted as skipped. Text
+only: nothing is run or parsed as a whole document.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ QUICK = ("launch_server", "serve")  # a line without either holds no command
 FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
 INLINE_RE = re.compile(r"`([^`\n]+)`")
 PLACEHOLDER_RE = re.compile(r"<[A-Za-z_][^<>\n]{0,80}>")
+# `[model_path]`, `[xgrammar|outlines]` as a word of its own (not a JSON list in quotes)
+BRACKETED_RE = re.compile(r"\[[A-Za-z_][^\[\]\n'\"]{0,80}\]")
 TEMPLATE_RES = (
     PLACEHOLDER_RE,
     re.compile(r"\$\{?[A-Za-z_]"),  # $VAR, ${VAR}
@@ -165,7 +167,10 @@ def _command_at(text: str, at: int, launcher_end: int) -> tuple[int, str, bool] 
     command = " ".join(text[start:end].split())
     if not text[launcher_end:end].strip():
         return None
-    template = template or any(r.search(command) for r in TEMPLATE_RES)
+    # A template in a wrapper (`docker run -e "TOKEN=<secret>" <image>`) leaves SGLang's
+    # arguments as they are: only the launcher and what follows it are judged.
+    own = text[at:end]
+    template = template or any(r.search(own) for r in TEMPLATE_RES)
     return start, command, template
 
 
@@ -187,7 +192,9 @@ def _command_end(text: str, i: int, quote: str | None) -> tuple[int, bool]:
             inner = ch
         elif ch == "\\":
             i += 1
-        elif ch == "<" and (hole := PLACEHOLDER_RE.match(text, i)):
+        elif (ch == "<" and (hole := PLACEHOLDER_RE.match(text, i))) or (
+            ch == "[" and text[i - 1].isspace() and (hole := BRACKETED_RE.match(text, i))
+        ):
             template = True
             i = hole.end()
             continue

@@ -79,6 +79,26 @@ def test_docker_run_wrapper_is_kept_from_docker_on():
     ]
 
 
+def test_a_template_in_the_docker_wrapper_alone_keeps_the_command():
+    commands, skipped = found(
+        """
+        ```bash
+        docker run --env "TOKEN=<secret>" -e "KEY=$KEY" \\
+            <image_name> \\
+            python3 -m sglang.launch_server --model-path a/b
+        ```
+        """
+    )
+    assert commands == [
+        (
+            2,
+            'docker run --env "TOKEN=<secret>" -e "KEY=$KEY" <image_name> '
+            "python3 -m sglang.launch_server --model-path a/b",
+        )
+    ]
+    assert skipped == 0
+
+
 def test_separators_redirections_and_comments_end_the_command():
     commands, _ = found(
         """
@@ -115,11 +135,17 @@ def test_templates_are_skipped_and_counted():
         python -m sglang.launch_server --model-path {model_path}
         python -m sglang.launch_server --model-path a/b ...
         python -m sglang.launch_server --model-path a/b --tp 2
+        python -m sglang.launch_server --model-path [model_path] --tp 2
+        python -m sglang.launch_server --model-path a/b --grammar-backend [xg|other]
+        python -m sglang.launch_server --model-path a/b --x '{"y": [1, 2]}'
         ```
         """
     )
-    assert commands == [(7, "python -m sglang.launch_server --model-path a/b --tp 2")]
-    assert skipped == 5
+    assert commands == [
+        (7, "python -m sglang.launch_server --model-path a/b --tp 2"),
+        (10, "python -m sglang.launch_server --model-path a/b --x '{\"y\": [1, 2]}'"),
+    ]
+    assert skipped == 7
 
 
 def test_indented_block_counts_and_prose_does_not():
