@@ -6,7 +6,9 @@ Where they are looked for: fenced code blocks (any language: shell, Python strin
 indented code blocks (a command at the start of the block's line) and inline code spans of
 the prose. A backslash at the end of a line continues the command on the next line of the
 same block. A command ends at a shell separator (`;`, `&&`, `||`, `|`, `&`), a redirection
-or a `#` comment outside quotes; a command inside a quoted string ends with the string.
+or a `#` comment outside quotes; a command inside a quoted string ends with the string. A
+comment line that is a command (`# python -m sglang.launch_server ...`, as Python examples
+show the server they need) is one.
 Templates (`<model>`, `[model]`, `$VAR`, `${VAR}`, `{name}`, `...`) from the launcher on
 are not commands SGLang could be given as they stand: they are counted as skipped. Text
 only: nothing is run or parsed as a whole document.
@@ -158,7 +160,9 @@ def _command_at(text: str, at: int, launcher_end: int) -> tuple[int, str, bool] 
         elif ch in SEPARATORS:
             boundary = i + 1
         elif ch == "#" and (i == 0 or text[i - 1].isspace()):
-            return None  # the launcher is in a comment
+            if text[:i].strip() or text[i + 1 : at].strip(" \t$"):
+                return None  # the launcher is in a comment after other text
+            boundary = i + 1  # a comment that is the command: `# python -m ...` shows it
         i += 1
     end, template = _command_end(text, launcher_end, quote)
     head = text[boundary:at]

@@ -109,7 +109,7 @@ def test_separators_redirections_and_comments_end_the_command():
         python -m sglang.launch_server --model-path a/e # the small one
         python -m sglang.launch_server --model-path a/f; sleep 5
         python -m sglang.launch_server --model-path a/g || exit 1
-        # python -m sglang.launch_server --model-path commented/out
+        echo x # python -m sglang.launch_server --model-path commented/out
         python -m sglang.launch_server --model-path a/h --json-model-override-args '{"x": 1}'
         ```
         """
@@ -122,6 +122,23 @@ def test_separators_redirections_and_comments_end_the_command():
         "python -m sglang.launch_server --model-path a/f",
         "python -m sglang.launch_server --model-path a/g",
         "python -m sglang.launch_server --model-path a/h --json-model-override-args '{\"x\": 1}'",
+    ]
+
+
+def test_a_comment_line_that_is_a_command_is_one():
+    commands, _ = found(
+        """
+        ```python
+        # Launch the server first:
+        # python3 -m sglang.launch_server --model-path a/b --port 30000
+        #   $ sglang serve --model-path a/c
+        client = OpenAI()  # python -m sglang.launch_server --model-path not/this
+        ```
+        """
+    )
+    assert commands == [
+        (3, "python3 -m sglang.launch_server --model-path a/b --port 30000"),
+        (4, "sglang serve --model-path a/c"),
     ]
 
 
