@@ -44,8 +44,14 @@ SEPARATORS = ";|&"
 CONTINUED_RE = re.compile(r"\\[ \t]*$")
 
 
+# The diffusion server's docs: `sglang serve` starts that other program (its own ServerArgs,
+# `--num-gpus`, `--ulysses-degree`) for a diffusion model, so its commands are not this one's.
+OTHER_PROGRAM_DOCS = re.compile(r"(^|/)(sglang-)?diffusion/")
+
+
 def is_markdown(path: str) -> bool:
-    return path.endswith(MARKDOWN_SUFFIXES)
+    """A Markdown/MDX file whose commands start SGLang's language-model server."""
+    return path.endswith(MARKDOWN_SUFFIXES) and not OTHER_PROGRAM_DOCS.search(path)
 
 
 def extract_commands(text: str) -> dict[str, Any]:

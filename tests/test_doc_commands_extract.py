@@ -231,3 +231,14 @@ def test_unclosed_fence_and_tilde_fences():
         "sglang serve --model-path a/b",
         "sglang serve --model-path a/c",
     ]
+
+
+def test_the_diffusion_servers_docs_are_another_programs():
+    from ingest.doc_commands import is_markdown
+
+    assert is_markdown("docs/basic_usage/send_request.md")
+    assert is_markdown("cookbook/models/plain.mdx")
+    assert not is_markdown("docs/diffusion/api.md")
+    assert not is_markdown("docs_new/docs/sglang-diffusion/cli.mdx")
+    assert not is_markdown("docs_new/cookbook/diffusion/Some/Model.mdx")
+    assert not is_markdown("python/sglang/srt/server_args.py")
