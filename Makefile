@@ -32,6 +32,7 @@ ingest: install
 	$(BIN)/flagatlas ingest --repo "$(SGLANG_REPO)"
 
 run: ingest
+	$(BIN)/flagatlas check-docs
 	$(BIN)/flagatlas serve --host $(HOST) --port $(PORT)
 
 lint: install

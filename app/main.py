@@ -26,6 +26,7 @@ from app.views import (
     compare,
     constraints,
     diff,
+    doc_commands,
     docsdrift,
     enums,
     env,
@@ -304,6 +305,7 @@ def create_app(db_url: str | None = None, cache_mb: int | None = None) -> FastAP
     app.include_router(explain.router)
     app.include_router(env.router)
     app.include_router(docsdrift.router)
+    app.include_router(doc_commands.router)
     app.include_router(gpus.router)
     # The source view of a big file is ~1.5 MB of HTML; compressed it is a tenth of that.
     # zstd when the client accepts it (the heavy flag page's 246 KB: 0.33 ms, 19.5 KB),

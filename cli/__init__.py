@@ -1,4 +1,4 @@
-"""The `flagatlas` command: ingest, serve, reindex, explain."""
+"""The `flagatlas` command: ingest, serve, reindex, check-docs, explain."""
 
 from __future__ import annotations
 
@@ -218,6 +218,34 @@ def reindex(
         f"Indexed {info['docs']} distinct facts of {info['versions']} versions "
         f"in {info['seconds']:.2f}s: {info['path']}"
     )
+
+
+@cli.command("check-docs")
+def check_docs(
+    db: str | None = typer.Option(None, "--db", help="Knowledge base (SQLite path or URL)."),
+    version: list[str] = typer.Option(
+        [], "--version", help="Only this version (repeatable; default: every version)."
+    ),
+) -> None:
+    """Check every launch command of the docs with explain at its version and store the
+    verdicts (the docs-commands page, the diff and the examples read them; a version already
+    checked is skipped, a re-ingested one is checked again). Models are read from the model
+    cache alone: nothing is fetched."""
+    from kb.doc_commands import store_checks
+    from kb.model_source import default_cache_dir
+    from kb.schema import make_engine
+
+    url = _readable_kb("check-docs", db)
+    engine = make_engine(url)
+
+    def said(name: str, count: int, seconds: float) -> None:
+        typer.echo(f"{name:<24} {count:5d} distinct commands checked in {seconds:6.2f}s")
+
+    try:
+        done = store_checks(engine, default_cache_dir(url), version or None, said)
+    finally:
+        engine.dispose()
+    typer.echo(f"{len(done)} versions checked")
 
 
 @cli.command()

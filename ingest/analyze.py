@@ -21,6 +21,7 @@ import orjson
 from ingest.carriers import scan_structure
 from ingest.choices import scan_choice_shapes
 from ingest.constraints import extract_constraints
+from ingest.doc_commands import extract_commands, is_markdown
 from ingest.docs import FLAGS_DOC, doc_kind, parse_docs
 from ingest.env import scan_env
 from ingest.environ_decls import ENVIRON_PATH, extract_declarations
@@ -49,6 +50,8 @@ def kind_of(path: str) -> str:
         return "environ"
     if path.startswith(KERNEL_PYTHON_DIR):
         return "kernel"
+    if is_markdown(path):
+        return "markdown"  # only the launch commands it shows
     return "plain"
 
 
@@ -62,12 +65,15 @@ def facts_key(sha: str, kind: str) -> str:
 
 
 def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
+    if kind == "markdown":  # read for its launch commands alone: the facts say only that
+        return {"doc_commands": extract_commands(data.decode("utf-8", "replace"))}
     if kind.startswith("docs_"):
         facts = empty_facts()
         facts["warnings"] = []
         text = data.decode("utf-8", "replace")
         bullets = path.rsplit("/", 1)[-1] == FLAGS_DOC  # the 2024 shape's one home
         facts["docs"] = parse_docs(text, kind.removeprefix("docs_"), bullets)
+        facts["doc_commands"] = extract_commands(text)
         return facts
     if kind == "kernel":  # another package: only the environment variables it reads
         facts = empty_facts()
@@ -156,6 +162,8 @@ def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
     Reads of server args, enum classes and references are cited whatever the version; a
     file with only string comparisons rarely is, and the parent reads those few itself.
     """
+    if kind == "markdown":  # not cited: its commands link to the forge (kb/doc_commands.py)
+        return False
     return kind != "plain" or bool(
         facts["reads"] or facts["enum_refs"] or facts["enums"] or facts["env"]
     )

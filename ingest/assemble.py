@@ -21,6 +21,7 @@ from ingest import actions
 from ingest.analyze import HOOK_DIR, SERVER_ARGS_PATH, kind_of
 from ingest.choices import registry_subject
 from ingest.constraints import ACTION_CALL, site_key
+from ingest.doc_commands import is_markdown
 from ingest.env_rows import docs_rows, env_rows
 from ingest.flags import MENTION_RE, RUN_TIME_OPEN, replacement_in_message
 from ingest.indirect import Resolver, absolute, module_of
@@ -57,6 +58,8 @@ class VersionRows:
     docs: list[dict[str, Any]] = field(default_factory=list)
     indirect: list[dict[str, Any]] = field(default_factory=list)  # see ingest/indirect.py
     models: list[dict[str, Any]] = field(default_factory=list)
+    doc_commands: list[dict[str, Any]] = field(default_factory=list)  # ingest/doc_commands.py
+    doc_commands_skipped: int = 0  # templates (`<model>`, `$VAR`) left out
     cited: dict[str, str] = field(default_factory=dict)  # path -> sha
     warnings: list[dict[str, Any]] = field(default_factory=list)
 
@@ -73,6 +76,8 @@ class VersionRows:
             "docs_entries": len(self.docs),
             "indirect_usages": len(self.indirect),
             "models": len(self.models),
+            "doc_commands": len(self.doc_commands),
+            "doc_commands_skipped": self.doc_commands_skipped,
             "warnings": len(self.warnings),
         }
 
@@ -322,6 +327,37 @@ class Assembly:
         self.env_cache: dict[str, Any] = {}
         self.modules_memo: Memo = {}
         self.resolver = Resolver()
+        self.doc_commands: dict[str, tuple[str, dict[str, Any]]] = {}  # path -> (sha, found)
+
+    def _doc_commands(
+        self, files: dict[str, str], facts: Facts, rows: VersionRows
+    ) -> dict[str, str]:
+        """The version's doc commands (from every Markdown/MDX file, the flag and variable
+        references included) into `rows`; returns the files without the Markdown files read
+        for nothing else, which the rest of the assembly has no use for."""
+        from ingest.analyze import facts_key
+
+        old, kept, rest = self.doc_commands, {}, {}
+        for path, sha in files.items():
+            if not is_markdown(path):
+                rest[path] = sha
+                continue
+            kind = kind_of(path)
+            if kind != "markdown":
+                rest[path] = sha
+            known = old.get(path)
+            if known is None or known[0] != sha:
+                known = (sha, facts[facts_key(sha, kind)].get("doc_commands") or {})
+            kept[path] = known
+            found = known[1]
+            rows.doc_commands_skipped += found.get("skipped", 0)
+            if found.get("commands"):
+                rows.doc_commands.extend(
+                    {"path": path, "line": line, "command": command}
+                    for line, command in found["commands"]
+                )
+        self.doc_commands = kept
+        return rest
 
     def _files(self, files: dict[str, str], facts: Facts) -> dict[str, _Blob]:
         from ingest.analyze import facts_key
@@ -345,6 +381,7 @@ class Assembly:
         (only the version's own files are looked up); `read_text(sha)`: a blob's text, to
         resolve choices imported from other modules and follow indirect reads."""
         rows = VersionRows()
+        files = self._doc_commands(files, facts, rows)
         blobs = self._files(files, facts)
 
         def facts_of(path: str) -> dict[str, Any]:

@@ -147,8 +147,10 @@ OTHER_PROGRAMS = ("python/sglang/multimodal_gen/",)
 def list_files(repo: Path, commit: str) -> dict[str, str]:
     """path -> blob sha of every .py file under python/ (but OTHER_PROGRAMS) and
     sgl-kernel/python/ and of every Markdown/MDX file of the tree (flag tables are found by
-    what they hold, wherever a docs site puts them), from one ls-tree."""
-    from ingest.docs import doc_kind
+    what they hold, wherever a docs site puts them; every file's launch commands are read),
+    from one ls-tree."""
+    from ingest.doc_commands import is_markdown
+    from ingest.docs import OTHER_DOCS, doc_kind
 
     out = _git(repo, "ls-tree", "-r", "--full-tree", commit)
     files = {}
@@ -157,8 +159,10 @@ def list_files(repo: Path, commit: str) -> dict[str, str]:
         mode, kind, sha = meta.split()
         if kind != "blob" or mode == "120000" or path.startswith(OTHER_PROGRAMS):
             continue
-        if (path.startswith(("python/", KERNEL_PYTHON_DIR)) and path.endswith(".py")) or doc_kind(
-            path
+        if (
+            (path.startswith(("python/", KERNEL_PYTHON_DIR)) and path.endswith(".py"))
+            or doc_kind(path)
+            or (is_markdown(path) and not path.startswith(OTHER_DOCS))
         ):
             files[path] = sha
     return files

@@ -30,6 +30,7 @@ from kb.schema import (
     Blob,
     BlobFacts,
     ConstraintFlag,
+    DocCheck,
     Enum,
     ModelFile,
     Option,
@@ -40,7 +41,8 @@ from kb.schema import dumps as _dumps
 from kb.search_build import EnumRow, IndexRows, SiteRow
 
 # The per-version tables that are tables (the factored ones are views: kb.factored).
-PER_VERSION_TABLES = [ConstraintFlag, Option, Enum, ModelFile, VersionFile]
+# (DocCheck: explain's verdicts on the version's doc commands, stale once it is rewritten.)
+PER_VERSION_TABLES = [ConstraintFlag, Option, Enum, ModelFile, VersionFile, DocCheck]
 
 
 def existing_versions(engine: Engine) -> dict[str, int]:
@@ -390,6 +392,12 @@ def _insert_env(conn: Connection, vid: int, rows: VersionRows) -> list[dict[str,
                 for d in rows.docs
             ],
         ),
+    )
+    write_rows(
+        conn,
+        "doccommand",
+        vid,
+        _tuples("doccommand", rows.doc_commands),
     )
     return env_vars
 

@@ -94,6 +94,16 @@ class UsageSite(Site):
     access: str  # read | write | ...
 
 
+class DocExample(Model):
+    """A launch command of the version's docs that uses a flag (or gives it a value)."""
+
+    path: str
+    line: int
+    command: str
+    url: str  # its row on the version's docs-commands page
+    source_url: str  # the file at the version's commit, on the forge
+
+
 class ChoiceSite(Site):
     """Code handling one choice value: attributed to `flag`, or ambiguous among `candidates`."""
 
@@ -500,6 +510,7 @@ class FlagPage(Flag):
     sets_env: list[FlagEnvWrite]  # environment variables the code sets where it reads it
 
     help_contradictions: list[HelpContradiction] = []  # its help against its code
+    examples: list[DocExample] = []  # the version's doc commands using it (kb/doc_commands.py)
 
 
 # --- enums, constraints, backends, source --------------------------------------------------
@@ -625,6 +636,7 @@ class BackendValue(Model):
     areas: list[AreaCount]
     compare_url: str | None
     derives_from: DerivedFrom | None = None  # None: the flag is no variant taking the value
+    examples: list[DocExample] = []  # the version's doc commands giving the flag this value
 
 
 class CompareRow(Model):
@@ -919,6 +931,9 @@ class Diff(Model):
     # The filter asked for (?flag=, ?topic=): the lists and counts hold only what concerns it.
     flag: str | None = None
     topic: str | None = None
+    # The doc commands of `to` that `from` accepted and `to` rejects or fails (the same text
+    # at both); null when either version's doc commands are not checked (check-docs).
+    doc_commands_broken: list[BrokenDocCommand] | None = None
 
 
 # --- search --------------------------------------------------------------------------------
@@ -1339,4 +1354,48 @@ class DocsDrift(Model):
     env: DriftSection
 
 
+# --- the docs' launch commands (kb/doc_commands.py) ------------------------------------------
+
+DocStatus = Literal["ok", "rejected", "fails", "undecided"]
+
+
+class DocCommandRow(Model):
+    path: str
+    line: int
+    command: str
+    status: DocStatus
+    findings: list[Finding]
+    url: str  # the file at the version's commit, on the forge
+    anchor: str  # the row's id on the page
+
+
+class DocCommandCounts(Model):
+    ok: int
+    rejected: int
+    fails: int
+    undecided: int
+    skipped: int  # templates (`<model>`, `$VAR`, `{x}`, `...`) not checked
+    total: int  # commands (a command shown in two places counts twice)
+    distinct: int  # distinct command texts
+
+
+class DocCommands(Model):
+    version: str
+    commands: list[DocCommandRow]  # by file then line (those of `status` alone, if given)
+    counts: DocCommandCounts  # over every command of the version
+    status: DocStatus | None = None  # the filter asked for
+
+
+class BrokenDocCommand(Model):
+    command: str
+    path: str
+    line: int
+    from_: DocStatus = From()
+    to: DocStatus
+    findings: list[Finding]  # its errors at `to`
+    url: str  # its row on `to`'s docs-commands page
+    source_url: str
+
+
 FlagPage.model_rebuild()  # FlagModel is declared below it
+Diff.model_rebuild()  # BrokenDocCommand is declared below it

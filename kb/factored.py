@@ -36,6 +36,7 @@ SPEC: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "envvar": (("line", "end_line"), ("name",)),
     "envsite": (("line", "end_line"), ("name",)),
     "docentry": (("line",), ()),
+    "doccommand": (("line",), ()),
     "indirectusage": (("line",), ("dest",)),
 }
 VIEW_NAMES = frozenset(SPEC)

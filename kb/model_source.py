@@ -317,6 +317,18 @@ def from_hub(repo_id: str, revision: str, cache_dir: Path) -> ModelFiles:
     return _files(repo_id, commit, Path(config_path), Path(quant_path) if quant_path else None)
 
 
+def cached_model(name: str, revision: str | None, cache_dir: Path) -> ModelFiles | None:
+    """The config of Hugging Face id `name` if it was fetched before, else None: read from
+    the cache alone, never from the network (a check of many commands at once must not
+    reach out)."""
+    if not HUB_ID.fullmatch(name) or ".." in name or "--" in name:
+        return None
+    try:
+        return _from_cache(name, revision or "main", cache_dir)
+    except (ModelUnavailable, OSError, ValueError):
+        return None
+
+
 def _from_cache(repo_id: str, revision: str, cache_dir: Path) -> ModelFiles | None:
     """Both files as fetched before (hf_quant_config.json's absence is cached as such),
     or None when either was not."""

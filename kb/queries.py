@@ -827,15 +827,19 @@ _history_cache: Cache[list[dict[str, Any]]] = Cache(2048)
 
 
 def kb_stamp(session: Session) -> str:
-    """Changes whenever a version is added, re-ingested or removed (one tiny query)."""
+    """Changes whenever a version is added, re-ingested or removed, or its doc commands'
+    verdicts are stored (`flagatlas check-docs`, kb/doc_commands.py) (one tiny query)."""
     # Plain SQL: it runs on every request, and SQLAlchemy's statement machinery cost more
     # than SQLite answering it. The stamp is opaque: ingested_at as the database stores it.
-    count, last_id, last_ingest = (
+    count, last_id, last_ingest, last_check = (
         session.connection()
-        .exec_driver_sql("SELECT count(*), max(id), max(ingested_at) FROM version")
+        .exec_driver_sql(
+            "SELECT count(*), max(id), max(ingested_at), (SELECT max(id) FROM doccheck) "
+            "FROM version"
+        )
         .one()
     )
-    return f"{count}:{last_id}:{last_ingest}"
+    return f"{count}:{last_id}:{last_ingest}:{last_check}"
 
 
 def session_stamp(session: Session) -> Stamp:

@@ -47,10 +47,10 @@ EXTRACTOR_VERSION = 49
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.
-SCHEMA_VERSION = 10  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
+SCHEMA_VERSION = 11  # 3: indirectusage, modelfile, choicesite.basis; 4: zstd delta blobs;
 # 5: facts stored once (kb/factored.py); 6: delta chains (Blob.depth), checksummed frames,
 # versionfile WITHOUT ROWID; 7: envvar.conversion; 8: envvar.fallback; 9: flag.known_values;
-# 10: choicesite.above
+# 10: choicesite.above; 11: doccommand, doccheck
 
 DEFAULT_DB = "data/flagatlas.db"
 
@@ -273,6 +273,27 @@ class DocEntry(SQLModel, table=True):
     type: str | None = None  # "Type: int" in the Options cell
     path: str
     line: int
+
+
+class DocCommand(SQLModel, table=True):
+    """A launch command the version's Markdown/MDX files show (ingest/doc_commands.py)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id", index=True)
+    path: str
+    command: str  # as written, continuations joined, blanks collapsed
+    line: int  # where the command starts
+
+
+class DocCheck(SQLModel, table=True):
+    """Explain's verdict on a version's distinct doc command (kb/doc_commands.py), stored by
+    `flagatlas check-docs` after an ingest; a version without rows is checked on request."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    version_id: int = Field(foreign_key="version.id", index=True)
+    command: str
+    status: str  # ok | rejected | fails | undecided
+    findings: str = "[]"  # JSON [Finding]
 
 
 class IndirectUsage(SQLModel, table=True):

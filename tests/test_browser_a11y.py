@@ -42,6 +42,7 @@ PAGES = {
     "env-list": "/v/v0.3.0/env",
     "env-var": "/v/v0.3.0/env/SGLANG_FAKE_SWITCH",
     "docs-drift": "/v/v0.3.0/docs-drift",
+    "docs-commands": "/v/v0.3.0/docs-commands",
     "models": "/v/v0.3.0/models",
     "model": "/v/v0.3.0/models/runner",
     "report": "/v/v0.3.0/report",

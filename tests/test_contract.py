@@ -96,6 +96,13 @@ PAGE_KINDS = {
         "var",
     ),
     "docs drift": ("docsdrift", "drift_data", f"{V3}/docs-drift", f"/api{V3}/docs-drift", "drift"),
+    "docs commands": (
+        "doc_commands",
+        "doc_commands_data",
+        f"{V3}/docs-commands",
+        f"/api{V3}/docs-commands",
+        "data",
+    ),
     "gpus": ("gpus", "gpu_list", "/gpus", "/api/gpus", "data"),
     "explain": (
         "explain",

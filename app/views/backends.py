@@ -16,6 +16,7 @@ from app.highlight import excerpt
 from app.templating import render
 from app.views.common import errors, page_context
 from kb.contract import BackendList, BackendValue
+from kb.doc_commands import examples as doc_examples
 from kb.queries import (
     NotFound,
     all_enums,
@@ -150,6 +151,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
     effects = value_effects(session, version, row, [value])[value]
     site_dicts = [choice_site_dict(version, site) for site in sites]
     others = [c for c in choices if c != value]
+    names = [row.name, *(loads(row.aliases) or [])]
     return BackendValue.model_validate(
         {
             "version": version.name,
@@ -164,6 +166,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             "requirements": effects["requirements"],
             "requirement_summary": summarize(effects["requirements"]),
             "side_effects": effects["side_effects"],
+            "examples": doc_examples(session, version, names, value),
             "areas": [
                 {"area": g["area"], "count": len(g["sites"])} for g in sites_by_area(site_dicts)
             ],

@@ -18,6 +18,7 @@ from app.views.common import error_response, errors
 from kb.contract import Diff
 from kb.diff import clause_root, diff_versions, topics, value_change, word_diff
 from kb.diff_fold import moved_change, own_tests
+from kb.doc_commands import broken_commands
 from kb.queries import (
     NotFound,
     citation,
@@ -105,6 +106,8 @@ def diff_model(session: Session, a: Version, b: Version, flag: str = "", topic: 
             ],
             "flag": flag or None,
             "topic": topic or None,
+            # stored verdicts only (None without them): a diff checks no command itself
+            "doc_commands_broken": broken_commands(session, a, b, None),
         }
     )
 

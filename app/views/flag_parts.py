@@ -393,6 +393,8 @@ def sections(data: dict[str, Any]) -> list[dict[str, Any]]:
     if data.get("indirect_usages"):
         count = len(data["indirect_usages"])
         out.append({"id": "indirect", "title": "Read through a chain", "count": count})
+    if data.get("examples"):
+        out.append({"id": "examples", "title": "In the docs", "count": len(data["examples"])})
     out.append({"id": "history", "title": "History", "count": len(data["history"])})
     return out
 

@@ -25,6 +25,7 @@ from app.views.common import errors, page_context, replacement_links, suggestion
 from app.views.listing import csv_text, facet
 from kb.cache import Cache
 from kb.contract import FlagList, FlagPage
+from kb.doc_commands import examples as doc_examples
 from kb.env import flag_env_writes
 from kb.explain.load import load_options
 from kb.flagsites import chain_reads, version_sites
@@ -54,7 +55,7 @@ from kb.queries import (
     version_names,
 )
 from kb.reach import MODELS_DIR, flag_models, model_groups
-from kb.schema import Flag, Version, blob_text
+from kb.schema import Flag, Version, blob_text, loads
 
 router = APIRouter()
 
@@ -275,6 +276,8 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["choice_grid"] = parts.choice_grid(data["history"], data["choices"], data["timeline"])
     data["graph"] = parts.constraint_graph(data["constraints"], flag.name, data["related"])
     data["sets_env"] = flag_env_writes(session, version, flag.name)
+    options = [flag.name, *(loads(flag.aliases) or []), *([flag.negation] if flag.negation else [])]
+    data["examples"] = doc_examples(session, version, options)
     data["sections"] = parts.sections(data)
     return data
 

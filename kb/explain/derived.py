@@ -232,12 +232,7 @@ def _set_once(cls: ast.ClassDef, attr: str) -> tuple[Method, int, ast.expr | Non
     class's only assignment of the attribute (else which one holds is not decided here), in
     the constructor or in a helper taking only `self` (`self._derive_hybrid_model()`: what
     ServerArgs reads exists, so the helper ran)."""
-    sites = [
-        node
-        for node in ast.walk(cls)
-        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
-        and any(_is_self_attr(t, attr) for t in _targets(node))
-    ]
+    sites = _self_assignments(cls).get(attr, [])
     site = sites[0] if len(sites) == 1 else None
     if not isinstance(site, ast.Assign | ast.AnnAssign):
         return None
@@ -249,6 +244,31 @@ def _set_once(cls: ast.ClassDef, attr: str) -> tuple[Method, int, ast.expr | Non
             if stmt is site:
                 return method, index, site.value
     return None
+
+
+# ModelConfig's class -> its `self.<attr> = ...` statements by attribute: one walk of the
+# class per parse of its module, not one per attribute read (a walk each read was half the
+# time of checking a version's ~600 doc commands). Keyed by id, the class held with it.
+_ASSIGNMENTS: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}
+
+
+def _self_assignments(cls: ast.ClassDef) -> dict[str, list[ast.stmt]]:
+    held = _ASSIGNMENTS.get(id(cls))
+    if held is not None and held[0] is cls:
+        return held[1]
+    found: dict[str, list[ast.stmt]] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            for attr in dict.fromkeys(
+                t.attr
+                for t in _targets(node)
+                if isinstance(t, ast.Attribute) and _is_self_attr(t, t.attr)
+            ):
+                found.setdefault(attr, []).append(node)
+    if len(_ASSIGNMENTS) >= 64:  # the classes of a few versions' parses
+        _ASSIGNMENTS.pop(next(iter(_ASSIGNMENTS)))
+    _ASSIGNMENTS[id(cls)] = (cls, found)
+    return found
 
 
 def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:
