@@ -147,6 +147,10 @@ def test_required_flags_may_come_from_the_config_file(session: Session) -> None:
     assert errors(result) == []
     note = next(f for f in result["findings"] if f["kind"] == "missing_required")
     assert note["severity"] == "warning" and "--config" in note["message"]
+    # given or not, the flags the file sets are unseen: said once, as a note
+    full = explain(session, "v1.0.0", f"{SERVE} --weights w --config flags.yaml")
+    (said,) = [f for f in full["findings"] if f["kind"] == "config_file"]
+    assert said["severity"] == "info" and "cannot read the file" in said["message"]
 
 
 def test_an_action_that_raises_is_a_parse_error_with_its_message(session: Session) -> None:
@@ -158,3 +162,10 @@ def test_an_action_that_raises_is_a_parse_error_with_its_message(session: Sessio
 def test_a_single_dash_prefix_of_h_is_help_with_glued_text(session: Session) -> None:
     result = explain(session, "v1.0.0", f"{SERVE} --weights w -hcache-ratio 0.3")
     assert [f["kind"] for f in errors(result)] == ["attached_text"]
+
+
+def test_the_compatibility_range_judges_the_value_as_explain_does(session: Session) -> None:
+    refused = explain(session, "v1.0.0", f"{SERVE} --weights w --batch-budget 4K")
+    accepted = explain(session, "v1.0.0", f"{SERVE} --weights w --batch-budget 4k")
+    assert refused["valid_in"] == []
+    assert [r["from"] for r in accepted["valid_in"]] == ["v1.0.0"]

@@ -190,16 +190,29 @@ def _read_options(session: Session) -> list[VersionOptions]:
         Flag.negation,
         Flag.deprecated_kind,
         Flag.action_error,
+        Flag.path,  # last: where a type function named by `type` is looked up
     ]
     rows = session.connection().execute(
         sa_select(*columns).order_by(col(Flag.version_id), col(Flag.path), col(Flag.line))
     )
     made: dict[tuple[Any, ...], FlagSpec] = {}  # a flag unchanged across versions: one spec
-    for version_id, *fields in rows:
+    typed: dict[int | None, set[tuple[str, str | None]]] = {}  # type functions to look up
+    for version_id, *fields, path in rows:
         key = tuple(fields)
         if key not in made:
             made[key] = _parse_spec(*fields)
-        flags.setdefault(version_id, []).append(made[key])
+        spec = made[key]
+        flags.setdefault(version_id, []).append(spec)
+        if spec.type and spec.type.isidentifier() and spec.type not in BUILTIN_TYPES:
+            typed.setdefault(version_id, set()).add((path, spec.type))
+    for version in versions:  # the few versions whose flags name a type function
+        if version.id in typed:
+            converters = _type_functions(session, version, typed[version.id])
+            by_type = {t: c for (_path, t), c in converters.items()}
+            flags[version.id] = [
+                replace(f, converter=by_type[f.type]) if f.type in by_type else f
+                for f in flags[version.id]
+            ]
     return [VersionOptions.of_flags(v.name, flags[v.id]) for v in versions]
 
 
