@@ -16,6 +16,7 @@ TUNING = "python/sglang/srt/tuning.py"
 
 TUNED_ARGS = """
 import dataclasses
+from sglang.srt.hub import read_card
 from sglang.srt.tuning import check_tiers, load_tiers
 
 @dataclasses.dataclass
@@ -23,11 +24,14 @@ class ServerArgs:
     model_path: str = None
     tuned: bool = False
     tuning_file: str = None
+    tuned_by_card: bool = False
 
     def __post_init__(self):
         if self.tuned:
             load_tiers(self.tuning_file)
             check_tiers(self.model_path)
+        if self.tuned_by_card and read_card(self.model_path).tiered:
+            load_tiers(None)
 """
 
 # A table read from a file unless none is named, then a built-in one; the tiers are
@@ -105,3 +109,9 @@ def test_a_collection_filled_from_a_file_the_simulation_cannot_read_is_unknown()
 def test_after_a_return_that_may_have_happened_a_raise_is_not_likely() -> None:
     # the card is read from the hub: whether heads_of returns before the raise is unknown
     assert outcome(run(), "grouped heads") == "unknown"
+
+
+def test_a_known_table_filled_on_an_undecided_path_is_known_on_that_path() -> None:
+    # whether load_tiers runs depends on the hub; the tiers of the built-in table do not
+    result = run(tuned=False, tuned_by_card=True)
+    assert outcome(result, "no numeric tier") == "passed"

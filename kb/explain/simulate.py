@@ -640,14 +640,15 @@ class Simulator:
         self, target: ast.expr, method: str, args: list[Any], frame: Frame, ctx: Ctx
     ) -> None:
         """A local container changed in place (an item stored, `.append(x)`): on a copy when
-        everything is known on a certain path, else the local becomes Unknown. A collection
-        filled from data the run cannot read is unknown, not left empty."""
+        it and the change are known (on an undecided path too: `fork` merges the paths),
+        else the local becomes Unknown. A collection filled from data the run cannot read is
+        unknown, not left empty."""
         if not isinstance(target, ast.Name) or target.id not in frame.locals:
             return
         container = frame.locals[target.id]
         if not isinstance(container, dict | list | set | Unknown):
             return  # an object's own method or item (`self.x[k] = v` is not tracked either)
-        if not ctx.needs and isinstance(container, dict | list | set) and all(map(is_known, args)):
+        if isinstance(container, dict | list | set) and all(map(is_known, args)):
             changed = copy.copy(container)
             with contextlib.suppress(Exception):
                 getattr(changed, method)(*args)
