@@ -816,9 +816,11 @@ def _field_flag(
         else:  # no choices=, or one computed at run time: the Literal spells the values
             flag["choices"] = literal_values
             flag["choices_const"] = resolved.const if resolved else None
-        # The type comes from the Literal's first value, whatever the choices.
-        first = literal_values[0] if literal_values else ""
-        flag["type"] = source(type_parser) if type_parser else type(first).__name__
+        # The type comes from the Literal's first value, whatever the choices; arg_utils
+        # converts any type but str/int/float as str (`Literal[None, "a"]` takes "a").
+        first = type(literal_values[0]).__name__ if literal_values else "str"
+        scalar = first if first in ("str", "int", "float") else "str"
+        flag["type"] = source(type_parser) if type_parser else scalar
     elif (
         isinstance(inner, ast.Subscript)
         and source(inner.value) in ("List", "list", "typing.List")

@@ -437,6 +437,10 @@ class ServerArgs:
         Optional[Literal["breakable", "disabled"]],
         Arg(help="Graph backend.", choices=Backend.ALL),
     ] = None
+    exchange_backend: A[
+        Literal[None, "ring", "mesh"],
+        Arg(help="Exchange backend.", choices=["none", "ring", "mesh"]),
+    ] = None
     hash_mode: str = "none"
 
     @staticmethod

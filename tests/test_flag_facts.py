@@ -187,6 +187,12 @@ def test_class_type_function(db: Path, version: str) -> None:
     assert flag(db, version, "--max-prefill")["type"] == "human_readable_int"
 
 
+def test_class_literal_led_by_none_converts_as_str(db: Path) -> None:
+    """arg_utils takes the type of a Literal's first value, and what is not str/int/float
+    (None's NoneType, a bool) converts as str."""
+    assert flag(db, "v3.0.0", "--exchange-backend")["type"] == "str"
+
+
 # 14. Choices from comprehensions over an enum (local or imported) and list(Enum).
 @pytest.mark.parametrize("version", ["v2.0.0", "v3.0.0"])
 def test_class_choices_from_enum_comprehension(db: Path, version: str) -> None:
@@ -224,6 +230,7 @@ for a in parser._actions:
     out.append({
         "options": a.option_strings, "dest": a.dest, "nargs": a.nargs,
         "const": a.const, "default": a.default if a.default != argparse.SUPPRESS else "SUPPRESS",
+        "type": getattr(a.type, "__name__", None),
         "choices": [getattr(c, "value", c) for c in choices] if choices is not None else None,
     })
 print(json.dumps(out, default=str))
@@ -272,6 +279,8 @@ def test_rows_match_argparse(db: Path, repo: Path, tmp_path: Path, version: str)
                 where
             )
         assert row["choices"] == action["choices"], where
+        if action["type"] in ("str", "int", "float") or row["type"] in ("str", "int", "float"):
+            assert row["type"] == action["type"], where
         assert row["default"] == action["default"], where
         if action["const"] is not None and row["action"] not in ("store_true", "store_false"):
             assert row["const"] == action["const"], where

@@ -171,6 +171,13 @@ class UseChecker:
                     "repeated",
                 )
         has_config = "--config" in self.given_names
+        if has_config:
+            text = (
+                "SGLang merges the YAML file given to --config into the arguments before it "
+                "parses them; explain cannot read the file: the flags it sets are not seen "
+                "here, and required flags may come from it"
+            )
+            self.add("info", self.table.by_option["--config"], text, "config_file")
         for flag in self.facts.flags:
             if flag.required and flag.name not in self.given_names:
                 text = f"missing required flag {flag.name}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -39,6 +40,8 @@ class FlagSpec:
     deprecated_kind: str | None = None  # soft (help text only) | warns | raises (when used)
     action_error: str | None = None  # what an action that raises says
     action_source: Citation | None = None  # where the action class (or its raise) is
+    # the flag's type function when explain can apply it (kb.explain.type_functions)
+    converter: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def options(self) -> tuple[str, ...]:

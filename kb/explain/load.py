@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import select as sa_select  # sqlmodel's select types 4 columns at most
@@ -19,6 +20,7 @@ from kb.explain.deploy import cached_module
 from kb.explain.facts import EnvSpec, FlagSpec, SiteSpec, VersionFacts, negations_of
 from kb.explain.ranges import VersionOptions
 from kb.explain.source_modules import Module
+from kb.explain.type_functions import find_function, suffixed_int
 from kb.queries import citation, session_stamp
 from kb.schema import (
     ConstraintSite,
@@ -30,6 +32,8 @@ from kb.schema import (
     loads,
 )
 
+# type= names explain converts itself (kb.explain.values.convert)
+BUILTIN_TYPES = {"str", "int", "float", "bool", "nullable_str", "json_list_type"}
 _facts_cache: Cache[VersionFacts] = Cache(8)  # version id -> its facts
 _options_cache: Cache[list[VersionOptions]] = Cache(4)  # one entry per database
 _files_cache: Cache[dict[str, str]] = Cache(16)  # version id -> cited path -> blob sha
@@ -88,13 +92,16 @@ def flag_spec(version: Version, row: Flag) -> FlagSpec:
 
 
 def _read_facts(session: Session, version: Version) -> VersionFacts:
+    rows = session.exec(
+        select(Flag).where(Flag.version_id == version.id).order_by(col(Flag.path), col(Flag.line))
+    ).all()
+    converters = _type_functions(session, version, {(r.path, r.type) for r in rows if r.type})
     flags = [
-        flag_spec(version, row)
-        for row in session.exec(
-            select(Flag)
-            .where(Flag.version_id == version.id)
-            .order_by(col(Flag.path), col(Flag.line))
-        )
+        replace(spec, converter=converters.get((row.path, row.type)))
+        if (row.path, row.type) in converters
+        else spec
+        for row in rows
+        for spec in [flag_spec(version, row)]
     ]
     sites = [
         SiteSpec(
@@ -138,6 +145,24 @@ def _read_facts(session: Session, version: Version) -> VersionFacts:
     return VersionFacts(version.name, flags, sites, env, aliases)
 
 
+def _type_functions(
+    session: Session, version: Version, types: set[tuple[str, str | None]]
+) -> dict[tuple[str, str | None], Callable[[str], Any]]:
+    """(path, type) -> the type function explain can apply, for the type functions named by
+    a plain name that a module of the version defines in a shape it recognises."""
+    named = {(path, t) for path, t in types if t and t.isidentifier() and t not in BUILTIN_TYPES}
+    if not named:
+        return {}
+    modules = version_modules(session, version)
+    out: dict[tuple[str, str | None], Callable[[str], Any]] = {}
+    for path, name in named:
+        fn = find_function(modules, path, name)
+        converter = suffixed_int(fn) if fn is not None else None
+        if converter is not None:
+            out[(path, name)] = converter
+    return out
+
+
 def load_options(session: Session, stamp: Stamp | None = None) -> list[VersionOptions]:
     """Every version, oldest first, with its option strings -> canonical names."""
     return _options_cache.get_or_make(
@@ -165,16 +190,29 @@ def _read_options(session: Session) -> list[VersionOptions]:
         Flag.negation,
         Flag.deprecated_kind,
         Flag.action_error,
+        Flag.path,  # last: where a type function named by `type` is looked up
     ]
     rows = session.connection().execute(
         sa_select(*columns).order_by(col(Flag.version_id), col(Flag.path), col(Flag.line))
     )
     made: dict[tuple[Any, ...], FlagSpec] = {}  # a flag unchanged across versions: one spec
-    for version_id, *fields in rows:
+    typed: dict[int | None, set[tuple[str, str | None]]] = {}  # type functions to look up
+    for version_id, *fields, path in rows:
         key = tuple(fields)
         if key not in made:
             made[key] = _parse_spec(*fields)
-        flags.setdefault(version_id, []).append(made[key])
+        spec = made[key]
+        flags.setdefault(version_id, []).append(spec)
+        if spec.type and spec.type.isidentifier() and spec.type not in BUILTIN_TYPES:
+            typed.setdefault(version_id, set()).add((path, spec.type))
+    for version in versions:  # the few versions whose flags name a type function
+        if version.id in typed:
+            converters = _type_functions(session, version, typed[version.id])
+            by_type = {t: c for (_path, t), c in converters.items()}
+            flags[version.id] = [
+                replace(f, converter=by_type[f.type]) if f.type in by_type else f
+                for f in flags[version.id]
+            ]
     return [VersionOptions.of_flags(v.name, flags[v.id]) for v in versions]
 
 

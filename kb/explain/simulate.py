@@ -107,6 +107,9 @@ _STR_METHODS = {
     "rstrip",
 }
 _CONTAINER_METHODS = {"get", "keys", "values", "items", "count", "index"}
+# methods that change a list, dict or set in place (their result is None or unused)
+_MUTATING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault", "remove",
+                     "discard", "clear"}  # fmt: skip
 _LOG_METHODS = {"warning", "warn", "info", "debug", "error", "critical", "warning_once"}
 
 # --------------------------------------------------------------------------------------
@@ -683,6 +686,30 @@ class Simulator:
                     )
         elif isinstance(target, ast.Starred):
             self.assign(target.value, Unknown(("an unpacked value",)), frame, ctx, node)
+        elif isinstance(target, ast.Subscript):  # `tiers[key] = entry`
+            key = self.eval(target.slice, frame, ctx)
+            self.update_local(target.value, "__setitem__", [key, value], frame, ctx)
+
+    def update_local(
+        self, target: ast.expr, method: str, args: list[Any], frame: Frame, ctx: Ctx
+    ) -> None:
+        """A local container changed in place (an item stored, `.append(x)`): on a copy when
+        it and the change are known (on an undecided path too: `fork` merges the paths),
+        else the local becomes Unknown. A collection filled from data the run cannot read is
+        unknown, not left empty."""
+        if not isinstance(target, ast.Name) or target.id not in frame.locals:
+            return
+        container = frame.locals[target.id]
+        if not isinstance(container, dict | list | set | Unknown):
+            return  # an object's own method or item (`self.x[k] = v` is not tracked either)
+        if isinstance(container, dict | list | set) and all(map(is_known, args)):
+            changed = copy.copy(container)
+            with contextlib.suppress(Exception):
+                getattr(changed, method)(*args)
+                frame.locals[target.id] = changed
+                return
+        needs = merge_needs(container, *args) or ctx.needs or (f"what {target.id} holds",)
+        frame.locals[target.id] = Unknown(tuple(dict.fromkeys((*ctx.needs, *needs))))
 
     def set_field(
         self, name: str, value: Any, ctx: Ctx, node: ast.AST, marks: frozenset[str] = frozenset()
@@ -842,6 +869,15 @@ class Simulator:
             arg_marks = frozenset(self.reads) if self.past_server_args else _marks(self.reads)
         finally:
             self.reads = outer | self.reads
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _MUTATING_METHODS
+            and isinstance(func.value, ast.Name)
+            and isinstance(frame.locals.get(func.value.id), dict | list | set | Unknown)
+        ):
+            changes = [unknown()] if args is None or kwargs else args
+            self.update_local(func.value, func.attr, changes, frame, ctx)
+            return None
         if args is None:
             return kwargs
         self.arg_marks = arg_marks

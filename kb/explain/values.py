@@ -21,6 +21,11 @@ class BadValue(ValueError):
 
 def convert(flag: FlagSpec, raw: str) -> tuple[Any, bool]:
     """Convert like the flag's `type=`; returns (value, checked). Raises BadValue."""
+    if flag.converter is not None:  # a type function of SGLang's that explain can apply
+        try:
+            return flag.converter(raw), True
+        except ValueError as exc:
+            raise BadValue(str(exc)) from None
     kind = (flag.type or "str").strip()
     if kind in ("str", "Optional[str]", "str | None"):
         return raw, True
