@@ -92,8 +92,17 @@ class ServerArgs:
     mem_fraction_static: Optional[float] = None
     attention_backend: Optional[str] = None
     chunked_prefill_size: Optional[int] = None
+    cuda_graph_max_bs: Optional[int] = None
 
     def __post_init__(self):
+        from sglang.srt.configs.model_config import ModelConfig
+
+        # some versions build their own ModelConfig from the server args, not through
+        # get_model_config(): the same derivation
+        if ModelConfig.from_server_args(self).is_multimodal:
+            self.cuda_graph_max_bs = 8
+        else:
+            self.cuda_graph_max_bs = 16
         model_config = self.get_model_config()
         if model_config.is_multimodal:
             self.mem_fraction_static = 0.7
@@ -145,6 +154,12 @@ def test_a_derived_bool_comes_from_the_architecture_list() -> None:
     # ... and what ServerArgs passes to it counts: --enable-multimodal false
     fields = {"enable_multimodal": False}
     assert run("OtherVLModel", fields, **config)["mem_fraction_static"] == 0.8
+
+
+def test_a_model_config_built_by_the_server_args_own_call_is_derived_too() -> None:
+    config = {"num_attention_heads": 8}
+    assert run("FixtureVLForConditionalGeneration", {}, **config)["cuda_graph_max_bs"] == 8
+    assert run("LlamaForCausalLM", {}, **config)["cuda_graph_max_bs"] == 16
 
 
 def test_a_derived_bool_from_a_helper_the_constructor_calls() -> None:

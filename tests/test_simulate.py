@@ -620,6 +620,20 @@ def test_sequences_built_from_command_values_are_bounded() -> None:
     assert result.fields["small"] == [0, 0, 0, 1]
 
 
+def test_a_range_of_batch_sizes_is_computed_and_a_huge_one_is_not() -> None:
+    code = """
+    class ServerArgs:
+        def __post_init__(self):
+            self.sizes = [1, 2] + list(range(8, self.max_bs + 1, 8))
+            self.top = max(self.sizes)
+            self.huge = len(list(range(self.dp_size)))
+    """
+    result = run({ARGS: code}, {"max_bs": 32, "dp_size": 10**9})
+    assert result.fields["sizes"] == [1, 2, 8, 16, 24, 32]
+    assert result.fields["top"] == 32
+    assert isinstance(result.fields["huge"], Unknown)
+
+
 # --- a raise under a guard the run could not decide -------------------------------------
 # (modelled on snapshot-2026-07-01: an architecture branch calls a helper that asserts on a
 # flag the command gave, which SGLang may change on a platform not given (so it is known only

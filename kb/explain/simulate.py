@@ -37,6 +37,7 @@ from kb.explain.abstract_values import (
     Obj,
     Self,
     Symbol,
+    bounded_range,
     is_known,
     lift,
     likely_of,
@@ -91,6 +92,7 @@ _PURE_BUILTINS: dict[str, Callable[..., Any]] = {
     "tuple": tuple,
     "set": set,
     "round": round,
+    "range": bounded_range,
 }
 _STR_METHODS = {
     "lower",
@@ -853,6 +855,11 @@ class Simulator:
         if isinstance(callee, Symbol) and callee.dotted in PLATFORM_METHODS:
             name = PLATFORM_METHODS[callee.dotted]
             return self.predicate(name, ExternalName(name, "sglang.srt.platforms"), args)
+        if isinstance(callee, Symbol) and callee.dotted == ".".join(MODEL_CONFIG_FACTORY):
+            if args[:1] == [SELF]:
+                # the version's ServerArgs builds its ModelConfig itself (not through
+                # get_model_config()): the same model, derived the same way
+                return Obj("model_config")
         if any(a is SELF for a in (*args, *kwargs.values())):
             if not (isinstance(callee, ExternalName) and callee.module == "builtins"):
                 # SGLang hands the server args to code we do not hold: it may change them
@@ -1157,6 +1164,8 @@ class Simulator:
                 return self.predicate(dotted, ExternalName(dotted, "torch"), [])
             return Symbol(dotted)
         if isinstance(obj, ExternalName):
+            if (obj.module, obj.name, attr) == MODEL_CONFIG_FACTORY:
+                return Symbol(".".join(MODEL_CONFIG_FACTORY))
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)
@@ -1193,6 +1202,8 @@ class Simulator:
 
 
 _ABSENT = object()
+# `ModelConfig.from_server_args(server_args)`: module, class, factory
+MODEL_CONFIG_FACTORY = ("sglang.srt.configs.model_config", "ModelConfig", "from_server_args")
 EXPRESSION_NAMES = {
     "ListComp": "a list comprehension",
     "SetComp": "a set comprehension",
