@@ -55,6 +55,7 @@ from kb.explain.predicates import (
     Profile,
     Unknown,
     answer_with_inputs,
+    assumed,
     missing,
     unknown,
 )
@@ -366,6 +367,8 @@ class Simulator:
         if name in mod.imports:
             return self.resolve_import(name, mod.imports[name])
         if name in mod.assigns:
+            if name in mod.registries:
+                self.registry(mod, name)
             if name not in mod.constants:
                 value = mod.assigns[name]
                 mod.constants[name] = (
@@ -379,6 +382,16 @@ class Simulator:
         if name == "True":
             return True
         return Symbol(name)
+
+    def registry(self, mod: Module, name: str) -> None:
+        """A registry's entries are those its source lists: code outside SGLang's tree may
+        register more at run time, which is stated as an assumption."""
+        key = f"registry:{mod.path}:{name}"
+        where = mod.path.removeprefix("python/")
+        self.result.assumptions[key] = (
+            f"nothing is registered in {name} ({where}) beyond what its source lists"
+        )
+        self.reads.add(assumed(key))
 
     # --- statements -------------------------------------------------------------------
 

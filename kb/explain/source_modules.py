@@ -28,6 +28,23 @@ class Module:
     assigns: dict[str, ast.expr]  # module-level NAME = expr
     lines: dict[str, int]  # where each module-level name is defined
     constants: dict[str, Any] = field(default_factory=dict)  # literal assigns, evaluated once
+    # module-level names the module's functions add to (`_REGISTRY.append(spec)`): registries
+    # whose run-time value is their source's plus whatever callers register
+    registries: set[str] = field(default_factory=set)
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+
+
+def _added_to(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    return {
+        n.func.value.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in _MUTATORS
+        and isinstance(n.func.value, ast.Name)
+    }
 
 
 def module_path(dotted: str) -> list[str]:
@@ -60,6 +77,7 @@ def parse_module(path: str, text: str) -> Module | None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 mod.functions[node.name] = node
                 mod.lines[node.name] = node.lineno
+                mod.registries |= _added_to(node)
             elif isinstance(node, ast.ClassDef):
                 mod.classes[node.name] = node
                 mod.lines[node.name] = node.lineno
@@ -82,6 +100,7 @@ def parse_module(path: str, text: str) -> Module | None:
                 visit(node.orelse)
 
     visit(tree.body)
+    mod.registries &= set(mod.assigns)  # (a local list of the same name is not one)
     return mod
 
 
