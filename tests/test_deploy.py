@@ -486,3 +486,18 @@ def test_the_page_states_every_assumption_above_the_fold(db: Path) -> None:
     summary = summary[: summary.index("</dl>")]
     for words in answer["assumptions"]:
         assert words in summary
+
+
+def test_many_assumptions_no_setting_rests_on_fold_into_one_line(session: Session) -> None:
+    from app.templating import env
+
+    profile = Profile.parse({"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "gpu": "B200"})
+    result = explain(session, "v0.2.0", "--model-path m --tp-size 8", profile=profile)
+    extra = [f"environment variable FIXTURE_{n} is not set" for n in range(5)]
+    result["assumptions"] = [*result["assumptions"], *extra]
+    page = html.unescape(env.get_template("explain_results.html").render(result=result))
+    summary = page[page.index('<dl class="sim-summary"') :]
+    summary = summary[: summary.index("</dl>")]
+    assert "<summary>6 more that no setting changed on:" in summary
+    for words in extra:
+        assert f"<li>{words}</li>" in summary
