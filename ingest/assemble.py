@@ -229,6 +229,8 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/environ.py",
         "python/sglang/srt/configs/model_config.py",
         "python/sglang/srt/utils/hf_transformers_utils.py",
+        # which architectures are linear-attention hybrids (server_args asks it, 2026)
+        "python/sglang/srt/configs/linear_attn_model_registry.py",
     }
 )
 

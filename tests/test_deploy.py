@@ -4,6 +4,7 @@ annotated command, and the upgrade check with the profile on both sides."""
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -477,3 +478,35 @@ def test_a_set_value_is_shown_not_a_500() -> None:
 
     assert display({"b", "a"}) == '["a", "b"]'
     assert display([1, {"x"}]) == '[1, ["x"]]'
+
+
+def test_the_page_states_every_assumption_above_the_fold(db: Path) -> None:
+    """What the run assumed is listed with what it decided and what it could not, the
+    assumptions no setting rests on (an environment variable taken as unset) included."""
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    query = "version=v0.2.0&command=--model-path+m+--tp-size+8"
+    profile = "&arch=GlmMoeForCausalLM&quant=modelopt_fp4&gpu=B200"
+    answer = client.get(f"/api/explain?{query}{profile}").json()
+    resting = {a for row in answer["effective"] for a in row.get("assuming") or []}
+    unused = [a for a in answer["assumptions"] if a not in resting]
+    assert resting and unused  # both kinds, or this test proves nothing
+    page = html.unescape(client.get(f"/explain?{query}{profile}").text)
+    summary = page[page.index('<dl class="sim-summary"') :]
+    summary = summary[: summary.index("</dl>")]
+    for words in answer["assumptions"]:
+        assert words in summary
+
+
+def test_many_assumptions_no_setting_rests_on_fold_into_one_line(session: Session) -> None:
+    from app.templating import env
+
+    profile = Profile.parse({"arch": "GlmMoeForCausalLM", "quant": "modelopt_fp4", "gpu": "B200"})
+    result = explain(session, "v0.2.0", "--model-path m --tp-size 8", profile=profile)
+    extra = [f"environment variable FIXTURE_{n} is not set" for n in range(5)]
+    result["assumptions"] = [*result["assumptions"], *extra]
+    page = html.unescape(env.get_template("explain_results.html").render(result=result))
+    summary = page[page.index('<dl class="sim-summary"') :]
+    summary = summary[: summary.index("</dl>")]
+    assert "<summary>6 more that no setting changed on:" in summary
+    for words in extra:
+        assert f"<li>{words}</li>" in summary

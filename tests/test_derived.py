@@ -43,6 +43,7 @@ class ModelConfig:
         return ModelConfig(
             model_path=model_path or server_args.model_path,
             enable_multimodal=server_args.enable_multimodal,
+            context_length=server_args.context_length,
             **kwargs,
         )
 
@@ -54,7 +55,12 @@ class ModelConfig:
         return any(a in archs for a in ("SinkForCausalLM",))
 
     def _derive_context_length(self, context_length):
-        self.context_len = context_length or read_context_length(self.hf_config)
+        derived_context_len = read_context_length(self.hf_config)
+        if context_length is not None:
+            self.context_len = context_length
+        else:
+            self.context_len = derived_context_len
+        self.hf_config.context_len = self.context_len
 
     def get_total_num_kv_heads(self):
         for attr in ["num_kv_heads", "num_key_value_heads"]:
@@ -89,11 +95,21 @@ class ServerArgs:
     model_path: str = "m"
     tp_size: int = 1
     enable_multimodal: Optional[bool] = None
+    context_length: Optional[int] = None
     mem_fraction_static: Optional[float] = None
     attention_backend: Optional[str] = None
     chunked_prefill_size: Optional[int] = None
+    cuda_graph_max_bs: Optional[int] = None
 
     def __post_init__(self):
+        from sglang.srt.configs.model_config import ModelConfig
+
+        # some versions build their own ModelConfig from the server args, not through
+        # get_model_config(): the same derivation
+        if ModelConfig.from_server_args(self).is_multimodal:
+            self.cuda_graph_max_bs = 8
+        else:
+            self.cuda_graph_max_bs = 16
         model_config = self.get_model_config()
         if model_config.is_multimodal:
             self.mem_fraction_static = 0.7
@@ -129,7 +145,8 @@ def run(arch: str, fields: dict[str, Any], **config: Any) -> dict[str, Any]:
         assert mod is not None
         mods[path] = mod
     profile = Profile.parse({"sm": 90, "config": {"architectures": [arch], **config}})
-    start = {"model_path": "m", "tp_size": 1, "enable_multimodal": None, **fields}
+    start = {"model_path": "m", "tp_size": 1, "enable_multimodal": None, "context_length": None}
+    start.update(fields)
     sim = Simulator(mods.get, mods[ARGS], start, profile, given=set(fields), derive=derived)
     result = sim.run()
     assert not result.errors
@@ -145,6 +162,12 @@ def test_a_derived_bool_comes_from_the_architecture_list() -> None:
     # ... and what ServerArgs passes to it counts: --enable-multimodal false
     fields = {"enable_multimodal": False}
     assert run("OtherVLModel", fields, **config)["mem_fraction_static"] == 0.8
+
+
+def test_a_model_config_built_by_the_server_args_own_call_is_derived_too() -> None:
+    config = {"num_attention_heads": 8}
+    assert run("FixtureVLForConditionalGeneration", {}, **config)["cuda_graph_max_bs"] == 8
+    assert run("LlamaForCausalLM", {}, **config)["cuda_graph_max_bs"] == 16
 
 
 def test_a_derived_bool_from_a_helper_the_constructor_calls() -> None:
@@ -167,3 +190,11 @@ def test_what_the_interpreter_cannot_decide_stays_unknown_and_says_what() -> Non
     value = run("LlamaForCausalLM", {}, num_attention_heads=8)["chunked_prefill_size"]
     assert isinstance(value, Unknown)
     assert any("context_len" in need for need in value.needs)
+
+
+def test_a_field_a_helper_sets_on_either_branch_is_that_helper_run_on_its_arguments() -> None:
+    # `self._derive_context_length(context_length)`: --context-length decides it
+    fields = {"context_length": 16384}
+    assert run("LlamaForCausalLM", fields, num_attention_heads=8)["chunked_prefill_size"] == 4096
+    fields = {"context_length": 4096}
+    assert run("LlamaForCausalLM", fields, num_attention_heads=8)["chunked_prefill_size"] is None

@@ -620,6 +620,20 @@ def test_sequences_built_from_command_values_are_bounded() -> None:
     assert result.fields["small"] == [0, 0, 0, 1]
 
 
+def test_a_range_of_batch_sizes_is_computed_and_a_huge_one_is_not() -> None:
+    code = """
+    class ServerArgs:
+        def __post_init__(self):
+            self.sizes = [1, 2] + list(range(8, self.max_bs + 1, 8))
+            self.top = max(self.sizes)
+            self.huge = len(list(range(self.dp_size)))
+    """
+    result = run({ARGS: code}, {"max_bs": 32, "dp_size": 10**9})
+    assert result.fields["sizes"] == [1, 2, 8, 16, 24, 32]
+    assert result.fields["top"] == 32
+    assert isinstance(result.fields["huge"], Unknown)
+
+
 # --- a raise under a guard the run could not decide -------------------------------------
 # (modelled on snapshot-2026-07-01: an architecture branch calls a helper that asserts on a
 # flag the command gave, which SGLang may change on a platform not given (so it is known only
@@ -713,3 +727,57 @@ def test_a_package_predicate_states_its_assumption() -> None:
     assert unsure.assumptions == {}
     assert isinstance(unsure.fields["moe_runner_backend"], Unknown)
     assert "the installed version of triton_kernels" in unsure.fields["moe_runner_backend"].needs
+
+
+# --- a registry list that callers fill at run time (snapshot-2026-05-01's linear-attention
+# model registry: empty in the source, filled only by code outside SGLang's tree) ---------
+REGISTRY = "python/sglang/srt/configs/fixture_registry.py"
+REGISTRY_TEXT = """
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Spec:
+    arch_names: list = field(default_factory=list)
+
+
+_REGISTRY: list[Spec] = []
+
+
+def register(spec):
+    _REGISTRY.append(spec)
+
+
+def spec_by_arch(arch_name):
+    for spec in _REGISTRY:
+        if arch_name in spec.arch_names:
+            return spec
+    return None
+"""
+REGISTRY_ARGS = """
+from dataclasses import dataclass
+
+from sglang.srt.configs.fixture_registry import spec_by_arch
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    disable_overlap_schedule: bool = False
+
+    def __post_init__(self):
+        if spec_by_arch("HybridArch") is not None:
+            self.disable_overlap_schedule = True
+"""
+
+
+def test_a_registry_filled_at_run_time_holds_its_source_entries_as_an_assumption() -> None:
+    files = {ARGS: REGISTRY_ARGS, REGISTRY: REGISTRY_TEXT}
+    result = run(files, {"model_path": "m", "disable_overlap_schedule": False})
+    assert result.fields["disable_overlap_schedule"] is False
+    (words,) = result.assumptions.values()
+    assert "_REGISTRY" in words and "registered" in words
+    # without the registry's module the spec stays unknown, and says which call
+    result = run({ARGS: REGISTRY_ARGS}, {"model_path": "m", "disable_overlap_schedule": False})
+    value = result.fields["disable_overlap_schedule"]
+    assert isinstance(value, Unknown) and "spec_by_arch" in "; ".join(value.needs)

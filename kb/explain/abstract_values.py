@@ -107,6 +107,15 @@ def _mul(a: Any, b: Any) -> Any:
     return a * b
 
 
+def bounded_range(*args: int) -> list[int]:
+    """`range(...)` as the list it yields (what SGLang builds from it: batch-size lists),
+    refused past MAX_VALUE items like `+` and `*`."""
+    items = range(*args)
+    if len(items) > MAX_VALUE:
+        raise ValueError("value too large")
+    return list(items)
+
+
 BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     **{op: fn for op, fn in ARITHMETIC.items() if op is not ast.Pow},
     ast.Add: _add,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +128,10 @@ def _derived_attr(
         return Func(mod, node, None if "staticmethod" in decorators else bound)
     found = _set_once(cls, attr)
     if found is None:
-        return unknown(words)
+        helper = _set_by_helper(cls, attr)
+        if helper is None:
+            return unknown(words)
+        return _run_helper(sim, mod, bound, attr, *helper, init_params)
     method, index, value = found
     frame = Frame(mod, method.name, {"self": bound})
     params = init_params(method) if method.name == "__init__" else {}
@@ -269,6 +273,69 @@ def _self_assignments(cls: ast.ClassDef) -> dict[str, list[ast.stmt]]:
         _ASSIGNMENTS.pop(next(iter(_ASSIGNMENTS)))
     _ASSIGNMENTS[id(cls)] = (cls, found)
     return found
+
+
+def _set_by_helper(cls: ast.ClassDef, attr: str) -> tuple[Method, int, Method, ast.Call] | None:
+    """(constructor, index, helper, call) when every assignment of `self.<attr>` is in one
+    helper that the constructor calls as a top-level statement (`self._derive_x(arg)`)."""
+    methods = _methods(cls)
+    owners = {
+        name
+        for name, method in methods.items()
+        for node in ast.walk(method)
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        and any(_is_self_attr(t, attr) for t in _targets(node))
+    }
+    init = methods.get("__init__")
+    if len(owners) != 1 or init is None or "__init__" in owners:
+        return None
+    helper = methods[owners.pop()]
+    for index, stmt in enumerate(init.body):
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and ast.unparse(call.func) == f"self.{helper.name}":
+            return init, index, helper, call
+    return None
+
+
+class _AttrAsLocal(ast.NodeTransformer):
+    """`self.<attr>` (read or written) -> the local `name`."""
+
+    def __init__(self, attr: str, name: str) -> None:
+        self.attr, self.name = attr, name
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if _is_self_attr(node, self.attr):
+            return ast.copy_location(ast.Name(self.name, node.ctx), node)
+        return self.generic_visit(node)
+
+
+def _run_helper(
+    sim: Simulator,
+    mod: Module,
+    bound: Obj,
+    attr: str,
+    init: Method,
+    index: int,
+    helper: Method,
+    call: ast.Call,
+    init_params: Callable[[Method], dict[str, Callable[[], Any]]],
+) -> Any:
+    """The value the helper leaves in `self.<attr>`, run on the arguments the constructor
+    passes it (each computed from the statements before the call); unknown on a path that
+    sets nothing, or when the helper is called with what this cannot bind."""
+    params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)][1:]
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return unknown(f"the model's {attr}")
+    frame = Frame(mod, helper.name, {"self": bound})
+    passed = init_params(init)
+    for name, arg in zip(params, call.args, strict=False):
+        before = Frame(mod, "__init__", {"self": bound})
+        frame.locals[name] = _evaluate(sim, before, init.body[:index], arg, passed)
+    _fill_defaults(sim, helper, frame)
+    local = f"{attr}__derived"
+    frame.locals[local] = unknown(f"the model's {attr}")
+    body = [_AttrAsLocal(attr, local).visit(copy.deepcopy(stmt)) for stmt in helper.body]
+    return _evaluate(sim, frame, body, ast.Name(local, ast.Load()), {})
 
 
 def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:

@@ -38,6 +38,7 @@ from kb.explain.abstract_values import (
     Registry,
     Self,
     Symbol,
+    bounded_range,
     is_known,
     lift,
     likely_of,
@@ -55,6 +56,7 @@ from kb.explain.predicates import (
     Profile,
     Unknown,
     answer_with_inputs,
+    assumed,
     missing,
     unknown,
 )
@@ -93,6 +95,7 @@ _PURE_BUILTINS: dict[str, Callable[..., Any]] = {
     "tuple": tuple,
     "set": set,
     "round": round,
+    "range": bounded_range,
 }
 _STR_METHODS = {
     "lower",
@@ -401,6 +404,8 @@ class Simulator:
         if name in mod.rebound:
             return unknown(f"{name} (a module global set at run time)")
         if name in mod.assigns:
+            if name in mod.appended:
+                self.registry(mod, name)
             value = mod.assigns[name]
             if isinstance(value, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.Dict):
                 if name not in mod.constants:
@@ -420,6 +425,16 @@ class Simulator:
         if name == "True":
             return True
         return Symbol(name)
+
+    def registry(self, mod: Module, name: str) -> None:
+        """A registry's entries are those its source lists: code outside SGLang's tree may
+        register more at run time, which is stated as an assumption."""
+        key = f"registry:{mod.path}:{name}"
+        where = mod.path.removeprefix("python/")
+        self.result.assumptions[key] = (
+            f"nothing is registered in {name} ({where}) beyond what its source lists"
+        )
+        self.reads.add(assumed(key))
 
     # --- statements -------------------------------------------------------------------
 
@@ -949,6 +964,11 @@ class Simulator:
         if isinstance(callee, Symbol) and callee.dotted in PLATFORM_METHODS:
             name = PLATFORM_METHODS[callee.dotted]
             return self.predicate(name, ExternalName(name, "sglang.srt.platforms"), args)
+        if isinstance(callee, Symbol) and callee.dotted == ".".join(MODEL_CONFIG_FACTORY):
+            if args[:1] == [SELF]:
+                # the version's ServerArgs builds its ModelConfig itself (not through
+                # get_model_config()): the same model, derived the same way
+                return Obj("model_config")
         if any(a is SELF for a in (*args, *kwargs.values())):
             if not (isinstance(callee, ExternalName) and callee.module == "builtins"):
                 # SGLang hands the server args to code we do not hold: it may change them
@@ -1257,6 +1277,8 @@ class Simulator:
                 return self.predicate(dotted, ExternalName(dotted, "torch"), [])
             return Symbol(dotted)
         if isinstance(obj, ExternalName):
+            if (obj.module, obj.name, attr) == MODEL_CONFIG_FACTORY:
+                return Symbol(".".join(MODEL_CONFIG_FACTORY))
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)
@@ -1299,6 +1321,8 @@ class Simulator:
 
 
 _ABSENT = object()
+# `ModelConfig.from_server_args(server_args)`: module, class, factory
+MODEL_CONFIG_FACTORY = ("sglang.srt.configs.model_config", "ModelConfig", "from_server_args")
 EXPRESSION_NAMES = {
     "ListComp": "a list comprehension",
     "SetComp": "a set comprehension",

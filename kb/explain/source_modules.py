@@ -32,6 +32,23 @@ class Module:
     # module-level names a function rebinds (`global _server_args`): set at run time, so
     # their assigned value (`_server_args = None`) says nothing of what the code sees
     rebound: set[str] = field(default_factory=set)
+    # module-level names the module's functions add to (`_REGISTRY.append(spec)`): registries
+    # whose run-time value is their source's plus whatever callers register
+    appended: set[str] = field(default_factory=set)
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+
+
+def _added_to(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    return {
+        n.func.value.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in _MUTATORS
+        and isinstance(n.func.value, ast.Name)
+    }
 
 
 def module_path(dotted: str) -> list[str]:
@@ -64,6 +81,7 @@ def parse_module(path: str, text: str) -> Module | None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 mod.functions[node.name] = node
                 mod.lines[node.name] = node.lineno
+                mod.appended |= _added_to(node)
             elif isinstance(node, ast.ClassDef):
                 mod.classes[node.name] = node
                 mod.lines[node.name] = node.lineno
@@ -89,6 +107,7 @@ def parse_module(path: str, text: str) -> Module | None:
     for fn in ast.walk(tree):
         if isinstance(fn, ast.Global):
             mod.rebound.update(fn.names)
+    mod.appended &= set(mod.assigns)  # (a local list of the same name is not one)
     return mod
 
 
