@@ -567,21 +567,6 @@ def constraint_groups(groups: Iterable[Any], cards: Sequence[Any], total: int) -
     return Markup("".join(out))
 
 
-def model_items(models: Iterable[Any]) -> Markup:
-    """The models that read the flag, directly or through a chain, each cited."""
-    out = []
-    for m in map(_d, models):
-        how = '<span class="muted">reads it directly</span>' if m["direct"] else via(m["steps"])
-        site = _d(m["site"])
-        path = _e(m["path"]).replace("python/sglang/srt/", "")
-        out.append(
-            f'    <li><a href="{_e(m["url"])}"><code>{_e(m["name"])}</code></a>\n'
-            f'{how}      <a class="src" href="{_e(site["permalink"])}">{path}#L'
-            f"{_e(site['line'])}</a></li>\n"
-        )
-    return Markup("".join(out))
-
-
 def usage_areas(areas: Iterable[Any], usages: Sequence[Any]) -> Markup:
     """The reads by directory, then by file (a fold per file, open up to five reads)."""
     out = []

@@ -95,7 +95,6 @@ env.globals["graph_edge_list_html"] = fragments.graph_edge_list
 env.globals["toc_items_html"] = fragments.toc_items
 env.globals["choice_rows_html"] = fragments.choice_rows
 env.globals["constraint_groups_html"] = fragments.constraint_groups
-env.globals["model_items_html"] = fragments.model_items
 env.globals["usage_areas_html"] = fragments.usage_areas
 env.globals["grid_columns_html"] = fragments.grid_columns
 

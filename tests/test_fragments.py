@@ -301,7 +301,7 @@ def test_indirect_files_match_the_loop_they_replace(files: int) -> None:
 
 
 # flag.html's loops as they were before fragments.toc_items, choice_rows, constraint_groups,
-# grid_columns, model_items and usage_areas (the page around each kept, so the whitespace that
+# grid_columns and usage_areas (the page around each kept, so the whitespace that
 # trim_blocks/lstrip_blocks leave at the seams is compared too).
 OLD_FLAG_LOOPS = """{% from "_macros.html" import via %}
 <nav>
@@ -333,17 +333,6 @@ OLD_FLAG_LOOPS = """{% from "_macros.html" import via %}
   {% endfor %}
 </section>
     <thead><tr><th scope="col">Value</th>{% for c in flag.columns %}<th scope="col"><a href="{{ c.url }}"><code>{{ c.version }}</code></a>{% if c.until != c.version %}<br><span class="muted">to <code>{{ c.until }}</code></span>{% endif %}</th>{% endfor %}</tr></thead>
-<section id="models">
-  {% if flag.models %}
-  <ul class="models">
-    {% for m in flag.models %}
-    <li><a href="{{ m.url }}"><code>{{ m.name }}</code></a>
-      {% if m.direct %}<span class="muted">reads it directly</span>{% else %}{{ via(m.steps) }}{% endif %}
-      <a class="src" href="{{ m.site.permalink }}">{{ m.path|replace('python/sglang/srt/', '') }}#L{{ m.site.line }}</a></li>
-    {% endfor %}
-  </ul>
-  {% endif %}
-</section>
 <section id="usages">
   {% for a in flag.usage_areas %}
   <h3 class="area"><code>{{ a.area }}/</code> <small>{{ a.count }}</small></h3>
@@ -374,12 +363,6 @@ NEW_FLAG_LOOPS = """<nav>
   {% endif %}
 </section>
     <thead><tr><th scope="col">Value</th>{{ grid_columns_html(flag.columns) }}</tr></thead>
-<section id="models">
-  {% if flag.models %}
-  <ul class="models">
-{{ model_items_html(flag.models) }}  </ul>
-  {% endif %}
-</section>
 <section id="usages">
   {% if flag.usage_areas %}
 {{ usage_areas_html(flag.usage_areas, flag.usages) }}{% else %}
@@ -419,18 +402,6 @@ def test_flag_page_loops_match_the_fragments_that_replace_them(size: int) -> Non
         "columns": [
             {"url": f"/v/{NASTY}", "version": NASTY, "until": u}
             for u in [NASTY, "v1", NASTY + "x"][:size]
-        ],
-        "models": [
-            {
-                "url": f"/m/{NASTY}",
-                "name": NASTY,
-                "direct": i % 2 == 0,
-                "via": [NASTY, "b"],
-                "steps": [{"name": NASTY, "by_name": False}, {"name": "b", "by_name": False}],
-                "path": f"python/sglang/srt/models/{NASTY}.py",
-                "site": {"permalink": f"/s/{NASTY}", "line": i},
-            }
-            for i in range(size)
         ],
         "usages": [usage] * 3,
         "usage_areas": [
