@@ -61,17 +61,6 @@ def conjuncts(clauses: list[str]) -> set[str]:
     return out
 
 
-def _negated(test: str) -> str | None:
-    """The operand of a test that is `not X`, else None."""
-    try:
-        node = ast.parse(test, mode="eval").body
-    except SyntaxError:
-        return None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return ast.unparse(node.operand)
-    return None
-
-
 def condition_meanings(pairs: list[tuple[list[str], list[str]]]) -> list[Meaning]:
     """For each (old, new) condition path of a site with a new condition: "same" when both
     AND the same tests (a refactor); "earlier_branch" when the site's own test (the last
@@ -82,9 +71,12 @@ def condition_meanings(pairs: list[tuple[list[str], list[str]]]) -> list[Meaning
     for old, new in pairs:
         tests = conjuncts(old) ^ conjuncts(new)
         own = bool(old and new) and conjuncts(old[-1:]) == conjuncts(new[-1:])
+        # Ingest writes a branch not taken `not (...)`; a test of the site's own written
+        # `not x` (`not is_npu()`) is no earlier branch.
+        branches = conjuncts([c for c in old[:-1] + new[:-1] if c.startswith("not (")])
         if not tests:
             out.append("same")
-        elif own and all(_negated(t) is not None for t in tests):
+        elif own and tests <= branches:
             out.append("earlier_branch")
         else:
             out.append("changed")

@@ -150,3 +150,20 @@ def test_a_message_about_another_name_is_another_check() -> None:
     gone = [site("Set NSA backends: prefill={self.nsa_prefill_backend}.")]
     came = [site("Set DSA backends: prefill={self.dsa_prefill_backend}.", "handle_dsa")]
     assert len(pair_moved(gone, came)[0]) == 1
+
+
+def test_a_test_of_the_sites_own_is_no_earlier_branch() -> None:
+    from kb.diff_fold import condition_meanings
+
+    own = "self.tp_size > 4"
+    was = ["not (self.backend == 'a')", "not is_npu()", own]
+    assert condition_meanings(
+        [
+            # an earlier branch (ingest writes it `not (...)`) widened: folded
+            (was, ["not (self.backend in ['a', 'b'])", "not is_npu()", own]),
+            # the site's own `not x` gained a test: a new requirement
+            (was, ["not (self.backend == 'a')", "not is_npu() and not is_xpu()", own]),
+            # the same tests, nested otherwise
+            (["self.a and self.b"], ["self.a", "self.b"]),
+        ]
+    ) == ["earlier_branch", "changed", "same"]
