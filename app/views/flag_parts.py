@@ -382,6 +382,8 @@ def sections(data: dict[str, Any]) -> list[dict[str, Any]]:
     out.append({"id": "constraints", "title": "Constraints", "count": len(data["constraints"])})
     for group in data["constraint_groups"]:
         out.append({"id": f"c-{group['effect']}", "title": group["title"], "count": group["count"]})
+    if data.get("examples"):
+        out.append({"id": "examples", "title": "In the docs", "count": len(data["examples"])})
     grid = data.get("choice_grid")
     if grid and len(grid["columns"]) > 1:
         out.append({"id": "choice-grid", "title": "Choices across versions", "count": None})
@@ -393,8 +395,6 @@ def sections(data: dict[str, Any]) -> list[dict[str, Any]]:
     if data.get("indirect_usages"):
         count = len(data["indirect_usages"])
         out.append({"id": "indirect", "title": "Read through a chain", "count": count})
-    if data.get("examples"):
-        out.append({"id": "examples", "title": "In the docs", "count": len(data["examples"])})
     out.append({"id": "history", "title": "History", "count": len(data["history"])})
     return out
 
