@@ -229,6 +229,9 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/environ.py",
         "python/sglang/srt/configs/model_config.py",
         "python/sglang/srt/utils/hf_transformers_utils.py",
+        # (2026: hf_transformers_utils re-exports this package; get_context_length is here)
+        "python/sglang/srt/utils/hf_transformers/__init__.py",
+        "python/sglang/srt/utils/hf_transformers/common.py",
         # which architectures are linear-attention hybrids (server_args asks it, 2026)
         "python/sglang/srt/configs/linear_attn_model_registry.py",
     }

@@ -134,12 +134,15 @@ class ServerArgs:
 """
 
 
-def run(arch: str, fields: dict[str, Any], **config: Any) -> dict[str, Any]:
+def run(
+    arch: str, fields: dict[str, Any], files: dict[str, str] | None = None, **config: Any
+) -> dict[str, Any]:
     mods: dict[str, Module] = {}
     for path, text in {
         ARGS: ARGS_TEXT,
         MODEL_CONFIG: MODEL_CONFIG_TEXT,
         HF_UTILS: HF_UTILS_TEXT,
+        **(files or {}),
     }.items():
         mod = parse_module(path, textwrap.dedent(text))
         assert mod is not None
@@ -198,3 +201,29 @@ def test_a_field_a_helper_sets_on_either_branch_is_that_helper_run_on_its_argume
     assert run("LlamaForCausalLM", fields, num_attention_heads=8)["chunked_prefill_size"] == 4096
     fields = {"context_length": 4096}
     assert run("LlamaForCausalLM", fields, num_attention_heads=8)["chunked_prefill_size"] is None
+
+
+# (snapshot-2026-05-01: hf_transformers_utils became a shim star-importing a package that
+# imports its functions relatively)
+SHIM_FILES = {
+    MODEL_CONFIG: MODEL_CONFIG_TEXT.replace(
+        "import get_config\n", "import get_config, read_context_length\n"
+    ),
+    HF_UTILS: "from sglang.srt.utils.hf_package import *  # noqa\n",
+    "python/sglang/srt/utils/hf_package/__init__.py": (
+        "from .common import read_context_length\nfrom ..hf_utils_more import get_config\n"
+    ),
+    "python/sglang/srt/utils/hf_package/common.py": (
+        "def read_context_length(config):\n    return config.max_position_embeddings\n"
+    ),
+    "python/sglang/srt/utils/hf_utils_more.py": HF_UTILS_TEXT,
+}
+
+
+def test_a_function_re_exported_by_star_and_relative_imports_is_followed() -> None:
+    config = {"num_attention_heads": 8}
+    fields: dict[str, Any] = {}
+    long = run("LlamaForCausalLM", fields, SHIM_FILES, max_position_embeddings=16384, **config)
+    assert long["chunked_prefill_size"] == 4096
+    short = run("LlamaForCausalLM", fields, SHIM_FILES, max_position_embeddings=4096, **config)
+    assert short["chunked_prefill_size"] is None

@@ -231,12 +231,35 @@ def _methods(cls: ast.ClassDef) -> dict[str, Method]:
     return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
+Assignment = ast.Assign | ast.AnnAssign | ast.AugAssign
+# id(class node) -> (the node, attr -> its `self.<attr> = ...` statements and their methods):
+# one walk of SGLang's ModelConfig per parsed blob, not one per attribute per run
+_assignments_cache: dict[int, tuple[ast.ClassDef, dict[str, list[tuple[Method, Assignment]]]]] = {}
+
+
+def _self_assignments(cls: ast.ClassDef) -> dict[str, list[tuple[Method, Assignment]]]:
+    cached = _assignments_cache.get(id(cls))
+    if cached is not None and cached[0] is cls:
+        return cached[1]
+    index: dict[str, list[tuple[Method, Assignment]]] = {}
+    for method in _methods(cls).values():
+        for node in ast.walk(method):
+            if isinstance(node, Assignment):
+                for target in _targets(node):
+                    if isinstance(target, ast.Attribute) and _is_self_attr(target, target.attr):
+                        index.setdefault(target.attr, []).append((method, node))
+    if len(_assignments_cache) > 64:
+        _assignments_cache.clear()
+    _assignments_cache[id(cls)] = (cls, index)
+    return index
+
+
 def _set_once(cls: ast.ClassDef, attr: str) -> tuple[Method, int, ast.expr | None] | None:
     """The method and index of its top-level statement `self.<attr> = ...` when that is the
     class's only assignment of the attribute (else which one holds is not decided here), in
     the constructor or in a helper taking only `self` (`self._derive_hybrid_model()`: what
     ServerArgs reads exists, so the helper ran)."""
-    sites = _self_assignments(cls).get(attr, [])
+    sites = [node for _, node in _self_assignments(cls).get(attr, [])]
     site = sites[0] if len(sites) == 1 else None
     if not isinstance(site, ast.Assign | ast.AnnAssign):
         return None
@@ -250,42 +273,11 @@ def _set_once(cls: ast.ClassDef, attr: str) -> tuple[Method, int, ast.expr | Non
     return None
 
 
-# ModelConfig's class -> its `self.<attr> = ...` statements by attribute: one walk of the
-# class per parse of its module, not one per attribute read (a walk each read was half the
-# time of checking a version's ~600 doc commands). Keyed by id, the class held with it.
-_ASSIGNMENTS: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}
-
-
-def _self_assignments(cls: ast.ClassDef) -> dict[str, list[ast.stmt]]:
-    held = _ASSIGNMENTS.get(id(cls))
-    if held is not None and held[0] is cls:
-        return held[1]
-    found: dict[str, list[ast.stmt]] = {}
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            for attr in dict.fromkeys(
-                t.attr
-                for t in _targets(node)
-                if isinstance(t, ast.Attribute) and _is_self_attr(t, t.attr)
-            ):
-                found.setdefault(attr, []).append(node)
-    if len(_ASSIGNMENTS) >= 64:  # the classes of a few versions' parses
-        _ASSIGNMENTS.pop(next(iter(_ASSIGNMENTS)))
-    _ASSIGNMENTS[id(cls)] = (cls, found)
-    return found
-
-
 def _set_by_helper(cls: ast.ClassDef, attr: str) -> tuple[Method, int, Method, ast.Call] | None:
     """(constructor, index, helper, call) when every assignment of `self.<attr>` is in one
     helper that the constructor calls as a top-level statement (`self._derive_x(arg)`)."""
     methods = _methods(cls)
-    owners = {
-        name
-        for name, method in methods.items()
-        for node in ast.walk(method)
-        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
-        and any(_is_self_attr(t, attr) for t in _targets(node))
-    }
+    owners = {method.name for method, _ in _self_assignments(cls).get(attr, [])}
     init = methods.get("__init__")
     if len(owners) != 1 or init is None or "__init__" in owners:
         return None

@@ -69,6 +69,7 @@ from kb.explain.source_modules import (
     loads_hf_config,
     mla_archs,
     module_path,
+    package_of,
     raise_message,
     registered,
 )
@@ -385,12 +386,31 @@ class Simulator:
         dotted, attr = target
         if attr is None:
             return Symbol(name)
+        found = self.exported(dotted, attr)
+        if found is not None:
+            return found
         mod = self.module(dotted)
-        if mod is not None and attr in mod.functions:
-            return Func(mod, mod.functions[attr])
         if mod is not None and (functions := registered(mod, attr)):
             return Registry(mod, attr, functions)
         return ExternalName(attr, dotted)
+
+    def exported(self, dotted: str, attr: str, depth: int = 0) -> Func | None:
+        """The function `from <dotted> import <attr>` gets: defined there, or re-exported
+        through its own imports (`from .common import f`, `from pkg import *`) from a
+        module held too; a few hops at most (import cycles end there)."""
+        mod = self.module(dotted)
+        if mod is None or depth > 4:
+            return None
+        if attr in mod.functions:
+            return Func(mod, mod.functions[attr])
+        if attr in mod.imports:
+            source, name = mod.imports[attr]
+            return self.exported(source, name, depth + 1) if name is not None else None
+        for source in mod.star_imports:
+            found = self.exported(source, attr, depth + 1)
+            if found is not None:
+                return found
+        return None
 
     def lookup(self, name: str, frame: Frame) -> Any:
         if name in frame.locals:
@@ -516,7 +536,7 @@ class Simulator:
         elif isinstance(node, ast.With | ast.AsyncWith):
             self.block(node.body, frame, ctx)
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            for name, imported in import_names(node):
+            for name, imported in import_names(node, package_of(frame.module.path)):
                 frame.locals[name] = self.resolve_import(name, imported)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             frame.locals[node.name] = Func(frame.module, node)

@@ -35,6 +35,7 @@ class Module:
     # module-level names the module's functions add to (`_REGISTRY.append(spec)`): registries
     # whose run-time value is their source's plus whatever callers register
     appended: set[str] = field(default_factory=set)
+    star_imports: list[str] = field(default_factory=list)  # `from x import *`: x
 
 
 _MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
@@ -56,14 +57,33 @@ def module_path(dotted: str) -> list[str]:
     return [base + ".py", base + "/__init__.py"]
 
 
+def package_of(path: str) -> str:
+    """The dotted package a file's relative imports start from."""
+    parts = path.removeprefix("python/").removesuffix(".py").split("/")
+    return ".".join(parts[:-1])
+
+
+def imported_module(node: ast.ImportFrom, package: str) -> str | None:
+    """`from .common import x` in package `a.b` -> `a.b.common`; absolute ones as written."""
+    if not node.level:
+        return node.module
+    parts = package.split(".") if package else []
+    if node.level - 1 > len(parts) or not parts:
+        return None
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base) or None
+
+
 def import_names(
-    node: ast.Import | ast.ImportFrom,
+    node: ast.Import | ast.ImportFrom, package: str = ""
 ) -> Iterable[tuple[str, tuple[str, str | None]]]:
     if isinstance(node, ast.ImportFrom):
-        if node.level or not node.module:
+        module = imported_module(node, package)
+        if not module:
             return
         for alias in node.names:
-            yield alias.asname or alias.name, (node.module, alias.name)
+            if alias.name != "*":
+                yield alias.asname or alias.name, (module, alias.name)
     else:
         for alias in node.names:
             yield (alias.asname or alias.name.split(".")[0]), (alias.name, None)
@@ -86,8 +106,12 @@ def parse_module(path: str, text: str) -> Module | None:
                 mod.classes[node.name] = node
                 mod.lines[node.name] = node.lineno
             elif isinstance(node, ast.Import | ast.ImportFrom):
-                for name, imported in import_names(node):
+                for name, imported in import_names(node, package_of(path)):
                     mod.imports.setdefault(name, imported)
+                if isinstance(node, ast.ImportFrom) and node.names[0].name == "*":
+                    module = imported_module(node, package_of(path))
+                    if module:
+                        mod.star_imports.append(module)
             elif isinstance(node, ast.Assign):
                 for target in node.targets:
                     for name in target_names(target):
