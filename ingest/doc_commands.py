@@ -22,9 +22,9 @@ from typing import Any
 MARKDOWN_SUFFIXES = (".md", ".mdx")
 
 # The launcher, from a path to the interpreter if there is one; not `sglang_router.…`, not
-# inside a longer word.
+# inside a longer word or a grep pattern (`'sglang.launch_server\\|sglang serve'`).
 LAUNCHER_RE = re.compile(
-    r"(?<![\w.\-/])(?:(?:[\w.\-/]*/)?python[0-9.]*\s+-m\s+sglang\.launch_server(?![\w.])"
+    r"(?<![\w.\-/\\|])(?:(?:[\w.\-/]*/)?python[0-9.]*\s+-m\s+sglang\.launch_server(?![\w.])"
     r"|sglang\s+serve(?![\w\-]))"
 )
 QUICK = ("launch_server", "serve")  # a line without either holds no command
@@ -41,6 +41,7 @@ TEMPLATE_RES = (
 )
 LEAD_RE = re.compile(r"^(?:[$>!]\s*|(?:command|args|entrypoint)\s*:\s*|-\s+)+")
 SEPARATORS = ";|&"
+TRIPLE_QUOTES = ('"""', "'''")
 CONTINUED_RE = re.compile(r"\\[ \t]*$")
 
 
@@ -198,6 +199,8 @@ def _command_end(text: str, i: int, quote: str | None) -> tuple[int, bool]:
                 i += 1
         elif quote is not None and ch == quote:
             return i, template
+        elif text.startswith(TRIPLE_QUOTES, i):
+            return i, template  # the end of the Python string the command was written in
         elif ch in "'\"":
             inner = ch
         elif ch == "\\":
