@@ -226,11 +226,14 @@ def check_docs(
     version: list[str] = typer.Option(
         [], "--version", help="Only this version (repeatable; default: every version)."
     ),
+    jobs: int = typer.Option(0, "--jobs", help="Worker processes (default: all cores)."),
 ) -> None:
     """Check every launch command of the docs with explain at its version and store the
     verdicts (the docs-commands page, the diff and the examples read them; a version already
     checked is skipped, a re-ingested one is checked again). Models are read from the model
     cache alone: nothing is fetched."""
+    import os
+
     from kb.doc_commands import store_checks
     from kb.model_source import default_cache_dir
     from kb.schema import make_engine
@@ -242,7 +245,8 @@ def check_docs(
         typer.echo(f"{name:<24} {count:5d} distinct commands checked in {seconds:6.2f}s")
 
     try:
-        done = store_checks(engine, default_cache_dir(url), version or None, said)
+        count = jobs or os.cpu_count() or 1
+        done = store_checks(engine, default_cache_dir(url), version or None, said, count)
     finally:
         engine.dispose()
     typer.echo(f"{len(done)} versions checked")

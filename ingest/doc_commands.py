@@ -22,13 +22,15 @@ from typing import Any
 MARKDOWN_SUFFIXES = (".md", ".mdx")
 
 # The launcher, from a path to the interpreter if there is one; not `sglang_router.…`, not
-# inside a longer word.
+# inside a longer word or a grep pattern (`'sglang.launch_server\\|sglang serve'`).
 LAUNCHER_RE = re.compile(
-    r"(?<![\w.\-/])(?:(?:[\w.\-/]*/)?python[0-9.]*\s+-m\s+sglang\.launch_server(?![\w.])"
+    r"(?<![\w.\-/\\|])(?:(?:[\w.\-/]*/)?python[0-9.]*\s+-m\s+sglang\.launch_server(?![\w.])"
     r"|sglang\s+serve(?![\w\-]))"
 )
 QUICK = ("launch_server", "serve")  # a line without either holds no command
+HINT_RE = re.compile(r"launch_server|sglang\s+serve")  # a file without it holds none
 FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
+FENCES = ("```", "~~~")
 INLINE_RE = re.compile(r"`([^`\n]+)`")
 PLACEHOLDER_RE = re.compile(r"<[A-Za-z_][^<>\n]{0,80}>")
 # `[model_path]`, `[xgrammar|outlines]` as a word of its own (not a JSON list in quotes)
@@ -41,6 +43,7 @@ TEMPLATE_RES = (
 )
 LEAD_RE = re.compile(r"^(?:[$>!]\s*|(?:command|args|entrypoint)\s*:\s*|-\s+)+")
 SEPARATORS = ";|&"
+TRIPLE_QUOTES = ('"""', "'''")
 CONTINUED_RE = re.compile(r"\\[ \t]*$")
 
 
@@ -58,7 +61,7 @@ def extract_commands(text: str) -> dict[str, Any]:
     """{"commands": [[line, command]], "skipped": templates left out}, in line order."""
     commands: list[list[Any]] = []
     skipped = 0
-    if "launch_server" not in text and "serve" not in text:
+    if not HINT_RE.search(text):
         return {"commands": commands, "skipped": 0}
     for block, anchored in _blocks(text.splitlines()):
         for line, command, template in _block_commands(block, anchored):
@@ -80,7 +83,7 @@ def _blocks(lines: list[str]) -> list[tuple[Block, bool]]:
     fenced: Block = []
     indented: Block = []
     for no, line in enumerate(lines, 1):
-        mark = FENCE_RE.match(line)
+        mark = FENCE_RE.match(line) if line.lstrip()[:3] in FENCES else None
         if fence is not None:
             if mark and mark.group(1)[0] == fence[0] and len(mark.group(1)) >= len(fence):
                 out.append((fenced, False))
@@ -99,7 +102,7 @@ def _blocks(lines: list[str]) -> list[tuple[Block, bool]]:
         elif indented:
             out.append((indented, True))
             indented = []
-        if "`" in line:
+        if "`" in line and ("launch_server" in line or "serve" in line):
             out.extend(([(no, m.group(1))], False) for m in INLINE_RE.finditer(line))
     if fenced:  # an unclosed fence runs to the end of the file
         out.append((fenced, False))
@@ -184,36 +187,48 @@ def _command_at(text: str, at: int, launcher_end: int) -> tuple[int, str, bool] 
     return start, command, template
 
 
+# What can end a command or change how it is read; the text between is skipped in one search.
+SPECIAL_RE = re.compile(r"[\"'\\<>\[;|&#]")
+QUOTE_END_RE = {'"': re.compile(r'["\\]'), "'": re.compile("'")}
+
+
 def _command_end(text: str, i: int, quote: str | None) -> tuple[int, bool]:
     """Where the command from `i` ends (inside the `quote` it started in, if any), and
-    whether a `<placeholder>` was passed on the way."""
+    whether a `<placeholder>` or `[placeholder]` was passed on the way."""
     inner: str | None = None
     template = False
-    while i < len(text):
-        ch = text[i]
-        if inner is not None:
-            if ch == inner:
+    while True:
+        if inner is not None:  # inside a quoted word: to its closing quote
+            found = QUOTE_END_RE[inner].search(text, i)
+            if found is None:
+                return len(text), template
+            i = found.end() + (1 if found.group() == "\\" else 0)
+            if found.group() == inner:
                 inner = None
-            elif ch == "\\" and inner == '"':
-                i += 1
-        elif quote is not None and ch == quote:
+            continue
+        found = SPECIAL_RE.search(text, i)
+        if found is None:
+            return len(text), template
+        i = found.start()
+        ch = text[i]
+        if quote is not None and ch == quote:
             return i, template
-        elif ch in "'\"":
-            inner = ch
+        if ch in "'\"":
+            if text.startswith(TRIPLE_QUOTES, i):
+                return i, template  # the end of the Python string the command was written in
+            inner, i = ch, i + 1
         elif ch == "\\":
-            i += 1
+            i += 2
         elif (ch == "<" and (hole := PLACEHOLDER_RE.match(text, i))) or (
             ch == "[" and text[i - 1].isspace() and (hole := BRACKETED_RE.match(text, i))
         ):
-            template = True
-            i = hole.end()
-            continue
-        elif ch in SEPARATORS or ch in "<>":
-            return _before_fd(text, i), template
-        elif ch == "#" and text[i - 1].isspace():
+            template, i = True, hole.end()
+        elif ch == "[" or (ch == "#" and not text[i - 1].isspace()):
+            i += 1
+        elif ch == "#":
             return i, template
-        i += 1
-    return i, template
+        else:  # a separator or a redirection
+            return _before_fd(text, i), template
 
 
 def _before_fd(text: str, i: int) -> int:

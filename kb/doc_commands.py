@@ -147,40 +147,78 @@ def store_checks(
     model_cache: Path | None,
     names: list[str] | None = None,
     progress: Callable[[str, int, float], None] = lambda name, n, seconds: None,
+    jobs: int = 1,
 ) -> list[str]:
     """Check and store the doc commands of each version (`names`, else all) that has none
-    stored yet, one transaction per version; returns the versions checked."""
-    import time
-
-    done: list[str] = []
+    stored yet, one transaction per version, the versions shared among `jobs` worker
+    processes (each reads the knowledge base itself; this one writes); returns the
+    versions checked, in the order they were stored."""
     with Session(engine) as session:
         versions = session.exec(select(Version).order_by(Version.position.desc())).all()  # type: ignore[attr-defined]
-        todo = [v for v in versions if names is None or v.name in names]
-        for version in todo:
-            commands = distinct_commands(session, version)
-            if not commands or stored_verdicts(session, version):
-                continue
-            start = time.perf_counter()
-            found = check_version(session, version, commands, model_cache)
-            table = DocCheck.__table__  # type: ignore[attr-defined]
-            with engine.begin() as conn:
-                conn.execute(delete(table).where(table.c.version_id == version.id))
-                conn.execute(
-                    insert(table),
-                    [
-                        {
-                            "version_id": version.id,
-                            "command": command,
-                            "status": verdict.status,
-                            "findings": json.dumps(verdict.findings, separators=(",", ":")),
-                        }
-                        for command, verdict in found.items()
-                    ],
-                )
-            session.rollback()  # a new snapshot for the next version's reads
-            done.append(version.name)
-            progress(version.name, len(commands), time.perf_counter() - start)
+        todo = [
+            v.name
+            for v in versions
+            if (names is None or v.name in names)
+            and distinct_commands(session, v)
+            and not stored_verdicts(session, v)
+        ]
+        ids = {v.name: v.id for v in versions}
+    url = engine.url.render_as_string(hide_password=False)
+    done: list[str] = []
+
+    def store(name: str, found: dict[str, Verdict], seconds: float) -> None:
+        table = DocCheck.__table__  # type: ignore[attr-defined]
+        with engine.begin() as conn:
+            conn.execute(delete(table).where(table.c.version_id == ids[name]))
+            conn.execute(
+                insert(table),
+                [
+                    {
+                        "version_id": ids[name],
+                        "command": command,
+                        "status": verdict.status,
+                        "findings": json.dumps(verdict.findings, separators=(",", ":")),
+                    }
+                    for command, verdict in found.items()
+                ],
+            )
+        done.append(name)
+        progress(name, len(found), seconds)
+
+    if jobs <= 1 or len(todo) <= 1:
+        for name in todo:
+            store(*_check_stored_version(url, name, model_cache))
+        return done
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from kb.procs import die_with_parent
+
+    with ProcessPoolExecutor(jobs, get_context("spawn"), initializer=die_with_parent) as pool:
+        futures = [pool.submit(_check_stored_version, url, n, model_cache) for n in todo]
+        for future in as_completed(futures):
+            store(*future.result())
     return done
+
+
+def _check_stored_version(
+    url: str, name: str, model_cache: Path | None
+) -> tuple[str, dict[str, Verdict], float]:
+    """A version's verdicts, read through an engine of its own (a worker's entry point)."""
+    import time
+
+    from kb.schema import make_engine
+
+    engine = make_engine(url, readonly=True)
+    try:
+        with Session(engine) as session:
+            version = session.exec(select(Version).where(Version.name == name)).one()
+            start = time.perf_counter()
+            commands = distinct_commands(session, version)
+            found = check_version(session, version, commands, model_cache)
+            return name, found, time.perf_counter() - start
+    finally:
+        engine.dispose()
 
 
 # --- what the pages read -----------------------------------------------------------------

@@ -124,6 +124,8 @@ def test_page_groups_by_file_filters_and_is_linked_from_the_drift_page(
     assert html.index(f"<code>{COOKBOOK}</code>") < html.index(f"<code>{GUIDE}</code>")
     assert 'href="/v/v1.0.0/docs-commands?status=fails"' in html
     assert "--enable-two-batch-overlap" in html and "all-to-all" in html
+    explain = "/explain?version=v1.0.0&amp;command=python+-m+sglang.launch_server"
+    assert f'href="{explain}+--model-path+org%2Fplain+--tp-size+8"' in html
     only = client.get("/v/v1.0.0/docs-commands?status=fails").text
     assert "--enable-two-batch-overlap" in only and "--no-such-flag" not in only
     drift = client.get("/v/v1.0.0/docs-drift").text
@@ -163,7 +165,8 @@ def test_diff_names_the_doc_commands_a_version_broke_once_they_are_checked(
     assert client.get("/api/diff/v1.0.0/v1.1.0").json()["doc_commands_broken"] is None
     engine = make_engine(f"sqlite:///{db}")
     try:
-        assert store_checks(engine, None) == ["v1.1.0", "v1.0.0"]
+        # two worker processes, one version each; stored as they finish
+        assert sorted(store_checks(engine, None, jobs=2)) == ["v1.0.0", "v1.1.0"]
         assert store_checks(engine, None) == []  # each version once
     finally:
         engine.dispose()

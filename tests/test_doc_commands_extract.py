@@ -202,6 +202,31 @@ def test_a_launcher_inside_a_quoted_string_ends_with_the_string():
     ]
 
 
+def test_a_closing_triple_quote_ends_the_command_and_a_grep_pattern_is_none():
+    commands, _ = found(
+        """
+        ```python
+        server = run_cmd(\"\"\"python3 -m sglang.launch_server --model-path a/b \\
+          --log-level warning \"\"\")
+        ```
+        ```bash
+        ps aux | grep 'sglang.launch_server\\|sglang serve\\|other'
+        ```
+        ```python
+        server = run_cmd(
+            \"\"\"
+        python3 -m sglang.launch_server --model-path a/c \\
+          --log-level warning \"\"\"
+        )
+        ```
+        """
+    )
+    assert commands == [
+        (2, "python3 -m sglang.launch_server --model-path a/b --log-level warning"),
+        (11, "python3 -m sglang.launch_server --model-path a/c --log-level warning"),
+    ]
+
+
 def test_a_launcher_without_arguments_and_other_programs_are_not_commands():
     commands, skipped = found(
         """
