@@ -164,6 +164,8 @@ def simulate(
     start = len(result.checks)
     stages = ((False, "the attention backend"), (True, "the draft model's attention backend"))
     for draft, part in stages:
+        if not isinstance(result.fields.get("attention_backend"), str):
+            break  # ServerArgs left the choice to the ModelRunner (v0.5.3), not simulated
         if draft and not _has_draft_model(result.fields.get("speculative_algorithm")):
             continue
         build_backend = derived.runner_method(sim, "_get_attention_backend", draft)
