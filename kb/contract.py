@@ -593,7 +593,10 @@ class RequirementSummary(Model):
     model: list[str]
     flags: list[str]  # other flags
     other: list[str]
-    load_time: list[str] = []  # requirements met when the model loads: not extracted yet
+    # what the value's own code checks when the model loads (its registered builder's raises
+    # and asserts: kb/load_requirements.py), each with where
+    load_time: list[str] = []
+    load_time_sources: list[Citation] = []
     conditional: int  # requirements holding only under other settings
 
 

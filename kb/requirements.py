@@ -584,11 +584,14 @@ def _negative(words: str) -> bool:
 # --- a value's requirements summed up -------------------------------------------------------
 
 
-def summarize(requirements: Iterable[Mapping[str, object]]) -> dict[str, object]:
+def summarize(
+    requirements: Iterable[Mapping[str, object]],
+    at_load: Iterable[Mapping[str, object]] = (),
+) -> dict[str, object]:
     """A value's requirements by topic (quantization, GPU, model, other flags, other): each
     one that holds whatever else is set, as its requirement alone; those holding only under
-    other settings are counted (their sentences are below). Load-time requirements (a
-    model's config, its weights) have a slot, empty until they are extracted."""
+    other settings are counted (their sentences are below). `at_load`: what the value's
+    own code checks when the model loads (kb/load_requirements.py), each cited."""
     out: dict[str, object] = {t: [] for t in TOPICS}
     conditional = 0
     for r in requirements:
@@ -601,6 +604,8 @@ def summarize(requirements: Iterable[Mapping[str, object]]) -> dict[str, object]
         assert isinstance(listed, list)
         if said not in listed:
             listed.append(said)
-    out["load_time"] = []
+    loaded = list(at_load)
+    out["load_time"] = [str(c["text"]) for c in loaded]
+    out["load_time_sources"] = [c["source"] for c in loaded]
     out["conditional"] = conditional
     return out

@@ -17,6 +17,7 @@ from app.templating import render
 from app.views.common import errors, page_context
 from kb.contract import BackendList, BackendValue
 from kb.doc_commands import examples as doc_examples
+from kb.load_requirements import load_requirements
 from kb.queries import (
     NotFound,
     all_enums,
@@ -164,7 +165,9 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             "sites": site_dicts,
             "enum_member": enum_member(session, version, row, value),
             "requirements": effects["requirements"],
-            "requirement_summary": summarize(effects["requirements"]),
+            "requirement_summary": summarize(
+                effects["requirements"], load_requirements(session, version, choices, value)
+            ),
             "side_effects": effects["side_effects"],
             "examples": doc_examples(session, version, names, value),
             "areas": [

@@ -270,6 +270,14 @@ def version_modules(session: Session, version: Version) -> Callable[[str], Modul
     return load
 
 
+def version_paths(session: Session, version: Version) -> list[str]:
+    """The paths of the files the knowledge base holds at the version."""
+    files = _files_cache.get_or_make(
+        version.id, lambda: _read_files(session, version), session_stamp(session)
+    )
+    return sorted(files)
+
+
 def _read_files(session: Session, version: Version) -> dict[str, str]:
     rows = session.exec(
         select(VersionFile.path, VersionFile.sha).where(VersionFile.version_id == version.id)
