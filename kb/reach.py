@@ -16,6 +16,7 @@ from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
 from kb.diff import condition_path
+from kb.load_requirements import load_requirements
 from kb.order import FLAG_ORDER, in_order
 from kb.polarity import arch_reading, value_reading
 from kb.queries import (
@@ -639,7 +640,13 @@ def compare_values(
         "choices": [str(c) for c in loads(flag.choices) or []],
         "known_values": loads(flag.known_values),
         "requirements": {v: effects[v]["requirements"] for v in values},
-        "requirement_summaries": {v: summarize(effects[v]["requirements"]) for v in values},
+        "requirement_summaries": {
+            v: summarize(
+                effects[v]["requirements"],
+                load_requirements(session, version, [str(c) for c in flag_values(flag)], v),
+            )
+            for v in values
+        },
         "side_effects": {v: effects[v]["side_effects"] for v in values},
         "enum_members": {v: enum_member(session, version, flag, v) for v in values},
         "rows": [
