@@ -169,3 +169,14 @@ def test_the_compatibility_range_judges_the_value_as_explain_does(session: Sessi
     accepted = explain(session, "v1.0.0", f"{SERVE} --weights w --batch-budget 4k")
     assert refused["valid_in"] == []
     assert [r["from"] for r in accepted["valid_in"]] == ["v1.0.0"]
+
+
+def test_help_prints_the_usage_before_required_flags_are_checked(session: Session) -> None:
+    """argparse runs the help action as it meets it and exits: a command with --help lacks
+    no required flag (SGLang's docs show `launch_server --help`)."""
+    for command in (f"{SERVE} --help", f"{SERVE} -h"):
+        result = explain(session, "v1.0.0", command)
+        assert errors(result) == []
+        assert not [f for f in result["findings"] if f["kind"] == "missing_required"]
+        (said,) = [f for f in result["findings"] if f["kind"] == "prints_help"]
+        assert said["severity"] == "info" and "exits" in said["message"]

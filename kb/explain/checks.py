@@ -178,8 +178,22 @@ class UseChecker:
                 "here, and required flags may come from it"
             )
             self.add("info", self.table.by_option["--config"], text, "config_file")
+        helper = next(
+            (
+                f
+                for n in self.given_names
+                if (f := self.table.by_option.get(n)) and f.action == "help"
+            ),
+            None,
+        )
+        if helper is not None:  # argparse prints the usage as it meets it, and exits
+            text = (
+                f"{helper.name} prints the usage and exits: argparse checks no required flag "
+                "and SGLang starts no server"
+            )
+            self.add("info", helper, text, "prints_help")
         for flag in self.facts.flags:
-            if flag.required and flag.name not in self.given_names:
+            if helper is None and flag.required and flag.name not in self.given_names:
                 text = f"missing required flag {flag.name}"
                 if has_config:
                     text += " (unless the --config file sets it)"
