@@ -131,7 +131,7 @@ def _derived_attr(
         helper = _set_by_helper(cls, attr)
         if helper is None:
             return unknown(words)
-        return _run_helper(sim, mod, bound, attr, *helper, init_params)
+        return _run_helper(sim, mod, bound, attr, *helper, init_params, words)
     method, index, value = found
     frame = Frame(mod, method.name, {"self": bound})
     params = init_params(method) if method.name == "__init__" else {}
@@ -311,13 +311,14 @@ def _run_helper(
     helper: Method,
     call: ast.Call,
     init_params: Callable[[Method], dict[str, Callable[[], Any]]],
+    words: str,
 ) -> Any:
     """The value the helper leaves in `self.<attr>`, run on the arguments the constructor
     passes it (each computed from the statements before the call); unknown on a path that
     sets nothing, or when the helper is called with what this cannot bind."""
     params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)][1:]
     if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-        return unknown(f"the model's {attr}")
+        return unknown(words)
     frame = Frame(mod, helper.name, {"self": bound})
     passed = init_params(init)
     for name, arg in zip(params, call.args, strict=False):
@@ -325,7 +326,7 @@ def _run_helper(
         frame.locals[name] = _evaluate(sim, before, init.body[:index], arg, passed)
     _fill_defaults(sim, helper, frame)
     local = f"{attr}__derived"
-    frame.locals[local] = unknown(f"the model's {attr}")
+    frame.locals[local] = unknown(words)
     body = [_AttrAsLocal(attr, local).visit(copy.deepcopy(stmt)) for stmt in helper.body]
     return _evaluate(sim, frame, body, ast.Name(local, ast.Load()), {})
 
