@@ -546,7 +546,8 @@ def fix_candidates(
 
     def rank(fix: dict[str, list[str]]) -> tuple[bool, tuple[int, int]]:
         parts = [*fix.get("add", []), *fix.get("set", [])]
-        return not (parts and all(p in said for p in parts)), change_size(fix)
+        named = parts and all(re.search(rf"(?<!\S){re.escape(p)}(?!\S)", said) for p in parts)
+        return not named, change_size(fix)
 
     return sorted(adds + removes, key=rank)[:MAX_FIX_TRIES]
 
