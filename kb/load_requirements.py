@@ -16,7 +16,7 @@ from sqlmodel import Session
 from kb.explain.load import version_modules, version_paths
 from kb.explain.source_modules import Module, raise_message, registered
 from kb.pyast import render_text
-from kb.queries import citation
+from kb.queries import citation, per_stamp
 from kb.schema import Version
 
 # Registries live in modules named for them (attention_registry.py); reading every stored
@@ -29,6 +29,23 @@ def load_requirements(
 ) -> list[dict[str, Any]]:
     """[{"text", "source"}] for each raise or assert of the function that the registry of
     the flag's choices (one whose names cover at least half of them) registers for `value`."""
+    found = per_stamp(
+        ("registry", version.id, tuple(choices)),
+        lambda: _registry(session, version, choices),
+        session,
+    )
+    if found is None:
+        return []
+    mod, functions = found
+    fn = functions.get(value)
+    return _checks(version, mod, fn) if fn is not None else []
+
+
+def _registry(
+    session: Session, version: Version, choices: list[str]
+) -> tuple[Module, dict[str, ast.FunctionDef | ast.AsyncFunctionDef]] | None:
+    """The registry serving the flag (once per version and state of the knowledge base: a
+    page asks for each value it shows)."""
     modules = version_modules(session, version)
     for path in version_paths(session, version):
         if REGISTRY_FILE_WORD not in posixpath.basename(path) or not path.endswith(".py"):
@@ -38,11 +55,9 @@ def load_requirements(
             continue
         for table in mod.assigns:
             functions = registered(mod, table)
-            if not functions or len(set(functions) & set(choices)) * 2 < len(choices):
-                continue
-            fn = functions.get(value)
-            return _checks(version, mod, fn) if fn is not None else []
-    return []
+            if functions and len(set(functions) & set(choices)) * 2 >= len(choices):
+                return mod, functions
+    return None
 
 
 def _checks(

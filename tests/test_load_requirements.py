@@ -59,6 +59,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     assert mod is not None
     monkeypatch.setattr(lr, "version_paths", lambda _s, _v: [REGISTRY, "python/x.py"])
     monkeypatch.setattr(lr, "version_modules", lambda _s, _v: {REGISTRY: mod}.get)
+    monkeypatch.setattr(lr, "per_stamp", lambda _key, make, _session: make())
     monkeypatch.setattr(
         lr, "citation", lambda _v, path, line, end: {"path": path, "line": line, "end": end}
     )
@@ -67,7 +68,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
 def texts(choices: list[str], value: str) -> list[str]:
     found: list[dict[str, Any]] = lr.load_requirements(
         None,  # type: ignore[arg-type]
-        SimpleNamespace(name="v1"),  # type: ignore[arg-type]
+        SimpleNamespace(name="v1", id=1),  # type: ignore[arg-type]
         choices,
         value,
     )
