@@ -1,8 +1,10 @@
 """What a value needs when the model loads, read from the registry that builds it: a flag's
 value that names a function in a decorator-filled registry (`@register_attention_backend
 ("fa3")` in attention_registry.py) runs that function at load, and its raises and asserts
-are the value's load-time requirements. The value page's requirements summary shows them,
-each cited; explain's load stage (kb.explain.deploy) evaluates them for a deployment."""
+are the value's load-time requirements; a quantization method's are what the model loader
+checks of its config class (kb/quant_requirements.py). The value page's requirements
+summary shows them, each cited; explain's load stage (kb.explain.deploy) evaluates them
+for a deployment."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from kb import quant_requirements
 from kb.explain.load import version_modules, version_paths
 from kb.explain.source_modules import Module, raise_message, registered
 from kb.pyast import render_text
@@ -28,7 +31,35 @@ def load_requirements(
     session: Session, version: Version, choices: list[str], value: str
 ) -> list[dict[str, Any]]:
     """[{"text", "source"}] for each raise or assert of the function that the registry of
-    the flag's choices (one whose names cover at least half of them) registers for `value`."""
+    the flag's choices (one whose names cover at least half of them) registers for `value`;
+    for a quantization method's name, what the model loader checks of its config class."""
+    return _registered_checks(session, version, choices, value) + _quantization_checks(
+        session, version, choices, value
+    )
+
+
+def _quantization_checks(
+    session: Session, version: Version, choices: list[str], value: str
+) -> list[dict[str, Any]]:
+    modules = version_modules(session, version)
+    methods = per_stamp(
+        ("quantization-methods", version.id),
+        lambda: set(quant_requirements.method_classes(modules)),
+        session,
+    )
+    if value not in methods or len(methods & set(choices)) * 2 < len(choices):
+        return []
+    found = per_stamp(
+        ("quantization-requirements", version.id, value),
+        lambda: quant_requirements.requirements(modules, version_paths(session, version), value),
+        session,
+    )
+    return [{"text": r.text, "source": citation(version, r.path, r.line, r.end)} for r in found]
+
+
+def _registered_checks(
+    session: Session, version: Version, choices: list[str], value: str
+) -> list[dict[str, Any]]:
     found = per_stamp(
         ("registry", version.id, tuple(choices)),
         lambda: _registry(session, version, choices),

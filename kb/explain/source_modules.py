@@ -36,6 +36,7 @@ class Module:
     # whose run-time value is their source's plus whatever callers register
     appended: set[str] = field(default_factory=set)
     star_imports: list[str] = field(default_factory=list)  # `from x import *`: x
+    body: list[ast.stmt] = field(default_factory=list)  # the module's top-level statements
 
 
 _MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
@@ -94,7 +95,7 @@ def parse_module(path: str, text: str) -> Module | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    mod = Module(path, {}, {}, {}, {}, {})
+    mod = Module(path, {}, {}, {}, {}, {}, body=tree.body)
 
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
