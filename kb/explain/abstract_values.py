@@ -23,11 +23,42 @@ from kb.explain.source_modules import Module
 MAX_OPTIONS = 4  # possible values kept for a tainted assignment
 
 
+# torch's dtype aliases: `torch.half is torch.float16`, so a model loaded as float16 passes
+# a check against `[torch.bfloat16, torch.half]`
+TORCH_DTYPE_ALIASES = {
+    "torch.half": "torch.float16",
+    "torch.float": "torch.float32",
+    "torch.double": "torch.float64",
+    "torch.short": "torch.int16",
+    "torch.int": "torch.int32",
+    "torch.long": "torch.int64",
+    "torch.cfloat": "torch.complex64",
+    "torch.cdouble": "torch.complex128",
+}
+TORCH_DTYPES = frozenset(
+    {"bfloat16", "float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64"}
+    | {"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "bool"}
+    | {"complex64", "complex128"}
+)
+
+
 @dataclass(frozen=True)
 class Symbol:
-    """A name we do not interpret (an enum member, a module attribute): compared by name."""
+    """A name we do not interpret (an enum member, a module attribute): compared by name,
+    each torch dtype by its one name."""
 
     dotted: str
+
+    def __post_init__(self) -> None:
+        if self.dotted in TORCH_DTYPE_ALIASES:
+            object.__setattr__(self, "dotted", TORCH_DTYPE_ALIASES[self.dotted])
+
+
+def torch_dtype(value: Any) -> Any:
+    """A config.json dtype ("bfloat16") as transformers holds it: the torch dtype."""
+    if isinstance(value, str) and value.removeprefix("torch.") in TORCH_DTYPES:
+        return Symbol("torch." + value.removeprefix("torch."))
+    return value
 
 
 @dataclass(frozen=True)

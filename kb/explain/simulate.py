@@ -45,6 +45,7 @@ from kb.explain.abstract_values import (
     merge_needs,
     options_of,
     same_value,
+    torch_dtype,
     truth,
 )
 from kb.explain.predicates import (
@@ -1322,6 +1323,12 @@ class Simulator:
                 return unknown(f"the model's {attr}")
             return self.derive.model_config_attr(self, attr)
         value = self.profile.hf_attr(attr)
+        if attr in ("dtype", "torch_dtype"):
+            # transformers reads either key of config.json into `dtype` (`torch_dtype` its
+            # older name, an alias) and holds a torch dtype, not the text
+            if missing(value):
+                value = self.profile.hf_attr("torch_dtype" if attr == "dtype" else "dtype")
+            value = torch_dtype(value)
         if missing(value):
             return MISSING if allow_missing else unknown(f"the model's config.json ({attr})")
         self.reads.add(MODEL)
