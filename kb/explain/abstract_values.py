@@ -66,6 +66,73 @@ class Func:
     module: Module = field(compare=False)
     node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False)
     bound: Any = None  # the Self for methods
+    owner: Any = field(default=None, compare=False)  # the ClassRef defining a method
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class defined in a module we hold, used as a value (`return DeepEPMoE`): compared
+    by where it is defined; called, it builds an instance (kb.explain.classes)."""
+
+    module: Module = field(compare=False)
+    node: ast.ClassDef = field(compare=False)
+    path: str = ""
+    name: str = ""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EnumMember:
+    """A member of an Enum class we hold (`MoeA2ABackend.DEEPEP`): equal to itself, to the
+    Symbol of its dotted name (what the simulator used before it read Enum classes) and,
+    for a `str` or `int` mixin, to its value."""
+
+    def __init__(self, cls: ClassRef, name: str, value: Any, mixin: bool = False) -> None:
+        self.cls, self.name, self.value, self.mixin = cls, name, value, mixin
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.cls.name}.{self.name}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EnumMember):
+            return other.cls == self.cls and other.name == self.name
+        if isinstance(other, Symbol):
+            return other.dotted == self.dotted
+        if self.mixin and isinstance(other, str | int) and not isinstance(other, bool):
+            return bool(other == self.value)
+        return False
+
+    def __hash__(self) -> int:
+        return hash(self.value) if self.mixin else hash(self.dotted)
+
+    def __repr__(self) -> str:
+        return self.dotted
+
+    __str__ = __repr__
+
+
+class Instance:
+    """An object of a class we hold, built by the run (`DeepEPMoE(...)`): the fields its
+    constructor set; the rest is read from its class (kb.explain.classes). Compared by
+    identity, like Python's objects."""
+
+    def __init__(self, cls: ClassRef, note: str = "") -> None:
+        self.cls = cls
+        self.fields: dict[str, Any] = {}
+        self.note = note  # why fields not set are unknown ("its constructor is not run")
+
+    def __repr__(self) -> str:
+        return f"<{self.cls.name} object>"
+
+
+@dataclass(frozen=True)
+class Super:
+    """`super()` in a method of `owner`, on `obj`: attributes from the classes after it."""
+
+    owner: ClassRef
+    obj: Any
 
 
 @dataclass(frozen=True)
@@ -163,7 +230,7 @@ def is_unknown(value: Any) -> bool:
 
 def is_known(value: Any) -> bool:
     """A value we can compute with: scalars and containers of them."""
-    if isinstance(value, (*SCALARS, Symbol)):
+    if isinstance(value, (*SCALARS, Symbol, EnumMember, ClassRef)):
         return True
     if isinstance(value, list | tuple | set | frozenset):
         return len(value) <= 10_000 and all(is_known(v) for v in value)
@@ -248,7 +315,9 @@ def options_of(values: Iterable[Any]) -> tuple[Any, ...] | None:
 def truth(value: Any) -> bool | Unknown:
     if isinstance(value, Unknown):
         return lift(bool, value)  # type: ignore[no-any-return]
-    if isinstance(value, Obj | Func | ExternalName | Self | Method | Symbol):
+    if isinstance(
+        value, Obj | Func | ExternalName | Self | Method | Symbol | ClassRef | EnumMember | Instance
+    ):
         return True
     try:
         return bool(value)

@@ -20,6 +20,7 @@ from typing import Any
 
 from kb.dests import dest_rank
 from kb.explain import derived
+from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.predicates import ASSUMED, GPU, MODEL, SM_NAMES, Profile, Unknown
@@ -71,7 +72,7 @@ class Simulation:
 def _as_json(value: Any) -> Any:
     """A simulated value as the answer's JSON: null when unknown, a set as its sorted
     texts, a value JSON cannot hold as its text."""
-    if isinstance(value, Unknown):
+    if isinstance(value, Unknown | Instance):  # (an object of SGLang's: no JSON value)
         return None
     if isinstance(value, set | frozenset):
         return sorted(map(str, value))
@@ -85,6 +86,8 @@ def _shown(value: Any) -> str:
         if value.options:
             return " or ".join(_display(o) for o in value.options) + " (unknown which)"
         return "(unknown)"
+    if isinstance(value, Instance):
+        return f"a {value.cls.name} object"
     return _display(value)
 
 

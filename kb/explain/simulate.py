@@ -26,17 +26,22 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from kb.explain import classes
 from kb.explain.abstract_values import (
     BINARY,
     COMPARE,
     SCALARS,
     SELF,
+    ClassRef,
+    EnumMember,
     ExternalName,
     Func,
+    Instance,
     Method,
     Obj,
     Registry,
     Self,
+    Super,
     Symbol,
     bounded_range,
     is_known,
@@ -48,6 +53,7 @@ from kb.explain.abstract_values import (
     torch_dtype,
     truth,
 )
+from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import (
     ASSUMED,
     MISSING,
@@ -180,39 +186,6 @@ class Result:
         return [c for c in self.checks if c.outcome == "fired" and c.kind in ("raise", "assert")]
 
 
-@dataclass(frozen=True)
-class Ctx:
-    conds: tuple[str, ...] = ()
-    needs: tuple[str, ...] = ()
-    reads: frozenset[str] = frozenset()
-    likely: bool = True  # every unknown condition so far has a `likely` value choosing this path
-
-    def under(
-        self, text: str, needs: tuple[str, ...], reads: frozenset[str], likely: bool = True
-    ) -> Ctx:
-        return Ctx(
-            (*self.conds, text),
-            tuple(dict.fromkeys((*self.needs, *needs))) if needs else self.needs,
-            self.reads | reads if reads else self.reads,
-            self.likely and likely,
-        )
-
-
-@dataclass
-class Frame:
-    module: Module
-    name: str
-    locals: dict[str, Any]
-    maybe_returned: tuple[str, ...] = ()  # needs of a return that may have happened
-    likely_returned: bool = False  # one of those returns is on the likely path
-    returns: list[Any] = field(default_factory=list)
-    # the state at each return that may have happened: merged into the state at the end
-    return_states: list[tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=list)
-    site: tuple[str, ast.AST] | None = None  # the call that entered it: (path, node)
-    arg_nodes: dict[str, ast.expr] = field(default_factory=dict)  # parameter -> its argument
-    marks: dict[str, frozenset[str]] = field(default_factory=dict)  # local -> its inputs
-
-
 class _Return(Exception):
     def __init__(self, value: Any) -> None:
         self.value = value
@@ -321,6 +294,11 @@ class Simulator:
         self.modules_seen: dict[str, Module | None] = {}
         self.derived: dict[str, Any] = {}  # ModelConfig attribute -> its value (derived.py)
         self.module_values: dict[tuple[str, str], Any] = {}  # (path, name) -> value (lookup)
+        # module globals the run's functions assigned (`global X; X = ...`), by (path, name):
+        # what later code of the same run reads in place of the module's own value
+        self.overlay: dict[tuple[str, str], Any] = {}
+        self.class_cache: dict[tuple[str, ...], Any] = {}  # kb.explain.classes, per run
+        self.skip_init: set[ClassRef] = set()  # classes built without their constructor
 
     # --- entry ------------------------------------------------------------------------
 
@@ -395,7 +373,7 @@ class Simulator:
             return Registry(mod, attr, functions)
         return ExternalName(attr, dotted)
 
-    def exported(self, dotted: str, attr: str, depth: int = 0) -> Func | None:
+    def exported(self, dotted: str, attr: str, depth: int = 0) -> Func | ClassRef | None:
         """The function `from <dotted> import <attr>` gets: defined there, or re-exported
         through its own imports (`from .common import f`, `from pkg import *`) from a
         module held too; a few hops at most (import cycles end there)."""
@@ -404,6 +382,8 @@ class Simulator:
             return None
         if attr in mod.functions:
             return Func(mod, mod.functions[attr])
+        if attr in mod.classes:
+            return classes.class_ref(mod, attr)
         if attr in mod.imports:
             source, name = mod.imports[attr]
             return self.exported(source, name, depth + 1) if name is not None else None
@@ -418,8 +398,12 @@ class Simulator:
             self.reads |= frame.marks.get(name, frozenset())
             return frame.locals[name]
         mod = frame.module
+        if (mod.path, name) in self.overlay:  # a global this run's code set
+            return self.overlay[mod.path, name]
         if name in mod.functions:
             return Func(mod, mod.functions[name])
+        if name in mod.classes:
+            return classes.class_ref(mod, name)
         if name in mod.imports:
             return self.resolve_import(name, mod.imports[name])
         if name in mod.rebound:
@@ -541,6 +525,8 @@ class Simulator:
                 frame.locals[name] = self.resolve_import(name, imported)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             frame.locals[node.name] = Func(frame.module, node)
+        elif isinstance(node, ast.Global):
+            frame.globals.update(node.names)
         elif isinstance(node, ast.Break):
             raise _Break
         elif isinstance(node, ast.Continue):
@@ -603,33 +589,36 @@ class Simulator:
         """Run two branches of an undecided choice from the same state, then merge: a value
         the branches agree on stays known, others become Unknown with both as options. The
         first branch is the one taken when the condition holds (`likely` True)."""
-        fields, local = dict(self.fields), dict(frame.locals)
+        fields, local, overlay = dict(self.fields), dict(frame.locals), dict(self.overlay)
         outer_written = self.written
         states = []
         touched: set[str] = set()
         for body, ctx in (first, second):
             self.fields, frame.locals = dict(fields), dict(local)
+            self.overlay = dict(overlay)
             self.written = set()
             with contextlib.suppress(_Break, _Continue):
                 self.block(body, frame, ctx)
-            states.append((self.fields, frame.locals))
+            states.append((self.fields, frame.locals, self.overlay))
             touched |= self.written
         self.written = outer_written | touched
         pick = None if likely is None else (0 if likely else 1)
-        (fa, la), (fb, lb) = states
+        (fa, la, oa), (fb, lb, ob) = states
         self.fields = self.merge(fa, fb, fields, needs, pick, given=True, keys=touched)
         frame.locals = self.merge(la, lb, local, needs, pick, given=False)
+        if oa or ob:
+            self.overlay = self.merge(oa, ob, overlay, needs, pick, given=False)
 
     def merge(
         self,
-        a: dict[str, Any],
-        b: dict[str, Any],
-        before: dict[str, Any],
+        a: dict[Any, Any],
+        b: dict[Any, Any],
+        before: dict[Any, Any],
         needs: tuple[str, ...],
         pick: int | None,
         given: bool,
         keys: set[str] | None = None,  # the only keys that may differ, when known
-    ) -> dict[str, Any]:
+    ) -> dict[Any, Any]:
         out = dict(a)
         for key in keys if keys is not None else a.keys() | b.keys():
             va, vb = a.get(key, _ABSENT), b.get(key, _ABSENT)
@@ -662,6 +651,8 @@ class Simulator:
         items = self.eval(node.iter, frame, ctx)
         if isinstance(items, dict):
             items = list(items)
+        if isinstance(items, ClassRef):  # `for member in cls` in an Enum's _missing_
+            items = classes.enum_members(self, items) or unknown("the items of a class")
         if isinstance(items, list | tuple | str | set | frozenset) and len(items) <= MAX_LOOP:
             try:
                 for item in list(items):
@@ -694,12 +685,17 @@ class Simulator:
     ) -> None:
         marks = marks | _marks(ctx.reads)  # a value set on a path the profile chose
         if isinstance(target, ast.Name):
+            if target.id in frame.globals:
+                self.overlay[frame.module.path, target.id] = value
+                return
             frame.locals[target.id] = value
             frame.marks[target.id] = marks
         elif isinstance(target, ast.Attribute):
             owner = self.eval(target.value, frame, ctx)
             if owner is SELF:
                 self.set_field(target.attr, value, ctx, node, marks)
+            elif isinstance(owner, Instance):
+                classes.set_attr(owner, target.attr, value, ctx)
             elif isinstance(owner, Obj) and owner.kind in ("runner", "draft_runner"):
                 # the load stage's runner (kb.explain.derived)
                 self.derived[f"{owner.kind}.{target.attr}"] = (
@@ -760,7 +756,8 @@ class Simulator:
             return
         if not ctx.needs and same_value(before, value):
             return
-        shown = value if not isinstance(value, Func | Method | Obj | Self) else unknown("an object")
+        opaque = (Func, Method, Obj, Self, Instance)
+        shown = value if not isinstance(value, opaque) else unknown("an object")
         self.result.changes.append(
             Change(
                 name,
@@ -818,12 +815,13 @@ class Simulator:
         ctx: Ctx,
         site: ast.AST | None = None,
     ) -> Any:
-        key = f"{fn.module.path}:{fn.node.name}"
+        owner = f"{fn.owner.name}." if fn.owner is not None else ""
+        key = f"{fn.module.path}:{owner}{fn.node.name}"
         if key in self.stack or len(self.stack) >= MAX_DEPTH:
             return unknown(f"what {fn.node.name}() returns (recursion)")
         params = fn.node.args
         positional = [*params.posonlyargs, *params.args]
-        frame = Frame(fn.module, fn.node.name, {})
+        frame = Frame(fn.module, fn.node.name, {}, owner=fn.owner)
         arg_marks, self.arg_marks = self.arg_marks, frozenset()
         if isinstance(site, ast.Call):
             frame.site = (self.current_path, site)
@@ -888,6 +886,8 @@ class Simulator:
                 if func.attr in ("warning", "warn", "warning_once", "error", "critical"):
                     self.warning(node, frame, ctx)
                 return None
+        if isinstance(func, ast.Name) and func.id == "super" and not node.args:
+            return self.super_(frame)
         outer, self.reads = self.reads, set()
         try:
             callee = self.eval(func, frame, ctx)
@@ -921,6 +921,14 @@ class Simulator:
             return self.apply(callee, args, kwargs, ctx, func, node)
         finally:
             self.arg_marks = frozenset()
+
+    def super_(self, frame: Frame) -> Any:
+        """`super()` in a method: the class defining it and the method's first argument."""
+        fn = frame.owner
+        params = list(frame.locals.values())
+        if fn is None or not params:
+            return unknown("super() outside a method")
+        return Super(fn, params[0])
 
     def arguments(self, node: ast.Call, frame: Frame, ctx: Ctx) -> tuple[list[Any] | None, Any]:
         """A call's positional and keyword arguments; (None, Unknown) for a spread of an
@@ -982,6 +990,8 @@ class Simulator:
                 # describes; interpreting its GGUF/registry branches would only blur it
                 return Obj("hf_config")
             return self.call_function(callee, args, kwargs, ctx, site)
+        if isinstance(callee, ClassRef):
+            return classes.call_class(self, callee, args, kwargs, ctx, site)
         if isinstance(callee, Symbol) and callee.dotted in PLATFORM_METHODS:
             name = PLATFORM_METHODS[callee.dotted]
             return self.predicate(name, ExternalName(name, "sglang.srt.platforms"), args)
@@ -1129,6 +1139,9 @@ class Simulator:
         if len(args) < 2:
             return unknown("isinstance() with its arguments")
         kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
+        decided = classes.isinstance_of(self, args[0], kinds)
+        if decided is not None:
+            return decided
         types = []
         for kind in kinds:
             builtin = BUILTIN_TYPES.get(kind.name) if isinstance(kind, ExternalName) else None
@@ -1292,6 +1305,18 @@ class Simulator:
             return MISSING if allow_missing else unknown(f"ServerArgs.{attr}")
         if isinstance(obj, Obj):
             return self.model_attr(obj, attr, allow_missing)
+        if isinstance(obj, ClassRef):
+            if (package_of(obj.path) + "." + obj.path.split("/")[-1][:-3], obj.name, attr) == (
+                MODEL_CONFIG_FACTORY
+            ):
+                return Symbol(".".join(MODEL_CONFIG_FACTORY))
+            return classes.class_attr(self, obj, attr, allow_missing)
+        if isinstance(obj, Instance):
+            return classes.instance_attr(self, obj, attr, allow_missing)
+        if isinstance(obj, EnumMember):
+            return classes.member_attr(self, obj, attr, allow_missing)
+        if isinstance(obj, Super):
+            return classes.super_attr(self, obj, attr)
         if isinstance(obj, Symbol):
             dotted = f"{obj.dotted}.{attr}"
             if dotted in TORCH_ATTRIBUTES:
@@ -1344,7 +1369,10 @@ class Simulator:
         if mod is None:
             return unknown("the model's attention architecture (MLA or MHA)")
         self.reads.add(MODEL)
-        return Symbol("AttentionArch.MLA" if arch in mla_archs(mod) else "AttentionArch.MHA")
+        member = "MLA" if arch in mla_archs(mod) else "MHA"
+        if "AttentionArch" in mod.classes:  # the class's own member (or value)
+            return classes.class_attr(self, classes.class_ref(mod, "AttentionArch"), member)
+        return Symbol(f"AttentionArch.{member}")
 
 
 _ABSENT = object()

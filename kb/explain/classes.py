@@ -1,0 +1,358 @@
+"""The version's own classes as values of a simulation run (kb.explain.simulate).
+
+A class defined in a module we hold is a `ClassRef`: its attributes are read through its
+bases (each found by the names its module imports, a few hops at most): methods, class
+methods, static methods, properties and class-level values. Called, it builds an
+`Instance` by interpreting the `__init__` its classes define (`super().__init__(...)` goes
+on to the next class); a class in `skip_init` is built without its constructor, whose fields
+are then unknown. An Enum class (`class MoeA2ABackend(Enum)`, `(str, Enum)` too) has members
+(`EnumMember`): `E("deepep")` finds the member of that value, or asks the class's
+`_missing_`, or is unknown (Enum's own ValueError cites no line of SGLang's).
+
+Everything interpreted runs through the simulator, so the run's budget bounds it; what is
+not decided (a base class from outside the code we hold, a field no constructor set) is
+unknown, naming the attribute.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from typing import Any
+
+from kb.explain.abstract_values import (
+    ClassRef,
+    EnumMember,
+    ExternalName,
+    Func,
+    Instance,
+    Super,
+    is_known,
+    merge_needs,
+    options_of,
+)
+from kb.explain.frames import Ctx, Frame
+from kb.explain.predicates import MISSING, Unknown, unknown
+from kb.explain.source_modules import Module, class_defaults
+from kb.pyast import NOT_LITERAL, literal
+
+# the interpreter (kb.explain.simulate.Simulator), which imports this module: what is used
+# of it is its `eval`, `call_function` and per-run caches
+Simulator = Any
+
+MAX_BASES = 6  # classes above one class followed (SGLang's deepest: ~4)
+ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"}
+
+Method = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def class_ref(mod: Module, name: str) -> ClassRef:
+    return ClassRef(mod, mod.classes[name], mod.path, name)
+
+
+@lru_cache(maxsize=512)
+def _body(node: ast.ClassDef) -> dict[str, ast.stmt]:
+    """A class body's names: methods, nested classes, `NAME = value` (last one wins)."""
+    out: dict[str, ast.stmt] = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out[stmt.name] = stmt
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    out[target.id] = stmt
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.value is not None:
+                out[stmt.target.id] = stmt
+    return out
+
+
+def bases(sim: Simulator, cls: ClassRef) -> list[Any]:
+    """The class's bases as values: ClassRefs for classes we hold, else what they are
+    (an ExternalName such as enum's Enum, a Symbol)."""
+    key = ("bases", cls.path, cls.name)
+    if key not in sim.class_cache:
+        frame = Frame(cls.module, "<class>", {})
+        out = []
+        for base in cls.node.bases:
+            if isinstance(base, ast.Name | ast.Attribute):
+                out.append(sim.eval(base, frame, _ctx()))
+            else:
+                out.append(unknown("a base class"))
+        sim.class_cache[key] = out
+    return list(sim.class_cache[key])
+
+
+def mro(sim: Simulator, cls: ClassRef) -> tuple[list[ClassRef], bool]:
+    """The classes we hold that `cls` inherits from, nearest first (depth-first, each once),
+    and whether every base was one we hold (else an attribute not found may be defined by
+    a class from outside)."""
+    out: list[ClassRef] = []
+    complete = True
+
+    def walk(c: ClassRef, depth: int) -> None:
+        nonlocal complete
+        if c in out:
+            return
+        out.append(c)
+        if depth >= MAX_BASES:
+            complete = complete and not c.node.bases
+            return
+        for base in bases(sim, c):
+            if isinstance(base, ClassRef):
+                walk(base, depth + 1)
+            elif not _is_plain_base(base):
+                complete = False
+
+    walk(cls, 0)
+    return out, complete
+
+
+def _is_plain_base(base: Any) -> bool:
+    """`object`, `str`/`int` (an Enum's mixin), `Enum` itself: they add no attribute that
+    SGLang's code reads besides those handled here."""
+    if isinstance(base, ExternalName):
+        return base.module in ("builtins", "enum", "abc") or base.name in ("ABC", "object")
+    return False
+
+
+def is_enum(sim: Simulator, cls: ClassRef) -> bool:
+    classes, _ = mro(sim, cls)
+    return any(
+        isinstance(b, ExternalName) and b.name in ENUM_BASES for c in classes for b in bases(sim, c)
+    )
+
+
+def _mixin(sim: Simulator, cls: ClassRef) -> bool:
+    classes, _ = mro(sim, cls)
+    return any(
+        isinstance(b, ExternalName) and (b.name in ("str", "int", "StrEnum", "IntEnum"))
+        for c in classes
+        for b in bases(sim, c)
+    )
+
+
+def members(sim: Simulator, cls: ClassRef) -> dict[str, EnumMember]:
+    """An Enum class's members, in order: `NAME = <literal>` in its body (a value not
+    literal, such as `auto()`, makes the member's value unknown)."""
+    key = ("members", cls.path, cls.name)
+    if key not in sim.class_cache:
+        mixin = _mixin(sim, cls)
+        found: dict[str, EnumMember] = {}
+        for stmt in cls.node.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name) and not target.id.startswith("_"):
+                    value = literal(stmt.value)
+                    shown = unknown(f"the value of {cls.name}.{target.id}")
+                    found[target.id] = EnumMember(
+                        cls, target.id, shown if value is NOT_LITERAL else value, mixin
+                    )
+        sim.class_cache[key] = found
+    return dict(sim.class_cache[key])
+
+
+def _ctx() -> Ctx:
+    return Ctx()
+
+
+# --- attributes --------------------------------------------------------------------------
+
+
+def class_attr(sim: Simulator, cls: ClassRef, attr: str, allow_missing: bool = False) -> Any:
+    """`C.attr`: a member of an Enum, a method (unbound; a classmethod bound to C), a
+    class-level value, a nested class."""
+    if attr == "__name__":
+        return cls.name
+    if is_enum(sim, cls):
+        found = members(sim, cls).get(attr)
+        if found is not None:
+            return found
+    return _from_classes(sim, cls, attr, None, allow_missing, start=None)
+
+
+def instance_attr(sim: Simulator, obj: Instance, attr: str, allow_missing: bool = False) -> Any:
+    if attr in obj.fields:
+        return obj.fields[attr]
+    if attr == "__class__":
+        return obj.cls
+    value = _from_classes(sim, obj.cls, attr, obj, True, start=None)
+    if value is MISSING:
+        if obj.note:
+            return unknown(f"{obj.cls.name}.{attr} ({obj.note})")
+        return MISSING if allow_missing else unknown(f"{obj.cls.name}.{attr}")
+    return value
+
+
+def member_attr(sim: Simulator, member: EnumMember, attr: str, allow_missing: bool) -> Any:
+    if attr in ("value", "_value_"):
+        return member.value
+    if attr in ("name", "_name_"):
+        return member.name
+    return _from_classes(sim, member.cls, attr, member, allow_missing, start=None)
+
+
+def super_attr(sim: Simulator, sup: Super, attr: str) -> Any:
+    cls = sup.obj.cls if isinstance(sup.obj, Instance | EnumMember) else sup.obj
+    if not isinstance(cls, ClassRef):
+        return unknown(f"super().{attr}")
+    return _from_classes(sim, cls, attr, sup.obj, False, start=sup.owner)
+
+
+def _from_classes(
+    sim: Simulator,
+    cls: ClassRef,
+    attr: str,
+    obj: Any,
+    allow_missing: bool,
+    start: ClassRef | None,
+) -> Any:
+    """`attr` looked up in `cls` and the classes it inherits from (after `start`, for
+    super()), bound to `obj` (an Instance or member; None for the class itself)."""
+    classes, complete = mro(sim, cls)
+    if start is not None:
+        if start not in classes:
+            return unknown(f"super().{attr}")
+        classes = classes[classes.index(start) + 1 :]
+    for owner in classes:
+        stmt = _body(owner.node).get(attr)
+        if stmt is None:
+            continue
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            return _method(sim, owner, stmt, cls, obj)
+        if isinstance(stmt, ast.ClassDef):
+            return ClassRef(owner.module, stmt, owner.path, stmt.name)
+        value = stmt.value if isinstance(stmt, ast.Assign | ast.AnnAssign) else None
+        return _class_value(sim, owner, attr, value)
+    if attr == "__init__":
+        return None  # no constructor of ours: object's (or one from outside)
+    if not complete:
+        return unknown(f"{cls.name}.{attr} (it may come from a base class not held here)")
+    return MISSING if allow_missing else unknown(f"{cls.name}.{attr}")
+
+
+def _method(sim: Simulator, owner: ClassRef, node: Method, cls: ClassRef, obj: Any) -> Any:
+    decorators = {_decorator(d) for d in node.decorator_list}
+    if "staticmethod" in decorators:
+        return Func(owner.module, node, None, owner)
+    if "classmethod" in decorators:
+        return Func(owner.module, node, cls, owner)
+    bound = Func(owner.module, node, obj, owner) if obj is not None else None
+    if "property" in decorators or "cached_property" in decorators:
+        if bound is None:
+            return unknown(f"the property {cls.name}.{node.name}")
+        return sim.call_function(bound, [], {}, _ctx())
+    return bound if bound is not None else Func(owner.module, node, None, owner)
+
+
+def _decorator(node: ast.expr) -> str:
+    return ast.unparse(node).split(".")[-1]
+
+
+def _class_value(sim: Simulator, owner: ClassRef, attr: str, value: ast.expr | None) -> Any:
+    """A class-level `NAME = value`: a literal, else what the class body computes (in its
+    module's names), once per run."""
+    if value is None:
+        return unknown(f"{owner.name}.{attr}")
+    found = literal(value)
+    if found is not NOT_LITERAL:
+        return found
+    key = ("value", owner.path, owner.name, attr)
+    if key not in sim.class_cache:
+        sim.class_cache[key] = unknown(f"{owner.name}.{attr} (computed from itself)")
+        sim.class_cache[key] = sim.eval(value, Frame(owner.module, "<class>", {}), _ctx())
+    return sim.class_cache[key]
+
+
+def set_attr(obj: Instance, attr: str, value: Any, ctx: Ctx) -> None:
+    """`self.x = v` on an instance: on an undecided path, it holds only there (the value
+    before or this one: unknown which)."""
+    if ctx.needs:
+        before = obj.fields.get(attr)
+        options = options_of([value, before]) if attr in obj.fields else None
+        value = Unknown(tuple(dict.fromkeys((*ctx.needs, *merge_needs(value)))), options)
+    obj.fields[attr] = value
+
+
+# --- calls --------------------------------------------------------------------------------
+
+
+def call_class(
+    sim: Simulator, cls: ClassRef, args: list[Any], kwargs: dict[str, Any], ctx: Ctx, site: Any
+) -> Any:
+    """`C(...)`: an Enum's member by value, else a new instance with its constructor run."""
+    if is_enum(sim, cls):
+        return enum_lookup(sim, cls, args[0] if args else unknown("an Enum value"), ctx)
+    obj = Instance(cls)
+    if cls in sim.skip_init:
+        obj.note = "its constructor is not simulated"
+        return obj
+    init = _from_classes(sim, cls, "__init__", obj, True, start=None)
+    if isinstance(init, Func):
+        sim.call_function(init, list(args), dict(kwargs), ctx, site)
+    elif init is None and _is_dataclass(cls.node):
+        _dataclass_init(sim, cls, obj, args, kwargs)
+    elif isinstance(init, Unknown):
+        obj.note = "its constructor is not held here"
+    return obj
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    return any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+
+
+def _dataclass_init(
+    sim: Simulator, cls: ClassRef, obj: Instance, args: list[Any], kwargs: dict[str, Any]
+) -> None:
+    names = [
+        s.target.id
+        for s in cls.node.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+    ]
+    obj.fields.update(class_defaults(cls.node))
+    for name, value in zip(names, args, strict=False):
+        obj.fields[name] = value
+    obj.fields.update((k, v) for k, v in kwargs.items() if k in names)
+
+
+def enum_lookup(sim: Simulator, cls: ClassRef, value: Any, ctx: Ctx) -> Any:
+    """`E(value)`: the member whose value it is; else what the class's `_missing_` returns
+    (and raises: its checks are the run's); unknown for a value not decided."""
+    if isinstance(value, Unknown):
+        if value.options is None:
+            return Unknown(value.needs or (f"which {cls.name} member",))
+        found = [enum_lookup(sim, cls, option, ctx) for option in value.options]
+        if all(isinstance(f, EnumMember) for f in found):
+            return Unknown(value.needs, options_of(found), value.likely)
+        return Unknown(merge_needs(value, *found) or (f"which {cls.name} member",))
+    if isinstance(value, EnumMember) and value.cls == cls:
+        return value
+    for member in members(sim, cls).values():
+        if is_known(value) and not isinstance(member.value, Unknown) and member.value == value:
+            return member
+    missing = _from_classes(sim, cls, "_missing_", None, True, start=None)
+    if isinstance(missing, Func):
+        found = sim.call_function(missing, [value], {}, ctx)
+        return found if found is not None else unknown(f"{cls.name}({value!r})")
+    return unknown(f"{cls.name}({value!r}): no member has that value (Enum raises ValueError)")
+
+
+def enum_members(sim: Simulator, cls: ClassRef) -> list[EnumMember] | None:
+    """`for m in E`: its members; None when E is no Enum class."""
+    return list(members(sim, cls).values()) if is_enum(sim, cls) else None
+
+
+def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:
+    """`isinstance(value, C)` for classes we hold: decided for an object of ours (its class
+    inherits from C, by the classes we hold: unknown when one of its bases is not) and for a
+    plain value (no object of ours is a str); None when this does not decide it."""
+    if not all(isinstance(k, ClassRef) for k in kinds):
+        return None
+    if isinstance(value, Instance | EnumMember):
+        classes, complete = mro(sim, value.cls)
+        if any(k in classes for k in kinds):
+            return True
+        return False if complete else unknown(f"whether a {value.cls.name} is a {kinds[0]}")
+    if value is None or isinstance(value, str | int | float | bool | list | dict | tuple):
+        return False
+    return None

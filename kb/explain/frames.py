@@ -1,0 +1,47 @@
+"""Where a simulation run is (kb.explain.simulate): the conditions a statement runs under
+(`Ctx`) and a function call's frame (`Frame`). Apart from the interpreter so that the modules
+it hands work to (kb.explain.classes) can build frames without importing it."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.explain.abstract_values import ClassRef
+from kb.explain.source_modules import Module
+
+
+@dataclass(frozen=True)
+class Ctx:
+    conds: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    reads: frozenset[str] = frozenset()
+    likely: bool = True  # every unknown condition so far has a `likely` value choosing this path
+
+    def under(
+        self, text: str, needs: tuple[str, ...], reads: frozenset[str], likely: bool = True
+    ) -> Ctx:
+        return Ctx(
+            (*self.conds, text),
+            tuple(dict.fromkeys((*self.needs, *needs))) if needs else self.needs,
+            self.reads | reads if reads else self.reads,
+            self.likely and likely,
+        )
+
+
+@dataclass
+class Frame:
+    module: Module
+    name: str
+    locals: dict[str, Any]
+    maybe_returned: tuple[str, ...] = ()  # needs of a return that may have happened
+    likely_returned: bool = False  # one of those returns is on the likely path
+    returns: list[Any] = field(default_factory=list)
+    # the state at each return that may have happened: merged into the state at the end
+    return_states: list[tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=list)
+    site: tuple[str, ast.AST] | None = None  # the call that entered it: (path, node)
+    arg_nodes: dict[str, ast.expr] = field(default_factory=dict)  # parameter -> its argument
+    marks: dict[str, frozenset[str]] = field(default_factory=dict)  # local -> its inputs
+    owner: ClassRef | None = None  # the class of a method (for super())
+    globals: set[str] = field(default_factory=set)  # names its `global` statements declare
