@@ -234,7 +234,21 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/utils/hf_transformers/common.py",
         # which architectures are linear-attention hybrids (server_args asks it, 2026)
         "python/sglang/srt/configs/linear_attn_model_registry.py",
+        # the load stage (kb.explain.deploy): the parallel groups' sizes
+        "python/sglang/srt/distributed/parallel_state.py",
     }
+)
+# ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities
+# (`from sglang.srt.utils import f`), the remote model connectors, the model loader
+# building the quantization config, the quantization methods, the MoE implementation,
+# runner and dispatcher, the speculative workers
+SIMULATION_DIRS = (
+    "python/sglang/srt/utils/",
+    "python/sglang/srt/connector/",
+    "python/sglang/srt/layers/quantization/",
+    "python/sglang/srt/model_loader/",
+    "python/sglang/srt/layers/moe/",
+    "python/sglang/srt/speculative/",
 )
 
 
@@ -400,7 +414,9 @@ class Assembly:
         rows.flags = [dict(f) for f in main.get("flags", [])]
         rows.cited[SERVER_ARGS_PATH] = files[SERVER_ARGS_PATH]
         for path, sha in files.items():  # what explain's simulation reads besides server_args
-            if path in SIMULATION_FILES or (path.startswith(HOOK_DIR) and path.endswith(".py")):
+            if path in SIMULATION_FILES or (
+                path.startswith((HOOK_DIR, *SIMULATION_DIRS)) and path.endswith(".py")
+            ):
                 rows.cited[path] = sha
         modules = Modules(files, read_text, self.modules_memo)
         local_actions = main.get("action_classes", {})

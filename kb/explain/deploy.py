@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.dests import dest_rank
-from kb.explain import derived
+from kb.explain import derived, model_loading
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
@@ -176,6 +176,12 @@ def simulate(
             break  # (a stage not followed to its end decides nothing: its checks are gone)
         load_from = start
         load_parts.append(part)
+    # ... and the model loader builds the checkpoint's quantization config, checking the GPU
+    # and the dtype against it
+    loader = model_loading.quantization_config_step(sim)
+    if loader is not None and not result.truncated and sim.run_after(*loader):
+        load_from = start
+        load_parts.append("the model loader's quantization checks")
     return _report(facts, analysis, result, given, profile, cite, load_from, load_parts)
 
 

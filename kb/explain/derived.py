@@ -22,6 +22,7 @@ import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kb.explain import module_state
 from kb.explain.abstract_values import SELF, Func, Obj, merge_needs, truth
 from kb.explain.predicates import Unknown, unknown
 from kb.explain.simulate import Ctx, Frame, _Break, _Continue, _Return
@@ -129,9 +130,15 @@ def _derived_attr(
     found = _set_once(cls, attr)
     if found is None:
         helper = _set_by_helper(cls, attr)
-        if helper is None:
+        if helper is not None:
+            return _run_helper(sim, mod, bound, attr, *helper, init_params, words)
+        rewritten = _set_then_rewritten(cls, attr)
+        if rewritten is None:
             return unknown(words)
-        return _run_helper(sim, mod, bound, attr, *helper, init_params, words)
+        init, index, value, helpers = rewritten
+        frame = Frame(mod, init.name, {"self": bound})
+        start = _evaluate(sim, frame, init.body[:index], value, init_params(init))
+        return _rewrite(sim, mod, bound, attr, start, helpers)
     method, index, value = found
     frame = Frame(mod, method.name, {"self": bound})
     params = init_params(method) if method.name == "__init__" else {}
@@ -289,6 +296,91 @@ def _set_by_helper(cls: ast.ClassDef, attr: str) -> tuple[Method, int, Method, a
     return None
 
 
+def _set_then_rewritten(
+    cls: ast.ClassDef, attr: str
+) -> tuple[Method, int, ast.expr | None, list[tuple[Method, ast.Call]]] | None:
+    """(constructor, index, value, helpers) when the constructor sets `self.<attr> = value`
+    as a top-level statement and every other assignment of it is in helpers taking only
+    `self` that the constructor then calls as top-level statements (`self.quantization =
+    quantization`, then `self._verify_quantization()` rewrites it from the checkpoint)."""
+    methods = _methods(cls)
+    init = methods.get("__init__")
+    if init is None:
+        return None
+    sites = _self_assignments(cls).get(attr, [])
+    in_init = [node for method, node in sites if method is init]
+    if len(in_init) != 1 or not isinstance(in_init[0], ast.Assign | ast.AnnAssign):
+        return None
+    index = next((i for i, stmt in enumerate(init.body) if stmt is in_init[0]), None)
+    owners = {method.name for method, _ in sites if method is not init}
+    if index is None or not owners:
+        return None
+    helpers: list[tuple[Method, ast.Call]] = []
+    for stmt in init.body[index + 1 :]:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if (
+            isinstance(call, ast.Call)
+            and not call.keywords
+            and isinstance(call.func, ast.Attribute)
+            and _is_self_attr(call.func, call.func.attr)
+            and call.func.attr in owners
+            and all(_of_self(a) for a in call.args)
+        ):
+            helpers.append((methods[call.func.attr], call))
+    if {h.name for h, _ in helpers} != owners:
+        return None  # a rewrite elsewhere (a method called later, by others): not decided
+    return init, index, in_init[0].value, helpers
+
+
+def _of_self(arg: ast.expr) -> bool:
+    """An argument a helper call passes that reads only the object and constants
+    (`self._maybe_pull_model_for_runai(self.model_path)`)."""
+    return all(
+        not isinstance(n, ast.Name) or n.id == "self"
+        for n in ast.walk(arg)
+        if not isinstance(n, ast.Starred)
+    )
+
+
+def _rewrite(
+    sim: Simulator,
+    mod: Module,
+    bound: Obj,
+    attr: str,
+    value: Any,
+    helpers: list[tuple[Method, ast.Call]],
+) -> Any:
+    """`value` as each helper in turn leaves `self.<attr>`, run on the arguments the
+    constructor passes it (its other statements that do not lead to it skipped; a `return`
+    ends the helper)."""
+    local = f"{attr}__derived"
+    for helper, call in helpers:
+        frame = Frame(mod, helper.name, {"self": bound, local: value})
+        caller = Frame(mod, "__init__", {"self": bound, local: value})
+        params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)][1:]
+        for name, arg in zip(params, call.args, strict=False):
+            passed = _AttrAsLocal(attr, local).visit(copy.deepcopy(arg))
+            frame.locals[name] = sim.eval(passed, caller, Ctx())
+        _fill_defaults(sim, helper, frame)
+        body = [_AttrAsLocal(attr, local).visit(copy.deepcopy(stmt)) for stmt in helper.body]
+        stmts, _ = _slice(body, {local})
+        checks, changes = len(sim.result.checks), len(sim.result.changes)
+        saved, sim.current_path = sim.current_path, mod.path
+        try:
+            for stmt in stmts:
+                sim.stmt(stmt, frame, Ctx())
+        except _Return:
+            pass
+        except (_Break, _Continue):
+            return unknown(f"the model's {attr}")
+        finally:
+            sim.current_path = saved
+            del sim.result.checks[checks:]
+            del sim.result.changes[changes:]
+        value = frame.locals.get(local, unknown(f"the model's {attr}"))
+    return value
+
+
 class _AttrAsLocal(ast.NodeTransformer):
     """`self.<attr>` (read or written) -> the local `name`."""
 
@@ -344,6 +436,23 @@ def _is_self_attr(target: ast.expr, attr: str) -> bool:
     )
 
 
+def _mutated(stmt: ast.stmt) -> set[str]:
+    """The locals a statement changes in place: `cfg_list.append(x)`, `d[k] = v`."""
+    names = set()
+    for node in ast.walk(stmt):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in module_state.MUTATORS
+            and isinstance(node.func.value, ast.Name)
+        ):
+            names.add(node.func.value.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name):
+                names.add(node.value.id)
+    return names
+
+
 def _loaded(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -357,6 +466,9 @@ def _slice(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[s
         stored = {
             n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
+        if isinstance(stmt, ast.Import | ast.ImportFrom):  # `from x import f` inside a method
+            stored |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        stored |= _mutated(stmt)
         if stored & names:
             kept.append(stmt)
             names |= _loaded(stmt)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kb.explain import classes
+from kb.explain import classes, model_files, module_state
 from kb.explain.abstract_values import (
     BINARY,
     COMPARE,
@@ -121,6 +121,13 @@ _CONTAINER_METHODS = {"get", "keys", "values", "items", "count", "index"}
 # methods that change a list, dict or set in place (their result is None or unused)
 _MUTATING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault", "remove",
                      "discard", "clear"}  # fmt: skip
+# where SGLang defines the functions read as facts of the profile (utils.py, utils/common.py,
+# platforms/): a function of the same name elsewhere is its own (layers/quantization's
+# get_quantization_config(name) returns a class, utils' get_quantization_config(hf_config)
+# the checkpoint's method)
+PREDICATE_HOMES = ("python/sglang/srt/utils", "python/sglang/srt/platforms", "python/sglang/utils")
+PATHLIB_PATH = ("pathlib", "Path")
+OS_PATH_PROBES = ("os.path.exists", "os.path.isdir", "os.path.isfile")
 _LOG_METHODS = {"warning", "warn", "info", "debug", "error", "critical", "warning_once"}
 
 # --------------------------------------------------------------------------------------
@@ -322,7 +329,7 @@ class Simulator:
         self.result.fields = self.fields
         return self.result
 
-    def run_after(self, fn: Func) -> bool:
+    def run_after(self, fn: Func, args: list[Any] | None = None) -> bool:
         """Go on past ServerArgs with `fn` (a method of the ModelRunner that loads the model),
         on the state the run left. Only its checks are kept: what it assigns to the server
         args is not ServerArgs' effective configuration. False when it could not be followed
@@ -338,7 +345,7 @@ class Simulator:
         )
         done = True
         try:
-            self.call_function(fn, [], {}, Ctx())
+            self.call_function(fn, list(args or []), {}, Ctx())
         except (_Budget, RecursionError):
             done = False
             del self.result.checks[checks:]
@@ -371,6 +378,14 @@ class Simulator:
         mod = self.module(dotted)
         if mod is not None and (functions := registered(mod, attr)):
             return Registry(mod, attr, functions)
+        if (
+            mod is not None
+            and attr not in mod.imports
+            and isinstance(mod.assigns.get(attr), ast.Dict | ast.List | ast.Tuple | ast.Set)
+        ):
+            # a module-level table (`from ...quantization import QUANTIZATION_METHODS`): what
+            # the module holds once imported (objects it builds, `envs = Envs()`, stay names)
+            return self.lookup(attr, Frame(mod, "<module>", {}))
         return ExternalName(attr, dotted)
 
     def exported(self, dotted: str, attr: str, depth: int = 0) -> Func | ClassRef | None:
@@ -409,9 +424,15 @@ class Simulator:
         if name in mod.rebound:
             return unknown(f"{name} (a module global set at run time)")
         if name in mod.assigns:
+            if name in PREDICATES and mod.path.startswith(PREDICATE_HOMES):
+                # `is_hopper_with_cuda_12_3 = lru_cache(maxsize=1)(partial(...))`: a fact of
+                # the profile, however utils builds it
+                return ExternalName(name, mod.path.removeprefix("python/").removesuffix(".py"))
             if name in mod.appended:
                 self.registry(mod, name)
             value = mod.assigns[name]
+            if name in module_state.mutations(mod):  # a table its module extends
+                return copy.copy(module_state.value(self, mod, name))
             if isinstance(value, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.Dict):
                 if name not in mod.constants:
                     mod.constants[name] = self.eval(value, Frame(mod, "<module>", {}), Ctx())
@@ -977,7 +998,12 @@ class Simulator:
     ) -> Any:
         name = callee.node.name if isinstance(callee, Func) else getattr(callee, "name", None)
         if name in PREDICATES and (
-            isinstance(callee, ExternalName) or (isinstance(callee, Func) and callee.bound is None)
+            isinstance(callee, ExternalName)
+            or (
+                isinstance(callee, Func)
+                and callee.bound is None
+                and callee.module.path.startswith(PREDICATE_HOMES)
+            )
         ):
             return self.predicate(str(name), callee, args)
         if isinstance(callee, Func):
@@ -1006,6 +1032,8 @@ class Simulator:
                 text = f"passes the server args to {plain(ast.unparse(func))}(), not followed"
                 self.check("opaque", func, text, ctx, fired=True)
                 return unknown(f"what {plain(ast.unparse(func))}() does with the server args")
+        if isinstance(callee, ExternalName) and (callee.module, callee.name) == PATHLIB_PATH:
+            return model_files.make_path(args)
         if isinstance(callee, ExternalName):
             return self.builtin(callee, args, kwargs)
         if isinstance(callee, Method):
@@ -1051,6 +1079,10 @@ class Simulator:
         if dotted in TORCH_PREDICATES:
             name = TORCH_PREDICATES[dotted]
             return self.predicate(name, ExternalName(name, "torch"), args)
+        if dotted in OS_PATH_PROBES:
+            return model_files.probe(self, args[0]) if args else unknown("a path")
+        if dotted == "os.path.join":
+            return model_files.join(args)
         if dotted in ("os.getenv", "os.environ.get"):
             return self.env(args[0] if args else None, args[1] if len(args) > 1 else None)
         parts = dotted.split(".")
@@ -1164,6 +1196,8 @@ class Simulator:
                     return list(result) if m.name in ("keys", "values", "items") else result
                 except Exception:  # noqa: BLE001
                     return unknown("a value this analysis cannot compute")
+        if isinstance(target, model_files.LocalPath) and m.name in model_files.PROBES:
+            return model_files.probe(self, target)
         if isinstance(target, Symbol) and target.dotted.startswith("envs."):
             var = target.dotted.split(".")[1]
             return unknown(f"environment variable {var}")
@@ -1243,8 +1277,14 @@ class Simulator:
         if isinstance(node, ast.Dict):
             out: dict[Any, Any] = {}
             for k, v in zip(node.keys, node.values, strict=True):
-                key = self.eval(k, frame, ctx) if k is not None else None
-                if k is None or not is_known(key) or isinstance(key, list | dict | set):
+                if k is None:  # `{**other}`
+                    spread = self.eval(v, frame, ctx)
+                    if not isinstance(spread, dict):
+                        return Unknown(merge_needs(spread) or ("a dict",))
+                    out.update(spread)
+                    continue
+                key = self.eval(k, frame, ctx)
+                if not is_known(key) or isinstance(key, list | dict | set):
                     return unknown("a dict")
                 out[key] = self.eval(v, frame, ctx)
             return out
@@ -1328,7 +1368,7 @@ class Simulator:
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)
-        if isinstance(obj, str | dict | list | tuple):
+        if isinstance(obj, str | dict | list | tuple | model_files.LocalPath):
             return Method(obj, attr)
         return unknown(f"attribute {attr}")
 

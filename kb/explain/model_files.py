@@ -1,0 +1,70 @@
+"""The server's disk, as far as the model's path decides it.
+
+SGLang probes the model's directory while it loads (`os.path.exists(self.model_path)`,
+`Path(model_path, "quant_model_description.json").is_file()` for a ModelSlim export). When
+`--model-path` is a Hugging Face model id (`org/name`), as the profile's config.json comes
+from the Hub, no such path is on the server's disk: each probe under it is false, and the
+run lists that as an assumption. Any other path (a local directory) is unknown: what it holds
+is not known here.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kb.explain.predicates import unknown
+
+if TYPE_CHECKING:
+    from kb.explain.simulate import Simulator
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+PROBES = frozenset({"exists", "is_file", "is_dir", "isfile", "isdir"})
+
+
+@dataclass(frozen=True)
+class LocalPath:
+    """`pathlib.Path(...)` of known parts."""
+
+    path: str
+
+    def __truediv__(self, other: Any) -> LocalPath:
+        if not isinstance(other, str):
+            raise TypeError(other)  # (the interpreter's lift turns it into unknown)
+        return LocalPath(posixpath.join(self.path, other))
+
+
+def make_path(args: list[Any]) -> Any:
+    if args and all(isinstance(a, str | LocalPath) for a in args):
+        return LocalPath(posixpath.join(*(a.path if isinstance(a, LocalPath) else a for a in args)))
+    return unknown("a path on the server")
+
+
+def join(args: list[Any]) -> Any:
+    """`os.path.join` of known strings."""
+    if args and all(isinstance(a, str) for a in args):
+        return posixpath.join(*args)
+    return unknown("a path on the server")
+
+
+def probe(sim: Simulator, path: Any) -> Any:
+    """Whether `path` exists on the server: false under a model path that is a Hub id."""
+    if isinstance(path, LocalPath):
+        path = path.path
+    model = sim.fields.get("model_path")
+    if (
+        isinstance(path, str)
+        and isinstance(model, str)
+        and HUB_ID.fullmatch(model)
+        and not model.startswith(".")
+        and (path == model or path.startswith(model + "/"))
+    ):
+        sim.result.assumptions["model-path-is-a-hub-id"] = (
+            f"--model-path {model} is a Hugging Face model id, not a directory on the "
+            "server: no file of it is on the server's disk"
+        )
+        return False
+    shown = path if isinstance(path, str) else "a path"
+    return unknown(f"whether {shown} exists on the server")

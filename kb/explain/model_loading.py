@@ -1,0 +1,44 @@
+"""The model loader's quantization checks, a step of the load stage (kb.explain.deploy).
+
+Before it builds the model, SGLang's loader builds the checkpoint's quantization config
+(`_get_quantization_config` in model_loader/loader.py: `get_quant_config` picks the class
+that `QUANTIZATION_METHODS` maps the model's quantization to and builds it from config.json's
+`quantization_config`, `Fp8Config(use_mxfp8=True)` for online MXFP8...) and raises when the
+GPU's compute capability is below the class's `get_min_capability()` or the model's dtype is
+not one of its `get_supported_act_dtypes()`. The version's own function is interpreted, on
+the ModelConfig derived from the server args and the profile (kb.explain.derived): what it
+cannot decide (a checkpoint file it would read) stays unknown.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kb.explain.abstract_values import Func, Obj
+from kb.explain.predicates import unknown
+
+if TYPE_CHECKING:
+    from kb.explain.simulate import Simulator
+
+LOADER_MODULE = "sglang.srt.model_loader.loader"
+QUANTIZATION_CONFIG = "_get_quantization_config"
+
+
+def quantization_config_step(sim: Simulator) -> tuple[Func, list[Any]] | None:
+    """The loader's function building the quantization config, and its arguments; None
+    when the version has no such function."""
+    mod = sim.module(LOADER_MODULE)
+    node = mod.functions.get(QUANTIZATION_CONFIG) if mod is not None else None
+    if mod is None or node is None:
+        return None
+    args: list[Any] = []
+    for param in [*node.args.posonlyargs, *node.args.args]:
+        if param.arg == "model_config":
+            args.append(Obj("model_config"))
+        elif param.arg == "packed_modules_mapping":
+            args.append({})  # the model class's; it names layers, decides no check here
+        elif param.arg == "load_config":
+            args.append(unknown("the load config"))
+        else:
+            args.append(None)  # remap_prefix and the like: the model class's, mostly none
+    return Func(mod, node), args
