@@ -234,8 +234,21 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/utils/hf_transformers/common.py",
         # which architectures are linear-attention hybrids (server_args asks it, 2026)
         "python/sglang/srt/configs/linear_attn_model_registry.py",
+        # past ServerArgs (kb/explain/moe.py): the scheduler's MoE configuration, the MoE
+        # layer class selected and its forward, the dispatch outputs it checks
+        "python/sglang/srt/managers/scheduler.py",
+        "python/sglang/srt/layers/moe/__init__.py",
+        "python/sglang/srt/layers/moe/utils.py",
+        "python/sglang/srt/layers/moe/ep_moe/layer.py",
+        "python/sglang/srt/layers/moe/fused_moe_triton/layer.py",
+        "python/sglang/srt/layers/moe/token_dispatcher/__init__.py",
+        "python/sglang/srt/layers/moe/token_dispatcher/base.py",
+        "python/sglang/srt/layers/moe/token_dispatcher/deepep.py",
     }
 )
+# the quantization methods' config classes (get_name(), isinstance checks): one level of
+# layers/quantization/, where layers/quantization/__init__.py maps names to them
+QUANTIZATION_DIR = "python/sglang/srt/layers/quantization/"
 
 
 class Facts(Protocol):
@@ -400,7 +413,11 @@ class Assembly:
         rows.flags = [dict(f) for f in main.get("flags", [])]
         rows.cited[SERVER_ARGS_PATH] = files[SERVER_ARGS_PATH]
         for path, sha in files.items():  # what explain's simulation reads besides server_args
-            if path in SIMULATION_FILES or (path.startswith(HOOK_DIR) and path.endswith(".py")):
+            if (
+                path in SIMULATION_FILES
+                or (path.startswith(HOOK_DIR) and path.endswith(".py"))
+                or (path.startswith(QUANTIZATION_DIR) and "/" not in path[len(QUANTIZATION_DIR) :])
+            ):
                 rows.cited[path] = sha
         modules = Modules(files, read_text, self.modules_memo)
         local_actions = main.get("action_classes", {})
