@@ -161,6 +161,9 @@ def simulate(
         derive=derived,
         budget=budget,
     )
+    # the objects SGLang's code builds along the way (attention backends, CudaGraphConfig)
+    # are not built here: their constructors decide nothing this reports, at a cost
+    sim.construct = False
     result = sim.run()
     stages: list[tuple[int, str]] = []  # (the first check of a stage, its name)
     load_parts: list[str] = []

@@ -298,6 +298,9 @@ class Simulator:
         self.overlay: dict[tuple[str, str], Any] = {}
         self.class_cache: dict[tuple[str, ...], Any] = {}  # kb.explain.classes, per run
         self.skip_init: set[ClassRef] = set()  # classes built without their constructor
+        # False: every class called is built without its constructor (explain's stages
+        # build the objects they follow themselves: kb.explain.moe)
+        self.construct = True
 
     # --- entry ------------------------------------------------------------------------
 
