@@ -234,8 +234,10 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/utils/hf_transformers/common.py",
         # which architectures are linear-attention hybrids (server_args asks it, 2026)
         "python/sglang/srt/configs/linear_attn_model_registry.py",
-        # the load stage (kb.explain.deploy): the parallel groups' sizes
+        # the load stage (kb.explain.deploy): the parallel groups' sizes, the scheduler's
+        # MoE configuration (kb/explain/moe.py)
         "python/sglang/srt/distributed/parallel_state.py",
+        "python/sglang/srt/managers/scheduler.py",
     }
 )
 # ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities

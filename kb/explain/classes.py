@@ -215,6 +215,8 @@ def _from_classes(
             return unknown(f"super().{attr}")
         classes = classes[classes.index(start) + 1 :]
     for owner in classes:
+        if attr == "__init__" and owner in sim.skip_init:
+            return None  # built without its constructor (super().__init__ does nothing)
         stmt = _body(owner.node).get(attr)
         if stmt is None:
             continue
@@ -284,7 +286,7 @@ def call_class(
     if is_enum(sim, cls):
         return enum_lookup(sim, cls, args[0] if args else unknown("an Enum value"), ctx)
     obj = Instance(cls)
-    if cls in sim.skip_init:
+    if cls in sim.skip_init or not sim.construct:
         obj.note = "its constructor is not simulated"
         return obj
     init = _from_classes(sim, cls, "__init__", obj, True, start=None)
@@ -346,13 +348,23 @@ def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:
     """`isinstance(value, C)` for classes we hold: decided for an object of ours (its class
     inherits from C, by the classes we hold: unknown when one of its bases is not) and for a
     plain value (no object of ours is a str); None when this does not decide it."""
-    if not all(isinstance(k, ClassRef) for k in kinds):
-        return None
     if isinstance(value, Instance | EnumMember):
         classes, complete = mro(sim, value.cls)
         if any(k in classes for k in kinds):
             return True
-        return False if complete else unknown(f"whether a {value.cls.name} is a {kinds[0]}")
+        held = all(
+            isinstance(k, ClassRef) or (isinstance(k, ExternalName) and k.module == "builtins")
+            for k in kinds
+        )  # (a class we do not hold may be one of its bases)
+        if complete and held:
+            return False
+        return unknown(f"whether a {value.cls.name} is a {_name(kinds[0])}")
+    if not all(isinstance(k, ClassRef) for k in kinds):
+        return None
     if value is None or isinstance(value, str | int | float | bool | list | dict | tuple):
         return False
     return None
+
+
+def _name(kind: Any) -> str:
+    return str(getattr(kind, "name", None) or getattr(kind, "dotted", None) or "class")

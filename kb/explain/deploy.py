@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.dests import dest_rank
-from kb.explain import derived, model_loading
+from kb.explain import derived, model_loading, moe
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
@@ -64,9 +64,10 @@ class Simulation:
     assumptions: list[str]
     errors: set[str] = field(default_factory=set)  # keys of the errors
     assumed: set[str] = field(default_factory=set)  # keys of the raises only assumed
-    # what of the load stage was simulated past ServerArgs: the main model's ModelRunner
-    # building its attention backend, when the version's code could be followed to its end
+    # what was simulated past ServerArgs (the MoE configuration, the MoE layer, the
+    # attention backends, the first forward), when the version's code could be followed
     load_parts: list[str] = field(default_factory=list)
+    last_stage: str = "server_args"  # the last stage simulated: load, first_forward
 
 
 def _as_json(value: Any) -> Any:
@@ -160,29 +161,61 @@ def simulate(
         derive=derived,
         budget=budget,
     )
+    # the objects SGLang's code builds along the way (attention backends, CudaGraphConfig)
+    # are not built here: their constructors decide nothing this reports, at a cost
+    sim.construct = False
     result = sim.run()
-    # Past ServerArgs: the main model's ModelRunner builds its attention backend from the
-    # registry (`ATTENTION_BACKENDS[name](runner)`), whose functions check the GPU and model.
-    load_from, load_parts = None, []
-    start = len(result.checks)
-    stages = ((False, "the attention backend"), (True, "the draft model's attention backend"))
-    for draft, part in stages:
+    stages: list[tuple[int, str]] = []  # (the first check of a stage, its name)
+    load_parts: list[str] = []
+
+    def stage(name: str, part: str, step: Any) -> bool:
+        start = len(result.checks)
+        if result.truncated or step is None or not sim.run_after(step):
+            return False  # (a stage not followed to its end decides nothing: its checks gone)
+        stages.append((start, name))
+        load_parts.append(part)
+        return True
+
+    # Past ServerArgs, in SGLang's order: the scheduler initializes the MoE configuration
+    # (module globals the MoE layers read), the ModelRunner loads the model (the MoE layer
+    # class selected and built) and builds its attention backend from the registry
+    # (`ATTENTION_BACKENDS[name](runner)`, whose functions check the GPU and model); the
+    # first forward runs the MoE layer.
+    moe_model = moe.is_moe(profile)
+    built = moe.MoeLayer()
+    configured = moe_model and stage("load", "the MoE configuration", moe.moe_config(sim))
+    loaded = model_loading.Loaded()
+    step = model_loading.quantization_config_step(sim, loaded)
+    stage("load", "the model loader's quantization checks", step)
+    if configured:
+
+        def build() -> None:
+            qc = loaded.quant_config
+            if not loaded.built:  # (a version without the loader's function)
+                qc = moe.quant_config(sim, derived.model_config_attr(sim, "quantization"))
+            built.__dict__.update(moe.build_layer(sim, qc).__dict__)
+
+        stage("load", "the MoE layer", build)
+    backends = ((False, "the attention backend"), (True, "the draft model's attention backend"))
+    for draft, part in backends:
         if not isinstance(result.fields.get("attention_backend"), str):
             break  # ServerArgs left the choice to the ModelRunner (v0.5.3), not simulated
         if draft and not _has_draft_model(result.fields.get("speculative_algorithm")):
             continue
-        build_backend = derived.runner_method(sim, "_get_attention_backend", draft)
-        if build_backend is None or result.truncated or not sim.run_after(build_backend):
-            break  # (a stage not followed to its end decides nothing: its checks are gone)
-        load_from = start
-        load_parts.append(part)
-    # ... and the model loader builds the checkpoint's quantization config, checking the GPU
-    # and the dtype against it
-    loader = model_loading.quantization_config_step(sim)
-    if loader is not None and not result.truncated and sim.run_after(*loader):
-        load_from = start
-        load_parts.append("the model loader's quantization checks")
-    return _report(facts, analysis, result, given, profile, cite, load_from, load_parts)
+        if not stage("load", part, derived.runner_method(sim, "_get_attention_backend", draft)):
+            break
+    if built.layer is not None:
+        ran: list[bool] = []
+        name = built.layer.cls.name
+        stage(
+            "first_forward",
+            f"the first forward of {name}",
+            lambda: ran.append(moe.first_forward(sim, result.fields, built)),
+        )
+        if not any(ran) and stages and stages[-1][1] == "first_forward":
+            stages.pop()  # nothing of its forward is simulated
+            load_parts.pop()
+    return _report(facts, analysis, result, given, profile, cite, stages, load_parts)
 
 
 def _has_draft_model(algorithm: Any) -> bool:
@@ -198,11 +231,12 @@ def _report(
     given: set[str],
     profile: Profile | None,
     cite: Cite,
-    load_from: int | None = None,
+    stages: list[tuple[int, str]] | None = None,
     load_parts: list[str] | None = None,
 ) -> Simulation:
-    """The run's checks and changes as findings and effective settings; the checks from
-    `load_from` on are the load stage's."""
+    """The run's checks and changes as findings and effective settings; `stages` says
+    where the checks of each stage past ServerArgs begin (the first check's index, the
+    stage's name: load, first_forward)."""
     index = _Index(facts, analysis.env.canon)
     relevant = set(given)
     if profile is not None:  # what reads the profile's model or GPU facts
@@ -368,14 +402,14 @@ def _report(
         }
         for p in result.predicates.values()
     ]
-    load_keys: set[str] = set()
-    if load_from is not None:  # (a site also reached by ServerArgs' handling is said there)
-        early = {index.key(c.kind, c.path, c.line, c.message) for c in result.checks[:load_from]}
-        load_keys = {
-            index.key(c.kind, c.path, c.line, c.message) for c in result.checks[load_from:]
-        } - early
+    # a check's key -> the first stage reaching it (ServerArgs' handling first)
+    stage_of: dict[str, str] = {}
+    bounds = [(0, "server_args"), *(stages or []), (len(result.checks), "")]
+    for (start, name), (end, _) in zip(bounds, bounds[1:], strict=False):
+        for c in result.checks[start:end]:
+            stage_of.setdefault(index.key(c.kind, c.path, c.line, c.message), name)
     for found in findings:
-        found["stage"] = "load" if found.get("key") in load_keys else "server_args"
+        found["stage"] = stage_of.get(found.get("key") or "", "server_args")
     return Simulation(
         result,
         findings,
@@ -387,6 +421,7 @@ def _report(
         errors,
         assumed,
         list(load_parts or []),
+        stages[-1][1] if stages else "server_args",
     )
 
 

@@ -12,9 +12,11 @@ cannot decide (a checkpoint file it would read) stays unknown.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kb.explain.abstract_values import Func, Obj
+from kb.explain.frames import Ctx
 from kb.explain.predicates import unknown
 
 if TYPE_CHECKING:
@@ -24,9 +26,18 @@ LOADER_MODULE = "sglang.srt.model_loader.loader"
 QUANTIZATION_CONFIG = "_get_quantization_config"
 
 
-def quantization_config_step(sim: Simulator) -> tuple[Func, list[Any]] | None:
-    """The loader's function building the quantization config, and its arguments; None
-    when the version has no such function."""
+class Loaded:
+    """What the loader step built: the quantization config (None for an unquantized model,
+    Unknown when not decided); `built` once the step ran."""
+
+    def __init__(self) -> None:
+        self.built = False
+        self.quant_config: Any = unknown("the quantization config")
+
+
+def quantization_config_step(sim: Simulator, loaded: Loaded) -> Callable[[], None] | None:
+    """The loader's building of the quantization config as a step of the load stage
+    (keeping what it built in `loaded`); None when the version has no such function."""
     mod = sim.module(LOADER_MODULE)
     node = mod.functions.get(QUANTIZATION_CONFIG) if mod is not None else None
     if mod is None or node is None:
@@ -41,4 +52,15 @@ def quantization_config_step(sim: Simulator) -> tuple[Func, list[Any]] | None:
             args.append(unknown("the load config"))
         else:
             args.append(None)  # remap_prefix and the like: the model class's, mostly none
-    return Func(mod, node), args
+
+    def step() -> None:
+        # the quantization config's constructor decides what its checks read
+        # (Fp8Config(use_mxfp8=True) needs SM100), so it is run here
+        construct, sim.construct = sim.construct, True
+        try:
+            loaded.quant_config = sim.call_function(Func(mod, node), args, {}, Ctx())
+            loaded.built = True
+        finally:
+            sim.construct = construct
+
+    return step

@@ -230,7 +230,7 @@ def add_fixes(
                     **fix,
                     "command": fixed,
                     "verified": True,
-                    "verified_through": "server_args",
+                    "verified_through": other_sim.last_stage,
                     **({"also_checked": other_sim.load_parts} if other_sim.load_parts else {}),
                 }
             )

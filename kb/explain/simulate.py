@@ -306,6 +306,9 @@ class Simulator:
         self.overlay: dict[tuple[str, str], Any] = {}
         self.class_cache: dict[tuple[str, ...], Any] = {}  # kb.explain.classes, per run
         self.skip_init: set[ClassRef] = set()  # classes built without their constructor
+        # False: every class called is built without its constructor (explain's stages
+        # build the objects they follow themselves: kb.explain.moe)
+        self.construct = True
 
     # --- entry ------------------------------------------------------------------------
 
@@ -329,11 +332,12 @@ class Simulator:
         self.result.fields = self.fields
         return self.result
 
-    def run_after(self, fn: Func, args: list[Any] | None = None) -> bool:
-        """Go on past ServerArgs with `fn` (a method of the ModelRunner that loads the model),
-        on the state the run left. Only its checks are kept: what it assigns to the server
-        args is not ServerArgs' effective configuration. False when it could not be followed
-        to its end (its checks are dropped then: a partial stage decides nothing)."""
+    def run_after(self, fn: Func | Callable[[], Any]) -> bool:
+        """Go on past ServerArgs with `fn` (a method of the ModelRunner that loads the model,
+        or a function running such steps), on the state the run left. Only its checks are
+        kept: what it assigns to the server args is not ServerArgs' effective configuration
+        (module globals it sets are kept for the next stage). False when it could not be
+        followed to its end (its checks are dropped then: a partial stage decides nothing)."""
         if not self.past_server_args:  # ModelConfig is built from the final server args
             self.derived = {}
         self.past_server_args = True
@@ -345,7 +349,10 @@ class Simulator:
         )
         done = True
         try:
-            self.call_function(fn, list(args or []), {}, Ctx())
+            if isinstance(fn, Func):
+                self.call_function(fn, [], {}, Ctx())
+            else:
+                fn()
         except (_Budget, RecursionError):
             done = False
             del self.result.checks[checks:]
