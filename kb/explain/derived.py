@@ -41,7 +41,12 @@ def model_config_attr(sim: Simulator, attr: str) -> Any:
     """`model_config.<attr>` as the version's ModelConfig derives it (cached per run)."""
     if attr not in sim.derived:
         sim.derived[attr] = unknown(f"the model's {attr} (derived from itself)")
-        sim.derived[attr] = _derive(sim, attr)
+        # (derived apart from the code that asked: a `try` there does not catch its raises)
+        catching, sim.catching = sim.catching, []
+        try:
+            sim.derived[attr] = _derive(sim, attr)
+        finally:
+            sim.catching = catching
     return sim.derived[attr]
 
 

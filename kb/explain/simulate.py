@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kb.explain import classes, model_files, module_state
+from kb.explain import classes, exceptions, model_files, module_state
 from kb.explain.abstract_values import (
     BINARY,
     COMPARE,
@@ -306,6 +306,7 @@ class Simulator:
         self.overlay: dict[tuple[str, str], Any] = {}
         self.class_cache: dict[tuple[str, ...], Any] = {}  # kb.explain.classes, per run
         self.skip_init: set[ClassRef] = set()  # classes built without their constructor
+        self.catching: list[frozenset[str] | None] = []  # the run's `try`s (exceptions.py)
         # False: every class called is built without its constructor (explain's stages
         # build the objects they follow themselves: kb.explain.moe)
         self.construct = True
@@ -521,7 +522,8 @@ class Simulator:
             else:
                 raise _Return(value)
         elif isinstance(node, ast.Raise):
-            self.check("raise", node, raise_message(node), ctx, fired=True)
+            if not exceptions.handled(self, exceptions.raised_name(node), ctx):
+                self.check("raise", node, raise_message(node), ctx, fired=True)
         elif isinstance(node, ast.Assert):
             outcome, reads = self.test(node.test, frame, ctx)
             message = render_text(node.msg) or "" if node.msg is not None else ""
@@ -530,7 +532,7 @@ class Simulator:
             inner = ctx.under(text, merge_needs(outcome), reads, fails_likely)
             if outcome is True:
                 self.check("assert", node, message, inner, fired=False)
-            else:
+            elif not exceptions.handled(self, "AssertionError", inner):
                 self.check("assert", node, message, inner, fired=True)
         elif isinstance(node, ast.For | ast.AsyncFor):
             self.for_(node, frame, ctx)
@@ -541,11 +543,7 @@ class Simulator:
                 self.fork(frame, loop_ctx.needs, None, (node.body, loop_ctx), ([], ctx))
             self.block(node.orelse, frame, ctx)
         elif isinstance(node, ast.Try):
-            try:
-                self.block(node.body, frame, ctx)
-            finally:
-                self.block(node.finalbody, frame, ctx)
-            self.block(node.orelse, frame, ctx)
+            exceptions.run_try(self, node, frame, ctx)
         elif isinstance(node, ast.With | ast.AsyncWith):
             self.block(node.body, frame, ctx)
         elif isinstance(node, ast.Import | ast.ImportFrom):
