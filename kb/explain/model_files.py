@@ -13,12 +13,11 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kb.explain.predicates import unknown
 
-if TYPE_CHECKING:
-    from kb.explain.simulate import Simulator
+Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 PROBES = frozenset({"exists", "is_file", "is_dir", "isfile", "isdir"})

@@ -13,14 +13,13 @@ cannot decide (a checkpoint file it would read) stays unknown.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kb.explain.abstract_values import Func, Obj
 from kb.explain.frames import Ctx
 from kb.explain.predicates import unknown
 
-if TYPE_CHECKING:
-    from kb.explain.simulate import Simulator
+Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
 
 LOADER_MODULE = "sglang.srt.model_loader.loader"
 QUANTIZATION_CONFIG = "_get_quantization_config"

@@ -17,14 +17,13 @@ value is kept per run, not with the parsed module.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import unknown
 from kb.explain.source_modules import Module
 
-if TYPE_CHECKING:
-    from kb.explain.simulate import Simulator
+Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
 
 MUTATORS = frozenset({"update", "append", "extend", "insert", "add", "setdefault", "pop"})
 
