@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.dests import dest_rank
-from kb.explain import derived
+from kb.explain import derived, draft_stage
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
@@ -165,18 +165,28 @@ def simulate(
     # registry (`ATTENTION_BACKENDS[name](runner)`), whose functions check the GPU and model.
     load_from, load_parts = None, []
     start = len(result.checks)
-    stages = ((False, "the attention backend"), (True, "the draft model's attention backend"))
-    for draft, part in stages:
+    # With a draft model, its worker then builds the draft decode/extend backends
+    # (kb.explain.draft_stage).
+    stages: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
+        (False, "the attention backend", lambda: derived.runner_method(sim, _BACKEND)),
+        (True, "the draft model's attention backend",
+         lambda: derived.runner_method(sim, _BACKEND, True)),
+        (True, draft_stage.PART, lambda: draft_stage.step(sim)),
+    )  # fmt: skip
+    for draft, part, stage in stages:
         if not isinstance(result.fields.get("attention_backend"), str):
             break  # ServerArgs left the choice to the ModelRunner (v0.5.3), not simulated
         if draft and not _has_draft_model(result.fields.get("speculative_algorithm")):
             continue
-        build_backend = derived.runner_method(sim, "_get_attention_backend", draft)
+        build_backend = stage()
         if build_backend is None or result.truncated or not sim.run_after(build_backend):
             break  # (a stage not followed to its end decides nothing: its checks are gone)
         load_from = start
         load_parts.append(part)
     return _report(facts, analysis, result, given, profile, cite, load_from, load_parts)
+
+
+_BACKEND = "_get_attention_backend"
 
 
 def _has_draft_model(algorithm: Any) -> bool:

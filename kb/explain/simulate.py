@@ -322,9 +322,10 @@ class Simulator:
         self.result.fields = self.fields
         return self.result
 
-    def run_after(self, fn: Func) -> bool:
-        """Go on past ServerArgs with `fn` (a method of the ModelRunner that loads the model),
-        on the state the run left. Only its checks are kept: what it assigns to the server
+    def run_after(self, fn: Func | Callable[[], object]) -> bool:
+        """Go on past ServerArgs with `fn` (a method of the ModelRunner that loads the model,
+        or a step calling the version's code itself: kb.explain.draft_stage), on the state
+        the run left. Only its checks are kept: what it assigns to the server
         args is not ServerArgs' effective configuration. False when it could not be followed
         to its end (its checks are dropped then: a partial stage decides nothing)."""
         if not self.past_server_args:  # ModelConfig is built from the final server args
@@ -338,7 +339,10 @@ class Simulator:
         )
         done = True
         try:
-            self.call_function(fn, [], {}, Ctx())
+            if isinstance(fn, Func):
+                self.call_function(fn, [], {}, Ctx())
+            else:
+                fn()
         except (_Budget, RecursionError):
             done = False
             del self.result.checks[checks:]
@@ -493,7 +497,7 @@ class Simulator:
             else:
                 raise _Return(value)
         elif isinstance(node, ast.Raise):
-            self.check("raise", node, raise_message(node), ctx, fired=True)
+            self.check("raise", node, self.raise_text(node, frame, ctx), ctx, fired=True)
         elif isinstance(node, ast.Assert):
             outcome, reads = self.test(node.test, frame, ctx)
             message = render_text(node.msg) or "" if node.msg is not None else ""
@@ -533,12 +537,43 @@ class Simulator:
             raise _Continue
         # pass, global, delete, class definitions, match: nothing to track
 
+    def raise_text(self, node: ast.Raise, frame: Frame, ctx: Ctx) -> str:
+        """The raise's message; one built from a template in a local
+        (`ValueError(template.format(name=name))`) filled in when both are known."""
+        text = raise_message(node)
+        exc = node.exc
+        arg = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
+        if not (
+            isinstance(arg, ast.Call)
+            and isinstance(arg.func, ast.Attribute)
+            and arg.func.attr == "format"
+            and isinstance(arg.func.value, ast.Name)
+            and all(isinstance(a, ast.Name | ast.Constant) for a in arg.args)
+            and all(k.arg and isinstance(k.value, ast.Name | ast.Constant) for k in arg.keywords)
+        ):
+            return text
+        outer = self.reads
+        try:
+            template = self.eval(arg.func.value, frame, ctx)
+            args = [self.eval(a, frame, ctx) for a in arg.args]
+            kwargs = {str(k.arg): self.eval(k.value, frame, ctx) for k in arg.keywords}
+        finally:
+            self.reads = outer
+        values = [template, *args, *kwargs.values()]
+        if not all(is_known(v) and isinstance(v, SCALARS) or v is None for v in values):
+            return text
+        try:
+            return f"{text}: {str(template).format(*args, **kwargs)}"
+        except (IndexError, KeyError, ValueError):
+            return text
+
     def value_of(self, node: ast.expr, frame: Frame, ctx: Ctx) -> tuple[Any, frozenset[str]]:
         """An assigned value and the profile's inputs it was computed from."""
         outer, self.reads = self.reads, set()
         try:
             value = self.eval(node, frame, ctx)
-            marks = _marks(self.reads)
+            # (past ServerArgs the fields it read go with it too, as with a call's arguments)
+            marks = frozenset(self.reads) if self.past_server_args else _marks(self.reads)
         finally:
             self.reads = outer | self.reads
         return value, marks
@@ -683,7 +718,8 @@ class Simulator:
         node: ast.AST,
         marks: frozenset[str] = frozenset(),
     ) -> None:
-        marks = marks | _marks(ctx.reads)  # a value set on a path the profile chose
+        # a value set on a path the profile chose (past ServerArgs, or the fields chose)
+        marks = marks | (ctx.reads if self.past_server_args else _marks(ctx.reads))
         if isinstance(target, ast.Name):
             if target.id in frame.globals:
                 self.overlay[frame.module.path, target.id] = value
@@ -695,7 +731,7 @@ class Simulator:
             if owner is SELF:
                 self.set_field(target.attr, value, ctx, node, marks)
             elif isinstance(owner, Instance):
-                classes.set_attr(owner, target.attr, value, ctx)
+                classes.set_attr(owner, target.attr, value, ctx, marks)
             elif isinstance(owner, Obj) and owner.kind in ("runner", "draft_runner"):
                 # the load stage's runner (kb.explain.derived)
                 self.derived[f"{owner.kind}.{target.attr}"] = (
@@ -1255,6 +1291,8 @@ class Simulator:
             )
             if index is None and isinstance(node.slice, ast.Slice):
                 return unknown("a slice")
+            if isinstance(base, ClassRef) and classes.is_enum(self, base):
+                return classes.enum_by_name(self, base, index)  # `cls[name.upper()]`
             if isinstance(base, Registry):
                 if isinstance(index, str) and index in base.functions:
                     return Func(base.module, base.functions[index])
