@@ -121,6 +121,7 @@ class Instance:
     def __init__(self, cls: ClassRef, note: str = "") -> None:
         self.cls = cls
         self.fields: dict[str, Any] = {}
+        self.marks: dict[str, frozenset[str]] = {}  # field -> the inputs it was set from
         self.note = note  # why fields not set are unknown ("its constructor is not run")
 
     def __repr__(self) -> str:

@@ -173,6 +173,7 @@ def class_attr(sim: Simulator, cls: ClassRef, attr: str, allow_missing: bool = F
 
 def instance_attr(sim: Simulator, obj: Instance, attr: str, allow_missing: bool = False) -> Any:
     if attr in obj.fields:
+        sim.reads |= obj.marks.get(attr, frozenset())
         return obj.fields[attr]
     if attr == "__class__":
         return obj.cls
@@ -266,9 +267,13 @@ def _class_value(sim: Simulator, owner: ClassRef, attr: str, value: ast.expr | N
     return sim.class_cache[key]
 
 
-def set_attr(obj: Instance, attr: str, value: Any, ctx: Ctx) -> None:
+def set_attr(
+    obj: Instance, attr: str, value: Any, ctx: Ctx, marks: frozenset[str] = frozenset()
+) -> None:
     """`self.x = v` on an instance: on an undecided path, it holds only there (the value
-    before or this one: unknown which)."""
+    before or this one: unknown which). `marks`: what the value was computed from (read
+    again with it)."""
+    obj.marks[attr] = marks
     if ctx.needs:
         before = obj.fields.get(attr)
         options = options_of([value, before]) if attr in obj.fields else None
@@ -337,6 +342,16 @@ def enum_lookup(sim: Simulator, cls: ClassRef, value: Any, ctx: Ctx) -> Any:
         found = sim.call_function(missing, [value], {}, ctx)
         return found if found is not None else unknown(f"{cls.name}({value!r})")
     return unknown(f"{cls.name}({value!r}): no member has that value (Enum raises ValueError)")
+
+
+def enum_by_name(sim: Simulator, cls: ClassRef, name: Any) -> Any:
+    """`E[name]`: the member of that name; unknown for a name not decided or not a member
+    (Enum's own KeyError cites no line of SGLang's)."""
+    if isinstance(name, str) and (found := members(sim, cls).get(name)) is not None:
+        return found
+    if isinstance(name, Unknown):
+        return Unknown(name.needs or (f"which {cls.name} member",))
+    return unknown(f"{cls.name}[{name!r}]: no member of that name (Enum raises KeyError)")
 
 
 def enum_members(sim: Simulator, cls: ClassRef) -> list[EnumMember] | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.dests import dest_rank
-from kb.explain import derived, model_loading, moe
+from kb.explain import derived, draft_stage, model_loading, moe
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
@@ -196,13 +196,20 @@ def simulate(
             built.__dict__.update(moe.build_layer(sim, qc).__dict__)
 
         stage("load", "the MoE layer", build)
-    backends = ((False, "the attention backend"), (True, "the draft model's attention backend"))
-    for draft, part in backends:
+    # ... with a draft model, its worker then builds the draft decode/extend backends
+    # (kb.explain.draft_stage)
+    backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
+        (False, "the attention backend", lambda: derived.runner_method(sim, _BACKEND)),
+        (True, "the draft model's attention backend",
+         lambda: derived.runner_method(sim, _BACKEND, True)),
+        (True, draft_stage.PART, lambda: draft_stage.step(sim)),
+    )  # fmt: skip
+    for draft, part, backend in backends:
         if not isinstance(result.fields.get("attention_backend"), str):
             break  # ServerArgs left the choice to the ModelRunner (v0.5.3), not simulated
         if draft and not _has_draft_model(result.fields.get("speculative_algorithm")):
             continue
-        if not stage("load", part, derived.runner_method(sim, "_get_attention_backend", draft)):
+        if not stage("load", part, backend()):
             break
     if built.layer is not None:
         ran: list[bool] = []
@@ -216,6 +223,9 @@ def simulate(
             stages.pop()  # nothing of its forward is simulated
             load_parts.pop()
     return _report(facts, analysis, result, given, profile, cite, stages, load_parts)
+
+
+_BACKEND = "_get_attention_backend"
 
 
 def _has_draft_model(algorithm: Any) -> bool:

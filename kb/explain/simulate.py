@@ -54,6 +54,18 @@ from kb.explain.abstract_values import (
     truth,
 )
 from kb.explain.frames import Ctx, Frame
+from kb.explain.known_names import (
+    BUILTIN_TYPES,
+    ENV_READERS,
+    EXPRESSION_NAMES,
+    MODEL_CONFIG_FACTORY,
+    OS_PATH_PROBES,
+    PATHLIB_PATH,
+    PLATFORM_METHODS,
+    PREDICATE_HOMES,
+    TORCH_ATTRIBUTES,
+    TORCH_PREDICATES,
+)
 from kb.explain.predicates import (
     ASSUMED,
     MISSING,
@@ -121,13 +133,6 @@ _CONTAINER_METHODS = {"get", "keys", "values", "items", "count", "index"}
 # methods that change a list, dict or set in place (their result is None or unused)
 _MUTATING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault", "remove",
                      "discard", "clear"}  # fmt: skip
-# where SGLang defines the functions read as facts of the profile (utils.py, utils/common.py,
-# platforms/): a function of the same name elsewhere is its own (layers/quantization's
-# get_quantization_config(name) returns a class, utils' get_quantization_config(hf_config)
-# the checkpoint's method)
-PREDICATE_HOMES = ("python/sglang/srt/utils", "python/sglang/srt/platforms", "python/sglang/utils")
-PATHLIB_PATH = ("pathlib", "Path")
-OS_PATH_PROBES = ("os.path.exists", "os.path.isdir", "os.path.isfile")
 _LOG_METHODS = {"warning", "warn", "info", "debug", "error", "critical", "warning_once"}
 
 # --------------------------------------------------------------------------------------
@@ -523,7 +528,7 @@ class Simulator:
                 raise _Return(value)
         elif isinstance(node, ast.Raise):
             if not exceptions.handled(self, exceptions.raised_name(node), ctx):
-                self.check("raise", node, raise_message(node), ctx, fired=True)
+                self.check("raise", node, self.raise_text(node, frame, ctx), ctx, fired=True)
         elif isinstance(node, ast.Assert):
             outcome, reads = self.test(node.test, frame, ctx)
             message = render_text(node.msg) or "" if node.msg is not None else ""
@@ -559,12 +564,43 @@ class Simulator:
             raise _Continue
         # pass, global, delete, class definitions, match: nothing to track
 
+    def raise_text(self, node: ast.Raise, frame: Frame, ctx: Ctx) -> str:
+        """The raise's message; one built from a template in a local
+        (`ValueError(template.format(name=name))`) filled in when both are known."""
+        text = raise_message(node)
+        exc = node.exc
+        arg = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
+        if not (
+            isinstance(arg, ast.Call)
+            and isinstance(arg.func, ast.Attribute)
+            and arg.func.attr == "format"
+            and isinstance(arg.func.value, ast.Name)
+            and all(isinstance(a, ast.Name | ast.Constant) for a in arg.args)
+            and all(k.arg and isinstance(k.value, ast.Name | ast.Constant) for k in arg.keywords)
+        ):
+            return text
+        outer = self.reads
+        try:
+            template = self.eval(arg.func.value, frame, ctx)
+            args = [self.eval(a, frame, ctx) for a in arg.args]
+            kwargs = {str(k.arg): self.eval(k.value, frame, ctx) for k in arg.keywords}
+        finally:
+            self.reads = outer
+        values = [template, *args, *kwargs.values()]
+        if not all(is_known(v) and isinstance(v, SCALARS) or v is None for v in values):
+            return text
+        try:
+            return f"{text}: {str(template).format(*args, **kwargs)}"
+        except (IndexError, KeyError, ValueError):
+            return text
+
     def value_of(self, node: ast.expr, frame: Frame, ctx: Ctx) -> tuple[Any, frozenset[str]]:
         """An assigned value and the profile's inputs it was computed from."""
         outer, self.reads = self.reads, set()
         try:
             value = self.eval(node, frame, ctx)
-            marks = _marks(self.reads)
+            # (past ServerArgs the fields it read go with it too, as with a call's arguments)
+            marks = frozenset(self.reads) if self.past_server_args else _marks(self.reads)
         finally:
             self.reads = outer | self.reads
         return value, marks
@@ -709,7 +745,8 @@ class Simulator:
         node: ast.AST,
         marks: frozenset[str] = frozenset(),
     ) -> None:
-        marks = marks | _marks(ctx.reads)  # a value set on a path the profile chose
+        # a value set on a path the profile chose (past ServerArgs, or the fields chose)
+        marks = marks | (ctx.reads if self.past_server_args else _marks(ctx.reads))
         if isinstance(target, ast.Name):
             if target.id in frame.globals:
                 self.overlay[frame.module.path, target.id] = value
@@ -721,7 +758,7 @@ class Simulator:
             if owner is SELF:
                 self.set_field(target.attr, value, ctx, node, marks)
             elif isinstance(owner, Instance):
-                classes.set_attr(owner, target.attr, value, ctx)
+                classes.set_attr(owner, target.attr, value, ctx, marks)
             elif isinstance(owner, Obj) and owner.kind in ("runner", "draft_runner"):
                 # the load stage's runner (kb.explain.derived)
                 self.derived[f"{owner.kind}.{target.attr}"] = (
@@ -1300,6 +1337,8 @@ class Simulator:
             )
             if index is None and isinstance(node.slice, ast.Slice):
                 return unknown("a slice")
+            if isinstance(base, ClassRef) and classes.is_enum(self, base):
+                return classes.enum_by_name(self, base, index)  # `cls[name.upper()]`
             if isinstance(base, Registry):
                 if isinstance(index, str) and index in base.functions:
                     return Func(base.module, base.functions[index])
@@ -1421,41 +1460,6 @@ class Simulator:
 
 
 _ABSENT = object()
-# `ModelConfig.from_server_args(server_args)`: module, class, factory
-MODEL_CONFIG_FACTORY = ("sglang.srt.configs.model_config", "ModelConfig", "from_server_args")
-EXPRESSION_NAMES = {
-    "ListComp": "a list comprehension",
-    "SetComp": "a set comprehension",
-    "DictComp": "a dict comprehension",
-    "GeneratorExp": "a generator expression",
-    "Lambda": "a lambda",
-    "Await": "an await",
-    "Yield": "a yield",
-}
-# torch calls SGLang makes directly, answered like the helpers that wrap them
-TORCH_PREDICATES = {
-    "torch.cuda.get_device_capability": "get_device_capability",
-    "torch.cuda.is_available": "is_cuda",
-    "torch.cuda.device_count": "get_device_count",
-}
-# torch attributes SGLang reads, answered like predicates of the same names
-TORCH_ATTRIBUTES = ("torch.version.cuda", "torch.version.hip")
-# methods of sglang.srt.platforms' `current_platform` (era 3), answered from the platform
-PLATFORM_METHODS = {
-    "current_platform.is_out_of_tree": "is_out_of_tree",
-    "current_platform.apply_server_args_defaults": "apply_server_args_defaults",
-}
-BUILTIN_TYPES: dict[str, type | tuple[type, ...]] = {
-    "list": list,
-    "tuple": tuple,
-    "dict": dict,
-    "set": set,
-    "str": str,
-    "int": (int, bool),
-    "float": float,
-    "bool": bool,
-}
-ENV_READERS = {"get_bool_env_var": "false", "get_int_env_var": 0, "get_str_env_var": None}
 
 
 def _shown_key(key: Any) -> str:

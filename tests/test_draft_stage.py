@@ -1,0 +1,329 @@
+"""Past ServerArgs, with a draft model: the speculative worker the version's
+`SpeculativeAlgorithm.create_worker` picks builds its draft attention backends through a
+factory whose maps may lack a backend ServerArgs accepted (kb.explain.draft_stage), on
+synthetic modules shaped like SGLang's (none of its code). A raise there is a `load`
+finding; what is not decided stays unknown; a fix is verified through this step too."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlmodel import Session
+
+from kb.explain import derived, draft_stage, explain
+from kb.explain.predicates import Profile, unknown
+from kb.explain.simulate import Check, Simulator
+from kb.explain.source_modules import Module, parse_module
+from kb.schema import make_engine
+from tests import sim_repos, test_load_stage
+from tests.conftest import ingest_into
+from tests.fixture_repos import SERVER_ARGS, commit, git, write
+
+SPEC = "python/sglang/srt/speculative/"
+FACTORY_PATH = SPEC + "draft_utils.py"
+
+ARGS = """
+import argparse
+from dataclasses import dataclass
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    attention_backend: str = "flashinfer"
+    prefill_attention_backend: str = None
+    decode_attention_backend: str = None
+    speculative_algorithm: str = None
+    speculative_draft_attention_backend: str = None
+    speculative_num_steps: int = 3
+    speculative_eagle_topk: int = 1
+    disable_overlap_schedule: bool = False
+
+    def __post_init__(self):
+        pass
+
+    def check_server_args(self):
+        if self.speculative_algorithm == "EAGLE" and self.attention_backend == "flashinfer":
+            raise ValueError("EAGLE here needs an MLA attention backend.")
+
+    def get_attention_backends(self):
+        prefill = self.prefill_attention_backend or self.attention_backend
+        decode = self.decode_attention_backend or self.attention_backend
+        return prefill, decode
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument("--model-path", type=str, required=True, help="Model weights.")
+        parser.add_argument(
+            "--attention-backend", type=str, default="flashinfer",
+            choices=["flashinfer", "cutlass_mla", "trtllm_mla"], help="Attention backend.",
+        )
+        parser.add_argument("--speculative-algorithm", type=str, help="Speculative algorithm.")
+        parser.add_argument("--speculative-num-steps", type=int, default=3, help="Draft steps.")
+        parser.add_argument(
+            "--disable-overlap-schedule", action="store_true", help="No overlap scheduling."
+        )
+
+
+def get_global_server_args():
+    return None
+"""
+
+REGISTRY = """
+ATTENTION_BACKENDS = {}
+
+
+def register_attention_backend(name):
+    def decorator(fn):
+        ATTENTION_BACKENDS[name] = fn
+        return fn
+
+    return decorator
+
+
+@register_attention_backend("flashinfer")
+def create_flashinfer_backend(runner):
+    return "FlashInferAttnBackend"
+
+
+@register_attention_backend("cutlass_mla")
+def create_cutlass_mla_backend(runner):
+    return "CutlassMLABackend"
+
+
+@register_attention_backend("trtllm_mla")
+def create_trtllm_mla_backend(runner):
+    return "TRTLLMMLABackend"
+"""
+
+SPEC_INFO = """
+from enum import Enum, auto
+
+
+class SpeculativeAlgorithm(Enum):
+    EAGLE = auto()
+    NGRAM = auto()
+    NONE = auto()
+
+    @classmethod
+    def from_string(cls, name):
+        if name is None:
+            return cls.NONE
+        return cls[name.upper()]
+
+    def create_worker(self, server_args):
+        if self == SpeculativeAlgorithm.EAGLE:
+            if server_args.disable_overlap_schedule:
+                from sglang.srt.speculative.eagle_worker import EagleWorker
+
+                return EagleWorker
+            from sglang.srt.speculative.eagle_worker_v2 import EagleWorkerV2
+
+            return EagleWorkerV2
+        raise ValueError("no worker for this algorithm")
+"""
+
+# The factory's decode map lacks cutlass_mla (only with more than one step is it built);
+# its extend map has it.
+FACTORY = """
+class DraftBackendFactory:
+    def __init__(self, server_args, runner, topk, num_steps):
+        self.server_args = server_args
+        self.runner = runner
+        self.num_steps = num_steps
+        self.override = server_args.speculative_draft_attention_backend
+
+    def _pick(self, field, table, template):
+        name = self.override or getattr(self.server_args, field)
+        if name is None:
+            name = self.server_args.attention_backend
+        if name not in table:
+            raise ValueError(template.format(name=name))
+        return table[name]()
+
+    def decode_backend(self):
+        if self.num_steps == 1:
+            return None
+        table = {"flashinfer": self._flashinfer, "trtllm_mla": self._trtllm_mla}
+        return self._pick("decode_attention_backend", table, "no draft decode backend {name}")
+
+    def extend_backend(self):
+        table = {
+            "flashinfer": self._flashinfer,
+            "trtllm_mla": self._trtllm_mla,
+            "cutlass_mla": self._trtllm_mla,
+        }
+        return self._pick("prefill_attention_backend", table, "no draft extend backend {name}")
+
+    def _flashinfer(self):
+        return "FlashInferMultiStep"
+
+    def _trtllm_mla(self):
+        return "TrtllmMlaMultiStep"
+"""
+
+# without overlap: the worker is a model worker of the draft model and builds them itself
+WORKER = """
+from sglang.srt.speculative.draft_utils import DraftBackendFactory
+
+
+class EagleWorker:
+    def __init__(self, server_args, gpu_id, target_worker):
+        self.server_args = server_args
+        self.topk = server_args.speculative_eagle_topk
+        self.num_steps = server_args.speculative_num_steps
+        self.build_draft_backends()
+
+    @property
+    def draft_runner(self):
+        return self.model_runner
+
+    def build_draft_backends(self):
+        runner, steps = self.draft_runner, self.num_steps
+        factory = DraftBackendFactory(self.server_args, runner, self.topk, steps)
+        self.decode_backend = factory.decode_backend()
+        self.extend_backend = factory.extend_backend()
+"""
+
+# with overlap: the worker builds a draft worker, which builds them
+WORKER_V2 = """
+from sglang.srt.speculative.draft_utils import DraftBackendFactory
+
+
+class DraftWorker:
+    def __init__(self, server_args, target_worker):
+        self.server_args = server_args
+        self.topk = server_args.speculative_eagle_topk
+        self.num_steps = server_args.speculative_num_steps
+        self.inner = target_worker.spawn(server_args)
+        self.runner = self.inner.model_runner
+
+    def build_draft_backends(self):
+        factory = DraftBackendFactory(self.server_args, self.runner, self.topk, self.num_steps)
+        self.decode_backend = factory.decode_backend()
+        self.extend_backend = factory.extend_backend()
+
+
+class EagleWorkerV2:
+    def __init__(self, server_args, target_worker):
+        self.server_args = server_args
+        self.drafter = DraftWorker(server_args, target_worker)
+"""
+
+FILES = {
+    SERVER_ARGS: ARGS,
+    test_load_stage.RUNNER: test_load_stage.MODEL_RUNNER,
+    test_load_stage.REGISTRY: REGISTRY,
+    SPEC + "spec_info.py": SPEC_INFO,
+    FACTORY_PATH: FACTORY,
+    SPEC + "eagle_worker.py": WORKER,
+    SPEC + "eagle_worker_v2.py": WORKER_V2,
+    sim_repos.UTILS: test_load_stage.UTILS,
+    sim_repos.MODEL_CONFIG: sim_repos.MODEL_CONFIG_TEXT,
+}
+
+
+def _text(source: str) -> str:
+    """A module's text as the test's repository holds it (from its first line)."""
+    return textwrap.dedent(source).lstrip("\n")
+
+
+MLA = {"arch": "DeepNetV3ForCausalLM", "sm": 100}
+RAISE_LINE = next(n for n, line in enumerate(_text(FACTORY).splitlines(), 1) if "raise" in line)
+
+
+def modules() -> dict[str, Module]:
+    out = {}
+    for path, text in FILES.items():
+        mod = parse_module(path, _text(text))
+        assert mod is not None
+        out[path] = mod
+    return out
+
+
+def draft_checks(fields: dict[str, Any], profile: dict[str, Any] = MLA) -> list[Check]:
+    """The checks of the draft worker's step, after the run of ServerArgs."""
+    mods = modules()
+    given = {"model_path": "m", "speculative_algorithm": "EAGLE", **fields}
+    sim = Simulator(
+        mods.get, mods[SERVER_ARGS], given, Profile.parse(profile), given=given, derive=derived
+    )
+    result = sim.run()
+    start = len(result.checks)
+    step = draft_stage.step(sim)
+    assert step is not None
+    assert sim.run_after(step)
+    return [c for c in result.checks[start:] if c.path == FACTORY_PATH]
+
+
+def raised(checks: list[Check]) -> list[tuple[str, str]]:
+    return [(c.outcome, c.message) for c in checks if c.outcome != "passed"]
+
+
+@pytest.mark.parametrize("no_overlap", [True, False])
+def test_a_backend_missing_from_the_draft_map_raises_at_load(no_overlap: bool) -> None:
+    """Either worker (the draft worker built by the V2 one too) reaches the raise."""
+    checks = draft_checks(
+        {"attention_backend": "cutlass_mla", "disable_overlap_schedule": no_overlap}
+    )
+    assert raised(checks) == [("fired", "ValueError: no draft decode backend cutlass_mla")]
+    (check,) = [c for c in checks if c.outcome == "fired"]
+    assert check.line == RAISE_LINE
+    assert {"attention_backend", "decode_attention_backend"} <= check.reads  # what a fix changes
+
+
+def test_a_backend_in_both_maps_passes() -> None:
+    assert raised(draft_checks({"attention_backend": "trtllm_mla"})) == []
+    # one step builds no decode backend: the extend map has cutlass_mla
+    one_step = {"attention_backend": "cutlass_mla", "speculative_num_steps": 1}
+    assert raised(draft_checks(one_step)) == []
+
+
+def test_undecided_inputs_leave_the_raise_unknown() -> None:
+    steps = {"attention_backend": "cutlass_mla", "speculative_num_steps": unknown("the steps")}
+    (check,) = [c for c in draft_checks(steps) if c.outcome != "passed"]
+    assert check.outcome == "unknown" and "the steps" in check.needs
+    # which worker is built not decided: both raise, so it raises whichever
+    either = {"attention_backend": "cutlass_mla", "disable_overlap_schedule": unknown("overlap")}
+    assert {o for o, _ in raised(draft_checks(either))} == {"fired"}
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    root = tmp_path_factory.mktemp("draftstage")
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for path, text in FILES.items():
+        write(repo, path, _text(text))
+    commit(repo, "draft workers", "2025-01-01T12:00:00Z", "v0.1.0")
+    db = root / "kb.db"
+    ingest_into(repo, db, jobs=1)
+    engine = make_engine(f"sqlite:///{db}", readonly=True)
+    with Session(engine) as s:
+        yield s
+    engine.dispose()
+
+
+def test_the_finding_is_of_the_load_stage_and_a_fix_passes_it(session: Session) -> None:
+    """ServerArgs' own error here has two candidate fixes; cutlass_mla passes ServerArgs
+    and the main model's backend but not the draft worker's: never called verified."""
+    profile = Profile.parse(MLA)
+    command = "--model-path m --speculative-algorithm EAGLE"
+    result = explain(session, "v0.1.0", command, profile=profile)
+    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    assert error["stage"] == "server_args"
+    fixes = [error["fix"], *error.get("alternatives", [])]
+    assert [fix.get("add") for fix in fixes] == [["--attention-backend trtllm_mla"]]
+    assert draft_stage.PART in error["fix"]["also_checked"]
+
+    crash = explain(
+        session, "v0.1.0", command + " --attention-backend cutlass_mla", profile=profile
+    )
+    (load,) = [f for f in crash["findings"] if f["severity"] == "error"]
+    assert load["stage"] == "load"
+    assert load["source"]["path"] == FACTORY_PATH and load["source"]["line"] == RAISE_LINE
+    assert "no draft decode backend cutlass_mla" in load["message"]
