@@ -797,6 +797,10 @@ class Simulator:
         container = frame.locals[target.id]
         if not isinstance(container, dict | list | set | Unknown):
             return  # an object's own method or item (`self.x[k] = v` is not tracked either)
+        if method == "__setitem__" and isinstance(container, dict) and is_known(args[0]):
+            # an item not known leaves the others known (`cfg["packed_modules_mapping"] = x`)
+            frame.locals[target.id] = {**container, args[0]: args[1]}
+            return
         if isinstance(container, dict | list | set) and all(map(is_known, args)):
             changed = copy.copy(container)
             with contextlib.suppress(Exception):
