@@ -216,7 +216,7 @@ class ModelClass:
     def facts(self, m: Member) -> MemberFacts:
         found = self._known.get(m)
         if found is None:
-            found = self._known[m] = _member_facts(m.text) or SAYS_NOTHING
+            found = self._known[m] = _facts_of_text(m.text)
         return found
 
     def _having(self, *texts: str) -> list[tuple[Member, MemberFacts]]:
@@ -496,6 +496,23 @@ def _parsed(
         members.append(m)
         known[m] = _statement_facts([st], lead - 1)
     return tuple(members), known
+
+
+# A member's text -> its facts, across blobs: a file's next blob keeps most of its members'
+# texts (of the members parsed in a full ingest of the 124 real tags, 2 in 3 had a text
+# parsed before, in an earlier blob). The last MAX_MEMBER_TEXTS distinct texts are kept
+# (emptied when full: a full ingest parses ~800).
+_MEMBER_TEXTS: dict[str, MemberFacts] = {}
+MAX_MEMBER_TEXTS = 2048
+
+
+def _facts_of_text(text: str) -> MemberFacts:
+    found = _MEMBER_TEXTS.get(text)
+    if found is None:
+        if len(_MEMBER_TEXTS) >= MAX_MEMBER_TEXTS:
+            _MEMBER_TEXTS.clear()
+        found = _MEMBER_TEXTS[text] = _member_facts(text) or SAYS_NOTHING
+    return found
 
 
 def _member_facts(text: str) -> MemberFacts | None:
