@@ -43,6 +43,7 @@ MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 # at most simulate's MAX_STEPS; SGLang's own argument handling takes < 2,000).
 FIX_STEPS = 10_000
 MAX_ALTERNATIVES = 2  # verified fixes offered beside the first, per error (each ~17 ms of CPU)
+MAX_PAIRED = 2  # changes of each error tried together when none passes alone
 # Words after the launcher (flags and their values). The compatibility range judges each word
 # against every ingested version, so the cost grows with the words: SGLang's real launch
 # commands have fewer than 60 flags (~120 words).
@@ -184,57 +185,108 @@ def add_fixes(
     sim: Simulation,
 ) -> None:
     """For each error of the simulation, the values of the flags its condition reads that
-    make it pass, each verified by simulating the fixed command: the error's check neither
-    fails nor is left to raise on an assumption (an installed package, the typical CUDA),
-    and no new error nor assumed raise appears. The first (the smallest change) is the
-    finding's `fix`, up to MAX_ALTERNATIVES more its `alternatives`. Each says the last stage
-    it was simulated through (`verified_through`: ServerArgs' handling) and what of the load
-    stage was checked too (`also_checked`: the attention backend, where the version's
-    ModelRunner can be followed); the rest of the model load and the first forward are not
-    simulated. The simulations share
-    FIX_STEPS statements; when they are spent, the search stops and says so."""
+    make it pass, each verified by simulating the fixed command: a fix is verified when the
+    fixed command has no error at all, through every stage simulated (nor a raise left to an
+    assumption: an installed package, the typical CUDA). The first (the smallest change) is
+    the finding's `fix`, up to MAX_ALTERNATIVES more its `alternatives`; each says the last
+    stage it was simulated through (`verified_through`) and what of the load stage was
+    checked (`also_checked`). A change that clears its error but leaves another one (the
+    command had two) is tried with a change clearing the other: the pair, when it passes,
+    is the fix. The simulations share FIX_STEPS statements; when they are spent, the search
+    stops and says so."""
     budget = Budget(FIX_STEPS)
     plain_errors = {
         (f["kind"], f["flag"])
         for f in analysis.findings
         if f["severity"] == "error" and f["kind"] != "constraint"
     }
-    for finding in sim.findings:
-        if finding["severity"] != "error":
-            continue
-        verified: list[dict[str, Any]] = []
-        for fix in fix_candidates(finding, facts, analysis, profile):
-            if len(verified) > MAX_ALTERNATIVES:
-                break
-            if budget.exhausted:
-                _keep(finding, verified)
-                analysis.findings.append(_search_stopped())
-                return
-            fixed = fixed_command(command, analysis, fix)
-            other, other_sim = run(session, version, facts, fixed, profile, budget)
-            if other_sim is None or other_sim.result.truncated:
-                continue  # not simulated to the end: verifies nothing
-            if finding["key"] in other_sim.errors | other_sim.assumed:
-                continue  # it may still raise
-            if not (other_sim.errors <= sim.errors and other_sim.assumed <= sim.assumed):
-                continue
-            if any(
+    errors = [f for f in sim.findings if f["severity"] == "error"]
+    # error key -> the changes that clear it but leave others (fix, fixed command, its parse)
+    clearing: dict[str, list[tuple[dict[str, Any], str, Analysis]]] = {}
+
+    def verify(fixed: str) -> tuple[str, Analysis, Simulation | None] | None:
+        """ "passes" (no error at all), "clears" (no error the command did not have) or "no",
+        with the fixed command's parse and simulation; None when the budget is spent."""
+        if budget.exhausted:
+            return None
+        other, other_sim = run(session, version, facts, fixed, profile, budget)
+        if other_sim is None or other_sim.result.truncated:
+            return "no", other, other_sim
+        new_plain = any(
+            f["severity"] == "error" and f["kind"] != "constraint" for f in other.findings
+        )
+        if not other_sim.errors and not other_sim.assumed and not new_plain:
+            return "passes", other, other_sim
+        if (
+            other_sim.errors <= sim.errors
+            and other_sim.assumed <= sim.assumed
+            and not any(
                 f["severity"] == "error"
                 and f["kind"] != "constraint"
                 and (f["kind"], f["flag"]) not in plain_errors
                 for f in other.findings
-            ):
-                continue
-            verified.append(
-                {
-                    **fix,
-                    "command": fixed,
-                    "verified": True,
-                    "verified_through": other_sim.last_stage,
-                    **({"also_checked": other_sim.load_parts} if other_sim.load_parts else {}),
-                }
             )
+        ):
+            return "clears", other, other_sim
+        return "no", other, other_sim
+
+    def verified_fix(fix: dict[str, Any], fixed: str, other_sim: Simulation) -> dict[str, Any]:
+        return {
+            **fix,
+            "command": fixed,
+            "verified": True,
+            "verified_through": other_sim.last_stage,
+            **({"also_checked": other_sim.load_parts} if other_sim.load_parts else {}),
+        }
+
+    for finding in errors:
+        verified: list[dict[str, Any]] = []
+        for fix in fix_candidates(finding, facts, analysis, profile):
+            if len(verified) > MAX_ALTERNATIVES:
+                break
+            fixed = fixed_command(command, analysis, fix)
+            outcome = verify(fixed)
+            if outcome is None:
+                _keep(finding, verified)
+                analysis.findings.append(_search_stopped())
+                return
+            verdict, other, other_sim = outcome
+            if other_sim is None or verdict == "no":
+                continue
+            if finding["key"] in other_sim.errors | other_sim.assumed:
+                continue  # it may still raise
+            if verdict == "clears":
+                clearing.setdefault(finding["key"], []).append((fix, fixed, other))
+                continue
+            verified.append(verified_fix(fix, fixed, other_sim))
         _keep(finding, verified)
+    for finding in errors:
+        if "fix" in finding:
+            continue
+        for fix, fixed, fixed_analysis in clearing.get(finding["key"], [])[:MAX_PAIRED]:
+            pairs = [p for k, ps in clearing.items() if k != finding["key"] for p in ps]
+            for second, _, _ in pairs[:MAX_PAIRED]:
+                both = fixed_command(fixed, fixed_analysis, second)
+                outcome = verify(both)
+                if outcome is None:
+                    analysis.findings.append(_search_stopped())
+                    return
+                verdict, _, other_sim = outcome
+                if verdict == "passes" and other_sim is not None:
+                    _keep(finding, [verified_fix(_merged(fix, second), both, other_sim)])
+                    break
+            if "fix" in finding:
+                break
+
+
+def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two changes as one fix: {"add": [...], "set": [...]} (each kind of change listed)."""
+    out: dict[str, Any] = {}
+    for kind in ("add", "remove", "set"):
+        changes = [*first.get(kind, []), *second.get(kind, [])]
+        if changes:
+            out[kind] = changes
+    return out
 
 
 def _keep(finding: Finding, verified: list[dict[str, Any]]) -> None:
