@@ -40,7 +40,7 @@ def handled(sim: Simulator, name: str, ctx: Ctx) -> bool:
     """Whether a raise of exception `name` is caught by a `try` the run is in: it unwinds
     there (Caught) when certain; True (drop it) when on an undecided path; False when
     nothing catches it."""
-    if not any(_catches(names, name) for names in sim.catching):
+    if not any(catches(names, name) for names in sim.catching):
         return False
     if not ctx.needs:
         raise Caught(name)
@@ -72,8 +72,8 @@ def run_try(sim: Simulator, node: ast.Try, frame: Frame, ctx: Ctx) -> None:
         if caught is None:
             sim.block(node.orelse, frame, ctx)
             return
-        for handler, catches in zip(node.handlers, names, strict=True):
-            if _catches(catches, caught.name):
+        for handler, kinds in zip(node.handlers, names, strict=True):
+            if catches(kinds, caught.name):
                 if handler.name:
                     frame.locals[handler.name] = unknown(f"the {caught.name or 'exception'}")
                 sim.block(handler.body, frame, ctx)
@@ -98,5 +98,5 @@ def _handler_names(handler: ast.ExceptHandler) -> frozenset[str] | None:
     return frozenset(found)
 
 
-def _catches(names: frozenset[str] | None, name: str) -> bool:
+def catches(names: frozenset[str] | None, name: str) -> bool:
     return names is None or (bool(name) and name in names)

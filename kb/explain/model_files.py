@@ -67,3 +67,62 @@ def probe(sim: Simulator, path: Any) -> Any:
         return False
     shown = path if isinstance(path, str) else "a path"
     return unknown(f"whether {shown} exists on the server")
+
+
+# --- the Hugging Face Hub: a checkpoint's files besides config.json ------------------------
+
+HUB_MODULES = ("huggingface_hub", "modelscope")
+HUB_CLIENTS = frozenset({"HfApi", "HubApi"})
+# what `hf_hub_download` raises for a file the repository does not have (offline: not cached)
+NOT_FOUND = ("LocalEntryNotFoundError", "EntryNotFoundError")
+
+
+@dataclass(frozen=True)
+class HubClient:
+    """`HfApi()`: asked whether the model's repository has a file."""
+
+
+def hub_call(sim: Simulator, name: str, args: list[Any], kwargs: dict[str, Any], ctx: Any) -> Any:
+    """A call into huggingface_hub (or modelscope): the client, `hf_hub_download` of a file
+    other than config.json (raises as for a file the repository lacks, when the run's code
+    catches that), anything else unknown."""
+    if name in HUB_CLIENTS:
+        return HubClient()
+    if name in ("hf_hub_download", "model_file_download"):
+        repo = kwargs.get("repo_id", kwargs.get("model_id", args[0] if args else None))
+        filename = kwargs.get(
+            "filename", kwargs.get("file_path", args[1] if len(args) > 1 else None)
+        )
+        if _absent(sim, repo, filename):
+            from kb.explain import exceptions
+
+            for error in NOT_FOUND:
+                if any(exceptions.catches(names, error) for names in sim.catching):
+                    exceptions.handled(sim, error, ctx)
+    return unknown(f"what {name}() returns")
+
+
+def hub_file_exists(sim: Simulator, args: list[Any]) -> Any:
+    """`HfApi().file_exists(repo, filename)`."""
+    repo, filename = (args + [None, None])[:2]
+    if _absent(sim, repo, filename):
+        return False
+    return unknown("whether the model's repository has the file")
+
+
+def _absent(sim: Simulator, repo: Any, filename: Any) -> bool:
+    """A file of the model's own Hub repository other than config.json: assumed absent, as
+    the profile describes the checkpoint by its config.json alone."""
+    model = sim.fields.get("model_path")
+    if not (isinstance(repo, str) and isinstance(filename, str) and repo == model):
+        return False
+    if filename == "config.json" or not HUB_ID.fullmatch(repo):
+        return False
+    sim.result.assumptions["checkpoint-files"] = (
+        f"{repo} has no {filename} (the checkpoint is described by its config.json alone: "
+        "a ModelOpt export's hf_quant_config.json would change its quantization)"
+    )
+    return True
+
+
+PATH_VALUES = (LocalPath, HubClient)  # values whose methods the interpreter asks here

@@ -1080,6 +1080,8 @@ class Simulator:
                 return unknown(f"what {plain(ast.unparse(func))}() does with the server args")
         if isinstance(callee, ExternalName) and (callee.module, callee.name) == PATHLIB_PATH:
             return model_files.make_path(args)
+        if isinstance(callee, ExternalName) and callee.module.startswith(model_files.HUB_MODULES):
+            return model_files.hub_call(self, callee.name, args, kwargs, ctx)
         if isinstance(callee, ExternalName):
             return self.builtin(callee, args, kwargs)
         if isinstance(callee, Method):
@@ -1244,6 +1246,8 @@ class Simulator:
                     return unknown("a value this analysis cannot compute")
         if isinstance(target, model_files.LocalPath) and m.name in model_files.PROBES:
             return model_files.probe(self, target)
+        if isinstance(target, model_files.HubClient) and m.name == "file_exists":
+            return model_files.hub_file_exists(self, args)
         if isinstance(target, Symbol) and target.dotted.startswith("envs."):
             var = target.dotted.split(".")[1]
             return unknown(f"environment variable {var}")
@@ -1416,7 +1420,9 @@ class Simulator:
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)
-        if isinstance(obj, str | dict | list | tuple | model_files.LocalPath):
+        if isinstance(
+            obj, str | dict | list | tuple | model_files.LocalPath | model_files.HubClient
+        ):
             return Method(obj, attr)
         return unknown(f"attribute {attr}")
 
