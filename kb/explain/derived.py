@@ -139,7 +139,7 @@ def _derived_attr(
             return _run_helper(sim, mod, bound, attr, *helper, init_params, words)
         rewritten = _set_then_rewritten(cls, attr)
         if rewritten is None:
-            return unknown(words)
+            return _set_in_constructor(sim, mod, bound, cls, attr, init_params, words)
         init, index, value, helpers = rewritten
         frame = Frame(mod, init.name, {"self": bound})
         start = _evaluate(sim, frame, init.body[:index], value, init_params(init))
@@ -345,6 +345,29 @@ def _of_self(arg: ast.expr) -> bool:
         for n in ast.walk(arg)
         if not isinstance(n, ast.Starred)
     )
+
+
+def _set_in_constructor(
+    sim: Simulator,
+    mod: Module,
+    bound: Obj,
+    cls: ast.ClassDef,
+    attr: str,
+    init_params: Callable[[Method], dict[str, Callable[[], Any]]],
+    words: str,
+) -> Any:
+    """`self.<attr>` when only the constructor assigns it, more than once (`self.x = None`,
+    then `if ...: self.x = {...}`): its statements that lead to it run with the field as a
+    local; unknown when another method assigns it too."""
+    methods = _methods(cls)
+    init = methods.get("__init__")
+    sites = _self_assignments(cls).get(attr, [])
+    if init is None or not sites or any(method is not init for method, _ in sites):
+        return unknown(words)
+    local = f"{attr}__derived"
+    frame = Frame(mod, init.name, {"self": bound, local: unknown(words)})
+    body = [_AttrAsLocal(attr, local).visit(copy.deepcopy(stmt)) for stmt in init.body]
+    return _evaluate(sim, frame, body, ast.Name(local, ast.Load()), init_params(init))
 
 
 def _rewrite(
