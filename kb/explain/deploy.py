@@ -274,7 +274,7 @@ def _report(
         if mark in seen:
             continue
         seen.add(mark)
-        key = index.key(check.kind, check.path, check.line, check.message)
+        key = index.key(check.kind, check.path, check.line, check.template or check.message)
         text_msg = f": {check.message}" if check.message else ""
         if check.outcome == "likely":
             if not check.reads & given:
@@ -417,7 +417,7 @@ def _report(
     bounds = [(0, "server_args"), *(stages or []), (len(result.checks), "")]
     for (start, name), (end, _) in zip(bounds, bounds[1:], strict=False):
         for c in result.checks[start:end]:
-            stage_of.setdefault(index.key(c.kind, c.path, c.line, c.message), name)
+            stage_of.setdefault(index.key(c.kind, c.path, c.line, c.template or c.message), name)
     for found in findings:
         found["stage"] = stage_of.get(found.get("key") or "", "server_args")
     return Simulation(

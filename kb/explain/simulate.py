@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kb.explain import classes, exceptions, model_files, module_state
+from kb.explain import classes, exceptions, messages, model_files, module_state
 from kb.explain.abstract_values import (
     BINARY,
     COMPARE,
@@ -171,6 +171,9 @@ class Check:
     outcome: str  # fired | passed | unknown
     needs: tuple[str, ...] = ()
     reads: frozenset[str] = frozenset()
+    # the message as the source writes it (`{capability}`): what identifies the check
+    # whatever values the run filled in
+    template: str = ""
 
 
 @dataclass
@@ -570,6 +573,9 @@ class Simulator:
         text = raise_message(node)
         exc = node.exc
         arg = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
+        if isinstance(exc, ast.Call) and isinstance(arg, ast.JoinedStr):
+            message = messages.filled(self, arg, frame, ctx)
+            return f"{ast.unparse(exc.func)}: {message}" if message else text
         if not (
             isinstance(arg, ast.Call)
             and isinstance(arg.func, ast.Attribute)
@@ -863,6 +869,7 @@ class Simulator:
                 outcome,
                 ctx.needs,
                 ctx.reads,
+                raise_message(node) if isinstance(node, ast.Raise) else message,
             )
         )
 
