@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.dests import dest_rank
-from kb.explain import derived, draft_stage, model_loading, moe
+from kb.explain import derived, draft_stage, model_loading, moe, moe_quant
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
@@ -195,7 +195,11 @@ def simulate(
                 qc = moe.quant_config(sim, derived.model_config_attr(sim, "quantization"))
             built.__dict__.update(moe.build_layer(sim, qc).__dict__)
 
-        stage("load", "the MoE layer", build)
+        if stage("load", "the MoE layer", build):
+            # FusedMoE's own constructor: the layer's quantization method and its weights
+            qc = loaded.quant_config if loaded.built else None
+            step = moe_quant.step(sim, built, qc, profile)
+            stage("load", moe_quant.PART, step)
     # ... with a draft model, its worker then builds the draft decode/extend backends
     # (kb.explain.draft_stage)
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (

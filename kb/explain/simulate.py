@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kb.explain import classes, exceptions, model_files, module_state
+from kb.explain import classes, exceptions, model_files, module_state, parallel_state
 from kb.explain.abstract_values import (
     BINARY,
     COMPARE,
@@ -312,6 +312,7 @@ class Simulator:
         self.class_cache: dict[tuple[str, ...], Any] = {}  # kb.explain.classes, per run
         self.skip_init: set[ClassRef] = set()  # classes built without their constructor
         self.catching: list[frozenset[str] | None] = []  # the run's `try`s (exceptions.py)
+        self.parallel: dict[str, parallel_state.Answer] = {}  # getter -> size (a stage sets)
         # False: every class called is built without its constructor (explain's stages
         # build the objects they follow themselves: kb.explain.moe)
         self.construct = True
@@ -1042,6 +1043,9 @@ class Simulator:
         func: ast.expr,
         site: ast.AST | None = None,
     ) -> Any:
+        if self.parallel and (size := self.parallel.get(parallel_state.getter_name(callee) or "")):
+            self.reads |= size[1]
+            return size[0]
         name = callee.node.name if isinstance(callee, Func) else getattr(callee, "name", None)
         if name in PREDICATES and (
             isinstance(callee, ExternalName)
@@ -1425,6 +1429,10 @@ class Simulator:
             if self.derive is None:
                 return unknown(f"ModelRunner.{attr}")
             return self.derive.runner_attr(self, obj, attr)
+        if obj.kind == "parallel":  # get_parallel(), answered by a stage (parallel_state)
+            size = parallel_state.context_attr(self.parallel, attr)
+            self.reads |= size[1] if size else frozenset()
+            return size[0] if size else unknown(f"the parallel state's {attr}")
         if obj.kind == "draft_model_config":
             return unknown(f"the draft model's {attr}")
         if obj.kind == "model_config":
