@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from kb.explain.abstract_values import ExternalName, Func, Obj, Symbol
+from kb.explain.predicates import Unknown, unknown
 
 HOME = "python/sglang/srt/distributed/"
 PACKAGE = "sglang.srt.distributed"
@@ -62,18 +63,25 @@ def getter_name(callee: Any) -> str | None:
 
 
 def sizes(fields: dict[str, Any]) -> dict[str, Answer]:
-    """The group sizes the getters return, by getter name, from the final server args;
-    none when tp_size or ep_size is not a known positive int."""
-    tp, ep, dp = fields.get("tp_size"), fields.get("ep_size"), fields.get("moe_dp_size", 1)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (tp, ep, dp)):
-        return {}
-    assert isinstance(tp, int) and isinstance(ep, int) and isinstance(dp, int)
+    """The group sizes the getters return, by getter name, from the final server args
+    (unknown, needing them, when tp_size or ep_size is not a known positive int)."""
+    tp, ep, dp = fields.get("tp_size"), fields.get("ep_size", 1), fields.get("moe_dp_size", 1)
     reads = frozenset(
         {"tp_size", "ep_size"} | ({"moe_dp_size"} if "moe_dp_size" in fields else set())
     )
+    moe_tp: Any = unknown("the MoE tensor-parallel size (the tp and ep sizes)")
+    if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (tp, ep, dp)):
+        moe_tp = tp // ep // dp  # type: ignore[operator]
+    known = _size(tp, "the tp size"), _size(ep, "the ep size")
     return {
         CONTEXT: (Obj("parallel"), frozenset()),
-        "get_tensor_model_parallel_world_size": (tp, frozenset({"tp_size"})),
-        "get_moe_expert_parallel_world_size": (ep, frozenset({"ep_size"})),
-        "get_moe_tensor_parallel_world_size": (tp // ep // dp, reads),
+        "get_tensor_model_parallel_world_size": (known[0], frozenset({"tp_size"})),
+        "get_moe_expert_parallel_world_size": (known[1], frozenset({"ep_size"})),
+        "get_moe_tensor_parallel_world_size": (moe_tp, reads),
     }
+
+
+def _size(value: Any, words: str) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return value if isinstance(value, Unknown) else unknown(words)
