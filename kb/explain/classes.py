@@ -372,14 +372,16 @@ def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:
             isinstance(k, ClassRef) or (isinstance(k, ExternalName) and k.module == "builtins")
             for k in kinds
         )  # (a class we do not hold may be one of its bases)
-        if held and (complete or _foreign_bases_only(sim, classes)):
+        if complete and held:
             return False
         names = {c.name for c in classes}
-        if _foreign_bases_only(sim, classes) and all(
+        if all(
             isinstance(k, ClassRef)
             or (isinstance(k, ExternalName) and _from_sglang(k.module) and k.name not in names)
             for k in kinds
-        ):  # (one of SGLang's classes whose module is not held: not one of these by name)
+        ) and _foreign_bases_only(sim, classes):
+            # one of SGLang's classes (held, or by a name none of these has) and bases from
+            # outside SGLang only (`torch.nn.Module`), which inherit from none of SGLang's
             return False
         return unknown(f"whether a {value.cls.name} is a {_name(kinds[0])}")
     if not all(isinstance(k, ClassRef) for k in kinds):

@@ -212,6 +212,8 @@ def add_fixes(
                 return
             fixed = fixed_command(command, analysis, fix)
             other, other_sim = run(session, version, facts, fixed, profile, budget)
+            if budget.exhausted:
+                continue  # spent within this run: a stage past ServerArgs may be cut short
             if other_sim is None or other_sim.result.truncated:
                 continue  # not simulated to the end: verifies nothing
             if finding["key"] in other_sim.errors | other_sim.assumed:
