@@ -227,3 +227,35 @@ def test_a_function_re_exported_by_star_and_relative_imports_is_followed() -> No
     assert long["chunked_prefill_size"] == 4096
     short = run("LlamaForCausalLM", fields, SHIM_FILES, max_position_embeddings=4096, **config)
     assert short["chunked_prefill_size"] is None
+
+
+GUARDED = MODEL_CONFIG_TEXT.replace(
+    "        self._derive_sinks()\n",
+    """        self._derive_sinks()
+        self.hybrid_meta = None
+        quant_cfg = getattr(self.hf_config, "quantization_config", None)
+        if quant_cfg is not None and quant_cfg.get("quant_algo", "") == "MIXED":
+            self.hybrid_meta = {"group_size": int(quant_cfg["group_size"])}
+""",
+)
+
+
+def hybrid_meta(**config: Any) -> Any:
+    mods: dict[str, Module] = {}
+    for path, text in {ARGS: ARGS_TEXT, MODEL_CONFIG: GUARDED, HF_UTILS: HF_UTILS_TEXT}.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None
+        mods[path] = mod
+    arch = {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 8}
+    profile = Profile.parse({"sm": 90, "config": {**arch, **config}})
+    start = {"model_path": "m", "tp_size": 1, "enable_multimodal": None, "context_length": None}
+    sim = Simulator(mods.get, mods[ARGS], start, profile, derive=derived)
+    sim.run()
+    return derived.model_config_attr(sim, "hybrid_meta")
+
+
+def test_a_field_set_then_set_again_under_a_top_level_if_is_decided_by_the_if() -> None:
+    assert hybrid_meta() is None
+    assert hybrid_meta(quantization_config={"quant_algo": "FP8"}) is None
+    mixed = {"quant_algo": "MIXED", "group_size": 16}
+    assert hybrid_meta(quantization_config=mixed) == {"group_size": 16}

@@ -95,3 +95,27 @@ def test_a_fix_that_may_still_raise_is_not_verified(session: Session, version: s
     assert other["errors"] == 0
     kinds = [f["kind"] for f in other["findings"] if f["severity"] != "info"]
     assert kinds and set(kinds) == {"assumed"}
+
+
+def test_a_fix_whose_run_spends_the_last_of_the_budget_is_not_verified(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget running out inside a fix's run may cut a stage past ServerArgs short
+    (its checks dropped, the stages after it not run): such a run verifies nothing."""
+    from kb.explain import orchestrate
+    from kb.explain.simulate import Budget
+
+    fixed = "python -m sglang.launch_server --model-path m"  # the first fix tried
+    budget = Budget(10**6)
+    version = orchestrate.resolve_version(session, "v0.1.0")
+    facts = orchestrate.load_facts(session, version, orchestrate.session_stamp(session))
+    _, fixed_sim = orchestrate.run(session, version, facts, fixed, PROFILE, budget)
+    assert fixed_sim is not None and not fixed_sim.result.truncated
+    monkeypatch.setattr(orchestrate, "FIX_STEPS", 10**6 - budget.left)  # all of it, no more
+    result = explain(session, "v0.1.0", COMMAND, profile=PROFILE)
+    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    assert "fix" not in error
+    monkeypatch.setattr(orchestrate, "FIX_STEPS", 10**6)
+    result = explain(session, "v0.1.0", COMMAND, profile=PROFILE)
+    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    assert error["fix"]["remove"] == ["--enable-two-batch-overlap"]

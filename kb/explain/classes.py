@@ -27,6 +27,7 @@ from kb.explain.abstract_values import (
     Func,
     Instance,
     Super,
+    Symbol,
     is_known,
     merge_needs,
     options_of,
@@ -373,12 +374,45 @@ def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:
         )  # (a class we do not hold may be one of its bases)
         if complete and held:
             return False
+        names = {c.name for c in classes}
+        if all(
+            isinstance(k, ClassRef)
+            or (isinstance(k, ExternalName) and _from_sglang(k.module) and k.name not in names)
+            for k in kinds
+        ) and _foreign_bases_only(sim, classes):
+            # one of SGLang's classes (held, or by a name none of these has) and bases from
+            # outside SGLang only (`torch.nn.Module`), which inherit from none of SGLang's
+            return False
         return unknown(f"whether a {value.cls.name} is a {_name(kinds[0])}")
     if not all(isinstance(k, ClassRef) for k in kinds):
         return None
     if value is None or isinstance(value, str | int | float | bool | list | dict | tuple):
         return False
     return None
+
+
+def _foreign_bases_only(sim: Simulator, held: list[ClassRef]) -> bool:
+    """Every base of these classes that is not held here comes from outside SGLang
+    (`torch.nn.Module`): such a class cannot inherit from one of SGLang's, so an object
+    of theirs is none of SGLang's other classes."""
+    for cls in held:
+        for base in bases(sim, cls):
+            if isinstance(base, ClassRef) or _is_plain_base(base):
+                continue
+            if isinstance(base, ExternalName):
+                source = base.module
+            elif isinstance(base, Symbol):
+                imported = cls.module.imports.get(base.dotted.split(".")[0])
+                source = imported[0] if imported is not None else "sglang"
+            else:
+                return False
+            if _from_sglang(source):
+                return False
+    return True
+
+
+def _from_sglang(module: str) -> bool:
+    return module.split(".")[0] == "sglang"
 
 
 def _name(kind: Any) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.dests import dest_rank
-from kb.explain import derived, draft_stage, model_loading, moe
+from kb.explain import derived, draft_stage, model_loading, moe, moe_quant
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
@@ -186,7 +186,12 @@ def simulate(
     configured = moe_model and stage("load", "the MoE configuration", moe.moe_config(sim))
     loaded = model_loading.Loaded()
     step = model_loading.quantization_config_step(sim, loaded)
+    loader_start = len(result.checks)
     stage("load", "the model loader's quantization checks", step)
+    # (a loader that certainly raises builds no layer: its methods' checks are not reached)
+    loader_raised = any(
+        c.outcome == "fired" and c.kind != "warning" for c in result.checks[loader_start:]
+    )
     if configured:
 
         def build() -> None:
@@ -195,7 +200,11 @@ def simulate(
                 qc = moe.quant_config(sim, derived.model_config_attr(sim, "quantization"))
             built.__dict__.update(moe.build_layer(sim, qc).__dict__)
 
-        stage("load", "the MoE layer", build)
+        if stage("load", "the MoE layer", build):
+            # FusedMoE's own constructor: the layer's quantization method and its weights
+            qc = loaded.quant_config if loaded.built and not loader_raised else None
+            step = moe_quant.step(sim, built, qc, profile)
+            stage("load", moe_quant.PART, step)
     # ... with a draft model, its worker then builds the draft decode/extend backends
     # (kb.explain.draft_stage)
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (

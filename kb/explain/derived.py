@@ -137,6 +137,9 @@ def _derived_attr(
         helper = _set_by_helper(cls, attr)
         if helper is not None:
             return _run_helper(sim, mod, bound, attr, *helper, init_params, words)
+        guarded = _set_then_guarded(cls, attr)
+        if guarded is not None:
+            return _guarded_value(sim, mod, bound, init_params, *guarded)
         rewritten = _set_then_rewritten(cls, attr)
         if rewritten is None:
             return _set_in_constructor(sim, mod, bound, cls, attr, init_params, words)
@@ -299,6 +302,64 @@ def _set_by_helper(cls: ast.ClassDef, attr: str) -> tuple[Method, int, Method, a
         if isinstance(call, ast.Call) and ast.unparse(call.func) == f"self.{helper.name}":
             return init, index, helper, call
     return None
+
+
+def _set_then_guarded(
+    cls: ast.ClassDef, attr: str
+) -> tuple[Method, int, list[tuple[int, ast.If, int]]] | None:
+    """(constructor, index, overrides) when the constructor sets `self.<attr> = value` as a
+    top-level statement and every other assignment of it is a top-level statement of the
+    body of a later top-level `if` without `else` of the constructor (`self.meta = None`,
+    then `if <the checkpoint says so>: self.meta = {...}`): overrides are (the if's index,
+    the if, the assignment's index in its body)."""
+    methods = _methods(cls)
+    init = methods.get("__init__")
+    sites = _self_assignments(cls).get(attr, [])
+    if init is None or len(sites) < 2 or any(method is not init for method, _ in sites):
+        return None
+    nodes = [node for _, node in sites]
+    index = next((i for i, stmt in enumerate(init.body) if stmt is nodes[0]), None)
+    if index is None or not isinstance(nodes[0], ast.Assign | ast.AnnAssign):
+        return None
+    overrides: list[tuple[int, ast.If, int]] = []
+    for i, stmt in enumerate(init.body[index + 1 :], index + 1):
+        if not isinstance(stmt, ast.If) or stmt.orelse:
+            continue
+        for k, inner in enumerate(stmt.body):
+            if any(inner is node for node in nodes[1:]) and isinstance(inner, ast.Assign):
+                overrides.append((i, stmt, k))
+    return (init, index, overrides) if len(overrides) == len(nodes) - 1 else None
+
+
+def _guarded_value(
+    sim: Simulator,
+    mod: Module,
+    bound: Obj,
+    init_params: Callable[[Method], dict[str, Callable[[], Any]]],
+    init: Method,
+    index: int,
+    overrides: list[tuple[int, ast.If, int]],
+) -> Any:
+    """The value set first, replaced by each override whose `if` holds; unknown when an
+    `if` is not decided."""
+
+    def evaluate(before: list[ast.stmt], value: ast.expr | None) -> Any:
+        frame = Frame(mod, init.name, {"self": bound})
+        return _evaluate(sim, frame, before, value, init_params(init))
+
+    first = init.body[index]
+    assert isinstance(first, ast.Assign | ast.AnnAssign)
+    value = evaluate(init.body[:index], first.value)
+    for i, test, k in overrides:
+        holds = truth(evaluate(init.body[:i], test.test))
+        if holds is False:
+            continue
+        if holds is not True:
+            return unknown(f"whether {ast.unparse(test.test)[:80]}")
+        assign = test.body[k]
+        assert isinstance(assign, ast.Assign)
+        value = evaluate(init.body[:i] + test.body[:k], assign.value)
+    return value
 
 
 def _set_then_rewritten(

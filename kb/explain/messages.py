@@ -11,6 +11,7 @@ from typing import Any
 
 from kb.explain.abstract_values import SCALARS, is_known
 from kb.explain.frames import Ctx, Frame
+from kb.explain.source_modules import raise_message
 
 Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
 
@@ -45,3 +46,37 @@ def _part(sim: Simulator, value: ast.FormattedValue, frame: Frame, ctx: Ctx) -> 
     if not (found is None or (isinstance(found, SCALARS) and is_known(found))):
         return written
     return repr(found) if value.conversion == ord("r") else str(found)
+
+
+def raise_text(sim: Simulator, node: ast.Raise, frame: Frame, ctx: Ctx) -> str:
+    """The raise's message, with what the run knows filled in: an f-string's values, or a
+    template in a local (`ValueError(template.format(name=name))`) when both are known."""
+    text = raise_message(node)
+    exc = node.exc
+    arg = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
+    if isinstance(exc, ast.Call) and isinstance(arg, ast.JoinedStr):
+        message = filled(sim, arg, frame, ctx)
+        return f"{ast.unparse(exc.func)}: {message}" if message else text
+    if not (
+        isinstance(arg, ast.Call)
+        and isinstance(arg.func, ast.Attribute)
+        and arg.func.attr == "format"
+        and isinstance(arg.func.value, ast.Name)
+        and all(isinstance(a, ast.Name | ast.Constant) for a in arg.args)
+        and all(k.arg and isinstance(k.value, ast.Name | ast.Constant) for k in arg.keywords)
+    ):
+        return text
+    outer = sim.reads
+    try:
+        template = sim.eval(arg.func.value, frame, ctx)
+        args = [sim.eval(a, frame, ctx) for a in arg.args]
+        kwargs = {str(k.arg): sim.eval(k.value, frame, ctx) for k in arg.keywords}
+    finally:
+        sim.reads = outer
+    values = [template, *args, *kwargs.values()]
+    if not all(is_known(v) and isinstance(v, SCALARS) or v is None for v in values):
+        return text
+    try:
+        return f"{text}: {str(template).format(*args, **kwargs)}"
+    except (IndexError, KeyError, ValueError):
+        return text

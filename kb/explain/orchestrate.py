@@ -210,6 +210,8 @@ def add_fixes(
         if budget.exhausted:
             return None
         other, other_sim = run(session, version, facts, fixed, profile, budget)
+        if budget.exhausted:  # spent within this run: a stage past ServerArgs may be cut short
+            return "no", other, other_sim
         if other_sim is None or other_sim.result.truncated:
             return "no", other, other_sim
         new_plain = any(

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kb.explain import classes, exceptions, messages, model_files, module_state
+from kb.explain import (
+    classes,
+    exceptions,
+    messages,
+    model_files,
+    module_state,
+    parallel_state,
+)
 from kb.explain.abstract_values import (
     BINARY,
     COMPARE,
@@ -315,6 +322,7 @@ class Simulator:
         self.class_cache: dict[tuple[str, ...], Any] = {}  # kb.explain.classes, per run
         self.skip_init: set[ClassRef] = set()  # classes built without their constructor
         self.catching: list[frozenset[str] | None] = []  # the run's `try`s (exceptions.py)
+        self.parallel: dict[str, parallel_state.Answer] = {}  # getter -> size (a stage sets)
         # False: every class called is built without its constructor (explain's stages
         # build the objects they follow themselves: kb.explain.moe)
         self.construct = True
@@ -531,7 +539,9 @@ class Simulator:
                 raise _Return(value)
         elif isinstance(node, ast.Raise):
             if not exceptions.handled(self, exceptions.raised_name(node), ctx):
-                self.check("raise", node, self.raise_text(node, frame, ctx), ctx, fired=True)
+                self.check(
+                    "raise", node, messages.raise_text(self, node, frame, ctx), ctx, fired=True
+                )
         elif isinstance(node, ast.Assert):
             outcome, reads = self.test(node.test, frame, ctx)
             message = render_text(node.msg) or "" if node.msg is not None else ""
@@ -566,39 +576,6 @@ class Simulator:
         elif isinstance(node, ast.Continue):
             raise _Continue
         # pass, global, delete, class definitions, match: nothing to track
-
-    def raise_text(self, node: ast.Raise, frame: Frame, ctx: Ctx) -> str:
-        """The raise's message; one built from a template in a local
-        (`ValueError(template.format(name=name))`) filled in when both are known."""
-        text = raise_message(node)
-        exc = node.exc
-        arg = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
-        if isinstance(exc, ast.Call) and isinstance(arg, ast.JoinedStr):
-            message = messages.filled(self, arg, frame, ctx)
-            return f"{ast.unparse(exc.func)}: {message}" if message else text
-        if not (
-            isinstance(arg, ast.Call)
-            and isinstance(arg.func, ast.Attribute)
-            and arg.func.attr == "format"
-            and isinstance(arg.func.value, ast.Name)
-            and all(isinstance(a, ast.Name | ast.Constant) for a in arg.args)
-            and all(k.arg and isinstance(k.value, ast.Name | ast.Constant) for k in arg.keywords)
-        ):
-            return text
-        outer = self.reads
-        try:
-            template = self.eval(arg.func.value, frame, ctx)
-            args = [self.eval(a, frame, ctx) for a in arg.args]
-            kwargs = {str(k.arg): self.eval(k.value, frame, ctx) for k in arg.keywords}
-        finally:
-            self.reads = outer
-        values = [template, *args, *kwargs.values()]
-        if not all(is_known(v) and isinstance(v, SCALARS) or v is None for v in values):
-            return text
-        try:
-            return f"{text}: {str(template).format(*args, **kwargs)}"
-        except (IndexError, KeyError, ValueError):
-            return text
 
     def value_of(self, node: ast.expr, frame: Frame, ctx: Ctx) -> tuple[Any, frozenset[str]]:
         """An assigned value and the profile's inputs it was computed from."""
@@ -1049,6 +1026,9 @@ class Simulator:
         func: ast.expr,
         site: ast.AST | None = None,
     ) -> Any:
+        if self.parallel and (size := self.parallel.get(parallel_state.getter_name(callee) or "")):
+            self.reads |= size[1]
+            return size[0]
         name = callee.node.name if isinstance(callee, Func) else getattr(callee, "name", None)
         if name in PREDICATES and (
             isinstance(callee, ExternalName)
@@ -1438,6 +1418,10 @@ class Simulator:
             if self.derive is None:
                 return unknown(f"ModelRunner.{attr}")
             return self.derive.runner_attr(self, obj, attr)
+        if obj.kind == "parallel":  # get_parallel(), answered by a stage (parallel_state)
+            size = parallel_state.context_attr(self.parallel, attr)
+            self.reads |= size[1] if size else frozenset()
+            return size[0] if size else unknown(f"the parallel state's {attr}")
         if obj.kind == "draft_model_config":
             return unknown(f"the draft model's {attr}")
         if obj.kind == "model_config":

@@ -1,0 +1,124 @@
+"""The MoE layer's quantization method, a step of the load stage (kb.explain.deploy).
+
+Building the MoE layer (kb.explain.moe builds it without FusedMoE's own constructor),
+FusedMoE.__init__ computes the per-rank sizes from the parallel state (`moe_ep_size`,
+`moe_tp_size`; `intermediate_size_per_partition = intermediate_size // moe_tp_size`),
+asks the quantization config for its method (`quant_config.get_quant_method(self,
+prefix)`: the config class decides by the layer's type, FusedMoE through the layer's
+bases) and has it create the weights on those sizes. Both raise on real commands: an FP8
+block-quantized MoE whose per-rank intermediate size is not a multiple of the block
+(`Fp8MoEMethod.create_weights`), a method whose constructor checks the GPU for the MoE
+runner (`Fp8MoEMethod`, `ModelOptNvFp4FusedMoEMethod`).
+
+The step interprets the version's own FusedMoE.__init__ from its start through the
+statement that calls `create_weights` (what follows builds the runner and the dispatcher,
+not followed here), on the layer object the MoE step built, with constructors run. Its
+arguments are those the model classes pass, read from config.json (MODEL_KEYS); the
+parallel-state getters are answered from the server args (kb.explain.parallel_state).
+Without those keys, or without a quantization config, nothing runs: unknown stays unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kb.explain import classes, moe, parallel_state
+from kb.explain.abstract_values import Func
+from kb.explain.predicates import Profile, Unknown
+
+if TYPE_CHECKING:
+    from kb.explain.simulate import Simulator
+
+PART = "the MoE layer's quantization method"
+# FusedMoE's argument <- the config.json keys the MoE model classes pass for it, the first
+# one present (Qwen3-MoE `num_experts`, DeepSeek/GLM-4 MoE `n_routed_experts`); a model
+# without `moe_intermediate_size` (Mixtral passes its `intermediate_size`) is not followed
+MODEL_KEYS = {
+    "num_experts": ("num_experts", "n_routed_experts"),
+    "hidden_size": ("hidden_size",),
+    "intermediate_size": ("moe_intermediate_size",),
+    "top_k": ("num_experts_per_tok",),
+}
+
+
+def step(
+    sim: Simulator, built: moe.MoeLayer, quant_config: Any, profile: Profile | None
+) -> Callable[[], None] | None:
+    """The step to run past ServerArgs; None when there is nothing to follow (no MoE layer
+    built, no quantization config known, the model's sizes not in its config.json)."""
+    layer = built.layer
+    if layer is None or quant_config is None or isinstance(quant_config, Unknown):
+        return None
+    init = _through_create_weights(sim, layer)
+    args = layer_args(sim, profile)
+    if init is None or args is None:
+        return None
+    kwargs, keys = args
+    kwargs["quant_config"] = quant_config
+
+    def run() -> None:
+        sim.result.assumptions["moe-layer-args"] = (
+            "the MoE layer is built with config.json's " + ", ".join(keys) + " (the keys the "
+            "MoE model classes pass), in its first MoE layer"
+        )
+        sim.result.assumptions["parallel-state"] = (
+            "the MoE expert-parallel size is the ep size and the MoE tensor-parallel size the "
+            "tp size // the ep size, as initialize_model_parallel sets them"
+        )
+        construct, sim.construct = sim.construct, True  # the method's constructor checks
+        sim.parallel = parallel_state.sizes(sim.fields)
+        try:
+            sim.call_function(init, [], dict(kwargs), built.ctx)
+        finally:
+            sim.construct = construct
+            sim.parallel = {}
+
+    return run
+
+
+def _through_create_weights(sim: Simulator, layer: Any) -> Func | None:
+    """FusedMoE.__init__ bound to the layer, cut after its statement that calls
+    `create_weights`; None when the version has no such statement."""
+    mod = sim.module(moe.FUSED_MOE[0])
+    if mod is None or moe.FUSED_MOE[1] not in mod.classes:
+        return None
+    cls = classes.class_ref(mod, moe.FUSED_MOE[1])
+    for node in cls.node.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            for i, stmt in enumerate(node.body):
+                if any(
+                    isinstance(n, ast.Attribute) and n.attr == "create_weights"
+                    for n in ast.walk(stmt)
+                ):
+                    part = copy.copy(node)
+                    part.body = node.body[: i + 1]
+                    return Func(mod, part, layer, cls)
+    return None
+
+
+def layer_args(sim: Simulator, profile: Profile | None) -> tuple[dict[str, Any], list[str]] | None:
+    """FusedMoE's arguments as the model class passes them (from config.json), and the
+    keys read; None when one of them is not in config.json."""
+    config = profile.config if profile is not None else None
+    if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
+        config = config["text_config"]
+    if not isinstance(config, dict):
+        return None
+    kwargs: dict[str, Any] = {}
+    keys: list[str] = []
+    for arg, names in MODEL_KEYS.items():
+        key = next((k for k in names if isinstance(config.get(k), int)), None)
+        if key is None:
+            return None
+        kwargs[arg] = config[key]
+        keys.append(key)
+    redundant = sim.fields.get("ep_num_redundant_experts", 0)
+    # the model classes add the server args' redundant experts to the routed ones
+    kwargs["num_experts"] += redundant if isinstance(redundant, int) else 0
+    first = config.get("first_k_dense_replace", 0)  # (DeepSeek/GLM: the dense layers first)
+    kwargs["layer_id"] = first if isinstance(first, int) else 0
+    kwargs["prefix"] = f"model.layers.{kwargs['layer_id']}.mlp.experts"
+    return kwargs, keys

@@ -1,0 +1,87 @@
+"""SGLang's parallel state read past ServerArgs, answered from the server args.
+
+The process groups (`get_moe_tensor_parallel_world_size()`, ... in distributed/
+parallel_state.py; `get_parallel().moe_tp_size` reaches the same getters through
+runtime_context.py) only exist once `initialize_model_parallel` ran, which the simulation
+does not do (its globals are None until then: interpreted, the getters' asserts would fail).
+Their sizes are what the ModelRunner hands that function: `tensor_model_parallel_size`
+tp_size and `expert_model_parallel_size` ep_size (the ModelRunner's `moe_ep_size`), from
+which it sets `moe_ep_size = expert_model_parallel_size` and `moe_tp_size =
+tensor_model_parallel_size // moe_ep_size` (`// moe_dp_size` too, in versions whose
+ModelRunner passes `server_args.moe_dp_size`). Ranks stay unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb.explain.abstract_values import ExternalName, Func, Obj, Symbol
+from kb.explain.predicates import Unknown, unknown
+
+HOME = "python/sglang/srt/distributed/"
+PACKAGE = "sglang.srt.distributed"
+# `_ps().get_moe_tensor_parallel_world_size` (runtime_context.py's lazy import of the module)
+MODULE_NAME = "parallel_state."
+Answer = tuple[Any, frozenset[str]]  # the value, and the server args it was computed from
+# `get_parallel()` (runtime_context.py): an object whose properties read the getters
+CONTEXT, CONTEXT_MODULE = "get_parallel", "sglang.srt.runtime_context"
+PROPERTIES = {
+    "tp_size": "get_tensor_model_parallel_world_size",
+    "moe_ep_size": "get_moe_expert_parallel_world_size",
+    "moe_tp_size": "get_moe_tensor_parallel_world_size",
+}
+
+
+def _name(callee: Any) -> str | None:
+    return callee.node.name if isinstance(callee, Func) else getattr(callee, "name", None)
+
+
+def _module(callee: Any) -> str | None:
+    if isinstance(callee, Func):
+        return callee.module.path.removeprefix("python/").removesuffix(".py").replace("/", ".")
+    return getattr(callee, "module", None)
+
+
+def context_attr(answers: dict[str, Answer], attr: str) -> Answer | None:
+    """`get_parallel().<attr>`: the getter's answer; None for what is not answered."""
+    getter = PROPERTIES.get(attr)
+    return answers.get(getter) if getter is not None else None
+
+
+def getter_name(callee: Any) -> str | None:
+    """The name of a parallel-state function being called (`get_parallel` for the runtime
+    context), None for anything else."""
+    if _name(callee) == CONTEXT and _module(callee) == CONTEXT_MODULE:
+        return CONTEXT
+    if isinstance(callee, Func) and callee.bound is None and callee.module.path.startswith(HOME):
+        return callee.node.name
+    if isinstance(callee, ExternalName) and callee.module.startswith(PACKAGE):
+        return callee.name  # (a module the knowledge base does not hold)
+    if isinstance(callee, Symbol) and callee.dotted.startswith(MODULE_NAME):
+        return callee.dotted.removeprefix(MODULE_NAME)
+    return None
+
+
+def sizes(fields: dict[str, Any]) -> dict[str, Answer]:
+    """The group sizes the getters return, by getter name, from the final server args
+    (unknown, needing them, when tp_size or ep_size is not a known positive int)."""
+    tp, ep, dp = fields.get("tp_size"), fields.get("ep_size", 1), fields.get("moe_dp_size", 1)
+    reads = frozenset(
+        {"tp_size", "ep_size"} | ({"moe_dp_size"} if "moe_dp_size" in fields else set())
+    )
+    moe_tp: Any = unknown("the MoE tensor-parallel size (the tp and ep sizes)")
+    if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (tp, ep, dp)):
+        moe_tp = tp // ep // dp  # type: ignore[operator]
+    known = _size(tp, "the tp size"), _size(ep, "the ep size")
+    return {
+        CONTEXT: (Obj("parallel"), frozenset()),
+        "get_tensor_model_parallel_world_size": (known[0], frozenset({"tp_size"})),
+        "get_moe_expert_parallel_world_size": (known[1], frozenset({"ep_size"})),
+        "get_moe_tensor_parallel_world_size": (moe_tp, reads),
+    }
+
+
+def _size(value: Any, words: str) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return value if isinstance(value, Unknown) else unknown(words)

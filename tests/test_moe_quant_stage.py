@@ -1,0 +1,332 @@
+"""The MoE layer's quantization method, a step of the load stage (kb.explain.moe_quant), on
+synthetic modules shaped like SGLang's: FusedMoE's constructor reads the MoE parallel sizes
+from the parallel state, asks the quantization config for its method (chosen by the layer's
+type: a linear layer gets another one) and has it create the weights on the per-rank
+intermediate size; the FP8 MoE method raises when that size is not a multiple of the block,
+and its constructor asserts the GPU for the cutlass runner."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from kb.explain import classes, derived, moe, moe_quant
+from kb.explain.abstract_values import Instance
+from kb.explain.frames import Ctx
+from kb.explain.predicates import Profile, Unknown
+from kb.explain.simulate import Check, Simulator
+from kb.explain.source_modules import Module, parse_module
+from tests import sim_repos
+
+SRT = "python/sglang/srt/"
+ARGS = SRT + "server_args.py"
+
+SERVER_ARGS = """
+from dataclasses import dataclass
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    tp_size: int = 1
+    ep_size: int = 1
+    moe_runner_backend: str = "auto"
+
+    def __post_init__(self):
+        pass
+"""
+
+SCHEDULER = """
+from sglang.srt.layers.moe.utils import initialize_moe_config
+
+
+class Scheduler:
+    def init_moe_gemm_config(self):
+        initialize_moe_config(self.server_args)
+"""
+
+MOE_UTILS = """
+from enum import Enum
+
+
+class MoeRunnerBackend(Enum):
+    AUTO = "auto"
+    CUTLASS = "cutlass"
+
+    def is_cutlass(self):
+        return self == MoeRunnerBackend.CUTLASS
+
+
+MOE_RUNNER_BACKEND = None
+
+
+def initialize_moe_config(server_args):
+    global MOE_RUNNER_BACKEND
+    MOE_RUNNER_BACKEND = MoeRunnerBackend(server_args.moe_runner_backend)
+
+
+def get_moe_runner_backend():
+    return MOE_RUNNER_BACKEND
+"""
+
+# the process groups exist only once initialize_model_parallel ran: interpreted, the
+# getters' asserts would fail (the step answers them from the server args instead)
+PARALLEL_STATE = """
+_MOE_TP = None
+
+
+def get_moe_tp_group():
+    assert _MOE_TP is not None, "expert model parallel group is not initialized"
+    return _MOE_TP
+
+
+def get_moe_tensor_parallel_world_size():
+    return get_moe_tp_group().world_size
+
+
+def get_moe_expert_parallel_world_size():
+    assert _MOE_TP is not None, "expert model parallel group is not initialized"
+"""
+
+DISTRIBUTED = """
+from sglang.srt.distributed.parallel_state import *
+"""
+
+LINEAR = """
+import torch
+
+
+class LinearBase(torch.nn.Module):
+    pass
+"""
+
+FP8 = """
+from sglang.srt.layers.moe.utils import get_moe_runner_backend
+from sglang.srt.utils.common import is_sm90_supported, is_sm100_supported
+
+
+class Fp8Config:
+    def __init__(self, weight_block_size=None):
+        self.weight_block_size = weight_block_size
+
+    @classmethod
+    def get_name(cls):
+        return "fp8"
+
+    def get_quant_method(self, layer, prefix):
+        from sglang.srt.layers.linear import LinearBase
+        from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
+
+        if isinstance(layer, LinearBase):
+            return Fp8LinearMethod(self)
+        elif isinstance(layer, FusedMoE):
+            return Fp8MoEMethod(self)
+        return None
+
+
+class Fp8LinearMethod:
+    def __init__(self, quant_config):
+        self.quant_config = quant_config
+
+
+class Fp8MoEMethod:
+    def __init__(self, quant_config):
+        self.quant_config = quant_config
+        self.block_quant = quant_config.weight_block_size is not None
+        if get_moe_runner_backend().is_cutlass():
+            assert is_sm100_supported() or is_sm90_supported()
+
+    def create_weights(self, layer, num_experts, hidden_size, intermediate_size_per_partition):
+        if self.block_quant:
+            block_n = self.quant_config.weight_block_size[0]
+            if intermediate_size_per_partition % block_n != 0:
+                raise ValueError("intermediate size not divisible by block_n")
+"""
+
+FUSED = """
+import torch
+
+from sglang.srt.distributed import (
+    get_moe_expert_parallel_world_size,
+    get_moe_tensor_parallel_world_size,
+)
+
+
+class FusedMoE(torch.nn.Module):
+    def __init__(self, num_experts, hidden_size, intermediate_size, layer_id, top_k=None,
+                 quant_config=None, prefix=""):
+        super().__init__()
+        self.moe_ep_size = get_moe_expert_parallel_world_size()
+        self.moe_tp_size = get_moe_tensor_parallel_world_size()
+        assert num_experts % self.moe_ep_size == 0
+        self.num_local_experts = num_experts // self.moe_ep_size
+        assert intermediate_size % self.moe_tp_size == 0
+        self.intermediate_size_per_partition = intermediate_size // self.moe_tp_size
+        self.quant_method = quant_config.get_quant_method(self, prefix)
+        self.quant_method.create_weights(
+            layer=self,
+            num_experts=self.num_local_experts,
+            hidden_size=hidden_size,
+            intermediate_size_per_partition=self.intermediate_size_per_partition,
+        )
+        raise RuntimeError("past create_weights: not this step's")
+"""
+
+EP_LAYER = """
+from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
+
+
+def get_moe_impl_class(quant_config):
+    return FusedMoE
+"""
+
+UTILS = """
+def is_sm90_supported():
+    return True
+
+
+def is_sm100_supported():
+    return True
+"""
+
+FILES = {
+    ARGS: SERVER_ARGS,
+    SRT + "managers/scheduler.py": SCHEDULER,
+    SRT + "layers/moe/utils.py": MOE_UTILS,
+    SRT + "distributed/__init__.py": DISTRIBUTED,
+    SRT + "distributed/parallel_state.py": PARALLEL_STATE,
+    SRT + "layers/linear.py": LINEAR,
+    SRT + "layers/quantization/fp8.py": FP8,
+    SRT + "layers/moe/fused_moe_triton/layer.py": FUSED,
+    SRT + "layers/moe/ep_moe/layer.py": EP_LAYER,
+    sim_repos.UTILS: UTILS,
+    sim_repos.MODEL_CONFIG: sim_repos.MODEL_CONFIG_TEXT,
+}
+# Qwen3-MoE's keys: 1536 // 8 = 192 per rank, not a multiple of 128
+CONFIG = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "hidden_size": 4096,
+    "moe_intermediate_size": 1536,
+}
+
+
+def modules() -> dict[str, Module]:
+    out = {}
+    for path, text in FILES.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None, path
+        out[path] = mod
+    return out
+
+
+def simulator(fields: dict[str, Any], profile: dict[str, Any]) -> Simulator:
+    mods = modules()
+    sim = Simulator(
+        mods.get,
+        mods[ARGS],
+        {"model_path": "m", **fields},
+        Profile.parse(profile),
+        given={"model_path", *fields},
+        derive=derived,
+    )
+    sim.run()
+    configure = moe.moe_config(sim)
+    assert configure is not None and sim.run_after(configure)
+    return sim
+
+
+def fp8_config(sim: Simulator, block: Any) -> Instance:
+    mod = sim.module("sglang.srt.layers.quantization.fp8")
+    assert mod is not None
+    qc = classes.call_class(sim, classes.class_ref(mod, "Fp8Config"), [block], {}, Ctx(), None)
+    assert isinstance(qc, Instance)
+    return qc
+
+
+def quant_step(
+    fields: dict[str, Any], profile: dict[str, Any], block: Any = (128, 128)
+) -> list[Check] | None:
+    """The step's checks (None when it has nothing to run), after the layer was built."""
+    sim = simulator(fields, profile)
+    qc = fp8_config(sim, list(block) if block is not None else None)
+    built = moe.MoeLayer()
+    assert sim.run_after(lambda: built.__dict__.update(moe.build_layer(sim, qc).__dict__))
+    step = moe_quant.step(sim, built, qc, Profile.parse(profile))
+    if step is None:
+        return None
+    start = len(sim.result.checks)
+    assert sim.run_after(step)
+    return sim.result.checks[start:]
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def raised(checks: list[Check] | None) -> list[tuple[str, str, int]]:
+    assert checks is not None
+    return [
+        (c.outcome, c.message, c.line)
+        for c in checks
+        if c.kind != "warning" and c.outcome != "passed"
+    ]
+
+
+def test_get_quant_method_chooses_by_the_layer_s_type() -> None:
+    sim = simulator({}, {"sm": 90, "cuda": "12.9", "config": CONFIG})
+    sim.construct = True
+    qc = fp8_config(sim, [128, 128])
+    method = classes.instance_attr(sim, qc, "get_quant_method")
+    for module, name, expected in (
+        ("sglang.srt.layers.linear", "LinearBase", "Fp8LinearMethod"),
+        ("sglang.srt.layers.moe.fused_moe_triton.layer", "FusedMoE", "Fp8MoEMethod"),
+    ):
+        mod = sim.module(module)
+        assert mod is not None
+        layer = Instance(classes.class_ref(mod, name), "not built")
+        chosen = sim.call_function(method, [layer, "model.layers.0"], {}, Ctx())  # type: ignore[arg-type]
+        assert isinstance(chosen, Instance) and chosen.cls.name == expected
+
+
+def test_create_weights_raises_when_the_rank_s_size_is_not_a_multiple_of_the_block() -> None:
+    checks = quant_step({"tp_size": 8}, {"sm": 90, "cuda": "12.9", "config": CONFIG})
+    fp8 = SRT + "layers/quantization/fp8.py"
+    message = "ValueError: intermediate size not divisible by block_n"
+    assert raised(checks) == [("fired", message, line_of(FP8, "raise ValueError"))]
+    assert checks is not None
+    (fired,) = [c for c in checks if c.outcome == "fired"]
+    assert fired.path == fp8 and {"tp_size", "ep_size"} <= fired.reads  # what a fix changes
+    # expert parallelism leaves each rank all of the intermediate size; tp 4 leaves 384
+    assert (
+        raised(
+            quant_step({"tp_size": 8, "ep_size": 8}, {"sm": 90, "cuda": "12.9", "config": CONFIG})
+        )
+        == []
+    )
+    assert raised(quant_step({"tp_size": 4}, {"sm": 90, "cuda": "12.9", "config": CONFIG})) == []
+    # without block quantization nothing is checked
+    assert (
+        raised(quant_step({"tp_size": 8}, {"sm": 90, "cuda": "12.9", "config": CONFIG}, None)) == []
+    )
+
+
+def test_the_method_s_constructor_asserts_the_gpu_for_the_cutlass_runner() -> None:
+    cutlass = {"moe_runner_backend": "cutlass"}
+    sm120 = raised(quant_step(cutlass, {"sm": 120, "cuda": "12.9", "config": CONFIG}))
+    assert sm120 == [("fired", "", line_of(FP8, "assert is_sm100"))]
+    assert raised(quant_step(cutlass, {"sm": 90, "cuda": "12.9", "config": CONFIG})) == []
+    assert raised(quant_step({}, {"sm": 120, "cuda": "12.9", "config": CONFIG})) == []
+
+
+def test_undecided_sizes_are_no_error() -> None:
+    # the tp size not known: the raise is undecided, never an error
+    unsure = quant_step(
+        {"tp_size": Unknown(("the tp size",))}, {"sm": 90, "cuda": "12.9", "config": CONFIG}
+    )
+    assert {outcome for outcome, _, _ in raised(unsure)} <= {"unknown"}
+    assert raised(unsure)
+    # a model whose config.json lacks the size the model class passes: nothing runs
+    bare = {k: v for k, v in CONFIG.items() if k != "moe_intermediate_size"}
+    assert quant_step({"tp_size": 8}, {"sm": 90, "cuda": "12.9", "config": bare}) is None
