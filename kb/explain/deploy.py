@@ -38,7 +38,11 @@ Cite = Callable[[str, int, int], dict[str, Any]]
 SERVER_ARGS = "python/sglang/srt/server_args.py"
 MAX_FIX_TRIES = 12
 
-_modules: OrderedDict[str, Module | None] = OrderedDict()  # blob sha -> parsed module
+# Parsed modules kept (blob sha -> module), least recently used out: a run with a profile
+# reads ~100 modules past ServerArgs (the loader, quantization, MoE layers); fewer kept
+# than a run reads, each run would parse them all again.
+MAX_MODULES = 192
+_modules: OrderedDict[str, Module | None] = OrderedDict()
 
 
 def cached_module(sha: str, path: str, text: Callable[[], str | None]) -> Module | None:
@@ -48,7 +52,7 @@ def cached_module(sha: str, path: str, text: Callable[[], str | None]) -> Module
     source = text()
     mod = parse_module(path, source) if source is not None else None
     _modules[sha] = mod
-    while len(_modules) > 48:
+    while len(_modules) > MAX_MODULES:
         _modules.popitem(last=False)
     return mod
 
@@ -185,7 +189,9 @@ def simulate(
     built = moe.MoeLayer()
     configured = moe_model and stage("load", "the MoE configuration", moe.moe_config(sim))
     loaded = model_loading.Loaded()
-    step = model_loading.quantization_config_step(sim, loaded)
+    # (without the GPU's SM or the model's config.json nothing there is decided)
+    known = profile is not None and (profile.sm is not None or profile.config is not None)
+    step = model_loading.quantization_config_step(sim, loaded) if known else None
     loader_start = len(result.checks)
     stage("load", "the model loader's quantization checks", step)
     # (a loader that certainly raises builds no layer: its methods' checks are not reached)

@@ -427,7 +427,7 @@ def _set_in_constructor(
         return unknown(words)
     local = f"{attr}__derived"
     frame = Frame(mod, init.name, {"self": bound, local: unknown(words)})
-    body = [_AttrAsLocal(attr, local).visit(copy.deepcopy(stmt)) for stmt in init.body]
+    body = _as_local(init, attr, local)
     return _evaluate(sim, frame, body, ast.Name(local, ast.Load()), init_params(init))
 
 
@@ -451,8 +451,7 @@ def _rewrite(
             passed = _AttrAsLocal(attr, local).visit(copy.deepcopy(arg))
             frame.locals[name] = sim.eval(passed, caller, Ctx())
         _fill_defaults(sim, helper, frame)
-        body = [_AttrAsLocal(attr, local).visit(copy.deepcopy(stmt)) for stmt in helper.body]
-        stmts, _ = _slice(body, {local})
+        stmts, _ = _slice(_as_local(helper, attr, local), {local})
         checks, changes = len(sim.result.checks), len(sim.result.changes)
         saved, sim.current_path = sim.current_path, mod.path
         try:
@@ -468,6 +467,24 @@ def _rewrite(
             del sim.result.changes[changes:]
         value = frame.locals.get(local, unknown(f"the model's {attr}"))
     return value
+
+
+# A method's body with `self.<attr>` as a local, and the slices of bodies, are the same for
+# every run of a version: kept (bounded) rather than copied and walked again per run.
+_local_bodies: dict[tuple[int, str], tuple[Method, list[ast.stmt]]] = {}
+_slices: dict[tuple[tuple[int, ...], frozenset[str]], Any] = {}
+MAX_CACHED = 512
+
+
+def _as_local(method: Method, attr: str, local: str) -> list[ast.stmt]:
+    key = (id(method), attr)
+    cached = _local_bodies.get(key)
+    if cached is None or cached[0] is not method:
+        if len(_local_bodies) > MAX_CACHED:
+            _local_bodies.clear()
+        body = [_AttrAsLocal(attr, local).visit(copy.deepcopy(stmt)) for stmt in method.body]
+        cached = _local_bodies[key] = (method, body)
+    return cached[1]
 
 
 class _AttrAsLocal(ast.NodeTransformer):
@@ -508,7 +525,7 @@ def _run_helper(
     _fill_defaults(sim, helper, frame)
     local = f"{attr}__derived"
     frame.locals[local] = unknown(words)
-    body = [_AttrAsLocal(attr, local).visit(copy.deepcopy(stmt)) for stmt in helper.body]
+    body = _as_local(helper, attr, local)
     return _evaluate(sim, frame, body, ast.Name(local, ast.Load()), {})
 
 
@@ -548,7 +565,19 @@ def _loaded(node: ast.AST) -> set[str]:
 
 def _slice(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[str]]:
     """The statements of `body` that bind (directly or through each other) any of `names`,
-    in order, and every name they and the value read."""
+    in order, and every name they and the value read (cached: the statements stay alive
+    with the entry, so their ids stay theirs)."""
+    key = (tuple(map(id, body)), frozenset(names))
+    cached = _slices.get(key)
+    if cached is None:
+        if len(_slices) > MAX_CACHED:
+            _slices.clear()
+        cached = _slices[key] = (list(body), _sliced(body, names))
+    stmts, found = cached[1]
+    return list(stmts), set(found)
+
+
+def _sliced(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[str]]:
     names = set(names)
     kept: list[ast.stmt] = []
     for stmt in reversed(body):
