@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlmodel import Session
 
 from ingest.runner import IngestOptions, IngestSummary, run
-from tests.fixture_repos import build_three_era_repo
+from kb.schema import make_engine
+from tests.fixture_repos import build_three_era_repo, commit, git, write
 from tests.hub_fixture import closed_port
 
 # No test reaches the Hugging Face Hub or reads the machine's model directories: explain
@@ -55,3 +57,23 @@ def browser() -> Iterator[Any]:
 
     with chromium() as b:
         yield b
+
+
+def one_release_session(
+    tmp_path_factory: pytest.TempPathFactory, name: str, files: dict[str, str]
+) -> Iterator[Session]:
+    """A read-only session on the knowledge base of a synthetic repository with one release,
+    v0.1.0, holding `files` (path -> text): for the module fixtures of explain's tests."""
+    root = tmp_path_factory.mktemp(name)
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for path, text in files.items():
+        write(repo, path, text)
+    commit(repo, name, "2025-01-01T12:00:00Z", "v0.1.0")
+    db = root / "kb.db"
+    ingest_into(repo, db, jobs=1)
+    engine = make_engine(f"sqlite:///{db}", readonly=True)
+    with Session(engine) as s:
+        yield s
+    engine.dispose()

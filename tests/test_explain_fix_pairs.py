@@ -11,9 +11,8 @@ from sqlmodel import Session
 
 from kb.explain import explain
 from kb.explain.predicates import Profile
-from kb.schema import make_engine
-from tests.conftest import ingest_into
-from tests.fixture_repos import SERVER_ARGS, commit, git, write
+from tests.conftest import one_release_session
+from tests.fixture_repos import SERVER_ARGS
 from tests.sim_repos import UTILS, UTILS_TEXT
 
 ARGS = """
@@ -46,19 +45,9 @@ class ServerArgs:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
-    root = tmp_path_factory.mktemp("fixpairs")
-    repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(repo, UTILS, UTILS_TEXT)
-    write(repo, SERVER_ARGS, ARGS)
-    commit(repo, "two switches", "2025-01-01T12:00:00Z", "v0.1.0")
-    db = root / "kb.db"
-    ingest_into(repo, db, jobs=1)
-    engine = make_engine(f"sqlite:///{db}", readonly=True)
-    with Session(engine) as s:
-        yield s
-    engine.dispose()
+    yield from one_release_session(
+        tmp_path_factory, "fixpairs", {UTILS: UTILS_TEXT, SERVER_ARGS: ARGS}
+    )
 
 
 def errors(session: Session, command: str) -> list[dict]:

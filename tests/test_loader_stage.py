@@ -22,9 +22,8 @@ from sqlmodel import Session
 
 from kb.explain import explain
 from kb.explain.predicates import Profile
-from kb.schema import make_engine
-from tests.conftest import ingest_into
-from tests.fixture_repos import SERVER_ARGS, commit, git, write
+from tests.conftest import one_release_session
+from tests.fixture_repos import SERVER_ARGS
 from tests.sim_repos import UTILS, UTILS_TEXT
 
 SRT = "python/sglang/srt/"
@@ -276,19 +275,9 @@ FP4_CKPT = {**LLAMA, "quantization_config": {"quant_method": "modelopt", "quant_
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
-    root = tmp_path_factory.mktemp("loaderstage")
-    repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    for path, text in FILES.items():
-        write(repo, path, textwrap.dedent(text))
-    commit(repo, "the model loader", "2025-01-01T12:00:00Z", "v0.1.0")
-    db = root / "kb.db"
-    ingest_into(repo, db, jobs=1)
-    engine = make_engine(f"sqlite:///{db}", readonly=True)
-    with Session(engine) as s:
-        yield s
-    engine.dispose()
+    yield from one_release_session(
+        tmp_path_factory, "loaderstage", {p: textwrap.dedent(t) for p, t in FILES.items()}
+    )
 
 
 def loader_errors(session: Session, flags: str, config: dict[str, Any], sm: int) -> list[str]:

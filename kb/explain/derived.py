@@ -542,23 +542,6 @@ def _is_self_attr(target: ast.expr, attr: str) -> bool:
     )
 
 
-def _mutated(stmt: ast.stmt) -> set[str]:
-    """The locals a statement changes in place: `cfg_list.append(x)`, `d[k] = v`."""
-    names = set()
-    for node in ast.walk(stmt):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in module_state.MUTATORS
-            and isinstance(node.func.value, ast.Name)
-        ):
-            names.add(node.func.value.id)
-        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            if isinstance(node.value, ast.Name):
-                names.add(node.value.id)
-    return names
-
-
 def _loaded(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -586,7 +569,7 @@ def _sliced(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[
         }
         if isinstance(stmt, ast.Import | ast.ImportFrom):  # `from x import f` inside a method
             stored |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
-        stored |= _mutated(stmt)
+        stored |= module_state.mutated(stmt)
         if stored & names:
             kept.append(stmt)
             names |= _loaded(stmt)

@@ -40,7 +40,7 @@ def mutations(mod: Module) -> dict[str, list[ast.stmt]]:
     for stmt in mod.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             continue
-        for name in _mutated(stmt) & set(mod.assigns):
+        for name in mutated(stmt) & set(mod.assigns):
             found.setdefault(name, []).append(stmt)
     if len(_cache) > 256:
         _cache.clear()
@@ -48,7 +48,9 @@ def mutations(mod: Module) -> dict[str, list[ast.stmt]]:
     return found
 
 
-def _mutated(stmt: ast.stmt) -> set[str]:
+def mutated(stmt: ast.stmt) -> set[str]:
+    """The names a statement changes in place: `table.update(...)`, `cfg_list.append(x)`,
+    `d[k] = v`."""
     names = set()
     for node in ast.walk(stmt):
         if (
@@ -58,11 +60,9 @@ def _mutated(stmt: ast.stmt) -> set[str]:
             and isinstance(node.func.value, ast.Name)
         ):
             names.add(node.func.value.id)
-        elif isinstance(node, ast.Assign | ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                    names.add(target.value.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name):
+                names.add(node.value.id)
     return names
 
 
