@@ -453,6 +453,12 @@ class Simulator:
                 # the profile, however utils builds it
                 return ExternalName(name, mod.path.removeprefix("python/").removesuffix(".py"))
             if name in mod.appended:
+                if functions := registered(mod, name):
+                    return Registry(mod, name, functions)
+                table = mod.assigns[name]
+                if isinstance(table, ast.Dict) and not table.keys:
+                    # `_PARSERS: dict = {}`, filled by decorators elsewhere when imported
+                    return unknown(f"{name} (filled when the modules registering into it load)")
                 self.registry(mod, name)
             value = mod.assigns[name]
             if name in module_state.mutations(mod):  # a table its module extends

@@ -43,6 +43,7 @@ _MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefaul
 
 
 def _added_to(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names a function adds to: `_REGISTRY.append(spec)`, `_REGISTRY[name] = cls`."""
     return {
         n.func.value.id
         for n in ast.walk(fn)
@@ -50,6 +51,12 @@ def _added_to(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         and isinstance(n.func, ast.Attribute)
         and n.func.attr in _MUTATORS
         and isinstance(n.func.value, ast.Name)
+    } | {
+        n.value.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Subscript)
+        and isinstance(n.ctx, ast.Store)
+        and isinstance(n.value, ast.Name)
     }
 
 
