@@ -161,6 +161,7 @@ class Fp8Config(QuantizationConfig):
     @classmethod
     def from_config(cls, config):
         method = cls.get_from_keys(config, ["quant_method"])
+        cls.get_from_keys(config, ["activation_scheme"])
         block = cls.get_from_keys_or(config, ["weight_block_size"], None)
         return cls(use_mxfp8="mxfp8" in method, weight_block_size=block)
 """
@@ -269,7 +270,8 @@ FILES = {
     LOADER: LOADER_TEXT,
 }
 LLAMA = {"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16"}
-BLOCK_FP8 = {**LLAMA, "quantization_config": {"quant_method": "fp8", "weight_block_size": [1]}}
+FP8_CFG = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+BLOCK_FP8 = {**LLAMA, "quantization_config": {**FP8_CFG, "weight_block_size": [1]}}
 FP4_CKPT = {**LLAMA, "quantization_config": {"quant_method": "modelopt", "quant_algo": "FP4"}}
 
 
@@ -306,12 +308,7 @@ def test_a_checkpoint_s_own_quantization_is_read_from_config_json(session: Sessi
     """fp8 from config.json: its optional block size comes through get_from_keys_or, whose
     caught ValueError is no error; an FP4 checkpoint is found by the class's override."""
     assert loader_errors(session, "", BLOCK_FP8, 80) == []
-    assert (
-        loader_errors(
-            session, "", {**BLOCK_FP8, "quantization_config": {"quant_method": "fp8"}}, 80
-        )
-        == []
-    )
+    assert loader_errors(session, "", {**BLOCK_FP8, "quantization_config": FP8_CFG}, 80) == []
     (fp4,) = loader_errors(session, "", FP4_CKPT, 90)
     assert "The quantization method fp4 is not supported" in fp4
 
@@ -321,3 +318,12 @@ def test_a_method_the_module_adds_under_a_platform_test(session: Session) -> Non
     assert loader_errors(session, "--quantization mxfp4", LLAMA, 90) == []
     (old,) = loader_errors(session, "--quantization mxfp4", LLAMA, 80)
     assert "Minimum capability: 90. Current capability: 80." in old
+
+
+def test_a_profile_naming_only_the_method_leaves_the_loader_undecided(session: Session) -> None:
+    """Without config.json the profile says the quantization method, not its config: the
+    loader's reading of the config's other keys is not run (a missing `activation_scheme`
+    is no error of the checkpoint's)."""
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "arch": "Llama", "quant": "fp8"})
+    result = explain(session, "v0.1.0", "--model-path org/model", profile=profile)
+    assert [f["message"] for f in result["findings"] if f["severity"] == "error"] == []

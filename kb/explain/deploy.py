@@ -189,8 +189,10 @@ def simulate(
     built = moe.MoeLayer()
     configured = moe_model and stage("load", "the MoE configuration", moe.moe_config(sim))
     loaded = model_loading.Loaded()
-    # (without the GPU's SM or the model's config.json nothing there is decided)
-    known = profile is not None and (profile.sm is not None or profile.config is not None)
+    # Only with the model's config.json: the loader builds the quantization config from its
+    # whole `quantization_config` (a profile naming only the method would read as a config
+    # missing every other key: errors SGLang does not raise)
+    known = profile is not None and profile.config is not None
     step = model_loading.quantization_config_step(sim, loaded) if known else None
     loader_start = len(result.checks)
     stage("load", "the model loader's quantization checks", step)
