@@ -13,6 +13,16 @@ MODEL_CONFIG = "python/sglang/srt/configs/model_config.py"
 ENVIRON = "python/sglang/srt/environ.py"
 HOOK = "python/sglang/srt/arg_groups/speculative_hook.py"
 
+# the decorator that fills SGLang's attention backend registry (`ATTENTION_BACKENDS`), as
+# the registry fixtures of the load-stage tests share it
+REGISTER_ATTENTION_BACKEND = """def register_attention_backend(name):
+    def decorator(fn):
+        ATTENTION_BACKENDS[name] = fn
+        return fn
+
+    return decorator
+"""
+
 UTILS_TEXT = """
 import functools
 

@@ -21,6 +21,7 @@ from kb.schema import make_engine
 from tests import sim_repos, test_load_stage
 from tests.conftest import ingest_into
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
+from tests.sim_repos import REGISTER_ATTENTION_BACKEND
 
 SPEC = "python/sglang/srt/speculative/"
 FACTORY_PATH = SPEC + "draft_utils.py"
@@ -72,17 +73,14 @@ def get_global_server_args():
     return None
 """
 
-REGISTRY = """
+REGISTRY = (
+    """
 ATTENTION_BACKENDS = {}
 
 
-def register_attention_backend(name):
-    def decorator(fn):
-        ATTENTION_BACKENDS[name] = fn
-        return fn
-
-    return decorator
-
+"""
+    + REGISTER_ATTENTION_BACKEND
+    + """
 
 @register_attention_backend("flashinfer")
 def create_flashinfer_backend(runner):
@@ -98,6 +96,7 @@ def create_cutlass_mla_backend(runner):
 def create_trtllm_mla_backend(runner):
     return "TRTLLMMLABackend"
 """
+)
 
 SPEC_INFO = """
 from enum import Enum, auto

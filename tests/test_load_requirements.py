@@ -13,22 +13,20 @@ import pytest
 
 from kb import load_requirements as lr
 from kb.explain.source_modules import parse_module
+from tests.sim_repos import REGISTER_ATTENTION_BACKEND
 
 REGISTRY = "python/sglang/srt/layers/attention/attention_registry.py"
-TEXT = """
+TEXT = (
+    """
 from sglang.srt.utils import is_musa
 
 ATTENTION_BACKENDS = {}
 _is_musa = is_musa()
 
 
-def register_attention_backend(name):
-    def decorator(fn):
-        ATTENTION_BACKENDS[name] = fn
-        return fn
-
-    return decorator
-
+"""
+    + REGISTER_ATTENTION_BACKEND
+    + """
 
 @register_attention_backend("flashinfer")
 def create_flashinfer_backend(runner):
@@ -51,6 +49,7 @@ def create_mla_only_backend(runner):
         raise ValueError("mla_only backend can only be used with MLA models.")
     return "MLA"
 """
+)
 
 
 @pytest.fixture

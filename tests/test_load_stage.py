@@ -14,6 +14,7 @@ from kb.explain.predicates import Profile
 from kb.explain.simulate import Check, Simulator
 from kb.explain.source_modules import Module, parse_module
 from tests import sim_repos
+from tests.sim_repos import REGISTER_ATTENTION_BACKEND
 
 ARGS = "python/sglang/srt/server_args.py"
 RUNNER = "python/sglang/srt/model_executor/model_runner.py"
@@ -86,20 +87,17 @@ class ModelRunner:
         return ATTENTION_BACKENDS[backend_str](self)
 """
 
-ATTENTION_REGISTRY = """
+ATTENTION_REGISTRY = (
+    """
 from sglang.srt.utils import get_device_capability, is_musa
 
 ATTENTION_BACKENDS = {}
 _is_musa = is_musa()
 
 
-def register_attention_backend(name):
-    def decorator(fn):
-        ATTENTION_BACKENDS[name] = fn
-        return fn
-
-    return decorator
-
+"""
+    + REGISTER_ATTENTION_BACKEND
+    + """
 
 @register_attention_backend("flashinfer")
 def create_flashinfer_backend(runner):
@@ -125,6 +123,7 @@ def create_trtllm_mla_backend(runner):
         raise ValueError("trtllm_mla backend can only be used with MLA models.")
     return "TRTLLMMLABackend"
 """
+)
 
 UTILS = """
 import torch
