@@ -21,7 +21,6 @@ source and run by the simulator (kb.explain.simulate, kb.explain.classes).
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from kb.explain import classes
@@ -84,15 +83,15 @@ def quant_config(sim: Simulator, name: Any) -> Any:
     mod = sim.module(QUANTIZATION)
     if mod is None:
         return Unknown((f"the config class of quantization {name}",))
-    for table in ("BASE_QUANTIZATION_METHODS", "QUANTIZATION_METHODS"):
-        node = mod.assigns.get(table)
-        if not isinstance(node, ast.Dict):
+    # the table as the module leaves it once imported (its `.update()`s under platform tests
+    # included: kb.explain.module_state), read as the interpreter reads any module name
+    for table_name in ("QUANTIZATION_METHODS", "BASE_QUANTIZATION_METHODS"):
+        if table_name not in mod.assigns:
             continue
-        for key, value in zip(node.keys, node.values, strict=True):
-            if isinstance(key, ast.Constant) and key.value == name:
-                cls = sim.eval(value, Frame(mod, "<module>", {}), Ctx())
-                if isinstance(cls, ClassRef):
-                    return Instance(cls, "its constructor is not simulated")
+        table = sim.lookup(table_name, Frame(mod, "<module>", {}))
+        cls = table.get(name) if isinstance(table, dict) else None
+        if isinstance(cls, ClassRef):
+            return Instance(cls, "its constructor is not simulated")
     return Unknown((f"the config class of quantization {name}",))
 
 
