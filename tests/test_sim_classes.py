@@ -96,6 +96,7 @@ def get_deepep_mode():
 
 FUSED_LAYER = """
 import torch
+from triton_kernels import KernelBase
 
 
 class Base:
@@ -127,6 +128,10 @@ class FusedMoE(Base):
 class FromTorch(torch.nn.Module):
     def __init__(self):
         self.x = 1
+
+
+class FromElsewhere(KernelBase):
+    pass
 """
 
 EP_LAYER = """
@@ -279,11 +284,16 @@ def test_what_is_not_decided_stays_unknown() -> None:
     unsure = evaluate(sim, mods[LAYER], "DeepEPMoE(64, quant_config=q)", q=q)
     assert isinstance(unsure.fields["use_w4afp8"], Unknown)
     assert isinstance(evaluate(sim, mods[LAYER], "x.nothing", x=layer), Unknown)
-    # a base class from outside (torch) may define what ours does not
+    # torch's nn.Module as a base defines what it defines (unknown), nothing else
     outside = evaluate(sim, mods[FUSED], "FromTorch()")
     assert outside.fields["x"] == 1
-    missing = evaluate(sim, mods[FUSED], "y.training", y=outside)
-    assert isinstance(missing, Unknown) and "base class" in missing.reason
+    training = evaluate(sim, mods[FUSED], "y.training", y=outside)
+    assert isinstance(training, Unknown) and "nn.Module" in training.reason
+    assert evaluate(sim, mods[FUSED], "getattr(y, 'hf_to_sglang_mapper', 7)", y=outside) == 7
+    assert isinstance(evaluate(sim, mods[FUSED], "y._private", y=outside), Unknown)
+    # any other base class from outside may define what ours does not
+    elsewhere = evaluate(sim, mods[FUSED], "getattr(FromElsewhere, 'mapper', 7)")
+    assert isinstance(elsewhere, Unknown) and "base class" in elsewhere.reason
     # isinstance decides for our objects
     assert evaluate(sim, mods[LAYER], "isinstance(x, FusedMoE)", x=layer) is True
     assert evaluate(sim, mods[FUSED], "isinstance(x, FromTorch)", x=layer) is False

@@ -33,6 +33,7 @@ from kb.explain.abstract_values import (
     options_of,
 )
 from kb.explain.frames import Ctx, Frame
+from kb.explain.known_names import TORCH_MODULE_ATTRS
 from kb.explain.predicates import MISSING, Unknown, unknown
 from kb.explain.source_modules import Module, class_defaults
 from kb.pyast import NOT_LITERAL, literal
@@ -111,10 +112,17 @@ def mro(sim: Simulator, cls: ClassRef) -> tuple[list[ClassRef], bool]:
 
 def _is_plain_base(base: Any) -> bool:
     """`object`, `str`/`int` (an Enum's mixin), `Enum` itself: they add no attribute that
-    SGLang's code reads besides those handled here."""
+    SGLang's code reads besides those handled here; torch's nn.Module, whose attributes
+    are known (TORCH_MODULE_ATTRS: _from_classes leaves those unknown)."""
     if isinstance(base, ExternalName):
         return base.module in ("builtins", "enum", "abc") or base.name in ("ABC", "object")
-    return False
+    return _is_torch_module(base)
+
+
+def _is_torch_module(base: Any) -> bool:
+    if isinstance(base, ExternalName):
+        return (base.module, base.name) == ("torch.nn", "Module")
+    return isinstance(base, Symbol) and base.dotted in ("nn.Module", "torch.nn.Module")
 
 
 def is_enum(sim: Simulator, cls: ClassRef) -> bool:
@@ -232,6 +240,9 @@ def _from_classes(
         return None  # no constructor of ours: object's (or one from outside)
     if not complete:
         return unknown(f"{cls.name}.{attr} (it may come from a base class not held here)")
+    torch_module = any(_is_torch_module(b) for c in classes for b in bases(sim, c))
+    if (attr in TORCH_MODULE_ATTRS or attr.startswith("_")) and torch_module:
+        return unknown(f"{cls.name}.{attr} (torch's nn.Module)")
     return MISSING if allow_missing else unknown(f"{cls.name}.{attr}")
 
 

@@ -31,8 +31,10 @@ from kb.explain import (
     exceptions,
     messages,
     model_files,
+    model_registry,
     module_state,
     parallel_state,
+    pure_calls,
 )
 from kb.explain.abstract_values import (
     BINARY,
@@ -50,7 +52,6 @@ from kb.explain.abstract_values import (
     Self,
     Super,
     Symbol,
-    bounded_range,
     is_known,
     lift,
     likely_of,
@@ -105,38 +106,6 @@ MAX_STEPS = 20_000  # statements per run; SGLang's own argument handling takes <
 MAX_DEPTH = 14  # nested calls
 MAX_LOOP = 64  # iterations of one loop over a known sequence
 MAX_TEXT = 160
-# calls and methods of known values the interpreter runs: pure, on values it can compute with
-_PURE_BUILTINS: dict[str, Callable[..., Any]] = {
-    "len": len,
-    "min": min,
-    "max": max,
-    "abs": abs,
-    "int": int,
-    "float": float,
-    "str": str,
-    "bool": bool,
-    "any": any,
-    "all": all,
-    "sorted": sorted,
-    "list": list,
-    "tuple": tuple,
-    "set": set,
-    "round": round,
-    "range": bounded_range,
-}
-_STR_METHODS = {
-    "lower",
-    "upper",
-    "startswith",
-    "endswith",
-    "strip",
-    "split",
-    "replace",
-    "isdigit",
-    "lstrip",
-    "rstrip",
-}
-_CONTAINER_METHODS = {"get", "keys", "values", "items", "count", "index"}
 # methods that change a list, dict or set in place (their result is None or unused)
 _MUTATING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault", "remove",
                      "discard", "clear"}  # fmt: skip
@@ -323,6 +292,7 @@ class Simulator:
         self.skip_init: set[ClassRef] = set()  # classes built without their constructor
         self.catching: list[frozenset[str] | None] = []  # the run's `try`s (exceptions.py)
         self.parallel: dict[str, parallel_state.Answer] = {}  # getter -> size (a stage sets)
+        self.models: model_registry.ModelRegistry | None = None  # the version's models
         # False: every class called is built without its constructor (explain's stages
         # build the objects they follow themselves: kb.explain.moe)
         self.construct = True
@@ -396,6 +366,8 @@ class Simulator:
         dotted, attr = target
         if attr is None:
             return Symbol(name)
+        if (dotted, attr) == model_registry.REGISTRY and self.models is not None:
+            return self.models
         found = self.exported(dotted, attr)
         if found is not None:
             return found
@@ -476,7 +448,7 @@ class Simulator:
                     self.module_values[key] = self.eval(value, Frame(mod, "<module>", {}), Ctx())
                 return self.module_values[key]
             return Symbol(name)
-        if name in _PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance", "dict"):
+        if name in pure_calls.PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance", "dict"):
             return ExternalName(name, "builtins")
         if name == "True":
             return True
@@ -1078,7 +1050,7 @@ class Simulator:
         if isinstance(callee, ExternalName):
             return self.builtin(callee, args, kwargs)
         if isinstance(callee, Method):
-            return self.method(callee, args)
+            return self.method(callee, args, kwargs)
         if isinstance(callee, Unknown):
             return Unknown(callee.needs)
         if isinstance(callee, Symbol):
@@ -1124,6 +1096,13 @@ class Simulator:
             return model_files.probe(self, args[0]) if args else unknown("a path")
         if dotted == "os.path.join":
             return model_files.join(args)
+        if dotted.startswith("re.") or dotted == "dict.fromkeys":
+            name = dotted.split(".")[-1]
+            return (
+                pure_calls.regex(name, args, {})
+                if name != "fromkeys"
+                else pure_calls.from_keys(args)
+            )
         if dotted in ("os.getenv", "os.environ.get"):
             return self.env(args[0] if args else None, args[1] if len(args) > 1 else None)
         parts = dotted.split(".")
@@ -1195,7 +1174,7 @@ class Simulator:
                 return value
             if name == "isinstance":
                 return self.isinstance_(args)
-            fn = _PURE_BUILTINS.get(name)
+            fn = pure_calls.PURE_BUILTINS.get(name)
             if fn is not None and not kwargs:
                 if any(isinstance(a, Unknown) for a in args):
                     return lift(fn, *args)
@@ -1223,24 +1202,17 @@ class Simulator:
             types.append(builtin)
         return lift(lambda v: isinstance(v, tuple(types)), args[0])
 
-    def method(self, m: Method, args: list[Any]) -> Any:
+    def method(self, m: Method, args: list[Any], kwargs: dict[str, Any]) -> Any:
         target = m.target
-        if isinstance(target, str) and m.name in _STR_METHODS and all(is_known(a) for a in args):
-            try:
-                return getattr(target, m.name)(*args)
-            except Exception:  # noqa: BLE001
-                return unknown("a value this analysis cannot compute")
-        if isinstance(target, dict | list | tuple) and m.name in _CONTAINER_METHODS:
-            if all(is_known(a) for a in args):
-                try:
-                    result = getattr(target, m.name)(*args)
-                    return list(result) if m.name in ("keys", "values", "items") else result
-                except Exception:  # noqa: BLE001
-                    return unknown("a value this analysis cannot compute")
+        result = pure_calls.method(target, m.name, args, kwargs)
+        if result is not pure_calls.NOT_PURE:
+            return result
         if isinstance(target, model_files.LocalPath) and m.name in model_files.PROBES:
             return model_files.probe(self, target)
         if isinstance(target, model_files.HubClient) and m.name == "file_exists":
             return model_files.hub_file_exists(self, args)
+        if isinstance(target, model_registry.ModelRegistry):
+            return model_registry.call(self, target, m.name, args)
         if isinstance(target, Symbol) and target.dotted.startswith("envs."):
             var = target.dotted.split(".")[1]
             return unknown(f"environment variable {var}")
@@ -1414,7 +1386,14 @@ class Simulator:
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)
         if isinstance(
-            obj, str | dict | list | tuple | model_files.LocalPath | model_files.HubClient
+            obj,
+            str
+            | dict
+            | list
+            | tuple
+            | model_files.LocalPath
+            | model_files.HubClient
+            | model_registry.ModelRegistry,
         ):
             return Method(obj, attr)
         return unknown(f"attribute {attr}")

@@ -1,0 +1,121 @@
+"""Calls the interpreter (kb.explain.simulate) runs itself on known values: Python's pure
+builtins, the methods of strings and containers that change nothing, `dict.fromkeys`, and
+`re`'s matching functions. Each runs on plain values only, and anything it raises is an
+unknown value rather than an error SGLang would raise.
+
+A regular expression SGLang builds from the model's config (ModelOpt's `exclude_modules`
+globs: `"mtp*"` -> `"mtp.*"`) is matched only when it cannot backtrack for long: short
+pattern and text, few quantifiers and none on a group (what makes a pattern blow up).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from kb.explain.abstract_values import bounded_range, is_known
+from kb.explain.predicates import unknown
+
+PURE_BUILTINS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "any": any,
+    "all": all,
+    "sorted": sorted,
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "round": round,
+    "range": bounded_range,
+}
+STR_METHODS = frozenset(
+    {
+        "lower",
+        "upper",
+        "startswith",
+        "endswith",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "split",
+        "rsplit",
+        "replace",
+        "removeprefix",
+        "removesuffix",
+        "isdigit",
+    }
+)
+CONTAINER_METHODS = frozenset({"get", "keys", "values", "items", "count", "index"})
+REGEX_FUNCTIONS = frozenset({"match", "fullmatch", "search"})
+MAX_PATTERN = 200  # characters of a pattern matched
+MAX_SUBJECT = 500  # characters of the text it is matched against
+MAX_QUANTIFIERS = 4
+_QUANTIFIED_GROUP = re.compile(r"\)[*+?{]")
+NOT_PURE = object()  # (the call is not one of these: the interpreter goes on)
+
+
+class Matched:
+    """What `re.fullmatch` returns when the text matches (true; its groups not followed)."""
+
+    def __repr__(self) -> str:
+        return "<re.Match>"
+
+
+def method(target: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """`target.name(*args, **kwargs)` for a string or container method that changes
+    nothing, on known arguments; NOT_PURE for any other."""
+    if isinstance(target, str):
+        if name not in STR_METHODS:
+            return NOT_PURE
+    elif not (isinstance(target, dict | list | tuple) and name in CONTAINER_METHODS):
+        return NOT_PURE
+    if not all(is_known(a) for a in (*args, *kwargs.values())):
+        return NOT_PURE
+    try:
+        result = getattr(target, name)(*args, **kwargs)
+    except Exception:  # noqa: BLE001
+        return unknown("a value this analysis cannot compute")
+    return list(result) if name in ("keys", "values", "items") else result
+
+
+def regex(name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """`re.<name>(pattern, text)`: Matched or None, when both are known strings and the
+    pattern is one that cannot backtrack for long; else unknown."""
+    pattern, text = (list(args) + [kwargs.get("pattern"), kwargs.get("string")])[:2]
+    if (
+        name not in REGEX_FUNCTIONS
+        or len(args) > 2
+        or (len(kwargs) - ("pattern" in kwargs) - ("string" in kwargs))
+    ):
+        return unknown(f"what re.{name}() returns")
+    if not (isinstance(pattern, str) and isinstance(text, str)):
+        return unknown(f"what re.{name}() returns")
+    if (
+        len(pattern) > MAX_PATTERN
+        or len(text) > MAX_SUBJECT
+        or sum(pattern.count(q) for q in "*+?{") > MAX_QUANTIFIERS
+        or _QUANTIFIED_GROUP.search(pattern)
+    ):
+        return unknown(f"what re.{name}() returns (a pattern not matched here)")
+    try:
+        found = getattr(re, name)(pattern, text)
+    except re.error:
+        return unknown(f"what re.{name}() returns (the pattern does not compile)")
+    return Matched() if found is not None else None
+
+
+def from_keys(args: list[Any]) -> Any:
+    """`dict.fromkeys(keys[, value])` on known keys."""
+    if args and isinstance(args[0], list | tuple) and all(is_known(a) for a in args):
+        try:
+            return dict.fromkeys(*args)
+        except TypeError:
+            pass
+    return unknown("what dict.fromkeys() returns")

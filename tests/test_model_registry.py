@@ -1,0 +1,178 @@
+"""The model registry answered from the knowledge base's model files
+(kb/explain/model_registry.py), and the pure calls SGLang's loader code makes on the names
+it resolves (kb/explain/pure_calls.py: `re.fullmatch` on ModelOpt's exclude globs,
+`str.rsplit(..., maxsplit=1)`, `dict.fromkeys`), on synthetic modules shaped like SGLang's.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from typing import Any
+
+from kb.explain import pure_calls
+from kb.explain.abstract_values import ClassRef
+from kb.explain.frames import Ctx, Frame
+from kb.explain.model_registry import ModelRegistry
+from kb.explain.predicates import Profile, Unknown
+from kb.explain.simulate import Simulator
+from kb.explain.source_modules import Module, parse_module
+
+SRT = "python/sglang/srt/"
+ARGS = SRT + "server_args.py"
+MODEL = SRT + "models/toy.py"
+LOADER_UTILS = SRT + "model_loader/utils.py"
+
+FILES = {
+    ARGS: """
+        from dataclasses import dataclass
+
+
+        @dataclass
+        class ServerArgs:
+            model_path: str
+
+            def __post_init__(self):
+                pass
+        """,
+    # the registry fills itself by importing every model module: not followed statically
+    SRT + "models/registry.py": """
+        import importlib
+        import pkgutil
+        from dataclasses import dataclass, field
+
+
+        @dataclass
+        class _ModelRegistry:
+            models: dict = field(default_factory=dict)
+
+            def resolve_model_cls(self, architectures):
+                for arch in architectures:
+                    if arch in self.models:
+                        return (self.models[arch], arch)
+                raise ValueError(f"Model architectures {architectures} are not supported")
+
+
+        def import_model_classes(package_name):
+            classes = {}
+            for info in pkgutil.iter_modules(importlib.import_module(package_name).__path__):
+                module = importlib.import_module(f"{package_name}.{info.name}")
+                for cls in module.EntryClass:
+                    classes[cls.__name__] = cls
+            return classes
+
+
+        ModelRegistry = _ModelRegistry(import_model_classes("sglang.srt.models"))
+        """,
+    MODEL: """
+        import torch
+
+
+        class ToyForCausalLM(torch.nn.Module):
+            packed_modules_mapping = {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}
+
+
+        EntryClass = ToyForCausalLM
+        """,
+    LOADER_UTILS: """
+        import re
+
+        from sglang.srt.models.registry import ModelRegistry
+
+
+        def get_model_architecture(architectures):
+            return ModelRegistry.resolve_model_cls(architectures)
+
+
+        def mapping(architectures):
+            model_class, _ = get_model_architecture(architectures)
+            return getattr(model_class, "packed_modules_mapping", {})
+
+
+        def mapper(architectures):
+            model_class, _ = get_model_architecture(architectures)
+            return getattr(model_class, "hf_to_sglang_mapper", None)
+
+
+        def excluded(prefix, patterns):
+            for pattern in patterns:
+                regex = pattern.replace(".", r"\\.").replace("*", r".*")
+                if re.fullmatch(regex, prefix):
+                    return True
+                if pattern.rsplit(".", maxsplit=1)[-1] in prefix.rsplit(".", maxsplit=1)[-1]:
+                    return True
+            return False
+
+
+        def unique(names):
+            return list(dict.fromkeys(names))
+        """,
+}
+
+
+def simulator(registered: bool = True) -> tuple[Simulator, dict[str, Module]]:
+    mods: dict[str, Module] = {}
+    for path, text in FILES.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None
+        mods[path] = mod
+    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, Profile())
+    sim.run()
+    if registered:
+        sim.models = ModelRegistry.of({"ToyForCausalLM": MODEL})
+    return sim, mods
+
+
+def evaluate(sim: Simulator, mod: Module, source: str) -> Any:
+    return sim.eval(ast.parse(source, mode="eval").body, Frame(mod, "<test>", {}), Ctx())
+
+
+def test_the_registry_resolves_an_architecture_to_its_model_class() -> None:
+    sim, mods = simulator()
+    utils = mods[LOADER_UTILS]
+    cls, arch = evaluate(sim, utils, "get_model_architecture(['ToyForCausalLM'])")
+    assert isinstance(cls, ClassRef) and (cls.path, cls.name, arch) == (
+        MODEL,
+        "ToyForCausalLM",
+        "ToyForCausalLM",
+    )
+    assert evaluate(sim, utils, "mapping(['ToyForCausalLM'])") == {
+        "qkv_proj": ["q_proj", "k_proj", "v_proj"]
+    }
+    # nn.Module defines no such attribute: the default, not unknown
+    assert evaluate(sim, utils, "mapper(['ToyForCausalLM'])") is None
+    assert "model registry" in " ".join(sim.result.assumptions.values())
+    # an architecture no model file registers: the Transformers fallback, not followed
+    assert isinstance(evaluate(sim, utils, "get_model_architecture(['Other'])"), Unknown)
+
+
+def test_without_the_version_s_model_files_the_registry_is_unknown() -> None:
+    sim, mods = simulator(registered=False)
+    found = evaluate(sim, mods[LOADER_UTILS], "mapping(['ToyForCausalLM'])")
+    assert isinstance(found, Unknown)
+
+
+def test_exclude_globs_are_matched_as_sglang_matches_them() -> None:
+    sim, mods = simulator()
+    utils = mods[LOADER_UTILS]
+    assert evaluate(sim, utils, "excluded('model.layers.3.mlp.experts', ['lm_head'])") is False
+    assert evaluate(sim, utils, "excluded('mtp_layers.0', ['mtp*'])") is True
+    assert evaluate(sim, utils, "excluded('model.layers.0.self_attn.q_a_proj', ['*q_a_proj'])")
+    assert evaluate(sim, utils, "unique(['a', 'b', 'a'])") == ["a", "b"]
+
+
+def test_a_pattern_that_may_backtrack_for_long_is_not_matched() -> None:
+    assert isinstance(pure_calls.regex("fullmatch", ["(a+)+$", "a" * 30 + "b"], {}), Unknown)
+    assert isinstance(pure_calls.regex("fullmatch", ["a*" * 10, "a" * 30], {}), Unknown)
+    assert isinstance(pure_calls.regex("fullmatch", ["x", "y" * 10_000], {}), Unknown)
+    assert isinstance(pure_calls.regex("fullmatch", ["(", "y"], {}), Unknown)  # no compile
+    assert isinstance(pure_calls.regex("sub", ["a", "b"], {}), Unknown)
+    assert pure_calls.regex("match", ["a.*", "abc"], {}) is not None
+    assert pure_calls.regex("search", ["z", "abc"], {}) is None
+
+
+def test_methods_take_their_keywords() -> None:
+    assert pure_calls.method("a.b.c", "rsplit", ["."], {"maxsplit": 1}) == ["a.b", "c"]
+    assert pure_calls.method("a.b.c", "rsplit", ["."], {}) == ["a", "b", "c"]
+    assert pure_calls.method({"k": 1}, "get", ["k"], {}) == 1
+    assert pure_calls.method("abc", "encode", [], {}) is pure_calls.NOT_PURE
