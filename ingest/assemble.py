@@ -238,12 +238,15 @@ SIMULATION_FILES = frozenset(
         # MoE configuration (kb/explain/moe.py)
         "python/sglang/srt/distributed/parallel_state.py",
         "python/sglang/srt/managers/scheduler.py",
+        # ... its checks of the loaded model (kb/explain/model_class.py)
+        "python/sglang/srt/model_executor/model_runner.py",
     }
 )
 # ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities
 # (`from sglang.srt.utils import f`), the remote model connectors, the model loader
 # building the quantization config, the quantization methods, the MoE implementation,
-# runner and dispatcher, the speculative workers
+# runner and dispatcher, the speculative workers, the model classes (their constructors
+# and forward signatures)
 SIMULATION_DIRS = (
     "python/sglang/srt/utils/",
     "python/sglang/srt/connector/",
@@ -251,6 +254,7 @@ SIMULATION_DIRS = (
     "python/sglang/srt/model_loader/",
     "python/sglang/srt/layers/moe/",
     "python/sglang/srt/speculative/",
+    "python/sglang/srt/models/",
 )
 
 

@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.dests import dest_rank
-from kb.explain import derived, draft_stage, model_loading, moe, moe_quant
+from kb.explain import (
+    derived,
+    draft_stage,
+    model_class,
+    model_loading,
+    model_registry,
+    moe,
+    moe_quant,
+)
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
@@ -143,7 +151,10 @@ def simulate(
     cite: Cite,
     environ: dict[str, str] | None = None,
     budget: Budget | None = None,
+    models: dict[str, str] | None = None,
 ) -> Simulation | None:
+    """`models`: the version's architectures -> the model file defining each (its
+    EntryClass), for the model registry and the model class's constructors."""
     entry = modules(SERVER_ARGS)
     if entry is None or not simulatable(modules):
         return None
@@ -168,6 +179,8 @@ def simulate(
     # the objects SGLang's code builds along the way (attention backends, CudaGraphConfig)
     # are not built here: their constructors decide nothing this reports, at a cost
     sim.construct = False
+    sim.models = model_registry.ModelRegistry.of(models) if models else None
+    model_file = (models or {}).get(profile.arch or "") if profile is not None else None
     result = sim.run()
     stages: list[tuple[int, str]] = []  # (the first check of a stage, its name)
     load_parts: list[str] = []
@@ -200,6 +213,11 @@ def simulate(
     loader_raised = any(
         c.outcome == "fired" and c.kind != "warning" for c in result.checks[loader_start:]
     )
+    if not loader_raised:  # the loader then builds the architecture's class
+        step = model_class.step(sim, model_file, profile, loaded.quant_config)
+        stage("load", model_class.PART, step)
+        # ... then the ModelRunner checks the loaded model's forward (pipeline parallelism)
+        stage("load", model_class.FORWARD_PART, model_class.forward_step(sim, model_file, profile))
     if configured:
 
         def build() -> None:

@@ -65,6 +65,10 @@ def _derive(sim: Simulator, attr: str) -> Any:
 # --- the ModelRunner that loads the model (the load stage: kb.explain.deploy.simulate) ----
 
 MODEL_RUNNER_MODULE = "sglang.srt.model_executor.model_runner"
+# ModelRunner's size parameters -> the server args the TpModelWorker passes for them
+# (`tp_size=self.tp_size`, `moe_ep_size=self.ep_size`, `pp_size=self.pp_size`, from its
+# server_args), for the main model's runner (the draft worker's passes the same)
+RUNNER_SIZES = {"tp_size": "tp_size", "pp_size": "pp_size", "moe_ep_size": "ep_size"}
 
 
 def runner_attr(sim: Simulator, runner: Obj, attr: str) -> Any:
@@ -85,7 +89,11 @@ def runner_attr(sim: Simulator, runner: Obj, attr: str) -> Any:
         sim.derived[key] = unknown(f"ModelRunner.{attr} (derived from itself)")
 
         def built_with(_init: Method) -> dict[str, Callable[[], Any]]:
-            return {"server_args": lambda: SELF, "model_config": lambda: model_config}
+            sizes = {
+                param: (lambda f=field: sim.attribute(SELF, f))
+                for param, field in RUNNER_SIZES.items()
+            }
+            return {"server_args": lambda: SELF, "model_config": lambda: model_config, **sizes}
 
         sim.derived[key] = _derived_attr(
             sim,

@@ -34,9 +34,10 @@ from kb.queries import (
     get_version,
     last_deprecation,
     newest_version,
+    per_stamp,
     session_stamp,
 )
-from kb.schema import Version, loads
+from kb.schema import ModelFile, Version, loads
 
 MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 # Statements the simulations that verify fixes may take in all, for one explain (a run takes
@@ -120,6 +121,16 @@ def _entry_classes(session: Session, version: Version) -> list[str]:
     return [name for text in rows for name in (loads(text) or []) if isinstance(name, str)]
 
 
+def _model_files(session: Session, version: Version) -> dict[str, str]:
+    """The version's architectures -> the path of the model file whose EntryClass names it."""
+    rows = session.exec(
+        select(ModelFile.path, ModelFile.architectures).where(ModelFile.version_id == version.id)
+    )
+    return {
+        arch: path for path, text in rows for arch in loads(text) or [] if isinstance(arch, str)
+    }
+
+
 def run(
     session: Session,
     version: Version,
@@ -141,7 +152,10 @@ def run(
     def cite(path: str, line: int, end: int) -> dict[str, Any]:
         return citation(version, path, line, end)
 
-    sim = simulate(facts, analysis, modules, profile, cite, environ_of(facts, command), budget)
+    models = per_stamp(("model-files", version.id), lambda: _model_files(session, version), session)
+    sim = simulate(
+        facts, analysis, modules, profile, cite, environ_of(facts, command), budget, models
+    )
     for f in analysis.findings:  # the site-by-site evaluation checks ServerArgs' constraints
         f["stage"] = "server_args" if f["kind"] in ("constraint", "undecidable") else "parse"
     if sim is not None:

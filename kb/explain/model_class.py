@@ -1,0 +1,477 @@
+"""The model class's constructors, a step of the load stage (kb.explain.deploy).
+
+The model loader builds the architecture's class (`model_class(config=hf_config,
+quant_config=..., prefix=...)`), whose constructor builds its model, the model its decoder
+layers, and each layer its attention and MLP or MoE block. Those constructors check the
+model and the parallel sizes: `if self.tp_size > config.n_routed_experts: raise ValueError`
+(DeepSeek, GLM-4 MoE, Qwen3-MoE), `if config.hidden_act != "silu": raise`.
+
+Building the whole model is not followed: a constructor per layer, each building linear
+layers and kernels' weights, is far past a run's budget and mostly code the knowledge base
+does not hold. The step finds the classes the architecture's class builds, through their
+constructors, in the model files it holds (DeepseekV2ForCausalLM -> DeepseekV2Model ->
+DeepseekV2DecoderLayer -> DeepseekV2MoE), and runs the constructor of each one that raises
+or asserts itself, alone, with the objects it builds not built (sim.construct False). Its
+arguments are what its builder passes when that is known: the builder's own `config` or
+`quant_config` handed on, a default the builder leaves; anything else is unknown, so a check
+reading it stays undecided. The parallel-state getters are answered from the server args.
+
+A class its builder builds only under a condition (the MoE block of a MoE layer, under
+`if is_sparse:`) raises only if it is built: its raises are stated as assumed (that the
+builder builds it), never claimed as errors.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kb.explain import classes, parallel_state
+from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
+from kb.explain.derived import MODEL_RUNNER_MODULE
+from kb.explain.frames import Ctx
+from kb.explain.model_registry import architecture_class
+from kb.explain.predicates import Profile, assumed, unknown
+from kb.explain.source_modules import Module
+
+if TYPE_CHECKING:
+    from kb.explain.simulate import Simulator
+
+PART = "the model class's constructors"
+MODELS_PACKAGE = "sglang.srt.models"
+MAX_CLASSES = 24  # classes followed from the architecture's (a VLM: ~12)
+MAX_DEPTH = 5  # builders deep: ForCausalLM -> Model -> DecoderLayer -> MoE -> (a helper)
+# the arguments the loader passes the architecture's class (model_loader/loader.py
+# `_initialize_model`: `model_class(config=..., quant_config=..., prefix=...)`)
+ROOT_ARGS = ("config", "quant_config")
+LAYER_PARAMS = ("layer_id", "layer_idx")  # a layer's index, as the model classes name it
+MAX_LAYERS = 256  # layers tried for whether a block is built in one (DeepSeek-V3: 61)
+MAX_LAYER_RUNS = 4  # layers a block's constructor is run for, looking for one that raises
+
+
+@dataclass(frozen=True)
+class Built:
+    """A class the architecture's class builds: where, and under what condition."""
+
+    cls: ClassRef
+    builder: str  # the class whose constructor builds it
+    line: int  # of the call
+    condition: str  # "" when built whenever its builder is
+    handed: dict[str, str]  # parameter -> the builder's parameter handed on unchanged
+    keywords: frozenset[str]  # the parameters the call passes by name
+    positional: int  # how many it passes by position (-1: a `*args` or `**kwargs` spread)
+    # the call is in the body (True) or `else` (False) of the `if` that is the builder
+    # constructor's statement at this index: the test then decides whether it is built
+    guard: tuple[int, bool] | None = None
+
+
+def step(
+    sim: Simulator, path: str | None, profile: Profile | None, quant_config: Any
+) -> Callable[[], None] | None:
+    """The step to run; None when the architecture's class is not held (its file is not in
+    the knowledge base) or builds nothing that checks."""
+    root = architecture_class(sim, path, profile.arch if profile is not None else None)
+    if root is None:
+        return None
+    built = list(_closure(sim, root))
+    checking = [b for b in built if _checks(_init(sim, b.cls))]
+    if not checking:
+        return None
+    chain = {b.cls.name: b for b in built}
+    layers = _layers(profile)
+
+    def run() -> None:
+        construct, sim.construct = sim.construct, False
+        sim.parallel = parallel_state.sizes(sim.fields)
+        try:
+            for b in checking:
+                _check(sim, b, chain, quant_config, layers)
+        finally:
+            sim.construct = construct
+            sim.parallel = {}
+
+    return run
+
+
+def _layers(profile: Profile | None) -> list[int]:
+    """Layer ids to follow a layer's constructors for, the likeliest to differ first: the
+    first, the first past the dense ones (`first_k_dense_replace`: DeepSeek, GLM-4 MoE),
+    the one after each and the last, then the others (at most MAX_LAYERS); none when
+    config.json does not say how many layers the model has."""
+    config = profile.config if profile is not None else None
+    if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
+        config = config["text_config"]
+    if not isinstance(config, dict):
+        return []
+    count, dense = config.get("num_hidden_layers"), config.get("first_k_dense_replace", 0)
+    if not isinstance(count, int) or isinstance(count, bool) or not 0 < count <= MAX_LAYERS:
+        return []
+    dense = dense if isinstance(dense, int) and not isinstance(dense, bool) else 0
+    first = sorted({n for n in (0, 1, dense, dense + 1, count - 1) if 0 <= n < count})
+    return [*first, *(n for n in range(count) if n not in first)]
+
+
+def _chain(b: Built, chain: dict[str, Built]) -> list[Built]:
+    """`b` and its builders up to the architecture's class."""
+    out: list[Built] = []
+    link: Built | None = b
+    while link is not None and link not in out:
+        out.append(link)
+        link = chain.get(link.builder)
+    return out
+
+
+def _check(
+    sim: Simulator, b: Built, chain: dict[str, Built], quant_config: Any, layers: list[int]
+) -> None:
+    """Run the constructor of `b`: for the layers its builders are decided to build it in,
+    the first where a check fires (else the first); nothing when they are decided to build
+    it in no layer; when that is not decided, once, with its raises assumed on its
+    builders building it."""
+    conditional = [link for link in _chain(b, chain) if link.condition]
+    if not conditional:
+        _construct(sim, b, quant_config, None, Ctx())
+        return
+    kept: list[Any] | None = None
+    runs, undecided = 0, not layers
+    for layer in layers:
+        built = [_builds(sim, link, chain, quant_config, layer) for link in conditional]
+        if not all(d is True for d in built):
+            undecided = undecided or any(d is None for d in built)
+            continue
+        start = len(sim.result.checks)
+        _construct(sim, b, quant_config, layer, Ctx())
+        ran = sim.result.checks[start:]
+        del sim.result.checks[start:]
+        fired = any(c.outcome == "fired" for c in ran)
+        if kept is None or fired:
+            kept = ran
+        runs += 1
+        if fired or runs >= MAX_LAYER_RUNS:
+            break
+    if kept is not None:
+        sim.result.checks.extend(kept)
+        return
+    if not undecided:
+        return  # no layer builds it
+    ctx = Ctx()
+    for link in conditional:
+        key = f"built:{link.builder}.{link.cls.name}"
+        sim.result.assumptions[key] = (
+            f"{link.builder} builds {link.cls.name} (its constructor does when "
+            f"{link.condition}, line {link.line})"
+        )
+        ctx = ctx.under(link.condition, (), frozenset({assumed(key)}))
+    start = len(sim.result.checks)
+    _construct(sim, b, quant_config, None, ctx)
+    if not any(c.outcome == "assumed" for c in sim.result.checks[start:]):
+        for link in conditional:  # (said only of a raise that rests on it)
+            sim.result.assumptions.pop(f"built:{link.builder}.{link.cls.name}", None)
+
+
+def _builds(
+    sim: Simulator, link: Built, chain: dict[str, Built], quant_config: Any, layer: int
+) -> bool | None:
+    """Whether the builder of `link` builds it for `layer`: its constructor's statements
+    up to the `if` guarding the call, then the `if`'s test; None when not decided here."""
+    builder = chain.get(link.builder)
+    init = _init(sim, builder.cls) if builder is not None else None
+    if builder is None or init is None or link.guard is None:
+        return None
+    index, branch = link.guard
+    guard = init.node.body[index]
+    assert isinstance(guard, ast.If)
+    node = copy.copy(init.node)
+    test = guard.test if branch else ast.UnaryOp(ast.Not(), guard.test)
+    node.body = [*init.node.body[:index], ast.Return(test, lineno=guard.lineno, col_offset=0)]
+    start = len(sim.result.checks)
+    kwargs = _arguments(init.node, builder, quant_config, layer)
+    bound = Func(init.module, node, Instance(builder.cls), init.owner)
+    value = sim.call_function(bound, [], kwargs, Ctx())
+    del sim.result.checks[start:]  # (the builder's own checks: its own run reports them)
+    return value if isinstance(value, bool) else None
+
+
+def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, ctx: Ctx) -> None:
+    init = _init(sim, b.cls)
+    if init is not None:
+        kwargs = _arguments(init.node, b, quant_config, layer)
+        bound = Func(init.module, init.node, Instance(b.cls), init.owner)
+        sim.call_function(bound, [], kwargs, ctx)
+
+
+def _arguments(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, b: Built, quant_config: Any, layer: int | None
+) -> dict[str, Any]:
+    """The constructor's arguments: the model's hf_config and the loader's quantization
+    config where the builder hands its own on, the layer id being followed; a parameter
+    the call leaves out keeps its default; anything else is unknown, naming the builder."""
+    handed = {"config": Obj("hf_config"), "quant_config": quant_config}
+    builder = b.builder or "the model loader"
+    names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1:]
+    passed = set(b.keywords) | set(names[: max(b.positional, 0)])
+    out: dict[str, Any] = {}
+    for name in [*names, *(a.arg for a in node.args.kwonlyargs)]:
+        if b.handed.get(name) in handed:
+            out[name] = handed[b.handed[name]]
+        elif name in LAYER_PARAMS and layer is not None and name in passed:
+            out[name] = layer
+        elif name in passed or b.positional < 0:
+            out[name] = unknown(f"the {name} {builder} passes")
+    return out
+
+
+def _init(sim: Simulator, cls: ClassRef) -> Func | None:
+    """The constructor that runs for `cls`: its own or the nearest base's we hold."""
+    for c in classes.mro(sim, cls)[0]:
+        for node in c.node.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                return Func(c.module, node, None, c)
+    return None
+
+
+def _checks(init: Func | None) -> bool:
+    return init is not None and any(
+        isinstance(n, ast.Raise | ast.Assert) for n in ast.walk(init.node)
+    )
+
+
+def _closure(sim: Simulator, root: ClassRef) -> Iterator[Built]:
+    """The architecture's class and the classes built through constructors from it, in the
+    model package, breadth first (each once)."""
+    first = Built(root, "", 0, "", {a: a for a in ROOT_ARGS}, frozenset(ROOT_ARGS), 0)
+    yield first
+    queue, seen = [(first, 0)], {(root.path, root.name)}
+    while queue and len(seen) < MAX_CLASSES:
+        holder, depth = queue.pop(0)
+        init = _init(sim, holder.cls)
+        if init is None or depth >= MAX_DEPTH:
+            continue
+        for b in _built_by(sim, holder.cls, init):
+            if (b.cls.path, b.cls.name) in seen or len(seen) >= MAX_CLASSES:
+                continue
+            seen.add((b.cls.path, b.cls.name))
+            yield b
+            queue.append((b, depth + 1))
+
+
+def _built_by(sim: Simulator, holder: ClassRef, init: Func) -> Iterator[Built]:
+    """The model classes `init` calls (directly, or in a lambda it hands to a helper such as
+    make_layers), each with the condition it is called under."""
+    params = {a.arg for a in (*init.node.args.args, *init.node.args.kwonlyargs)}
+    guards = _guards(init.node.body)
+    for call, conds in _calls(init.node.body, ()):
+        if not isinstance(call.func, ast.Name):
+            continue
+        cls = _model_class(sim, init.module, call.func.id)
+        if cls is None:
+            continue
+        spread = any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        )
+        yield Built(
+            cls,
+            holder.name,
+            call.lineno,
+            " and ".join(conds),
+            _handed(call, params),
+            frozenset(k.arg for k in call.keywords if k.arg),
+            -1 if spread else len(call.args),
+            guards.get(id(call)) if len(conds) == 1 else None,
+        )
+
+
+def _model_class(sim: Simulator, mod: Module, name: str) -> ClassRef | None:
+    if name in mod.classes:
+        return classes.class_ref(mod, name)
+    target = mod.imports.get(name)
+    if target is None or not target[0].startswith(MODELS_PACKAGE) or target[1] is None:
+        return None
+    found = sim.exported(target[0], target[1])
+    return found if isinstance(found, ClassRef) else None
+
+
+def _handed(call: ast.Call, params: set[str]) -> dict[str, str]:
+    """Keyword (or first positional) arguments that are the builder's own parameters of the
+    same name, handed on unchanged (`config=config`)."""
+    out = {k.arg: k.value.id for k in call.keywords if k.arg and isinstance(k.value, ast.Name)}
+    if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == "config":
+        out.setdefault("config", "config")
+    return {k: v for k, v in out.items() if v in params and k == v}
+
+
+def _guards(body: list[ast.stmt]) -> dict[int, tuple[int, bool]]:
+    """id(call) -> (index, branch) for the calls directly under a top-level `if` of a
+    constructor (not in a nested condition)."""
+    out: dict[int, tuple[int, bool]] = {}
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, ast.If):
+            for branch, stmts in ((True, stmt.body), (False, stmt.orelse)):
+                for call, conds in _calls(stmts, ()):
+                    if not conds:
+                        out[id(call)] = (i, branch)
+    return out
+
+
+def _calls(
+    stmts: list[ast.stmt], conds: tuple[str, ...]
+) -> Iterator[tuple[ast.Call, tuple[str, ...]]]:
+    """The calls of a constructor's statements, with the `if` tests (and their negations
+    for `else`) they run under; a conditional expression's branches count as conditions."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            test = ast.unparse(stmt.test)
+            yield from _expr_calls(stmt.test, conds)
+            yield from _calls(stmt.body, (*conds, test))
+            yield from _calls(stmt.orelse, (*conds, f"not ({test})"))
+        elif isinstance(stmt, ast.For | ast.While | ast.With | ast.Try):
+            loop = (*conds, "its loop runs") if isinstance(stmt, ast.For | ast.While) else conds
+            for part in ("body", "orelse", "finalbody"):
+                yield from _calls(getattr(stmt, part, []) or [], loop)
+            for handler in getattr(stmt, "handlers", []):
+                yield from _calls(handler.body, (*conds, "an exception is caught"))
+        elif not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield from _expr_calls(stmt, conds)
+
+
+def _expr_calls(
+    node: ast.AST, conds: tuple[str, ...]
+) -> Iterator[tuple[ast.Call, tuple[str, ...]]]:
+    if isinstance(node, ast.IfExp):
+        test = ast.unparse(node.test)
+        yield from _expr_calls(node.test, conds)
+        yield from _expr_calls(node.body, (*conds, test))
+        yield from _expr_calls(node.orelse, (*conds, f"not ({test})"))
+        return
+    if isinstance(node, ast.Call):
+        yield node, conds
+    for child in ast.iter_child_nodes(node):
+        yield from _expr_calls(child, conds)
+
+
+# --- the model runner's checks of the model's forward ------------------------------------
+
+FORWARD_PART = "the model runner's checks of the model's forward"
+
+
+def forward_step(
+    sim: Simulator, path: str | None, profile: Profile | None
+) -> Callable[[], None] | None:
+    """ModelRunner's checks that read the model's forward signature once loaded: `self.X =
+    "pp_proxy_tensors" in inspect.signature(self.model.forward).parameters`, then `if
+    self.pp_size > 1: assert self.X, "Pipeline Parallel is not compatible with this model."`.
+    Each such check runs with the signature read from the architecture's class (its own
+    `forward` or the nearest base's); None when the class or the runner is not held."""
+    root = architecture_class(sim, path, profile.arch if profile is not None else None)
+    mod = sim.module(MODEL_RUNNER_MODULE)
+    runner = mod.classes.get("ModelRunner") if mod is not None else None
+    if root is None or mod is None or runner is None:
+        return None
+    checks: list[tuple[ast.FunctionDef, list[ast.stmt]]] = []
+    for method in runner.body:
+        if isinstance(method, ast.FunctionDef):
+            found = _signature_checks(sim, method, root)
+            if found:
+                checks.append((method, found))
+    if not checks:
+        return None
+
+    def run() -> None:
+        owner = classes.class_ref(mod, "ModelRunner")
+        for method, stmts in checks:
+            node = copy.copy(method)
+            node.args = ast.arguments([], [ast.arg("self")], None, [], [], None, [])
+            node.body = stmts
+            sim.call_function(Func(mod, node, Obj("runner"), owner), [], {}, Ctx())
+
+    return run
+
+
+def _signature_checks(sim: Simulator, method: ast.FunctionDef, root: ClassRef) -> list[ast.stmt]:
+    """The method's top-level statements that raise or assert on a field it set from the
+    model's signature, with that field replaced by its value and the signature's
+    parameters by the architecture's (a tuple of their names)."""
+    fields: dict[str, ast.expr] = {}
+    out: list[ast.stmt] = []
+    for stmt in method.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and _self_attr(stmt.targets[0]) is not None
+            and (value := _with_signature(sim, stmt.value, root)) is not None
+        ):
+            fields[_self_attr(stmt.targets[0]) or ""] = value
+        elif fields and any(isinstance(n, ast.Assert | ast.Raise) for n in ast.walk(stmt)):
+            reads = {_self_attr(n) for n in ast.walk(stmt)} & set(fields)
+            if reads:
+                out.append(_Substitute(fields).visit(copy.deepcopy(stmt)))
+    return out
+
+
+def _self_attr(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
+    return None
+
+
+def _with_signature(sim: Simulator, value: ast.expr, root: ClassRef) -> ast.expr | None:
+    """`value` with each `inspect.signature(self.model.<m>).parameters` replaced by the
+    names of the parameters of the architecture's `<m>`; None when it has none, or when a
+    method it names is not found in the classes held."""
+    found = False
+    for node in ast.walk(value):
+        if isinstance(node, ast.Attribute) and node.attr == "parameters":
+            call = node.value
+            if not (
+                isinstance(call, ast.Call)
+                and ast.unparse(call.func) in ("inspect.signature", "signature")
+                and len(call.args) == 1
+                and isinstance(call.args[0], ast.Attribute)
+                and ast.unparse(call.args[0].value) == "self.model"
+            ):
+                continue
+            params = _method_params(sim, root, call.args[0].attr)
+            if params is None:
+                return None
+            found = True
+    if not found:
+        return None
+    return _Signature(sim, root).visit(copy.deepcopy(value))
+
+
+def _method_params(sim: Simulator, root: ClassRef, name: str) -> list[str] | None:
+    for c in classes.mro(sim, root)[0]:
+        for node in c.node.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+                a = node.args
+                return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)][1:]
+    return None  # (defined by a base not held here, if at all)
+
+
+class _Signature(ast.NodeTransformer):
+    def __init__(self, sim: Simulator, root: ClassRef) -> None:
+        self.sim, self.root = sim, root
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        call = node.value
+        if node.attr == "parameters" and isinstance(call, ast.Call) and call.args:
+            target = call.args[0]
+            if isinstance(target, ast.Attribute):
+                params = _method_params(self.sim, self.root, target.attr) or []
+                names: list[ast.expr] = [ast.Constant(p) for p in params]
+                return ast.copy_location(ast.Tuple(names, ast.Load()), node)
+        return self.generic_visit(node)
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, fields: dict[str, ast.expr]) -> None:
+        self.fields = fields
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        name = _self_attr(node)
+        if name in self.fields and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(copy.deepcopy(self.fields[name]), node)
+        return self.generic_visit(node)

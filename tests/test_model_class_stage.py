@@ -1,0 +1,232 @@
+"""Past ServerArgs, the model loader builds the architecture's class, whose constructors
+check the model and the parallel sizes, and the ModelRunner then checks the loaded model's
+forward signature for pipeline parallelism (kb/explain/model_class.py). Followed on a
+synthetic repository shaped like SGLang's (no SGLang code): a MoE block raising when the tp
+size exceeds the experts, built by a decoder layer only for its sparse layers (decided by a
+helper reading config.json and the layer id), the layers built through a lambda handed to
+`make_layers`, and a runner asserting `pp_proxy_tensors` in the model's forward.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlmodel import Session
+
+from kb.explain import explain
+from kb.explain.predicates import Profile
+from tests.conftest import one_release_session
+from tests.fixture_repos import SERVER_ARGS
+from tests.sim_repos import UTILS, UTILS_TEXT
+
+SRT = "python/sglang/srt/"
+MODEL = SRT + "models/toy_moe.py"
+RUNNER = SRT + "model_executor/model_runner.py"
+
+ARGS = """
+import argparse
+import dataclasses
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str
+    tp_size: int = 1
+    pp_size: int = 1
+
+    def __post_init__(self):
+        pass
+
+    def check_server_args(self):
+        pass
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument("--model-path", type=str, required=True, help="Model weights.")
+        parser.add_argument("--tp-size", type=int, default=ServerArgs.tp_size, help="TP.")
+        parser.add_argument("--pp-size", type=int, default=ServerArgs.pp_size, help="PP.")
+"""
+
+PARALLEL_STATE = """
+_TP = None
+
+
+def get_tensor_model_parallel_world_size():
+    return _TP.world_size
+"""
+
+LAYER_UTILS = """
+def make_layers(num_hidden_layers, layer_fn, prefix=""):
+    return [layer_fn(idx=i, prefix=prefix) for i in range(num_hidden_layers)]
+"""
+
+MODEL_TEXT = """
+from torch import nn
+
+from sglang.srt.distributed.parallel_state import get_tensor_model_parallel_world_size
+from sglang.srt.utils.layers import make_layers
+
+
+class ToyMoE(nn.Module):
+    def __init__(self, config, quant_config=None, layer_id=0, prefix=""):
+        super().__init__()
+        self.tp_size = get_tensor_model_parallel_world_size()
+        if self.tp_size > config.num_experts:
+            raise ValueError(
+                f"Tensor parallel size {self.tp_size} is greater than the number of "
+                f"experts {config.num_experts}."
+            )
+
+
+class ToyMLP(nn.Module):
+    def __init__(self, hidden_size, hidden_act):
+        super().__init__()
+        if hidden_act != "silu":
+            raise ValueError(f"Unsupported activation: {hidden_act}.")
+
+
+class ToyDecoderLayer(nn.Module):
+    def __init__(self, config, layer_id, quant_config=None, prefix=""):
+        super().__init__()
+        self.config = config
+        self.is_sparse = self._is_sparse(layer_id)
+        if self.is_sparse:
+            self.mlp = ToyMoE(config=config, quant_config=quant_config, layer_id=layer_id)
+        else:
+            self.mlp = ToyMLP(config.hidden_size, hidden_act=config.hidden_act)
+
+    def _is_sparse(self, layer_id):
+        return layer_id >= self.config.first_k_dense_replace
+
+
+class ToyModel(nn.Module):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        self.layers = make_layers(
+            config.num_hidden_layers,
+            lambda idx, prefix: ToyDecoderLayer(
+                config=config, layer_id=idx, quant_config=quant_config, prefix=prefix
+            ),
+        )
+
+
+class ToyMoeForCausalLM(nn.Module):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        self.model = ToyModel(config, quant_config=quant_config, prefix="model")
+
+    def forward(self, input_ids, positions, forward_batch, pp_proxy_tensors=None):
+        return self.model(input_ids)
+
+
+class ToyNoPipelineForCausalLM(ToyMoeForCausalLM):
+    def forward(self, input_ids, positions, forward_batch):
+        return self.model(input_ids)
+
+
+EntryClass = [ToyMoeForCausalLM, ToyNoPipelineForCausalLM]
+"""
+
+RUNNER_TEXT = """
+import inspect
+
+
+class ModelRunner:
+    def __init__(self, model_config, tp_size, pp_size, server_args):
+        self.model_config = model_config
+        self.tp_size = tp_size
+        self.pp_size = pp_size
+        self.server_args = server_args
+        self.page_size = server_args.page_size
+
+    def initialize(self):
+        self.load_model()
+        self.support_pp = (
+            "pp_proxy_tensors" in inspect.signature(self.model.forward).parameters
+        )
+        if self.pp_size > 1:
+            assert self.support_pp, "Pipeline Parallel is not compatible with this model."
+"""
+
+FILES = {
+    SERVER_ARGS: ARGS,
+    UTILS: UTILS_TEXT,
+    SRT + "distributed/parallel_state.py": PARALLEL_STATE,
+    SRT + "utils/layers.py": LAYER_UTILS,
+    MODEL: MODEL_TEXT,
+    RUNNER: RUNNER_TEXT,
+}
+TOY = {
+    "architectures": ["ToyMoeForCausalLM"],
+    "num_experts": 8,
+    "num_hidden_layers": 4,
+    "first_k_dense_replace": 1,
+    "hidden_size": 64,
+    "hidden_act": "silu",
+}
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    yield from one_release_session(
+        tmp_path_factory, "modelclass", {p: textwrap.dedent(t) for p, t in FILES.items()}
+    )
+
+
+def load_findings(session: Session, flags: str, config: dict[str, Any]) -> list[tuple[str, str]]:
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "config": config})
+    result = explain(session, "v0.1.0", f"--model-path org/model {flags}", profile=profile)
+    return [
+        (f["severity"], f["message"])
+        for f in result["findings"]
+        if f.get("stage") == "load" and f["severity"] in ("error", "warning")
+    ]
+
+
+def line_of(text: str, needle: str) -> int:
+    """The line of `needle` in the file as the fixture writes it (dedented, stripped)."""
+    lines = textwrap.dedent(text).lstrip().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+def test_a_moe_block_raises_in_its_constructor_for_a_sparse_layer(session: Session) -> None:
+    line = line_of(MODEL_TEXT, "raise ValueError(")
+    assert load_findings(session, "--tp-size 16", TOY) == [
+        (
+            "error",
+            f"raises at toy_moe.py:{line}: ValueError: Tensor parallel size 16 is greater "
+            "than the number of experts 8.",
+        )
+    ]
+    assert load_findings(session, "--tp-size 8", TOY) == []
+
+
+def test_a_model_whose_layers_are_all_dense_builds_no_moe_block(session: Session) -> None:
+    dense = {**TOY, "first_k_dense_replace": 4}  # every layer id < 4: ToyMLP only
+    assert load_findings(session, "--tp-size 16", dense) == []
+
+
+def test_a_builder_not_decided_makes_the_raise_an_assumption(session: Session) -> None:
+    # without first_k_dense_replace, whether any layer is sparse is unknown: said, not claimed
+    undecided = {k: v for k, v in TOY.items() if k != "first_k_dense_replace"}
+    ((severity, message),) = load_findings(session, "--tp-size 16", undecided)
+    assert severity == "warning"
+    assert "Tensor parallel size 16" in message
+    assert "assuming ToyDecoderLayer builds ToyMoE" in message
+
+
+def test_pipeline_parallelism_needs_pp_proxy_tensors_in_the_forward(session: Session) -> None:
+    line = line_of(RUNNER_TEXT, "assert self.support_pp")
+    plain = {**TOY, "architectures": ["ToyNoPipelineForCausalLM"]}
+    assert load_findings(session, "--pp-size 2", plain) == [
+        (
+            "error",
+            f"assertion fails at model_runner.py:{line}: "
+            "Pipeline Parallel is not compatible with this model.",
+        )
+    ]
+    assert load_findings(session, "--pp-size 1", plain) == []
+    assert load_findings(session, "--pp-size 2", TOY) == []  # its forward takes them
