@@ -30,6 +30,7 @@ from kb.env import flag_env_writes
 from kb.explain.load import load_options
 from kb.flagsites import chain_reads, version_sites
 from kb.help_claims import contradictions
+from kb.load_requirements import layer_selections, load_requirements, stage_counts
 from kb.queries import (
     MAX_NAME,
     NotFound,
@@ -267,6 +268,7 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
             "member": members.get(str(value).lower()),
             "sites": data["choice_counts"].get(str(value), 0),
             "url": backend_url(version, flag.name, str(value)),
+            **load_time_counts(session, version, flag.dest, values, str(value)),
         }
         for value in data["choices"] or data["known_values"] or []
     ]
@@ -280,6 +282,19 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["examples"] = doc_examples(session, version, options)
     data["sections"] = parts.sections(data)
     return data
+
+
+def load_time_counts(
+    session: Session, version: Version, dest: str, values: list[str], value: str
+) -> dict[str, int]:
+    """A value's load-time requirements (its builder's and the model loader's checks, and
+    the load-stage checks of the classes it selects) and its first-forward checks."""
+    selected = layer_selections(session, version, dest, values, value)
+    stages = stage_counts(selected)
+    return {
+        "load_time": len(load_requirements(session, version, values, value)) + stages["load"],
+        "first_forward": stages["first_forward"],
+    }
 
 
 def _flag_constraint(
