@@ -195,6 +195,19 @@ def _flags(session: Session, version: Version) -> layer_sites.Flags:
     return per_stamp(("layer-flags", version.id), make, session)
 
 
+def layer_checks(
+    session: Session, version: Version, dest: str, choices: list[str], value: str
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """`layer_selections` as the value page's JSON states them, and their checks by stage
+    (made once per version, value and state of the knowledge base)."""
+
+    def make() -> tuple[list[dict[str, Any]], dict[str, int]]:
+        selected = layer_selections(session, version, dest, choices, value)
+        return selection_dicts(version, selected), stage_counts(selected)
+
+    return per_stamp(("layer-checks", version.id, dest, value, tuple(choices)), make, session)
+
+
 def selection_dicts(
     version: Version, selections: list[layer_sites.Selection]
 ) -> list[dict[str, Any]]:

@@ -17,12 +17,7 @@ from app.templating import render
 from app.views.common import errors, page_context
 from kb.contract import BackendList, BackendValue
 from kb.doc_commands import examples as doc_examples
-from kb.load_requirements import (
-    layer_selections,
-    load_requirements,
-    selection_dicts,
-    stage_counts,
-)
+from kb.load_requirements import layer_checks, load_requirements
 from kb.queries import (
     NotFound,
     all_enums,
@@ -158,7 +153,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
     site_dicts = [choice_site_dict(version, site) for site in sites]
     others = [c for c in choices if c != value]
     names = [row.name, *(loads(row.aliases) or [])]
-    selected = layer_selections(session, version, row.dest, [str(c) for c in choices], value)
+    selected, stages = layer_checks(session, version, row.dest, [str(c) for c in choices], value)
     return BackendValue.model_validate(
         {
             "version": version.name,
@@ -174,9 +169,9 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             "requirement_summary": summarize(
                 effects["requirements"],
                 load_requirements(session, version, choices, value),
-                stage_counts(selected),
+                stages,
             ),
-            "layer_checks": selection_dicts(version, selected),
+            "layer_checks": selected,
             "side_effects": effects["side_effects"],
             "examples": doc_examples(session, version, names, value),
             "areas": [

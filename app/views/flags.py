@@ -262,13 +262,14 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
         members.setdefault(m["name"].lower(), m["name"])
     for m in (data["enum"] or {}).get("members", []):
         members[str(m.get("value", m["name"])).lower()] = m["name"]
+    counts = load_time_counts(session, version, flag.dest, values)
     data["choice_rows"] = [
         {
             "value": value,
             "member": members.get(str(value).lower()),
             "sites": data["choice_counts"].get(str(value), 0),
             "url": backend_url(version, flag.name, str(value)),
-            **load_time_counts(session, version, flag.dest, values, str(value)),
+            **counts.get(str(value), {}),
         }
         for value in data["choices"] or data["known_values"] or []
     ]
@@ -285,16 +286,21 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
 
 
 def load_time_counts(
-    session: Session, version: Version, dest: str, values: list[str], value: str
-) -> dict[str, int]:
-    """A value's load-time requirements (its builder's and the model loader's checks, and
-    the load-stage checks of the classes it selects) and its first-forward checks."""
-    selected = layer_selections(session, version, dest, values, value)
-    stages = stage_counts(selected)
-    return {
-        "load_time": len(load_requirements(session, version, values, value)) + stages["load"],
-        "first_forward": stages["first_forward"],
-    }
+    session: Session, version: Version, dest: str, values: list[str]
+) -> dict[str, dict[str, int]]:
+    """Each value's load-time requirements (its builder's and the model loader's checks,
+    and the load-stage checks of the classes it selects) and its first-forward checks;
+    once per flag and state of the knowledge base."""
+
+    def make() -> dict[str, dict[str, int]]:
+        out = {}
+        for value in values:
+            stages = stage_counts(layer_selections(session, version, dest, values, value))
+            at_load = len(load_requirements(session, version, values, value)) + stages["load"]
+            out[value] = {"load_time": at_load, "first_forward": stages["first_forward"]}
+        return out
+
+    return per_stamp(("load-time-counts", version.id, dest, tuple(values)), make, session)
 
 
 def _flag_constraint(
