@@ -255,6 +255,12 @@ def in_words(tests: list[ast.expr], flags: Flags) -> tuple[str, tuple[str, ...]]
     words = _InWords(flags)
     parts = []
     for test in conjuncts(tests):
+        if (
+            isinstance(test, ast.UnaryOp)
+            and isinstance(test.op, ast.Not)
+            and isinstance(test.operand, ast.Compare)
+        ):
+            test = simplify(test, None)  # `x is not None`, not `not x is None`
         node = words.visit(_copy(test))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = ast.unparse(node.operand)
@@ -571,6 +577,16 @@ def _returned_class(
         return None
     if node.id in bound:
         return bound[node.id]
+    built = [  # `fp8_method = Fp8MoEMethod(self)` ... `return fp8_method`
+        n.value.func
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name)
+    ]
+    if len(built) == 1 and isinstance(built[0], ast.Name):
+        node = built[0]
     for imp in ast.walk(fn):  # `from ...layer import FlashInferFP4MoE` in the branch
         if isinstance(imp, ast.ImportFrom):
             for name, (dotted, attr) in import_names(imp, package_of(mod.path)):
@@ -584,21 +600,27 @@ def _returned_class(
 
 def _layer_of(tests: list[ast.expr]) -> tuple[str, list[ast.expr]]:
     """The layer type an `isinstance(layer, X)` test names, and the other tests."""
-    layer, rest = "", []
-    for t in tests:
-        if (
-            not layer
-            and isinstance(t, ast.Call)
-            and isinstance(t.func, ast.Name)
-            and t.func.id == "isinstance"
-            and len(t.args) == 2
-            and isinstance(t.args[0], ast.Name)
-            and t.args[0].id == "layer"
-        ):
-            layer = ast.unparse(t.args[1])
+    layer, rest, other_layers = "", [], []
+    for t in conjuncts(tests):
+        if _is_layer_test(t):
+            assert isinstance(t, ast.Call)
+            layer = layer or ast.unparse(t.args[1])
+        elif isinstance(t, ast.UnaryOp) and _is_layer_test(t.operand):
+            other_layers.append(t)  # `not isinstance(layer, LinearBase)`: an earlier branch
         else:
             rest.append(t)
-    return layer, rest
+    return layer, rest if layer else [*other_layers, *rest]
+
+
+def _is_layer_test(t: ast.expr) -> bool:
+    return (
+        isinstance(t, ast.Call)
+        and isinstance(t.func, ast.Name)
+        and t.func.id == "isinstance"
+        and len(t.args) == 2
+        and isinstance(t.args[0], ast.Name)
+        and t.args[0].id == "layer"
+    )
 
 
 def _returns(
