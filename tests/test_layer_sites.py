@@ -181,7 +181,7 @@ def test_the_pages_show_them(client: TestClient) -> None:
     flag = client.get(f"{V}/flags/--moe-a2a-backend").text
     listed = flag[flag.index('<div id="load-time"') :]
     assert (
-        f'<a href="{V}/backends/--moe-a2a-backend/deep#layer-checks"><code>deep</code></a>'
+        f'<a href="{V}/backends/--moe-a2a-backend/deep#requirement-summary"><code>deep</code></a>'
         in listed
     )
     rows = {r["value"]: r for r in api(client, f"{V}/flags/--moe-a2a-backend")["choice_rows"]}
