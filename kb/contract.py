@@ -385,6 +385,10 @@ class ChoiceRow(Model):
     member: str | None  # the enum member whose value it is
     sites: int  # choice sites that test it
     url: str  # its backend value page
+    # its load-time requirements (RequirementSummary.load_time) and the checks of the
+    # classes it selects (BackendValue.layer_checks), by stage
+    load_time: int = 0
+    first_forward: int = 0
 
 
 class UsageFile(Model):
@@ -598,6 +602,10 @@ class RequirementSummary(Model):
     load_time: list[str] = []
     load_time_sources: list[Citation] = []
     conditional: int  # requirements holding only under other settings
+    # the checks of the classes the value selects past ServerArgs (BackendValue.layer_checks),
+    # counted by stage, each counted once
+    layer_load: int = 0
+    layer_first_forward: int = 0
 
 
 class EnumMemberRef(Model):
@@ -623,6 +631,37 @@ class DerivedFrom(Model):
     url: str  # its page for the value
 
 
+class LayerCheck(Model):
+    """A raise or assert of a class the value selects when the model is built
+    (kb/layer_sites.py), with the tests that must hold for it to run, in words."""
+
+    stage: Literal["load", "first_forward"]  # weights loading, or the first forward pass
+    owner: str  # the class whose method holds it
+    function: str  # that method
+    via: list[str]  # the methods called to reach it, from the entry point (forward, apply)
+    kind: Literal["raise", "assert", "not_implemented"]
+    # the tests that must hold for it to fail ("" when none but its own), flags named as
+    # options ("--moe-runner-backend = flashinfer_cutlass"), the page's flag decided
+    condition: str
+    requires: str = ""  # an assert's test, in words: what must hold ("" for a raise)
+    message: str  # the raise's exception and text, the assert's message ("" without)
+    flags: list[str]  # the options its condition reads
+    source: Citation
+
+
+class LayerSelection(Model):
+    """A class the value selects past ServerArgs, by what, with its checks."""
+
+    selector: str  # "ModelOptFp4Config.get_quant_method", "get_moe_impl_class"
+    selected: str  # the class returned: "ModelOptNvFp4FusedMoEMethod", "DeepEPMoE"
+    layer: str  # the layer type it is returned for ("FusedMoE"), or ""
+    when: str  # the branch's other tests, in words, or ""
+    # "ModelOptFp4Config.get_quant_method -> ModelOptNvFp4FusedMoEMethod for FusedMoE layers"
+    words: str
+    source: Citation  # the `return`
+    checks: list[LayerCheck]
+
+
 class BackendValue(Model):
     version: str
     flag: str
@@ -640,6 +679,9 @@ class BackendValue(Model):
     compare_url: str | None
     derives_from: DerivedFrom | None = None  # None: the flag is no variant taking the value
     examples: list[DocExample] = []  # the version's doc commands giving the flag this value
+    # what the value selects when the model is built (a quantization method's classes per
+    # layer type, the MoE layer class) and their raises and asserts (kb/layer_sites.py)
+    layer_checks: list[LayerSelection] = []
 
 
 class CompareRow(Model):

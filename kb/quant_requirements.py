@@ -117,7 +117,7 @@ def resolve_class(modules: Modules, mod: Module, name: str, hops: int = 0) -> Cl
     return None
 
 
-def _method(
+def method_of(
     modules: Modules, ref: ClassRef, name: str, hops: int = 0
 ) -> tuple[ClassRef, ast.FunctionDef] | None:
     """The class's own `name`, or the nearest base's that defines it."""
@@ -129,7 +129,7 @@ def _method(
     for base in ref.node.bases:
         if isinstance(base, ast.Name):
             parent = resolve_class(modules, ref.module, base.id)
-            if parent is not None and (found := _method(modules, parent, name, hops + 1)):
+            if parent is not None and (found := method_of(modules, parent, name, hops + 1)):
                 return found
     return None
 
@@ -139,7 +139,7 @@ def _answer(
 ) -> tuple[ast.expr, ClassRef, ast.Return] | None:
     """What the class's argument-free method `name` returns when its body is that one
     `return` (a literal, or another class's answer to the same method: followed)."""
-    found = _method(modules, ref, name)
+    found = method_of(modules, ref, name)
     if found is None or hops > MAX_HOPS:
         return None
     owner, fn = found

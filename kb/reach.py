@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
 from kb.diff import condition_path
-from kb.load_requirements import load_requirements
+from kb.load_requirements import layer_selections, load_requirements, stage_counts
 from kb.order import FLAG_ORDER, in_order
 from kb.polarity import arch_reading, value_reading
 from kb.queries import (
@@ -627,6 +627,7 @@ def compare_values(
         )
     effects = value_effects(session, version, flag, values)
     sites = choice_sites(session, version, flag.name, values)
+    choices = [str(c) for c in flag_values(flag)]
     cells: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
     for value in values:
         for s in sites[value]:
@@ -643,7 +644,8 @@ def compare_values(
         "requirement_summaries": {
             v: summarize(
                 effects[v]["requirements"],
-                load_requirements(session, version, [str(c) for c in flag_values(flag)], v),
+                load_requirements(session, version, choices, v),
+                stage_counts(layer_selections(session, version, flag.dest, choices, v)),
             )
             for v in values
         },

@@ -587,11 +587,13 @@ def _negative(words: str) -> bool:
 def summarize(
     requirements: Iterable[Mapping[str, object]],
     at_load: Iterable[Mapping[str, object]] = (),
+    layer_counts: Mapping[str, int] | None = None,
 ) -> dict[str, object]:
     """A value's requirements by topic (quantization, GPU, model, other flags, other): each
     one that holds whatever else is set, as its requirement alone; those holding only under
     other settings are counted (their sentences are below). `at_load`: what the value's
-    own code checks when the model loads (kb/load_requirements.py), each cited."""
+    own code checks when the model loads (kb/load_requirements.py), each cited;
+    `layer_counts`: the checks of the classes it selects, by stage (kb/layer_sites.py)."""
     out: dict[str, object] = {t: [] for t in TOPICS}
     conditional = 0
     for r in requirements:
@@ -608,4 +610,6 @@ def summarize(
     out["load_time"] = [str(c["text"]) for c in loaded]
     out["load_time_sources"] = [c["source"] for c in loaded]
     out["conditional"] = conditional
+    out["layer_load"] = (layer_counts or {}).get("load", 0)
+    out["layer_first_forward"] = (layer_counts or {}).get("first_forward", 0)
     return out

@@ -17,7 +17,7 @@ from app.templating import render
 from app.views.common import errors, page_context
 from kb.contract import BackendList, BackendValue
 from kb.doc_commands import examples as doc_examples
-from kb.load_requirements import load_requirements
+from kb.load_requirements import layer_checks, load_requirements
 from kb.queries import (
     NotFound,
     all_enums,
@@ -153,6 +153,7 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
     site_dicts = [choice_site_dict(version, site) for site in sites]
     others = [c for c in choices if c != value]
     names = [row.name, *(loads(row.aliases) or [])]
+    selected, stages = layer_checks(session, version, row.dest, [str(c) for c in choices], value)
     return BackendValue.model_validate(
         {
             "version": version.name,
@@ -166,8 +167,11 @@ def backend_value(session: Session, version: Version, flag: str, value: str) -> 
             "enum_member": enum_member(session, version, row, value),
             "requirements": effects["requirements"],
             "requirement_summary": summarize(
-                effects["requirements"], load_requirements(session, version, choices, value)
+                effects["requirements"],
+                load_requirements(session, version, choices, value),
+                stages,
             ),
+            "layer_checks": selected,
             "side_effects": effects["side_effects"],
             "examples": doc_examples(session, version, names, value),
             "areas": [

@@ -30,6 +30,7 @@ from kb.env import flag_env_writes
 from kb.explain.load import load_options
 from kb.flagsites import chain_reads, version_sites
 from kb.help_claims import contradictions
+from kb.load_requirements import layer_selections, load_requirements, stage_counts
 from kb.queries import (
     MAX_NAME,
     NotFound,
@@ -261,12 +262,14 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
         members.setdefault(m["name"].lower(), m["name"])
     for m in (data["enum"] or {}).get("members", []):
         members[str(m.get("value", m["name"])).lower()] = m["name"]
+    counts = load_time_counts(session, version, flag.dest, values)
     data["choice_rows"] = [
         {
             "value": value,
             "member": members.get(str(value).lower()),
             "sites": data["choice_counts"].get(str(value), 0),
             "url": backend_url(version, flag.name, str(value)),
+            **counts.get(str(value), {}),
         }
         for value in data["choices"] or data["known_values"] or []
     ]
@@ -280,6 +283,24 @@ def flag_page_dict(session: Session, version: Version, flag: Flag) -> dict[str, 
     data["examples"] = doc_examples(session, version, options)
     data["sections"] = parts.sections(data)
     return data
+
+
+def load_time_counts(
+    session: Session, version: Version, dest: str, values: list[str]
+) -> dict[str, dict[str, int]]:
+    """Each value's load-time requirements (its builder's and the model loader's checks,
+    and the load-stage checks of the classes it selects) and its first-forward checks;
+    once per flag and state of the knowledge base."""
+
+    def make() -> dict[str, dict[str, int]]:
+        out = {}
+        for value in values:
+            stages = stage_counts(layer_selections(session, version, dest, values, value))
+            at_load = len(load_requirements(session, version, values, value)) + stages["load"]
+            out[value] = {"load_time": at_load, "first_forward": stages["first_forward"]}
+        return out
+
+    return per_stamp(("load-time-counts", version.id, dest, tuple(values)), make, session)
 
 
 def _flag_constraint(
