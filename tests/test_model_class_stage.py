@@ -205,8 +205,17 @@ def test_a_moe_block_raises_in_its_constructor_for_a_sparse_layer(session: Sessi
 
 
 def test_a_model_whose_layers_are_all_dense_builds_no_moe_block(session: Session) -> None:
-    dense = {**TOY, "first_k_dense_replace": 4}  # every layer id < 4: ToyMLP only
+    # every layer dense (each of the 3 tried): ToyMLP only, no raise of ToyMoE's
+    dense = {**TOY, "num_hidden_layers": 3, "first_k_dense_replace": 3}
     assert load_findings(session, "--tp-size 16", dense) == []
+
+
+def test_layers_not_tried_leave_the_block_an_assumption(session: Session) -> None:
+    # 40 dense layers of 41: the last is tried and sparse; with 41 of 41, not all are tried
+    sparse_last = {**TOY, "num_hidden_layers": 41, "first_k_dense_replace": 40}
+    assert [s for s, _ in load_findings(session, "--tp-size 16", sparse_last)] == ["error"]
+    all_dense = {**TOY, "num_hidden_layers": 41, "first_k_dense_replace": 41}
+    assert [s for s, _ in load_findings(session, "--tp-size 16", all_dense)] == ["warning"]
 
 
 def test_a_builder_not_decided_makes_the_raise_an_assumption(session: Session) -> None:

@@ -48,7 +48,6 @@ MAX_DEPTH = 5  # builders deep: ForCausalLM -> Model -> DecoderLayer -> MoE -> (
 # `_initialize_model`: `model_class(config=..., quant_config=..., prefix=...)`)
 ROOT_ARGS = ("config", "quant_config")
 LAYER_PARAMS = ("layer_id", "layer_idx")  # a layer's index, as the model classes name it
-MAX_LAYERS = 256  # layers tried for whether a block is built in one (DeepSeek-V3: 61)
 MAX_LAYER_RUNS = 4  # layers a block's constructor is run for, looking for one that raises
 
 
@@ -81,14 +80,14 @@ def step(
     if not checking:
         return None
     chain = {b.cls.name: b for b in built}
-    layers = _layers(profile)
+    layers, count = _layers(profile)
 
     def run() -> None:
         construct, sim.construct = sim.construct, False
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
             for b in checking:
-                _check(sim, b, chain, quant_config, layers)
+                _check(sim, b, chain, quant_config, layers, count)
         finally:
             sim.construct = construct
             sim.parallel = {}
@@ -96,22 +95,22 @@ def step(
     return run
 
 
-def _layers(profile: Profile | None) -> list[int]:
-    """Layer ids to follow a layer's constructors for, the likeliest to differ first: the
-    first, the first past the dense ones (`first_k_dense_replace`: DeepSeek, GLM-4 MoE),
-    the one after each and the last, then the others (at most MAX_LAYERS); none when
-    config.json does not say how many layers the model has."""
+def _layers(profile: Profile | None) -> tuple[list[int], int]:
+    """Layer ids to follow a layer's constructors for, those likeliest to differ (the first
+    two, the last dense one and the first two past it: `first_k_dense_replace` of DeepSeek
+    and GLM-4 MoE, the last), and how many layers there are; none when config.json does
+    not say."""
     config = profile.config if profile is not None else None
     if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
         config = config["text_config"]
     if not isinstance(config, dict):
-        return []
+        return [], 0
     count, dense = config.get("num_hidden_layers"), config.get("first_k_dense_replace", 0)
-    if not isinstance(count, int) or isinstance(count, bool) or not 0 < count <= MAX_LAYERS:
-        return []
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return [], 0
     dense = dense if isinstance(dense, int) and not isinstance(dense, bool) else 0
-    first = sorted({n for n in (0, 1, dense, dense + 1, count - 1) if 0 <= n < count})
-    return [*first, *(n for n in range(count) if n not in first)]
+    layers = {n for n in (0, 1, dense - 1, dense, dense + 1, count - 1) if 0 <= n < count}
+    return sorted(layers), count
 
 
 def _chain(b: Built, chain: dict[str, Built]) -> list[Built]:
@@ -125,7 +124,12 @@ def _chain(b: Built, chain: dict[str, Built]) -> list[Built]:
 
 
 def _check(
-    sim: Simulator, b: Built, chain: dict[str, Built], quant_config: Any, layers: list[int]
+    sim: Simulator,
+    b: Built,
+    chain: dict[str, Built],
+    quant_config: Any,
+    layers: list[int],
+    count: int,
 ) -> None:
     """Run the constructor of `b`: for the layers its builders are decided to build it in,
     the first where a check fires (else the first); nothing when they are decided to build
@@ -155,7 +159,7 @@ def _check(
     if kept is not None:
         sim.result.checks.extend(kept)
         return
-    if not undecided:
+    if not undecided and len(layers) == count:
         return  # no layer builds it
     ctx = Ctx()
     for link in conditional:
@@ -186,13 +190,58 @@ def _builds(
     assert isinstance(guard, ast.If)
     node = copy.copy(init.node)
     test = guard.test if branch else ast.UnaryOp(ast.Not(), guard.test)
-    node.body = [*init.node.body[:index], ast.Return(test, lineno=guard.lineno, col_offset=0)]
+    before = _slice(init.node.body[:index], test)
+    node.body = [*before, ast.Return(test, lineno=guard.lineno, col_offset=0)]
     start = len(sim.result.checks)
     kwargs = _arguments(init.node, builder, quant_config, layer)
     bound = Func(init.module, node, Instance(builder.cls), init.owner)
     value = sim.call_function(bound, [], kwargs, Ctx())
     del sim.result.checks[start:]  # (the builder's own checks: its own run reports them)
     return value if isinstance(value, bool) else None
+
+
+def _slice(body: list[ast.stmt], test: ast.expr) -> list[ast.stmt]:
+    """The statements of `body` the test depends on: those binding a name or `self.<field>`
+    it reads (through each other), and every plain `self.x = <name or its attribute>`
+    (a method the test calls may read such a field). A constructor builds its attention
+    and MLP blocks before the `if` that chooses the MoE one: not run for the test."""
+    wanted = _reads(test)
+    kept: list[ast.stmt] = []
+    for stmt in reversed(body):
+        if _stores(stmt) & wanted or _plain_field(stmt):
+            kept.append(stmt)
+            wanted |= _reads(stmt)
+    return kept[::-1]
+
+
+def _names(node: ast.AST, ctx: type[ast.expr_context]) -> set[str]:
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ctx):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ctx) and _self_attr(n):
+            out.add(f"self.{n.attr}")
+    return out
+
+
+def _reads(node: ast.AST) -> set[str]:
+    return _names(node, ast.Load)
+
+
+def _stores(stmt: ast.stmt) -> set[str]:
+    return _names(stmt, ast.Store)
+
+
+def _plain_field(stmt: ast.stmt) -> bool:
+    """`self.x = y` or `self.x = y.z`: a field copied from an argument."""
+    value = stmt.value if isinstance(stmt, ast.Assign) else None
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return (
+        isinstance(stmt, ast.Assign)
+        and all(_self_attr(t) for t in stmt.targets)
+        and isinstance(value, ast.Name)
+    )
 
 
 def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, ctx: Ctx) -> None:
