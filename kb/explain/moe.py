@@ -26,7 +26,7 @@ from typing import Any
 from kb.explain import classes
 from kb.explain.abstract_values import SELF, ClassRef, Func, Instance, Obj
 from kb.explain.frames import Ctx, Frame
-from kb.explain.predicates import Profile, Unknown
+from kb.explain.predicates import Profile, Unknown, assumed
 
 SCHEDULER = "sglang.srt.managers.scheduler"
 QUANTIZATION = "sglang.srt.layers.quantization"
@@ -42,6 +42,8 @@ DISPATCH_OUTPUTS = {
 DEEPEP_BACKENDS = ("deepep", "mooncake")
 # what SGLang's MoE selection reads from the server args: what a fix of its checks changes
 SELECTED_BY = frozenset({"moe_a2a_backend", "deepep_mode", "moe_runner_backend", "quantization"})
+# class-name prefixes of layers written for one platform (ep_moe/layer.py NpuFuseEPMoE)
+PLATFORM_PREFIXES = (("Npu", "npu"), ("Ascend", "npu"), ("Hpu", "hpu"), ("Xpu", "xpu"))
 # config.json keys of a model with experts (the scheduler's own test: num_experts_per_tok)
 EXPERT_KEYS = ("num_experts_per_tok", "n_routed_experts", "num_experts", "num_local_experts")
 
@@ -123,6 +125,7 @@ def build_layer(sim: Simulator, qc: Any) -> MoeLayer:
         sim.skip_init.add(classes.class_ref(fused, FUSED_MOE[1]))
     ctx = Ctx().under(f"get_moe_impl_class(quant_config) is {impl.name}", (), SELECTED_BY)
     out.ctx = ctx
+    _platform_named(sim, impl, ctx)
     layer = Instance(impl, "FusedMoE's constructor is not simulated")
     layer.fields["quant_config"] = qc
     init = classes.instance_attr(sim, layer, "__init__", allow_missing=True)
@@ -130,6 +133,27 @@ def build_layer(sim: Simulator, qc: Any) -> MoeLayer:
         sim.call_function(init, [], {"quant_config": qc}, ctx)
     out.layer = layer
     return out
+
+
+def _platform_named(sim: Simulator, impl: ClassRef, ctx: Ctx) -> None:
+    """A layer class named for another platform than the profile's (NpuFuseEPMoE, selected
+    by `--moe-a2a-backend ascend_fuseep`, on a CUDA GPU): SGLang checks no platform before
+    calling its kernels, which then fail with no raise of its own to cite. Said as a failure
+    resting on that (an assumption, so no fix verifies through it), at the class."""
+    platform = sim.profile.platform
+    named = next((p for prefix, p in PLATFORM_PREFIXES if impl.name.startswith(prefix)), None)
+    if platform is None or named is None or named == platform:
+        return
+    key = f"platform-layer:{impl.name}"
+    sim.result.assumptions[key] = (
+        f"the kernels of {impl.name}, a layer named for the {named} platform, do not run on "
+        f"{platform} (SGLang checks no platform before calling them)"
+    )
+    path, sim.current_path = sim.current_path, impl.path
+    message = f"{impl.name} is a layer for the {named} platform"
+    resting = Ctx(ctx.conds, ctx.needs, ctx.reads | {assumed(key)}, ctx.likely)
+    sim.check("raise", impl.node, message, resting, fired=True)
+    sim.current_path = path
 
 
 def first_forward(sim: Simulator, fields: dict[str, Any], built: MoeLayer) -> bool:
