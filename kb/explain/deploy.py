@@ -10,6 +10,7 @@ distinct file for the life of the process (~60 ms for server_args.py).
 
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 import shlex
@@ -594,12 +595,17 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def fix_candidates(
-    finding: Finding, facts: VersionFacts, analysis: Analysis, profile: Profile | None = None
+    finding: Finding,
+    facts: VersionFacts,
+    analysis: Analysis,
+    profile: Profile | None = None,
+    tests: str = "",
 ) -> list[dict[str, list[str]]]:
     """Values of the flags an error's condition reads that may make it pass: flags not in the
     command from their choices (or switched on), given switches switched off, and given
     flags set to another of their choices; those the error's message names first, then the
-    smallest changes (change_size)."""
+    smallest changes (change_size). `tests`: the source of the tests around the error's
+    line, whose values rank next (see the comment below)."""
     canon = analysis.env.canon
     index = _Index(facts, canon)
     given = {canon(d) for d in analysis.given}
@@ -629,16 +635,38 @@ def fix_candidates(
                 if not _same(choice, current) and choice is not None:
                     adds.append({"add": [f"{flag.name} {choice}"]})
     # what the error's own message says to use first ("Please use `--attention-backend
-    # flashinfer`"), then the smallest changes
+    # flashinfer`"), then the smallest changes, of those first the values the tests around
+    # it name (the assert in the else of `if get_moe_runner_backend().is_flashinfer_cutedsl()`)
     said = re.sub(r"[`'\"=]", " ", finding.get("message", ""))
     said = " ".join(said.split())
+    condition = f"{finding.get('condition') or ''} {tests}"
 
-    def rank(fix: dict[str, list[str]]) -> tuple[bool, tuple[int, int]]:
+    def rank(fix: dict[str, list[str]]) -> tuple[bool, tuple[int, int], bool]:
         parts = [*fix.get("add", []), *fix.get("set", [])]
         named = parts and all(re.search(rf"(?<!\S){re.escape(p)}(?!\S)", said) for p in parts)
-        return not named, change_size(fix)
+        values = [p.split()[-1] for p in parts if len(p.split()) > 1]
+        in_condition = values and all(
+            re.search(rf"(?<![A-Za-z0-9]){re.escape(v)}(?![A-Za-z0-9])", condition) for v in values
+        )
+        return not named, change_size(fix), not in_condition
 
     return sorted(adds + removes, key=rank)[:MAX_FIX_TRIES]
+
+
+def enclosing_tests(module: Module | None, line: int) -> str:
+    """The source of the `if`/`while` tests whose statements hold `line` (the error's), the
+    `elif` chains' earlier tests included."""
+    if module is None:
+        return ""
+    roots = [*module.functions.values(), *module.classes.values()]
+    tests = [
+        ast.unparse(node.test)
+        for root in roots
+        if root.lineno <= line <= (root.end_lineno or 0)
+        for node in ast.walk(root)
+        if isinstance(node, ast.If | ast.While) and node.lineno <= line <= (node.end_lineno or 0)
+    ]
+    return " ".join(tests)
 
 
 def change_size(fix: dict[str, list[str]]) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from kb.explain.compare import compare
 from kb.explain.deploy import (
     Simulation,
     annotate,
+    enclosing_tests,
     fix_candidates,
     fixed_command,
     profile_options,
@@ -42,9 +43,12 @@ from kb.schema import ModelFile, Version, loads
 MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 # Statements the simulations that verify fixes may take in all, for one explain (a run takes
 # at most simulate's MAX_STEPS; SGLang's own argument handling takes < 2,000).
-FIX_STEPS = 10_000
+FIX_STEPS = 20_000
 MAX_ALTERNATIVES = 2  # verified fixes offered beside the first, per error (each ~17 ms of CPU)
 MAX_PAIRED = 2  # changes of each error tried together when none passes alone
+# a change that breaks something else, repaired a change at a time: the changes tried at
+# each step, the breaking changes repaired per error, the changes in one such fix
+MAX_REPAIRS, MAX_BROKEN, MAX_CHAIN = 3, 2, 3
 # Words after the launcher (flags and their values). The compatibility range judges each word
 # against every ingested version, so the cost grows with the words: SGLang's real launch
 # commands have fewer than 60 flags (~120 words).
@@ -217,6 +221,8 @@ def add_fixes(
     errors = [f for f in sim.findings if f["severity"] == "error"]
     # error key -> the changes that clear it but leave others (fix, fixed command, its parse)
     clearing: dict[str, list[tuple[dict[str, Any], str, Analysis]]] = {}
+    # ... and those that clear it but break something else (with the fixed run)
+    breaking: dict[str, list[tuple[dict[str, Any], str, Analysis, Simulation]]] = {}
 
     def verify(fixed: str) -> tuple[str, Analysis, Simulation | None] | None:
         """ "passes" (no error at all), "clears" (no error the command did not have) or "no",
@@ -246,6 +252,15 @@ def add_fixes(
             return "clears", other, other_sim
         return "no", other, other_sim
 
+    modules = version_modules(session, version)
+
+    def tests_around(finding: Finding) -> str:
+        source = finding.get("source") or {}
+        path, line = source.get("path"), source.get("line")
+        if not isinstance(path, str) or not isinstance(line, int):
+            return ""
+        return enclosing_tests(modules(path), line)
+
     def verified_fix(fix: dict[str, Any], fixed: str, other_sim: Simulation) -> dict[str, Any]:
         return {
             **fix,
@@ -257,7 +272,7 @@ def add_fixes(
 
     for finding in errors:
         verified: list[dict[str, Any]] = []
-        for fix in fix_candidates(finding, facts, analysis, profile):
+        for fix in fix_candidates(finding, facts, analysis, profile, tests_around(finding)):
             if len(verified) > MAX_ALTERNATIVES:
                 break
             fixed = fixed_command(command, analysis, fix)
@@ -267,10 +282,14 @@ def add_fixes(
                 analysis.findings.append(_search_stopped())
                 return
             verdict, other, other_sim = outcome
-            if other_sim is None or verdict == "no":
+            if other_sim is None:
                 continue
             if finding["key"] in other_sim.errors | other_sim.assumed:
                 continue  # it may still raise
+            if verdict == "no":
+                if other_sim.errors and not other_sim.result.truncated:
+                    breaking.setdefault(finding["key"], []).append((fix, fixed, other, other_sim))
+                continue
             if verdict == "clears":
                 clearing.setdefault(finding["key"], []).append((fix, fixed, other))
                 continue
@@ -293,6 +312,63 @@ def add_fixes(
                     break
             if "fix" in finding:
                 break
+
+    def repair(fix: dict[str, Any], fixed: str, parsed: Analysis, ran: Simulation) -> Any:
+        """A verified fix that starts with `fix` (which broke something) and repairs what
+        it broke a change at a time; None when none is found, STOPPED when the budget is
+        spent."""
+        broken = [
+            f for f in ran.findings if f["severity"] == "error" and f["key"] not in sim.errors
+        ]
+        if not broken or _changes(fix) >= MAX_CHAIN:
+            return None
+        candidates = fix_candidates(broken[0], facts, parsed, profile, tests_around(broken[0]))
+        # (a change to a flag an earlier change set would undo or redo it)
+        steps = [c for c in candidates if not _flags(c) & _flags(fix)]
+        for step in steps[:MAX_REPAIRS]:
+            again = fixed_command(fixed, parsed, step)
+            outcome = verify(again)
+            if outcome is None:
+                return STOPPED
+            verdict, other, other_sim = outcome
+            if other_sim is None or broken[0]["key"] in other_sim.errors | other_sim.assumed:
+                continue
+            chained = _merged(fix, step)
+            if verdict == "passes":
+                return verified_fix(chained, again, other_sim)
+            deeper = repair(chained, again, other, other_sim)
+            if deeper is not None:
+                return deeper
+        return None
+
+    # A change that clears its error but breaks something else (deepep for the TBO error,
+    # whose normal mode then asserts at the first forward) is repaired a change at a time,
+    # each run verified (deepep, then its low-latency mode, then the MoE runner that mode
+    # needs), up to MAX_CHAIN changes in all: offered after the fixes found before.
+    for finding in errors:
+        offered = ([finding["fix"]] if "fix" in finding else []) + finding.get("alternatives", [])
+        if len(offered) > MAX_ALTERNATIVES:
+            continue
+        for fix, fixed, parsed, ran in breaking.get(finding["key"], [])[:MAX_BROKEN]:
+            found = repair(fix, fixed, parsed, ran)
+            if found is STOPPED:
+                analysis.findings.append(_search_stopped())
+                return
+            if found is not None:
+                _keep(finding, [*offered, found])
+                break
+
+
+STOPPED = object()  # (the fix search's budget ran out)
+
+
+def _changes(fix: dict[str, Any]) -> int:
+    return sum(len(fix.get(kind, [])) for kind in ("add", "remove", "set"))
+
+
+def _flags(fix: dict[str, Any]) -> set[str]:
+    """The flags a fix adds, removes or sets."""
+    return {part.split()[0] for kind in ("add", "remove", "set") for part in fix.get(kind, [])}
 
 
 def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
