@@ -773,6 +773,33 @@ class ModelFlag(Model):
     indirect: list[IndirectSite]
 
 
+class ModelCheck(Model):
+    """A raise or assert in the constructor of a class the architecture's class builds
+    (kb/model_checks.py), with the tests that must hold for it to fail, in words."""
+
+    owner: str  # the class whose constructor (or a method it calls) holds it
+    built_by: list[str]  # the classes from the architecture's down to the owner
+    built_when: str  # the test its builder builds it under, as written ("" whenever)
+    kind: Literal["raise", "assert", "not_implemented"]
+    condition: str
+    requires: str = ""  # an assert's test, in words: what must hold ("" for a raise)
+    message: str
+    flags: list[str]  # the options its condition reads
+    source: Citation
+
+
+class ArchitectureChecks(Model):
+    """What SGLang checks of one architecture when it builds the model."""
+
+    architecture: str
+    # whether its forward takes `pp_proxy_tensors` (the ModelRunner asserts it when
+    # --pp-size > 1); null when no class held defines its forward
+    pipeline_parallel: bool | None
+    forward: Citation | None  # the forward the runner inspects
+    pp_check: Citation | None  # the ModelRunner's assert
+    checks: list[ModelCheck]
+
+
 class ModelPage(Model):
     version: str
     name: str
@@ -781,6 +808,7 @@ class ModelPage(Model):
     architectures: list[str]
     flags: list[ModelFlag]
     constraints: list[Constraint]  # sites whose condition or message names an architecture
+    load_checks: list[ArchitectureChecks] = []  # what building each architecture checks
 
 
 class HowCount(Model):

@@ -401,6 +401,17 @@ def class_checks(
     return out
 
 
+def constructor_checks(
+    modules: qr.Modules,
+    ref: qr.ClassRef,
+    found: tuple[qr.ClassRef, ast.FunctionDef],
+    flags: Flags,
+) -> list[Check]:
+    """The raises and asserts of a class's constructor `found` (its own or a base's) and of
+    the `self.` methods it calls (a model class's, kb/model_checks.py)."""
+    return list(_ClassReader(modules, ref, flags, None).checks(found, LOAD, (), ()))
+
+
 def _reads_flag(node: ast.AST, flags: Flags) -> bool:
     return any(_args_dest(n, flags) is not None for n in ast.walk(node))
 

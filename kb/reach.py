@@ -16,7 +16,10 @@ from sqlmodel import Session, col, select
 
 from kb.dests import dest_rank
 from kb.diff import condition_path
+from kb.explain.load import version_modules
+from kb.layer_sites import Flags
 from kb.load_requirements import layer_selections, load_requirements, stage_counts
+from kb.model_checks import architecture_checks
 from kb.order import FLAG_ORDER, in_order
 from kb.polarity import arch_reading, value_reading
 from kb.queries import (
@@ -315,7 +318,26 @@ def model_detail(session: Session, version: Version, name: str) -> dict[str, Any
         "architectures": archs,
         "flags": sorted(flags.values(), key=lambda f: f["name"]),
         "constraints": constraints,
+        "load_checks": per_stamp(
+            ("model-checks", version.id, row.path),
+            lambda: _load_checks(session, version, row.path, archs, option_of),
+            session,
+        ),
     }
+
+
+def _load_checks(
+    session: Session, version: Version, path: str, archs: list[str], option_of: dict[str, str]
+) -> list[dict[str, Any]]:
+    """What building each architecture of the model file checks (kb/model_checks.py)."""
+    modules = version_modules(session, version)
+    flags = Flags(option_of)
+
+    def cite(p: str, line: int, end: int) -> dict[str, Any]:
+        return citation(version, p, line, end)
+
+    found = (architecture_checks(modules, path, arch, flags, cite) for arch in archs)
+    return [f for f in found if f is not None]
 
 
 # --- a backend value: requirements, side effects, sites by area -----------------------------

@@ -239,3 +239,25 @@ def test_pipeline_parallelism_needs_pp_proxy_tensors_in_the_forward(session: Ses
     ]
     assert load_findings(session, "--pp-size 1", plain) == []
     assert load_findings(session, "--pp-size 2", TOY) == []  # its forward takes them
+
+
+def test_the_model_page_lists_what_building_each_architecture_checks(session: Session) -> None:
+    from kb.queries import get_version
+    from kb.reach import model_detail
+
+    page = model_detail(session, get_version(session, "v0.1.0"), "toy_moe")
+    by_arch = {a["architecture"]: a for a in page["load_checks"]}
+    assert by_arch["ToyMoeForCausalLM"]["pipeline_parallel"] is True
+    plain = by_arch["ToyNoPipelineForCausalLM"]
+    assert plain["pipeline_parallel"] is False
+    assert plain["pp_check"]["line"] == line_of(RUNNER_TEXT, "assert self.support_pp")
+    moe = [c for c in plain["checks"] if c["owner"] == "ToyMoE"]
+    assert [(c["built_by"], c["built_when"], c["kind"]) for c in moe] == [
+        (
+            ["ToyNoPipelineForCausalLM", "ToyModel", "ToyDecoderLayer", "ToyMoE"],
+            "self.is_sparse",
+            "raise",
+        )
+    ]
+    assert moe[0]["condition"] == "self.tp_size > config.num_experts"
+    assert moe[0]["source"]["line"] == line_of(MODEL_TEXT, "raise ValueError(")

@@ -307,12 +307,20 @@ def _closure(sim: Simulator, root: ClassRef) -> Iterator[Built]:
             queue.append((b, depth + 1))
 
 
-def _built_by(sim: Simulator, holder: ClassRef, init: Func) -> Iterator[Built]:
-    """The model classes `init` calls (directly, or in a lambda it hands to a helper such as
-    make_layers), each with the condition it is called under."""
+def _built_by(
+    sim: Simulator, holder: ClassRef, init: Func, outer: tuple[str, ...] | None = None
+) -> Iterator[Built]:
+    """The model classes `init` calls (directly, in a lambda it hands to a helper such as
+    make_layers, or in a factory method of its class it calls: `self.model =
+    self._init_model(...)`), each with the condition it is called under."""
     params = {a.arg for a in (*init.node.args.args, *init.node.args.kwonlyargs)}
-    guards = _guards(init.node.body)
-    for call, conds in _calls(init.node.body, ()):
+    guards = _guards(init.node.body) if outer is None else {}
+    for call, inner in calls_under(init.node.body, ()):
+        conds = (*(outer or ()), *inner)
+        factory = _factory(sim, holder, call) if outer is None else None
+        if factory is not None:  # (one level: a factory's own calls are not followed)
+            yield from _built_by(sim, holder, factory, conds)
+            continue
         if not isinstance(call.func, ast.Name):
             continue
         cls = _model_class(sim, init.module, call.func.id)
@@ -331,6 +339,20 @@ def _built_by(sim: Simulator, holder: ClassRef, init: Func) -> Iterator[Built]:
             -1 if spread else len(call.args),
             guards.get(id(call)) if len(conds) == 1 else None,
         )
+
+
+def _factory(sim: Simulator, holder: ClassRef, call: ast.Call) -> Func | None:
+    """The method of the holder's class (or a base's) that `self.<method>(...)` calls."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None
+    if func.value.id != "self":
+        return None
+    for c in classes.mro(sim, holder)[0]:
+        for node in c.node.body:
+            if isinstance(node, ast.FunctionDef) and node.name == func.attr:
+                return Func(c.module, node, None, c)
+    return None
 
 
 def _model_class(sim: Simulator, mod: Module, name: str) -> ClassRef | None:
@@ -359,13 +381,13 @@ def _guards(body: list[ast.stmt]) -> dict[int, tuple[int, bool]]:
     for i, stmt in enumerate(body):
         if isinstance(stmt, ast.If):
             for branch, stmts in ((True, stmt.body), (False, stmt.orelse)):
-                for call, conds in _calls(stmts, ()):
+                for call, conds in calls_under(stmts, ()):
                     if not conds:
                         out[id(call)] = (i, branch)
     return out
 
 
-def _calls(
+def calls_under(
     stmts: list[ast.stmt], conds: tuple[str, ...]
 ) -> Iterator[tuple[ast.Call, tuple[str, ...]]]:
     """The calls of a constructor's statements, with the `if` tests (and their negations
@@ -374,14 +396,14 @@ def _calls(
         if isinstance(stmt, ast.If):
             test = ast.unparse(stmt.test)
             yield from _expr_calls(stmt.test, conds)
-            yield from _calls(stmt.body, (*conds, test))
-            yield from _calls(stmt.orelse, (*conds, f"not ({test})"))
+            yield from calls_under(stmt.body, (*conds, test))
+            yield from calls_under(stmt.orelse, (*conds, f"not ({test})"))
         elif isinstance(stmt, ast.For | ast.While | ast.With | ast.Try):
             loop = (*conds, "its loop runs") if isinstance(stmt, ast.For | ast.While) else conds
             for part in ("body", "orelse", "finalbody"):
-                yield from _calls(getattr(stmt, part, []) or [], loop)
+                yield from calls_under(getattr(stmt, part, []) or [], loop)
             for handler in getattr(stmt, "handlers", []):
-                yield from _calls(handler.body, (*conds, "an exception is caught"))
+                yield from calls_under(handler.body, (*conds, "an exception is caught"))
         elif not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             yield from _expr_calls(stmt, conds)
 
