@@ -89,10 +89,10 @@ def _closure(modules: qr.Modules, root: qr.ClassRef) -> Iterator[Built]:
         found = qr.method_of(modules, built.ref, "__init__")
         if found is None:
             continue
-        for module, call, conds in _calls(modules, built.ref, found):
+        for module, call, conds, chosen in _calls(modules, built.ref, found):
             if not isinstance(call.func, ast.Name) or len(seen) >= MAX_CLASSES:
                 continue
-            target = qr.resolve_class(modules, module, call.func.id)
+            target = chosen or qr.resolve_class(modules, module, call.func.id)
             if target is None or not _in_models(target):
                 continue
             key = (target.module.path, target.node.name)
@@ -103,20 +103,66 @@ def _closure(modules: qr.Modules, root: qr.ClassRef) -> Iterator[Built]:
 
 
 def _calls(
-    modules: qr.Modules, ref: qr.ClassRef, init: tuple[qr.ClassRef, ast.FunctionDef]
-) -> Iterator[tuple[Module, ast.Call, tuple[str, ...]]]:
-    """The calls of a constructor, and of the factory methods of its class it calls
-    (`self.model = self._init_model(...)`), with the tests they run under."""
+    modules: qr.Modules,
+    ref: qr.ClassRef,
+    init: tuple[qr.ClassRef, ast.FunctionDef],
+    chosen: dict[str, qr.ClassRef] | None = None,
+    depth: int = 0,
+) -> Iterator[tuple[Module, ast.Call, tuple[str, ...], qr.ClassRef | None]]:
+    """The calls of a constructor, of the factory methods of its class it calls (`self.model
+    = self._init_model(...)`) and of its base's constructor (`super().__init__(...,
+    decoder_layer_type=Qwen3DecoderLayer)`), with the tests they run under; a class a
+    parameter names is the one passed for it, or its default."""
     owner, fn = init
+    defaults = {
+        p: found
+        for p, name in _class_defaults(fn).items()
+        if (found := qr.resolve_class(modules, owner.module, name)) is not None
+    }
+    classes_of = {**defaults, **(chosen or {})}
     for call, conds in calls_under(fn.body, ()):
         func = call.func
-        if isinstance(func, ast.Attribute) and ast.unparse(func.value) == "self":
-            factory = qr.method_of(modules, ref, func.attr)
-            if factory is not None:
-                for inner, more in calls_under(factory[1].body, ()):
-                    yield factory[0].module, inner, (*conds, *more)
-                continue
-        yield owner.module, call, conds
+        if isinstance(func, ast.Attribute) and depth == 0:
+            if ast.unparse(func.value) == "self":
+                factory = qr.method_of(modules, ref, func.attr)
+                if factory is not None:
+                    for inner, more in calls_under(factory[1].body, ()):
+                        yield factory[0].module, inner, (*conds, *more), None
+                    continue
+            if func.attr == "__init__" and ast.unparse(func.value) == "super()":
+                base = _base_init(modules, owner)
+                if base is not None:
+                    named = {
+                        k.arg: found
+                        for k in call.keywords
+                        if k.arg
+                        and isinstance(k.value, ast.Name)
+                        and (found := qr.resolve_class(modules, owner.module, k.value.id))
+                    }
+                    yield from _calls(modules, ref, base, named, depth + 1)
+                    continue
+        chosen_class = classes_of.get(func.id) if isinstance(func, ast.Name) else None
+        yield owner.module, call, conds, chosen_class
+
+
+def _class_defaults(fn: ast.FunctionDef) -> dict[str, str]:
+    """Parameters whose default is a name (`decoder_layer_type=Qwen2DecoderLayer`)."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = [*zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True)]
+    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+    return {p.arg: d.id for p, d in pairs if isinstance(d, ast.Name)}
+
+
+def _base_init(
+    modules: qr.Modules, owner: qr.ClassRef
+) -> tuple[qr.ClassRef, ast.FunctionDef] | None:
+    for base in owner.node.bases:
+        if isinstance(base, ast.Name):
+            parent = qr.resolve_class(modules, owner.module, base.id)
+            if parent is not None and (found := qr.method_of(modules, parent, "__init__")):
+                return found
+    return None
 
 
 def _in_models(ref: qr.ClassRef) -> bool:

@@ -88,10 +88,23 @@ class ToyMLP(nn.Module):
             raise ValueError(f"Unsupported activation: {hidden_act}.")
 
 
+class ToyAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads, quant_config=None, prefix=""):
+        super().__init__()
+        tp_size = get_tensor_model_parallel_world_size()
+        self.total_num_heads = num_heads
+        assert self.total_num_heads % tp_size == 0
+
+
 class ToyDecoderLayer(nn.Module):
     def __init__(self, config, layer_id, quant_config=None, prefix=""):
         super().__init__()
         self.config = config
+        self.self_attn = ToyAttention(
+            hidden_size=config.hidden_size,
+            num_heads=config.num_attention_heads,
+            quant_config=quant_config,
+        )
         self.is_sparse = self._is_sparse(layer_id)
         if self.is_sparse:
             self.mlp = ToyMoE(config=config, quant_config=quant_config, layer_id=layer_id)
@@ -103,14 +116,26 @@ class ToyDecoderLayer(nn.Module):
 
 
 class ToyModel(nn.Module):
-    def __init__(self, config, quant_config=None, prefix=""):
+    def __init__(self, config, quant_config=None, prefix="", decoder_layer_type=ToyDecoderLayer):
         super().__init__()
         self.layers = make_layers(
             config.num_hidden_layers,
-            lambda idx, prefix: ToyDecoderLayer(
+            lambda idx, prefix: decoder_layer_type(
                 config=config, layer_id=idx, quant_config=quant_config, prefix=prefix
             ),
         )
+
+
+class WideDecoderLayer(ToyDecoderLayer):
+    def __init__(self, config, layer_id, quant_config=None, prefix=""):
+        super().__init__(config, layer_id, quant_config, prefix)
+        if config.hidden_size % 128:
+            raise ValueError("Wide layers need a hidden size that is a multiple of 128.")
+
+
+class WideModel(ToyModel):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__(config, quant_config, prefix, decoder_layer_type=WideDecoderLayer)
 
 
 class ToyMoeForCausalLM(nn.Module):
@@ -127,7 +152,13 @@ class ToyNoPipelineForCausalLM(ToyMoeForCausalLM):
         return self.model(input_ids)
 
 
-EntryClass = [ToyMoeForCausalLM, ToyNoPipelineForCausalLM]
+class ToyWideForCausalLM(ToyMoeForCausalLM):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__(config, quant_config, prefix)
+        self.model = WideModel(config, quant_config=quant_config, prefix="model")
+
+
+EntryClass = [ToyMoeForCausalLM, ToyNoPipelineForCausalLM, ToyWideForCausalLM]
 """
 
 RUNNER_TEXT = """
@@ -165,6 +196,7 @@ TOY = {
     "num_hidden_layers": 4,
     "first_k_dense_replace": 1,
     "hidden_size": 64,
+    "num_attention_heads": 16,
     "hidden_act": "silu",
 }
 
@@ -261,3 +293,29 @@ def test_the_model_page_lists_what_building_each_architecture_checks(session: Se
     ]
     assert moe[0]["condition"] == "self.tp_size > config.num_experts"
     assert moe[0]["source"]["line"] == line_of(MODEL_TEXT, "raise ValueError(")
+
+
+def test_an_argument_computed_from_config_json_decides_a_check(session: Session) -> None:
+    # num_heads=config.num_attention_heads (16): 16 % 3 != 0 at ToyAttention's assert
+    line = line_of(MODEL_TEXT, "assert self.total_num_heads % tp_size == 0")
+    assert load_findings(session, "--tp-size 3", TOY) == [
+        ("error", f"assertion fails at toy_moe.py:{line}")
+    ]
+    assert load_findings(session, "--tp-size 4", TOY) == []
+
+
+def test_a_decoder_class_passed_to_the_base_s_constructor_is_the_one_built(
+    session: Session,
+) -> None:
+    # WideModel hands WideDecoderLayer to ToyModel's constructor, which calls it through
+    # its decoder_layer_type parameter (whose default, ToyDecoderLayer, builds no such check)
+    line = line_of(MODEL_TEXT, 'raise ValueError("Wide layers')
+    wide = {**TOY, "architectures": ["ToyWideForCausalLM"]}
+    assert load_findings(session, "--tp-size 4", wide) == [
+        (
+            "error",
+            f"raises at toy_moe.py:{line}: ValueError: Wide layers need a hidden size that is "
+            "a multiple of 128.",
+        )
+    ]
+    assert load_findings(session, "--tp-size 4", {**wide, "hidden_size": 128}) == []

@@ -26,15 +26,15 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import classes, parallel_state
 from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.derived import MODEL_RUNNER_MODULE
-from kb.explain.frames import Ctx
+from kb.explain.frames import Ctx, Frame
 from kb.explain.model_registry import architecture_class
-from kb.explain.predicates import Profile, assumed, unknown
+from kb.explain.predicates import Profile, Unknown, assumed, unknown
 from kb.explain.source_modules import Module
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ MAX_DEPTH = 5  # builders deep: ForCausalLM -> Model -> DecoderLayer -> MoE -> (
 # the arguments the loader passes the architecture's class (model_loader/loader.py
 # `_initialize_model`: `model_class(config=..., quant_config=..., prefix=...)`)
 ROOT_ARGS = ("config", "quant_config")
+CONFIG_NAMES = frozenset({"config", "quant_config"})  # what a computed argument may read
 LAYER_PARAMS = ("layer_id", "layer_idx")  # a layer's index, as the model classes name it
 MAX_LAYER_RUNS = 4  # layers a block's constructor is run for, looking for one that raises
 
@@ -65,6 +66,11 @@ class Built:
     # the call is in the body (True) or `else` (False) of the `if` that is the builder
     # constructor's statement at this index: the test then decides whether it is built
     guard: tuple[int, bool] | None = None
+    call: ast.Call | None = None  # the call building it (None for the architecture's)
+    where: Module | None = None  # the module holding that call
+    # whether the builder's own `config` is the model's hf_config (handed down from the
+    # architecture's class): its call's arguments over `config` are then computed
+    config_known: bool = False
 
 
 def step(
@@ -193,7 +199,7 @@ def _builds(
     before = _slice(init.node.body[:index], test)
     node.body = [*before, ast.Return(test, lineno=guard.lineno, col_offset=0)]
     start = len(sim.result.checks)
-    kwargs = _arguments(init.node, builder, quant_config, layer)
+    kwargs = _arguments(sim, init.node, builder, quant_config, layer)
     bound = Func(init.module, node, Instance(builder.cls), init.owner)
     value = sim.call_function(bound, [], kwargs, Ctx())
     del sim.result.checks[start:]  # (the builder's own checks: its own run reports them)
@@ -247,13 +253,17 @@ def _plain_field(stmt: ast.stmt) -> bool:
 def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, ctx: Ctx) -> None:
     init = _init(sim, b.cls)
     if init is not None:
-        kwargs = _arguments(init.node, b, quant_config, layer)
+        kwargs = _arguments(sim, init.node, b, quant_config, layer)
         bound = Func(init.module, init.node, Instance(b.cls), init.owner)
         sim.call_function(bound, [], kwargs, ctx)
 
 
 def _arguments(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, b: Built, quant_config: Any, layer: int | None
+    sim: Simulator,
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    b: Built,
+    quant_config: Any,
+    layer: int | None,
 ) -> dict[str, Any]:
     """The constructor's arguments: the model's hf_config and the loader's quantization
     config where the builder hands its own on, the layer id being followed; a parameter
@@ -269,8 +279,31 @@ def _arguments(
         elif name in LAYER_PARAMS and layer is not None and name in passed:
             out[name] = layer
         elif name in passed or b.positional < 0:
-            out[name] = unknown(f"the {name} {builder} passes")
+            out[name] = _argument(sim, b, names, name, quant_config)
+            if isinstance(out[name], Unknown):
+                out[name] = unknown(f"the {name} {builder} passes")
     return out
+
+
+def _argument(sim: Simulator, b: Built, names: list[str], name: str, quant_config: Any) -> Any:
+    """The argument the builder's call passes for `name` when it is computed from the
+    model's config alone (`num_heads=config.num_attention_heads`, `getattr(config,
+    "rope_theta", 1000000)`); else unknown."""
+    call, mod = b.call, b.where
+    if call is None or mod is None or not b.config_known:
+        return unknown(name)
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+    given |= {
+        n: a for n, a in zip(names, call.args, strict=False) if not isinstance(a, ast.Starred)
+    }
+    expr = given.get(name)
+    if expr is None:
+        return unknown(name)
+    read = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    if not read <= CONFIG_NAMES | {"getattr", "hasattr", "int", "float", "min", "max", "len"}:
+        return unknown(name)
+    frame = Frame(mod, "<arguments>", {"config": Obj("hf_config"), "quant_config": quant_config})
+    return sim.eval(expr, frame, Ctx())
 
 
 def _init(sim: Simulator, cls: ClassRef) -> Func | None:
@@ -302,28 +335,53 @@ def _closure(sim: Simulator, root: ClassRef) -> Iterator[Built]:
         for b in _built_by(sim, holder.cls, init):
             if (b.cls.path, b.cls.name) in seen or len(seen) >= MAX_CLASSES:
                 continue
+            known = holder.config_known or holder.builder == ""
+            b = replace(b, config_known=known and holder.handed.get("config") == "config")
             seen.add((b.cls.path, b.cls.name))
             yield b
             queue.append((b, depth + 1))
 
 
 def _built_by(
-    sim: Simulator, holder: ClassRef, init: Func, outer: tuple[str, ...] | None = None
+    sim: Simulator,
+    holder: ClassRef,
+    init: Func,
+    outer: tuple[str, ...] | None = None,
+    chosen: dict[str, ClassRef] | None = None,
 ) -> Iterator[Built]:
     """The model classes `init` calls (directly, in a lambda it hands to a helper such as
-    make_layers, or in a factory method of its class it calls: `self.model =
-    self._init_model(...)`), each with the condition it is called under."""
+    make_layers, in a factory method of its class it calls: `self.model =
+    self._init_model(...)`, or in its base's constructor it calls), each with the condition
+    it is called under. A class a parameter names (`decoder_layer_type(...)`) is the one
+    the call to the constructor passes (`chosen`) or the parameter's default."""
     params = {a.arg for a in (*init.node.args.args, *init.node.args.kwonlyargs)}
+    defaults = {
+        p: found
+        for p, name in _class_defaults(init.node).items()
+        if (found := _model_class(sim, init.module, name)) is not None
+    }
+    classes_of = {**defaults, **(chosen or {})}
     guards = _guards(init.node.body) if outer is None else {}
     for call, inner in calls_under(init.node.body, ()):
         conds = (*(outer or ()), *inner)
+        base = _base_init(sim, init, call) if outer is None else None
+        if base is not None:  # `super().__init__(..., decoder_layer_type=Qwen3DecoderLayer)`
+            named = {
+                k.arg: found
+                for k in call.keywords
+                if k.arg
+                and isinstance(k.value, ast.Name)
+                and (found := _model_class(sim, init.module, k.value.id)) is not None
+            }
+            yield from _built_by(sim, holder, base, conds, named)
+            continue
         factory = _factory(sim, holder, call) if outer is None else None
         if factory is not None:  # (one level: a factory's own calls are not followed)
             yield from _built_by(sim, holder, factory, conds)
             continue
         if not isinstance(call.func, ast.Name):
             continue
-        cls = _model_class(sim, init.module, call.func.id)
+        cls = classes_of.get(call.func.id) or _model_class(sim, init.module, call.func.id)
         if cls is None:
             continue
         spread = any(isinstance(a, ast.Starred) for a in call.args) or any(
@@ -338,7 +396,38 @@ def _built_by(
             frozenset(k.arg for k in call.keywords if k.arg),
             -1 if spread else len(call.args),
             guards.get(id(call)) if len(conds) == 1 else None,
+            call,
+            init.module,
         )
+
+
+def _class_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    """Parameters whose default is a name (`decoder_layer_type=Qwen2DecoderLayer`)."""
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = [*zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True)]
+    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+    return {p.arg: d.id for p, d in pairs if isinstance(d, ast.Name)}
+
+
+def _base_init(sim: Simulator, init: Func, call: ast.Call) -> Func | None:
+    """The base class's constructor `super().__init__(...)` calls in `init`."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and func.attr == "__init__"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+        and init.owner is not None
+    ):
+        return None
+    after = classes.mro(sim, init.owner)[0][1:]
+    for c in after:
+        for node in c.node.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                return Func(c.module, node, None, c)
+    return None
 
 
 def _factory(sim: Simulator, holder: ClassRef, call: ast.Call) -> Func | None:
