@@ -238,8 +238,13 @@ SIMULATION_FILES = frozenset(
         # MoE configuration (kb/explain/moe.py)
         "python/sglang/srt/distributed/parallel_state.py",
         "python/sglang/srt/managers/scheduler.py",
-        # ... its checks of the loaded model (kb/explain/model_class.py)
+        # ... its checks of the loaded model (kb/explain/model_class.py), and the linear
+        # layers the model classes build (their quantization methods' weights, the
+        # per-rank sizes `divide` asserts)
         "python/sglang/srt/model_executor/model_runner.py",
+        "python/sglang/srt/layers/linear.py",
+        "python/sglang/srt/distributed/__init__.py",
+        "python/sglang/srt/distributed/utils.py",
     }
 )
 # ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities

@@ -303,7 +303,7 @@ def call_class(
     if is_enum(sim, cls):
         return enum_lookup(sim, cls, args[0] if args else unknown("an Enum value"), ctx)
     obj = Instance(cls)
-    if cls in sim.skip_init or not sim.construct:
+    if cls in sim.skip_init or not (sim.construct or cls.path.startswith(sim.construct_under)):
         obj.note = "its constructor is not simulated"
         return obj
     init = _from_classes(sim, cls, "__init__", obj, True, start=None)

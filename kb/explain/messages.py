@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from kb.explain.abstract_values import SCALARS, is_known
+from kb.explain.abstract_values import SCALARS, is_known, merge_needs
 from kb.explain.frames import Ctx, Frame
+from kb.explain.predicates import Unknown, unknown
 from kb.explain.source_modules import raise_message
 
 Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
@@ -35,6 +36,25 @@ def filled(sim: Simulator, text: ast.JoinedStr, frame: Frame, ctx: Ctx) -> str |
         del sim.result.checks[checks:]
         del sim.result.changes[changes:]
         sim.reads = reads
+    return "".join(out)
+
+
+def formatted(sim: Simulator, text: ast.JoinedStr, frame: Frame, ctx: Ctx) -> Any:
+    """An f-string's value (`f"{prefix}.{name}"` in add_prefix) when each part is a known
+    scalar without a format spec; else unknown, with what it needs."""
+    if sum(isinstance(v, ast.FormattedValue) for v in text.values) > MAX_PARTS:
+        return unknown("a formatted string")
+    out = []
+    for value in text.values:
+        if isinstance(value, ast.Constant):
+            out.append(str(value.value))
+            continue
+        if not isinstance(value, ast.FormattedValue) or value.format_spec is not None:
+            return unknown("a formatted string")
+        found = sim.eval(value.value, frame, ctx)
+        if not (found is None or (isinstance(found, SCALARS) and is_known(found))):
+            return Unknown(merge_needs(found) or ("a formatted string",))
+        out.append(repr(found) if value.conversion == ord("r") else str(found))
     return "".join(out)
 
 

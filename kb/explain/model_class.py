@@ -35,7 +35,7 @@ from kb.explain.derived import MODEL_RUNNER_MODULE
 from kb.explain.frames import Ctx, Frame
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, Unknown, assumed, unknown
-from kb.explain.source_modules import Module
+from kb.explain.source_modules import Module, module_path
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
@@ -49,6 +49,10 @@ MAX_DEPTH = 5  # builders deep: ForCausalLM -> Model -> DecoderLayer -> MoE -> (
 ROOT_ARGS = ("config", "quant_config")
 CONFIG_NAMES = frozenset({"config", "quant_config"})  # what a computed argument may read
 LAYER_PARAMS = ("layer_id", "layer_idx")  # a layer's index, as the model classes name it
+# the classes built with their constructors when a model class builds them: the linear
+# layers (which ask the quantization config for their method and have it create the
+# weights on the per-rank sizes) and the quantization methods
+LAYERS_BUILT = ("python/sglang/srt/layers/linear.py", "python/sglang/srt/layers/quantization/")
 MAX_LAYER_RUNS = 4  # layers a block's constructor is run for, looking for one that raises
 
 
@@ -71,6 +75,10 @@ class Built:
     # whether the builder's own `config` is the model's hf_config (handed down from the
     # architecture's class): its call's arguments over `config` are then computed
     config_known: bool = False
+    attr: str | None = None  # the builder's attribute it is assigned to (`self.mlp = ...`)
+    # its module name ("model.layers.{layer}.mlp"), as SGLang's add_prefix builds the
+    # `prefix` each class gets from its attributes; None when not known
+    prefix: str | None = None
 
 
 def step(
@@ -82,7 +90,7 @@ def step(
     if root is None:
         return None
     built = list(_closure(sim, root))
-    checking = [b for b in built if _checks(_init(sim, b.cls))]
+    checking = [b for b in built if _checks(_init(sim, b.cls)) or _builds_layers(b)]
     if not checking:
         return None
     chain = {b.cls.name: b for b in built}
@@ -90,12 +98,14 @@ def step(
 
     def run() -> None:
         construct, sim.construct = sim.construct, False
+        # (the linear layers the classes build are: their quantization method's weights)
+        sim.construct_under = LAYERS_BUILT
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
             for b in checking:
                 _check(sim, b, chain, quant_config, layers, count)
         finally:
-            sim.construct = construct
+            sim.construct, sim.construct_under = construct, ()
             sim.parallel = {}
 
     return run
@@ -142,8 +152,8 @@ def _check(
     it in no layer; when that is not decided, once, with its raises assumed on its
     builders building it."""
     conditional = [link for link in _chain(b, chain) if link.condition]
-    if not conditional:
-        _construct(sim, b, quant_config, None, Ctx())
+    if not conditional:  # (built in every layer: followed for the first)
+        _construct(sim, b, quant_config, layers[0] if layers else None, Ctx())
         return
     kept: list[Any] | None = None
     runs, undecided = 0, not layers
@@ -278,11 +288,25 @@ def _arguments(
             out[name] = handed[b.handed[name]]
         elif name in LAYER_PARAMS and layer is not None and name in passed:
             out[name] = layer
+        elif name == "prefix" and name in passed and (prefix := _prefix(sim, b, layer)):
+            out[name] = prefix
         elif name in passed or b.positional < 0:
             out[name] = _argument(sim, b, names, name, quant_config)
             if isinstance(out[name], Unknown):
                 out[name] = unknown(f"the {name} {builder} passes")
     return out
+
+
+def _prefix(sim: Simulator, b: Built, layer: int | None) -> str | None:
+    """The `prefix` the class gets (its module name), when known for the layer followed;
+    stated as an assumption (the names the quantization config's ignore lists match)."""
+    if b.prefix is None or ("{layer}" in b.prefix and layer is None):
+        return None
+    sim.result.assumptions["module-names"] = (
+        "the model's module names follow its classes' attributes (model.layers.N.mlp), as "
+        "SGLang's add_prefix builds them"
+    )
+    return b.prefix.format(layer=layer)
 
 
 def _argument(sim: Simulator, b: Built, names: list[str], name: str, quant_config: Any) -> Any:
@@ -315,6 +339,19 @@ def _init(sim: Simulator, cls: ClassRef) -> Func | None:
     return None
 
 
+def _builds_layers(b: Built) -> bool:
+    """Whether the class's constructor builds a class of LAYERS_BUILT (a linear layer)."""
+    init = b.cls.node
+    mod = b.cls.module
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            target = mod.imports.get(node.func.id)
+            paths = module_path(target[0]) if target else []
+            if any(path.startswith(LAYERS_BUILT) for path in paths):
+                return True
+    return False
+
+
 def _checks(init: Func | None) -> bool:
     return init is not None and any(
         isinstance(n, ast.Raise | ast.Assert) for n in ast.walk(init.node)
@@ -324,7 +361,7 @@ def _checks(init: Func | None) -> bool:
 def _closure(sim: Simulator, root: ClassRef) -> Iterator[Built]:
     """The architecture's class and the classes built through constructors from it, in the
     model package, breadth first (each once)."""
-    first = Built(root, "", 0, "", {a: a for a in ROOT_ARGS}, frozenset(ROOT_ARGS), 0)
+    first = Built(root, "", 0, "", {a: a for a in ROOT_ARGS}, frozenset(ROOT_ARGS), 0, prefix="")
     yield first
     queue, seen = [(first, 0)], {(root.path, root.name)}
     while queue and len(seen) < MAX_CLASSES:
@@ -336,7 +373,11 @@ def _closure(sim: Simulator, root: ClassRef) -> Iterator[Built]:
             if (b.cls.path, b.cls.name) in seen or len(seen) >= MAX_CLASSES:
                 continue
             known = holder.config_known or holder.builder == ""
-            b = replace(b, config_known=known and holder.handed.get("config") == "config")
+            b = replace(
+                b,
+                config_known=known and holder.handed.get("config") == "config",
+                prefix=_child_prefix(holder.prefix, b.attr),
+            )
             seen.add((b.cls.path, b.cls.name))
             yield b
             queue.append((b, depth + 1))
@@ -362,6 +403,7 @@ def _built_by(
     }
     classes_of = {**defaults, **(chosen or {})}
     guards = _guards(init.node.body) if outer is None else {}
+    targets = _targets(init.node.body)
     for call, inner in calls_under(init.node.body, ()):
         conds = (*(outer or ()), *inner)
         base = _base_init(sim, init, call) if outer is None else None
@@ -377,7 +419,8 @@ def _built_by(
             continue
         factory = _factory(sim, holder, call) if outer is None else None
         if factory is not None:  # (one level: a factory's own calls are not followed)
-            yield from _built_by(sim, holder, factory, conds)
+            for b in _built_by(sim, holder, factory, conds):
+                yield replace(b, attr=b.attr or targets.get(id(call)))
             continue
         if not isinstance(call.func, ast.Name):
             continue
@@ -398,7 +441,36 @@ def _built_by(
             guards.get(id(call)) if len(conds) == 1 else None,
             call,
             init.module,
+            attr=targets.get(id(call)),
         )
+
+
+def _targets(body: list[ast.stmt]) -> dict[int, str]:
+    """id(call) -> the attribute of `self` its statement assigns (`self.mlp = Mlp(...)`,
+    `self.layers, self.start, self.end = make_layers(n, lambda idx, prefix: Layer(...))`)."""
+    out: dict[int, str] = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Assign):
+                continue
+            target = node.targets[0]
+            if isinstance(target, ast.Tuple) and target.elts:
+                target = target.elts[0]
+            name = _self_attr(target)
+            if name is not None:
+                for call in ast.walk(node.value):
+                    if isinstance(call, ast.Call):
+                        out.setdefault(id(call), name)
+    return out
+
+
+def _child_prefix(prefix: str | None, attr: str | None) -> str | None:
+    """The module name of what a class assigns to `self.<attr>`: the layers a `layers`
+    list holds are named by their index (`model.layers.{layer}`)."""
+    if prefix is None or attr is None:
+        return None
+    name = f"{attr}.{{layer}}" if attr == "layers" else attr
+    return f"{prefix}.{name}" if prefix else name
 
 
 def _class_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:

@@ -29,11 +29,16 @@ PURE_BUILTINS: dict[str, Callable[..., Any]] = {
     "any": any,
     "all": all,
     "sorted": sorted,
+    "sum": sum,
     "list": list,
     "tuple": tuple,
     "set": set,
     "round": round,
     "range": bounded_range,
+}
+# functions of other modules that are pure on known values: (module, name) -> function
+MODULE_FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
+    ("types", "MappingProxyType"): dict,  # (a read-only view: read like the dict)
 }
 STR_METHODS = frozenset(
     {

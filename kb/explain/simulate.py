@@ -296,6 +296,7 @@ class Simulator:
         # False: every class called is built without its constructor (explain's stages
         # build the objects they follow themselves: kb.explain.moe)
         self.construct = True
+        self.construct_under: tuple[str, ...] = ()  # ... but these paths' classes are built
 
     # --- entry ------------------------------------------------------------------------
 
@@ -1183,6 +1184,9 @@ class Simulator:
                         return fn(*args)
                     except Exception:  # noqa: BLE001
                         return unknown("a value this analysis cannot compute")
+        pure = pure_calls.MODULE_FUNCTIONS.get((callee.module, name))
+        if pure is not None and not kwargs and all(is_known(a) for a in args):
+            return pure(*args)
         return unknown(f"what {name}() returns")
 
     def isinstance_(self, args: list[Any]) -> Any:
@@ -1318,7 +1322,7 @@ class Simulator:
                 return unknown(f"the function {base.table} registers for {_shown_key(index)}")
             return lift(lambda b, i: b[i], base, index)
         if isinstance(node, ast.JoinedStr):
-            return unknown("a formatted string")
+            return messages.formatted(self, node, frame, ctx)
         if isinstance(node, ast.NamedExpr):
             value = self.eval(node.value, frame, ctx)
             frame.locals[node.target.id] = value

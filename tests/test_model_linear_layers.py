@@ -1,0 +1,188 @@
+"""The linear layers a model class builds, followed in its constructor (kb/explain/model_class.py):
+a column-parallel layer divides its output across the tp ranks (`divide` asserting it),
+asks the quantization config for its method by the layer's type and module name, and has it
+create the weights on the per-rank sizes; a block-quantized method raises when the per-rank
+output is not a multiple of the block. Synthetic modules shaped like SGLang's (no SGLang
+code); the MLP class raises nothing itself, so only the layer it builds can."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from kb.explain import derived, model_class
+from kb.explain.frames import Ctx, Frame
+from kb.explain.predicates import Profile
+from kb.explain.simulate import Check, Simulator
+from kb.explain.source_modules import Module, parse_module
+
+SRT = "python/sglang/srt/"
+ARGS = SRT + "server_args.py"
+MODEL = SRT + "models/toy.py"
+QUANT = SRT + "layers/quantization/block.py"
+
+FILES = {
+    ARGS: """
+        from dataclasses import dataclass
+
+
+        @dataclass
+        class ServerArgs:
+            model_path: str
+            tp_size: int = 1
+
+            def __post_init__(self):
+                pass
+        """,
+    SRT + "distributed/__init__.py": """
+        from sglang.srt.distributed.parallel_state import *
+        from sglang.srt.distributed.utils import *
+        """,
+    SRT + "distributed/parallel_state.py": """
+        _TP = None
+
+
+        def get_tensor_model_parallel_world_size():
+            return _TP.world_size
+        """,
+    SRT + "distributed/utils.py": """
+        def divide(numerator, denominator):
+            assert numerator % denominator == 0, f"{numerator} is not divisible by {denominator}"
+            return numerator // denominator
+        """,
+    SRT + "utils/common.py": """
+        def add_prefix(name, prefix):
+            return name if not prefix else f"{prefix}.{name}"
+        """,
+    SRT + "layers/linear.py": """
+        import torch
+
+        from sglang.srt.distributed import divide, get_tensor_model_parallel_world_size
+
+
+        class LinearBase(torch.nn.Module):
+            def __init__(self, input_size, output_size, quant_config=None, prefix=""):
+                super().__init__()
+                self.input_size = input_size
+                self.output_size = output_size
+                self.quant_method = quant_config.get_quant_method(self, prefix=prefix)
+
+
+        class ColumnParallelLinear(LinearBase):
+            def __init__(self, input_size, output_size, quant_config=None, prefix=""):
+                super().__init__(input_size, output_size, quant_config, prefix)
+                tp_size = get_tensor_model_parallel_world_size()
+                self.output_size_per_partition = divide(output_size, tp_size)
+                self.quant_method.create_weights(
+                    layer=self, output_size_per_partition=self.output_size_per_partition
+                )
+        """,
+    QUANT: """
+        from sglang.srt.layers.linear import LinearBase
+
+
+        class BlockConfig:
+            def __init__(self, block, ignored):
+                self.block = block
+                self.ignored = ignored
+
+            def get_quant_method(self, layer, prefix):
+                if isinstance(layer, LinearBase) and prefix not in self.ignored:
+                    return BlockLinearMethod(self)
+                return None
+
+
+        class BlockLinearMethod:
+            def __init__(self, quant_config):
+                self.block = quant_config.block
+
+            def create_weights(self, layer, output_size_per_partition):
+                if output_size_per_partition % self.block != 0:
+                    raise ValueError(
+                        f"Output {output_size_per_partition} is not divisible by {self.block}."
+                    )
+        """,
+    MODEL: """
+        from torch import nn
+
+        from sglang.srt.layers.linear import ColumnParallelLinear
+        from sglang.srt.utils.common import add_prefix
+
+
+        class ToyMLP(nn.Module):
+            def __init__(self, hidden_size, intermediate_size, quant_config=None, prefix=""):
+                super().__init__()
+                self.up_proj = ColumnParallelLinear(
+                    hidden_size,
+                    intermediate_size,
+                    quant_config=quant_config,
+                    prefix=add_prefix("up_proj", prefix),
+                )
+
+
+        class ToyForCausalLM(nn.Module):
+            def __init__(self, config, quant_config=None, prefix=""):
+                super().__init__()
+                self.mlp = ToyMLP(
+                    config.hidden_size,
+                    config.intermediate_size,
+                    quant_config=quant_config,
+                    prefix=add_prefix("mlp", prefix),
+                )
+
+
+        EntryClass = ToyForCausalLM
+        """,
+}
+CONFIG = {
+    "architectures": ["ToyForCausalLM"],
+    "hidden_size": 64,
+    "intermediate_size": 1216 * 8,
+    "num_hidden_layers": 2,
+}
+
+
+def modules() -> dict[str, Module]:
+    out = {}
+    for path, text in FILES.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None, path
+        out[path] = mod
+    return out
+
+
+def load_checks(tp: int, ignored: list[str] | None = None) -> list[tuple[str, str, int]]:
+    mods = modules()
+    profile = Profile.parse({"sm": 90, "config": CONFIG})
+    sim = Simulator(
+        mods.get, mods[ARGS], {"model_path": "m", "tp_size": tp}, profile, derive=derived
+    )
+    sim.run()
+    frame = Frame(mods[QUANT], "<test>", {"ignored": ignored or []})
+    from ast import parse
+
+    config: Any = sim.eval(parse("BlockConfig(128, ignored)", mode="eval").body, frame, Ctx())
+    step = model_class.step(sim, MODEL, profile, config)
+    assert step is not None and sim.run_after(step)
+    return [raised(c) for c in sim.result.checks if c.outcome == "fired"]
+
+
+def raised(check: Check) -> tuple[str, str, int]:
+    return check.path.rsplit("/", 1)[-1], check.message, check.line
+
+
+def test_a_linear_layer_s_quantization_method_checks_the_per_rank_size() -> None:
+    # 9728 / 8 = 1216 per rank: not a multiple of the 128 block
+    ((path, message, _),) = load_checks(8)
+    assert (path, message) == ("block.py", "ValueError: Output 1216 is not divisible by 128.")
+    assert load_checks(4) == []  # 2432 = 19 x 128
+
+
+def test_the_layer_s_module_name_decides_whether_it_is_quantized() -> None:
+    # the config's ignore list names the layer's module: no quantization method, no check
+    assert load_checks(8, ignored=["mlp.up_proj"]) == []
+
+
+def test_divide_asserts_the_tp_size_divides_the_layer() -> None:
+    ((path, message, _), *_) = load_checks(3)
+    assert (path, message) == ("utils.py", "{numerator} is not divisible by {denominator}")
