@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ingest.static_eval import CannotFold, Scope, fold
 from kb.threeval import (
     NO_LIKELY,
     Unknown,
@@ -171,3 +172,10 @@ def test_an_unknown_has_no_truth_value() -> None:
         bool(unknown("x"))
     assert unknown("a", "", "a").needs == ("a",)
     assert unknown().reason == "unknown"
+
+
+def test_static_folding_raises_the_unknown_saying_why() -> None:
+    with pytest.raises(CannotFold) as raised:
+        fold(ast.parse("2 ** 10 ** 9", mode="eval").body, Scope())
+    assert raised.value.unknown.reason == "power too large"
+    assert fold(ast.parse("10 * 1000 * 1000", mode="eval").body, Scope()) == 10_000_000
