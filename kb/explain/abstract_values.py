@@ -17,6 +17,17 @@ from typing import Any
 from kb.explain.source_modules import Module
 from kb.threeval import MAX_SIZE, Named, Refused
 
+# The three-valued arithmetic over these values is kb.threeval's; the simulator's modules
+# import these names from here with the values.
+from kb.threeval import SCALARS as SCALARS
+from kb.threeval import is_known as is_known
+from kb.threeval import lift as lift
+from kb.threeval import likely_of as likely_of
+from kb.threeval import merge_needs as merge_needs
+from kb.threeval import options_of as options_of
+from kb.threeval import same_value as same_value
+from kb.threeval import truth as truth
+
 # torch's dtype aliases: `torch.half is torch.float16`, so a model loaded as float16 passes
 # a check against `[torch.bfloat16, torch.half]`
 TORCH_DTYPE_ALIASES = {

@@ -28,12 +28,14 @@ from kb.explain.abstract_values import (
     Instance,
     Super,
     Symbol,
+    is_known,
+    merge_needs,
+    options_of,
 )
 from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import MISSING, Unknown, unknown
 from kb.explain.source_modules import Module, class_defaults
 from kb.pyast import NOT_LITERAL, literal
-from kb.threeval import is_known, merge_needs, options_of
 
 # the interpreter (kb.explain.simulate.Simulator), which imports this module: what is used
 # of it is its `eval`, `call_function` and per-run caches

@@ -23,11 +23,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import module_state
-from kb.explain.abstract_values import SELF, Func, Obj
+from kb.explain.abstract_values import SELF, Func, Obj, merge_needs, truth
 from kb.explain.predicates import Unknown, unknown
 from kb.explain.simulate import Ctx, Frame, _Break, _Continue, _Return
 from kb.explain.source_modules import Module
-from kb.threeval import merge_needs, truth
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from kb.explain.abstract_values import SCALARS, is_known
 from kb.explain.frames import Ctx, Frame
 from kb.explain.source_modules import raise_message
-from kb.threeval import SCALARS, is_known
 
 Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
 

@@ -34,6 +34,7 @@ from kb.explain import (
     parallel_state,
 )
 from kb.explain.abstract_values import (
+    SCALARS,
     SELF,
     ClassRef,
     EnumMember,
@@ -47,7 +48,14 @@ from kb.explain.abstract_values import (
     Super,
     Symbol,
     bounded_range,
+    is_known,
+    lift,
+    likely_of,
+    merge_needs,
+    options_of,
+    same_value,
     torch_dtype,
+    truth,
 )
 from kb.explain.frames import Ctx, Frame
 from kb.explain.known_names import (
@@ -89,21 +97,7 @@ from kb.explain.source_modules import (
     registered,
 )
 from kb.pyast import NOT_LITERAL, fill_names, literal, render_text, strip_ansi
-from kb.threeval import (
-    SCALARS,
-    all_of,
-    any_of,
-    binary,
-    compare,
-    is_known,
-    lift,
-    likely_of,
-    merge_needs,
-    options_of,
-    same_value,
-    truth,
-    unary,
-)
+from kb.threeval import all_of, any_of, binary, compare, unary
 
 MAX_STEPS = 20_000  # statements per run; SGLang's own argument handling takes < 2,000
 MAX_DEPTH = 14  # nested calls
