@@ -27,7 +27,7 @@ from ingest.flags import MENTION_RE, RUN_TIME_OPEN, replacement_in_message
 from ingest.indirect import Resolver, absolute, module_of
 from ingest.model_classes import model_rows
 from ingest.modules import Memo, Modules
-from ingest.static_eval import Unknown, plain
+from ingest.static_eval import CannotFold, plain
 from kb.dests import dest_rank
 from kb.replacements import expand_braces
 
@@ -437,7 +437,7 @@ class Assembly:
             if flag.get("help_fill"):
                 _fill_help(flag, modules)
             if flag.get("const_external"):
-                with contextlib.suppress(Unknown):  # else the source text stays
+                with contextlib.suppress(CannotFold):  # else the source text stays
                     flag["const"] = plain(modules.fold(*flag["const_external"]))
             _settle_action(flag, local_actions, modules, rows)
         _replacements_in_messages(rows.flags)
@@ -507,7 +507,7 @@ def _resolve_external_choices(flag: dict[str, Any], modules: Modules, rows: Vers
     for expr, imports in flag["choices_external"]:
         try:
             found = plain(modules.fold(expr, imports))
-        except Unknown:
+        except CannotFold:
             unresolved.append(expr)
             continue
         found = found if isinstance(found, list) else [found]
@@ -542,7 +542,7 @@ def _fill_help(flag: dict[str, Any], modules: Modules) -> None:
                     found = plain(modules.fold(expr, imports))
                     values.extend(found if isinstance(found, list) else [found])
                 text = str(values)
-            except Unknown:
+            except CannotFold:
                 pass
         if text is not None:
             flag["help"] = flag["help"].replace(marker, text, 1)

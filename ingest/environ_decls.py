@@ -15,6 +15,7 @@ from typing import Any
 
 from ingest.env import fallback_after
 from kb.pyast import NOT_LITERAL, kwarg, literal
+from kb.threeval import binary, is_unknown
 
 ENVIRON_PATH = "python/sglang/srt/environ.py"
 
@@ -431,13 +432,8 @@ class _Deprecation(ast.NodeVisitor):
         return "".join(parts)
 
 
-_OPS: dict[type, Any] = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Div: lambda a, b: a / b,
-}
+# The arithmetic a declared default is written in, on numbers (kb.threeval's bounded operators).
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Div, ast.Pow)
 
 
 def fold(node: ast.expr, consts: dict[str, Any] | None = None) -> Any:
@@ -452,18 +448,11 @@ def fold(node: ast.expr, consts: dict[str, Any] | None = None) -> Any:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
         if node.func.id in ("tuple", "list") and not node.keywords:
             return []
-    if isinstance(node, ast.BinOp):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ARITHMETIC):
         left, right = fold(node.left, consts), fold(node.right, consts)
-        numbers = all(type(v) in (int, float) for v in (left, right))
-        if numbers and isinstance(node.op, ast.Pow) and abs(right) <= 64:
-            return left**right
-        op = _OPS.get(type(node.op))
-        if (
-            numbers
-            and op is not None
-            and not (isinstance(node.op, (ast.Div, ast.FloorDiv)) and right == 0)
-        ):
-            return op(left, right)
+        if all(type(v) in (int, float) for v in (left, right)):
+            value = binary(node.op, left, right)
+            return NOT_LITERAL if is_unknown(value) else value
     return NOT_LITERAL
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest import actions
-from ingest.static_eval import External, Scope, Unknown, fold, plain
+from ingest.static_eval import CannotFold, External, Scope, fold, plain
 from kb.pyast import (
     NOT_LITERAL,
     call_name,
@@ -168,7 +168,7 @@ def resolve_choices(
                     out.append(plain(fold(elt, _scope(info, local))))
                 except External:
                     external.append((source(elt), _imports_of(elt, info, local)))
-                except Unknown:
+                except CannotFold:
                     dynamic = unknown = True
             else:
                 out.append(v)
@@ -217,7 +217,7 @@ def resolve_choices(
         value = plain(fold(node, _scope(info, local)))
     except External:
         return Choices(dynamic=True, external=[(source(node), _imports_of(node, info, local))])
-    except Unknown:
+    except CannotFold:
         return Choices(dynamic=True, unknown=True)
     if isinstance(value, list):
         return Choices(value)
@@ -461,7 +461,7 @@ def _set_default(flag: dict[str, Any], node: ast.expr | None, info: ModuleInfo) 
         flag["default_expr"] = source(node)  # kept beside the folded value
         try:
             folded = plain(fold(node, info.scope))
-        except Unknown:
+        except CannotFold:
             return
         flag["default"] = folded
     elif value is not NOT_LITERAL:
@@ -691,7 +691,7 @@ def _const(node: ast.expr, info: ModuleInfo, flag: dict[str, Any]) -> Any:
         return plain(fold(node, info.scope))
     except External:
         flag["const_external"] = [source(node), _imports_of(node, info, {})]
-    except Unknown:
+    except CannotFold:
         pass
     return source(node)
 

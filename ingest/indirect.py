@@ -68,6 +68,7 @@ from ingest.carriers import (
 )
 from ingest.model_classes import MODELS_DIR, Args, Guard, ModelClasses, Sites, Target
 from ingest.pyfile import Def, PyFile
+from kb.threeval import binary, compare, is_unknown, truth, unary, unknown
 
 # --- per version ---------------------------------------------------------------------------
 
@@ -615,7 +616,7 @@ def resolve(
     return Resolver().resolve(files, facts_of, option_of, read_text, skip)
 
 
-UNKNOWN: Any = object()  # a value not known without running the code
+NOT_KNOWN = unknown("a value not known without running the code")
 
 
 def _reached(f: PyFile, guards: Sequence[Guard], args: Args) -> bool:
@@ -641,14 +642,14 @@ def _reached(f: PyFile, guards: Sequence[Guard], args: Args) -> bool:
             return True
         passed = {k.arg: k.value for k in call.keywords if k.arg is not None}
         values = [(_known_value(f, node, passed[n], env), want) for n, want in cond if n in passed]
-        if not any(v is not UNKNOWN and bool(v) != want for v, want in values):
+        if not any(truth(v) is (not want) for v, want in values):
             return True
     return False
 
 
 def _bind(node: ast.AST, args: Iterable[tuple[str, str]]) -> dict[str, Any] | None:
     """A function's parameters bound to the literals a call passes (`args`), or to their
-    literal defaults when it passes none; UNKNOWN otherwise. None for a spread."""
+    literal defaults when it passes none; NOT_KNOWN otherwise. None for a spread."""
     given = dict(args)
     if "*" in given or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
@@ -668,88 +669,66 @@ def _bind(node: ast.AST, args: Iterable[tuple[str, str]]) -> dict[str, Any] | No
         if src is not None:
             env[p.arg] = _literal(src)
         else:
-            env[p.arg] = default.value if isinstance(default, ast.Constant) else UNKNOWN
+            env[p.arg] = default.value if isinstance(default, ast.Constant) else NOT_KNOWN
     return env
 
 
 def _literal(src: str) -> Any:
     """The value of an argument's source when it is a constant (`0`, `True`, `-1`, `"x"`),
-    else UNKNOWN. Not ast.literal_eval: each call makes closures that refer to one another,
+    else NOT_KNOWN. Not ast.literal_eval: each call makes closures that refer to one another,
     garbage only the cyclic collector frees, which the ingest runs seldom (~4 MiB held at
     the end of a full ingest)."""
     try:
         node = ast.parse(src, mode="eval").body
     except (SyntaxError, ValueError, RecursionError):
-        return UNKNOWN
+        return NOT_KNOWN
     negated = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
     inner = node.operand if negated else node  # type: ignore[attr-defined]
     if not isinstance(inner, ast.Constant):
-        return UNKNOWN
-    if negated:
-        return -inner.value if isinstance(inner.value, (int, float)) else UNKNOWN
-    return inner.value
+        return NOT_KNOWN
+    return unary(node.op, inner.value) if negated else inner.value  # type: ignore[attr-defined]
 
 
 def _known_value(f: PyFile, fn: ast.AST, e: ast.expr, env: dict[str, Any], depth: int = 0) -> Any:
-    """What `e` is in function `fn` given its parameters' `env` (`_reached`), or UNKNOWN."""
+    """What `e` is in function `fn` given its parameters' `env` (`_reached`), or Unknown."""
     if depth > MAX_VALUE_DEPTH:
-        return UNKNOWN
+        return NOT_KNOWN
     if isinstance(e, ast.Constant):
         return e.value
     key = target_key(e)
     if key is not None:
         bindings = _bound_once_in(f, fn)
         if key in env:  # a parameter, unless the function binds it again (maybe: not known)
-            return UNKNOWN if key in bindings else env[key]
+            return NOT_KNOWN if key in bindings else env[key]
         bound = bindings.get(key)
-        return UNKNOWN if bound is None else _known_value(f, fn, bound, env, depth + 1)
+        return NOT_KNOWN if bound is None else _known_value(f, fn, bound, env, depth + 1)
 
     def of(x: ast.expr) -> Any:
         return _known_value(f, fn, x, env, depth + 1)
 
     if isinstance(e, ast.BoolOp):  # as Python: `a or b` is the first true operand, or b
-        value: Any = UNKNOWN
+        value: Any = NOT_KNOWN
         for x in e.values:
             value = of(x)
-            if value is UNKNOWN or bool(value) == isinstance(e.op, ast.Or):
+            t = truth(value)
+            if is_unknown(t) or t is isinstance(e.op, ast.Or):
                 return value  # (an unknown operand before the deciding one: not known)
         return value
     if isinstance(e, ast.IfExp):
-        test = of(e.test)
-        return UNKNOWN if test is UNKNOWN else of(e.body if test else e.orelse)
+        test = truth(of(e.test))
+        return test if is_unknown(test) else of(e.body if test else e.orelse)
     if isinstance(e, ast.Call):
         return _method_value(f, e, env, depth)
-    parts: list[ast.expr] = []
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Not, ast.USub)):
-        parts = [e.operand]
-    elif isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
-        parts = [e.left, e.right]
-    elif isinstance(e, ast.Compare) and len(e.ops) == 1 and type(e.ops[0]) in COMPARE:
-        parts = [e.left, e.comparators[0]]
-    values = [of(x) for x in parts]
-    if not values or UNKNOWN in values:
-        return UNKNOWN
-    try:
-        if isinstance(e, ast.UnaryOp):
-            return not values[0] if isinstance(e.op, ast.Not) else -values[0]
-        if isinstance(e, ast.BinOp):
-            return values[0] + values[1] if isinstance(e.op, ast.Add) else values[0] - values[1]
-        return COMPARE[type(e.ops[0])](*values)  # type: ignore[attr-defined]
-    except (TypeError, ArithmeticError):
-        return UNKNOWN
+    if isinstance(e, ast.UnaryOp):
+        return unary(e.op, of(e.operand))
+    if isinstance(e, ast.BinOp):
+        return binary(e.op, of(e.left), of(e.right))
+    if isinstance(e, ast.Compare) and len(e.ops) == 1:
+        return compare(e.ops[0], of(e.left), of(e.comparators[0]))
+    return NOT_KNOWN
 
 
 MAX_VALUE_DEPTH = 6
-COMPARE: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-    ast.Is: lambda a, b: a is b,
-    ast.IsNot: lambda a, b: a is not b,
-}
 
 
 def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) -> Any:
@@ -757,16 +736,16 @@ def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) ->
     `return`: its value with the call's arguments bound."""
     func = call.func
     if not (isinstance(func, ast.Attribute) and target_key(func.value) in ("self", "cls")):
-        return UNKNOWN
+        return NOT_KNOWN
     if any(isinstance(a, ast.Starred) for a in call.args) or any(
         k.arg is None for k in call.keywords
     ):
-        return UNKNOWN
+        return NOT_KNOWN
     defs = [x for x in f.defs if x.name == func.attr and x.kind == "def"]
     node = f.node(defs[0]) if len(defs) == 1 else None
     body = [s for s in getattr(node, "body", []) if not _is_docstring(s)]
     if node is None or len(body) != 1 or not isinstance(body[0], ast.Return):
-        return UNKNOWN
+        return NOT_KNOWN
     value = body[0].value
     if value is None:
         return None
@@ -776,7 +755,7 @@ def _method_value(f: PyFile, call: ast.Call, env: dict[str, Any], depth: int) ->
     ]
     inner = _bind(node, tuple((k, "...") for k, _v in given))
     if inner is None:
-        return UNKNOWN
+        return NOT_KNOWN
     a = node.args  # type: ignore[attr-defined]
     positional = [p.arg for p in [*a.posonlyargs, *a.args] if p.arg not in ("self", "cls")]
     for k, v in given:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ingest.static_eval import External, Scope, Unknown, fold
+from ingest.static_eval import CannotFold, External, Scope, fold
 from kb.pyast import PARSE_FAILURES
 
 MAX_HOPS = 4
@@ -110,7 +110,7 @@ class Modules:
             self._deps, self._used_log = {}, []
             try:
                 outcome = answer()
-            except Unknown as exc:
+            except CannotFold as exc:
                 outcome = _Raised(str(exc))
             finally:
                 found = (self._deps, None, self._used_log)
@@ -122,7 +122,7 @@ class Modules:
         for path, sha in used:
             self.used[path] = sha
         if isinstance(outcome, _Raised):
-            raise Unknown(outcome.message)
+            raise CannotFold(outcome.message)
         return outcome
 
     def text(self, module: str) -> tuple[str, str] | None:
@@ -151,10 +151,10 @@ class Modules:
     def locate(self, module: str, name: str, hops: int = 0) -> tuple[Any, str]:
         """(value, path of the module that binds it)."""
         if hops > MAX_HOPS:
-            raise Unknown(f"{module}.{name}: too many re-exports")
+            raise CannotFold(f"{module}.{name}: too many re-exports")
         found = self.scope(module)
         if found is None:
-            raise Unknown(f"module {module} not in this version")
+            raise CannotFold(f"module {module} not in this version")
         base, stars, path = found
         scope = Scope(base.names, base.classes, base.imports, self._resolver(hops))
         if name in scope.imports and name not in scope.names and name not in scope.classes:
@@ -168,9 +168,9 @@ class Modules:
         for star in stars:
             try:
                 return self.locate(star, name, hops + 1)
-            except Unknown:
+            except CannotFold:
                 continue
-        raise Unknown(f"{name} not found in {module}")
+        raise CannotFold(f"{name} not found in {module}")
 
     def _resolver(self, hops: int) -> Callable[[str, str], Any]:
         return lambda module, name: self.value(module, name, hops + 1)
@@ -184,14 +184,14 @@ class Modules:
         try:
             expr = ast.parse(expr_src, mode="eval").body
         except (SyntaxError, *PARSE_FAILURES) as exc:
-            raise Unknown(expr_src) from exc
+            raise CannotFold(expr_src) from exc
         scope = Scope(
             imports={k: (m, n) for k, (m, n) in imports.items()}, resolver=self._resolver(0)
         )
         try:
             return fold(expr, scope)
         except External as exc:  # pragma: no cover - the resolver never leaves one
-            raise Unknown(str(exc)) from exc
+            raise CannotFold(str(exc)) from exc
 
     def docstring(self, module: str, name: str) -> str | None:
         """The docstring of a function or class a module defines at top level (not
@@ -222,6 +222,6 @@ class Modules:
     def _class_def(self, module: str, name: str) -> tuple[ast.ClassDef, str] | None:
         try:
             value, path = self.locate(module, name)
-        except Unknown:
+        except CannotFold:
             return None
         return (value, path) if isinstance(value, ast.ClassDef) else None

@@ -4,27 +4,42 @@ What SGLang writes as a default or a choices list is often not a literal: `10 * 
 `sys.maxsize`, a module constant, `Backend.ALL` (a tuple of class attributes),
 `[m.name.lower() for m in RealKvHashMode]`, `list(SomeEnum)`. `fold` evaluates the small,
 closed language these are written in (literals, arithmetic, names bound to module or class
-constants, enum members, comprehensions, a few pure builtins and str methods) over the AST.
-Anything outside it raises Unknown; a name imported from another module raises External so
-the caller can resolve it against that module's text.
+constants, enum members, comprehensions, a few pure builtins and str methods) over the AST,
+with kb.threeval's bounded operators. Anything outside it raises CannotFold, carrying the
+Unknown that says why; a name imported from another module raises External so the caller
+can resolve it against that module's text.
 """
 
 from __future__ import annotations
 
 import ast
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kb.pyast import NOT_LITERAL, literal
+from kb.threeval import (
+    Unknown,
+    binary,
+    compare,
+    is_unknown,
+    lift,
+    sized,
+    truth,
+    unary,
+    unknown,
+)
 
 
-class Unknown(Exception):
-    """The expression is not statically known."""
+class CannotFold(Exception):
+    """The expression is not statically known: `unknown` says why."""
+
+    def __init__(self, why: str | Unknown) -> None:
+        self.unknown = why if isinstance(why, Unknown) else unknown(why)
+        super().__init__(why if isinstance(why, str) else why.reason)
 
 
-class External(Unknown):
+class External(CannotFold):
     """The expression needs `name`, imported from `module`."""
 
     def __init__(self, name: str, module: str) -> None:
@@ -34,12 +49,11 @@ class External(Unknown):
 
 # Well-known stdlib constants, as on the 64-bit CPython SGLang runs on (never the host's).
 STDLIB = {"sys.maxsize": 2**63 - 1, "math.pi": 3.141592653589793, "math.e": 2.718281828459045}
-MAX_ITEMS = 10_000  # a folded sequence larger than this is not a flag's default or choices
 MAX_DEPTH = 24
 ENUM_BASES = ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag")
 
-
-OPAQUE = object()  # a dict value that is not a constant
+# A dict value that is not a constant: the dict still folds (its keys are choices).
+NOT_CONSTANT = unknown("a value that is not a constant")
 
 
 @dataclass(frozen=True)
@@ -92,32 +106,14 @@ def _absolute(module: str, name: str, level: int) -> str:
     return ".".join([*parts, name] if name else parts)
 
 
-BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-    ast.Div: operator.truediv,
-    ast.Mod: operator.mod,
-    ast.LShift: operator.lshift,
-    ast.BitOr: operator.or_,
-}
-COMPARES: dict[type, Callable[[Any, Any], bool]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-    ast.Lt: operator.lt,
-    ast.Gt: operator.gt,
-}
 CONVERSIONS: dict[str, Callable[[Any], Any]] = {"str": str, "int": int, "float": float, "len": len}
 STR_METHODS = {"lower", "upper", "strip", "title", "capitalize"}
 
 
 def fold(node: ast.AST, scope: Scope, local: dict[str, Any] | None = None, depth: int = 0) -> Any:
-    """The value of `node`, or raise Unknown / External."""
+    """The value of `node`, or raise CannotFold / External."""
     if depth > MAX_DEPTH:
-        raise Unknown("too deep")
+        raise CannotFold("too deep")
     if local is None:
         local = {}
     value = literal(node) if not isinstance(node, ast.Name) else NOT_LITERAL
@@ -140,62 +136,48 @@ def fold(node: ast.AST, scope: Scope, local: dict[str, Any] | None = None, depth
         out_dict: dict[Any, Any] = {}
         for k, v in zip(node.keys, node.values, strict=False):
             if k is None:
-                raise Unknown("**mapping")
+                raise CannotFold("**mapping")
             key = fold(k, scope, local, d)
             if isinstance(v, ast.Name) and v.id not in scope.names and v.id not in local:
-                out_dict[key] = OPAQUE  # a class or an import: not worth another module
+                out_dict[key] = NOT_CONSTANT  # a class or an import: not worth another module
                 continue
             try:
                 out_dict[key] = fold(v, scope, local, d)
-            except Unknown:
-                out_dict[key] = OPAQUE
+            except CannotFold:
+                out_dict[key] = NOT_CONSTANT
         return out_dict
     if isinstance(node, ast.BinOp):
-        op = BINOPS.get(type(node.op))
         left, right = fold(node.left, scope, local, d), fold(node.right, scope, local, d)
-        if (
-            op is None
-            or isinstance(node.op, ast.LShift)
-            and (not isinstance(right, int) or right > 64)
-        ):
-            raise Unknown(type(node.op).__name__)
-        if isinstance(node.op, ast.Mult) and any(
-            isinstance(v, (str, list, tuple)) for v in (left, right)
-        ):
-            n = right if isinstance(right, int) else left
-            if not isinstance(n, int) or n > MAX_ITEMS:
-                raise Unknown("large repetition")
-        try:
-            return _sized(op(left, right))
-        except Exception as exc:  # TypeError, ZeroDivisionError, ...: not a constant
-            raise Unknown(repr(exc)) from exc
+        return known(binary(node.op, left, right))
     if isinstance(node, ast.UnaryOp):
-        operand = fold(node.operand, scope, local, d)
-        if isinstance(node.op, ast.USub) and isinstance(operand, (int, float)):
-            return -operand
-        if isinstance(node.op, ast.Not):
-            return not operand
-        raise Unknown("unary")
+        return known(unary(node.op, fold(node.operand, scope, local, d)))
     if isinstance(node, ast.Attribute):
         return _attribute(node, scope, local, d)
     if isinstance(node, ast.Subscript):
         container = fold(node.value, scope, local, d)
         key = fold(node.slice, scope, local, d)
         try:
-            return container[key]
+            return known(container[key])
+        except CannotFold:
+            raise
         except Exception as exc:
-            raise Unknown("subscript") from exc
+            raise CannotFold("subscript") from exc
     if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
         return _comprehension(node, scope, local, d)
     if isinstance(node, ast.Call):
         return _call(node, scope, local, d)
-    raise Unknown(type(node).__name__)
+    raise CannotFold(type(node).__name__)
+
+
+def known(value: Any) -> Any:
+    """`value`, or raise CannotFold when it is Unknown."""
+    if is_unknown(value):
+        raise CannotFold(value)
+    return value
 
 
 def _sized(value: Any) -> Any:
-    if isinstance(value, (list, tuple, str, set)) and len(value) > MAX_ITEMS * 10:
-        raise Unknown("too large")
-    return value
+    return known(lift(sized, value))
 
 
 def _name(name: str, scope: Scope, local: dict[str, Any], depth: int) -> Any:
@@ -215,7 +197,7 @@ def _name(name: str, scope: Scope, local: dict[str, Any], depth: int) -> Any:
     elif name in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[name]
     else:
-        raise Unknown(name)
+        raise CannotFold(name)
     scope.cache[name] = value
     return value
 
@@ -229,7 +211,7 @@ def _attribute(node: ast.Attribute, scope: Scope, local: dict[str, Any], depth: 
         return class_attribute(base, node.attr, scope, depth)
     if isinstance(base, Member) and node.attr in ("name", "value"):
         return getattr(base, node.attr)
-    raise Unknown(dotted)
+    raise CannotFold(dotted)
 
 
 def is_enum(cls: ast.ClassDef) -> bool:
@@ -269,18 +251,18 @@ def class_attribute(cls: ast.ClassDef, attr: str, scope: Scope, depth: int) -> A
         for member in enum_members(cls, scope, depth):
             if member.name == attr:
                 return member
-        raise Unknown(f"{cls.name}.{attr}")
+        raise CannotFold(f"{cls.name}.{attr}")
     # A plain class: its attributes see the class's earlier names, then the module's.
     body = dict(_class_body(cls))
     if attr not in body:
-        raise Unknown(f"{cls.name}.{attr}")
+        raise CannotFold(f"{cls.name}.{attr}")
     class_local: dict[str, Any] = {}
     busy: set[str] = set()
 
     def bind(name: str) -> Any:
         if name not in class_local:
             if name in busy:
-                raise Unknown(f"{cls.name}.{name} refers to itself")
+                raise CannotFold(f"{cls.name}.{name} refers to itself")
             busy.add(name)
             class_local[name] = fold(body[name], scope, _Lazy(bind, body), depth + 1)
         return class_local[name]
@@ -304,12 +286,12 @@ class _Lazy(dict):  # type: ignore[type-arg]
 
 def _iterate(value: Any) -> list[Any]:
     if isinstance(value, ast.ClassDef):
-        raise Unknown(f"iterating {value.name}")  # replaced by members for enums in _call
+        raise CannotFold(f"iterating {value.name}")  # replaced by members for enums in _call
     if isinstance(value, dict):
         return list(value)
     if isinstance(value, (list, tuple, set, frozenset, str)):
         return sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
-    raise Unknown("not iterable")
+    raise CannotFold("not iterable")
 
 
 def _iterable(node: ast.expr, scope: Scope, local: dict[str, Any], depth: int) -> list[Any]:
@@ -321,7 +303,7 @@ def _iterable(node: ast.expr, scope: Scope, local: dict[str, Any], depth: int) -
 
 def _comprehension(node: Any, scope: Scope, local: dict[str, Any], depth: int) -> Any:
     if len(node.generators) != 1 or not isinstance(node.generators[0].target, ast.Name):
-        raise Unknown("comprehension shape")
+        raise CannotFold("comprehension shape")
     gen = node.generators[0]
     out = []
     for item in _iterable(gen.iter, scope, local, depth):
@@ -333,19 +315,16 @@ def _comprehension(node: Any, scope: Scope, local: dict[str, Any], depth: int) -
 
 def _truth(node: ast.expr, scope: Scope, local: dict[str, Any], depth: int) -> bool:
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        compare = COMPARES.get(type(node.ops[0]))
-        if compare is None:
-            raise Unknown("compare")
         left = fold(node.left, scope, local, depth)
         right = fold(node.comparators[0], scope, local, depth)
-        return bool(compare(left, right))
-    return bool(fold(node, scope, local, depth))
+        return known(truth(compare(node.ops[0], left, right)))  # type: ignore[no-any-return]
+    return known(truth(fold(node, scope, local, depth)))  # type: ignore[no-any-return]
 
 
 def _call(node: ast.Call, scope: Scope, local: dict[str, Any], depth: int) -> Any:
     func = node.func
     if node.keywords:
-        raise Unknown("keywords")
+        raise CannotFold("keywords")
     if isinstance(func, ast.Name) and func.id not in local and func.id not in scope.names:
         args = node.args
         if func.id in ("list", "tuple", "sorted", "set", "frozenset") and len(args) == 1:
@@ -354,21 +333,21 @@ def _call(node: ast.Call, scope: Scope, local: dict[str, Any], depth: int) -> An
                 return sorted(items, key=str)
             return tuple(items) if func.id == "tuple" else items
         if func.id in ("str", "int", "float", "len") and len(args) == 1:
-            value = fold(args[0], scope, local, depth)
+            value = known(fold(args[0], scope, local, depth))
             if isinstance(value, Member):
                 value = value.value
             convert = CONVERSIONS[func.id]
             try:
                 return convert(value)
             except Exception as exc:
-                raise Unknown(func.id) from exc
+                raise CannotFold(func.id) from exc
     if isinstance(func, ast.Attribute) and not node.args:
         base = fold(func.value, scope, local, depth)
         if isinstance(base, str) and func.attr in STR_METHODS:
             return getattr(base, func.attr)()
         if isinstance(base, dict) and func.attr in ("keys", "values"):
             return list(getattr(base, func.attr)())
-    raise Unknown(ast.unparse(func))
+    raise CannotFold(ast.unparse(func))
 
 
 def plain(value: Any) -> Any:
@@ -381,6 +360,6 @@ def plain(value: Any) -> Any:
         return sorted((plain(v) for v in value), key=str)
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, ast.AST) or value is OPAQUE:
-        raise Unknown("not a constant value")
+    if isinstance(value, ast.AST) or is_unknown(value):
+        raise CannotFold("not a constant value")
     return value

@@ -7,9 +7,10 @@ as `not (backend in ['x'])`: it fails for every value but x. Naming a value is n
 it positively, so the pages listing a model's or a value's constraints read the conditions'
 syntax trees here rather than search their text.
 
-Three-valued: for a test read here we know the values it may be true for and those it must
-be true for; any other expression may be true or false whatever the value. The universe is
-the values the caller asks about plus OTHER (any value it does not name).
+Three-valued (kb.threeval): for a test read here we know the values it may be true for and
+those it must be true for; any other expression is Unknown whatever the value. The universe
+is the values the caller asks about plus OTHER (any value it does not name); a condition
+reads as its truth for each of them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kb.pyast import PARSE_FAILURES, args_attr
+from kb.threeval import Unknown, all_of, any_of, not_, unknown
 
 OTHER = "\x00other"
 
@@ -26,6 +28,9 @@ Values = frozenset[str]
 # A test's (may be true for, must be true for, the values it names), or None: not a test
 # of the subject.
 Atom = Callable[[ast.expr], tuple[Values, Values, Values] | None]
+# Whether a condition holds, for each value of the universe.
+Truths = dict[str, bool | Unknown]
+NOT_A_TEST = unknown("not a test of the subject")
 
 
 @dataclass(frozen=True)
@@ -87,19 +92,18 @@ def _sets(
     return (universe - must, universe - may, must) if negated else (may, must, must)
 
 
-def _evaluate(node: ast.expr, universe: Values, atom: Atom) -> tuple[Values, Values]:
+def _evaluate(node: ast.expr, universe: Values, atom: Atom) -> Truths:
     if isinstance(node, ast.BoolOp):
         parts = [_evaluate(v, universe, atom) for v in node.values]
-        if isinstance(node.op, ast.And):
-            return universe.intersection(*(p[0] for p in parts)), universe.intersection(
-                *(p[1] for p in parts)
-            )
-        return frozenset().union(*(p[0] for p in parts)), frozenset().union(*(p[1] for p in parts))
+        combine = all_of if isinstance(node.op, ast.And) else any_of
+        return {value: combine(p[value] for p in parts) for value in universe}
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        may, must = _evaluate(node.operand, universe, atom)
-        return universe - must, universe - may
+        return {value: not_(t) for value, t in _evaluate(node.operand, universe, atom).items()}
     found = atom(node)
-    return (universe, frozenset()) if found is None else found[:2]
+    if found is None:
+        return dict.fromkeys(universe, NOT_A_TEST)
+    may, must = found[:2]
+    return {v: True if v in must else (NOT_A_TEST if v in may else False) for v in universe}
 
 
 def _read(conditions: list[str], universe: Values, atom: Atom) -> Reading | None:
@@ -118,7 +122,8 @@ def _read(conditions: list[str], universe: Values, atom: Atom) -> Reading | None
             tree = ast.parse(text.strip(), mode="eval").body
         except (SyntaxError, *PARSE_FAILURES):
             return None
-        may &= _evaluate(tree, universe, noting)[0]
+        truths = _evaluate(tree, universe, noting)
+        may &= frozenset(value for value, t in truths.items() if t is not False)
     return Reading(may=may, named=frozenset(named))
 
 

@@ -1,10 +1,11 @@
-"""The condition evaluator: decides what it can, and says Undecidable for everything else."""
+"""The condition evaluator: decides what it can, and says Unknown (why) for everything else."""
 
 from __future__ import annotations
 
 import pytest
 
-from kb.explain.safe_eval import Evaluator, Undecidable, evaluate, flag_names, truth
+from kb.explain.safe_eval import Evaluator, evaluate, flag_names, truth
+from kb.threeval import Unknown, unknown
 
 ENV = {
     "pp_size": 2,
@@ -13,7 +14,7 @@ ENV = {
     "moe_a2a_backend": "none",
     "enable_two_batch_overlap": True,
     "speculative_algorithm": None,
-    "mem_fraction_static": Undecidable("computed at run time"),
+    "mem_fraction_static": unknown("computed at run time"),
     "attention_backend": "fa3",
 }
 
@@ -74,25 +75,25 @@ def test_decides_whitelisted_expressions(text: str, expected: bool) -> None:
         ('f"{self.tp_size}" == "8"', "joinedstr"),
     ],
 )
-def test_everything_else_is_undecidable_with_a_reason(text: str, reason: str) -> None:
+def test_everything_else_is_unknown_with_a_reason(text: str, reason: str) -> None:
     result = evaluate(text, ENV)
-    assert isinstance(result, Undecidable), result
+    assert isinstance(result, Unknown), result
     assert reason in result.reason
 
 
 def test_three_valued_logic_still_decides_when_one_side_settles_it() -> None:
     assert truth("is_hip() and self.pp_size > 5", ENV) is False
     assert truth("is_hip() or self.pp_size > 1", ENV) is True
-    assert isinstance(truth("is_hip() and self.pp_size > 1", ENV), Undecidable)
-    assert isinstance(truth("is_hip() or self.pp_size > 5", ENV), Undecidable)
-    assert isinstance(truth("not is_hip()", ENV), Undecidable)
+    assert isinstance(truth("is_hip() and self.pp_size > 1", ENV), Unknown)
+    assert isinstance(truth("is_hip() or self.pp_size > 5", ENV), Unknown)
+    assert isinstance(truth("not is_hip()", ENV), Unknown)
     # A chained comparison is false as soon as one decidable link is.
     assert truth("self.mem_fraction_static < 1 < self.pp_size < 2", ENV) is False
 
 
-def test_undecidable_refuses_to_be_used_as_a_boolean() -> None:
+def test_unknown_refuses_to_be_used_as_a_boolean() -> None:
     with pytest.raises(TypeError):
-        bool(Undecidable("x"))
+        bool(unknown("x"))
 
 
 def test_records_which_flags_were_read() -> None:
@@ -106,21 +107,21 @@ def test_values_of_override_right_hand_sides() -> None:
     assert evaluate("self.tp_size // 2", ENV) == 4
     assert evaluate('"fa3" + "_x"', ENV) == "fa3_x"
     assert evaluate("(1, 2)", ENV) == (1, 2)
-    assert isinstance(evaluate("min(self.tp_size, 4)", ENV), Undecidable)
+    assert isinstance(evaluate("min(self.tp_size, 4)", ENV), Unknown)
 
 
 def test_never_executes_code(tmp_path) -> None:
     marker = tmp_path / "ran"
     text = f"open({str(marker)!r}, 'w').write('x') > 0"
-    assert isinstance(truth(text, ENV), Undecidable)
+    assert isinstance(truth(text, ENV), Unknown)
     assert not marker.exists()
 
 
-def test_pathological_inputs_stay_undecidable() -> None:
+def test_pathological_inputs_stay_unknown() -> None:
     assert truth("(" * 50 + "1" + ")" * 50, ENV) is True
-    assert isinstance(truth("(" * 500 + "1" + ")" * 500, ENV), Undecidable)
-    assert isinstance(truth("not " * 5000 + "True", ENV), Undecidable)
-    assert isinstance(truth("x" * 10_000, ENV), Undecidable)
+    assert isinstance(truth("(" * 500 + "1" + ")" * 500, ENV), Unknown)
+    assert isinstance(truth("not " * 5000 + "True", ENV), Unknown)
+    assert isinstance(truth("x" * 10_000, ENV), Unknown)
 
 
 def test_flag_names_lists_receiver_attributes_only() -> None:

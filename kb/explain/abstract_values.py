@@ -3,25 +3,30 @@
 Besides plain Python constants, a run handles names it does not interpret (`Symbol`),
 functions whose AST it holds (`Func`), names from outside (`ExternalName`), the model's
 configs (`Obj`), the ServerArgs instance (`SELF`) and bound methods (`Method`). Operations on
-values some of which are `Unknown` are lifted (`lift`): the result is known when every
-combination of the few known options agrees, else Unknown naming the facts that would decide
-it. (Not to be confused with kb.explain.values, which converts a command's flag values.)
+values some of which are `Unknown` are lifted (kb.threeval.lift): the result is known when
+every combination of the few known options agrees, else Unknown naming the facts that would
+decide it. (Not to be confused with kb.explain.values, which converts a command's flag values.)
 """
 
 from __future__ import annotations
 
 import ast
-import operator
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.explain.predicates import NO_LIKELY, Unknown, unknown
-from kb.explain.safe_eval import ARITHMETIC, COMPARISONS
 from kb.explain.source_modules import Module
+from kb.threeval import MAX_SIZE, Named, Refused
 
-MAX_OPTIONS = 4  # possible values kept for a tainted assignment
-
+# The three-valued arithmetic over these values is kb.threeval's; the simulator's modules
+# import these names from here with the values.
+from kb.threeval import SCALARS as SCALARS
+from kb.threeval import is_known as is_known
+from kb.threeval import lift as lift
+from kb.threeval import likely_of as likely_of
+from kb.threeval import merge_needs as merge_needs
+from kb.threeval import options_of as options_of
+from kb.threeval import same_value as same_value
+from kb.threeval import truth as truth
 
 # torch's dtype aliases: `torch.half is torch.float16`, so a model loaded as float16 passes
 # a check against `[torch.bfloat16, torch.half]`
@@ -43,7 +48,7 @@ TORCH_DTYPES = frozenset(
 
 
 @dataclass(frozen=True)
-class Symbol:
+class Symbol(Named):
     """A name we do not interpret (an enum member, a module attribute): compared by name,
     each torch dtype by its one name."""
 
@@ -70,7 +75,7 @@ class Func:
 
 
 @dataclass(frozen=True)
-class ClassRef:
+class ClassRef(Named):
     """A class defined in a module we hold, used as a value (`return DeepEPMoE`): compared
     by where it is defined; called, it builds an instance (kb.explain.classes)."""
 
@@ -83,7 +88,7 @@ class ClassRef:
         return self.name
 
 
-class EnumMember:
+class EnumMember(Named):
     """A member of an Enum class we hold (`MoeA2ABackend.DEEPEP`): equal to itself, to the
     Symbol of its dotted name (what the simulator used before it read Enum classes) and,
     for a `str` or `int` mixin, to its value."""
@@ -180,148 +185,10 @@ class Method:
     name: str
 
 
-# safe_eval's operators, plus identity tests and bit operators; no `**` (safe_eval guards
-# its size, this interpreter has no such guard).
-COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    **COMPARISONS,
-    ast.Is: lambda a, b: a is b if a is None or b is None or isinstance(a, bool) else a == b,
-    ast.IsNot: lambda a, b: a is not b if a is None or b is None or isinstance(a, bool) else a != b,
-}
-MAX_VALUE = 100_000  # items or characters of a list or string the run builds
-_SEQUENCES = (str, list, tuple)
-
-
-# `+` and `*` refuse to build a sequence over MAX_VALUE long (`[0] * dp_size` with a huge
-# value from the command): one statement costs a bounded amount of work. The ValueError
-# makes the value unknown (lift).
-def _add(a: Any, b: Any) -> Any:
-    if isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES) and len(a) + len(b) > MAX_VALUE:
-        raise ValueError("value too large")
-    return a + b
-
-
-def _mul(a: Any, b: Any) -> Any:
-    seq, times = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
-    if isinstance(seq, _SEQUENCES) and isinstance(times, int) and len(seq) * times > MAX_VALUE:
-        raise ValueError("value too large")
-    return a * b
-
-
 def bounded_range(*args: int) -> list[int]:
     """`range(...)` as the list it yields (what SGLang builds from it: batch-size lists),
-    refused past MAX_VALUE items like `+` and `*`."""
+    refused past the bound of what one operation builds (kb.threeval.MAX_SIZE)."""
     items = range(*args)
-    if len(items) > MAX_VALUE:
-        raise ValueError("value too large")
+    if len(items) > MAX_SIZE:
+        raise Refused("value too large")
     return list(items)
-
-
-BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    **{op: fn for op, fn in ARITHMETIC.items() if op is not ast.Pow},
-    ast.Add: _add,
-    ast.Mult: _mul,
-    ast.BitOr: operator.or_,
-    ast.BitAnd: operator.and_,
-}
-SCALARS = (str, int, float, bool, type(None))
-
-
-def is_unknown(value: Any) -> bool:
-    return isinstance(value, Unknown)
-
-
-def is_known(value: Any) -> bool:
-    """A value we can compute with: scalars and containers of them."""
-    if isinstance(value, (*SCALARS, Symbol, EnumMember, ClassRef)):
-        return True
-    if isinstance(value, list | tuple | set | frozenset):
-        return len(value) <= 10_000 and all(is_known(v) for v in value)
-    if isinstance(value, dict):
-        return len(value) <= 10_000 and all(is_known(k) and is_known(v) for k, v in value.items())
-    return False
-
-
-def merge_needs(*values: Any) -> tuple[str, ...]:
-    needs: dict[str, None] = {}
-    for v in values:
-        if isinstance(v, Unknown):
-            needs.update(dict.fromkeys(v.needs))
-    return tuple(needs)
-
-
-def lift(fn: Callable[..., Any], *args: Any) -> Any:
-    """Apply `fn` to values some of which may be Unknown with a few known options: the
-    result is known when every combination agrees."""
-    if not any(isinstance(a, Unknown) for a in args):
-        try:
-            return fn(*args)
-        except Exception:  # noqa: BLE001 - a type error in SGLang's code under our values
-            return unknown("a value this analysis cannot compute")
-    combos: list[list[Any]] = [[]]
-    for a in args:
-        if isinstance(a, Unknown):
-            if a.options is None:
-                return Unknown(merge_needs(*args), None, likely_result(fn, args))
-            combos = [c + [o] for c in combos for o in a.options]
-        else:
-            combos = [c + [a] for c in combos]
-        if len(combos) > 16:
-            return Unknown(merge_needs(*args), None, likely_result(fn, args))
-    results = []
-    for combo in combos:
-        try:
-            results.append(fn(*combo))
-        except Exception:  # noqa: BLE001
-            return Unknown(merge_needs(*args), None, likely_result(fn, args))
-    first = results[0]
-    if all(same_value(r, first) for r in results):
-        return first
-    return Unknown(merge_needs(*args), options_of(results), likely_result(fn, args))
-
-
-def likely_of(value: Any) -> Any:
-    return value.likely if isinstance(value, Unknown) else value
-
-
-def likely_result(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
-    values = [a.likely if isinstance(a, Unknown) else a for a in args]
-    if any(v is NO_LIKELY for v in values):
-        return NO_LIKELY
-    try:
-        return fn(*values)
-    except Exception:  # noqa: BLE001
-        return NO_LIKELY
-
-
-def same_value(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
-def options_of(values: Iterable[Any]) -> tuple[Any, ...] | None:
-    out: list[Any] = []
-    for v in values:
-        if isinstance(v, Unknown):
-            if v.options is None:
-                return None
-            candidates: Iterable[Any] = v.options
-        else:
-            if not is_known(v):
-                return None
-            candidates = [v]
-        for c in candidates:
-            if not any(same_value(c, o) for o in out):
-                out.append(c)
-    return tuple(out) if len(out) <= MAX_OPTIONS else None
-
-
-def truth(value: Any) -> bool | Unknown:
-    if isinstance(value, Unknown):
-        return lift(bool, value)  # type: ignore[no-any-return]
-    if isinstance(
-        value, Obj | Func | ExternalName | Self | Method | Symbol | ClassRef | EnumMember | Instance
-    ):
-        return True
-    try:
-        return bool(value)
-    except Exception:  # noqa: BLE001
-        return unknown("a value this analysis cannot compute")

@@ -35,7 +35,6 @@ from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.predicates import ASSUMED, GPU, MODEL, SM_NAMES, Profile, Unknown
 from kb.explain.report import Finding, finding, one_line
 from kb.explain.report import display as _display
-from kb.explain.safe_eval import Undecidable
 from kb.explain.shell import tokenize
 from kb.explain.simulate import Budget, Change, Check, Result, Simulator
 from kb.explain.source_modules import Module, parse_module
@@ -132,7 +131,7 @@ def initial_fields(facts: VersionFacts, analysis: Analysis) -> dict[str, Any]:
             fields[dest] = _default_of(flag)
     for dest, value in analysis.given.items():
         fields[env.canon(dest)] = value
-    return {k: Unknown((v.reason,)) if isinstance(v, Undecidable) else v for k, v in fields.items()}
+    return fields
 
 
 def simulatable(modules: Callable[[str], Module | None]) -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ConfigDict, ValidationError
@@ -33,6 +32,11 @@ from kb.profile import (
     config_problem,
     not_text,
 )
+
+# The one Unknown (kb.threeval), which the simulator's modules import from here too.
+from kb.threeval import NO_LIKELY as NO_LIKELY
+from kb.threeval import Unknown as Unknown
+from kb.threeval import unknown as unknown
 
 # SM (compute capability major*10+minor) -> GPUs people name it by.
 SM_NAMES: dict[int, str] = {
@@ -77,32 +81,6 @@ def assumed(key: str) -> str:
 
 class ProfileError(ValueError):
     """A profile that cannot be used (unknown platform, bad config.json...)."""
-
-
-NO_LIKELY: Any = type("NoLikely", (), {"__repr__": lambda self: "NO_LIKELY"})()
-
-
-@dataclass(frozen=True)
-class Unknown:
-    """A value the simulation cannot know. `needs` names the missing facts in words;
-    `options` lists the values it may have when they are few and all known; `likely` is
-    the value it has if SGLang does not change a flag the command gave (an assumption the
-    report states), NO_LIKELY when there is none."""
-
-    needs: tuple[str, ...]
-    options: tuple[Any, ...] | None = None
-    likely: Any = NO_LIKELY
-
-    def __bool__(self) -> bool:  # a forgotten check must not read as True
-        raise TypeError("Unknown has no truth value")
-
-    @property
-    def reason(self) -> str:
-        return "needs: " + ", ".join(self.needs) if self.needs else "unknown"
-
-
-def unknown(*needs: str) -> Unknown:
-    return Unknown(tuple(dict.fromkeys(n for n in needs if n)))
 
 
 class Profile(ProfileFields):

@@ -10,7 +10,7 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from kb.explain.facts import Citation
-from kb.explain.safe_eval import Undecidable
+from kb.threeval import Unknown
 
 Finding = dict[str, Any]
 
@@ -37,7 +37,7 @@ def finding(
 
 def display(value: Any) -> str:
     """A value as the Python reader of SGLang's code writes it: True, None, 0.8, fa3."""
-    if isinstance(value, Undecidable):
+    if isinstance(value, Unknown):
         return "(unknown)"
     if isinstance(value, str):
         return value

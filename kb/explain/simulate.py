@@ -20,8 +20,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
-import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -37,8 +36,6 @@ from kb.explain import (
     pure_calls,
 )
 from kb.explain.abstract_values import (
-    BINARY,
-    COMPARE,
     SCALARS,
     SELF,
     ClassRef,
@@ -101,6 +98,7 @@ from kb.explain.source_modules import (
     registered,
 )
 from kb.pyast import NOT_LITERAL, fill_names, literal, render_text, strip_ansi
+from kb.threeval import all_of, any_of, binary, compare, unary
 
 MAX_STEPS = 20_000  # statements per run; SGLang's own argument handling takes < 2,000
 MAX_DEPTH = 14  # nested calls
@@ -499,11 +497,8 @@ class Simulator:
                 self.assign(node.target, value, frame, ctx, node, marks)
         elif isinstance(node, ast.AugAssign):
             current, marks = self.value_of(_as_load(node.target), frame, ctx)
-            op = BINARY.get(type(node.op))
             rhs, rhs_marks = self.value_of(node.value, frame, ctx)
-            value = (
-                lift(op, current, rhs) if op else unknown("a value this analysis cannot compute")
-            )
+            value = binary(node.op, current, rhs)
             self.assign(node.target, value, frame, ctx, node, marks | rhs_marks)
         elif isinstance(node, ast.If):
             self.if_(node, frame, ctx)
@@ -1239,32 +1234,16 @@ class Simulator:
             return self.boolop(node, frame, ctx)
         if isinstance(node, ast.UnaryOp):
             operand = self.eval(node.operand, frame, ctx)
-            if isinstance(node.op, ast.Not):
-                t = truth(operand)
-                return lift(operator.not_, t)
-            if isinstance(node.op, ast.USub):
-                return lift(operator.neg, operand)
+            if isinstance(node.op, ast.Not | ast.USub):
+                return unary(node.op, operand)
             return operand
         if isinstance(node, ast.Compare):
-            left = self.eval(node.left, frame, ctx)
-            result: Any = True
-            for op, comparator in zip(node.ops, node.comparators, strict=True):
-                right = self.eval(comparator, frame, ctx)
-                fn = COMPARE.get(type(op))
-                step = lift(fn, left, right) if fn else unknown("a comparison")
-                result = lift(lambda a, b: a and b, result, truth(step))
-                if result is False:
-                    return False
-                left = right
-            return result
+            return all_of(self.comparisons(node, frame, ctx))  # False once a link is
         if isinstance(node, ast.BinOp):
-            fn = BINARY.get(type(node.op))
             lhs, rhs = self.eval(node.left, frame, ctx), self.eval(node.right, frame, ctx)
-            if fn is None:
-                return Unknown(merge_needs(lhs, rhs) or ("arithmetic",))
             if isinstance(lhs, str) and isinstance(node.op, ast.Mod):
                 return unknown("a formatted string")
-            return lift(fn, lhs, rhs)
+            return binary(node.op, lhs, rhs)
         if isinstance(node, ast.IfExp):
             t = truth(self.eval(node.test, frame, ctx))
             if t is True:
@@ -1332,25 +1311,25 @@ class Simulator:
         kind = EXPRESSION_NAMES.get(type(node).__name__, type(node).__name__)
         return unknown(f"{kind} (not interpreted)")
 
+    def comparisons(self, node: ast.Compare, frame: Frame, ctx: Ctx) -> Iterator[Any]:
+        left = self.eval(node.left, frame, ctx)
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right = self.eval(comparator, frame, ctx)
+            yield truth(compare(op, left, right))
+            left = right
+
     def boolop(self, node: ast.BoolOp, frame: Frame, ctx: Ctx) -> Any:
-        is_and = isinstance(node.op, ast.And)
-        pending: list[Any] = []
-        last: Any = None
-        for value_node in node.values:
-            value = self.eval(value_node, frame, ctx)
-            t = truth(value)
-            if t is (not is_and):  # False for `and`, True for `or`: decides
-                return value
-            if isinstance(t, Unknown):
-                pending.append(t)
-            last = value
-        if pending:
-            likelies = [p.likely for p in pending]
-            likely = NO_LIKELY
-            if all(v is not NO_LIKELY for v in likelies):
-                likely = all(likelies) if is_and else any(likelies)
-            return Unknown(merge_needs(*pending), None, likely)
-        return last
+        """The operand deciding it (or the last), else Unknown; operands after the deciding
+        one are not evaluated."""
+        last: list[Any] = [None]
+
+        def truths() -> Iterator[Any]:
+            for value_node in node.values:
+                last[0] = self.eval(value_node, frame, ctx)
+                yield truth(last[0])
+
+        decided = (all_of if isinstance(node.op, ast.And) else any_of)(truths())
+        return decided if isinstance(decided, Unknown) else last[0]
 
     def attribute(self, obj: Any, attr: str, allow_missing: bool = False) -> Any:
         if obj is SELF:

@@ -8,7 +8,8 @@ from typing import Any
 
 from kb.explain.facts import SiteSpec, VersionFacts
 from kb.explain.report import Finding, clip, display, finding
-from kb.explain.safe_eval import Evaluator, Undecidable, flag_names
+from kb.explain.safe_eval import Evaluator, flag_names
+from kb.threeval import Unknown, all_of, unknown
 
 _UNSET = object()
 
@@ -51,18 +52,11 @@ def as_option(name: str) -> str:
     return name if name.startswith("-") else "--" + name.replace("_", "-")
 
 
-def _all_true(ev: Evaluator, conditions: Sequence[str]) -> bool | Undecidable:
-    pending: Undecidable | None = None
-    for text in conditions:
-        outcome = ev.truth(text)
-        if outcome is False:
-            return False
-        if isinstance(outcome, Undecidable) and pending is None:
-            pending = outcome
-    return pending if pending is not None else True
+def _all_true(ev: Evaluator, conditions: Sequence[str]) -> bool | Unknown:
+    return all_of(ev.truth(text) for text in conditions)  # the ones after a False unread
 
 
-def _site_outcome(site: SiteSpec, env: dict[str, Any]) -> tuple[bool | Undecidable, set[str]]:
+def _site_outcome(site: SiteSpec, env: dict[str, Any]) -> tuple[bool | Unknown, set[str]]:
     """Whether the site fires under `env`, and which flag dests the decision read.
 
     Every kind fires when all its conditions hold: the ingest records an assert's failure
@@ -101,7 +95,7 @@ def evaluate_sites(
             if idx in done:
                 continue
             outcome, _read = _site_outcome(site, env)
-            if isinstance(outcome, Undecidable):
+            if isinstance(outcome, Unknown):
                 for name, _src in site.writes:
                     maybe_written.setdefault(env.canon(name), site)
             if outcome is not True:
@@ -111,8 +105,8 @@ def evaluate_sites(
             for name, src in site.writes:
                 dest = env.canon(name)
                 value = Evaluator(env).value(src)
-                if isinstance(value, Undecidable):
-                    value = Undecidable(
+                if isinstance(value, Unknown):
+                    value = unknown(
                         f"{_option_for(facts, dest)} is computed at run time ({site.location})"
                     )
                 written[dest] = value
@@ -129,9 +123,7 @@ def evaluate_sites(
         overridden = [
             d
             for d in written
-            if d in given
-            and not isinstance(given[d], Undecidable)
-            and not _same(given[d], written[d])
+            if d in given and not isinstance(given[d], Unknown) and not _same(given[d], written[d])
         ]
         if not reads_given and not overridden:
             continue
@@ -166,7 +158,7 @@ def evaluate_sites(
         flag = _first_given(site, given_options)
         if _said_as_deprecated(site, findings):
             continue
-        if isinstance(outcome, Undecidable):
+        if isinstance(outcome, Unknown):
             verb = {"raise": "a raise", "assert": "an assertion", "warning": "a warning"}.get(
                 site.kind, site.kind
             )
@@ -223,13 +215,13 @@ def _said_as_deprecated(site: SiteSpec, findings: list[Finding]) -> bool:
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, Undecidable) or isinstance(b, Undecidable) or a is _UNSET or b is _UNSET:
+    if isinstance(a, Unknown) or isinstance(b, Unknown) or a is _UNSET or b is _UNSET:
         return False
     return type(a) is type(b) and a == b
 
 
 def _display_written(value: Any, source: str) -> str:
-    return display(value) if not isinstance(value, Undecidable) else clip(source, 60)
+    return display(value) if not isinstance(value, Unknown) else clip(source, 60)
 
 
 def _reads_given(site: SiteSpec, given_options: dict[str, str], env: FlagEnv) -> bool:

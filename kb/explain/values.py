@@ -8,7 +8,7 @@ from typing import Any
 from kb.explain.facts import FlagSpec
 from kb.explain.parsing import ZERO_ARG_ACTIONS, Use
 from kb.explain.report import Finding, clip, display, finding, suggest
-from kb.explain.safe_eval import Undecidable
+from kb.threeval import Unknown, unknown
 
 
 def is_shell(word: str) -> bool:
@@ -57,14 +57,12 @@ def convert(flag: FlagSpec, raw: str) -> tuple[Any, bool]:
 
 def default_of(flag: FlagSpec) -> Any:
     if flag.default_expr is not None and flag.default is None:
-        return Undecidable(
-            f"the default of {flag.name} is computed ({clip(flag.default_expr, 50)})"
-        )
+        return unknown(f"the default of {flag.name} is computed ({clip(flag.default_expr, 50)})")
     return flag.default
 
 
 def equal(value: Any, default: Any) -> bool:
-    if isinstance(value, Undecidable) or isinstance(default, Undecidable):
+    if isinstance(value, Unknown) or isinstance(default, Unknown):
         return False
     if _is_number(value) and _is_number(default):
         return bool(value == default)
@@ -83,7 +81,7 @@ def use_value(flag: FlagSpec, use: Use, findings: list[Finding], previous: Any) 
     if action == "store_false":
         return False
     if action in ("store_const", "append_const"):
-        return flag.const if flag.const is not None else Undecidable("a constant of the flag")
+        return flag.const if flag.const is not None else unknown("a constant of the flag")
     if action == "count":
         return (previous if isinstance(previous, int) else 0) + 1
     if action == "BooleanOptionalAction":
@@ -104,7 +102,7 @@ def use_value(flag: FlagSpec, use: Use, findings: list[Finding], previous: Any) 
                     flag.source,
                 )
             )
-        return Undecidable(f"{flag.name} comes from the shell ({' '.join(shell)})")
+        return unknown(f"{flag.name} comes from the shell ({' '.join(shell)})")
     converted: list[Any] = []
     for raw in use.values:
         try:
@@ -113,14 +111,14 @@ def use_value(flag: FlagSpec, use: Use, findings: list[Finding], previous: Any) 
             findings.append(
                 finding("error", flag.name, f"{flag.name} {exc}", "wrong_type", flag.source)
             )
-            return Undecidable(f"{flag.name} has an invalid value")
+            return unknown(f"{flag.name} has an invalid value")
         if not checked:
             unchecked(flag, raw, findings)
         check_choice(flag, value, checked, findings)
         converted.append(value)
     if not custom_action(flag):
         return converted[0] if nargs in ("", "None", "?") and converted else converted
-    return Undecidable(f"{flag.name} is stored by a custom action ({flag.action})")
+    return unknown(f"{flag.name} is stored by a custom action ({flag.action})")
 
 
 def unchecked(flag: FlagSpec, raw: str, findings: list[Finding]) -> None:
