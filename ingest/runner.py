@@ -377,6 +377,11 @@ def _analyze(
     _widen_results_pipe(pool)
     try:
         for i, analyzed in enumerate(pool.map(analyze_batch, batches)):
+            if i == len(batches) - 1:
+                # The workers have nothing left to do: they go now, not once the caller has
+                # written the versions that still wait for this batch (~1/5 of the run, with
+                # the idle workers' ~180 MiB counted at the ingest's peak).
+                pool.shutdown(wait=True)
             yield analyzed, complete(i)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
