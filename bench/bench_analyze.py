@@ -8,8 +8,9 @@ batches of 64 dealt in turn to shards as the ingest's pool hands them to its wor
 shard in a child process of its own (its own `sys.path`, its own caches; a `gc.freeze()`
 every 64 blobs, as analyze_batch),
 one after the other, timed with time.process_time: in all, per analyzer (the functions
-ingest/analyze.py calls, wrapped), and the worker's packing (facts and texts compressed, as
-analyze_batch does). The facts of both are compared as canonical JSON: the count that differ
+ingest/analyze.py calls, wrapped), and the worker's packing (facts and texts compressed, and
+each text's delta against the path's blob before where the code makes it, as analyze_batch
+does). The facts of both are compared as canonical JSON: the count that differ
 must be 0. `--profile N` prints the cProfile of this checkout's analysis, top N functions.
 `--limit N` analyzes only the first N blobs (a quick look).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import inspect
 import io
 import json
 import os
@@ -34,15 +36,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _items(repo: Path, limit: int | None) -> list[tuple[str, str, str]]:
+def _items(repo: Path, limit: int | None) -> list[tuple[str, str, str, str | None]]:
+    """(sha, kind, path, the path's blob before or None), as ingest.runner sends them."""
     from ingest.analyze import facts_key, kind_of
     from ingest.git_source import list_files, list_tags
 
-    wanted: dict[str, tuple[str, str, str]] = {}
+    wanted: dict[str, tuple[str, str, str, str | None]] = {}
+    blob_at: dict[str, str] = {}
     for ref in sorted(list_tags(repo), key=lambda r: r.date):
         for path, sha in list_files(repo, ref.commit).items():
             kind = kind_of(path)
-            wanted.setdefault(facts_key(sha, kind), (sha, kind, path))
+            before = blob_at.get(path)
+            wanted.setdefault(facts_key(sha, kind), (sha, kind, path, before))
+            blob_at[path] = sha
     items = list(wanted.values())
     return items[:limit] if limit else items
 
@@ -56,8 +62,12 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
     assert Path(analyze_mod.__file__).is_relative_to(code), analyze_mod.__file__
     items = pickle.loads(items_file.read_bytes())
     reader = BlobReader(repo)
-    blobs = list(reader.read_many([sha for sha, _k, _p in items]))
+    blobs = list(reader.read_many([sha for sha, _k, _p, _b in items]))
+    befores = sorted({b for _s, _k, _p, b in items if b is not None})
+    before_text = dict(zip(befores, reader.read_many(befores), strict=True))
     reader.close()
+    # (the worker's delta of a text against the path's blob before, where the code makes it)
+    with_before = "before" in inspect.signature(analyze_mod.packed).parameters
 
     # Each analyzer analyze() calls, wrapped to add its CPU time (nested calls counted once
     # in each: the figures are per function, the total is measured around analyze()).
@@ -88,14 +98,14 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
     if prof:
         prof.enable()
     results = []
-    for (_sha, kind, path), data in zip(items, blobs, strict=True):
+    for (_sha, kind, path, _before), data in zip(items, blobs, strict=True):
         results.append(analyze_mod.analyze(data, kind, path))
         if len(results) % 64 == 0:  # as analyze_batch does after each batch of 64
             gc.freeze()
     if prof:
         prof.disable()
     analysis = time.process_time() - t0
-    for (sha, kind, _path), result in zip(items, results, strict=True):
+    for (sha, kind, _path, _before), result in zip(items, results, strict=True):
         facts[f"{sha}:{kind}"] = json.dumps(result, sort_keys=True)
 
     # The worker's packing: what analyze_batch does with each blob's facts (`packed`), then
@@ -103,8 +113,12 @@ def child(code: Path, repo: Path, items_file: Path, out: Path, profile: int) -> 
     t0 = time.process_time()
     packed_facts = packed_texts = 0
     batch: list[Any] = []
-    for (sha, kind, path), data, result in zip(items, blobs, results, strict=True):
-        if hasattr(analyze_mod, "packed"):
+    for (sha, kind, path, before), data, result in zip(items, blobs, results, strict=True):
+        if with_before:
+            base = (before, before_text[before]) if before is not None else None
+            a = analyze_mod.packed(sha, kind, path, data, result, base)
+            f, t, sent = a.json, a.text, a
+        elif hasattr(analyze_mod, "packed"):
             a = analyze_mod.packed(sha, kind, path, data, result)
             f, t, sent = a.json, a.text, a
         else:  # main before it: json + pickle of the facts, zstd of likely-cited texts

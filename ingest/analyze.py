@@ -28,7 +28,7 @@ from ingest.environ_decls import ENVIRON_PATH, extract_declarations
 from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
 from ingest.sites import LineIndex, scan
-from kb.codec import MAX_FACTS_CHAIN, Chains, pack_fast
+from kb.codec import MAX_FACTS_CHAIN, Chains, pack, pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
@@ -203,7 +203,8 @@ class Analyzed:
     """One blob's result from a worker: its facts as JSON and as stored (a delta along the
     path's chain), and its text zstd'd whole when it is likely to be cited. The parent
     stores the text as a delta against the previous cited one of the path
-    (kb.codec.Chains): only it knows which are cited.
+    (kb.codec.Chains): only it knows which are cited, but that is mostly the path's blob
+    before, so the worker makes that delta too (`text_delta`).
     The facts travel and wait as JSON bytes (decoded when a version first needs them):
     one orjson encoding here instead of json plus pickle."""
 
@@ -213,6 +214,10 @@ class Analyzed:
     facts: bytes = b""  # BlobFacts.facts: the JSON packed along the path's chain
     base: str | None = None  # BlobFacts.base
     depth: int = 0  # BlobFacts.depth
+    # With `text`, when the path had another blob before (Item's `before`): (that blob's
+    # sha, pack(the blob's bytes, that blob's bytes)), the delta the parent stores when that
+    # blob is the last of the path's text chain, as it mostly is.
+    text_delta: tuple[str, bytes] | None = None
 
 
 def dumps_facts(kind: str, facts: dict[str, Any]) -> bytes:
@@ -248,26 +253,52 @@ def loads_facts(data: bytes) -> dict[str, Any]:
         return json.loads(data)  # type: ignore[no-any-return]
 
 
-def analyze_batch(items: list[tuple[str, str, str]]) -> list[Analyzed]:
-    """Worker entry: [(sha, kind, path)] -> their facts.
+# (sha, kind, path, before): `before` is the blob the path had in the version before the
+# first that has this one (None if it had none), the likely base of its stored text.
+Item = tuple[str, str, str, str | None]
+
+
+def analyze_batch(items: list[Item]) -> list[Analyzed]:
+    """Worker entry: [(sha, kind, path, before)] -> their facts.
 
     The text is kept (compressed) for blobs likely to be cited, so the parent can store it
-    without reading the blob again.
+    without reading the blob again, with its delta against `before`: the parent's busy main
+    thread would make the same (~1 s of its CPU in a full ingest).
     """
     assert _reader is not None
+    blobs = _reader.read_many([sha for sha, _kind, _path, _before in items])  # pipelined
+    done = [
+        (item, data, analyze(data, item[1], item[2]))
+        for item, data in zip(items, blobs, strict=True)
+    ]
+    # The blobs before, of those whose text goes along, read once the batch is read (the
+    # reader answers one request at a time).
+    bases = [item[3] for item, _data, facts in done if item[3] and likely_cited(item[1], facts)]
+    base_of = dict(zip(bases, _reader.read_many(bases), strict=True))
     out = []
-    blobs = _reader.read_many([sha for sha, _kind, _path in items])  # pipelined
-    for (sha, kind, path), data in zip(items, blobs, strict=True):
-        out.append(packed(sha, kind, path, data, analyze(data, kind, path)))
+    for (sha, kind, path, before), data, facts in done:
+        base = (before, base_of[before]) if before in base_of else None
+        out.append(packed(sha, kind, path, data, facts, base))
     # What the worker keeps for the next batches (carriers.py's import items, the scans'
     # caches) is left out of the collector's later scans, which find almost nothing to free.
     gc.freeze()
     return out
 
 
-def packed(sha: str, kind: str, path: str, data: bytes, facts: dict[str, Any]) -> Analyzed:
-    """A blob's result as it goes to the parent (what bench/bench_analyze.py times)."""
+def packed(
+    sha: str,
+    kind: str,
+    path: str,
+    data: bytes,
+    facts: dict[str, Any],
+    before: tuple[str, bytes] | None = None,
+) -> Analyzed:
+    """A blob's result as it goes to the parent (what bench/bench_analyze.py times).
+    `before`: (sha, bytes) of the path's blob before, to make the text's delta against."""
     key, json_ = facts_key(sha, kind), dumps_facts(kind, facts)
     stored, base, depth = _facts_chains.pack(path, key, json_)
     text = pack_fast(data) if likely_cited(kind, facts) else None
-    return Analyzed(key, json_, text, stored, base, depth)
+    delta = None
+    if text is not None and before is not None:
+        delta = (before[0], pack(data, before[1]))
+    return Analyzed(key, json_, text, stored, base, depth, delta)

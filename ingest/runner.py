@@ -26,6 +26,7 @@ from sqlmodel import Session
 
 from ingest.analyze import (
     Analyzed,
+    Item,
     _worker_init,
     analyze_batch,
     facts_key,
@@ -65,6 +66,7 @@ from kb.search import default_index_dir
 from kb.search_build import IndexBuild
 
 BATCH = 64  # blobs per worker task: large enough to amortize pickling, small for balance
+MODULE_TEXTS = 128  # decoded blob texts kept for the assembly (read_text below)
 GC_THRESHOLD = gc.get_threshold()  # Python's (the workers, forked from a server, keep it)
 
 
@@ -141,18 +143,21 @@ def run(
         _start_fork_server()
 
     trees = _list_trees(gitdir, todo)
-    wanted: dict[str, tuple[str, str, str]] = {}  # facts key -> (sha, kind, path)
+    wanted: dict[str, Item] = {}  # facts key -> (sha, kind, path, the path's blob before)
     first_needed: dict[str, int] = {}  # facts key -> index of the first version that has it
     last_needed: dict[int, list[str]] = {}  # version index -> keys no later version has
     last_seen: dict[str, int] = {}
+    blob_at: dict[str, str] = {}  # path -> its blob in the last version that had it
     for index, ref in enumerate(todo):
         for path, sha in trees[ref.label].items():
             kind = kind_of(path)
             key = facts_key(sha, kind)
             last_seen[key] = index
             if key not in wanted:
-                wanted[key] = (sha, kind, path)
+                before = blob_at.get(path)
+                wanted[key] = (sha, kind, path, before if before != sha else None)
                 first_needed[key] = index
+            blob_at[path] = sha
     for key, index in last_seen.items():
         last_needed.setdefault(index, []).append(key)
     facts = PackedFacts()
@@ -161,6 +166,8 @@ def run(
     summary.blobs_cached = len(facts)
     # sha -> pack(text), for blobs analyzed in this run that are likely to be cited
     texts: dict[str, bytes] = {}
+    # sha -> (the sha of its path's blob before, pack(text, that blob's text)): the worker's
+    text_deltas: dict[str, tuple[str, bytes]] = {}
     # Oldest versions' blobs first, so each version is written as soon as its blobs are in,
     # while the workers go on with the next ones.
     missing = sorted(
@@ -188,9 +195,9 @@ def run(
         reader = reader or BlobReader(gitdir)
         return reader.read(sha)
 
-    def blob_text(sha: str) -> tuple[bytes | None, bytes | None]:
+    def blob_text(sha: str) -> tuple[bytes | None, bytes | None, tuple[str, bytes] | None]:
         whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
-        return raw_text(sha) if whole is None else None, whole
+        return raw_text(sha) if whole is None else None, whole, text_deltas.get(sha)
 
     # Each path's texts and facts JSON as deltas against the previous ones in version order.
     # (The facts' chains are the workers': ingest.analyze.packed.)
@@ -200,7 +207,10 @@ def run(
 
     def read_text(sha: str) -> str:
         if sha not in module_texts:
-            if len(module_texts) >= 32:  # read per version in bursts; more held memory, no speed
+            # The resolver asks for up to ~170 files per version of 2026 (monthly snapshots,
+            # most files changed), several times each: with 32 kept, a full ingest unpacked
+            # or read from git 3,300 blobs here, 2,700 with 128 (1,800 distinct per version).
+            if len(module_texts) >= MODULE_TEXTS:
                 module_texts.pop(next(iter(module_texts)))
             module_texts[sha] = raw_text(sha).decode("utf-8", "replace")
         return module_texts[sha]
@@ -247,6 +257,7 @@ def run(
         for key in last_needed.pop(index, []):
             facts.pop(key)
             texts.pop(key.split(":", 1)[0], None)
+            text_deltas.pop(key.split(":", 1)[0], None)
         gc.freeze()  # the assembly's caches, kept for the next versions
 
     written = 0
@@ -260,6 +271,8 @@ def run(
                 facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
+                if a.text_delta is not None:
+                    text_deltas[a.key.split(":", 1)[0]] = a.text_delta
             ready = min(ready, len(todo))
             while written < ready:
                 write(written)
@@ -346,9 +359,6 @@ def _list_trees(gitdir: Path, refs: list[Ref]) -> dict[str, dict[str, str]]:
     }
 
 
-Item = tuple[str, str, str]  # (sha, kind, path)
-
-
 def _analyze(
     gitdir: Path, items: list[Item], jobs: int, first_needed: Callable[[Item], int]
 ) -> Iterator[tuple[list[Analyzed], int]]:
@@ -377,6 +387,11 @@ def _analyze(
     _widen_results_pipe(pool)
     try:
         for i, analyzed in enumerate(pool.map(analyze_batch, batches)):
+            if i == len(batches) - 1:
+                # The workers have nothing left to do: they go now, not once the caller has
+                # written the versions that still wait for this batch (~1/5 of the run, with
+                # the idle workers' ~180 MiB counted at the ingest's peak).
+                pool.shutdown(wait=True)
             yield analyzed, complete(i)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -113,8 +113,8 @@ def save_facts(conn: Connection, batch: list[tuple[str, bytes, str | None, int]]
 
 
 # blob sha -> (its bytes, or None when pack(its bytes) is at hand; pack(its bytes) when at
-# hand).
-BlobText = Callable[[str], tuple[bytes | None, bytes | None]]
+# hand; (another blob's sha, pack(its bytes, that blob's bytes)) when at hand).
+BlobText = Callable[[str], tuple[bytes | None, bytes | None, tuple[str, bytes] | None]]
 
 
 def blob_rows(
@@ -129,8 +129,8 @@ def blob_rows(
     for path, sha in sorted(cited.items()):
         if sha in new:
             new.discard(sha)  # a blob at two paths is stored once
-            data, whole = blob_text(sha)
-            text, base, depth = chains.pack(path, sha, data, whole)
+            data, whole, delta = blob_text(sha)
+            text, base, depth = chains.pack(path, sha, data, whole, delta)
             rows.append({"sha": sha, "text": text, "base": base, "depth": depth})
     return rows
 

@@ -45,11 +45,18 @@ class Chains:
         self.stored: set[str] = set()  # keys known to be in the database (blob_rows')
 
     def pack(
-        self, path: str, key: str, data: bytes | None, whole: bytes | None = None
+        self,
+        path: str,
+        key: str,
+        data: bytes | None,
+        whole: bytes | None = None,
+        delta: tuple[str, bytes] | None = None,
     ) -> tuple[bytes, str | None, int]:
         """(packed, the key it is a delta against or None, depth). `whole`: the data packed
         whole (pack or pack_fast) if the caller has it already (then `data` may be None:
-        unpacked only if a delta needs it)."""
+        unpacked only if a delta needs it). `delta`: (key, pack(data, that key's data)) if
+        the caller made one already: used when that key is the path's last (the same bytes
+        this would make, without unpacking either text)."""
         if data is None:
             assert whole is not None
             size = zstandard.frame_content_size(whole)
@@ -60,8 +67,11 @@ class Chains:
             size = len(data)
         last = self._last.get(path)
         if last is not None and last[1] < self.max_depth and last[2] + size <= self.max_bytes:
-            data = _raw(data, whole)
-            packed = pack(data, _raw(last[3], last[4]))
+            if delta is not None and delta[0] == last[0]:
+                packed = delta[1]
+            else:
+                data = _raw(data, whole)
+                packed = pack(data, _raw(last[3], last[4]))
             if len(packed) <= size // SMALL:
                 self._keep(path, (key, last[1] + 1, last[2] + size), data, whole)
                 return packed, last[0], last[1] + 1

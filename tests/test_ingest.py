@@ -621,10 +621,10 @@ def test_a_version_is_reported_complete_only_once_every_worker_gave_its_blobs(
     from ingest.git_source import list_files
 
     monkeypatch.setattr(ingest.runner, "BATCH", 2)  # many batches in each worker
-    first: dict[tuple[str, str, str], int] = {}
+    first: dict[tuple[str, str, str, None], int] = {}
     for index, ref in enumerate(sorted(list_tags(three_era_repo), key=lambda r: r.date)):
         for path, sha in list_files(three_era_repo, ref.commit).items():
-            first.setdefault((sha, kind_of(path), path), index)
+            first.setdefault((sha, kind_of(path), path, None), index)
     items = list(first)  # oldest version first, as the runner sends them
     seen: set[str] = set()
     complete = 0
@@ -632,7 +632,7 @@ def test_a_version_is_reported_complete_only_once_every_worker_gave_its_blobs(
         seen.update(a.key for a in batch)
         assert ready >= complete  # never goes back
         complete = ready
-        needed = {facts_key(sha, kind) for (sha, kind, _p), i in first.items() if i < ready}
+        needed = {facts_key(sha, kind) for (sha, kind, _p, _b), i in first.items() if i < ready}
         assert needed <= seen  # every blob of the versions said complete is in
-    assert seen == {facts_key(sha, kind) for sha, kind, _p in items}
+    assert seen == {facts_key(sha, kind) for sha, kind, _p, _b in items}
     assert len(set(first.values())) > 1 and len(items) > 2 * 2

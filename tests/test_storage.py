@@ -178,3 +178,22 @@ def test_compact_chains_and_texts_given_packed_store_the_same_rows() -> None:
     out = [given.pack("a.py", f"k{i}", None, pack(t)) for i, t in enumerate(texts)]
     assert [(base, depth) for _p, base, depth in out] == [(b, d) for _p, b, d in plain]
     assert unpack_chain([p for p, _b, _d in out[:3]]) == texts[2]
+
+
+def test_a_delta_made_by_a_worker_is_stored_only_against_its_base() -> None:
+    """The workers' delta against the path's blob before is stored when that blob is the
+    chain's last (the bytes the chain would make), never against another base."""
+    texts = [TEXT + b"".join(b"# %d\n" % j for j in range(i)) for i in range(4)]
+    plain = Chains(max_depth=3)
+    want = [plain.pack("a.py", f"k{i}", t) for i, t in enumerate(texts)]
+    given = Chains(max_depth=3)
+    given.pack("a.py", "k0", None, pack(texts[0]))
+    made = ("k0", pack(texts[1], texts[0]))
+    assert given.pack("a.py", "k1", None, pack(texts[1]), made) == want[1]
+    taken = Chains(max_depth=3)  # taken as given: neither text is unpacked for it
+    taken.pack("a.py", "k0", None, pack(texts[0]))
+    assert taken.pack("a.py", "k1", None, pack(texts[1]), ("k0", b"made")) == (b"made", "k0", 1)
+    # A delta against a blob that is not the chain's last (k1 is): made again, from k1.
+    wrong = ("k0", pack(texts[2], texts[0]))
+    out = given.pack("a.py", "k2", None, pack(texts[2]), wrong)
+    assert out == want[2] and unpack(out[0], texts[1]) == texts[2]
