@@ -27,6 +27,7 @@ from ingest.env import scan_env
 from ingest.environ_decls import ENVIRON_PATH, extract_declarations
 from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
+from ingest.simulated import HOOK_DIR, simulated
 from ingest.sites import LineIndex, scan
 from kb.codec import MAX_FACTS_CHAIN, Chains, pack, pack_fast
 from kb.procs import die_with_parent, exit_with
@@ -35,7 +36,6 @@ from kb.pyast import PARSE_FAILURES, gc_paused
 # Bumped when the facts' shape or content changes; the history is in CHANGELOG.md.
 ANALYZER_VERSION = 49
 SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
-HOOK_DIR = "python/sglang/srt/arg_groups/"
 
 
 def kind_of(path: str) -> str:
@@ -156,16 +156,19 @@ def _self_reads(tree: ast.Module, text: str, line_texts: dict[str, str]) -> list
     return out
 
 
-def likely_cited(kind: str, facts: dict[str, Any]) -> bool:
-    """Whether the blob will probably be cited, so its text is compressed in the worker.
+def likely_cited(kind: str, facts: dict[str, Any], path: str) -> bool:
+    """Whether the blob will probably be stored, so its text is compressed in the worker.
 
-    Reads of server args, enum classes and references are cited whatever the version; a
-    file with only string comparisons rarely is, and the parent reads those few itself.
+    Reads of server args, enum classes and references are cited whatever the version, and
+    the code the simulation reads is stored (ingest/simulated.py); a file with only string
+    comparisons rarely is, and the parent reads those few itself.
     """
     if kind == "markdown":  # not cited: its commands link to the forge (kb/doc_commands.py)
         return False
-    return kind != "plain" or bool(
-        facts["reads"] or facts["enum_refs"] or facts["enums"] or facts["env"]
+    return (
+        kind != "plain"
+        or simulated(path)
+        or bool(facts["reads"] or facts["enum_refs"] or facts["enums"] or facts["env"])
     )
 
 
@@ -273,7 +276,9 @@ def analyze_batch(items: list[Item]) -> list[Analyzed]:
     ]
     # The blobs before, of those whose text goes along, read once the batch is read (the
     # reader answers one request at a time).
-    bases = [item[3] for item, _data, facts in done if item[3] and likely_cited(item[1], facts)]
+    bases = [
+        item[3] for item, _data, facts in done if item[3] and likely_cited(item[1], facts, item[2])
+    ]
     base_of = dict(zip(bases, _reader.read_many(bases), strict=True))
     out = []
     for (sha, kind, path, before), data, facts in done:
@@ -297,7 +302,7 @@ def packed(
     `before`: (sha, bytes) of the path's blob before, to make the text's delta against."""
     key, json_ = facts_key(sha, kind), dumps_facts(kind, facts)
     stored, base, depth = _facts_chains.pack(path, key, json_)
-    text = pack_fast(data) if likely_cited(kind, facts) else None
+    text = pack_fast(data) if likely_cited(kind, facts, path) else None
     delta = None
     if text is not None and before is not None:
         delta = (before[0], pack(data, before[1]))

@@ -27,6 +27,7 @@ from ingest.flags import MENTION_RE, RUN_TIME_OPEN, replacement_in_message
 from ingest.indirect import Resolver, absolute, module_of
 from ingest.model_classes import model_rows
 from ingest.modules import Memo, Modules
+from ingest.simulated import simulated
 from ingest.static_eval import CannotFold, plain
 from kb.dests import dest_rank
 from kb.replacements import expand_braces
@@ -220,49 +221,6 @@ def _known_values(
     return out
 
 
-# Files the explain simulation parses (kb/explain/simulate.py): the predicates' definitions,
-# environment variables' defaults, the model config's attention kinds; hooks are in HOOK_DIR.
-SIMULATION_FILES = frozenset(
-    {
-        "python/sglang/srt/utils/common.py",
-        "python/sglang/srt/utils.py",
-        "python/sglang/srt/environ.py",
-        "python/sglang/srt/configs/model_config.py",
-        "python/sglang/srt/utils/hf_transformers_utils.py",
-        # (2026: hf_transformers_utils re-exports this package; get_context_length is here)
-        "python/sglang/srt/utils/hf_transformers/__init__.py",
-        "python/sglang/srt/utils/hf_transformers/common.py",
-        # which architectures are linear-attention hybrids (server_args asks it, 2026)
-        "python/sglang/srt/configs/linear_attn_model_registry.py",
-        # the load stage (kb.explain.deploy): the parallel groups' sizes, the scheduler's
-        # MoE configuration (kb/explain/moe.py)
-        "python/sglang/srt/distributed/parallel_state.py",
-        "python/sglang/srt/managers/scheduler.py",
-        # ... its checks of the loaded model (kb/explain/model_class.py), and the linear
-        # layers the model classes build (their quantization methods' weights, the
-        # per-rank sizes `divide` asserts)
-        "python/sglang/srt/model_executor/model_runner.py",
-        "python/sglang/srt/layers/linear.py",
-        "python/sglang/srt/distributed/__init__.py",
-        "python/sglang/srt/distributed/utils.py",
-    }
-)
-# ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities
-# (`from sglang.srt.utils import f`), the remote model connectors, the model loader
-# building the quantization config, the quantization methods, the MoE implementation,
-# runner and dispatcher, the speculative workers, the model classes (their constructors
-# and forward signatures)
-SIMULATION_DIRS = (
-    "python/sglang/srt/utils/",
-    "python/sglang/srt/connector/",
-    "python/sglang/srt/layers/quantization/",
-    "python/sglang/srt/model_loader/",
-    "python/sglang/srt/layers/moe/",
-    "python/sglang/srt/speculative/",
-    "python/sglang/srt/models/",
-)
-
-
 class Facts(Protocol):
     """facts key -> a blob's facts (a dict, or the ingest's store that decodes on demand)."""
 
@@ -425,9 +383,7 @@ class Assembly:
         rows.flags = [dict(f) for f in main.get("flags", [])]
         rows.cited[SERVER_ARGS_PATH] = files[SERVER_ARGS_PATH]
         for path, sha in files.items():  # what explain's simulation reads besides server_args
-            if path in SIMULATION_FILES or (
-                path.startswith((HOOK_DIR, *SIMULATION_DIRS)) and path.endswith(".py")
-            ):
+            if simulated(path):
                 rows.cited[path] = sha
         modules = Modules(files, read_text, self.modules_memo)
         local_actions = main.get("action_classes", {})

@@ -1,0 +1,57 @@
+"""The code explain's simulation reads, stored for every version whether cited or not
+(kb/explain/): ServerArgs' hooks, the helpers it calls, and the code SGLang runs past
+ServerArgs that the load stage follows. The workers send these files' texts along with
+their facts (ingest/analyze.py likely_cited), as the parent stores them all."""
+
+from __future__ import annotations
+
+HOOK_DIR = "python/sglang/srt/arg_groups/"
+
+# Files the explain simulation parses (kb/explain/simulate.py): the predicates' definitions,
+# environment variables' defaults, the model config's attention kinds; hooks are in HOOK_DIR.
+SIMULATION_FILES = frozenset(
+    {
+        "python/sglang/srt/utils/common.py",
+        "python/sglang/srt/utils.py",
+        "python/sglang/srt/environ.py",
+        "python/sglang/srt/configs/model_config.py",
+        "python/sglang/srt/utils/hf_transformers_utils.py",
+        # (2026: hf_transformers_utils re-exports this package; get_context_length is here)
+        "python/sglang/srt/utils/hf_transformers/__init__.py",
+        "python/sglang/srt/utils/hf_transformers/common.py",
+        # which architectures are linear-attention hybrids (server_args asks it, 2026)
+        "python/sglang/srt/configs/linear_attn_model_registry.py",
+        # the load stage (kb.explain.deploy): the parallel groups' sizes, the scheduler's
+        # MoE configuration (kb/explain/moe.py)
+        "python/sglang/srt/distributed/parallel_state.py",
+        "python/sglang/srt/managers/scheduler.py",
+        # ... its checks of the loaded model (kb/explain/model_class.py), and the linear
+        # layers the model classes build (their quantization methods' weights, the
+        # per-rank sizes `divide` asserts)
+        "python/sglang/srt/model_executor/model_runner.py",
+        "python/sglang/srt/layers/linear.py",
+        "python/sglang/srt/distributed/__init__.py",
+        "python/sglang/srt/distributed/utils.py",
+    }
+)
+# ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities
+# (`from sglang.srt.utils import f`), the remote model connectors, the model loader
+# building the quantization config, the quantization methods, the MoE implementation,
+# runner and dispatcher, the speculative workers, the model classes (their constructors
+# and forward signatures)
+SIMULATION_DIRS = (
+    "python/sglang/srt/utils/",
+    "python/sglang/srt/connector/",
+    "python/sglang/srt/layers/quantization/",
+    "python/sglang/srt/model_loader/",
+    "python/sglang/srt/layers/moe/",
+    "python/sglang/srt/speculative/",
+    "python/sglang/srt/models/",
+)
+
+
+def simulated(path: str) -> bool:
+    """Whether the file is stored for the simulation."""
+    return path in SIMULATION_FILES or (
+        path.startswith((HOOK_DIR, *SIMULATION_DIRS)) and path.endswith(".py")
+    )
