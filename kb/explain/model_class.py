@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -84,13 +85,16 @@ class Built:
 def step(
     sim: Simulator, path: str | None, profile: Profile | None, quant_config: Any
 ) -> Callable[[], None] | None:
-    """The step to run; None when the architecture's class is not held (its file is not in
-    the knowledge base) or builds nothing that checks."""
-    root = architecture_class(sim, path, profile.arch if profile is not None else None)
+    """The step to run; None without the model's config.json (what the constructors check
+    is the model's sizes against the parallel ones: nothing would be decided), or when the
+    architecture's class is not held (its file is not in the knowledge base) or builds
+    nothing that checks."""
+    if profile is None or profile.config is None:
+        return None
+    root = architecture_class(sim, path, profile.arch)
     if root is None:
         return None
-    built = list(_closure(sim, root))
-    checking = [b for b in built if _checks(_init(sim, b.cls)) or _builds_layers(b)]
+    built, checking = _classes(sim, root)
     if not checking:
         return None
     chain = {b.cls.name: b for b in built}
@@ -109,6 +113,26 @@ def step(
             sim.parallel = {}
 
     return run
+
+
+# architecture's class -> the classes it builds and those of them to run: a reading of the
+# model files' ASTs alone (~10 ms for a large model), kept per parsed module
+_built: OrderedDict[tuple[str, str, int], tuple[list[Built], list[Built]]] = OrderedDict()
+MAX_KEPT = 64
+
+
+def _classes(sim: Simulator, root: ClassRef) -> tuple[list[Built], list[Built]]:
+    """The classes the architecture's class builds, and those to run: those whose
+    constructor checks something or builds a linear layer."""
+    key = (root.path, root.name, id(root.module))
+    if key not in _built:
+        built = list(_closure(sim, root))
+        checking = [b for b in built if _checks(_init(sim, b.cls)) or _builds_layers(b)]
+        _built[key] = (built, checking)
+        while len(_built) > MAX_KEPT:
+            _built.popitem(last=False)
+    _built.move_to_end(key)
+    return _built[key]
 
 
 def _layers(profile: Profile | None) -> tuple[list[int], int]:
