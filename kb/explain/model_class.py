@@ -54,7 +54,7 @@ LAYER_PARAMS = ("layer_id", "layer_idx")  # a layer's index, as the model classe
 # layers (which ask the quantization config for their method and have it create the
 # weights on the per-rank sizes) and the quantization methods
 LAYERS_BUILT = ("python/sglang/srt/layers/linear.py", "python/sglang/srt/layers/quantization/")
-MAX_LAYER_RUNS = 4  # layers a block's constructor is run for, looking for one that raises
+MAX_LAYER_RUNS = 2  # layers a block's constructor is run for, looking for one that raises
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ MAX_COMMAND = 20_000  # characters; a launch command is a few hundred
 # at most simulate's MAX_STEPS; SGLang's own argument handling takes < 2,000).
 FIX_STEPS = 20_000
 MAX_ALTERNATIVES = 2  # verified fixes offered beside the first, per error (each ~17 ms of CPU)
+# candidates tried for alternatives once an error has a verified fix (the rest of the budget
+# goes to repairing a change that broke something: kb.explain.orchestrate.add_fixes)
+MAX_TRIES_AFTER = 3
 MAX_PAIRED = 2  # changes of each error tried together when none passes alone
 # a change that breaks something else, repaired a change at a time: the changes tried at
 # each step, the breaking changes repaired per error, the changes in one such fix
@@ -272,9 +275,11 @@ def add_fixes(
 
     for finding in errors:
         verified: list[dict[str, Any]] = []
+        tried_after = 0  # candidates tried since the first verified fix
         for fix in fix_candidates(finding, facts, analysis, profile, tests_around(finding)):
-            if len(verified) > MAX_ALTERNATIVES:
+            if len(verified) > MAX_ALTERNATIVES or tried_after >= MAX_TRIES_AFTER:
                 break
+            tried_after += 1 if verified else 0
             fixed = fixed_command(command, analysis, fix)
             outcome = verify(fixed)
             if outcome is None:
