@@ -32,6 +32,8 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/layers/linear.py",
         "python/sglang/srt/distributed/__init__.py",
         "python/sglang/srt/distributed/utils.py",
+        # the ModelRunner's initial expert location (its assert on the experts per rank)
+        "python/sglang/srt/eplb/expert_location.py",
     }
 )
 # ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities

@@ -36,6 +36,7 @@ class ServerArgs:
     model_path: str
     tp_size: int = 1
     pp_size: int = 1
+    ep_size: int = 1
 
     def __post_init__(self):
         pass
@@ -48,6 +49,7 @@ class ServerArgs:
         parser.add_argument("--model-path", type=str, required=True, help="Model weights.")
         parser.add_argument("--tp-size", type=int, default=ServerArgs.tp_size, help="TP.")
         parser.add_argument("--pp-size", type=int, default=ServerArgs.pp_size, help="PP.")
+        parser.add_argument("--ep-size", type=int, default=ServerArgs.ep_size, help="EP.")
 """
 
 PARALLEL_STATE = """
@@ -67,6 +69,7 @@ MODEL_TEXT = """
 from torch import nn
 
 from sglang.srt.distributed.parallel_state import get_tensor_model_parallel_world_size
+from sglang.srt.eplb.expert_location import ModelConfigForExpertLocation
 from sglang.srt.utils.layers import make_layers
 
 
@@ -143,6 +146,12 @@ class ToyMoeForCausalLM(nn.Module):
         super().__init__()
         self.model = ToyModel(config, quant_config=quant_config, prefix="model")
 
+    @classmethod
+    def get_model_config_for_expert_location(cls, config):
+        return ModelConfigForExpertLocation(
+            num_layers=config.num_hidden_layers, num_logical_experts=config.num_experts
+        )
+
     def forward(self, input_ids, positions, forward_batch, pp_proxy_tensors=None):
         return self.model(input_ids)
 
@@ -182,8 +191,46 @@ class ModelRunner:
             assert self.support_pp, "Pipeline Parallel is not compatible with this model."
 """
 
+# the runner's initial expert location asks the model class, found through the registry
+LOADER_UTILS = """
+from sglang.srt.models.registry import ModelRegistry
+
+
+def get_model_architecture(model_config):
+    architectures = getattr(model_config.hf_config, "architectures", [])
+    return ModelRegistry.resolve_model_cls(architectures)
+"""
+
+EXPERT_LOCATION = """
+from dataclasses import dataclass
+
+from sglang.srt.model_loader.utils import get_model_architecture
+
+
+@dataclass
+class ModelConfigForExpertLocation:
+    num_layers: int
+    num_logical_experts: int
+
+    @staticmethod
+    def from_model_config(model_config):
+        model_class, _ = get_model_architecture(model_config)
+        if hasattr(model_class, "get_model_config_for_expert_location"):
+            return model_class.get_model_config_for_expert_location(model_config.hf_config)
+        return None
+
+
+def compute_initial_expert_location_metadata(server_args, model_config, moe_ep_rank):
+    config = ModelConfigForExpertLocation.from_model_config(model_config)
+    if config is None:
+        return None
+    assert config.num_logical_experts % server_args.ep_size == 0
+"""
+
 FILES = {
     SERVER_ARGS: ARGS,
+    SRT + "model_loader/utils.py": LOADER_UTILS,
+    SRT + "eplb/expert_location.py": EXPERT_LOCATION,
     UTILS: UTILS_TEXT,
     SRT + "distributed/parallel_state.py": PARALLEL_STATE,
     SRT + "utils/layers.py": LAYER_UTILS,
@@ -319,3 +366,17 @@ def test_a_decoder_class_passed_to_the_base_s_constructor_is_the_one_built(
         )
     ]
     assert load_findings(session, "--tp-size 4", {**wide, "hidden_size": 128}) == []
+
+
+def test_the_runner_s_expert_location_asserts_the_experts_divide_among_the_ep_ranks(
+    session: Session,
+) -> None:
+    # 8 experts on 3 expert-parallel ranks; the model class is found through the registry
+    line = line_of(EXPERT_LOCATION, "assert config.num_logical_experts")
+    assert load_findings(session, "--tp-size 4 --ep-size 3", TOY) == [
+        ("error", f"assertion fails at expert_location.py:{line}")
+    ]
+    assert load_findings(session, "--tp-size 4 --ep-size 4", TOY) == []
+    # a subclass inherits the method
+    wide = {**TOY, "architectures": ["ToyWideForCausalLM"], "hidden_size": 128}
+    assert [s for s, _ in load_findings(session, "--tp-size 4 --ep-size 3", wide)] == ["error"]

@@ -218,6 +218,9 @@ def simulate(
         stage("load", model_class.PART, step)
         # ... then the ModelRunner checks the loaded model's forward (pipeline parallelism)
         stage("load", model_class.FORWARD_PART, model_class.forward_step(sim, model_file, profile))
+        # (its initialize computed the initial expert location first: the same stage)
+        if known:
+            stage("load", model_class.EXPERT_LOCATION_PART, model_class.expert_location_step(sim))
     if configured:
 
         def build() -> None:

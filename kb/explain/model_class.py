@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import classes, parallel_state
-from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
+from kb.explain.abstract_values import SELF, ClassRef, Func, Instance, Obj
 from kb.explain.derived import MODEL_RUNNER_MODULE
 from kb.explain.frames import Ctx, Frame
 from kb.explain.model_registry import architecture_class
@@ -731,3 +731,33 @@ class _Substitute(ast.NodeTransformer):
         if name in self.fields and isinstance(node.ctx, ast.Load):
             return ast.copy_location(copy.deepcopy(self.fields[name]), node)
         return self.generic_visit(node)
+
+
+# --- the ModelRunner's initial expert location --------------------------------------------
+
+EXPERT_LOCATION_PART = "the initial expert location"
+EXPERT_LOCATION = ("sglang.srt.eplb.expert_location", "compute_initial_expert_location_metadata")
+
+
+def expert_location_step(sim: Simulator) -> Callable[[], None] | None:
+    """`ModelRunner.initialize`'s `compute_initial_expert_location_metadata(server_args,
+    model_config, moe_ep_rank)`, which asks the model class (through the registry) for its
+    expert counts and asserts the physical experts divide among the ep ranks (rank 0's
+    run); None without the function."""
+    mod = sim.module(EXPERT_LOCATION[0])
+    fn = mod.functions.get(EXPERT_LOCATION[1]) if mod is not None else None
+    if mod is None or fn is None:
+        return None
+    compute = Func(mod, fn)
+
+    def run() -> None:
+        # (the dataclass the model class answers with is built as written)
+        construct, sim.construct = sim.construct, True
+        sim.parallel = parallel_state.sizes(sim.fields)
+        try:
+            sim.call_function(compute, [SELF, Obj("model_config"), 0], {}, Ctx())
+        finally:
+            sim.construct = construct
+            sim.parallel = {}
+
+    return run
