@@ -53,6 +53,10 @@ FILES = {
     SRT + "utils/common.py": """
         def add_prefix(name, prefix):
             return name if not prefix else f"{prefix}.{name}"
+
+
+        def is_flashinfer_available():
+            return False
         """,
     SRT + "layers/linear.py": """
         import torch
@@ -69,8 +73,11 @@ FILES = {
 
 
         class ColumnParallelLinear(LinearBase):
-            def __init__(self, input_size, output_size, quant_config=None, prefix=""):
+            def __init__(
+                self, input_size, output_size, quant_config=None, prefix="", fast_gemm=False
+            ):
                 super().__init__(input_size, output_size, quant_config, prefix)
+                self.fast_gemm = fast_gemm
                 tp_size = get_tensor_model_parallel_world_size()
                 self.output_size_per_partition = divide(output_size, tp_size)
                 self.quant_method.create_weights(
@@ -106,7 +113,7 @@ FILES = {
         from torch import nn
 
         from sglang.srt.layers.linear import ColumnParallelLinear
-        from sglang.srt.utils.common import add_prefix
+        from sglang.srt.utils.common import add_prefix, is_flashinfer_available
 
 
         class ToyMLP(nn.Module):
@@ -117,6 +124,8 @@ FILES = {
                     intermediate_size,
                     quant_config=quant_config,
                     prefix=add_prefix("up_proj", prefix),
+                    # (an argument resting on an installed package: the run assumes it)
+                    fast_gemm=is_flashinfer_available(),
                 )
 
 
@@ -172,7 +181,8 @@ def raised(check: Check) -> tuple[str, str, int]:
 
 
 def test_a_linear_layer_s_quantization_method_checks_the_per_rank_size() -> None:
-    # 9728 / 8 = 1216 per rank: not a multiple of the 128 block
+    # 9728 / 8 = 1216 per rank: not a multiple of the 128 block; an error, though another
+    # argument of the layer rests on an assumption (each parameter keeps its own inputs)
     ((path, message, _),) = load_checks(8)
     assert (path, message) == ("block.py", "ValueError: Output 1216 is not divisible by 128.")
     assert load_checks(4) == []  # 2432 = 19 x 128

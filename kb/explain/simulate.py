@@ -295,6 +295,8 @@ class Simulator:
         # build the objects they follow themselves: kb.explain.moe)
         self.construct = True
         self.construct_under: tuple[str, ...] = ()  # ... but these paths' classes are built
+        # each argument's inputs of the call being made (arguments), for its parameters
+        self.each_marks: tuple[list[frozenset[str]], dict[str, frozenset[str]]] | None = None
 
     # --- entry ------------------------------------------------------------------------
 
@@ -878,7 +880,19 @@ class Simulator:
             frame.locals[params.kwarg.arg] = dict(kwargs)
         if params.vararg is not None:
             frame.locals[params.vararg.arg] = tuple(values[len(positional) :])
-        if arg_marks:  # each parameter as if from all the arguments' inputs
+        each, self.each_marks = self.each_marks, None
+        if arg_marks and each is not None and self.past_server_args:
+            # each parameter from its own argument's inputs (a layer's sizes do not rest
+            # on what its quantization config assumed)
+            offset = 1 if fn.bound is not None else 0
+            names = [p.arg for p in positional[offset:]]
+            frame.marks = {n: m for n, m in zip(names, each[0], strict=False) if m}
+            frame.marks |= {n: m for n, m in each[1].items() if m and n in frame.locals}
+            if params.kwarg is not None or params.vararg is not None:
+                frame.marks |= dict.fromkeys(
+                    [p.arg for p in (params.kwarg, params.vararg) if p], arg_marks
+                )
+        elif arg_marks:  # each parameter as if from all the arguments' inputs
             frame.marks = dict.fromkeys(frame.locals, arg_marks)
         self.stack.append(key)
         saved = self.current_path
@@ -957,18 +971,34 @@ class Simulator:
 
     def arguments(self, node: ast.Call, frame: Frame, ctx: Ctx) -> tuple[list[Any] | None, Any]:
         """A call's positional and keyword arguments; (None, Unknown) for a spread of an
-        unknown sequence."""
+        unknown sequence. Past ServerArgs each argument's inputs are kept apart
+        (`self.each_marks`: positional list, keyword dict; None after a spread)."""
         args: list[Any] = []
+        marks: list[frozenset[str]] = []
+        spread_seen = False
+
+        def value(expr: ast.expr) -> Any:
+            outer, self.reads = self.reads, set()
+            try:
+                return self.eval(expr, frame, ctx)
+            finally:
+                marks.append(frozenset(self.reads))
+                self.reads = outer | self.reads
+
         for a in node.args:
             if isinstance(a, ast.Starred):
-                spread = self.eval(a.value, frame, ctx)
+                spread = value(a.value)
+                spread_seen = True
                 if isinstance(spread, list | tuple):
                     args.extend(spread)
                 else:
                     return None, Unknown(merge_needs(spread) or ("call arguments",))
             else:
-                args.append(self.eval(a, frame, ctx))
-        kwargs = {k.arg: self.eval(k.value, frame, ctx) for k in node.keywords if k.arg}
+                args.append(value(a))
+        positional = marks[:]
+        kwargs = {k.arg: value(k.value) for k in node.keywords if k.arg}
+        named = dict(zip(kwargs, marks[len(positional) :], strict=True))
+        self.each_marks = None if spread_seen else (positional, named)
         return args, kwargs
 
     def warning(self, node: ast.Call, frame: Frame, ctx: Ctx) -> None:
