@@ -77,3 +77,11 @@ def one_release_session(
     with Session(engine) as s:
         yield s
     engine.dispose()
+
+
+def api_json(client: Any, url: str) -> dict[str, Any]:
+    """The JSON of `/api<url>` through a TestClient, which must answer 200."""
+    response = client.get("/api" + url)
+    assert response.status_code == 200, response.text[:300]
+    found: dict[str, Any] = response.json()
+    return found

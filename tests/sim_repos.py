@@ -4,8 +4,10 @@ hardware, and an era 3 release that dispatches into `arg_groups/*_hook.py` funct
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
+from kb.explain.source_modules import Module, parse_module
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
 
 UTILS = "python/sglang/srt/utils/common.py"
@@ -396,3 +398,14 @@ def build_sim_repo(root: Path) -> Path:
     write(repo, "python/sglang/srt/arg_groups/arg_utils.py", "A = None\n")
     commit(repo, "era 3", "2026-07-01T12:00:00Z", "v0.3.0")
     return repo
+
+
+def parsed_modules(files: dict[str, str]) -> dict[str, Module]:
+    """path -> the module parsed from its (dedented) text, for the simulator's `modules`
+    (the explain tests that run it on synthetic modules without a repository)."""
+    out = {}
+    for path, text in files.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None, path
+        out[path] = mod
+    return out

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from tests.conftest import ingest_into
+from tests.conftest import api_json, ingest_into
 from tests.layer_sites_repo import (
     FP4,
     FP4_TEXT,
@@ -32,10 +32,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
 
 
 def api(client: TestClient, url: str) -> dict[str, Any]:
-    response = client.get("/api" + url)
-    assert response.status_code == 200, response.text[:300]
-    found: dict[str, Any] = response.json()
-    return found
+    return api_json(client, url)
 
 
 def line(text: str, snippet: str) -> int:

@@ -7,14 +7,14 @@ code); the MLP class raises nothing itself, so only the layer it builds can."""
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 from kb.explain import derived, model_class
 from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import Profile
 from kb.explain.simulate import Check, Simulator
-from kb.explain.source_modules import Module, parse_module
+from kb.explain.source_modules import Module
+from tests import sim_repos
 
 SRT = "python/sglang/srt/"
 ARGS = SRT + "server_args.py"
@@ -152,12 +152,7 @@ CONFIG = {
 
 
 def modules() -> dict[str, Module]:
-    out = {}
-    for path, text in FILES.items():
-        mod = parse_module(path, textwrap.dedent(text))
-        assert mod is not None, path
-        out[path] = mod
-    return out
+    return sim_repos.parsed_modules(FILES)
 
 
 def load_checks(tp: int, ignored: list[str] | None = None) -> list[tuple[str, str, int]]:

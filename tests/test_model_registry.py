@@ -7,7 +7,6 @@ it resolves (kb/explain/pure_calls.py: `re.fullmatch` on ModelOpt's exclude glob
 from __future__ import annotations
 
 import ast
-import textwrap
 from typing import Any
 
 from kb.explain import pure_calls
@@ -16,7 +15,8 @@ from kb.explain.frames import Ctx, Frame
 from kb.explain.model_registry import ModelRegistry
 from kb.explain.predicates import Profile, Unknown
 from kb.explain.simulate import Simulator
-from kb.explain.source_modules import Module, parse_module
+from kb.explain.source_modules import Module
+from tests import sim_repos
 
 SRT = "python/sglang/srt/"
 ARGS = SRT + "server_args.py"
@@ -111,11 +111,7 @@ FILES = {
 
 
 def simulator(registered: bool = True) -> tuple[Simulator, dict[str, Module]]:
-    mods: dict[str, Module] = {}
-    for path, text in FILES.items():
-        mod = parse_module(path, textwrap.dedent(text))
-        assert mod is not None
-        mods[path] = mod
+    mods = sim_repos.parsed_modules(FILES)
     sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, Profile())
     sim.run()
     if registered:

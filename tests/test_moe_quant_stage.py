@@ -7,7 +7,6 @@ and its constructor asserts the GPU for the cutlass runner."""
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 from kb.explain import classes, derived, moe, moe_quant
@@ -15,7 +14,7 @@ from kb.explain.abstract_values import Instance
 from kb.explain.frames import Ctx
 from kb.explain.predicates import Profile, Unknown
 from kb.explain.simulate import Check, Simulator
-from kb.explain.source_modules import Module, parse_module
+from kb.explain.source_modules import Module
 from tests import sim_repos
 
 SRT = "python/sglang/srt/"
@@ -213,12 +212,7 @@ CONFIG = {
 
 
 def modules() -> dict[str, Module]:
-    out = {}
-    for path, text in FILES.items():
-        mod = parse_module(path, textwrap.dedent(text))
-        assert mod is not None, path
-        out[path] = mod
-    return out
+    return sim_repos.parsed_modules(FILES)
 
 
 def simulator(fields: dict[str, Any], profile: dict[str, Any]) -> Simulator:

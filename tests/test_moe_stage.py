@@ -7,13 +7,12 @@ DeepEP runs."""
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 from kb.explain import derived, moe
 from kb.explain.predicates import Profile, Unknown
 from kb.explain.simulate import Check, Simulator
-from kb.explain.source_modules import Module, parse_module
+from kb.explain.source_modules import Module
 from tests import sim_repos
 
 ARGS = "python/sglang/srt/server_args.py"
@@ -305,12 +304,7 @@ FP4 = {**MOE_CONFIG, "quantization_config": {"quant_method": "modelopt", "quant_
 
 
 def modules() -> dict[str, Module]:
-    out = {}
-    for path, text in FILES.items():
-        mod = parse_module(path, textwrap.dedent(text))
-        assert mod is not None, path
-        out[path] = mod
-    return out
+    return sim_repos.parsed_modules(FILES)
 
 
 def stages(

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from kb.requirements import MAX_STATEMENT
-from tests.conftest import ingest_into
+from tests.conftest import api_json, ingest_into
 from tests.requirements_repo import FP4_LINEAR, build_requirements_repo
 
 COMPARE = "/v/v1.0.0/backends/--moe-runner-backend/compare?values=fast_cutlass,fast_trt"
@@ -26,10 +26,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
 
 
 def api(client: TestClient, url: str) -> dict[str, Any]:
-    response = client.get("/api" + url)
-    assert response.status_code == 200, response.text[:300]
-    found: dict[str, Any] = response.json()
-    return found
+    return api_json(client, url)
 
 
 def test_compare_statements_are_short_sentences_of_the_structure(client: TestClient) -> None:
