@@ -76,6 +76,7 @@ FILES = {
         """,
     LOADER_UTILS: """
         import re
+        from typing import cast
 
         from sglang.srt.models.registry import ModelRegistry
 
@@ -106,6 +107,10 @@ FILES = {
 
         def unique(names):
             return list(dict.fromkeys(names))
+
+
+        def as_list(value):
+            return cast(list, value)
         """,
 }
 
@@ -172,3 +177,11 @@ def test_methods_take_their_keywords() -> None:
     assert pure_calls.method("a.b.c", "rsplit", ["."], {}) == ["a", "b", "c"]
     assert pure_calls.method({"k": 1}, "get", ["k"], {}) == 1
     assert pure_calls.method("abc", "encode", [], {}) is pure_calls.NOT_PURE
+
+
+def test_typing_cast_is_its_value_and_dict_builds_on_known_values() -> None:
+    sim, mods = simulator()
+    frame_mod = mods[LOADER_UTILS]
+    assert evaluate(sim, frame_mod, "dict(a=1, **{'b': 2})") == {"a": 1, "b": 2}
+    assert evaluate(sim, frame_mod, "dict([('a', 1)])") == {"a": 1}
+    assert evaluate(sim, frame_mod, "as_list([3])") == [3]

@@ -124,3 +124,15 @@ def from_keys(args: list[Any]) -> Any:
         except TypeError:
             pass
     return unknown("what dict.fromkeys() returns")
+
+
+def known(args: list[Any], kwargs: dict[str, Any]) -> bool:
+    return all(is_known(a) for a in (*args, *kwargs.values()))
+
+
+def make_dict(args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """`dict(mapping_or_pairs, **more)` on known values."""
+    try:
+        return dict(*args, **kwargs)
+    except (TypeError, ValueError):
+        return unknown("what dict() returns")

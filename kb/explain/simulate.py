@@ -996,8 +996,17 @@ class Simulator:
             else:
                 args.append(value(a))
         positional = marks[:]
-        kwargs = {k.arg: value(k.value) for k in node.keywords if k.arg}
-        named = dict(zip(kwargs, marks[len(positional) :], strict=True))
+        kwargs: dict[str, Any] = {}
+        for k in node.keywords:
+            if k.arg is not None:
+                kwargs[k.arg] = value(k.value)
+                continue
+            spread = value(k.value)  # `**options`: its items, when known
+            spread_seen = True
+            if not (isinstance(spread, dict) and all(isinstance(key, str) for key in spread)):
+                return None, Unknown(merge_needs(spread) or ("call arguments",))
+            kwargs.update(spread)
+        named = dict(zip(kwargs, marks[len(positional) :], strict=False))
         self.each_marks = None if spread_seen else (positional, named)
         return args, kwargs
 
@@ -1212,6 +1221,10 @@ class Simulator:
         pure = pure_calls.MODULE_FUNCTIONS.get((callee.module, name))
         if pure is not None and not kwargs and all(is_known(a) for a in args):
             return pure(*args)
+        if (callee.module, name) == ("typing", "cast") and len(args) == 2:
+            return args[1]  # (the value, whatever the type it is cast to)
+        if (callee.module, name) == ("builtins", "dict") and pure_calls.known(args, kwargs):
+            return pure_calls.make_dict(args, kwargs)
         return unknown(f"what {name}() returns")
 
     def isinstance_(self, args: list[Any]) -> Any:
