@@ -28,6 +28,7 @@ from kb.explain import (
     model_registry,
     moe,
     moe_quant,
+    runner_checks,
 )
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
@@ -217,10 +218,14 @@ def simulate(
         step = model_class.step(sim, model_file, profile, loaded.quant_config)
         stage("load", model_class.PART, step)
         # ... then the ModelRunner checks the loaded model's forward (pipeline parallelism)
-        stage("load", model_class.FORWARD_PART, model_class.forward_step(sim, model_file, profile))
+        stage(
+            "load", runner_checks.FORWARD_PART, runner_checks.forward_step(sim, model_file, profile)
+        )
         # (its initialize computed the initial expert location first: the same stage)
         if known:
-            stage("load", model_class.EXPERT_LOCATION_PART, model_class.expert_location_step(sim))
+            stage(
+                "load", runner_checks.EXPERT_LOCATION_PART, runner_checks.expert_location_step(sim)
+            )
     if configured:
 
         def build() -> None:

@@ -3,22 +3,29 @@
 The model loader builds the architecture's class (`model_class(config=hf_config,
 quant_config=..., prefix=...)`), whose constructor builds its model, the model its decoder
 layers, and each layer its attention and MLP or MoE block. Those constructors check the
-model and the parallel sizes: `if self.tp_size > config.n_routed_experts: raise ValueError`
-(DeepSeek, GLM-4 MoE, Qwen3-MoE), `if config.hidden_act != "silu": raise`.
+model against the parallel sizes (`assert self.total_num_heads % tp_size == 0`, `if
+self.tp_size > config.n_routed_experts: raise ValueError`), and the linear layers they
+build ask the quantization config for their method, which checks the per-rank sizes when
+it creates the weights (an FP8 block, a Marlin tile).
 
-Building the whole model is not followed: a constructor per layer, each building linear
-layers and kernels' weights, is far past a run's budget and mostly code the knowledge base
-does not hold. The step finds the classes the architecture's class builds, through their
-constructors, in the model files it holds (DeepseekV2ForCausalLM -> DeepseekV2Model ->
-DeepseekV2DecoderLayer -> DeepseekV2MoE), and runs the constructor of each one that raises
-or asserts itself, alone, with the objects it builds not built (sim.construct False). Its
-arguments are what its builder passes when that is known: the builder's own `config` or
-`quant_config` handed on, a default the builder leaves; anything else is unknown, so a check
-reading it stays undecided. The parallel-state getters are answered from the server args.
+Building the whole model is not followed (a constructor per layer, far past a run's
+budget). The step finds the classes the architecture's class builds, through their
+constructors, in the model files the knowledge base holds (DeepseekV2ForCausalLM ->
+DeepseekV2Model -> DeepseekV2DecoderLayer -> DeepseekV2MoE; through `make_layers`' lambda,
+a factory method, a decoder class passed as a parameter), and runs the constructor of each
+one that checks something or builds a linear layer, with the other objects it builds not
+built, except the linear layers and quantization methods (LAYERS_BUILT). Its arguments are
+what its builder passes when that is known: the builder's own `config` or `quant_config`
+handed on, an argument computed from config.json alone, the layer id followed, the module
+name SGLang's add_prefix gives it (a stated assumption), a default the builder leaves;
+anything else is unknown, so a check reading it stays undecided. The parallel-state getters
+are answered from the server args.
 
-A class its builder builds only under a condition (the MoE block of a MoE layer, under
-`if is_sparse:`) raises only if it is built: its raises are stated as assumed (that the
-builder builds it), never claimed as errors.
+A class its builder builds only under a condition (the MoE block of a sparse layer) is run
+for layers config.json decides it is built in (the builder's test evaluated on a slice of
+its constructor); when no layer tried decides it, its raises are stated as assumed (that the
+builder builds it), never claimed as errors. The ModelRunner's own checks of the loaded model
+are kb.explain.runner_checks.
 """
 
 from __future__ import annotations
@@ -31,8 +38,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import classes, parallel_state
-from kb.explain.abstract_values import SELF, ClassRef, Func, Instance, Obj
-from kb.explain.derived import MODEL_RUNNER_MODULE
+from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.frames import Ctx, Frame
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, Unknown, assumed, unknown
@@ -259,7 +265,7 @@ def _names(node: ast.AST, ctx: type[ast.expr_context]) -> set[str]:
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ctx):
             out.add(n.id)
-        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ctx) and _self_attr(n):
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ctx) and self_attr(n):
             out.add(f"self.{n.attr}")
     return out
 
@@ -279,7 +285,7 @@ def _plain_field(stmt: ast.stmt) -> bool:
         value = value.value
     return (
         isinstance(stmt, ast.Assign)
-        and all(_self_attr(t) for t in stmt.targets)
+        and all(self_attr(t) for t in stmt.targets)
         and isinstance(value, ast.Name)
     )
 
@@ -480,7 +486,7 @@ def _targets(body: list[ast.stmt]) -> dict[int, str]:
             target = node.targets[0]
             if isinstance(target, ast.Tuple) and target.elts:
                 target = target.elts[0]
-            name = _self_attr(target)
+            name = self_attr(target)
             if name is not None:
                 for call in ast.walk(node.value):
                     if isinstance(call, ast.Call):
@@ -608,156 +614,7 @@ def _expr_calls(
         yield from _expr_calls(child, conds)
 
 
-# --- the model runner's checks of the model's forward ------------------------------------
-
-FORWARD_PART = "the model runner's checks of the model's forward"
-
-
-def forward_step(
-    sim: Simulator, path: str | None, profile: Profile | None
-) -> Callable[[], None] | None:
-    """ModelRunner's checks that read the model's forward signature once loaded: `self.X =
-    "pp_proxy_tensors" in inspect.signature(self.model.forward).parameters`, then `if
-    self.pp_size > 1: assert self.X, "Pipeline Parallel is not compatible with this model."`.
-    Each such check runs with the signature read from the architecture's class (its own
-    `forward` or the nearest base's); None when the class or the runner is not held."""
-    root = architecture_class(sim, path, profile.arch if profile is not None else None)
-    mod = sim.module(MODEL_RUNNER_MODULE)
-    runner = mod.classes.get("ModelRunner") if mod is not None else None
-    if root is None or mod is None or runner is None:
-        return None
-    checks: list[tuple[ast.FunctionDef, list[ast.stmt]]] = []
-    for method in runner.body:
-        if isinstance(method, ast.FunctionDef):
-            found = _signature_checks(sim, method, root)
-            if found:
-                checks.append((method, found))
-    if not checks:
-        return None
-
-    def run() -> None:
-        owner = classes.class_ref(mod, "ModelRunner")
-        for method, stmts in checks:
-            node = copy.copy(method)
-            node.args = ast.arguments([], [ast.arg("self")], None, [], [], None, [])
-            node.body = stmts
-            sim.call_function(Func(mod, node, Obj("runner"), owner), [], {}, Ctx())
-
-    return run
-
-
-def _signature_checks(sim: Simulator, method: ast.FunctionDef, root: ClassRef) -> list[ast.stmt]:
-    """The method's top-level statements that raise or assert on a field it set from the
-    model's signature, with that field replaced by its value and the signature's
-    parameters by the architecture's (a tuple of their names)."""
-    fields: dict[str, ast.expr] = {}
-    out: list[ast.stmt] = []
-    for stmt in method.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and _self_attr(stmt.targets[0]) is not None
-            and (value := _with_signature(sim, stmt.value, root)) is not None
-        ):
-            fields[_self_attr(stmt.targets[0]) or ""] = value
-        elif fields and any(isinstance(n, ast.Assert | ast.Raise) for n in ast.walk(stmt)):
-            reads = {_self_attr(n) for n in ast.walk(stmt)} & set(fields)
-            if reads:
-                out.append(_Substitute(fields).visit(copy.deepcopy(stmt)))
-    return out
-
-
-def _self_attr(node: ast.AST) -> str | None:
+def self_attr(node: ast.AST) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return node.attr if node.value.id == "self" else None
     return None
-
-
-def _with_signature(sim: Simulator, value: ast.expr, root: ClassRef) -> ast.expr | None:
-    """`value` with each `inspect.signature(self.model.<m>).parameters` replaced by the
-    names of the parameters of the architecture's `<m>`; None when it has none, or when a
-    method it names is not found in the classes held."""
-    found = False
-    for node in ast.walk(value):
-        if isinstance(node, ast.Attribute) and node.attr == "parameters":
-            call = node.value
-            if not (
-                isinstance(call, ast.Call)
-                and ast.unparse(call.func) in ("inspect.signature", "signature")
-                and len(call.args) == 1
-                and isinstance(call.args[0], ast.Attribute)
-                and ast.unparse(call.args[0].value) == "self.model"
-            ):
-                continue
-            params = _method_params(sim, root, call.args[0].attr)
-            if params is None:
-                return None
-            found = True
-    if not found:
-        return None
-    return _Signature(sim, root).visit(copy.deepcopy(value))
-
-
-def _method_params(sim: Simulator, root: ClassRef, name: str) -> list[str] | None:
-    for c in classes.mro(sim, root)[0]:
-        for node in c.node.body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
-                a = node.args
-                return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)][1:]
-    return None  # (defined by a base not held here, if at all)
-
-
-class _Signature(ast.NodeTransformer):
-    def __init__(self, sim: Simulator, root: ClassRef) -> None:
-        self.sim, self.root = sim, root
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        call = node.value
-        if node.attr == "parameters" and isinstance(call, ast.Call) and call.args:
-            target = call.args[0]
-            if isinstance(target, ast.Attribute):
-                params = _method_params(self.sim, self.root, target.attr) or []
-                names: list[ast.expr] = [ast.Constant(p) for p in params]
-                return ast.copy_location(ast.Tuple(names, ast.Load()), node)
-        return self.generic_visit(node)
-
-
-class _Substitute(ast.NodeTransformer):
-    def __init__(self, fields: dict[str, ast.expr]) -> None:
-        self.fields = fields
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        name = _self_attr(node)
-        if name in self.fields and isinstance(node.ctx, ast.Load):
-            return ast.copy_location(copy.deepcopy(self.fields[name]), node)
-        return self.generic_visit(node)
-
-
-# --- the ModelRunner's initial expert location --------------------------------------------
-
-EXPERT_LOCATION_PART = "the initial expert location"
-EXPERT_LOCATION = ("sglang.srt.eplb.expert_location", "compute_initial_expert_location_metadata")
-
-
-def expert_location_step(sim: Simulator) -> Callable[[], None] | None:
-    """`ModelRunner.initialize`'s `compute_initial_expert_location_metadata(server_args,
-    model_config, moe_ep_rank)`, which asks the model class (through the registry) for its
-    expert counts and asserts the physical experts divide among the ep ranks (rank 0's
-    run); None without the function."""
-    mod = sim.module(EXPERT_LOCATION[0])
-    fn = mod.functions.get(EXPERT_LOCATION[1]) if mod is not None else None
-    if mod is None or fn is None:
-        return None
-    compute = Func(mod, fn)
-
-    def run() -> None:
-        # (the dataclass the model class answers with is built as written)
-        construct, sim.construct = sim.construct, True
-        sim.parallel = parallel_state.sizes(sim.fields)
-        try:
-            sim.call_function(compute, [SELF, Obj("model_config"), 0], {}, Ctx())
-        finally:
-            sim.construct = construct
-            sim.parallel = {}
-
-    return run

@@ -1,0 +1,170 @@
+"""The ModelRunner's checks of the loaded model (steps of the load stage, kb.explain.deploy):
+`initialize` computes the initial expert location, which asks the model class (through the
+model registry) for its expert counts and asserts they divide among the ep ranks; then the
+runner reads the model's forward signature (`"pp_proxy_tensors" in
+inspect.signature(self.model.forward).parameters`) and asserts it under `--pp-size` > 1.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kb.explain import classes, parallel_state
+from kb.explain.abstract_values import SELF, ClassRef, Func, Obj
+from kb.explain.derived import MODEL_RUNNER_MODULE
+from kb.explain.frames import Ctx
+from kb.explain.model_class import self_attr
+from kb.explain.model_registry import architecture_class
+from kb.explain.predicates import Profile
+
+if TYPE_CHECKING:
+    from kb.explain.simulate import Simulator
+
+FORWARD_PART = "the model runner's checks of the model's forward"
+
+
+def forward_step(
+    sim: Simulator, path: str | None, profile: Profile | None
+) -> Callable[[], None] | None:
+    """ModelRunner's checks that read the model's forward signature once loaded: `self.X =
+    "pp_proxy_tensors" in inspect.signature(self.model.forward).parameters`, then `if
+    self.pp_size > 1: assert self.X, "Pipeline Parallel is not compatible with this model."`.
+    Each such check runs with the signature read from the architecture's class (its own
+    `forward` or the nearest base's); None when the class or the runner is not held."""
+    root = architecture_class(sim, path, profile.arch if profile is not None else None)
+    mod = sim.module(MODEL_RUNNER_MODULE)
+    runner = mod.classes.get("ModelRunner") if mod is not None else None
+    if root is None or mod is None or runner is None:
+        return None
+    checks: list[tuple[ast.FunctionDef, list[ast.stmt]]] = []
+    for method in runner.body:
+        if isinstance(method, ast.FunctionDef):
+            found = _signature_checks(sim, method, root)
+            if found:
+                checks.append((method, found))
+    if not checks:
+        return None
+
+    def run() -> None:
+        owner = classes.class_ref(mod, "ModelRunner")
+        for method, stmts in checks:
+            node = copy.copy(method)
+            node.args = ast.arguments([], [ast.arg("self")], None, [], [], None, [])
+            node.body = stmts
+            sim.call_function(Func(mod, node, Obj("runner"), owner), [], {}, Ctx())
+
+    return run
+
+
+def _signature_checks(sim: Simulator, method: ast.FunctionDef, root: ClassRef) -> list[ast.stmt]:
+    """The method's top-level statements that raise or assert on a field it set from the
+    model's signature, with that field replaced by its value and the signature's
+    parameters by the architecture's (a tuple of their names)."""
+    fields: dict[str, ast.expr] = {}
+    out: list[ast.stmt] = []
+    for stmt in method.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and self_attr(stmt.targets[0]) is not None
+            and (value := _with_signature(sim, stmt.value, root)) is not None
+        ):
+            fields[self_attr(stmt.targets[0]) or ""] = value
+        elif fields and any(isinstance(n, ast.Assert | ast.Raise) for n in ast.walk(stmt)):
+            reads = {self_attr(n) for n in ast.walk(stmt)} & set(fields)
+            if reads:
+                out.append(_Substitute(fields).visit(copy.deepcopy(stmt)))
+    return out
+
+
+def _with_signature(sim: Simulator, value: ast.expr, root: ClassRef) -> ast.expr | None:
+    """`value` with each `inspect.signature(self.model.<m>).parameters` replaced by the
+    names of the parameters of the architecture's `<m>`; None when it has none, or when a
+    method it names is not found in the classes held."""
+    found = False
+    for node in ast.walk(value):
+        if isinstance(node, ast.Attribute) and node.attr == "parameters":
+            call = node.value
+            if not (
+                isinstance(call, ast.Call)
+                and ast.unparse(call.func) in ("inspect.signature", "signature")
+                and len(call.args) == 1
+                and isinstance(call.args[0], ast.Attribute)
+                and ast.unparse(call.args[0].value) == "self.model"
+            ):
+                continue
+            params = _method_params(sim, root, call.args[0].attr)
+            if params is None:
+                return None
+            found = True
+    if not found:
+        return None
+    return _Signature(sim, root).visit(copy.deepcopy(value))
+
+
+def _method_params(sim: Simulator, root: ClassRef, name: str) -> list[str] | None:
+    for c in classes.mro(sim, root)[0]:
+        for node in c.node.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+                a = node.args
+                return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)][1:]
+    return None  # (defined by a base not held here, if at all)
+
+
+class _Signature(ast.NodeTransformer):
+    def __init__(self, sim: Simulator, root: ClassRef) -> None:
+        self.sim, self.root = sim, root
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        call = node.value
+        if node.attr == "parameters" and isinstance(call, ast.Call) and call.args:
+            target = call.args[0]
+            if isinstance(target, ast.Attribute):
+                params = _method_params(self.sim, self.root, target.attr) or []
+                names: list[ast.expr] = [ast.Constant(p) for p in params]
+                return ast.copy_location(ast.Tuple(names, ast.Load()), node)
+        return self.generic_visit(node)
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, fields: dict[str, ast.expr]) -> None:
+        self.fields = fields
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        name = self_attr(node)
+        if name in self.fields and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(copy.deepcopy(self.fields[name]), node)
+        return self.generic_visit(node)
+
+
+# --- the initial expert location ---------------------------------------------------------
+
+EXPERT_LOCATION_PART = "the initial expert location"
+EXPERT_LOCATION = ("sglang.srt.eplb.expert_location", "compute_initial_expert_location_metadata")
+
+
+def expert_location_step(sim: Simulator) -> Callable[[], None] | None:
+    """`ModelRunner.initialize`'s `compute_initial_expert_location_metadata(server_args,
+    model_config, moe_ep_rank)`, which asks the model class (through the registry) for its
+    expert counts and asserts the physical experts divide among the ep ranks (rank 0's
+    run); None without the function."""
+    mod = sim.module(EXPERT_LOCATION[0])
+    fn = mod.functions.get(EXPERT_LOCATION[1]) if mod is not None else None
+    if mod is None or fn is None:
+        return None
+    compute = Func(mod, fn)
+
+    def run() -> None:
+        # (the dataclass the model class answers with is built as written)
+        construct, sim.construct = sim.construct, True
+        sim.parallel = parallel_state.sizes(sim.fields)
+        try:
+            sim.call_function(compute, [SELF, Obj("model_config"), 0], {}, Ctx())
+        finally:
+            sim.construct = construct
+            sim.parallel = {}
+
+    return run
