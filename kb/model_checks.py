@@ -17,7 +17,7 @@ from typing import Any
 
 from kb import layer_sites
 from kb import quant_requirements as qr
-from kb.explain.model_class import calls_under
+from kb.explain.model_class import calls_under, named_defaults
 from kb.explain.source_modules import Module
 
 MODELS_DIR = "python/sglang/srt/models/"
@@ -116,7 +116,7 @@ def _calls(
     owner, fn = init
     defaults = {
         p: found
-        for p, name in _class_defaults(fn).items()
+        for p, name in named_defaults(fn).items()
         if (found := qr.resolve_class(modules, owner.module, name)) is not None
     }
     classes_of = {**defaults, **(chosen or {})}
@@ -143,15 +143,6 @@ def _calls(
                     continue
         chosen_class = classes_of.get(func.id) if isinstance(func, ast.Name) else None
         yield owner.module, call, conds, chosen_class
-
-
-def _class_defaults(fn: ast.FunctionDef) -> dict[str, str]:
-    """Parameters whose default is a name (`decoder_layer_type=Qwen2DecoderLayer`)."""
-    a = fn.args
-    positional = [*a.posonlyargs, *a.args]
-    pairs = [*zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True)]
-    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
-    return {p.arg: d.id for p, d in pairs if isinstance(d, ast.Name)}
 
 
 def _base_init(

@@ -71,7 +71,11 @@ def one_release_session(
     for path, text in files.items():
         write(repo, path, text)
     commit(repo, name, "2025-01-01T12:00:00Z", "v0.1.0")
-    db = root / "kb.db"
+    yield from ingested_session(repo, root / "kb.db")
+
+
+def ingested_session(repo: Path, db: Path) -> Iterator[Session]:
+    """A read-only session on the knowledge base of `repo`, ingested into `db`."""
     ingest_into(repo, db, jobs=1)
     engine = make_engine(f"sqlite:///{db}", readonly=True)
     with Session(engine) as s:

@@ -17,9 +17,8 @@ from kb.explain import derived, draft_stage, explain
 from kb.explain.predicates import Profile, unknown
 from kb.explain.simulate import Check, Simulator
 from kb.explain.source_modules import Module, parse_module
-from kb.schema import make_engine
 from tests import sim_repos, test_load_stage
-from tests.conftest import ingest_into
+from tests.conftest import ingested_session
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
 from tests.sim_repos import REGISTER_ATTENTION_BACKEND
 
@@ -299,12 +298,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     for path, text in FILES.items():
         write(repo, path, _text(text))
     commit(repo, "draft workers", "2025-01-01T12:00:00Z", "v0.1.0")
-    db = root / "kb.db"
-    ingest_into(repo, db, jobs=1)
-    engine = make_engine(f"sqlite:///{db}", readonly=True)
-    with Session(engine) as s:
-        yield s
-    engine.dispose()
+    yield from ingested_session(repo, root / "kb.db")
 
 
 def test_the_finding_is_of_the_load_stage_and_a_fix_passes_it(session: Session) -> None:

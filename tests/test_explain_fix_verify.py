@@ -11,8 +11,7 @@ from sqlmodel import Session
 
 from kb.explain import explain
 from kb.explain.predicates import Profile
-from kb.schema import make_engine
-from tests.conftest import ingest_into
+from tests.conftest import ingested_session
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
 from tests.sim_repos import UTILS, UTILS_TEXT
 
@@ -70,12 +69,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     # v0.2.0: mooncake (a new raise on an assumption) comes before the clean nixl
     write(repo, SERVER_ARGS, ARGS.format(choices='["none", "mooncake", "nixl"]'))
     commit(repo, "mooncake first", "2025-02-01T12:00:00Z", "v0.2.0")
-    db = root / "kb.db"
-    ingest_into(repo, db, jobs=1)
-    engine = make_engine(f"sqlite:///{db}", readonly=True)
-    with Session(engine) as s:
-        yield s
-    engine.dispose()
+    yield from ingested_session(repo, root / "kb.db")
 
 
 COMMAND = "--model-path m --enable-two-batch-overlap"

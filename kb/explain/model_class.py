@@ -428,7 +428,7 @@ def _built_by(
     params = {a.arg for a in (*init.node.args.args, *init.node.args.kwonlyargs)}
     defaults = {
         p: found
-        for p, name in _class_defaults(init.node).items()
+        for p, name in named_defaults(init.node).items()
         if (found := _model_class(sim, init.module, name)) is not None
     }
     classes_of = {**defaults, **(chosen or {})}
@@ -503,7 +503,7 @@ def _child_prefix(prefix: str | None, attr: str | None) -> str | None:
     return f"{prefix}.{name}" if prefix else name
 
 
-def _class_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+def named_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
     """Parameters whose default is a name (`decoder_layer_type=Qwen2DecoderLayer`)."""
     a = node.args
     positional = [*a.posonlyargs, *a.args]

@@ -126,13 +126,17 @@ def from_keys(args: list[Any]) -> Any:
     return unknown("what dict.fromkeys() returns")
 
 
-def known(args: list[Any], kwargs: dict[str, Any]) -> bool:
-    return all(is_known(a) for a in (*args, *kwargs.values()))
-
-
-def make_dict(args: list[Any], kwargs: dict[str, Any]) -> Any:
-    """`dict(mapping_or_pairs, **more)` on known values."""
-    try:
-        return dict(*args, **kwargs)
-    except (TypeError, ValueError):
-        return unknown("what dict() returns")
+def module_call(module: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """`module.name(*args, **kwargs)` for a pure function of another module or the builtins'
+    `dict`, on known values; `typing.cast(type, value)` is the value; NOT_PURE for any other."""
+    if (module, name) == ("typing", "cast") and len(args) == 2 and not kwargs:
+        return args[1]  # (whatever the type it is cast to)
+    if not all(is_known(a) for a in (*args, *kwargs.values())):
+        return NOT_PURE
+    if (module, name) == ("builtins", "dict"):
+        try:
+            return dict(*args, **kwargs)
+        except (TypeError, ValueError):
+            return unknown("what dict() returns")
+    pure = MODULE_FUNCTIONS.get((module, name))
+    return pure(*args) if pure is not None and not kwargs else NOT_PURE

@@ -1218,14 +1218,8 @@ class Simulator:
                         return fn(*args)
                     except Exception:  # noqa: BLE001
                         return unknown("a value this analysis cannot compute")
-        pure = pure_calls.MODULE_FUNCTIONS.get((callee.module, name))
-        if pure is not None and not kwargs and all(is_known(a) for a in args):
-            return pure(*args)
-        if (callee.module, name) == ("typing", "cast") and len(args) == 2:
-            return args[1]  # (the value, whatever the type it is cast to)
-        if (callee.module, name) == ("builtins", "dict") and pure_calls.known(args, kwargs):
-            return pure_calls.make_dict(args, kwargs)
-        return unknown(f"what {name}() returns")
+        found = pure_calls.module_call(callee.module, name, args, kwargs)
+        return unknown(f"what {name}() returns") if found is pure_calls.NOT_PURE else found
 
     def isinstance_(self, args: list[Any]) -> Any:
         """`isinstance(x, list)` with builtin types (or a tuple of them) named; any other
