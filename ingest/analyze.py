@@ -29,7 +29,7 @@ from ingest.flags import accessors, extract_flags
 from ingest.git_source import KERNEL_PYTHON_DIR, BlobReader
 from ingest.simulated import HOOK_DIR, simulated
 from ingest.sites import LineIndex, scan
-from kb.codec import MAX_FACTS_CHAIN, Chains, pack, pack_fast
+from kb.codec import WHOLE_LEVEL, pack, pack_fast
 from kb.procs import die_with_parent, exit_with
 from kb.pyast import PARSE_FAILURES, gc_paused
 
@@ -175,16 +175,9 @@ def likely_cited(kind: str, facts: dict[str, Any], path: str) -> bool:
 _reader: BlobReader | None = None
 
 
-# The worker packs the facts JSON of each path's blobs along its own chain of that path
-# (from the last version of the path it analyzed), as the parent would have: the parent's
-# main thread is the ingest's busiest.
-_facts_chains = Chains(MAX_FACTS_CHAIN, compact=True)  # (held by every worker at once)
-
-
-def _worker_init(gitdir: str, facts_chain: int = MAX_FACTS_CHAIN) -> None:
-    global _reader, _facts_chains
+def _worker_init(gitdir: str) -> None:
+    global _reader
     _reader = BlobReader(Path(gitdir))
-    _facts_chains = Chains(facts_chain, compact=True)  # a run's chains start afresh
 
 
 # The pool's entry points live here, not in ingest.runner: its workers start from a server
@@ -192,19 +185,20 @@ def _worker_init(gitdir: str, facts_chain: int = MAX_FACTS_CHAIN) -> None:
 # instead of a fork of the ingest (~85 MiB, counted again in every worker).
 
 
-def pool_init(gitdir: str, ingest: int, facts_chain: int = MAX_FACTS_CHAIN) -> None:
+def pool_init(gitdir: str, ingest: int) -> None:
     # A `kill -9` of the ingest runs no clean-up: each worker watches the ingest itself (its
     # parent is the fork server, which lives while any worker does), and the kernel ends
     # the worker's `git cat-file` with it.
     die_with_parent()
     exit_with(ingest)
-    _worker_init(gitdir, facts_chain)
+    _worker_init(gitdir)
 
 
 @dataclass
 class Analyzed:
-    """One blob's result from a worker: its facts as JSON and as stored (a delta along the
-    path's chain), and its text zstd'd whole when it is likely to be cited. The parent
+    """One blob's result from a worker: its facts as JSON (the parent stores them along
+    each path's chain: a worker sees only the batches it got, so half the links), and its
+    text zstd'd whole when it is likely to be cited. The parent
     stores the text as a delta against the previous cited one of the path
     (kb.codec.Chains): only it knows which are cited, but that is mostly the path's blob
     before, so the worker makes that delta too (`text_delta`).
@@ -213,10 +207,9 @@ class Analyzed:
 
     key: str
     json: bytes  # the facts as stored (BlobFacts.facts once unpacked)
-    text: bytes | None  # pack_fast(the blob's bytes)
-    facts: bytes = b""  # BlobFacts.facts: the JSON packed along the path's chain
-    base: str | None = None  # BlobFacts.base
-    depth: int = 0  # BlobFacts.depth
+    # the blob's bytes zstd'd: pack_fast, or at WHOLE_LEVEL for a path's first blob (with no
+    # blob before to make a delta against, it is the text the parent stores)
+    text: bytes | None
     # With `text`, when the path had another blob before (Item's `before`): (that blob's
     # sha, pack(the blob's bytes, that blob's bytes)), the delta the parent stores when that
     # blob is the last of the path's text chain, as it mostly is.
@@ -301,9 +294,8 @@ def packed(
     """A blob's result as it goes to the parent (what bench/bench_analyze.py times).
     `before`: (sha, bytes) of the path's blob before, to make the text's delta against."""
     key, json_ = facts_key(sha, kind), dumps_facts(kind, facts)
-    stored, base, depth = _facts_chains.pack(path, key, json_)
-    text = pack_fast(data) if likely_cited(kind, facts, path) else None
-    delta = None
-    if text is not None and before is not None:
-        delta = (before[0], pack(data, before[1]))
-    return Analyzed(key, json_, text, stored, base, depth, delta)
+    if not likely_cited(kind, facts, path):
+        return Analyzed(key, json_, None)
+    if before is None:
+        return Analyzed(key, json_, pack(data, level=WHOLE_LEVEL))
+    return Analyzed(key, json_, pack_fast(data), (before[0], pack(data, before[1])))

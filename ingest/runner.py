@@ -199,9 +199,10 @@ def run(
         whole = texts.get(sha)  # with it, the text is unpacked only if a delta needs it
         return raw_text(sha) if whole is None else None, whole, text_deltas.get(sha)
 
-    # Each path's texts and facts JSON as deltas against the previous ones in version order.
-    # (The facts' chains are the workers': ingest.analyze.packed.)
+    # Each path's texts and facts JSON as deltas against the previous ones in version order
+    # (the batches come in that order). The facts' last JSON of each path is kept packed.
     text_chains = Chains(MAX_TEXT_CHAIN)
+    facts_chains = Chains(MAX_FACTS_CHAIN, compact=True)
 
     module_texts: dict[str, str] = {}
 
@@ -266,8 +267,9 @@ def run(
         for batch, ready in _analyze(
             gitdir, missing, opts.jobs, lambda item: first_needed[facts_key(item[0], item[1])]
         ):
-            pending.extend((a.key, a.facts, a.base, a.depth) for a in batch)
             for a in batch:
+                path = wanted[a.key][2]
+                pending.append((a.key, *facts_chains.pack(path, a.key, a.json)))
                 facts.add(a.key, a.json)
                 if a.text is not None:
                     texts[a.key.split(":", 1)[0]] = a.text
@@ -372,7 +374,7 @@ def _analyze(
         return first_needed(batches[i + 1][0]) if i + 1 < len(batches) else 1 << 62
 
     if jobs <= 1 or len(batches) <= 1:
-        _worker_init(str(gitdir), MAX_FACTS_CHAIN)
+        _worker_init(str(gitdir))
         for i, batch in enumerate(batches):
             yield analyze_batch(batch), complete(i)
         return
@@ -382,7 +384,7 @@ def _analyze(
         max_workers=jobs,
         mp_context=_start_fork_server(),
         initializer=pool_init,
-        initargs=(str(gitdir), os.getpid(), MAX_FACTS_CHAIN),
+        initargs=(str(gitdir), os.getpid()),
     )
     _widen_results_pipe(pool)
     try:

@@ -586,7 +586,7 @@ def test_worker_processes_give_the_same_knowledge_base(
     for table in ("constraintsite", "usagesite", "choicesite"):
         count = f"select count(*) n from {table}"
         assert rows(db, count) == rows(kb_db, count)
-    # What the workers packed along each path's chain reads back: every facts row (a row
+    # What was packed along each path's chain reads back: every facts row (a row
     # whose chain is broken is dropped by load_facts and analyzed again) ...
     from sqlalchemy import create_engine
 

@@ -106,6 +106,32 @@ def test_ingested_facts_are_the_analyzers(chained: tuple[Path, Path]) -> None:
         assert json.loads(data) == json.loads(json.dumps(expected))
 
 
+def test_a_paths_facts_are_one_chain_whichever_worker_analyzed_them(tmp_path: Path) -> None:
+    """Each blob its own batch for two workers: the facts rows still link each version's
+    blob of a path to the previous version's (a worker sees every other blob only)."""
+    repo = build_many_versions_repo(tmp_path, 6)
+    db = tmp_path / "kb.db"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ingest.runner, "BATCH", 1)
+        mp.setattr(ingest.runner, "MAX_FACTS_CHAIN", 2)
+        ingest_into(repo, db, jobs=2)
+    keys = [
+        facts_key(sha, kind_of(SERVER_ARGS))
+        for (sha,) in _rows(
+            db,
+            "SELECT f.sha FROM versionfile f JOIN version v ON v.id = f.version_id "
+            f"WHERE f.path = '{SERVER_ARGS}' ORDER BY v.position",
+        )
+    ]
+    stored = {
+        key: (base, depth)
+        for key, base, depth in _rows(db, "SELECT key, base, depth FROM blobfacts")
+    }
+    assert [stored[k] for k in keys] == [
+        (None, 0), (keys[0], 1), (keys[1], 2), (None, 0), (keys[3], 1), (keys[4], 2),
+    ]  # fmt: skip
+
+
 def test_a_wrong_or_missing_base_is_never_read_as_the_text(
     chained: tuple[Path, Path], tmp_path: Path
 ) -> None:
