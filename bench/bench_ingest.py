@@ -4,8 +4,11 @@
 
 1. Baseline: `git grep -n -E 'server_args\\.[a-z_]+' $(git tag) -- 'python/sglang/*.py'`,
    run before and after the ingest (the machine is noisy; the mean of both is the baseline).
-2. Full ingest of every tag into an empty database (`flagatlas ingest --tags '*'`), with the
-   peak resident memory of the whole process tree (workers included), sampled every 20 ms.
+2. Full ingest of every tag into an empty database (`flagatlas ingest --tags '*'`), timed
+   alone; then again into another empty database with the peak resident memory of the whole
+   process tree (workers included), sampled every 20 ms. The sampler reads /proc for every
+   process of the machine 50 times a second: on 2 cores it took ~1.6 s of CPU from the
+   ingest it measured (~11% of its wall time), so the timed run is not sampled.
 3. Incremental: the newest version is deleted together with the cached facts of the blobs
    only it has (and the search index rebuilt without it), then ingested again: the cost of
    one more tag on a full database, search index update included.
@@ -95,12 +98,15 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def run_ingest(
-    args: list[str], root: Path = ROOT, cpu: dict[int, float] | None = None
+    args: list[str],
+    root: Path = ROOT,
+    cpu: dict[int, float] | None = None,
+    sample: bool = True,
 ) -> tuple[float, int, dict]:
     """Time `flagatlas ingest ARGS` run from the checkout `root` (`python -m cli` imports
     the code of its working directory). `cpu` gets the CPU seconds of every process of the
     tree, sampled with the memory (rusage misses pool workers the ingest does not wait for,
-    such as a fork server's)."""
+    such as a fork server's). Without `sample`, the peak is 0 (nothing else runs)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [*FLAGATLAS, "ingest", *args, "--json"],
@@ -111,13 +117,13 @@ def run_ingest(
     )
     peak = 0
 
-    def sample() -> None:
+    def sampling() -> None:
         nonlocal peak
-        while proc.poll() is None:
+        while sample and proc.poll() is None:
             peak = max(peak, tree_rss(proc.pid, cpu))
             time.sleep(0.02)
 
-    sampler = threading.Thread(target=sample)
+    sampler = threading.Thread(target=sampling)
     sampler.start()
     out, err = proc.communicate()
     seconds = time.perf_counter() - start
@@ -186,10 +192,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "kb.db"
         base_before = git_grep(repo)
-        full, peak, summary = run_ingest(["--repo", str(repo), "--tags", "*", "--db", str(db)])
+        full, _none, summary = run_ingest(
+            ["--repo", str(repo), "--tags", "*", "--db", str(db)], sample=False
+        )
         base_after = git_grep(repo)
         baseline = (base_before + base_after) / 2
         kb_size = db.stat().st_size
+        sampled_db = Path(tmp) / "sampled.db"
+        sampled, peak, _s = run_ingest(
+            ["--repo", str(repo), "--tags", "*", "--db", str(sampled_db)]
+        )
+        sampled_db.unlink()
         label = forget_newest(db, repo)
         # The index of the database without that version, as an earlier ingest leaves it.
         subprocess.run(
@@ -211,7 +224,11 @@ def main() -> None:
     print(
         f"full ingest           {full:7.2f} s  {versions} versions, "
         f"{summary['blobs_analyzed']} blobs analyzed   "
-        f"ratio {full / baseline:.2f}x (target <= 1.5x)"
+        f"ratio {full / baseline:.2f}x (guard <= 4.5x; issue 13 aimed at 1.5x)"
+    )
+    print(
+        f"  with the sampler    {sampled:7.2f} s  ratio {sampled / baseline:.2f}x "
+        "(the memory run: the sampler's own CPU included)"
     )
     print(
         f"one more tag          {one:7.2f} s  {label}, "
