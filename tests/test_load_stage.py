@@ -228,6 +228,15 @@ def test_hybrid_backends_build_both_and_the_auto_choice_is_checked() -> None:
     assert raised(auto) == []
 
 
+def test_the_first_backend_that_raises_ends_the_start() -> None:
+    # prefill's backend raises: SGLang never builds decode's (which would raise too)
+    both = {"prefill_attention_backend": "trtllm_mla", "decode_attention_backend": "fa3"}
+    checks = load_checks(both, {"arch": "LlamaForCausalLM", "sm": 100})
+    assert raised(checks) == [
+        ("fired", "ValueError: trtllm_mla backend can only be used with MLA models.")
+    ]
+
+
 def test_the_draft_model_builds_its_own_backend() -> None:
     """The draft model's runner takes --speculative-draft-attention-backend; its model's
     config is not known here, so what depends on it stays undecided."""

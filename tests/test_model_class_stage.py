@@ -54,10 +54,15 @@ class ServerArgs:
 
 PARALLEL_STATE = """
 _TP = None
+_PP = None
 
 
 def get_tensor_model_parallel_world_size():
     return _TP.world_size
+
+
+def get_pp_group():
+    return _PP
 """
 
 LAYER_UTILS = """
@@ -68,7 +73,10 @@ def make_layers(num_hidden_layers, layer_fn, prefix=""):
 MODEL_TEXT = """
 from torch import nn
 
-from sglang.srt.distributed.parallel_state import get_tensor_model_parallel_world_size
+from sglang.srt.distributed.parallel_state import (
+    get_pp_group,
+    get_tensor_model_parallel_world_size,
+)
 from sglang.srt.eplb.expert_location import ModelConfigForExpertLocation
 from sglang.srt.utils.layers import make_layers
 
@@ -161,13 +169,25 @@ class ToyNoPipelineForCausalLM(ToyMoeForCausalLM):
         return self.model(input_ids)
 
 
+class ToyOneStageForCausalLM(ToyNoPipelineForCausalLM):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__(config, quant_config, prefix)
+        self.pp_group = get_pp_group()
+        assert self.pp_group.is_first_rank and self.pp_group.is_last_rank
+
+
 class ToyWideForCausalLM(ToyMoeForCausalLM):
     def __init__(self, config, quant_config=None, prefix=""):
         super().__init__(config, quant_config, prefix)
         self.model = WideModel(config, quant_config=quant_config, prefix="model")
 
 
-EntryClass = [ToyMoeForCausalLM, ToyNoPipelineForCausalLM, ToyWideForCausalLM]
+EntryClass = [
+    ToyMoeForCausalLM,
+    ToyNoPipelineForCausalLM,
+    ToyOneStageForCausalLM,
+    ToyWideForCausalLM,
+]
 """
 
 RUNNER_TEXT = """
@@ -318,6 +338,33 @@ def test_pipeline_parallelism_needs_pp_proxy_tensors_in_the_forward(session: Ses
     ]
     assert load_findings(session, "--pp-size 1", plain) == []
     assert load_findings(session, "--pp-size 2", TOY) == []  # its forward takes them
+
+
+def test_a_model_class_for_one_pipeline_stage_fails_on_every_rank_of_two(
+    session: Session,
+) -> None:
+    # with two stages no rank is both the first and the last; SGLang stops at that assert,
+    # so the runner's own check of the forward is never reached
+    line = line_of(MODEL_TEXT, "assert self.pp_group.is_first_rank")
+    one_stage = {**TOY, "architectures": ["ToyOneStageForCausalLM"]}
+    assert load_findings(session, "--pp-size 2", one_stage) == [
+        ("error", f"assertion fails at toy_moe.py:{line}")
+    ]
+    assert load_findings(session, "--pp-size 1", one_stage) == []
+
+
+def test_nothing_after_a_raise_that_certainly_fires_is_reported(session: Session) -> None:
+    # Two constructors raise: both are said (which SGLang reaches first is not decided);
+    # the runner's check of the forward, after the model is built, never runs.
+    one_stage = {**TOY, "architectures": ["ToyOneStageForCausalLM"]}
+    found = load_findings(session, "--pp-size 2 --tp-size 16", one_stage)
+    assert [(s, m.split(":")[0]) for s, m in found] == [
+        ("error", "assertion fails at toy_moe.py"),
+        ("error", "raises at toy_moe.py"),
+    ]
+    # ... and nothing of a stage after the model class's: the MoE layer's (a fixture
+    # without one) or the runner's
+    assert all("model_runner.py" not in m for _s, m in found)
 
 
 def test_the_model_page_lists_what_building_each_architecture_checks(session: Session) -> None:

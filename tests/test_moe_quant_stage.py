@@ -51,9 +51,13 @@ from enum import Enum
 class MoeRunnerBackend(Enum):
     AUTO = "auto"
     CUTLASS = "cutlass"
+    FLASHINFER = "flashinfer"
 
     def is_cutlass(self):
         return self == MoeRunnerBackend.CUTLASS
+
+    def is_flashinfer(self):
+        return self == MoeRunnerBackend.FLASHINFER
 
 
 MOE_RUNNER_BACKEND = None
@@ -100,6 +104,8 @@ class LinearBase(torch.nn.Module):
 """
 
 FP8 = """
+import torch
+
 from sglang.srt.layers.moe.utils import get_moe_runner_backend
 from sglang.srt.utils.common import is_sm90_supported, is_sm100_supported
 
@@ -140,6 +146,19 @@ class Fp8MoEMethod:
             block_n = self.quant_config.weight_block_size[0]
             if intermediate_size_per_partition % block_n != 0:
                 raise ValueError("intermediate size not divisible by block_n")
+
+    def process_weights_after_loading(self, layer):
+        if get_moe_runner_backend().is_flashinfer():
+            if not is_sm100_supported():
+                raise RuntimeError("flashinfer repacking needs SM100")
+            self._scale_kind(layer.w13_weight_scale)
+
+    def _scale_kind(self, scale):
+        if scale.dtype == torch.uint8:
+            return "e8m0"
+        if scale.dtype == torch.float32:
+            return "float"
+        raise TypeError("Unsupported scale dtype")
 """
 
 FUSED = """
@@ -180,12 +199,15 @@ def get_moe_impl_class(quant_config):
 """
 
 UTILS = """
+import torch
+
+
 def is_sm90_supported():
-    return True
+    return torch.cuda.get_device_capability()[0] >= 9
 
 
 def is_sm100_supported():
-    return True
+    return torch.cuda.get_device_capability()[0] >= 10
 """
 
 FILES = {
@@ -324,3 +346,35 @@ def test_undecided_sizes_are_no_error() -> None:
     # a model whose config.json lacks the size the model class passes: nothing runs
     bare = {k: v for k, v in CONFIG.items() if k != "moe_intermediate_size"}
     assert quant_step({"tp_size": 8}, {"sm": 90, "cuda": "12.9", "config": bare}) is None
+
+
+def test_the_method_checks_the_gpu_once_the_weights_are_loaded() -> None:
+    # process_weights_after_loading: the flashinfer repacking needs SM100; the dtype tests
+    # of the weights' scales stay undecided, and the raise after them is no error, not
+    # even a likely one (nothing makes one dtype likelier)
+    flashinfer = {"moe_runner_backend": "flashinfer"}
+    hopper = raised(quant_step(flashinfer, {"sm": 90, "cuda": "12.9", "config": CONFIG}))
+    repack = line_of(FP8, "raise RuntimeError")
+    assert hopper == [("fired", "RuntimeError: flashinfer repacking needs SM100", repack)]
+    blackwell = raised(quant_step(flashinfer, {"sm": 100, "cuda": "12.9", "config": CONFIG}))
+    assert [r[0] for r in blackwell] == ["unknown"]
+    assert blackwell[0][1] == "TypeError: Unsupported scale dtype"
+
+
+def test_a_model_with_one_ffn_size_builds_its_experts_with_it() -> None:
+    # Mixtral's and GPT-OSS's keys: num_local_experts, intermediate_size (14336 // 8 per
+    # rank = 1792, a multiple of 128); 14400 // 8 = 1800 is not
+    mixtral = {
+        "architectures": ["MixtralForCausalLM"],
+        "num_local_experts": 8,
+        "num_experts_per_tok": 2,
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+    }
+    sm90 = {"sm": 90, "cuda": "12.9"}
+    assert raised(quant_step({"tp_size": 8}, {**sm90, "config": mixtral})) == []
+    odd = {**mixtral, "intermediate_size": 14400}
+    assert [r[0] for r in raised(quant_step({"tp_size": 8}, {**sm90, "config": odd}))] == ["fired"]
+    # beside another FFN size, intermediate_size may be the dense layers': not used
+    two = {**odd, "intermediate_size_mlp": 16384}
+    assert quant_step({"tp_size": 8}, {**sm90, "config": two}) is None

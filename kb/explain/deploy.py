@@ -188,6 +188,8 @@ def simulate(
 
     def stage(name: str, part: str, step: Any) -> bool:
         start = len(result.checks)
+        if stages and raised(result.checks[stages[0][0] :]):
+            return False  # SGLang stopped at an earlier stage's raise
         if result.truncated or step is None or not sim.run_after(step):
             return False  # (a stage not followed to its end decides nothing: its checks gone)
         stages.append((start, name))
@@ -211,9 +213,7 @@ def simulate(
     loader_start = len(result.checks)
     stage("load", "the model loader's quantization checks", step)
     # (a loader that certainly raises builds no layer: its methods' checks are not reached)
-    loader_raised = any(
-        c.outcome == "fired" and c.kind != "warning" for c in result.checks[loader_start:]
-    )
+    loader_raised = raised(result.checks[loader_start:])
     if not loader_raised:  # the loader then builds the architecture's class
         step = model_class.step(sim, model_file, profile, loaded.quant_config)
         stage("load", model_class.PART, step)
@@ -269,6 +269,11 @@ def simulate(
 
 
 _BACKEND = "_get_attention_backend"
+
+
+def raised(checks: list[Any]) -> bool:
+    """Whether one of `checks` is a raise or failed assert that certainly fires."""
+    return any(c.outcome == "fired" and c.kind != "warning" for c in checks)
 
 
 def _has_draft_model(algorithm: Any) -> bool:

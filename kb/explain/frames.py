@@ -45,3 +45,8 @@ class Frame:
     marks: dict[str, frozenset[str]] = field(default_factory=dict)  # local -> its inputs
     owner: ClassRef | None = None  # the class of a method (for super())
     globals: set[str] = field(default_factory=set)  # names its `global` statements declare
+
+
+class Raised(Exception):
+    """Past ServerArgs, a raise that certainly fires ends SGLang's start: nothing after it
+    runs (the simulator raises this to leave the stage)."""

@@ -31,6 +31,7 @@ are kb.explain.runner_checks.
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb.explain import classes, parallel_state
 from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
-from kb.explain.frames import Ctx, Frame
+from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, Unknown, assumed, unknown
 from kb.explain.source_modules import Module, module_path
@@ -295,7 +296,11 @@ def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, c
     if init is not None:
         kwargs = _arguments(sim, init.node, b, quant_config, layer)
         bound = Func(init.module, init.node, Instance(b.cls), init.owner)
-        sim.call_function(bound, [], kwargs, ctx)
+        # A raise ends this constructor. Each class runs on its own, not in SGLang's order
+        # of building them, so a raise of another class is still found (which of two SGLang
+        # reaches first is not decided here: both are reported); the stage ends after them.
+        with contextlib.suppress(Raised):
+            sim.call_function(bound, [], kwargs, ctx)
 
 
 def _arguments(

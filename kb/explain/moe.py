@@ -21,11 +21,12 @@ source and run by the simulator (kb.explain.simulate, kb.explain.classes).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from kb.explain import classes
 from kb.explain.abstract_values import SELF, ClassRef, Func, Instance, Obj
-from kb.explain.frames import Ctx, Frame
+from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.predicates import Profile, Unknown, assumed
 
 SCHEDULER = "sglang.srt.managers.scheduler"
@@ -173,6 +174,8 @@ def first_forward(sim: Simulator, fields: dict[str, Any], built: MoeLayer) -> bo
             continue
         output = Instance(kind, "the dispatch's tensors")
         ctx = built.ctx.under(f"a {name} reaches it", (), frozenset())
-        sim.call_function(run, [output], {}, ctx)
+        # each output its own forward (prefill's, decode's: whichever runs first fails)
+        with contextlib.suppress(Raised):
+            sim.call_function(run, [output], {}, ctx)
         ran = True
     return ran

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import classes, moe, parallel_state
-from kb.explain.abstract_values import Func
+from kb.explain.abstract_values import Func, Instance
 from kb.explain.predicates import Profile, Unknown
 
 if TYPE_CHECKING:
@@ -37,9 +37,11 @@ PART = "the MoE layer's quantization method"
 # one present (Qwen3-MoE `num_experts`, DeepSeek/GLM-4 MoE `n_routed_experts`); a model
 # without `moe_intermediate_size` (Mixtral passes its `intermediate_size`) is not followed
 MODEL_KEYS = {
-    "num_experts": ("num_experts", "n_routed_experts"),
+    "num_experts": ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts"),
     "hidden_size": ("hidden_size",),
-    "intermediate_size": ("moe_intermediate_size",),
+    # (a model with one FFN size, Mixtral's and GPT-OSS's, builds its experts with it: see
+    # _intermediate_keys)
+    "intermediate_size": ("moe_intermediate_size", "intermediate_size"),
     "top_k": ("num_experts_per_tok",),
 }
 
@@ -72,11 +74,27 @@ def step(
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
             sim.call_function(init, [], dict(kwargs), built.ctx)
+            _after_loading(sim, built)
         finally:
             sim.construct = construct
             sim.parallel = {}
 
     return run
+
+
+def _after_loading(sim: Simulator, built: moe.MoeLayer) -> None:
+    """The loader's last step with the weights read: the layer's quantization method's
+    `process_weights_after_loading(layer)` (what it checks of the GPU and the kernels it
+    repacks the weights for; the weights' values stay unknown)."""
+    layer = built.layer
+    if layer is None:
+        return
+    method = classes.instance_attr(sim, layer, "quant_method", allow_missing=True)
+    if not isinstance(method, Instance):
+        return
+    process = classes.instance_attr(sim, method, "process_weights_after_loading", True)
+    if isinstance(process, Func):
+        sim.call_function(process, [layer], {}, built.ctx)
 
 
 def _through_create_weights(sim: Simulator, layer: Any) -> Func | None:
@@ -110,6 +128,8 @@ def layer_args(sim: Simulator, profile: Profile | None) -> tuple[dict[str, Any],
     kwargs: dict[str, Any] = {}
     keys: list[str] = []
     for arg, names in MODEL_KEYS.items():
+        if arg == "intermediate_size":
+            names = _intermediate_keys(config)
         key = next((k for k in names if isinstance(config.get(k), int)), None)
         if key is None:
             return None
@@ -122,3 +142,12 @@ def layer_args(sim: Simulator, profile: Profile | None) -> tuple[dict[str, Any],
     kwargs["layer_id"] = first if isinstance(first, int) else 0
     kwargs["prefix"] = f"model.layers.{kwargs['layer_id']}.mlp.experts"
     return kwargs, keys
+
+
+def _intermediate_keys(config: dict[str, Any]) -> tuple[str, ...]:
+    """The key of the experts' FFN size: `moe_intermediate_size`; `intermediate_size` only
+    in a config.json with no other FFN size (else it may be the dense layers')."""
+    sizes = [k for k in config if "intermediate" in k or k.startswith("ffn")]
+    if "moe_intermediate_size" in config or sizes != ["intermediate_size"]:
+        return ("moe_intermediate_size",)
+    return ("intermediate_size",)

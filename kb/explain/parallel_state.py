@@ -9,6 +9,11 @@ tp_size and `expert_model_parallel_size` ep_size (the ModelRunner's `moe_ep_size
 which it sets `moe_ep_size = expert_model_parallel_size` and `moe_tp_size =
 tensor_model_parallel_size // moe_ep_size` (`// moe_dp_size` too, in versions whose
 ModelRunner passes `server_args.moe_dp_size`). Ranks stay unknown.
+
+The pipeline group (`get_pp_group()`) has pp_size ranks: with one, its rank is both the
+first and the last stage; with more, which stage a rank is stays unknown, but no rank is
+both (`assert pp_group.is_first_rank and pp_group.is_last_rank`, a model class without
+pipeline parallelism, fails on every rank: `exclusive_stages`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ MODULE_NAME = "parallel_state."
 Answer = tuple[Any, frozenset[str]]  # the value, and the server args it was computed from
 # `get_parallel()` (runtime_context.py): an object whose properties read the getters
 CONTEXT, CONTEXT_MODULE = "get_parallel", "sglang.srt.runtime_context"
+PIPELINE = "get_pp_group"
+FIRST_STAGE = "whether this rank is the first pipeline stage"
+LAST_STAGE = "whether this rank is the last pipeline stage"
 PROPERTIES = {
     "tp_size": "get_tensor_model_parallel_world_size",
     "moe_ep_size": "get_moe_expert_parallel_world_size",
@@ -75,6 +83,8 @@ def sizes(fields: dict[str, Any]) -> dict[str, Answer]:
     known = _size(tp, "the tp size"), _size(ep, "the ep size")
     return {
         CONTEXT: (Obj("parallel"), frozenset()),
+        PIPELINE: (Obj("pp_group"), frozenset()),
+        "pp_size": (_size(fields.get("pp_size", 1), "the pp size"), frozenset({"pp_size"})),
         "get_tensor_model_parallel_world_size": (known[0], frozenset({"tp_size"})),
         "get_moe_expert_parallel_world_size": (known[1], frozenset({"ep_size"})),
         "get_moe_tensor_parallel_world_size": (moe_tp, reads),
@@ -85,3 +95,23 @@ def _size(value: Any, words: str) -> Any:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return value if isinstance(value, Unknown) else unknown(words)
+
+
+def pipeline_attr(answers: dict[str, Answer], attr: str) -> Answer:
+    """`get_pp_group().<attr>`: its size, and whether a rank is the first or last stage."""
+    size, reads = answers.get("pp_size", (unknown("the pp size"), frozenset()))
+    if attr == "world_size":
+        return size, reads
+    if attr in ("is_first_rank", "is_last_rank"):
+        if size == 1:
+            return True, reads
+        stage = FIRST_STAGE if attr == "is_first_rank" else LAST_STAGE
+        return (unknown(stage) if isinstance(size, int) else size), reads
+    return unknown(f"the pipeline group's {attr}"), frozenset()
+
+
+def exclusive_stages(values: list[Any]) -> bool:
+    """Whether `and`-ed values include a rank being both the first and the last stage of
+    a pipeline of more than one (an Unknown for each, pipeline_attr's): false on every rank."""
+    needs = {n for v in values if isinstance(v, Unknown) for n in v.needs}
+    return FIRST_STAGE in needs and LAST_STAGE in needs

@@ -58,7 +58,7 @@ from kb.explain.abstract_values import (
     torch_dtype,
     truth,
 )
-from kb.explain.frames import Ctx, Frame
+from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.known_names import (
     BUILTIN_TYPES,
     ENV_READERS,
@@ -341,6 +341,8 @@ class Simulator:
                 self.call_function(fn, [], {}, Ctx())
             else:
                 fn()
+        except Raised:
+            pass  # SGLang stops there: the checks so far are the stage's
         except (_Budget, RecursionError):
             done = False
             del self.result.checks[checks:]
@@ -591,6 +593,7 @@ class Simulator:
         else:
             needs = outcome.needs or ("a value this analysis cannot compute",)
             likely = outcome.likely
+            returned = len(frame.returns)
             self.fork(
                 frame,
                 tuple(dict.fromkeys((*ctx.needs, *needs))),
@@ -598,6 +601,10 @@ class Simulator:
                 (node.body, ctx.under(text, needs, reads, likely is True)),
                 (node.orelse, ctx.under(untrue, needs, reads, likely is False)),
             )
+            if likely is NO_LIKELY and len(frame.returns) > returned:
+                # past a return on a branch nothing makes likelier: what follows is not
+                # likely either (a tensor's dtype tested in turn, the last test raising)
+                frame.likely_returned = True
 
     def fork(
         self,
@@ -825,6 +832,8 @@ class Simulator:
                 raise_message(node) if isinstance(node, ast.Raise) else message,
             )
         )
+        if outcome == "fired" and kind != "warning" and self.past_server_args:
+            raise Raised
 
     current_path = ""
     past_server_args = False  # in the load stage (run_after)
@@ -1358,15 +1367,18 @@ class Simulator:
     def boolop(self, node: ast.BoolOp, frame: Frame, ctx: Ctx) -> Any:
         """The operand deciding it (or the last), else Unknown; operands after the deciding
         one are not evaluated."""
-        last: list[Any] = [None]
+        seen: list[Any] = []
 
         def truths() -> Iterator[Any]:
             for value_node in node.values:
-                last[0] = self.eval(value_node, frame, ctx)
-                yield truth(last[0])
+                seen.append(self.eval(value_node, frame, ctx))
+                yield truth(seen[-1])
 
         decided = (all_of if isinstance(node.op, ast.And) else any_of)(truths())
-        return decided if isinstance(decided, Unknown) else last[0]
+        if isinstance(decided, Unknown):
+            and_ = isinstance(node.op, ast.And)
+            return False if and_ and parallel_state.exclusive_stages(seen) else decided
+        return seen[-1]
 
     def attribute(self, obj: Any, attr: str, allow_missing: bool = False) -> Any:
         if obj is SELF:
@@ -1427,6 +1439,10 @@ class Simulator:
             size = parallel_state.context_attr(self.parallel, attr)
             self.reads |= size[1] if size else frozenset()
             return size[0] if size else unknown(f"the parallel state's {attr}")
+        if obj.kind == "pp_group":  # get_pp_group(), answered by a stage (parallel_state)
+            value, reads = parallel_state.pipeline_attr(self.parallel, attr)
+            self.reads |= reads
+            return value
         if obj.kind == "draft_model_config":
             return unknown(f"the draft model's {attr}")
         if obj.kind == "model_config":
