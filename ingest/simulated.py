@@ -49,6 +49,11 @@ SIMULATION_DIRS = (
     "python/sglang/srt/layers/moe/",
     "python/sglang/srt/speculative/",
     "python/sglang/srt/models/",
+    # the model config classes: `isinstance(hf_config, Qwen3NextConfig)` is decided by the
+    # class's `model_type` (the ModelRunner's hybrid-model properties)
+    "python/sglang/srt/configs/",
+    # the attention backends the registry builds (their constructors check the model)
+    "python/sglang/srt/layers/attention/",
 )
 
 

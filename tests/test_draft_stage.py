@@ -59,7 +59,8 @@ class ServerArgs:
         parser.add_argument("--model-path", type=str, required=True, help="Model weights.")
         parser.add_argument(
             "--attention-backend", type=str, default="flashinfer",
-            choices=["flashinfer", "cutlass_mla", "trtllm_mla"], help="Attention backend.",
+            choices=["flashinfer", "cutlass_mla", "trtllm_mla", "dual_chunk"],
+            help="Attention backend.",
         )
         parser.add_argument("--speculative-algorithm", type=str, help="Speculative algorithm.")
         parser.add_argument("--speculative-num-steps", type=int, default=3, help="Draft steps.")
@@ -94,8 +95,25 @@ def create_cutlass_mla_backend(runner):
 @register_attention_backend("trtllm_mla")
 def create_trtllm_mla_backend(runner):
     return "TRTLLMMLABackend"
+
+
+@register_attention_backend("dual_chunk")
+def create_dual_chunk_backend(runner):
+    from sglang.srt.layers.attention.dual_chunk_backend import DualChunkBackend
+
+    return DualChunkBackend(runner)
 """
 )
+
+# a backend whose constructor checks the model (built by the registry's function)
+DUAL_CHUNK = """
+class DualChunkBackend:
+    def __init__(self, model_runner):
+        config = getattr(model_runner.model_config.hf_config, "dual_chunk_attention_config", None)
+        assert config is not None
+        self.chunk_size = config.get("chunk_size", 8192)
+"""
+DUAL_CHUNK_PATH = "python/sglang/srt/layers/attention/dual_chunk_backend.py"
 
 SPEC_INFO = """
 from enum import Enum, auto
@@ -221,6 +239,7 @@ FILES = {
     SPEC + "eagle_worker_v2.py": WORKER_V2,
     sim_repos.UTILS: test_load_stage.UTILS,
     sim_repos.MODEL_CONFIG: sim_repos.MODEL_CONFIG_TEXT,
+    DUAL_CHUNK_PATH: DUAL_CHUNK,
 }
 
 
@@ -320,3 +339,18 @@ def test_the_finding_is_of_the_load_stage_and_a_fix_passes_it(session: Session) 
     assert load["stage"] == "load"
     assert load["source"]["path"] == FACTORY_PATH and load["source"]["line"] == RAISE_LINE
     assert "no draft decode backend cutlass_mla" in load["message"]
+
+
+def test_the_backend_the_registry_builds_checks_the_model(session: Session) -> None:
+    command = "--model-path m --attention-backend dual_chunk"
+    plain = {
+        "arch": "LlamaForCausalLM",
+        "sm": 90,
+        "config": {"architectures": ["LlamaForCausalLM"]},
+    }
+    result = explain(session, "v0.1.0", command, profile=Profile.parse(plain))
+    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    assert error["stage"] == "load" and error["source"]["path"] == DUAL_CHUNK_PATH
+    chunked = {**plain, "config": {**plain["config"], "dual_chunk_attention_config": {}}}
+    result = explain(session, "v0.1.0", command, profile=Profile.parse(chunked))
+    assert [f for f in result["findings"] if f["severity"] == "error"] == []

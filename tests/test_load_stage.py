@@ -254,3 +254,60 @@ def test_the_draft_model_builds_its_own_backend() -> None:
     trtllm = {**draft, "speculative_draft_attention_backend": "trtllm_mla"}
     (unsure,) = raised(load_checks(trtllm, blackwell, draft=True))
     assert unsure[0] == "unknown"  # whether the draft model is MLA is not known
+
+
+HYBRID_CONFIGS = """
+class HybridConfig:
+    model_type = "hybrid_gdn"
+
+
+class OtherHybridConfig:
+    model_type = "other_hybrid"
+"""
+
+HYBRID_PROBE = """
+
+@register_attention_backend("hybrid_probe")
+def create_hybrid_probe_backend(runner):
+    from sglang.srt.configs.hybrid import HybridConfig, OtherHybridConfig
+
+    if isinstance(runner.model_config.hf_config, HybridConfig | OtherHybridConfig):
+        raise ValueError("hybrid models need the triton backend")
+    return "ProbeBackend"
+"""
+
+
+def test_the_model_config_class_is_the_one_of_config_json_s_model_type() -> None:
+    """SGLang builds hf_config with the config class registered for config.json's
+    model_type: `isinstance(hf_config, A | B)` is decided by the classes' model_type."""
+    mods = modules()
+    for path, text in (
+        ("python/sglang/srt/configs/hybrid.py", HYBRID_CONFIGS),
+        (REGISTRY, ATTENTION_REGISTRY + HYBRID_PROBE),
+    ):
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None
+        mods[path] = mod
+
+    def probe(model_type: str | None) -> list[tuple[str, str]]:
+        config = {"architectures": ["LlamaForCausalLM"]}
+        if model_type is not None:
+            config["model_type"] = model_type
+        sim = Simulator(
+            mods.get,
+            mods[ARGS],
+            {"model_path": "m", "attention_backend": "hybrid_probe"},
+            Profile.parse({"arch": "LlamaForCausalLM", "sm": 90, "config": config}),
+            given={"model_path", "attention_backend"},
+            derive=derived,
+        )
+        result = sim.run()
+        start = len(result.checks)
+        build = derived.runner_method(sim, "_get_attention_backend")
+        assert build is not None and sim.run_after(build)
+        return raised(result.checks[start:])
+
+    hybrid = [("fired", "ValueError: hybrid models need the triton backend")]
+    assert probe("other_hybrid") == hybrid
+    assert probe("hybrid_gdn") == hybrid
+    assert probe("llama") == []

@@ -87,6 +87,14 @@ class ClassRef(Named):
     def __str__(self) -> str:
         return self.name
 
+    # `A | B` of classes, as isinstance() takes it (`isinstance(c, Qwen3NextConfig |
+    # JetNemotronConfig)`): the tuple of both
+    def __or__(self, other: Any) -> tuple[Any, ...]:
+        return (self, *(other if isinstance(other, tuple) else (other,)))
+
+    def __ror__(self, other: Any) -> tuple[Any, ...]:
+        return (*(other if isinstance(other, tuple) else (other,)), self)
+
 
 class EnumMember(Named):
     """A member of an Enum class we hold (`MoeA2ABackend.DEEPEP`): equal to itself, to the

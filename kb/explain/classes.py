@@ -26,6 +26,7 @@ from kb.explain.abstract_values import (
     ExternalName,
     Func,
     Instance,
+    Obj,
     Super,
     Symbol,
     is_known,
@@ -395,11 +396,28 @@ def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:
             # outside SGLang only (`torch.nn.Module`), which inherit from none of SGLang's
             return False
         return unknown(f"whether a {value.cls.name} is a {_name(kinds[0])}")
+    if isinstance(value, Obj) and value.kind == "hf_config":
+        return _hf_config_is(sim, kinds)
     if not all(isinstance(k, ClassRef) for k in kinds):
         return None
     if value is None or isinstance(value, str | int | float | bool | list | dict | tuple):
         return False
     return None
+
+
+def _hf_config_is(sim: Simulator, kinds: tuple[Any, ...]) -> Any:
+    """`isinstance(hf_config, Qwen3NextConfig)`: SGLang's get_config builds the config class
+    registered for config.json's `model_type`, the one whose `model_type` it is; None when
+    a class's `model_type` is not known here (one of transformers')."""
+    model_type = sim.profile.hf_attr("model_type") if sim.profile is not None else None
+    types = [
+        class_attr(sim, k, "model_type", allow_missing=True) if isinstance(k, ClassRef) else None
+        for k in kinds
+    ]
+    if not isinstance(model_type, str) or not all(isinstance(t, str) for t in types):
+        return None
+    sim.reads.add("<model>")
+    return model_type in types
 
 
 def _foreign_bases_only(sim: Simulator, held: list[ClassRef]) -> bool:

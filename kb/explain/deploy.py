@@ -247,6 +247,8 @@ def simulate(
          lambda: derived.runner_method(sim, _BACKEND, True)),
         (True, draft_stage.PART, lambda: draft_stage.step(sim)),
     )  # fmt: skip
+    # (the backends the registry builds are: their constructors check the model)
+    sim.construct_under = (ATTENTION_DIR,)
     for draft, part, backend in backends:
         if not isinstance(result.fields.get("attention_backend"), str):
             break  # ServerArgs left the choice to the ModelRunner (v0.5.3), not simulated
@@ -254,6 +256,7 @@ def simulate(
             continue
         if not stage("load", part, backend()):
             break
+    sim.construct_under = ()
     if built.layer is not None:
         ran: list[bool] = []
         name = built.layer.cls.name
@@ -269,6 +272,7 @@ def simulate(
 
 
 _BACKEND = "_get_attention_backend"
+ATTENTION_DIR = "python/sglang/srt/layers/attention/"
 
 
 def raised(checks: list[Any]) -> bool:
