@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from kb.explain import pure_calls
+from kb.explain import derived, pure_calls
 from kb.explain.abstract_values import ClassRef
 from kb.explain.frames import Ctx, Frame
 from kb.explain.model_registry import ModelRegistry
@@ -76,6 +76,7 @@ FILES = {
         """,
     LOADER_UTILS: """
         import re
+        from contextlib import suppress
         from typing import cast
 
         from sglang.srt.models.registry import ModelRegistry
@@ -111,6 +112,36 @@ FILES = {
 
         def as_list(value):
             return cast(list, value)
+
+
+        # compressed-tensors' shapes: a nested dict filled item by item, dict keys less a
+        # set, a lookup whose ValueError is suppressed, next() of a generator expression
+        def scheme_map(groups):
+            out = {}
+            for group in groups.values():
+                for target in group["targets"]:
+                    out[target] = {}
+                    out[target]["weights"] = group["weights"]
+            return out
+
+
+        def matched(name, targets):
+            for target in targets:
+                if target == name:
+                    return target
+            raise ValueError("no target matches")
+
+
+        def sparse_target(name, schemes, ignored):
+            targets = schemes.keys() - set(ignored)
+            found = None
+            with suppress(ValueError):
+                found = matched(name, targets)
+            return found
+
+
+        def fused_key(name, mapping):
+            return next((key for key in mapping if name.endswith(key)), None)
         """,
 }
 
@@ -185,3 +216,18 @@ def test_typing_cast_is_its_value_and_dict_builds_on_known_values() -> None:
     assert evaluate(sim, frame_mod, "dict(a=1, **{'b': 2})") == {"a": 1, "b": 2}
     assert evaluate(sim, frame_mod, "dict([('a', 1)])") == {"a": 1}
     assert evaluate(sim, frame_mod, "as_list([3])") == [3]
+
+
+def test_compressed_tensors_shapes_are_followed_on_known_values() -> None:
+    sim, mods = simulator()
+    sim.derive = derived  # (comprehensions, as explain's runs have them)
+    utils = mods[LOADER_UTILS]
+    groups = "{'g': {'targets': ['Linear'], 'weights': 4}}"
+    # the inner dict of a nested store holds its item (it read as {} before)
+    assert evaluate(sim, utils, f"scheme_map({groups})") == {"Linear": {"weights": 4}}
+    # keys less a set is a set; a ValueError raised under suppress() is no raise
+    assert evaluate(sim, utils, "sparse_target('x', {'x': 1, 'y': 2}, ['y'])") == "x"
+    assert evaluate(sim, utils, "sparse_target('x', {}, [])") is None
+    assert [c for c in sim.result.checks if c.outcome == "fired"] == []
+    assert evaluate(sim, utils, "fused_key('a.qkv_proj', {'qkv_proj': 1})") == "qkv_proj"
+    assert evaluate(sim, utils, "fused_key('a.o_proj', {'qkv_proj': 1})") is None

@@ -83,6 +83,26 @@ def run_try(sim: Simulator, node: ast.Try, frame: Frame, ctx: Ctx) -> None:
         sim.block(node.finalbody, frame, ctx)
 
 
+def run_with(sim: Simulator, node: ast.With | ast.AsyncWith, frame: Frame, ctx: Ctx) -> None:
+    """`with ...:` runs its body; `with suppress(ValueError):` (contextlib's) is a `try`
+    whose handler for those exceptions does nothing."""
+    kinds = [
+        arg
+        for item in node.items
+        if isinstance(call := item.context_expr, ast.Call) and _called_name(call.func) == "suppress"
+        for arg in call.args
+    ]
+    if not kinds:
+        sim.block(node.body, frame, ctx)
+        return
+    handler = ast.ExceptHandler(type=ast.Tuple(elts=kinds, ctx=ast.Load()), body=[])
+    run_try(sim, ast.Try(body=node.body, handlers=[handler], orelse=[], finalbody=[]), frame, ctx)
+
+
+def _called_name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
 def _handler_names(handler: ast.ExceptHandler) -> frozenset[str] | None:
     """The names a handler catches; None for all (`except:`, `except Exception`)."""
     kinds = handler.type

@@ -35,6 +35,8 @@ PURE_BUILTINS: dict[str, Callable[..., Any]] = {
     "set": set,
     "round": round,
     "range": bounded_range,
+    "next": lambda items, *default: first(items, *default),
+    "iter": lambda items: list(items),
 }
 # functions of other modules that are pure on known values: (module, name) -> function
 MODULE_FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
@@ -73,6 +75,41 @@ class Matched:
         return "<re.Match>"
 
 
+def first(items: Any, *default: Any) -> Any:
+    """`next(<generator expression>, default)`: the interpreter reads a generator
+    expression as the list it yields (kb.explain.derived.comprehension), and `iter(x)` as x's
+    items."""
+    if not isinstance(items, list | tuple):
+        raise TypeError("next() of something not iterated here")
+    if items:
+        return items[0]
+    if default:
+        return default[0]
+    raise TypeError("next() of nothing: StopIteration")  # (not simulated: unknown)
+
+
+class Keys(list[Any]):
+    """`d.keys()`: a list in the dict's order that takes set operators as dict_keys does
+    (`scheme_map.keys() - set(ignored)`)."""
+
+    def __sub__(self, other: Any) -> set[Any]:  # type: ignore[override]
+        return set(self) - set(other)
+
+    def __rsub__(self, other: Any) -> set[Any]:
+        return set(other) - set(self)
+
+    def __or__(self, other: Any) -> set[Any]:
+        return set(self) | set(other)
+
+    def __and__(self, other: Any) -> set[Any]:
+        return set(self) & set(other)
+
+    def __xor__(self, other: Any) -> set[Any]:
+        return set(self) ^ set(other)
+
+    __ror__, __rand__, __rxor__ = __or__, __and__, __xor__
+
+
 def method(target: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """`target.name(*args, **kwargs)` for a string or container method that changes
     nothing, on known arguments; NOT_PURE for any other."""
@@ -87,7 +124,9 @@ def method(target: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> A
         result = getattr(target, name)(*args, **kwargs)
     except Exception:  # noqa: BLE001
         return unknown("a value this analysis cannot compute")
-    return list(result) if name in ("keys", "values", "items") else result
+    if name == "keys":
+        return Keys(result)
+    return list(result) if name in ("values", "items") else result
 
 
 def regex(name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -28,6 +28,7 @@ from typing import Any
 from kb.explain import (
     classes,
     exceptions,
+    item_stores,
     messages,
     model_files,
     model_registry,
@@ -541,7 +542,7 @@ class Simulator:
         elif isinstance(node, ast.Try):
             exceptions.run_try(self, node, frame, ctx)
         elif isinstance(node, ast.With | ast.AsyncWith):
-            self.block(node.body, frame, ctx)
+            exceptions.run_with(self, node, frame, ctx)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             for name, imported in import_names(node, package_of(frame.module.path)):
                 frame.locals[name] = self.resolve_import(name, imported)
@@ -748,8 +749,7 @@ class Simulator:
         elif isinstance(target, ast.Starred):
             self.assign(target.value, Unknown(("an unpacked value",)), frame, ctx, node)
         elif isinstance(target, ast.Subscript):  # `tiers[key] = entry`
-            key = self.eval(target.slice, frame, ctx)
-            self.update_local(target.value, "__setitem__", [key, value], frame, ctx)
+            item_stores.store_item(self, target, value, frame, ctx)
 
     def update_local(
         self, target: ast.expr, method: str, args: list[Any], frame: Frame, ctx: Ctx
