@@ -200,9 +200,9 @@ def run(
         return raw_text(sha) if whole is None else None, whole, text_deltas.get(sha)
 
     # Each path's texts and facts JSON as deltas against the previous ones in version order
-    # (the batches come in that order). The facts' last JSON of each path is kept packed.
+    # (the batches come in that order).
     text_chains = Chains(MAX_TEXT_CHAIN)
-    facts_chains = Chains(MAX_FACTS_CHAIN, compact=True)
+    facts_chains = Chains(MAX_FACTS_CHAIN)
 
     module_texts: dict[str, str] = {}
 

@@ -34,6 +34,8 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/distributed/utils.py",
         # the ModelRunner's initial expert location (its assert on the experts per rank)
         "python/sglang/srt/eplb/expert_location.py",
+        # the attention layer's types (an encoder-only model's first forward)
+        "python/sglang/srt/layers/radix_attention.py",
     }
 )
 # ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities

@@ -59,7 +59,7 @@ class ServerArgs:
         parser.add_argument("--model-path", type=str, required=True, help="Model weights.")
         parser.add_argument(
             "--attention-backend", type=str, default="flashinfer",
-            choices=["flashinfer", "cutlass_mla", "trtllm_mla", "dual_chunk"],
+            choices=["flashinfer", "cutlass_mla", "trtllm_mla", "dual_chunk", "flex"],
             help="Attention backend.",
         )
         parser.add_argument("--speculative-algorithm", type=str, help="Speculative algorithm.")
@@ -97,6 +97,13 @@ def create_trtllm_mla_backend(runner):
     return "TRTLLMMLABackend"
 
 
+@register_attention_backend("flex")
+def create_flex_backend(runner):
+    from sglang.srt.layers.attention.flex_backend import FlexBackend
+
+    return FlexBackend(runner)
+
+
 @register_attention_backend("dual_chunk")
 def create_dual_chunk_backend(runner):
     from sglang.srt.layers.attention.dual_chunk_backend import DualChunkBackend
@@ -114,6 +121,48 @@ class DualChunkBackend:
         self.chunk_size = config.get("chunk_size", 8192)
 """
 DUAL_CHUNK_PATH = "python/sglang/srt/layers/attention/dual_chunk_backend.py"
+
+# an encoder-only model's attention reaches the backend's forward_extend at its first
+# prefill, which a causal-only backend rejects
+RADIX = """
+from enum import Enum
+
+
+class AttentionType(Enum):
+    DECODER = "decoder"
+    ENCODER_ONLY = "encoder_only"
+
+
+class RadixAttention:
+    def __init__(self, num_heads, head_dim, layer_id=0, attn_type=AttentionType.DECODER):
+        self.attn_type = attn_type
+"""
+FLEX = """
+from sglang.srt.layers.radix_attention import AttentionType
+
+
+class FlexBackend:
+    def __init__(self, model_runner):
+        self.device = model_runner.device
+
+    def forward_extend(self, q, k, v, layer, forward_batch, save_kv_cache=True):
+        o = q.new_empty(q.shape)
+        if layer.is_cross_attention or layer.attn_type == AttentionType.ENCODER_ONLY:
+            raise NotImplementedError("non-causal attention is not supported")
+        return o
+"""
+FLEX_PATH = "python/sglang/srt/layers/attention/flex_backend.py"
+ENCODER = """
+from sglang.srt.layers.radix_attention import AttentionType, RadixAttention
+
+
+class ToyEncoderModel:
+    def __init__(self, config, quant_config=None, prefix=""):
+        self.attn = RadixAttention(16, 64, attn_type=AttentionType.ENCODER_ONLY)
+
+
+EntryClass = [ToyEncoderModel]
+"""
 
 SPEC_INFO = """
 from enum import Enum, auto
@@ -240,6 +289,9 @@ FILES = {
     sim_repos.UTILS: test_load_stage.UTILS,
     sim_repos.MODEL_CONFIG: sim_repos.MODEL_CONFIG_TEXT,
     DUAL_CHUNK_PATH: DUAL_CHUNK,
+    "python/sglang/srt/layers/radix_attention.py": RADIX,
+    FLEX_PATH: FLEX,
+    "python/sglang/srt/models/toy_encoder.py": ENCODER,
 }
 
 
@@ -353,4 +405,30 @@ def test_the_backend_the_registry_builds_checks_the_model(session: Session) -> N
     assert error["stage"] == "load" and error["source"]["path"] == DUAL_CHUNK_PATH
     chunked = {**plain, "config": {**plain["config"], "dual_chunk_attention_config": {}}}
     result = explain(session, "v0.1.0", command, profile=Profile.parse(chunked))
+    assert [f for f in result["findings"] if f["severity"] == "error"] == []
+
+
+def test_an_encoder_only_model_s_first_prefill_reaches_the_backend_s_forward(
+    session: Session,
+) -> None:
+    encoder = {
+        "arch": "ToyEncoderModel",
+        "sm": 90,
+        "config": {"architectures": ["ToyEncoderModel"]},
+    }
+    result = explain(
+        session, "v0.1.0", "--model-path m --attention-backend flex", profile=Profile.parse(encoder)
+    )
+    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    assert error["stage"] == "first_forward" and error["source"]["path"] == FLEX_PATH
+    assert "non-causal attention" in error["message"]
+    # a decoder's layers are not followed into the forward: nothing there
+    llama = {
+        "arch": "LlamaForCausalLM",
+        "sm": 90,
+        "config": {"architectures": ["LlamaForCausalLM"]},
+    }
+    result = explain(
+        session, "v0.1.0", "--model-path m --attention-backend flex", profile=Profile.parse(llama)
+    )
     assert [f for f in result["findings"] if f["severity"] == "error"] == []

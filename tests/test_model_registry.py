@@ -10,7 +10,7 @@ import ast
 from typing import Any
 
 from kb.explain import derived, pure_calls
-from kb.explain.abstract_values import ClassRef
+from kb.explain.abstract_values import ClassRef, Obj
 from kb.explain.frames import Ctx, Frame
 from kb.explain.model_registry import ModelRegistry
 from kb.explain.predicates import Profile, Unknown
@@ -142,6 +142,18 @@ FILES = {
 
         def fused_key(name, mapping):
             return next((key for key in mapping if name.endswith(key)), None)
+
+
+        _UNSET = object()
+        _OTHER = object()
+
+
+        def is_unset(value):
+            return value is _UNSET
+
+
+        def unset():
+            return _UNSET
         """,
 }
 
@@ -231,3 +243,14 @@ def test_compressed_tensors_shapes_are_followed_on_known_values() -> None:
     assert [c for c in sim.result.checks if c.outcome == "fired"] == []
     assert evaluate(sim, utils, "fused_key('a.qkv_proj', {'qkv_proj': 1})") == "qkv_proj"
     assert evaluate(sim, utils, "fused_key('a.o_proj', {'qkv_proj': 1})") is None
+
+
+def test_a_sentinel_is_only_itself_and_the_text_config_is_the_config() -> None:
+    sim, mods = simulator()
+    utils = mods[LOADER_UTILS]
+    assert evaluate(sim, utils, "is_unset(unset())") is True
+    assert evaluate(sim, utils, "is_unset(_OTHER)") is False
+    assert evaluate(sim, utils, "is_unset(None)") is False
+    frame = Frame(utils, "<test>", {"config": Obj("hf_config")})
+    text = sim.eval(ast.parse("config.get_text_config()", mode="eval").body, frame, Ctx())
+    assert text == Obj("hf_config")

@@ -67,6 +67,15 @@ def torch_dtype(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Sentinel(Named):
+    """`object()`: a value that is only itself (`_UNSET = object()`), one per place that
+    makes it (a module's global is made once)."""
+
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
 class Func:
     module: Module = field(compare=False)
     node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False)

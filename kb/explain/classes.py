@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from kb.explain.abstract_values import (
+    SCALARS,
     ClassRef,
     EnumMember,
     ExternalName,
@@ -34,10 +35,11 @@ from kb.explain.abstract_values import (
     options_of,
 )
 from kb.explain.frames import Ctx, Frame
-from kb.explain.known_names import TORCH_MODULE_ATTRS
+from kb.explain.known_names import BUILTIN_TYPES, TORCH_MODULE_ATTRS
 from kb.explain.predicates import MISSING, Unknown, unknown
 from kb.explain.source_modules import Module, class_defaults
 from kb.pyast import NOT_LITERAL, literal
+from kb.threeval import lift
 
 # the interpreter (kb.explain.simulate.Simulator), which imports this module: what is used
 # of it is its `eval`, `call_function` and per-run caches
@@ -370,6 +372,25 @@ def enum_by_name(sim: Simulator, cls: ClassRef, name: Any) -> Any:
 def enum_members(sim: Simulator, cls: ClassRef) -> list[EnumMember] | None:
     """`for m in E`: its members; None when E is no Enum class."""
     return list(members(sim, cls).values()) if is_enum(sim, cls) else None
+
+
+def isinstance_call(sim: Simulator, args: list[Any]) -> Any:
+    """`isinstance(x, C)`: decided for our objects and classes (isinstance_of), with builtin
+    types (or a tuple of them) named; any other class: a known value is one of SGLang's own
+    objects only if not a plain value."""
+    if len(args) < 2:
+        return unknown("isinstance() with its arguments")
+    kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
+    decided = isinstance_of(sim, args[0], kinds)
+    if decided is not None:
+        return decided
+    types = []
+    for kind in kinds:
+        builtin = BUILTIN_TYPES.get(kind.name) if isinstance(kind, ExternalName) else None
+        if builtin is None or kind.module != "builtins":  # a class: as before, scalars
+            return lift(lambda v: isinstance(v, SCALARS), args[0])
+        types.append(builtin)
+    return lift(lambda v: isinstance(v, tuple(types)), args[0])
 
 
 def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:

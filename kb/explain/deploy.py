@@ -21,6 +21,7 @@ from typing import Any
 
 from kb.dests import dest_rank
 from kb.explain import (
+    attention_forward,
     derived,
     draft_stage,
     model_class,
@@ -33,6 +34,7 @@ from kb.explain import (
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
+from kb.explain.frames import Ctx
 from kb.explain.predicates import ASSUMED, GPU, MODEL, SM_NAMES, Profile, Unknown
 from kb.explain.report import Finding, finding, one_line
 from kb.explain.report import display as _display
@@ -241,8 +243,16 @@ def simulate(
             stage("load", moe_quant.PART, step)
     # ... with a draft model, its worker then builds the draft decode/extend backends
     # (kb.explain.draft_stage)
+    made: list[Any] = []  # the main model's backend, as the registry built it
+
+    def main_backend() -> Callable[[], None] | None:
+        build = derived.runner_method(sim, _BACKEND)
+        return (
+            None if build is None else lambda: made.append(sim.call_function(build, [], {}, Ctx()))
+        )
+
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
-        (False, "the attention backend", lambda: derived.runner_method(sim, _BACKEND)),
+        (False, "the attention backend", main_backend),
         (True, "the draft model's attention backend",
          lambda: derived.runner_method(sim, _BACKEND, True)),
         (True, draft_stage.PART, lambda: draft_stage.step(sim)),
@@ -257,6 +267,13 @@ def simulate(
         if not stage("load", part, backend()):
             break
     sim.construct_under = ()
+    # the first prefill of an encoder-only model's attention (kb.explain.attention_forward)
+    kind = attention_forward.layer_kind(sim, model_file) if made else None
+    stage(
+        "first_forward",
+        attention_forward.PART,
+        attention_forward.step(sim, made[0], kind) if kind else None,
+    )
     if built.layer is not None:
         ran: list[bool] = []
         name = built.layer.cls.name

@@ -37,7 +37,6 @@ from kb.explain import (
     pure_calls,
 )
 from kb.explain.abstract_values import (
-    SCALARS,
     SELF,
     ClassRef,
     EnumMember,
@@ -48,6 +47,7 @@ from kb.explain.abstract_values import (
     Obj,
     Registry,
     Self,
+    Sentinel,
     Super,
     Symbol,
     is_known,
@@ -61,7 +61,6 @@ from kb.explain.abstract_values import (
 )
 from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.known_names import (
-    BUILTIN_TYPES,
     ENV_READERS,
     EXPRESSION_NAMES,
     MODEL_CONFIG_FACTORY,
@@ -452,7 +451,13 @@ class Simulator:
                     self.module_values[key] = self.eval(value, Frame(mod, "<module>", {}), Ctx())
                 return self.module_values[key]
             return Symbol(name)
-        if name in pure_calls.PURE_BUILTINS or name in ("getattr", "hasattr", "isinstance", "dict"):
+        if name in pure_calls.PURE_BUILTINS or name in (
+            "getattr",
+            "hasattr",
+            "isinstance",
+            "dict",
+            "object",
+        ):
             return ExternalName(name, "builtins")
         if name == "True":
             return True
@@ -1091,6 +1096,8 @@ class Simulator:
             return model_files.make_path(args)
         if isinstance(callee, ExternalName) and callee.module.startswith(model_files.HUB_MODULES):
             return model_files.hub_call(self, callee.name, args, kwargs, ctx)
+        if callee == ExternalName("object", "builtins") and not args and site is not None:
+            return Sentinel(self.current_path, getattr(site, "lineno", 0))  # `_UNSET = object()`
         if isinstance(callee, ExternalName):
             return self.builtin(callee, args, kwargs)
         if isinstance(callee, Method):
@@ -1217,7 +1224,7 @@ class Simulator:
                     return args[2] if len(args) > 2 else unknown(f"attribute {attr}")
                 return value
             if name == "isinstance":
-                return self.isinstance_(args)
+                return classes.isinstance_call(self, args)
             fn = pure_calls.PURE_BUILTINS.get(name)
             if fn is not None and not kwargs:
                 if any(isinstance(a, Unknown) for a in args):
@@ -1230,25 +1237,10 @@ class Simulator:
         found = pure_calls.module_call(callee.module, name, args, kwargs)
         return unknown(f"what {name}() returns") if found is pure_calls.NOT_PURE else found
 
-    def isinstance_(self, args: list[Any]) -> Any:
-        """`isinstance(x, list)` with builtin types (or a tuple of them) named; any other
-        class: a known value is one of SGLang's own objects only if not a plain value."""
-        if len(args) < 2:
-            return unknown("isinstance() with its arguments")
-        kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
-        decided = classes.isinstance_of(self, args[0], kinds)
-        if decided is not None:
-            return decided
-        types = []
-        for kind in kinds:
-            builtin = BUILTIN_TYPES.get(kind.name) if isinstance(kind, ExternalName) else None
-            if builtin is None or kind.module != "builtins":  # a class: as before, scalars
-                return lift(lambda v: isinstance(v, SCALARS), args[0])
-            types.append(builtin)
-        return lift(lambda v: isinstance(v, tuple(types)), args[0])
-
     def method(self, m: Method, args: list[Any], kwargs: dict[str, Any]) -> Any:
         target = m.target
+        if target == Obj("hf_config") and m.name == "get_text_config":
+            return target
         result = pure_calls.method(target, m.name, args, kwargs)
         if result is not pure_calls.NOT_PURE:
             return result
@@ -1453,6 +1445,8 @@ class Simulator:
             if self.derive is None:
                 return unknown(f"the model's {attr}")
             return self.derive.model_config_attr(self, attr)
+        if attr == "get_text_config":  # (its text part: read as the config, like hf_text_config)
+            return Method(obj, attr)
         value = self.profile.hf_attr(attr)
         if attr in ("dtype", "torch_dtype"):
             # transformers reads either key of config.json into `dtype` (`torch_dtype` its
