@@ -25,7 +25,7 @@ import bisect
 import re
 from typing import Any, NamedTuple
 
-from ingest.sites import LineIndex, docstring_spans, line_state, stored
+from ingest.sites import LineIndex, line_state, stored
 from kb.pyast import NOT_LITERAL, literal
 
 _Q = rb"(?P<q>[\"'])(?P<n>[A-Za-z_][A-Za-z0-9_]*)(?P=q)"
@@ -125,7 +125,8 @@ class _Text:
 
     def __init__(self, data: bytes, index: LineIndex | None = None) -> None:
         self.data = data
-        self.number = (index or LineIndex(data)).number
+        self.index = index or LineIndex(data)
+        self.number = self.index.number
 
     def start(self, offset: int) -> int:
         """Offset of the start of the line holding `offset`."""
@@ -264,7 +265,7 @@ def _find(data: bytes, text: _Text) -> list[_Found]:
         if "#" in text.prefix(offset):
             return  # a mention in a comment
         if strings is None:
-            strings = docstring_spans(data)
+            strings = text.index.docstrings()
         opening = _opening(strings, offset)
         # A docstring ("Usage: X = EnvBool(..)") reads nothing, nor does a quoted name in other
         # triple-quoted text; a call there is code run elsewhere (C source given to a compiler:

@@ -15,7 +15,7 @@ import ast
 import bisect
 import copy
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, AnyStr, NamedTuple
 
@@ -33,9 +33,11 @@ READ_RES = [
 READ_LEADS = [b"server_args", b"server_args_dict", b"getattr("]  # what each match holds
 WRITE_AFTER = re.compile(rb"\s*(?:[+\-*/|&]?=)(?!=)")
 VALUE = rb"[A-Za-z0-9_][\w.\-/:+]{0,63}"
-# `==` and `!=` each literal-led (a leading [=!] would make the engine try every `=`);
-# their matches cannot overlap, so merged by offset they are the single pattern's.
-COMPARE_RES = [re.compile(op + rb"\s*\(?\s*([\"'])(" + VALUE + rb")\1") for op in (rb"==", rb"!=")]
+# `==` and `!=` in one pass led by their last byte, the look-behind checking the first: the
+# engine skips to a single literal byte fastest (a leading [=!] would make it test every
+# byte against the class, 6x slower; two passes led by `==` and `!=` cost twice this one).
+# A match starts one byte after its operator.
+COMPARE_RE = re.compile(rb"=(?<=[=!]=)\s*\(?\s*([\"'])(" + VALUE + rb")\1")
 # ` in (`: led by `in`, the space before it checked by hand (a leading space would stop the
 # engine at every space of the file)
 CONTAINS_RE = re.compile(rb"in\s*[\(\[\{]")
@@ -74,6 +76,20 @@ class LineIndex:
         self._offsets = [0]
         self._numbers = [1]
         self._texts: dict[int, str] = {}
+        self._quoted: TripleQuoted | None = None
+        self._docstrings: list[tuple[int, int]] | None = None
+
+    def quoted(self) -> TripleQuoted:
+        """triple_quoted(data), found once for every scan that needs it."""
+        if self._quoted is None:
+            self._quoted = triple_quoted(self.data)
+        return self._quoted
+
+    def docstrings(self) -> list[tuple[int, int]]:
+        """docstring_spans(data), found once for every scan that needs it."""
+        if self._docstrings is None:
+            self._docstrings = docstring_spans(self.data, self.quoted())
+        return self._docstrings
 
     def number(self, offset: int) -> int:
         i = bisect.bisect_right(self._offsets, offset) - 1
@@ -213,29 +229,52 @@ def _in_comment(prefix: str) -> bool:
     return "#" in prefix and line_state(prefix) == "comment"
 
 
-# Triple-quoted strings that are not f-strings: docstrings and text, never reads.
+# Where three quotes of a kind start, runs of more included (`""""` holds two), each kind in
+# a pass led by the single quote: the engine skips to one literal byte fastest (bytes.find of
+# `'''`, a run of one byte, costs twice the pass).
+TRIPLE_RES = (re.compile(rb'"(?="")'), re.compile(rb"'(?='')"))
+TRIPLE_RES_STR = (re.compile(r'"(?="")'), re.compile(r"'(?='')"))
 TRIPLE_QUOTES = (b'"""', b"'''")
-TRIPLE_QUOTES_STR = ('"""', "'''")
 
 
-def docstring_spans(data: AnyStr) -> list[tuple[int, int]]:
-    """Spans of triple-quoted strings, from quote to matching quote (find: a regex costs
-    a tenth of the whole scan); offsets in `data`, bytes or str."""
+class TripleQuoted(NamedTuple):
+    """The triple-quoted strings of a text, in order, each (start of its opening quotes, end
+    of its closing ones); an unclosed last one runs to the end of the text."""
+
+    spans: list[tuple[int, int]]
+    unclosed: bool  # whether the last span is an unclosed string's
+
+
+def triple_quoted(data: AnyStr) -> TripleQuoted:
+    """Every triple-quoted string of `data` (bytes or str; offsets in it), f-strings too:
+    from each opening to the next three quotes of its kind, the next opening after them."""
+    rxs = TRIPLE_RES if isinstance(data, bytes) else TRIPLE_RES_STR
+    starts = [[m.start() for m in rx.finditer(data)] for rx in rxs]  # type: ignore[call-overload]
     spans: list[tuple[int, int]] = []
-    quotes: Sequence[AnyStr] = TRIPLE_QUOTES if isinstance(data, bytes) else TRIPLE_QUOTES_STR
+    following = [kind[0] if kind else -1 for kind in starts]  # next opening of each kind
+    while live := [(at, k) for k, at in enumerate(following) if at >= 0]:
+        start, k = min(live)
+        i = bisect.bisect_left(starts[k], start + 3)
+        if i == len(starts[k]):
+            spans.append((start, len(data)))
+            return TripleQuoted(spans, True)
+        end = starts[k][i] + 3
+        spans.append((start, end))
+        for other, at in enumerate(following):  # the next opening after it, for those passed
+            if 0 <= at < end:
+                j = bisect.bisect_left(starts[other], end)
+                following[other] = starts[other][j] if j < len(starts[other]) else -1
+    return TripleQuoted(spans, False)
+
+
+def docstring_spans(data: AnyStr, quoted: TripleQuoted | None = None) -> list[tuple[int, int]]:
+    """Spans of the closed triple-quoted strings that are not f-strings (docstrings and
+    text, never code), from quote to matching quote; offsets in `data`, bytes or str.
+    `quoted`: triple_quoted(data), when already found."""
+    spans, unclosed = quoted or triple_quoted(data)
     f_prefixes: Sequence[AnyStr] = (b"f", b"F") if isinstance(data, bytes) else ("f", "F")
-    following = {q: data.find(q) for q in quotes}  # next opening of each kind
-    while live := [(at, q) for q, at in following.items() if at >= 0]:
-        start, quote = min(live)
-        end = data.find(quote, start + 3)
-        if end < 0:
-            break
-        if data[start - 1 : start] not in f_prefixes:
-            spans.append((start, end + 3))
-        for q, at in following.items():  # search again only for openings now passed
-            if 0 <= at < end + 3:
-                following[q] = data.find(q, end + 3)
-    return spans
+    closed = spans[:-1] if unclosed else spans
+    return [(start, end) for start, end in closed if data[start - 1 : start] not in f_prefixes]
 
 
 def in_spans(spans: list[tuple[int, int]], offset: int) -> bool:
@@ -412,7 +451,7 @@ def scan(data: bytes, index: LineIndex | None = None) -> dict[str, Any]:
     if lines.above:
         facts["spans"] = {str(k): v for k, v in lines.above.items()}
     _lower_member_refs(data, facts, index)
-    return _with_local_flags(data, _with_alias_reads(data, facts, index))
+    return _with_local_flags(data, _with_alias_reads(data, facts, index), lines.index)
 
 
 def _lower_member_refs(data: bytes, facts: dict[str, Any], index: LineIndex | None) -> None:
@@ -434,7 +473,7 @@ def _lower_member_refs(data: bytes, facts: dict[str, Any], index: LineIndex | No
     found: list[EnumRef] = []
     for cls, members in lower.items():
         key = cls.encode() + b"."
-        for at in _code_finds(data, key):
+        for at in _code_finds(data, key, index.docstrings):
             m = MEMBER_RE.match(data, at + len(key))
             if m and m.group().decode() in members:
                 no = index.number(at)
@@ -464,7 +503,7 @@ def _with_alias_reads(
     if not names:
         return facts
     lines = _Lines(data, index)
-    spans = docstring_spans(data)
+    spans = lines.index.docstrings()
     found: list[Read] = []
     pattern = rb"(?<![\w.])(" + b"|".join(sorted(names)) + rb")\.([a-z_][a-z0-9_]*)\b(?!\()"
     for m in re.finditer(pattern, data):
@@ -539,14 +578,14 @@ REBIND = (
 COMPARED_AFTER = r"(?:\.(?:lower|upper|strip|casefold)\(\))*[ \t]*(?:==|!=|(?:not[ \t]+)?in\b)"
 
 
-def _with_local_flags(data: bytes, facts: dict[str, Any]) -> dict[str, Any]:
+def _with_local_flags(data: bytes, facts: dict[str, Any], index: LineIndex) -> dict[str, Any]:
     """`facts` with each comparison of a local name bound once in its function to a flag's
     read (`name = server_args.grammar_backend`) made a comparison of that flag's dest (or
     bound to `self.x`: of x)."""
     tails = {tail for _value, _line, tail, how in facts["choices"] if how != "is_call"}
     if not tails or not _has_local_lead(data):
         return facts
-    scopes = local_flags(data, tails)
+    scopes = local_flags(data, tails, index)
     if not scopes:
         return facts
     choices = [Choice._make(c) for c in facts["choices"]]
@@ -580,7 +619,9 @@ def _compares(line: str, name: str) -> bool:
     return bool(re.search(r"(?<![\w.])" + after, line)) and not re.search(r"\." + after, line)
 
 
-def local_flags(data: bytes, names: set[str] | None = None) -> list[tuple[str, str, int, int]]:
+def local_flags(
+    data: bytes, names: set[str] | None = None, index: LineIndex | None = None
+) -> list[tuple[str, str, int, int]]:
     """(name, dest, line of the binding, last line of its function) for each local name
     (of `names`, if given) bound to a flag's read, once in its function, and not used
     before in it (a parameter, a global, another binding: it could be anything)."""
@@ -598,7 +639,7 @@ def local_flags(data: bytes, names: set[str] | None = None) -> list[tuple[str, s
         if m is None or names is not None and m.group(2).decode() not in names:
             continue
         if spans is None:
-            spans = docstring_spans(data)
+            spans = index.docstrings() if index is not None else docstring_spans(data)
         scope = _function_of(data, m.start(), len(m.group(1)), spans)
         if scope is None:
             continue
@@ -678,30 +719,27 @@ def _find(data: bytes, lines: _Lines) -> Found:
                 if _in_comment(lines.prefix(m.start())):
                     continue
                 if spans is None:
-                    spans = docstring_spans(data)
+                    spans = lines.index.docstrings()
                 if in_spans(spans, m.start()):
                     continue
                 name = m.group(m.lastindex or 1).decode()
                 write = rx is READ_RES[0] and bool(WRITE_AFTER.match(data, m.end()))
                 found.append(Read(name, lines.at(m.start()), "write" if write else "read"))
     compares: list[Choice] = []
-    ops = [rx for rx, op in zip(COMPARE_RES, (b"==", b"!="), strict=True) if op in data]
-    matches = [m for rx in ops for m in rx.finditer(data)]
-    if len(ops) == 2:
-        matches.sort(key=lambda m: m.start())
-    for m in matches:
-        prefix = lines.prefix(m.start())
+    for m in COMPARE_RE.finditer(data):
+        op = m.start() - 1  # where the operator starts
+        prefix = lines.prefix(op)
         if _in_comment(prefix):
             continue
-        subject, before = continued(data, m.start(), prefix)
+        subject, before = continued(data, op, prefix)
         if unread(subject):
             # `for attr in ("attention_backend", ...): if getattr(self, attr) == "v"`: each
             # flag named; the site is cited once, for the first that accepts the value.
-            for name in _looped_getattr(data, m.start(), subject):
-                no = lines.cite(m.start(), before)
+            for name in _looped_getattr(data, op, subject):
+                no = lines.cite(op, before)
                 compares.append(Choice(m.group(2).decode(), no, name, "compare"))
             continue
-        no = lines.cite(m.start(), before)
+        no = lines.cite(op, before)
         compares.append(Choice(m.group(2).decode(), no, compared_name(subject), "compare"))
     contains: list[Choice] = []
     for m in CONTAINS_RE.finditer(data):
@@ -804,16 +842,20 @@ def _subscripted(data: bytes, name: str) -> bool:
     return next(_code_finds(data, name.encode() + b"["), None) is not None
 
 
-def _code_finds(data: bytes, key: bytes) -> Iterator[int]:
+def _code_finds(
+    data: bytes, key: bytes, docstrings: Callable[[], list[tuple[int, int]]] | None = None
+) -> Iterator[int]:
     """Offsets of `key` in code: not inside a longer name, a comment, a string, an f-string
-    or a docstring (the docstrings found once, at the first offset that needs them)."""
+    or a docstring (the docstrings found once, at the first offset that needs them, by
+    `docstrings` when given: docstring_spans(data) kept for the file's other scans)."""
     spans: list[tuple[int, int]] | None = None
     at = data.find(key)
     while at >= 0:
         start = data.rfind(b"\n", 0, at) + 1
         prefix = data[start:at].decode("utf-8", "replace")
         if data[at - 1 : at] not in WORD_BYTES and line_state(prefix) == "code":
-            spans = docstring_spans(data) if spans is None else spans
+            if spans is None:
+                spans = docstrings() if docstrings is not None else docstring_spans(data)
             if not in_spans(spans, at):
                 yield at
         at = data.find(key, at + len(key))

@@ -302,3 +302,38 @@ def test_a_local_s_comparison_is_the_flag_s_when_the_flag_accepts_the_value() ->
     assert who.attribute("flashinfer", "backend") == (
         None, ["--attention-backend", "--sampling-backend"], "",
     )  # fmt: skip
+
+
+def _spans_by_find(data: bytes) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(docstring spans, every triple-quoted span with an unclosed one to the end), by the
+    plain walk of bytes.find: what sites.triple_quoted's passes must give."""
+    every: list[tuple[int, int]] = []
+    docs: list[tuple[int, int]] = []
+    at = min((i for i in (data.find(b'"""'), data.find(b"'''")) if i >= 0), default=-1)
+    while at >= 0:
+        quote = data[at : at + 3]
+        close = data.find(quote, at + 3)
+        end = len(data) if close < 0 else close + 3
+        every.append((at, end))
+        if close >= 0 and data[at - 1 : at] not in (b"f", b"F"):
+            docs.append((at, end))
+        nexts = [i for i in (data.find(b'"""', end), data.find(b"'''", end)) if i >= 0]
+        at = min(nexts) if close >= 0 and nexts else -1
+    return docs, every
+
+
+def test_triple_quoted_strings_by_their_quote_runs() -> None:
+    cases = [  # (text, whether its last string is unclosed)
+        (b'x = """a""""\ny = 1\n', False),  # a run of four closes at its first three
+        (b'""""""\n"""b"""\n', False),  # an empty string, then another
+        (b"s = '''a \"\"\" b'''\nt = \"\"\"c ''' d\"\"\"\n", False),  # each kind in the other
+        (b'f"""{x}""" + """doc"""\nF"""y"""', False),  # f-strings are no docstrings
+        (b"a = \"\"\"never closed\n'''x'''\n", True),  # unclosed: the rest is in it
+        (b"'''''''\n", False),  # seven quotes: closed by the next three, one left
+        (b"no quotes at all", False),
+    ]
+    for data, unclosed in cases:
+        docs, every = _spans_by_find(data)
+        assert sites.triple_quoted(data) == (every, unclosed), data
+        assert sites.docstring_spans(data) == docs, data
+        assert sites.docstring_spans(data.decode()) == docs, data  # str offsets alike (ASCII)
