@@ -506,7 +506,7 @@ def _receiver_types(data: bytes, names: list[str]) -> dict[str, str]:
     for name in names:
         getter, typed = _receiver_res(name)
         for rx, kind in ((getter, "get:"), (typed, "type:")):
-            m = _first_at_word_start(rx, text, name)
+            m = next((m for m in rx.finditer(text) if _word_start(text, m.start())), None)
             if m:
                 out[name] = kind + m.group(1)
                 break
@@ -515,23 +515,10 @@ def _receiver_types(data: bytes, names: list[str]) -> dict[str, str]:
 
 @lru_cache(maxsize=4096)  # the same receivers in every version of a file: compiled once
 def _receiver_res(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    n = re.escape(name)  # (led by the name: every match starts where the name does)
+    # Literal-led patterns (the name first): the engine skips to each occurrence (a
+    # str.find of the name, then a match at each, costs more: most names are common words).
+    n = re.escape(name)
     return re.compile(n + GETTER), re.compile(n + TYPED)
-
-
-def _first_at_word_start(rx: re.Pattern[str], text: str, name: str) -> re.Match[str] | None:
-    """The first of `rx.finditer(text)` that starts a word, `rx` led by `name`: str.find of
-    the name, then the pattern at each (the engine's own search for it is slower)."""
-    pos = text.find(name)
-    while pos >= 0:
-        m = rx.match(text, pos)
-        if m is None:
-            pos = text.find(name, pos + 1)
-        elif _word_start(text, pos):
-            return m
-        else:
-            pos = text.find(name, m.end())  # (finditer goes on after the match)
-    return None
 
 
 def _word_start(text: str, pos: int) -> bool:
