@@ -231,16 +231,20 @@ class PyFile:
             ]
         return found
 
+    def may_return_at(self, d: Def, line: int) -> bool:
+        """Cheap test (no parse) before returns_at: `d` is a function short enough to be an
+        accessor, with a `return` on the line or a few lines above it."""
+        if d.kind != "def" or self.end_of(d) - d.line > MAX_ACCESSOR_LINES:
+            return False
+        return any(
+            self.lines[no - 1].lstrip().startswith("return")
+            for no in range(max(d.line, line - 6), line + 1)
+        )
+
     def returns_at(self, d: Def, line: int) -> ast.Return | None:
         """The `return` statement of function `d` that spans `line`, when `d` is short
         enough to be an accessor."""
-        if d.kind != "def" or self.end_of(d) - d.line > MAX_ACCESSOR_LINES:
-            return None
-        # Cheap test first: a `return` on the line or a few lines above it.
-        if not any(
-            self.lines[no - 1].lstrip().startswith("return")
-            for no in range(max(d.line, line - 6), line + 1)
-        ):
+        if not self.may_return_at(d, line):
             return None
         rel = line - d.line + 1
         for sub in self._returns(d):
