@@ -565,6 +565,10 @@ LOCAL_RE = re.compile(  # matched from a line's start: indented, so in some bloc
     rb"|get_global_server_args\(\))\.|self\.)([a-z_][a-z0-9_]*)[ \t]*(?:#[^\n]*)?$",
     re.M,
 )
+# LOCAL_RE from its `= ` on, which stands once in a line LOCAL_RE matches (nothing before it
+# holds a `=`): its matches find the lines to try LOCAL_RE on, once each (a match runs to the
+# end of its line).
+BINDING_RE = re.compile(LOCAL_RE.pattern[LOCAL_RE.pattern.index(b"= (?:") :], re.M)
 # What binds a name again: `NAME =` (augmented, `:=`), `a, NAME, b =` and `NAME: int =` at a
 # line's start, `for NAME in`, `as NAME`, `del NAME`, `global NAME`, a nested def's or lambda's
 # parameter `NAME` (a keyword argument `f(NAME=1)` is taken for one too: precision first).
@@ -627,16 +631,16 @@ def local_flags(
     before in it (a parameter, a global, another binding: it could be anything)."""
     found = []
     spans: list[tuple[int, int]] | None = None
-    # The lines holding a lead, by bytes.find (a regex led by `^` tries every position)
-    starts = set()
-    for lead in LOCAL_LEADS:
-        at = data.find(lead)
-        while at >= 0:
-            starts.add(data.rfind(b"\n", 0, at) + 1)
-            at = data.find(lead, at + 1)
-    for line_start in sorted(starts):
+    wanted = None if names is None else {n.encode() for n in names}
+    # LOCAL_RE from the start of each line where its part from `= ` on matches, the name
+    # before it one of `names` (a regex led by `^` tries every position; a bytes.find of each
+    # lead, `= self.` above all, stops at many more lines)
+    for binding in BINDING_RE.finditer(data):
+        line_start = data.rfind(b"\n", 0, binding.start()) + 1
+        if wanted is not None and data[line_start : binding.start()].strip(b" \t") not in wanted:
+            continue
         m = LOCAL_RE.match(data, line_start)
-        if m is None or names is not None and m.group(2).decode() not in names:
+        if m is None:
             continue
         if spans is None:
             spans = index.docstrings() if index is not None else docstring_spans(data)
