@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from ingest.sites import LineIndex, line_state, stored
+from ingest.sites import LineIndex, finditer_at, line_state, stored
 from kb.pyast import NOT_LITERAL, literal
 
 _Q = rb"(?P<q>[\"'])(?P<n>[A-Za-z_][A-Za-z0-9_]*)(?P=q)"
@@ -260,15 +260,10 @@ def _led(
     rx: re.Pattern[bytes], data: bytes, envs: list[int], lead: bytes
 ) -> Iterator[re.Match[bytes]]:
     """rx.finditer(data), `rx` led by the literal `lead` that holds "env": matched where the
-    lead stands around each "env" (at the offsets `envs`), each match after the last."""
-    shift, end = lead.index(b"env"), 0
-    for at in envs:
-        at -= shift
-        if at >= end and data.startswith(lead, at):
-            m = rx.match(data, at)
-            if m is not None:
-                end = m.end()
-                yield m
+    lead stands around each "env" (at the offsets `envs`)."""
+    shift = lead.index(b"env")
+    starts = (at - shift for at in envs if at >= shift)
+    return finditer_at(rx, data, (at for at in starts if data.startswith(lead, at)))
 
 
 def _find(data: bytes, text: _Text, envs: list[int]) -> list[_Found]:

@@ -15,7 +15,7 @@ import ast
 import bisect
 import copy
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, AnyStr, NamedTuple
 
@@ -145,6 +145,30 @@ class _Lines:
             self.texts[no] = (before.text + self.index.text(no, offset))[:MAX_LINE]
             self.above[no] = before.lines
         return no
+
+
+def offsets(data: bytes, word: bytes) -> list[int]:
+    """Where `word` (which cannot overlap itself) stands in `data`, in order."""
+    out = []
+    at = data.find(word)
+    while at >= 0:
+        out.append(at)
+        at = data.find(word, at + len(word))
+    return out
+
+
+def finditer_at(
+    rx: re.Pattern[bytes], data: bytes, starts: Iterable[int]
+) -> Iterator[re.Match[bytes]]:
+    """rx.finditer(data), every match of `rx` starting at one of `starts` (increasing): the
+    pattern tried there alone, each match after the one before."""
+    end = 0
+    for at in starts:
+        if at >= end:
+            m = rx.match(data, at)
+            if m is not None:
+                end = m.end()
+                yield m
 
 
 class Read(NamedTuple):
@@ -419,6 +443,7 @@ def unread(prefix: str) -> bool:
     return not subject_tail(prefix) and prefix.strip() not in ("", "not")
 
 
+@lru_cache(maxsize=1 << 14)  # as subject_tail: the same lines recur in every version of a file
 def compared_name(prefix: str) -> str:
     """subject_tail, led by the receiver's last name when that receiver is not known to
     hold flags: `quant_info.quant_type` -> "quant_info.quant_type" (a kernel's input format
@@ -716,10 +741,15 @@ def _find(data: bytes, lines: _Lines) -> Found:
     reads: tuple[list[Read], ...] = ([], [], [])
     if b"server_args" in data:
         spans: list[tuple[int, int]] | None = None
+        # The first two patterns matched at each `server_args` (bytes.find skips to a long
+        # word fastest: the engine's own search stops at every `s`)
+        words = offsets(data, b"server_args")
         for rx, lead, found in zip(READ_RES, READ_LEADS, reads, strict=True):
-            if lead not in data:  # a pass of `in` costs half a regex pass
-                continue
-            for m in rx.finditer(data):
+            if lead == b"getattr(":
+                matches = rx.finditer(data) if lead in data else iter(())
+            else:
+                matches = finditer_at(rx, data, (at for at in words if data.startswith(lead, at)))
+            for m in matches:
                 if _in_comment(lines.prefix(m.start())):
                     continue
                 if spans is None:
