@@ -383,10 +383,13 @@ def _dispatch_groups(keys: list[DictKey], data: bytes) -> list[DispatchGroup]:
             runs.append(([DispatchEntry(k.key, k.line)], k))
         last_line, last = k.line, k.start
     groups = []
+    looked: dict[str, list[str]] = {}  # by name: a file's dicts of one name share them
     for entries, first in runs:
         if len(entries) >= 2:
             name = _assigned_name(data, first.start)
-            lookups = _lookups(data, name) if name else []
+            if name and name not in looked:
+                looked[name] = _lookups(data, name)
+            lookups = list(looked[name]) if name else []
             groups.append(DispatchGroup(entries, first.line, name, lookups))
     return groups
 
@@ -406,36 +409,38 @@ def _run_goes_on(data: bytes, last: int, at: int, gap: int) -> bool:
 
 # A lookup in a named dict, its key's expression maybe on the next line:
 # `table[self.server_args.x]`, `table.get(\n    kv_cache_dtype, default)`.
-LOOKUP_RE = rb"(?:\[|\.get\()\s*((?:\w+(?:\(\))?\.)*\w+(?:\(\))?)\s*[\],)]"
+LOOKUP_RE = re.compile(rb"(?:\[|\.get\()\s*((?:\w+(?:\(\))?\.)*\w+(?:\(\))?)\s*[\],)]")
+# `envs.X.get()`, `os.environ["X"]` looked up with: an env var read, not a flag's name.
+ENV_LOOKUP_RE = re.compile(rb"(?:\[|\.get\()\s*os\.(?:environ\b|getenv\()")
 
 
 def _lookups(data: bytes, name: str) -> list[str]:
     """The names (subject_tail) the dict `name` is looked up with in the file, in order,
     once each: what says which flag's value a dict named for something else is keyed by.
-    (bytes.find for the name, then the pattern at each hit: a pattern led by a lookbehind
-    has no literal prefix: the engine would try it at every offset of the file.)"""
+    (The name followed by `[` or `.get(` found by a pattern led by it, then the patterns
+    at each: one led by a lookbehind has no literal prefix, the engine would try it at
+    every offset of the file.)"""
     out: list[str] = []
     key = name.encode()
-    if key + b"[" not in data and key + b".get(" not in data:
-        return out
-    lookup, lookup_env = _lookup_re(key), _lookup_env_re(key)
-    pos = data.find(key)
-    while pos >= 0:
+    bound: dict[str, str] = {}  # _bound_from of each expression (a pass over the file each)
+    for at in _looked_up_re(key).finditer(data):
+        pos = at.start()
         lead = pos - 5 if data[max(0, pos - 5) : pos] == b"self." else pos
         before = data[lead - 1 : lead] if lead else b" "
         names: tuple[str, ...] = ()
         if not (before.isalnum() or before in b"_."):
-            m = lookup.match(data, pos)
+            m = LOOKUP_RE.match(data, at.end())  # (the patterns after the name)
             expr = m.group(1).decode() if m is not None else ""
             # `envs.X.get()`, `os.environ["X"]`: an env var read, not a flag's name
-            if expr.endswith(".get()") or (m is None and lookup_env.match(data, pos)):
+            if expr.endswith(".get()") or (m is None and ENV_LOOKUP_RE.match(data, at.end())):
                 names = (ENV_LOOKUP,)
             elif expr:
-                names = (subject_tail(expr), _bound_from(data, expr))
+                if expr not in bound:
+                    bound[expr] = _bound_from(data, expr)
+                names = (subject_tail(expr), bound[expr])
         for found in names:
             if found and found not in out:
                 out.append(found)
-        pos = data.find(key, pos + 1)
     return out
 
 
@@ -460,16 +465,13 @@ def _bound_from(data: bytes, name: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def _lookup_re(key: bytes) -> re.Pattern[bytes]:
-    return re.compile(re.escape(key) + LOOKUP_RE)
+def _looked_up_re(key: bytes) -> re.Pattern[bytes]:
+    """The name followed by `[` or `.get(`, where both lookup patterns start (such matches
+    cannot overlap: the name is a word)."""
+    return re.compile(re.escape(key) + rb"(?=\[|\.get\()")
 
 
 ENV_LOOKUP = "environ"  # the lookup name of an env var read: fits no flag
-
-
-@lru_cache(maxsize=1024)
-def _lookup_env_re(key: bytes) -> re.Pattern[bytes]:
-    return re.compile(re.escape(key) + rb"(?:\[|\.get\()\s*os\.(?:environ\b|getenv\()")
 
 
 def _assigned_name(data: bytes, start: int) -> str:
