@@ -27,7 +27,7 @@ from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
 from ingest.pyfile import MAX_ACCESSOR_LINES, Def, PyFile
-from ingest.sites import in_spans, server_args_aliases
+from ingest.sites import LineIndex, in_spans, server_args_aliases
 from kb.pyast import ARGS_RECEIVERS
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
@@ -134,29 +134,43 @@ class ParameterTest(NamedTuple):
     truthy: bool
 
 
-def scan_structure(data: bytes, reads: list[list[Any]]) -> dict[str, Any]:
-    """A file's imports, its `EntryClass` and the carriers it defines from its `reads`."""
+def scan_structure(
+    data: bytes, reads: list[list[Any]], index: LineIndex | None = None
+) -> dict[str, Any]:
+    """A file's imports, its `EntryClass` and the carriers it defines from its `reads`
+    (`index`: the one the scans numbered the reads' lines with, which finds them again)."""
     out: dict[str, Any] = {"imports": _imports(data)}
     if b"EntryClass" in data:
         out["entry"] = _entry_classes(data)
     read_lines = {line for _name, line, access in reads if access == "read"}
-    if read_lines and _may_carry(data, read_lines):
+    if read_lines and _may_carry(data, read_lines, index or LineIndex(data)):
         out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines)
     return out
 
 
-def _may_carry(data: bytes, read_lines: set[int]) -> bool:
+def _may_carry(data: bytes, read_lines: set[int], index: LineIndex) -> bool:
     """Cheap test before any parsing: a carrier needs a `global` statement, a read at module
-    level, or a `return` on or just above a read."""
+    level, or a `return` on or just above a read. (Each read's line found from the offsets
+    the index numbered, the lines above it by rfind: no split of the file's lines.)"""
     if b"global " in data:
         return True
-    lines = data.split(b"\n", max(read_lines))  # the lines up to the last read (and the rest)
     for no in read_lines:
-        if no <= len(lines) and not lines[no - 1][:1].isspace():
+        start = index.line_start(no)
+        if start is None:  # (no read is past the last line)
+            continue
+        if not _line_from(data, start)[:1].isspace():
             return True
-        if any(lines[i - 1].lstrip().startswith(b"return") for i in range(max(1, no - 6), no + 1)):
-            return True
+        for above in range(no - max(1, no - 6) + 1):  # the line, then up to 6 above it
+            if above:
+                start = data.rfind(b"\n", 0, start - 1) + 1
+            if _line_from(data, start).lstrip().startswith(b"return"):
+                return True
     return False
+
+
+def _line_from(data: bytes, start: int) -> bytes:
+    end = data.find(b"\n", start)
+    return data[start : end if end >= 0 else len(data)]
 
 
 def _imports(data: bytes) -> list[list[Any]]:

@@ -100,6 +100,17 @@ class LineIndex:
             self._numbers.insert(i + 1, no)
         return no
 
+    def line_start(self, no: int) -> int | None:
+        """Offset of the first byte of line `no` (None past the last line), walked to from the
+        nearest numbered offset on a line before it or on it."""
+        i = bisect.bisect_right(self._numbers, no) - 1
+        start = self.data.rfind(b"\n", 0, self._offsets[i]) + 1
+        for _ in range(no - self._numbers[i]):
+            start = self.data.find(b"\n", start) + 1
+            if start == 0:
+                return None
+        return start
+
     def text(self, no: int, offset: int) -> str:
         """The stripped text of line `no`, which holds `offset`."""
         text = self._texts.get(no)
