@@ -251,7 +251,7 @@ def scan_env(
     """The sites (EnvSite, stored as lists) and the texts of their lines. `flags_file`:
     `self.x` reads are flag reads (server_args.py)."""
     envs = [m.start() - 2 for m in ENV_WORD_RE.finditer(data)]
-    if not envs and b"SGL" not in data:
+    if not envs and LITERAL_RE.search(data) is None:  # (no site to find)
         return [], {}
     return _scan_blob(data, flags_file, _Text(data, index), envs)
 
@@ -348,14 +348,13 @@ def _find(data: bytes, text: _Text, envs: list[int]) -> list[_Found]:
         method = (m.group(2) or b"").decode()
         access = "write" if method in ENVS_WRITES else "read"
         add(m.group(1).decode(), m.start(), access, f"envs.{method or 'X'}", None, None)
-    if b"SGL" in data:
-        for m in LITERAL_RE.finditer(data):
-            before, after = data[m.start() - 1 : m.start()], data[m.end() : m.end() + 1]
-            if before in (b'"', b"'") and after == before and m.start() - 1 not in taken:
-                if DICT_KEY_AFTER.match(data, m.end() + 1):
-                    add(m.group(0).decode(), m.start(), "write", "dict key", None, None)
-                else:
-                    add(m.group(0).decode(), m.start(), "read", "literal", None, None)
+    for m in LITERAL_RE.finditer(data):
+        before, after = data[m.start() - 1 : m.start()], data[m.end() : m.end() + 1]
+        if before in (b'"', b"'") and after == before and m.start() - 1 not in taken:
+            if DICT_KEY_AFTER.match(data, m.end() + 1):
+                add(m.group(0).decode(), m.start(), "write", "dict key", None, None)
+            else:
+                add(m.group(0).decode(), m.start(), "read", "literal", None, None)
     return sorted(found.values(), key=lambda s: (s.line, s.name))
 
 

@@ -337,3 +337,17 @@ def test_triple_quoted_strings_by_their_quote_runs() -> None:
         assert sites.triple_quoted(data) == (every, unclosed), data
         assert sites.docstring_spans(data) == docs, data
         assert sites.docstring_spans(data.decode()) == docs, data  # str offsets alike (ASCII)
+
+
+def test_line_start_from_any_numbered_offsets() -> None:
+    data = b"a = 1\n\n    b = server_args.x\nc\n\nlast"
+    starts = [0]
+    for at, byte in enumerate(data):
+        if byte == ord("\n"):
+            starts.append(at + 1)
+    for numbered in ([], [9], [9, 30], [len(data) - 1]):
+        index = sites.LineIndex(data)
+        for offset in numbered:
+            index.number(offset)
+        assert [index.line_start(no) for no in range(1, len(starts) + 1)] == starts
+        assert index.line_start(len(starts) + 1) is None
