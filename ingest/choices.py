@@ -497,30 +497,62 @@ def _assigned_name(data: bytes, start: int) -> str:
     return ""
 
 
-GETTER = r"\s*=\s*(?:self\.)?get_(\w+)\(\)"  # after the name
+# After the name; both start with blanks then `=` or `:` (where _receiver_type looks).
+GETTER = r"\s*=\s*(?:self\.)?get_(\w+)\(\)"
 TYPED = r"\s*(?::\s*(?:Optional\[)?|=\s*)([A-Z]\w+)\b(?!\.)"
 
 
 def _receiver_types(data: bytes, names: list[str]) -> dict[str, str]:
-    """name -> "get:<dest>" or "type:<Class>" for receivers of `.is_x()` calls."""
+    """name -> "get:<dest>" or "type:<Class>" for receivers of `.is_x()` calls: the first
+    match of `name` + GETTER that starts a word, else the first of `name` + TYPED."""
     text = data.decode("utf-8", "replace")
     out: dict[str, str] = {}
     for name in names:
-        getter, typed = _receiver_res(name)
-        for rx, kind in ((getter, "get:"), (typed, "type:")):
-            m = next((m for m in rx.finditer(text) if _word_start(text, m.start())), None)
-            if m:
-                out[name] = kind + m.group(1)
-                break
+        found = _receiver_type(text, name)
+        if found:
+            out[name] = found
     return out
 
 
+def _receiver_type(text: str, name: str) -> str:
+    """_receiver_types of one name, from one pass over `text` instead of one per pattern:
+    both start where the name stands before `=` or `:`, each such place tried with each
+    pattern as its own pass would (after the end of that pattern's last match). A name
+    that can overlap itself (`aa`) is searched pattern by pattern: one place of it would
+    hide the next."""
+    getter, typed, places = _receiver_res(name)
+    if places is None:
+        for rx, kind in ((getter, "get:"), (typed, "type:")):
+            m = next((m for m in rx.finditer(text) if _word_start(text, m.start())), None)
+            if m:
+                return kind + m.group(1)
+        return ""
+    getter_end = typed_end = 0
+    first_typed: re.Match[str] | None = None
+    for place in places.finditer(text):
+        at = place.start()
+        if at >= getter_end and (m := getter.match(text, at)) is not None:
+            getter_end = m.end()
+            if _word_start(text, at):
+                return "get:" + m.group(1)  # (the getter wins wherever the type is)
+        if first_typed is None and at >= typed_end and (m := typed.match(text, at)) is not None:
+            typed_end = m.end()
+            if _word_start(text, at):
+                first_typed = m
+    return "" if first_typed is None else "type:" + first_typed.group(1)
+
+
 @lru_cache(maxsize=4096)  # the same receivers in every version of a file: compiled once
-def _receiver_res(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    # Literal-led patterns (the name first): the engine skips to each occurrence (a
-    # str.find of the name, then a match at each, costs more: most names are common words).
+def _receiver_res(
+    name: str,
+) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]:
+    """(name + GETTER, name + TYPED, where both may start: None for a name that can overlap
+    itself). Literal-led patterns (the name first): the engine skips to each occurrence (a
+    str.find of the name, then a match at each, costs more: most names are common words)."""
     n = re.escape(name)
-    return re.compile(n + GETTER), re.compile(n + TYPED)
+    overlaps = any(name[:k] == name[-k:] for k in range(1, len(name)))
+    places = None if overlaps else re.compile(n + r"(?=\s*[=:])")
+    return re.compile(n + GETTER), re.compile(n + TYPED), places
 
 
 def _word_start(text: str, pos: int) -> bool:
