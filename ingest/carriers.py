@@ -182,17 +182,14 @@ def _imports(data: bytes) -> list[list[Any]]:
     """[module, name, alias, line] of `from M import a, b as c` where M is sglang's or
     relative."""
     froms, others = _import_lists(data)
-    out = [
-        [item.module, item.name, item.alias, line]
-        for at, line in froms
-        for item in _items(data, at)
-    ]
+    out = [[item.module, item.name, item.alias, line] for m, line in froms for item in _items(m)]
     return out + others
 
 
-def _import_lists(data: bytes) -> tuple[list[tuple[int, int]], list[list[Any]]]:
-    """_imports as ((offset, line) of each `from` import, the `import sglang.x as y` ones)."""
-    froms: list[tuple[int, int]] = []
+def _import_lists(data: bytes) -> tuple[list[tuple[re.Match[bytes], int]], list[list[Any]]]:
+    """_imports as ((IMPORT_RE's match, line) of each `from` import, the `import sglang.x as
+    y` ones)."""
+    froms: list[tuple[re.Match[bytes], int]] = []
     others: list[list[Any]] = []
     if b"import" not in data:
         return froms, others
@@ -204,7 +201,7 @@ def _import_lists(data: bytes) -> tuple[list[tuple[int, int]], list[list[Any]]]:
             continue  # not at the start of a line
         line += data.count(b"\n", pos, at)
         pos = at
-        froms.append((at, line))
+        froms.append((m, line))
     # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
     # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
     at = data.find(b"import sglang.")
@@ -218,10 +215,8 @@ def _import_lists(data: bytes) -> tuple[list[tuple[int, int]], list[list[Any]]]:
     return froms, others
 
 
-def _items(data: bytes, at: int) -> list[ImportItem]:
-    """The names of the `from` import IMPORT_RE matches at `at`."""
-    m = IMPORT_RE.match(data, at)
-    assert m is not None
+def _items(m: re.Match[bytes]) -> list[ImportItem]:
+    """The names of the `from` import IMPORT_RE matched."""
     text = m.group(0)
     items = _IMPORT_ITEMS.get(text)
     if items is None:

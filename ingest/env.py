@@ -367,7 +367,7 @@ def _scan_blob(
     reads_rx = _reads_rx(flags_file)
     # Only a file that reads server args can tie a variable to a flag; elsewhere the block
     # context (the costly part of this scan) is skipped.
-    linked = flags_file or b"server_args" in data
+    linked = flags_file or bool(text.index.words(b"server_args"))
     for f in found:
         statement = text.statement(f.start)
         function, dests = "", []

@@ -81,6 +81,7 @@ class LineIndex:
         self._numbers = [1]
         self._texts: dict[int, str] = {}
         self._quoted: TripleQuoted | None = None
+        self._words: dict[bytes, list[int]] = {}
         self._docstrings: list[tuple[int, int]] | None = None
 
     def quoted(self) -> TripleQuoted:
@@ -88,6 +89,13 @@ class LineIndex:
         if self._quoted is None:
             self._quoted = triple_quoted(self.data)
         return self._quoted
+
+    def words(self, word: bytes) -> list[int]:
+        """offsets(data, word), found once for every scan that needs them."""
+        found = self._words.get(word)
+        if found is None:
+            found = self._words[word] = offsets(self.data, word)
+        return found
 
     def docstrings(self) -> list[tuple[int, int]]:
         """docstring_spans(data), found once for every scan that needs it."""
@@ -163,12 +171,12 @@ class _Lines:
 
 
 def offsets(data: bytes, word: bytes) -> list[int]:
-    """Where `word` (which cannot overlap itself) stands in `data`, in order."""
+    """Where `word` stands in `data`, in order (overlapping places too: `server_args` can)."""
     out = []
     at = data.find(word)
     while at >= 0:
         out.append(at)
-        at = data.find(word, at + len(word))
+        at = data.find(word, at + 1)
     return out
 
 
@@ -491,7 +499,7 @@ def scan(data: bytes, index: LineIndex | None = None) -> dict[str, Any]:
     if lines.above:
         facts["spans"] = {str(k): v for k, v in lines.above.items()}
     _lower_member_refs(data, facts, index)
-    return _with_local_flags(data, _with_alias_reads(data, facts, index), lines.index)
+    return _with_local_flags(data, _with_alias_reads(data, facts, lines.index), lines.index)
 
 
 def _lower_member_refs(data: bytes, facts: dict[str, Any], index: LineIndex | None) -> None:
@@ -533,12 +541,12 @@ GLOBAL_ARGS = b"= get_global_server_args()"
 ALIAS_RE = re.compile(rb"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*= get_global_server_args\(\)[ \t]*$")
 
 
-def _with_alias_reads(
-    data: bytes, facts: dict[str, Any], index: LineIndex | None
-) -> dict[str, Any]:
+def _with_alias_reads(data: bytes, facts: dict[str, Any], index: LineIndex) -> dict[str, Any]:
     """`facts` with the reads through local names of the server args, after the others. A
     name is followed only if every assignment to it in the file is such a binding and it is
     no parameter of a function (there it could be anything)."""
+    if not index.words(b"server_args"):  # (no binding then: GLOBAL_ARGS holds the word)
+        return facts
     names = {n for n in server_args_aliases(data) if not n.endswith(b"server_args")}
     if not names:
         return facts
@@ -627,7 +635,7 @@ def _with_local_flags(data: bytes, facts: dict[str, Any], index: LineIndex) -> d
     read (`name = server_args.grammar_backend`) made a comparison of that flag's dest (or
     bound to `self.x`: of x)."""
     tails = {tail for _value, _line, tail, how in facts["choices"] if how != "is_call"}
-    if not tails or not _has_local_lead(data):
+    if not tails or not _has_local_lead(data, index):
         return facts
     scopes = local_flags(data, tails, index)
     if not scopes:
@@ -648,13 +656,13 @@ _LEADS_WITH_WORD = tuple(lead for lead in LOCAL_LEADS if b"server_args" in lead)
 _LEADS_WITHOUT_WORD = tuple(lead for lead in LOCAL_LEADS if b"server_args" not in lead)
 
 
-def _has_local_lead(data: bytes) -> bool:
-    """`any(lead in data for lead in LOCAL_LEADS)`, with one search of the text for the
-    three leads holding `server_args` when it lacks the word (most files): each search is a
-    pass over the whole text."""
+def _has_local_lead(data: bytes, index: LineIndex) -> bool:
+    """`any(lead in data for lead in LOCAL_LEADS)`, the three leads holding `server_args`
+    not searched when the text lacks the word (most files): each search is a pass over
+    the whole text."""
     if any(lead in data for lead in _LEADS_WITHOUT_WORD):
         return True
-    return b"server_args" in data and any(lead in data for lead in _LEADS_WITH_WORD)
+    return bool(index.words(b"server_args")) and any(lead in data for lead in _LEADS_WITH_WORD)
 
 
 def _compares(line: str, name: str) -> bool:
@@ -754,11 +762,11 @@ class Found(NamedTuple):
 def _find(data: bytes, lines: _Lines) -> Found:
     """The facts of `data` by kind, each kind in the order of a pass of its pattern."""
     reads: tuple[list[Read], ...] = ([], [], [])
-    if b"server_args" in data:
+    # The first two patterns matched at each `server_args` (bytes.find skips to a long word
+    # fastest: the engine's own search stops at every `s`)
+    words = lines.index.words(b"server_args")
+    if words:
         spans: list[tuple[int, int]] | None = None
-        # The first two patterns matched at each `server_args` (bytes.find skips to a long
-        # word fastest: the engine's own search stops at every `s`)
-        words = offsets(data, b"server_args")
         for rx, lead, found in zip(READ_RES, READ_LEADS, reads, strict=True):
             if lead == b"getattr(":
                 matches = rx.finditer(data) if lead in data else iter(())

@@ -351,3 +351,9 @@ def test_line_start_from_any_numbered_offsets() -> None:
             index.number(offset)
         assert [index.line_start(no) for no in range(1, len(starts) + 1)] == starts
         assert index.line_start(len(starts) + 1) is None
+
+
+def test_a_read_whose_word_overlaps_the_one_before() -> None:
+    # `server_args` ends with the letter it starts with: the places of the word overlap
+    got = sites.scan(b"x = server_argserver_args.tp_size\n")
+    assert [r[0] for r in got["reads"]] == ["tp_size"]
