@@ -339,7 +339,12 @@ ADDS_RE = rb"[ \t]*(?:self\.|cls\.)?%s\.(?:append|add|extend|insert)\("
 def _registers(data: bytes, end: int, const: bytes) -> bool:
     """Whether the line after the one holding `end` adds to `const`."""
     start = data.find(b"\n", end) + 1
-    return start > 0 and re.match(ADDS_RE % re.escape(const), data[start : start + 200]) is not None
+    return start > 0 and _adds_re(const).match(data[start : start + 200]) is not None
+
+
+@lru_cache(maxsize=1024)  # (re's own cache of 512 patterns is shared, and thrashed, by all)
+def _adds_re(const: bytes) -> re.Pattern[bytes]:
+    return re.compile(ADDS_RE % re.escape(const))
 
 
 def _registry_matches(data: bytes, defs: list[int]) -> Iterator[re.Match[bytes]]:

@@ -601,7 +601,13 @@ def _only_bound_so(data: bytes, name: bytes) -> bool:
             if m is not None and m.group(1).strip() != b"get_global_server_args()":
                 return False
         at = data.find(name, at + 1)
-    return not re.search(rb"\bdef \w+\([^)]*\b" + name + rb"\b", data)
+    # `\bdef \w+\([^)]*\bNAME\b` searched from each `def ` (a pattern led by `\b` has no
+    # literal for the engine to skip to), the boundary before it checked by hand
+    takes = re.compile(rb"def (?=\w+\([^)]*\b" + name + rb"\b)")
+    return not any(
+        m.start() == 0 or data[m.start() - 1 : m.start()] not in WORD_BYTES
+        for m in takes.finditer(data)
+    )
 
 
 # `name = server_args.x` then `name == "v"` in the same function: the comparison is about x.

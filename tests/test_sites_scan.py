@@ -176,6 +176,18 @@ def test_server_args_aliases_are_names_bound_at_a_line_start_only() -> None:
     assert sites.server_args_aliases(b"x = 1\n= get_global_server_args()\n") == set()
 
 
+def test_a_def_taking_the_name_makes_it_no_alias() -> None:
+    bound = b"sa = get_global_server_args()\n"
+    for text, alias in [
+        (b"def f(x, sa=None):\n    pass\n", False),
+        (b"async def f(\n    sa,\n):\n    pass\n", False),
+        (b"def f(sa2, xsa):\n    pass\n", True),  # other names
+        (b"undef f(sa):\n", True),  # no `def` at a word's start
+        (b"def f(x) -> sa:\n", True),  # not among the parameters
+    ]:
+        assert sites.server_args_aliases(bound + text) == ({b"sa"} if alias else set()), text
+
+
 LOCAL = b"""def create_backend(
     server_args,
     tokenizer,
