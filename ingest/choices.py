@@ -24,12 +24,15 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ingest.sites import (
+    CONST_IN_AFTER,
+    IN_PLACES_RE,
     VALUE,
     LineIndex,
     _in_comment,
     _Lines,
     _string_items,
     continued,
+    finditer_at,
     stored,
     subject_tail,
     unread,
@@ -63,7 +66,7 @@ LINE_KEY_RE = re.compile(rb"[ \t]*\{?[ \t]*([\"'])(" + VALUE + rb")\1:[ \t]*[\w(
 QUOTE_COLON_RE = re.compile(rb":(?<=[\"']:)")
 # ` in NAME` not followed by `[`, `.` or `(`, matched from its `in` (the engine skips to an
 # `in` much faster than to a space): the space before and what follows are checked after.
-CONST_IN_RE = re.compile(rb"in\s+(?:self\.|cls\.)?([A-Z_][A-Z0-9_]{2,})\b")
+CONST_IN_RE = re.compile(rb"in" + CONST_IN_AFTER)  # (matched where IN_PLACES_RE is)
 NOT_AFTER_CONST_RE = re.compile(rb"\s*[\[.(]")
 # `NAME = [` / `(` / `{`, checked at the start of the line where ` = [` was found (matched
 # from its `=`, the space before checked after).
@@ -299,7 +302,7 @@ def _found(data: bytes, lines: _Lines) -> _Found:
     keys = [DictKey(lines.at(offset), key, start) for offset, start, key in _dict_keys(data)]
     named: list[NamedContains] = []
     if b" in " in data:
-        for m in CONST_IN_RE.finditer(data):
+        for m in finditer_at(CONST_IN_RE, data, lines.index.places(IN_PLACES_RE)):
             at = m.start() - 1  # where ` in` starts
             if at < 0 or data[at] != SPACE:
                 continue

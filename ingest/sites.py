@@ -40,7 +40,14 @@ VALUE = rb"[A-Za-z0-9_][\w.\-/:+]{0,63}"
 COMPARE_RE = re.compile(rb"=(?<=[=!]=)\s*\(?\s*([\"'])(" + VALUE + rb")\1")
 # ` in (`: led by `in`, the space before it checked by hand (a leading space would stop the
 # engine at every space of the file)
-CONTAINS_RE = re.compile(rb"in\s*[\(\[\{]")
+CONTAINS_AFTER = rb"\s*[\(\[\{]"
+CONTAINS_RE = re.compile(rb"in" + CONTAINS_AFTER)
+# After the `in` of ingest/choices.py's CONST_IN_RE: a named constant.
+CONST_IN_AFTER = rb"\s+(?:self\.|cls\.)?([A-Z_][A-Z0-9_]{2,})\b"
+# Where either pattern may match, found in one pass for both scans (LineIndex.places) and
+# each pattern matched there alone (finditer_at): the engine's search for `in` stops at every
+# `i`, a pass of each cost twice this one.
+IN_PLACES_RE = re.compile(rb"in(?=" + CONTAINS_AFTER + rb"|" + CONST_IN_AFTER + rb")")
 STRING_ITEM_RE = re.compile(rb"\s*([\"'])(" + VALUE + rb")\1\s*\Z")
 COMMENT_RE = re.compile(rb"#[^\n]*")
 CLOSING = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
@@ -82,6 +89,7 @@ class LineIndex:
         self._texts: dict[int, str] = {}
         self._quoted: TripleQuoted | None = None
         self._words: dict[bytes, list[int]] = {}
+        self._places: dict[re.Pattern[bytes], list[int]] = {}
         self._docstrings: list[tuple[int, int]] | None = None
 
     def quoted(self) -> TripleQuoted:
@@ -95,6 +103,13 @@ class LineIndex:
         found = self._words.get(word)
         if found is None:
             found = self._words[word] = offsets(self.data, word)
+        return found
+
+    def places(self, rx: re.Pattern[bytes]) -> list[int]:
+        """Where the matches of `rx` start, found once for every scan that needs them."""
+        found = self._places.get(rx)
+        if found is None:
+            found = self._places[rx] = [m.start() for m in rx.finditer(self.data)]
         return found
 
     def docstrings(self) -> list[tuple[int, int]]:
@@ -805,7 +820,7 @@ def _find(data: bytes, lines: _Lines) -> Found:
         no = lines.cite(op, before)
         compares.append(Choice(m.group(2).decode(), no, compared_name(subject), "compare"))
     contains: list[Choice] = []
-    for m in CONTAINS_RE.finditer(data):
+    for m in finditer_at(CONTAINS_RE, data, lines.index.places(IN_PLACES_RE)):
         if data[m.start() - 1 : m.start()] != b" ":
             continue
         open_at = m.end() - 1
