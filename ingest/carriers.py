@@ -19,6 +19,7 @@ with the resolver, which asks the same of the files importing a carrier.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -726,18 +727,21 @@ class BlockMemo:
     """Results derived from a function's block alone, as ByBlock keeps them for one file,
     kept for every blob a worker analyzes (find_carriers): the versions of a file mostly
     share the text of their functions, whose blocks need not be parsed again in each.
-    Emptied when full: the keys hold the blocks' texts."""
+    A key's second item, the block's text, is kept as a 128-bit digest (the texts of a
+    full memo would be ~3 MiB of the worker's memory); emptied when full."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.found: dict[tuple[Any, ...], Any] = {}
 
     def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        if key in self.found:
-            return self.found[key]
+        digest = hashlib.blake2b(key[1].encode(), digest_size=16).digest()
+        kept = (key[0], digest, *key[2:])
+        if kept in self.found:
+            return self.found[kept]
         if len(self.found) >= self.size:
             self.found.clear()
-        found = self.found[key] = make()
+        found = self.found[kept] = make()
         return found
 
 

@@ -550,7 +550,7 @@ def _receiver_type(text: str, name: str) -> str:
     return "" if first_typed is None else "type:" + first_typed.group(1)
 
 
-@lru_cache(maxsize=4096)  # the same receivers in every version of a file: compiled once
+@lru_cache(maxsize=1024)  # the same receivers in every version of a file: compiled once
 def _receiver_res(
     name: str,
 ) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]:
