@@ -96,7 +96,7 @@ def analyze(data: bytes, kind: str, path: str) -> dict[str, Any]:
         facts["spans"] = spans
     facts.update(shapes)
     if kind != "server_args":
-        facts.update(scan_structure(data, facts["reads"]))
+        facts.update(scan_structure(data, facts["reads"], index))
     if kind == "plain":
         return facts
     text = data.decode("utf-8", "replace")

@@ -19,21 +19,27 @@ with the resolver, which asks the same of the files importing a carrier.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
 from ingest.pyfile import MAX_ACCESSOR_LINES, Def, PyFile
-from ingest.sites import in_spans, server_args_aliases
+from ingest.sites import LineIndex, in_spans, server_args_aliases
 from kb.pyast import ARGS_RECEIVERS
 
 # Led by the literal "from " and only sglang's or relative modules, the only ones followed.
 IMPORT_RE = re.compile(rb"from (\.+[\w.]*|sglang[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
 COMMENT_RE = re.compile(rb"#[^\n]*")
 IMPORT_AS_RE = re.compile(rb"import[ \t]+(sglang(?:\.\w+)+)[ \t]+as[ \t]+(\w+)[ \t]*(?:#|\n|$)")
+# `b"EntryClass" in data` and `b"global " in data`
+# (the engine's search skips to the word's first byte, rarer in code than the last one
+# bytes' `in` skips by: half the cost)
+ENTRY_WORD_RE = re.compile(rb"EntryClass")
+GLOBAL_WORD_RE = re.compile(rb"global ")
 ENTRY_RE = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", re.M)
 GLOBAL_ASSIGN_RE = re.compile(r"^([A-Z_][A-Z0-9_]*)\s*(?::[^=]*)?=[^=]")
 NAME_RE = re.compile(r"[A-Za-z_]\w*")
@@ -134,46 +140,57 @@ class ParameterTest(NamedTuple):
     truthy: bool
 
 
-def scan_structure(data: bytes, reads: list[list[Any]]) -> dict[str, Any]:
-    """A file's imports, its `EntryClass` and the carriers it defines from its `reads`."""
+def scan_structure(
+    data: bytes, reads: list[list[Any]], index: LineIndex | None = None
+) -> dict[str, Any]:
+    """A file's imports, its `EntryClass` and the carriers it defines from its `reads`
+    (`index`: the one the scans numbered the reads' lines with, which finds them again)."""
     out: dict[str, Any] = {"imports": _imports(data)}
-    if b"EntryClass" in data:
+    if ENTRY_WORD_RE.search(data):
         out["entry"] = _entry_classes(data)
     read_lines = {line for _name, line, access in reads if access == "read"}
-    if read_lines and _may_carry(data, read_lines):
+    if read_lines and _may_carry(data, read_lines, index or LineIndex(data)):
         out["carriers"] = find_carriers(data.decode("utf-8", "replace"), read_lines)
     return out
 
 
-def _may_carry(data: bytes, read_lines: set[int]) -> bool:
+def _may_carry(data: bytes, read_lines: set[int], index: LineIndex) -> bool:
     """Cheap test before any parsing: a carrier needs a `global` statement, a read at module
-    level, or a `return` on or just above a read."""
-    if b"global " in data:
+    level, or a `return` on or just above a read. (Each read's line found from the offsets
+    the index numbered, the lines above it by rfind: no split of the file's lines.)"""
+    if GLOBAL_WORD_RE.search(data):
         return True
-    lines = data.split(b"\n", max(read_lines))  # the lines up to the last read (and the rest)
     for no in read_lines:
-        if no <= len(lines) and not lines[no - 1][:1].isspace():
+        start = index.line_start(no)
+        if start is None:  # (no read is past the last line)
+            continue
+        if not _line_from(data, start)[:1].isspace():
             return True
-        if any(lines[i - 1].lstrip().startswith(b"return") for i in range(max(1, no - 6), no + 1)):
-            return True
+        for above in range(no - max(1, no - 6) + 1):  # the line, then up to 6 above it
+            if above:
+                start = data.rfind(b"\n", 0, start - 1) + 1
+            if _line_from(data, start).lstrip().startswith(b"return"):
+                return True
     return False
+
+
+def _line_from(data: bytes, start: int) -> bytes:
+    end = data.find(b"\n", start)
+    return data[start : end if end >= 0 else len(data)]
 
 
 def _imports(data: bytes) -> list[list[Any]]:
     """[module, name, alias, line] of `from M import a, b as c` where M is sglang's or
     relative."""
     froms, others = _import_lists(data)
-    out = [
-        [item.module, item.name, item.alias, line]
-        for at, line in froms
-        for item in _items(data, at)
-    ]
+    out = [[item.module, item.name, item.alias, line] for m, line in froms for item in _items(m)]
     return out + others
 
 
-def _import_lists(data: bytes) -> tuple[list[tuple[int, int]], list[list[Any]]]:
-    """_imports as ((offset, line) of each `from` import, the `import sglang.x as y` ones)."""
-    froms: list[tuple[int, int]] = []
+def _import_lists(data: bytes) -> tuple[list[tuple[re.Match[bytes], int]], list[list[Any]]]:
+    """_imports as ((IMPORT_RE's match, line) of each `from` import, the `import sglang.x as
+    y` ones)."""
+    froms: list[tuple[re.Match[bytes], int]] = []
     others: list[list[Any]] = []
     if b"import" not in data:
         return froms, others
@@ -185,7 +202,7 @@ def _import_lists(data: bytes) -> tuple[list[tuple[int, int]], list[list[Any]]]:
             continue  # not at the start of a line
         line += data.count(b"\n", pos, at)
         pos = at
-        froms.append((at, line))
+        froms.append((m, line))
     # `import sglang.srt.models.deepseek_v2 as deepseek_v2` is `from sglang.srt.models import
     # deepseek_v2` (its classes are then named `deepseek_v2.X`); str.find first: it is rare.
     at = data.find(b"import sglang.")
@@ -199,10 +216,8 @@ def _import_lists(data: bytes) -> tuple[list[tuple[int, int]], list[list[Any]]]:
     return froms, others
 
 
-def _items(data: bytes, at: int) -> list[ImportItem]:
-    """The names of the `from` import IMPORT_RE matches at `at`."""
-    m = IMPORT_RE.match(data, at)
-    assert m is not None
+def _items(m: re.Match[bytes]) -> list[ImportItem]:
+    """The names of the `from` import IMPORT_RE matched."""
     text = m.group(0)
     items = _IMPORT_ITEMS.get(text)
     if items is None:
@@ -388,7 +403,7 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
             "name": name,
             "member": member,
             "kind": kind,
-            "dests": dests,
+            "dests": list(dests),  # (a list _BLOCKS keeps may be another blob's too)
             "chain": [*chain, display(name, member, kind)],
             "line": line,
         }
@@ -424,9 +439,13 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
         if has_global and d.line not in done:  # the first read in this function
             done.add(d.line)
             block = f.lines[d.line - 1 : f.end_of(d)]
-            for g in _globals(f, d, block, aliases):
+            key = ("globals", "\n".join(block), aliases)
+            for g in _BLOCKS.get(key, partial(_globals, f, d, block, aliases)):
                 add(g.name, None, "global", g.dests, [], d.line + g.line)
-        returned = _return_dests(f, d, line, aliases)
+        returned = None
+        if f.may_return_at(d, line):  # (the cheap test before any parse)
+            at = ("returned", block_text(f, d), line - d.line, aliases)
+            returned = _BLOCKS.get(at, partial(_return_dests, f, d, line, aliases))
         ident = _carrier_id(f, d)
         if returned is not None and ident is not None:
             kind = accessor_kind(f, d.line)
@@ -436,7 +455,8 @@ def find_carriers(text: str, read_lines: set[int]) -> list[dict[str, Any]]:
     # -> _compute_layer_input_mode -> init_new.
     for _round in range(3):
         before = len(found)
-        for use in file_uses(f, _local_patterns(list(found.values())), accessors=True):
+        patterns = _local_patterns(list(found.values()))
+        for use in file_uses(f, patterns, accessors=True, blocks=_BLOCKS):
             if use.accessor is None:
                 continue
             name, member = use.accessor
@@ -580,18 +600,19 @@ def file_uses(
     f: PyFile,
     patterns: list[UsePattern],
     accessors: bool = False,
+    blocks: ByBlock | BlockMemo | None = None,
 ) -> list[Use]:
     """Uses of each pattern in code (not in imports, comments or
     triple-quoted strings). With `accessors`, only those in the `return` of a short
     function (`Use.accessor` set): the other hits are dropped before the costlier tests."""
-    return [use for _pos, _name, use in file_hits(f, patterns, accessors)]
+    return [use for _pos, _name, use in file_hits(f, patterns, accessors, blocks)]
 
 
 def file_hits(
     f: PyFile,
     patterns: list[UsePattern],
     accessors: bool = False,
-    blocks: ByBlock | None = None,
+    blocks: ByBlock | BlockMemo | None = None,
 ) -> list[tuple[int, str, Use]]:
     """file_uses, each use as (offset of the hit that found it, the receiver there, the
     use), in order (`blocks`: what earlier blobs' functions of the same text gave)."""
@@ -702,11 +723,38 @@ class ByBlock:
         return found
 
 
+class BlockMemo:
+    """Results derived from a function's block alone, as ByBlock keeps them for one file,
+    kept for every blob a worker analyzes (find_carriers): the versions of a file mostly
+    share the text of their functions, whose blocks need not be parsed again in each.
+    A key's second item, the block's text, is kept as a 128-bit digest (the texts of a
+    full memo would be ~3 MiB of the worker's memory); emptied when full."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.found: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        digest = hashlib.blake2b(key[1].encode(), digest_size=16).digest()
+        kept = (key[0], digest, *key[2:])
+        if kept in self.found:
+            return self.found[kept]
+        if len(self.found) >= self.size:
+            self.found.clear()
+        found = self.found[kept] = make()
+        return found
+
+
+# The 124 real tags' analysis finds ~1,200 blocks of functions with reads in each worker
+# (~60% of them met before), a few results per block.
+_BLOCKS = BlockMemo(2048)
+
+
 def block_text(f: PyFile, d: Def) -> str:
     return "\n".join(f.lines[d.line - 1 : f.end_of(d)])
 
 
-def _decision(f: PyFile, d: Def, line: int, blocks: ByBlock | None) -> Decision | None:
+def _decision(f: PyFile, d: Def, line: int, blocks: ByBlock | BlockMemo | None) -> Decision | None:
     """decides_return, kept in `blocks` by the function's text."""
 
     def make() -> Decision | None:

@@ -24,13 +24,15 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ingest.sites import (
-    TRIPLE_QUOTES,
+    CONST_IN_AFTER,
+    IN_PLACES_RE,
     VALUE,
     LineIndex,
     _in_comment,
     _Lines,
     _string_items,
     continued,
+    finditer_at,
     stored,
     subject_tail,
     unread,
@@ -56,11 +58,15 @@ TUPLE_STORE = rb"\b%s\[\s*(\w+|\([\w\s,]+\))\s*\]\s*=(?!=)"  # led by the dict's
 TUPLE_ASSIGN = rb"\b%s\s*=\s*\(([\w\s]+(?:,[\w\s]+)+),?\s*\)"  # led by the key's name
 MAX_PARAMS_TEXT = 2000  # how far a def's parameters are looked for
 NAME_BEFORE_RE = re.compile(r"([A-Za-z_][\w.]*)$")
-# A key that starts its line, matched at a line start found from a `":` (bytes.find is fast).
+# A key that starts its line, matched at a line start found from a `":`.
 LINE_KEY_RE = re.compile(rb"[ \t]*\{?[ \t]*([\"'])(" + VALUE + rb")\1:[ \t]*[\w(\[{\"'.-]")
+# The `":` and `':` of a file in one pass, led by the colon: the engine skips to a single
+# literal byte fastest (a bytes.find of each two-byte needle costs 4x, a character class
+# first 7x), the quote before it checked by the look-behind.
+QUOTE_COLON_RE = re.compile(rb":(?<=[\"']:)")
 # ` in NAME` not followed by `[`, `.` or `(`, matched from its `in` (the engine skips to an
 # `in` much faster than to a space): the space before and what follows are checked after.
-CONST_IN_RE = re.compile(rb"in\s+(?:self\.|cls\.)?([A-Z_][A-Z0-9_]{2,})\b")
+CONST_IN_RE = re.compile(rb"in" + CONST_IN_AFTER)  # (matched where IN_PLACES_RE is)
 NOT_AFTER_CONST_RE = re.compile(rb"\s*[\[.(]")
 # `NAME = [` / `(` / `{`, checked at the start of the line where ` = [` was found (matched
 # from its `=`, the space before checked after).
@@ -201,22 +207,6 @@ def _key_tuple_classes(data: bytes) -> list[tuple[str, str]]:
     return out
 
 
-def _quoted(data: bytes) -> list[tuple[int, int]]:
-    """(start, end) of each triple-quoted string, from its opening quote to past its closing
-    one (an unclosed one runs to the end)."""
-    spans: list[tuple[int, int]] = []
-    following = {q: data.find(q) for q in TRIPLE_QUOTES}  # next opening of each kind
-    while live := [(at, q) for q, at in following.items() if at >= 0]:
-        start, quote = min(live)
-        end = data.find(quote, start + 3)
-        end = len(data) if end < 0 else end + 3
-        spans.append((start, end))
-        for q, at in following.items():  # search again only for openings now passed
-            if 0 <= at < end:
-                following[q] = data.find(q, end)
-    return spans
-
-
 def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
     k = bisect.bisect_right(spans, (offset, 1 << 62)) - 1
     return k >= 0 and spans[k][0] < offset < spans[k][1]
@@ -292,8 +282,8 @@ def _found(data: bytes, lines: _Lines) -> _Found:
             prefix = lines.prefix(m.start())
             if _in_comment(prefix):
                 continue
-            if quoted is None:
-                quoted = _quoted(data)
+            if quoted is None:  # (f-strings too, an unclosed one to the end)
+                quoted = lines.index.quoted().spans
             if _inside(quoted, m.start()):
                 continue
             name = NAME_BEFORE_RE.search(prefix)
@@ -312,7 +302,7 @@ def _found(data: bytes, lines: _Lines) -> _Found:
     keys = [DictKey(lines.at(offset), key, start) for offset, start, key in _dict_keys(data)]
     named: list[NamedContains] = []
     if b" in " in data:
-        for m in CONST_IN_RE.finditer(data):
+        for m in finditer_at(CONST_IN_RE, data, lines.index.places(IN_PLACES_RE)):
             at = m.start() - 1  # where ` in` starts
             if at < 0 or data[at] != SPACE:
                 continue
@@ -352,7 +342,12 @@ ADDS_RE = rb"[ \t]*(?:self\.|cls\.)?%s\.(?:append|add|extend|insert)\("
 def _registers(data: bytes, end: int, const: bytes) -> bool:
     """Whether the line after the one holding `end` adds to `const`."""
     start = data.find(b"\n", end) + 1
-    return start > 0 and re.match(ADDS_RE % re.escape(const), data[start : start + 200]) is not None
+    return start > 0 and _adds_re(const).match(data[start : start + 200]) is not None
+
+
+@lru_cache(maxsize=1024)  # (re's own cache of 512 patterns is shared, and thrashed, by all)
+def _adds_re(const: bytes) -> re.Pattern[bytes]:
+    return re.compile(ADDS_RE % re.escape(const))
 
 
 def _registry_matches(data: bytes, defs: list[int]) -> Iterator[re.Match[bytes]]:
@@ -372,17 +367,14 @@ def _registry_matches(data: bytes, defs: list[int]) -> Iterator[re.Match[bytes]]
 
 def _dict_keys(data: bytes) -> list[tuple[int, int, str]]:
     """(offset, offset of its line, key) of each `"key": value` entry that starts its line,
-    in file order."""
+    in file order (a line holds one at most, found at the `":` closing it)."""
     keys: list[tuple[int, int, str]] = []
-    for quote in (b'":', b"':"):
-        pos = data.find(quote)
-        while pos >= 0:
-            start = data.rfind(b"\n", 0, pos) + 1
-            m = LINE_KEY_RE.match(data, start)
-            if m and m.end(2) == pos:  # the `":` found closes this key
-                keys.append((m.start(2), start, m.group(2).decode()))
-            pos = data.find(quote, pos + 2)
-    keys.sort()
+    for colon in QUOTE_COLON_RE.finditer(data):
+        pos = colon.start() - 1  # the closing quote
+        start = data.rfind(b"\n", 0, pos) + 1
+        m = LINE_KEY_RE.match(data, start)
+        if m and m.end(2) == pos:  # the `":` found closes this key
+            keys.append((m.start(2), start, m.group(2).decode()))
     return keys
 
 
@@ -399,10 +391,13 @@ def _dispatch_groups(keys: list[DictKey], data: bytes) -> list[DispatchGroup]:
             runs.append(([DispatchEntry(k.key, k.line)], k))
         last_line, last = k.line, k.start
     groups = []
+    looked: dict[str, list[str]] = {}  # by name: a file's dicts of one name share them
     for entries, first in runs:
         if len(entries) >= 2:
             name = _assigned_name(data, first.start)
-            lookups = _lookups(data, name) if name else []
+            if name and name not in looked:
+                looked[name] = _lookups(data, name)
+            lookups = list(looked[name]) if name else []
             groups.append(DispatchGroup(entries, first.line, name, lookups))
     return groups
 
@@ -422,36 +417,38 @@ def _run_goes_on(data: bytes, last: int, at: int, gap: int) -> bool:
 
 # A lookup in a named dict, its key's expression maybe on the next line:
 # `table[self.server_args.x]`, `table.get(\n    kv_cache_dtype, default)`.
-LOOKUP_RE = rb"(?:\[|\.get\()\s*((?:\w+(?:\(\))?\.)*\w+(?:\(\))?)\s*[\],)]"
+LOOKUP_RE = re.compile(rb"(?:\[|\.get\()\s*((?:\w+(?:\(\))?\.)*\w+(?:\(\))?)\s*[\],)]")
+# `envs.X.get()`, `os.environ["X"]` looked up with: an env var read, not a flag's name.
+ENV_LOOKUP_RE = re.compile(rb"(?:\[|\.get\()\s*os\.(?:environ\b|getenv\()")
 
 
 def _lookups(data: bytes, name: str) -> list[str]:
     """The names (subject_tail) the dict `name` is looked up with in the file, in order,
     once each: what says which flag's value a dict named for something else is keyed by.
-    (bytes.find for the name, then the pattern at each hit: a pattern led by a lookbehind
-    has no literal prefix: the engine would try it at every offset of the file.)"""
+    (The name followed by `[` or `.get(` found by a pattern led by it, then the patterns
+    at each: one led by a lookbehind has no literal prefix, the engine would try it at
+    every offset of the file.)"""
     out: list[str] = []
     key = name.encode()
-    if key + b"[" not in data and key + b".get(" not in data:
-        return out
-    lookup, lookup_env = _lookup_re(key), _lookup_env_re(key)
-    pos = data.find(key)
-    while pos >= 0:
+    bound: dict[str, str] = {}  # _bound_from of each expression (a pass over the file each)
+    for at in _looked_up_re(key).finditer(data):
+        pos = at.start()
         lead = pos - 5 if data[max(0, pos - 5) : pos] == b"self." else pos
         before = data[lead - 1 : lead] if lead else b" "
         names: tuple[str, ...] = ()
         if not (before.isalnum() or before in b"_."):
-            m = lookup.match(data, pos)
+            m = LOOKUP_RE.match(data, at.end())  # (the patterns after the name)
             expr = m.group(1).decode() if m is not None else ""
             # `envs.X.get()`, `os.environ["X"]`: an env var read, not a flag's name
-            if expr.endswith(".get()") or (m is None and lookup_env.match(data, pos)):
+            if expr.endswith(".get()") or (m is None and ENV_LOOKUP_RE.match(data, at.end())):
                 names = (ENV_LOOKUP,)
             elif expr:
-                names = (subject_tail(expr), _bound_from(data, expr))
+                if expr not in bound:
+                    bound[expr] = _bound_from(data, expr)
+                names = (subject_tail(expr), bound[expr])
         for found in names:
             if found and found not in out:
                 out.append(found)
-        pos = data.find(key, pos + 1)
     return out
 
 
@@ -476,16 +473,13 @@ def _bound_from(data: bytes, name: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def _lookup_re(key: bytes) -> re.Pattern[bytes]:
-    return re.compile(re.escape(key) + LOOKUP_RE)
+def _looked_up_re(key: bytes) -> re.Pattern[bytes]:
+    """The name followed by `[` or `.get(`, where both lookup patterns start (such matches
+    cannot overlap: the name is a word)."""
+    return re.compile(re.escape(key) + rb"(?=\[|\.get\()")
 
 
 ENV_LOOKUP = "environ"  # the lookup name of an env var read: fits no flag
-
-
-@lru_cache(maxsize=1024)
-def _lookup_env_re(key: bytes) -> re.Pattern[bytes]:
-    return re.compile(re.escape(key) + rb"(?:\[|\.get\()\s*os\.(?:environ\b|getenv\()")
 
 
 def _assigned_name(data: bytes, start: int) -> str:
@@ -511,25 +505,62 @@ def _assigned_name(data: bytes, start: int) -> str:
     return ""
 
 
-GETTER = r"\s*=\s*(?:self\.)?get_(\w+)\(\)"  # after the name
+# After the name; both start with blanks then `=` or `:` (where _receiver_type looks).
+GETTER = r"\s*=\s*(?:self\.)?get_(\w+)\(\)"
 TYPED = r"\s*(?::\s*(?:Optional\[)?|=\s*)([A-Z]\w+)\b(?!\.)"
 
 
 def _receiver_types(data: bytes, names: list[str]) -> dict[str, str]:
-    """name -> "get:<dest>" or "type:<Class>" for receivers of `.is_x()` calls."""
+    """name -> "get:<dest>" or "type:<Class>" for receivers of `.is_x()` calls: the first
+    match of `name` + GETTER that starts a word, else the first of `name` + TYPED."""
     text = data.decode("utf-8", "replace")
     out: dict[str, str] = {}
     for name in names:
-        # Literal-led patterns (the name first): the engine skips to each occurrence.
-        n = re.escape(name)
-        getter = re.compile(n + GETTER)
-        typed = re.compile(n + TYPED)
+        found = _receiver_type(text, name)
+        if found:
+            out[name] = found
+    return out
+
+
+def _receiver_type(text: str, name: str) -> str:
+    """_receiver_types of one name, from one pass over `text` instead of one per pattern:
+    both start where the name stands before `=` or `:`, each such place tried with each
+    pattern as its own pass would (after the end of that pattern's last match). A name
+    that can overlap itself (`aa`) is searched pattern by pattern: one place of it would
+    hide the next."""
+    getter, typed, places = _receiver_res(name)
+    if places is None:
         for rx, kind in ((getter, "get:"), (typed, "type:")):
             m = next((m for m in rx.finditer(text) if _word_start(text, m.start())), None)
             if m:
-                out[name] = kind + m.group(1)
-                break
-    return out
+                return kind + m.group(1)
+        return ""
+    getter_end = typed_end = 0
+    first_typed: re.Match[str] | None = None
+    for place in places.finditer(text):
+        at = place.start()
+        if at >= getter_end and (m := getter.match(text, at)) is not None:
+            getter_end = m.end()
+            if _word_start(text, at):
+                return "get:" + m.group(1)  # (the getter wins wherever the type is)
+        if first_typed is None and at >= typed_end and (m := typed.match(text, at)) is not None:
+            typed_end = m.end()
+            if _word_start(text, at):
+                first_typed = m
+    return "" if first_typed is None else "type:" + first_typed.group(1)
+
+
+@lru_cache(maxsize=1024)  # the same receivers in every version of a file: compiled once
+def _receiver_res(
+    name: str,
+) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None]:
+    """(name + GETTER, name + TYPED, where both may start: None for a name that can overlap
+    itself). Literal-led patterns (the name first): the engine skips to each occurrence (a
+    str.find of the name, then a match at each, costs more: most names are common words)."""
+    n = re.escape(name)
+    overlaps = any(name[:k] == name[-k:] for k in range(1, len(name)))
+    places = None if overlaps else re.compile(n + r"(?=\s*[=:])")
+    return re.compile(n + GETTER), re.compile(n + TYPED), places
 
 
 def _word_start(text: str, pos: int) -> bool:

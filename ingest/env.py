@@ -23,9 +23,10 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from ingest.sites import LineIndex, docstring_spans, line_state, stored
+from ingest.sites import LineIndex, finditer_at, line_state, stored
 from kb.pyast import NOT_LITERAL, literal
 
 _Q = rb"(?P<q>[\"'])(?P<n>[A-Za-z_][A-Za-z0-9_]*)(?P=q)"
@@ -45,6 +46,11 @@ ENVS_RE = re.compile(rb"envs\.([A-Z][A-Z0-9_]*)\b(?:\.([a-z_]+))?")
 # Literal-led: the regex engine skips to "SGL" / " in ", then the quotes are checked.
 LITERAL_RE = re.compile(rb"SGL(?:ANG)?_[A-Z0-9][A-Z0-9_]*")
 IN_ENVIRON = (b" in os.environ", b" in environ")
+# Each pattern and needle above holds "env" (environ, getenv, env_, _env(, envs.): one pass
+# finds every "env" of a file, led by its rarest byte (the engine skips to a single literal
+# byte fastest; a test of each lead `in` the file cost a pass each), and each is then matched
+# only where its literal stands around one (`_led`).
+ENV_WORD_RE = re.compile(rb"v(?<=env)")
 QUOTED_BEFORE = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_]*)\1\s*(?:not\s*)?$")
 DEFAULT_RE = re.compile(
     r"\s*,\s*(?:default\s*=\s*)?(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|-?[0-9][0-9_.eE+-]*|True|False|None)\s*[,)]"
@@ -125,7 +131,8 @@ class _Text:
 
     def __init__(self, data: bytes, index: LineIndex | None = None) -> None:
         self.data = data
-        self.number = (index or LineIndex(data)).number
+        self.index = index or LineIndex(data)
+        self.number = self.index.number
 
     def start(self, offset: int) -> int:
         """Offset of the start of the line holding `offset`."""
@@ -243,13 +250,24 @@ def scan_env(
 ) -> tuple[list[list[Any]], dict[str, str]]:
     """The sites (EnvSite, stored as lists) and the texts of their lines. `flags_file`:
     `self.x` reads are flag reads (server_args.py)."""
-    if b"env" not in data and b"SGL" not in data:
+    envs = [m.start() - 2 for m in ENV_WORD_RE.finditer(data)]
+    if not envs and LITERAL_RE.search(data) is None:  # (no site to find)
         return [], {}
-    return _scan_blob(data, flags_file, _Text(data, index))
+    return _scan_blob(data, flags_file, _Text(data, index), envs)
 
 
-def _find(data: bytes, text: _Text) -> list[_Found]:
-    """The sites of `data`, by line then name."""
+def _led(
+    rx: re.Pattern[bytes], data: bytes, envs: list[int], lead: bytes
+) -> Iterator[re.Match[bytes]]:
+    """rx.finditer(data), `rx` led by the literal `lead` that holds "env": matched where the
+    lead stands around each "env" (at the offsets `envs`)."""
+    shift = lead.index(b"env")
+    starts = (at - shift for at in envs if at >= shift)
+    return finditer_at(rx, data, (at for at in starts if data.startswith(lead, at)))
+
+
+def _find(data: bytes, text: _Text, envs: list[int]) -> list[_Found]:
+    """The sites of `data`, by line then name (`envs`: the offset of each "env" in it)."""
     found: dict[tuple[str, int], _Found] = {}
     # Offsets of the quoted names the call patterns took: the literal pass skips them, or a
     # call split over lines (`get_bool_env_var(\n "X"`) would count once more on the name's.
@@ -264,7 +282,7 @@ def _find(data: bytes, text: _Text) -> list[_Found]:
         if "#" in text.prefix(offset):
             return  # a mention in a comment
         if strings is None:
-            strings = docstring_spans(data)
+            strings = text.index.docstrings()
         opening = _opening(strings, offset)
         # A docstring ("Usage: X = EnvBool(..)") reads nothing, nor does a quoted name in other
         # triple-quoted text; a call there is code run elsewhere (C source given to a compiler:
@@ -280,31 +298,27 @@ def _find(data: bytes, text: _Text) -> list[_Found]:
             return
         found[key] = _Found(name, no, text.start(offset), access, how, default, cast)
 
-    if b"environ" in data:
-        for m in ENVIRON_RE.finditer(data):
-            how = ENVIRON_HOW[m.group(1)]
-            name = m.group("n").decode()
-            access = "read"
-            if how in ("environ.setdefault", "environ.pop"):
+    for m in _led(ENVIRON_RE, data, envs, b"environ"):
+        how = ENVIRON_HOW[m.group(1)]
+        name = m.group("n").decode()
+        access = "read"
+        if how in ("environ.setdefault", "environ.pop"):
+            access = "write"
+        elif how == "environ[]":
+            if WRITE_AFTER.match(data, m.end()) or text.prefix(m.start()).rstrip().endswith(
+                "del os."
+            ):
                 access = "write"
-            elif how == "environ[]":
-                if WRITE_AFTER.match(data, m.end()) or text.prefix(m.start()).rstrip().endswith(
-                    "del os."
-                ):
-                    access = "write"
-            default = _default_after(data, m.end()) if how == "environ.get" else None
-            taken.add(m.start("q"))
-            add(name, m.start(), access, how, default, _cast_of(text.prefix(m.start())))
-    if b"getenv" in data:
-        for m in GETENV_RE.finditer(data):
-            prefix = text.prefix(m.start())
-            default = _default_after(data, m.end())
-            taken.add(m.start("q"))
-            add(m.group("n").decode(), m.start(), "read", "getenv", default, _cast_of(prefix))
+        default = _default_after(data, m.end()) if how == "environ.get" else None
+        taken.add(m.start("q"))
+        add(name, m.start(), access, how, default, _cast_of(text.prefix(m.start())))
+    for m in _led(GETENV_RE, data, envs, b"getenv("):
+        prefix = text.prefix(m.start())
+        default = _default_after(data, m.end())
+        taken.add(m.start("q"))
+        add(m.group("n").decode(), m.start(), "read", "getenv", default, _cast_of(prefix))
     for lead, rx in HELPER_RES:
-        if lead not in data:
-            continue
-        for m in rx.finditer(data):
+        for m in _led(rx, data, envs, lead):
             word = re.search(r"\w*$", text.prefix(m.start()))
             assert word is not None  # \w* matches the empty string
             helper = word.group(0) + lead.rstrip(b"(").decode() + m.group(1).decode()
@@ -317,46 +331,43 @@ def _find(data: bytes, text: _Text) -> list[_Found]:
             add(m.group("n").decode(), m.start() - len(word.group(0)), "read", helper, default,
                 _cast_of("", helper))  # fmt: skip
     for needle in IN_ENVIRON:
-        at = data.find(needle)
-        while at >= 0:
+        shift = needle.index(b"env")
+        for at in (at - shift for at in envs if at >= shift):
+            if not data.startswith(needle, at):
+                continue
             after = data[at + len(needle) : at + len(needle) + 1]
             if not (after.isalnum() or after in (b"_", b".")):
                 q = QUOTED_BEFORE.search(text.prefix(at + 1))
                 if q:
                     add(q.group(2), at + 1, "check", "in environ", None, None)
-            at = data.find(needle, at + 1)
-    if b"envs." in data:
-        for m in ENVS_RE.finditer(data):
-            if m.start() and (
-                data[m.start() - 1 : m.start()].isalnum() or data[m.start() - 1] == 95
-            ):
-                continue  # "myenvs.X", "_envs.X"
-            if line_state(text.prefix(m.start())) == "string":  # not `f"{envs.X.get()}"`
-                continue  # "use `envs.YOUR_FLAG.get()`" in a message names no variable
-            method = (m.group(2) or b"").decode()
-            access = "write" if method in ENVS_WRITES else "read"
-            add(m.group(1).decode(), m.start(), access, f"envs.{method or 'X'}", None, None)
-    if b"SGL" in data:
-        for m in LITERAL_RE.finditer(data):
-            before, after = data[m.start() - 1 : m.start()], data[m.end() : m.end() + 1]
-            if before in (b'"', b"'") and after == before and m.start() - 1 not in taken:
-                if DICT_KEY_AFTER.match(data, m.end() + 1):
-                    add(m.group(0).decode(), m.start(), "write", "dict key", None, None)
-                else:
-                    add(m.group(0).decode(), m.start(), "read", "literal", None, None)
+    for m in _led(ENVS_RE, data, envs, b"envs."):
+        if m.start() and (data[m.start() - 1 : m.start()].isalnum() or data[m.start() - 1] == 95):
+            continue  # "myenvs.X", "_envs.X"
+        if line_state(text.prefix(m.start())) == "string":  # not `f"{envs.X.get()}"`
+            continue  # "use `envs.YOUR_FLAG.get()`" in a message names no variable
+        method = (m.group(2) or b"").decode()
+        access = "write" if method in ENVS_WRITES else "read"
+        add(m.group(1).decode(), m.start(), access, f"envs.{method or 'X'}", None, None)
+    for m in LITERAL_RE.finditer(data):
+        before, after = data[m.start() - 1 : m.start()], data[m.end() : m.end() + 1]
+        if before in (b'"', b"'") and after == before and m.start() - 1 not in taken:
+            if DICT_KEY_AFTER.match(data, m.end() + 1):
+                add(m.group(0).decode(), m.start(), "write", "dict key", None, None)
+            else:
+                add(m.group(0).decode(), m.start(), "read", "literal", None, None)
     return sorted(found.values(), key=lambda s: (s.line, s.name))
 
 
 def _scan_blob(
-    data: bytes, flags_file: bool, text: _Text
+    data: bytes, flags_file: bool, text: _Text, envs: list[int]
 ) -> tuple[list[list[Any]], dict[str, str]]:
-    found = _find(data, text)
+    found = _find(data, text, envs)
     sites: list[EnvSite] = []
     texts: dict[str, str] = {}
     reads_rx = _reads_rx(flags_file)
     # Only a file that reads server args can tie a variable to a flag; elsewhere the block
     # context (the costly part of this scan) is skipped.
-    linked = flags_file or b"server_args" in data
+    linked = flags_file or bool(text.index.words(b"server_args"))
     for f in found:
         statement = text.statement(f.start)
         function, dests = "", []

@@ -57,7 +57,8 @@ _SHALLOW: dict[int, re.Pattern[str]] = {}
 def _def_matches(text: str) -> list[re.Match[str]]:
     r"""The matches of `(def|class)[ \t]+(\w+)` in order, as one scan would give them: the
     two literal-led scans merged, dropping a match inside the one before (`class def x`)."""
-    found = sorted((m for rx in DEF_RES for m in rx.finditer(text)), key=lambda m: m.start())
+    rxs = DEF_RES if "\t" in text else DEF_RES[::2]  # (a tab's two need one: most have none)
+    found = sorted((m for rx in rxs for m in rx.finditer(text)), key=lambda m: m.start())
     out: list[re.Match[str]] = []
     for m in found:
         if not out or m.start() >= out[-1].end():
@@ -231,16 +232,20 @@ class PyFile:
             ]
         return found
 
+    def may_return_at(self, d: Def, line: int) -> bool:
+        """Cheap test (no parse) before returns_at: `d` is a function short enough to be an
+        accessor, with a `return` on the line or a few lines above it."""
+        if d.kind != "def" or self.end_of(d) - d.line > MAX_ACCESSOR_LINES:
+            return False
+        return any(
+            self.lines[no - 1].lstrip().startswith("return")
+            for no in range(max(d.line, line - 6), line + 1)
+        )
+
     def returns_at(self, d: Def, line: int) -> ast.Return | None:
         """The `return` statement of function `d` that spans `line`, when `d` is short
         enough to be an accessor."""
-        if d.kind != "def" or self.end_of(d) - d.line > MAX_ACCESSOR_LINES:
-            return None
-        # Cheap test first: a `return` on the line or a few lines above it.
-        if not any(
-            self.lines[no - 1].lstrip().startswith("return")
-            for no in range(max(d.line, line - 6), line + 1)
-        ):
+        if not self.may_return_at(d, line):
             return None
         rel = line - d.line + 1
         for sub in self._returns(d):

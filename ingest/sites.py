@@ -15,7 +15,7 @@ import ast
 import bisect
 import copy
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, AnyStr, NamedTuple
 
@@ -33,18 +33,31 @@ READ_RES = [
 READ_LEADS = [b"server_args", b"server_args_dict", b"getattr("]  # what each match holds
 WRITE_AFTER = re.compile(rb"\s*(?:[+\-*/|&]?=)(?!=)")
 VALUE = rb"[A-Za-z0-9_][\w.\-/:+]{0,63}"
-# `==` and `!=` each literal-led (a leading [=!] would make the engine try every `=`);
-# their matches cannot overlap, so merged by offset they are the single pattern's.
-COMPARE_RES = [re.compile(op + rb"\s*\(?\s*([\"'])(" + VALUE + rb")\1") for op in (rb"==", rb"!=")]
+# `==` and `!=` in one pass led by their last byte, the look-behind checking the first: the
+# engine skips to a single literal byte fastest (a leading [=!] would make it test every
+# byte against the class, 6x slower; two passes led by `==` and `!=` cost twice this one).
+# A match starts one byte after its operator.
+COMPARE_RE = re.compile(rb"=(?<=[=!]=)\s*\(?\s*([\"'])(" + VALUE + rb")\1")
 # ` in (`: led by `in`, the space before it checked by hand (a leading space would stop the
 # engine at every space of the file)
-CONTAINS_RE = re.compile(rb"in\s*[\(\[\{]")
+CONTAINS_AFTER = rb"\s*[\(\[\{]"
+CONTAINS_RE = re.compile(rb"in" + CONTAINS_AFTER)
+# After the `in` of ingest/choices.py's CONST_IN_RE: a named constant.
+CONST_IN_AFTER = rb"\s+(?:self\.|cls\.)?([A-Z_][A-Z0-9_]{2,})\b"
+# Where either pattern may match, found in one pass for both scans (LineIndex.places) and
+# each pattern matched there alone (finditer_at): the engine's search for `in` stops at every
+# `i`, a pass of each cost twice this one.
+IN_PLACES_RE = re.compile(rb"in(?=" + CONTAINS_AFTER + rb"|" + CONST_IN_AFTER + rb")")
 STRING_ITEM_RE = re.compile(rb"\s*([\"'])(" + VALUE + rb")\1\s*\Z")
 COMMENT_RE = re.compile(rb"#[^\n]*")
 CLOSING = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 IS_CALL_RE = re.compile(rb"\.is_([a-z0-9_]+)\(\)")
 ENUM_REF_RE = re.compile(rb"\.([A-Z][A-Z0-9_]*[A-Z0-9])\b")
 ENUM_CLASS_RE = re.compile(rb"\nclass (\w+)\(([^)]*)\):")
+# Whether a file may define an enum: `b"Enum" in data`
+# (the engine's search skips to the word's first byte, rarer in code than the last one
+# bytes' `in` skips by: half the cost)
+ENUM_WORD_RE = re.compile(rb"Enum")
 # The expression just before an operator: dotted names, calls without arguments,
 # subscripts by a string (`["key"]`), a number or a name (`[0]`, `[i]`: an element).
 SEGMENT = r"[A-Za-z_]\w*(?:\(\))?(?:\[(?:[\"']\w+[\"']|-?\w+)\])*"
@@ -74,6 +87,36 @@ class LineIndex:
         self._offsets = [0]
         self._numbers = [1]
         self._texts: dict[int, str] = {}
+        self._quoted: TripleQuoted | None = None
+        self._words: dict[bytes, list[int]] = {}
+        self._places: dict[re.Pattern[bytes], list[int]] = {}
+        self._docstrings: list[tuple[int, int]] | None = None
+
+    def quoted(self) -> TripleQuoted:
+        """triple_quoted(data), found once for every scan that needs it."""
+        if self._quoted is None:
+            self._quoted = triple_quoted(self.data)
+        return self._quoted
+
+    def words(self, word: bytes) -> list[int]:
+        """offsets(data, word), found once for every scan that needs them."""
+        found = self._words.get(word)
+        if found is None:
+            found = self._words[word] = offsets(self.data, word)
+        return found
+
+    def places(self, rx: re.Pattern[bytes]) -> list[int]:
+        """Where the matches of `rx` start, found once for every scan that needs them."""
+        found = self._places.get(rx)
+        if found is None:
+            found = self._places[rx] = [m.start() for m in rx.finditer(self.data)]
+        return found
+
+    def docstrings(self) -> list[tuple[int, int]]:
+        """docstring_spans(data), found once for every scan that needs it."""
+        if self._docstrings is None:
+            self._docstrings = docstring_spans(self.data, self.quoted())
+        return self._docstrings
 
     def number(self, offset: int) -> int:
         i = bisect.bisect_right(self._offsets, offset) - 1
@@ -83,6 +126,17 @@ class LineIndex:
             self._offsets.insert(i + 1, offset)
             self._numbers.insert(i + 1, no)
         return no
+
+    def line_start(self, no: int) -> int | None:
+        """Offset of the first byte of line `no` (None past the last line), walked to from the
+        nearest numbered offset on a line before it or on it."""
+        i = bisect.bisect_right(self._numbers, no) - 1
+        start = self.data.rfind(b"\n", 0, self._offsets[i]) + 1
+        for _ in range(no - self._numbers[i]):
+            start = self.data.find(b"\n", start) + 1
+            if start == 0:
+                return None
+        return start
 
     def text(self, no: int, offset: int) -> str:
         """The stripped text of line `no`, which holds `offset`."""
@@ -129,6 +183,30 @@ class _Lines:
             self.texts[no] = (before.text + self.index.text(no, offset))[:MAX_LINE]
             self.above[no] = before.lines
         return no
+
+
+def offsets(data: bytes, word: bytes) -> list[int]:
+    """Where `word` stands in `data`, in order (overlapping places too: `server_args` can)."""
+    out = []
+    at = data.find(word)
+    while at >= 0:
+        out.append(at)
+        at = data.find(word, at + 1)
+    return out
+
+
+def finditer_at(
+    rx: re.Pattern[bytes], data: bytes, starts: Iterable[int]
+) -> Iterator[re.Match[bytes]]:
+    """rx.finditer(data), every match of `rx` starting at one of `starts` (increasing): the
+    pattern tried there alone, each match after the one before."""
+    end = 0
+    for at in starts:
+        if at >= end:
+            m = rx.match(data, at)
+            if m is not None:
+                end = m.end()
+                yield m
 
 
 class Read(NamedTuple):
@@ -213,29 +291,52 @@ def _in_comment(prefix: str) -> bool:
     return "#" in prefix and line_state(prefix) == "comment"
 
 
-# Triple-quoted strings that are not f-strings: docstrings and text, never reads.
+# Where three quotes of a kind start, runs of more included (`""""` holds two), each kind in
+# a pass led by the single quote: the engine skips to one literal byte fastest (bytes.find of
+# `'''`, a run of one byte, costs twice the pass).
+TRIPLE_RES = (re.compile(rb'"(?="")'), re.compile(rb"'(?='')"))
+TRIPLE_RES_STR = (re.compile(r'"(?="")'), re.compile(r"'(?='')"))
 TRIPLE_QUOTES = (b'"""', b"'''")
-TRIPLE_QUOTES_STR = ('"""', "'''")
 
 
-def docstring_spans(data: AnyStr) -> list[tuple[int, int]]:
-    """Spans of triple-quoted strings, from quote to matching quote (find: a regex costs
-    a tenth of the whole scan); offsets in `data`, bytes or str."""
+class TripleQuoted(NamedTuple):
+    """The triple-quoted strings of a text, in order, each (start of its opening quotes, end
+    of its closing ones); an unclosed last one runs to the end of the text."""
+
+    spans: list[tuple[int, int]]
+    unclosed: bool  # whether the last span is an unclosed string's
+
+
+def triple_quoted(data: AnyStr) -> TripleQuoted:
+    """Every triple-quoted string of `data` (bytes or str; offsets in it), f-strings too:
+    from each opening to the next three quotes of its kind, the next opening after them."""
+    rxs = TRIPLE_RES if isinstance(data, bytes) else TRIPLE_RES_STR
+    starts = [[m.start() for m in rx.finditer(data)] for rx in rxs]  # type: ignore[call-overload]
     spans: list[tuple[int, int]] = []
-    quotes: Sequence[AnyStr] = TRIPLE_QUOTES if isinstance(data, bytes) else TRIPLE_QUOTES_STR
+    following = [kind[0] if kind else -1 for kind in starts]  # next opening of each kind
+    while live := [(at, k) for k, at in enumerate(following) if at >= 0]:
+        start, k = min(live)
+        i = bisect.bisect_left(starts[k], start + 3)
+        if i == len(starts[k]):
+            spans.append((start, len(data)))
+            return TripleQuoted(spans, True)
+        end = starts[k][i] + 3
+        spans.append((start, end))
+        for other, at in enumerate(following):  # the next opening after it, for those passed
+            if 0 <= at < end:
+                j = bisect.bisect_left(starts[other], end)
+                following[other] = starts[other][j] if j < len(starts[other]) else -1
+    return TripleQuoted(spans, False)
+
+
+def docstring_spans(data: AnyStr, quoted: TripleQuoted | None = None) -> list[tuple[int, int]]:
+    """Spans of the closed triple-quoted strings that are not f-strings (docstrings and
+    text, never code), from quote to matching quote; offsets in `data`, bytes or str.
+    `quoted`: triple_quoted(data), when already found."""
+    spans, unclosed = quoted or triple_quoted(data)
     f_prefixes: Sequence[AnyStr] = (b"f", b"F") if isinstance(data, bytes) else ("f", "F")
-    following = {q: data.find(q) for q in quotes}  # next opening of each kind
-    while live := [(at, q) for q, at in following.items() if at >= 0]:
-        start, quote = min(live)
-        end = data.find(quote, start + 3)
-        if end < 0:
-            break
-        if data[start - 1 : start] not in f_prefixes:
-            spans.append((start, end + 3))
-        for q, at in following.items():  # search again only for openings now passed
-            if 0 <= at < end + 3:
-                following[q] = data.find(q, end + 3)
-    return spans
+    closed = spans[:-1] if unclosed else spans
+    return [(start, end) for start, end in closed if data[start - 1 : start] not in f_prefixes]
 
 
 def in_spans(spans: list[tuple[int, int]], offset: int) -> bool:
@@ -380,6 +481,7 @@ def unread(prefix: str) -> bool:
     return not subject_tail(prefix) and prefix.strip() not in ("", "not")
 
 
+@lru_cache(maxsize=1 << 14)  # as subject_tail: the same lines recur in every version of a file
 def compared_name(prefix: str) -> str:
     """subject_tail, led by the receiver's last name when that receiver is not known to
     hold flags: `quant_info.quant_type` -> "quant_info.quant_type" (a kernel's input format
@@ -406,13 +508,13 @@ def scan(data: bytes, index: LineIndex | None = None) -> dict[str, Any]:
         "reads": stored([r for reads in found.reads for r in reads]),
         "choices": stored(found.compares + found.contains + found.is_calls),
         "enum_refs": stored(found.enum_refs),
-        "enums": scan_enums(data) if b"Enum" in data else [],
+        "enums": scan_enums(data) if ENUM_WORD_RE.search(data) else [],
         "lines": {str(k): v for k, v in lines.texts.items()},
     }
     if lines.above:
         facts["spans"] = {str(k): v for k, v in lines.above.items()}
     _lower_member_refs(data, facts, index)
-    return _with_local_flags(data, _with_alias_reads(data, facts, index))
+    return _with_local_flags(data, _with_alias_reads(data, facts, lines.index), lines.index)
 
 
 def _lower_member_refs(data: bytes, facts: dict[str, Any], index: LineIndex | None) -> None:
@@ -434,7 +536,7 @@ def _lower_member_refs(data: bytes, facts: dict[str, Any], index: LineIndex | No
     found: list[EnumRef] = []
     for cls, members in lower.items():
         key = cls.encode() + b"."
-        for at in _code_finds(data, key):
+        for at in _code_finds(data, key, index.docstrings):
             m = MEMBER_RE.match(data, at + len(key))
             if m and m.group().decode() in members:
                 no = index.number(at)
@@ -454,17 +556,17 @@ GLOBAL_ARGS = b"= get_global_server_args()"
 ALIAS_RE = re.compile(rb"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*= get_global_server_args\(\)[ \t]*$")
 
 
-def _with_alias_reads(
-    data: bytes, facts: dict[str, Any], index: LineIndex | None
-) -> dict[str, Any]:
+def _with_alias_reads(data: bytes, facts: dict[str, Any], index: LineIndex) -> dict[str, Any]:
     """`facts` with the reads through local names of the server args, after the others. A
     name is followed only if every assignment to it in the file is such a binding and it is
     no parameter of a function (there it could be anything)."""
+    if not index.words(b"server_args"):  # (no binding then: GLOBAL_ARGS holds the word)
+        return facts
     names = {n for n in server_args_aliases(data) if not n.endswith(b"server_args")}
     if not names:
         return facts
     lines = _Lines(data, index)
-    spans = docstring_spans(data)
+    spans = lines.index.docstrings()
     found: list[Read] = []
     pattern = rb"(?<![\w.])(" + b"|".join(sorted(names)) + rb")\.([a-z_][a-z0-9_]*)\b(?!\()"
     for m in re.finditer(pattern, data):
@@ -514,7 +616,13 @@ def _only_bound_so(data: bytes, name: bytes) -> bool:
             if m is not None and m.group(1).strip() != b"get_global_server_args()":
                 return False
         at = data.find(name, at + 1)
-    return not re.search(rb"\bdef \w+\([^)]*\b" + name + rb"\b", data)
+    # `\bdef \w+\([^)]*\bNAME\b` searched from each `def ` (a pattern led by `\b` has no
+    # literal for the engine to skip to), the boundary before it checked by hand
+    takes = re.compile(rb"def (?=\w+\([^)]*\b" + name + rb"\b)")
+    return not any(
+        m.start() == 0 or data[m.start() - 1 : m.start()] not in WORD_BYTES
+        for m in takes.finditer(data)
+    )
 
 
 # `name = server_args.x` then `name == "v"` in the same function: the comparison is about x.
@@ -526,6 +634,10 @@ LOCAL_RE = re.compile(  # matched from a line's start: indented, so in some bloc
     rb"|get_global_server_args\(\))\.|self\.)([a-z_][a-z0-9_]*)[ \t]*(?:#[^\n]*)?$",
     re.M,
 )
+# LOCAL_RE from its `= ` on, which stands once in a line LOCAL_RE matches (nothing before it
+# holds a `=`): its matches find the lines to try LOCAL_RE on, once each (a match runs to the
+# end of its line).
+BINDING_RE = re.compile(LOCAL_RE.pattern[LOCAL_RE.pattern.index(b"= (?:") :], re.M)
 # What binds a name again: `NAME =` (augmented, `:=`), `a, NAME, b =` and `NAME: int =` at a
 # line's start, `for NAME in`, `as NAME`, `del NAME`, `global NAME`, a nested def's or lambda's
 # parameter `NAME` (a keyword argument `f(NAME=1)` is taken for one too: precision first).
@@ -539,14 +651,14 @@ REBIND = (
 COMPARED_AFTER = r"(?:\.(?:lower|upper|strip|casefold)\(\))*[ \t]*(?:==|!=|(?:not[ \t]+)?in\b)"
 
 
-def _with_local_flags(data: bytes, facts: dict[str, Any]) -> dict[str, Any]:
+def _with_local_flags(data: bytes, facts: dict[str, Any], index: LineIndex) -> dict[str, Any]:
     """`facts` with each comparison of a local name bound once in its function to a flag's
     read (`name = server_args.grammar_backend`) made a comparison of that flag's dest (or
     bound to `self.x`: of x)."""
     tails = {tail for _value, _line, tail, how in facts["choices"] if how != "is_call"}
-    if not tails or not _has_local_lead(data):
+    if not tails or not _has_local_lead(data, index):
         return facts
-    scopes = local_flags(data, tails)
+    scopes = local_flags(data, tails, index)
     if not scopes:
         return facts
     choices = [Choice._make(c) for c in facts["choices"]]
@@ -565,13 +677,13 @@ _LEADS_WITH_WORD = tuple(lead for lead in LOCAL_LEADS if b"server_args" in lead)
 _LEADS_WITHOUT_WORD = tuple(lead for lead in LOCAL_LEADS if b"server_args" not in lead)
 
 
-def _has_local_lead(data: bytes) -> bool:
-    """`any(lead in data for lead in LOCAL_LEADS)`, with one search of the text for the
-    three leads holding `server_args` when it lacks the word (most files): each search is a
-    pass over the whole text."""
+def _has_local_lead(data: bytes, index: LineIndex) -> bool:
+    """`any(lead in data for lead in LOCAL_LEADS)`, the three leads holding `server_args`
+    not searched when the text lacks the word (most files): each search is a pass over
+    the whole text."""
     if any(lead in data for lead in _LEADS_WITHOUT_WORD):
         return True
-    return b"server_args" in data and any(lead in data for lead in _LEADS_WITH_WORD)
+    return bool(index.words(b"server_args")) and any(lead in data for lead in _LEADS_WITH_WORD)
 
 
 def _compares(line: str, name: str) -> bool:
@@ -580,25 +692,27 @@ def _compares(line: str, name: str) -> bool:
     return bool(re.search(r"(?<![\w.])" + after, line)) and not re.search(r"\." + after, line)
 
 
-def local_flags(data: bytes, names: set[str] | None = None) -> list[tuple[str, str, int, int]]:
+def local_flags(
+    data: bytes, names: set[str] | None = None, index: LineIndex | None = None
+) -> list[tuple[str, str, int, int]]:
     """(name, dest, line of the binding, last line of its function) for each local name
     (of `names`, if given) bound to a flag's read, once in its function, and not used
     before in it (a parameter, a global, another binding: it could be anything)."""
     found = []
     spans: list[tuple[int, int]] | None = None
-    # The lines holding a lead, by bytes.find (a regex led by `^` tries every position)
-    starts = set()
-    for lead in LOCAL_LEADS:
-        at = data.find(lead)
-        while at >= 0:
-            starts.add(data.rfind(b"\n", 0, at) + 1)
-            at = data.find(lead, at + 1)
-    for line_start in sorted(starts):
+    wanted = None if names is None else {n.encode() for n in names}
+    # LOCAL_RE from the start of each line where its part from `= ` on matches, the name
+    # before it one of `names` (a regex led by `^` tries every position; a bytes.find of each
+    # lead, `= self.` above all, stops at many more lines)
+    for binding in BINDING_RE.finditer(data):
+        line_start = data.rfind(b"\n", 0, binding.start()) + 1
+        if wanted is not None and data[line_start : binding.start()].strip(b" \t") not in wanted:
+            continue
         m = LOCAL_RE.match(data, line_start)
-        if m is None or names is not None and m.group(2).decode() not in names:
+        if m is None:
             continue
         if spans is None:
-            spans = docstring_spans(data)
+            spans = index.docstrings() if index is not None else docstring_spans(data)
         scope = _function_of(data, m.start(), len(m.group(1)), spans)
         if scope is None:
             continue
@@ -669,42 +783,44 @@ class Found(NamedTuple):
 def _find(data: bytes, lines: _Lines) -> Found:
     """The facts of `data` by kind, each kind in the order of a pass of its pattern."""
     reads: tuple[list[Read], ...] = ([], [], [])
-    if b"server_args" in data:
+    # The first two patterns matched at each `server_args` (bytes.find skips to a long word
+    # fastest: the engine's own search stops at every `s`)
+    words = lines.index.words(b"server_args")
+    if words:
         spans: list[tuple[int, int]] | None = None
         for rx, lead, found in zip(READ_RES, READ_LEADS, reads, strict=True):
-            if lead not in data:  # a pass of `in` costs half a regex pass
-                continue
-            for m in rx.finditer(data):
+            if lead == b"getattr(":
+                matches = rx.finditer(data) if lead in data else iter(())
+            else:
+                matches = finditer_at(rx, data, (at for at in words if data.startswith(lead, at)))
+            for m in matches:
                 if _in_comment(lines.prefix(m.start())):
                     continue
                 if spans is None:
-                    spans = docstring_spans(data)
+                    spans = lines.index.docstrings()
                 if in_spans(spans, m.start()):
                     continue
                 name = m.group(m.lastindex or 1).decode()
                 write = rx is READ_RES[0] and bool(WRITE_AFTER.match(data, m.end()))
                 found.append(Read(name, lines.at(m.start()), "write" if write else "read"))
     compares: list[Choice] = []
-    ops = [rx for rx, op in zip(COMPARE_RES, (b"==", b"!="), strict=True) if op in data]
-    matches = [m for rx in ops for m in rx.finditer(data)]
-    if len(ops) == 2:
-        matches.sort(key=lambda m: m.start())
-    for m in matches:
-        prefix = lines.prefix(m.start())
+    for m in COMPARE_RE.finditer(data):
+        op = m.start() - 1  # where the operator starts
+        prefix = lines.prefix(op)
         if _in_comment(prefix):
             continue
-        subject, before = continued(data, m.start(), prefix)
+        subject, before = continued(data, op, prefix)
         if unread(subject):
             # `for attr in ("attention_backend", ...): if getattr(self, attr) == "v"`: each
             # flag named; the site is cited once, for the first that accepts the value.
-            for name in _looped_getattr(data, m.start(), subject):
-                no = lines.cite(m.start(), before)
+            for name in _looped_getattr(data, op, subject):
+                no = lines.cite(op, before)
                 compares.append(Choice(m.group(2).decode(), no, name, "compare"))
             continue
-        no = lines.cite(m.start(), before)
+        no = lines.cite(op, before)
         compares.append(Choice(m.group(2).decode(), no, compared_name(subject), "compare"))
     contains: list[Choice] = []
-    for m in CONTAINS_RE.finditer(data):
+    for m in finditer_at(CONTAINS_RE, data, lines.index.places(IN_PLACES_RE)):
         if data[m.start() - 1 : m.start()] != b" ":
             continue
         open_at = m.end() - 1
@@ -804,16 +920,20 @@ def _subscripted(data: bytes, name: str) -> bool:
     return next(_code_finds(data, name.encode() + b"["), None) is not None
 
 
-def _code_finds(data: bytes, key: bytes) -> Iterator[int]:
+def _code_finds(
+    data: bytes, key: bytes, docstrings: Callable[[], list[tuple[int, int]]] | None = None
+) -> Iterator[int]:
     """Offsets of `key` in code: not inside a longer name, a comment, a string, an f-string
-    or a docstring (the docstrings found once, at the first offset that needs them)."""
+    or a docstring (the docstrings found once, at the first offset that needs them, by
+    `docstrings` when given: docstring_spans(data) kept for the file's other scans)."""
     spans: list[tuple[int, int]] | None = None
     at = data.find(key)
     while at >= 0:
         start = data.rfind(b"\n", 0, at) + 1
         prefix = data[start:at].decode("utf-8", "replace")
         if data[at - 1 : at] not in WORD_BYTES and line_state(prefix) == "code":
-            spans = docstring_spans(data) if spans is None else spans
+            if spans is None:
+                spans = docstrings() if docstrings is not None else docstring_spans(data)
             if not in_spans(spans, at):
                 yield at
         at = data.find(key, at + len(key))

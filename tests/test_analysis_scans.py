@@ -211,4 +211,4 @@ def test_local_lead_test_is_any_lead_in_the_text() -> None:
              b"v = self.w", b"server_args", b"get_global_server_args()", b"= self"]  # fmt: skip
     for text in texts:
         want = any(lead in text for lead in sites.LOCAL_LEADS)
-        assert sites._has_local_lead(text) is want, text
+        assert sites._has_local_lead(text, sites.LineIndex(text)) is want, text

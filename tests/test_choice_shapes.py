@@ -4,8 +4,10 @@ one, a dispatch dict's name above one, a receiver's type split by one."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ingest import choices
 from ingest.choices import scan_choice_shapes
 
 
@@ -131,6 +133,32 @@ def test_receivers_types_take_the_first_getter_then_the_first_type() -> None:
     found = _same([text, text.replace("Mode.A", "Mode.B"), text.replace("x\n", "y\n")], choices)
     assert found[0]["types"] == {"backend": "get:attention_backend"}  # `Mode.` is no type
     assert found[2]["types"] == {"backend": "get:attention_backend"}
+
+
+def _types_pattern_by_pattern(text: str, name: str) -> str:
+    """What _receiver_types gives a name: a pass of each pattern in turn, its first match
+    that starts a word."""
+    for tail, kind in ((choices.GETTER, "get:"), (choices.TYPED, "type:")):
+        for m in re.finditer(re.escape(name) + tail, text):
+            if m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_."):
+                return kind + m.group(1)
+    return ""
+
+
+def test_receivers_types_in_one_pass_as_in_one_pass_per_pattern() -> None:
+    texts = [
+        "xt = get_a()\nt = get_b()\n",  # a getter inside a word, then one at a word's start
+        "t: T\nu = 1\nt = get_c()\n",  # the first getter wins over an earlier type
+        "xFoo: Foo = get_d()\n",  # a type inside a word hides no getter in it
+        "xFoo: Foo = Bar\nFoo: Baz\n",  # nor a type, its own pass going on after it
+        "aaa = get_e()\naa = get_f()\naa: G\n",  # a name that overlaps itself
+        "t  \n= get_g()\n",  # blanks, a line's end, before the `=`
+        "t.x = get_h()\nt: Optional[K]\n",  # no getter: the type
+    ]
+    for text in texts:
+        for name in ("t", "Foo", "aa", "u"):
+            want = _types_pattern_by_pattern(text, name)
+            assert choices._receiver_types(text.encode(), [name]) == ({name: want} if want else {})
 
 
 def test_containment_needs_the_whole_blobs_cheap_test() -> None:

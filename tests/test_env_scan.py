@@ -114,3 +114,19 @@ def test_docstrings_dict_keys_and_split_calls() -> None:
         ["SGLANG_KID", 9, 9, "write", "dict key"],
         ["SGLANG_Y", 11, 13, "read", "get_int_env_var"],
     ]
+
+
+def test_each_call_shape_at_the_very_start_and_end_of_a_blob() -> None:
+    # Every pattern is matched where its literal stands around an "env" of the file: the
+    # first bytes and the last hold one each, and a call right after another's name.
+    for text, name, how in [
+        ('getenv("SGLANG_A")', "SGLANG_A", "getenv"),
+        ('environ["SGLANG_B"]', "SGLANG_B", "environ[]"),
+        ('_env("SGLANG_C")', "SGLANG_C", "_env"),
+        ('env_flag("SGLANG_D")', "SGLANG_D", "env_flag"),
+        ("envs.SGLANG_E.get()", "SGLANG_E", "envs.get"),
+        ('"SGLANG_F" in environ', "SGLANG_F", "in environ"),
+    ]:
+        for source in (text, "x = 1\n" + text, f'y = os.getenv("SGLANG_Z")\n{text}'):
+            (found,) = both(source)
+            assert site(found, name)[4] == how, source

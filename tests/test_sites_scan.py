@@ -176,6 +176,18 @@ def test_server_args_aliases_are_names_bound_at_a_line_start_only() -> None:
     assert sites.server_args_aliases(b"x = 1\n= get_global_server_args()\n") == set()
 
 
+def test_a_def_taking_the_name_makes_it_no_alias() -> None:
+    bound = b"sa = get_global_server_args()\n"
+    for text, alias in [
+        (b"def f(x, sa=None):\n    pass\n", False),
+        (b"async def f(\n    sa,\n):\n    pass\n", False),
+        (b"def f(sa2, xsa):\n    pass\n", True),  # other names
+        (b"undef f(sa):\n", True),  # no `def` at a word's start
+        (b"def f(x) -> sa:\n", True),  # not among the parameters
+    ]:
+        assert sites.server_args_aliases(bound + text) == ({b"sa"} if alias else set()), text
+
+
 LOCAL = b"""def create_backend(
     server_args,
     tokenizer,
@@ -302,3 +314,58 @@ def test_a_local_s_comparison_is_the_flag_s_when_the_flag_accepts_the_value() ->
     assert who.attribute("flashinfer", "backend") == (
         None, ["--attention-backend", "--sampling-backend"], "",
     )  # fmt: skip
+
+
+def _spans_by_find(data: bytes) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(docstring spans, every triple-quoted span with an unclosed one to the end), by the
+    plain walk of bytes.find: what sites.triple_quoted's passes must give."""
+    every: list[tuple[int, int]] = []
+    docs: list[tuple[int, int]] = []
+    at = min((i for i in (data.find(b'"""'), data.find(b"'''")) if i >= 0), default=-1)
+    while at >= 0:
+        quote = data[at : at + 3]
+        close = data.find(quote, at + 3)
+        end = len(data) if close < 0 else close + 3
+        every.append((at, end))
+        if close >= 0 and data[at - 1 : at] not in (b"f", b"F"):
+            docs.append((at, end))
+        nexts = [i for i in (data.find(b'"""', end), data.find(b"'''", end)) if i >= 0]
+        at = min(nexts) if close >= 0 and nexts else -1
+    return docs, every
+
+
+def test_triple_quoted_strings_by_their_quote_runs() -> None:
+    cases = [  # (text, whether its last string is unclosed)
+        (b'x = """a""""\ny = 1\n', False),  # a run of four closes at its first three
+        (b'""""""\n"""b"""\n', False),  # an empty string, then another
+        (b"s = '''a \"\"\" b'''\nt = \"\"\"c ''' d\"\"\"\n", False),  # each kind in the other
+        (b'f"""{x}""" + """doc"""\nF"""y"""', False),  # f-strings are no docstrings
+        (b"a = \"\"\"never closed\n'''x'''\n", True),  # unclosed: the rest is in it
+        (b"'''''''\n", False),  # seven quotes: closed by the next three, one left
+        (b"no quotes at all", False),
+    ]
+    for data, unclosed in cases:
+        docs, every = _spans_by_find(data)
+        assert sites.triple_quoted(data) == (every, unclosed), data
+        assert sites.docstring_spans(data) == docs, data
+        assert sites.docstring_spans(data.decode()) == docs, data  # str offsets alike (ASCII)
+
+
+def test_line_start_from_any_numbered_offsets() -> None:
+    data = b"a = 1\n\n    b = server_args.x\nc\n\nlast"
+    starts = [0]
+    for at, byte in enumerate(data):
+        if byte == ord("\n"):
+            starts.append(at + 1)
+    for numbered in ([], [9], [9, 30], [len(data) - 1]):
+        index = sites.LineIndex(data)
+        for offset in numbered:
+            index.number(offset)
+        assert [index.line_start(no) for no in range(1, len(starts) + 1)] == starts
+        assert index.line_start(len(starts) + 1) is None
+
+
+def test_a_read_whose_word_overlaps_the_one_before() -> None:
+    # `server_args` ends with the letter it starts with: the places of the word overlap
+    got = sites.scan(b"x = server_argserver_args.tp_size\n")
+    assert [r[0] for r in got["reads"]] == ["tp_size"]
