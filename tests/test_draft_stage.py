@@ -393,42 +393,26 @@ def test_the_finding_is_of_the_load_stage_and_a_fix_passes_it(session: Session) 
     assert "no draft decode backend cutlass_mla" in load["message"]
 
 
+def load_errors(session: Session, arch: str, backend: str, **config: Any) -> list[dict]:
+    """The errors explain finds for the backend on an SM90 profile of `arch`."""
+    profile = {"arch": arch, "sm": 90, "config": {"architectures": [arch], **config}}
+    command = f"--model-path m --attention-backend {backend}"
+    result = explain(session, "v0.1.0", command, profile=Profile.parse(profile))
+    return [f for f in result["findings"] if f["severity"] == "error"]
+
+
 def test_the_backend_the_registry_builds_checks_the_model(session: Session) -> None:
-    command = "--model-path m --attention-backend dual_chunk"
-    plain = {
-        "arch": "LlamaForCausalLM",
-        "sm": 90,
-        "config": {"architectures": ["LlamaForCausalLM"]},
-    }
-    result = explain(session, "v0.1.0", command, profile=Profile.parse(plain))
-    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    (error,) = load_errors(session, "LlamaForCausalLM", "dual_chunk")
     assert error["stage"] == "load" and error["source"]["path"] == DUAL_CHUNK_PATH
-    chunked = {**plain, "config": {**plain["config"], "dual_chunk_attention_config": {}}}
-    result = explain(session, "v0.1.0", command, profile=Profile.parse(chunked))
-    assert [f for f in result["findings"] if f["severity"] == "error"] == []
+    chunked = {"dual_chunk_attention_config": {}}
+    assert load_errors(session, "LlamaForCausalLM", "dual_chunk", **chunked) == []
 
 
 def test_an_encoder_only_model_s_first_prefill_reaches_the_backend_s_forward(
     session: Session,
 ) -> None:
-    encoder = {
-        "arch": "ToyEncoderModel",
-        "sm": 90,
-        "config": {"architectures": ["ToyEncoderModel"]},
-    }
-    result = explain(
-        session, "v0.1.0", "--model-path m --attention-backend flex", profile=Profile.parse(encoder)
-    )
-    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    (error,) = load_errors(session, "ToyEncoderModel", "flex")
     assert error["stage"] == "first_forward" and error["source"]["path"] == FLEX_PATH
     assert "non-causal attention" in error["message"]
     # a decoder's layers are not followed into the forward: nothing there
-    llama = {
-        "arch": "LlamaForCausalLM",
-        "sm": 90,
-        "config": {"architectures": ["LlamaForCausalLM"]},
-    }
-    result = explain(
-        session, "v0.1.0", "--model-path m --attention-backend flex", profile=Profile.parse(llama)
-    )
-    assert [f for f in result["findings"] if f["severity"] == "error"] == []
+    assert load_errors(session, "LlamaForCausalLM", "flex") == []
