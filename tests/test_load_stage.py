@@ -311,3 +311,58 @@ def test_the_model_config_class_is_the_one_of_config_json_s_model_type() -> None
     assert probe("other_hybrid") == hybrid
     assert probe("hybrid_gdn") == hybrid
     assert probe("llama") == []
+
+
+MEMO_PROBE = """
+
+@register_attention_backend("memo_probe")
+def create_memo_probe_backend(runner):
+    if runner.linear_kind() == "hybrid":
+        raise ValueError("hybrid models need the triton backend")
+    return "ProbeBackend"
+"""
+
+
+def test_a_cache_filled_on_first_use_starts_from_the_constructor_s_value() -> None:
+    """`self._cache = _UNSET` in the constructor, filled under `if self._cache is _UNSET:`:
+    the method reading it computes it (it was unknown: two assignments of the field)."""
+    runner = (
+        MODEL_RUNNER.replace(
+            "class ModelRunner:",
+            "_UNSET = object()\n\n\nclass ModelRunner:",
+        ).replace(
+            "        self.use_mla_backend = ",
+            "        self._kind_cache = _UNSET\n        self.use_mla_backend = ",
+        )
+        + """
+    def linear_kind(self):
+        if self._kind_cache is _UNSET:
+            model_type = self.model_config.hf_config.model_type
+            self._kind_cache = "hybrid" if model_type == "hybrid_gdn" else "plain"
+        return self._kind_cache
+"""
+    )
+    mods = modules()
+    for path, text in ((RUNNER, runner), (REGISTRY, ATTENTION_REGISTRY + MEMO_PROBE)):
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None
+        mods[path] = mod
+
+    def probe(model_type: str) -> list[tuple[str, str]]:
+        config = {"architectures": ["LlamaForCausalLM"], "model_type": model_type}
+        sim = Simulator(
+            mods.get,
+            mods[ARGS],
+            {"model_path": "m", "attention_backend": "memo_probe"},
+            Profile.parse({"arch": "LlamaForCausalLM", "sm": 90, "config": config}),
+            given={"model_path", "attention_backend"},
+            derive=derived,
+        )
+        result = sim.run()
+        start = len(result.checks)
+        build = derived.runner_method(sim, "_get_attention_backend")
+        assert build is not None and sim.run_after(build)
+        return raised(result.checks[start:])
+
+    assert probe("hybrid_gdn") == [("fired", "ValueError: hybrid models need the triton backend")]
+    assert probe("llama") == []

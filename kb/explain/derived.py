@@ -282,8 +282,9 @@ def _set_once(cls: ast.ClassDef, attr: str) -> tuple[Method, int, ast.expr | Non
     class's only assignment of the attribute (else which one holds is not decided here), in
     the constructor or in a helper taking only `self` (`self._derive_hybrid_model()`: what
     ServerArgs reads exists, so the helper ran)."""
-    sites = [node for _, node in _self_assignments(cls).get(attr, [])]
-    site = sites[0] if len(sites) == 1 else None
+    assigned = _self_assignments(cls).get(attr, [])
+    sites = [node for _, node in assigned]
+    site = sites[0] if len(sites) == 1 else _memo_initial(assigned, attr)
     if not isinstance(site, ast.Assign | ast.AnnAssign):
         return None
     for method in _methods(cls).values():
@@ -294,6 +295,32 @@ def _set_once(cls: ast.ClassDef, attr: str) -> tuple[Method, int, ast.expr | Non
             if stmt is site:
                 return method, index, site.value
     return None
+
+
+def _memo_initial(assigned: list[tuple[Method, Assignment]], attr: str) -> Assignment | None:
+    """A cache filled on first use: `self.<attr> = _UNSET` in the constructor, every other
+    assignment under `if self.<attr> is _UNSET:`. Its value is the constructor's until the
+    method filling it runs (a run of that method sets it: kb.explain.simulate)."""
+    init = [node for method, node in assigned if method.name == "__init__"]
+    value = getattr(init[0], "value", None) if len(init) == 1 else None
+    if not isinstance(value, ast.Name):
+        return None
+    for method, node in assigned:
+        if method.name == "__init__":
+            continue
+        guards = [
+            n
+            for n in ast.walk(method)
+            if isinstance(n, ast.If)
+            and isinstance(n.test, ast.Compare)
+            and isinstance(n.test.ops[0], ast.Is)
+            and _is_self_attr(n.test.left, attr)
+            and isinstance(n.test.comparators[0], ast.Name)
+            and n.test.comparators[0].id == value.id
+        ]
+        if not any(node in ast.walk(g) for guard in guards for g in guard.body):
+            return None
+    return init[0]
 
 
 def _set_by_helper(cls: ast.ClassDef, attr: str) -> tuple[Method, int, Method, ast.Call] | None:
