@@ -49,6 +49,8 @@ SIMULATION_DIRS = (
     "python/sglang/srt/layers/quantization/",
     "python/sglang/srt/model_loader/",
     "python/sglang/srt/layers/moe/",
+    # whether DeepGEMM's JIT kernels are on (the GPU and the environment decide it)
+    "python/sglang/srt/layers/deep_gemm_wrapper/",
     "python/sglang/srt/speculative/",
     "python/sglang/srt/models/",
     # the model config classes: `isinstance(hf_config, Qwen3NextConfig)` is decided by the

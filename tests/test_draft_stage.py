@@ -152,6 +152,21 @@ class FlexBackend:
         return o
 """
 FLEX_PATH = "python/sglang/srt/layers/attention/flex_backend.py"
+# the scheduler initializes the GEMM configuration for every model (not only MoE ones)
+SCHEDULER = """
+from sglang.srt.layers.quantization.gemm import initialize_gemm_config
+
+
+class Scheduler:
+    def init_moe_gemm_config(self):
+        initialize_gemm_config(self.server_args)
+"""
+GEMM = """
+def initialize_gemm_config(server_args):
+    if server_args.attention_backend == "trtllm_mla":
+        raise ValueError("this GEMM configuration refuses trtllm_mla")
+"""
+GEMM_PATH = "python/sglang/srt/layers/quantization/gemm.py"
 ENCODER = """
 from sglang.srt.layers.radix_attention import AttentionType, RadixAttention
 
@@ -291,6 +306,8 @@ FILES = {
     DUAL_CHUNK_PATH: DUAL_CHUNK,
     "python/sglang/srt/layers/radix_attention.py": RADIX,
     FLEX_PATH: FLEX,
+    "python/sglang/srt/managers/scheduler.py": SCHEDULER,
+    GEMM_PATH: GEMM,
     "python/sglang/srt/models/toy_encoder.py": ENCODER,
 }
 
@@ -416,3 +433,8 @@ def test_an_encoder_only_model_s_first_prefill_reaches_the_backend_s_forward(
     assert "non-causal attention" in error["message"]
     # a decoder's layers are not followed into the forward: nothing there
     assert load_errors(session, "LlamaForCausalLM", "flex") == []
+
+
+def test_the_scheduler_s_gemm_configuration_is_run_for_a_dense_model(session: Session) -> None:
+    (first, *_rest) = load_errors(session, "LlamaForCausalLM", "trtllm_mla")
+    assert first["stage"] == "load" and first["source"]["path"] == GEMM_PATH

@@ -74,10 +74,27 @@ FILES = {
 
         EntryClass = ToyForCausalLM
         """,
+    # a package re-exporting (`from .entrypoint import *`) a value its configurer computed
+    # when imported, read by an importer of the package as a module
+    SRT + "layers/gemm_flags/__init__.py": """
+        from .entrypoint import *
+        """,
+    SRT + "layers/gemm_flags/entrypoint.py": """
+        from sglang.srt.layers.gemm_flags.configurer import ENABLED
+        """,
+    SRT + "layers/gemm_flags/configurer.py": """
+        def _compute():
+            return False
+
+
+        ENABLED = _compute()
+        """,
     LOADER_UTILS: """
         import re
         from contextlib import suppress
         from typing import cast
+
+        from sglang.srt.layers import gemm_flags
 
         from sglang.srt.models.registry import ModelRegistry
 
@@ -154,6 +171,10 @@ FILES = {
 
         def unset():
             return _UNSET
+
+
+        def gemm_enabled():
+            return not not gemm_flags.ENABLED
         """,
 }
 
@@ -254,3 +275,9 @@ def test_a_sentinel_is_only_itself_and_the_text_config_is_the_config() -> None:
     frame = Frame(utils, "<test>", {"config": Obj("hf_config")})
     text = sim.eval(ast.parse("config.get_text_config()", mode="eval").body, frame, Ctx())
     assert text == Obj("hf_config")
+
+
+def test_a_package_s_value_computed_at_import_is_read_through_its_star_import() -> None:
+    # (an unresolved name read as true made `if not gemm_flags.ENABLED: raise` pass)
+    sim, mods = simulator()
+    assert evaluate(sim, mods[LOADER_UTILS], "gemm_enabled()") is False

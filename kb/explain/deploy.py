@@ -199,13 +199,15 @@ def simulate(
         return True
 
     # Past ServerArgs, in SGLang's order: the scheduler initializes the MoE configuration
-    # (module globals the MoE layers read), the ModelRunner loads the model (the MoE layer
+    # and the FP8/FP4 GEMM backends (module globals the MoE and linear layers read; its
+    # method tests config.json for experts itself), the ModelRunner loads the model (the MoE layer
     # class selected and built) and builds its attention backend from the registry
     # (`ATTENTION_BACKENDS[name](runner)`, whose functions check the GPU and model); the
     # first forward runs the MoE layer.
     moe_model = moe.is_moe(profile)
     built = moe.MoeLayer()
-    configured = moe_model and stage("load", "the MoE configuration", moe.moe_config(sim))
+    config_step = moe.moe_config(sim) if moe_model or known_config(profile) else None
+    configured = stage("load", "the MoE and GEMM configuration", config_step) and moe_model
     loaded = model_loading.Loaded()
     # Only with the model's config.json: the loader builds the quantization config from its
     # whole `quantization_config` (a profile naming only the method would read as a config
@@ -290,6 +292,10 @@ def simulate(
 
 _BACKEND = "_get_attention_backend"
 ATTENTION_DIR = "python/sglang/srt/layers/attention/"
+
+
+def known_config(profile: Profile | None) -> bool:
+    return profile is not None and profile.config is not None
 
 
 def raised(checks: list[Any]) -> bool:

@@ -110,3 +110,6 @@ TORCH_MODULE_ATTRS = frozenset(
         "zero_grad",
     ]
 )
+
+# builtins the interpreter handles itself (beside kb.explain.pure_calls.PURE_BUILTINS)
+OTHER_BUILTINS = frozenset({"getattr", "hasattr", "isinstance", "dict", "object"})

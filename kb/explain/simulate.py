@@ -65,6 +65,7 @@ from kb.explain.known_names import (
     EXPRESSION_NAMES,
     MODEL_CONFIG_FACTORY,
     OS_PATH_PROBES,
+    OTHER_BUILTINS,
     PATHLIB_PATH,
     PLATFORM_METHODS,
     PREDICATE_HOMES,
@@ -88,6 +89,8 @@ from kb.explain.source_modules import (
     HF_CONFIG_LOADER,
     Module,
     class_defaults,
+    computed_at_import,
+    defines,
     env_fields,
     import_names,
     loads_hf_config,
@@ -375,6 +378,8 @@ class Simulator:
         if found is not None:
             return found
         mod = self.module(dotted)
+        if mod is not None and computed_at_import(mod, attr):
+            return self.lookup(attr, Frame(mod, "<module>", {}))
         if mod is not None and (functions := registered(mod, attr)):
             return Registry(mod, attr, functions)
         if (
@@ -420,6 +425,9 @@ class Simulator:
             return classes.class_ref(mod, name)
         if name in mod.imports:
             return self.resolve_import(name, mod.imports[name])
+        for source in mod.star_imports:  # `from .entrypoint import *` (a package's)
+            if (sub := self.module(source)) is not None and defines(sub, name):
+                return self.lookup(name, Frame(sub, "<module>", {}))
         if name in mod.rebound:
             return unknown(f"{name} (a module global set at run time)")
         if name in mod.assigns:
@@ -451,13 +459,7 @@ class Simulator:
                     self.module_values[key] = self.eval(value, Frame(mod, "<module>", {}), Ctx())
                 return self.module_values[key]
             return Symbol(name)
-        if name in pure_calls.PURE_BUILTINS or name in (
-            "getattr",
-            "hasattr",
-            "isinstance",
-            "dict",
-            "object",
-        ):
+        if name in pure_calls.PURE_BUILTINS or name in OTHER_BUILTINS:
             return ExternalName(name, "builtins")
         if name == "True":
             return True
@@ -1406,6 +1408,10 @@ class Simulator:
         if isinstance(obj, ExternalName):
             if (obj.module, obj.name, attr) == MODEL_CONFIG_FACTORY:
                 return Symbol(".".join(MODEL_CONFIG_FACTORY))
+            # `from sglang.srt.layers import deep_gemm_wrapper`: a module held here
+            sub = self.module(f"{obj.module}.{obj.name}") if obj.module != "builtins" else None
+            if sub is not None:
+                return self.lookup(attr, Frame(sub, "<module>", {}))
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)

@@ -290,3 +290,24 @@ def _sets_mla(stmt: ast.stmt) -> bool:
         and any(isinstance(t, ast.Attribute) and t.attr == "attention_arch" for t in stmt.targets)
         and ast.unparse(stmt.value).endswith("MLA")
     )
+
+
+def computed_at_import(mod: Module, name: str) -> bool:
+    """Whether a module-level name holds what the module computed when imported from its
+    own functions or a test (`ENABLE_JIT_DEEPGEMM = _compute_enable_deep_gemm()`, `_ok = a
+    and b`), which an importer reads as that value; an object a class builds (`envs =
+    Envs()`) stays a name."""
+    value = mod.assigns.get(name) if name not in mod.imports else None
+    if isinstance(value, ast.BoolOp | ast.UnaryOp | ast.Compare):
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in mod.functions
+    )
+
+
+def defines(mod: Module, name: str) -> bool:
+    """Whether `from <mod> import *` gives `name` (a public name the module binds)."""
+    bound = name in mod.functions or name in mod.classes or name in mod.imports
+    return not name.startswith("_") and (bound or name in mod.assigns)
