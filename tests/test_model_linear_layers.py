@@ -85,13 +85,16 @@ FILES = {
                 )
         """,
     QUANT: """
+        import torch
+
         from sglang.srt.layers.linear import LinearBase
 
 
         class BlockConfig:
-            def __init__(self, block, ignored):
+            def __init__(self, block, ignored, native=False):
                 self.block = block
                 self.ignored = ignored
+                self.native = native
 
             def get_quant_method(self, layer, prefix):
                 if isinstance(layer, LinearBase) and prefix not in self.ignored:
@@ -102,6 +105,11 @@ FILES = {
         class BlockLinearMethod:
             def __init__(self, quant_config):
                 self.block = quant_config.block
+                self.native = quant_config.native
+
+            def process_weights_after_loading(self, layer):
+                if self.native and torch.cuda.get_device_capability()[0] < 10:
+                    raise ValueError("native block GEMMs need SM100")
 
             def create_weights(self, layer, output_size_per_partition):
                 if output_size_per_partition % self.block != 0:
@@ -155,17 +163,20 @@ def modules() -> dict[str, Module]:
     return sim_repos.parsed_modules(FILES)
 
 
-def load_checks(tp: int, ignored: list[str] | None = None) -> list[tuple[str, str, int]]:
+def load_checks(
+    tp: int, ignored: list[str] | None = None, native: bool = False, sm: int = 90
+) -> list[tuple[str, str, int]]:
     mods = modules()
-    profile = Profile.parse({"sm": 90, "config": CONFIG})
+    profile = Profile.parse({"sm": sm, "config": CONFIG})
     sim = Simulator(
         mods.get, mods[ARGS], {"model_path": "m", "tp_size": tp}, profile, derive=derived
     )
     sim.run()
-    frame = Frame(mods[QUANT], "<test>", {"ignored": ignored or []})
+    frame = Frame(mods[QUANT], "<test>", {"ignored": ignored or [], "native": native})
     from ast import parse
 
-    config: Any = sim.eval(parse("BlockConfig(128, ignored)", mode="eval").body, frame, Ctx())
+    source = "BlockConfig(128, ignored, native)"
+    config: Any = sim.eval(parse(source, mode="eval").body, frame, Ctx())
     step = model_class.step(sim, MODEL, profile, config)
     assert step is not None and sim.run_after(step)
     return [raised(c) for c in sim.result.checks if c.outcome == "fired"]
@@ -191,3 +202,11 @@ def test_the_layer_s_module_name_decides_whether_it_is_quantized() -> None:
 def test_divide_asserts_the_tp_size_divides_the_layer() -> None:
     ((path, message, _), *_) = load_checks(3)
     assert (path, message) == ("utils.py", "{numerator} is not divisible by {denominator}")
+
+
+def test_the_method_checks_the_gpu_once_the_weights_are_loaded() -> None:
+    # process_weights_after_loading of each linear layer's method, after the model is built
+    ((path, message, _),) = load_checks(4, native=True)
+    assert (path, message) == ("block.py", "ValueError: native block GEMMs need SM100")
+    assert load_checks(4, native=True, sm=100) == []
+    assert load_checks(4, native=True, ignored=["mlp.up_proj"]) == []  # not quantized

@@ -310,6 +310,8 @@ def call_class(
         obj.note = "its constructor is not simulated"
         return obj
     init = _from_classes(sim, cls, "__init__", obj, True, start=None)
+    if sim.built_under is not None and cls.path.startswith(sim.construct_under):
+        sim.built_under.append(obj)
     if isinstance(init, Func):
         sim.call_function(init, list(args), dict(kwargs), ctx, site)
     elif init is None and _is_dataclass(cls.node):

@@ -110,16 +110,33 @@ def step(
     def run() -> None:
         construct, sim.construct = sim.construct, False
         # (the linear layers the classes build are: their quantization method's weights)
-        sim.construct_under = LAYERS_BUILT
+        sim.construct_under, sim.built_under = LAYERS_BUILT, []
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
             for b in checking:
                 _check(sim, b, chain, quant_config, layers, count)
+            _after_loading(sim, sim.built_under)
         finally:
-            sim.construct, sim.construct_under = construct, ()
+            sim.construct, sim.construct_under, sim.built_under = construct, (), None
             sim.parallel = {}
 
     return run
+
+
+def _after_loading(sim: Simulator, built: list[Any]) -> None:
+    """The loader's last step once the weights are read: each linear layer's quantization
+    method's `process_weights_after_loading(layer)` (the GPU checks of the kernels it
+    prepares the weights for), once per method class and layer class."""
+    seen: set[tuple[str, str]] = set()
+    for layer in built:
+        method = layer.fields.get("quant_method")
+        if not isinstance(method, Instance) or (layer.cls.name, method.cls.name) in seen:
+            continue
+        seen.add((layer.cls.name, method.cls.name))
+        process = classes.instance_attr(sim, method, "process_weights_after_loading", True)
+        if isinstance(process, Func):
+            with contextlib.suppress(Raised):
+                sim.call_function(process, [layer], {}, Ctx())
 
 
 # architecture's class -> the classes it builds and those of them to run: a reading of the

@@ -298,6 +298,7 @@ class Simulator:
         # build the objects they follow themselves: kb.explain.moe)
         self.construct = True
         self.construct_under: tuple[str, ...] = ()  # ... but these paths' classes are built
+        self.built_under: list[Instance] | None = None  # (the objects built there, when kept)
         # each argument's inputs of the call being made (arguments), for its parameters
         self.each_marks: tuple[list[frozenset[str]], dict[str, frozenset[str]]] | None = None
 
