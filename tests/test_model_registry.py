@@ -83,11 +83,19 @@ FILES = {
         from sglang.srt.layers.gemm_flags.configurer import ENABLED
         """,
     SRT + "layers/gemm_flags/configurer.py": """
+        from sglang.srt.utils import get_bool_env_var
+
+
         def _compute():
-            return False
+            return get_bool_env_var("SGL_ENABLE_GEMM_FLAG", default="false")
+
+
+        def _compute_on():
+            return get_bool_env_var("SGL_ENABLE_GEMM_FLAG", default="true")
 
 
         ENABLED = _compute()
+        ON_BY_DEFAULT = _compute_on()
         """,
     LOADER_UTILS: """
         import re
@@ -175,6 +183,10 @@ FILES = {
 
         def gemm_enabled():
             return not not gemm_flags.ENABLED
+
+
+        def gemm_on_by_default():
+            return not not gemm_flags.ON_BY_DEFAULT
         """,
 }
 
@@ -281,3 +293,8 @@ def test_a_package_s_value_computed_at_import_is_read_through_its_star_import() 
     # (an unresolved name read as true made `if not gemm_flags.ENABLED: raise` pass)
     sim, mods = simulator()
     assert evaluate(sim, mods[LOADER_UTILS], "gemm_enabled()") is False
+    # an environment variable not set reads as the default the call passes by keyword
+    assert evaluate(sim, mods[LOADER_UTILS], "gemm_on_by_default()") is True
+    configurer = mods[SRT + "layers/gemm_flags/configurer.py"]
+    assert evaluate(sim, configurer, "get_bool_env_var('SGL_X', default='true')") is True
+    assert evaluate(sim, configurer, "get_bool_env_var('SGL_X')") is False

@@ -1068,7 +1068,7 @@ class Simulator:
                 and callee.module.path.startswith(PREDICATE_HOMES)
             )
         ):
-            return self.predicate(str(name), callee, args)
+            return self.predicate(str(name), callee, args, kwargs)
         if isinstance(callee, Func):
             if callee.bound is SELF and callee.node.name == "get_model_config":
                 return Obj("model_config")
@@ -1187,10 +1187,12 @@ class Simulator:
                 return value
         return unknown(f"the default of environment variable {name}")
 
-    def predicate(self, name: str, callee: Func | ExternalName, args: list[Any]) -> Any:
+    def predicate(
+        self, name: str, callee: Func | ExternalName, args: list[Any], kwargs: Any = None
+    ) -> Any:
         meaning = PREDICATES[name][1]
-        if name in ENV_READERS:
-            default = args[1] if len(args) > 1 else ENV_READERS[name]
+        if name in ENV_READERS:  # (`get_bool_env_var("X", default="true")`)
+            default = args[1] if len(args) > 1 else (kwargs or {}).get("default", ENV_READERS[name])
             value = self.env(args[0] if args else None, default)
             if name == "get_bool_env_var" and isinstance(value, str):
                 value = value.lower() in ("true", "1")
