@@ -256,6 +256,34 @@ def test_the_draft_model_builds_its_own_backend() -> None:
     assert unsure[0] == "unknown"  # whether the draft model is MLA is not known
 
 
+def probe_backend(
+    replaced: dict[str, str], backend: str, model_type: str | None
+) -> list[tuple[str, str]]:
+    """The load-stage raises of building `backend` for a Llama whose config.json has
+    `model_type`, on the modules with `replaced` texts (path -> text)."""
+    mods = modules()
+    for path, text in replaced.items():
+        mod = parse_module(path, textwrap.dedent(text))
+        assert mod is not None
+        mods[path] = mod
+    config: dict[str, Any] = {"architectures": ["LlamaForCausalLM"]}
+    if model_type is not None:
+        config["model_type"] = model_type
+    sim = Simulator(
+        mods.get,
+        mods[ARGS],
+        {"model_path": "m", "attention_backend": backend},
+        Profile.parse({"arch": "LlamaForCausalLM", "sm": 90, "config": config}),
+        given={"model_path", "attention_backend"},
+        derive=derived,
+    )
+    result = sim.run()
+    start = len(result.checks)
+    build = derived.runner_method(sim, "_get_attention_backend")
+    assert build is not None and sim.run_after(build)
+    return raised(result.checks[start:])
+
+
 HYBRID_CONFIGS = """
 class HybridConfig:
     model_type = "hybrid_gdn"
@@ -280,32 +308,13 @@ def create_hybrid_probe_backend(runner):
 def test_the_model_config_class_is_the_one_of_config_json_s_model_type() -> None:
     """SGLang builds hf_config with the config class registered for config.json's
     model_type: `isinstance(hf_config, A | B)` is decided by the classes' model_type."""
-    mods = modules()
-    for path, text in (
-        ("python/sglang/srt/configs/hybrid.py", HYBRID_CONFIGS),
-        (REGISTRY, ATTENTION_REGISTRY + HYBRID_PROBE),
-    ):
-        mod = parse_module(path, textwrap.dedent(text))
-        assert mod is not None
-        mods[path] = mod
+    replaced = {
+        "python/sglang/srt/configs/hybrid.py": HYBRID_CONFIGS,
+        REGISTRY: ATTENTION_REGISTRY + HYBRID_PROBE,
+    }
 
     def probe(model_type: str | None) -> list[tuple[str, str]]:
-        config = {"architectures": ["LlamaForCausalLM"]}
-        if model_type is not None:
-            config["model_type"] = model_type
-        sim = Simulator(
-            mods.get,
-            mods[ARGS],
-            {"model_path": "m", "attention_backend": "hybrid_probe"},
-            Profile.parse({"arch": "LlamaForCausalLM", "sm": 90, "config": config}),
-            given={"model_path", "attention_backend"},
-            derive=derived,
-        )
-        result = sim.run()
-        start = len(result.checks)
-        build = derived.runner_method(sim, "_get_attention_backend")
-        assert build is not None and sim.run_after(build)
-        return raised(result.checks[start:])
+        return probe_backend(replaced, "hybrid_probe", model_type)
 
     hybrid = [("fired", "ValueError: hybrid models need the triton backend")]
     assert probe("other_hybrid") == hybrid
@@ -342,27 +351,10 @@ def test_a_cache_filled_on_first_use_starts_from_the_constructor_s_value() -> No
         return self._kind_cache
 """
     )
-    mods = modules()
-    for path, text in ((RUNNER, runner), (REGISTRY, ATTENTION_REGISTRY + MEMO_PROBE)):
-        mod = parse_module(path, textwrap.dedent(text))
-        assert mod is not None
-        mods[path] = mod
+    replaced = {RUNNER: runner, REGISTRY: ATTENTION_REGISTRY + MEMO_PROBE}
 
     def probe(model_type: str) -> list[tuple[str, str]]:
-        config = {"architectures": ["LlamaForCausalLM"], "model_type": model_type}
-        sim = Simulator(
-            mods.get,
-            mods[ARGS],
-            {"model_path": "m", "attention_backend": "memo_probe"},
-            Profile.parse({"arch": "LlamaForCausalLM", "sm": 90, "config": config}),
-            given={"model_path", "attention_backend"},
-            derive=derived,
-        )
-        result = sim.run()
-        start = len(result.checks)
-        build = derived.runner_method(sim, "_get_attention_backend")
-        assert build is not None and sim.run_after(build)
-        return raised(result.checks[start:])
+        return probe_backend(replaced, "memo_probe", model_type)
 
     assert probe("hybrid_gdn") == [("fired", "ValueError: hybrid models need the triton backend")]
     assert probe("llama") == []
