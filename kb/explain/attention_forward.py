@@ -20,6 +20,7 @@ from kb.explain import classes
 from kb.explain.abstract_values import EnumMember, Func, Instance
 from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import unknown
+from kb.pyast import call_name
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
@@ -39,7 +40,7 @@ def layer_kind(sim: Simulator, model_file: str | None) -> EnumMember | None:
     node: ast.expr | None = None
     for stmt in mod.body:
         for call in ast.walk(stmt):
-            if not (isinstance(call, ast.Call) and _name(call.func) == "RadixAttention"):
+            if not (isinstance(call, ast.Call) and call_name(call).endswith("RadixAttention")):
                 continue
             given = next((k.value for k in call.keywords if k.arg == "attn_type"), None)
             if given is None:
@@ -69,7 +70,3 @@ def step(sim: Simulator, backend: Any, kind: EnumMember | None) -> Callable[[], 
         sim.call_function(forward, [*tensors, layer, unknown("the prefill's batch")], {}, Ctx())
 
     return run
-
-
-def _name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -206,13 +206,13 @@ def simulate(
     # first forward runs the MoE layer.
     moe_model = moe.is_moe(profile)
     built = moe.MoeLayer()
-    config_step = moe.moe_config(sim) if moe_model or known_config(profile) else None
+    # (config.json: the loader builds the quantization config from its whole
+    # `quantization_config`, the scheduler tests it for experts; a profile naming only the
+    # method would read as a config missing every other key: errors SGLang does not raise)
+    known = profile is not None and profile.config is not None
+    config_step = moe.moe_config(sim) if moe_model or known else None
     configured = stage("load", "the MoE and GEMM configuration", config_step) and moe_model
     loaded = model_loading.Loaded()
-    # Only with the model's config.json: the loader builds the quantization config from its
-    # whole `quantization_config` (a profile naming only the method would read as a config
-    # missing every other key: errors SGLang does not raise)
-    known = profile is not None and profile.config is not None
     step = model_loading.quantization_config_step(sim, loaded) if known else None
     loader_start = len(result.checks)
     stage("load", "the model loader's quantization checks", step)
@@ -292,10 +292,6 @@ def simulate(
 
 _BACKEND = "_get_attention_backend"
 ATTENTION_DIR = "python/sglang/srt/layers/attention/"
-
-
-def known_config(profile: Profile | None) -> bool:
-    return profile is not None and profile.config is not None
 
 
 def raised(checks: list[Any]) -> bool:

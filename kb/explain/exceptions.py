@@ -22,6 +22,7 @@ from typing import Any
 
 from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import unknown
+from kb.pyast import call_name
 
 Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
 
@@ -89,7 +90,8 @@ def run_with(sim: Simulator, node: ast.With | ast.AsyncWith, frame: Frame, ctx: 
     kinds = [
         arg
         for item in node.items
-        if isinstance(call := item.context_expr, ast.Call) and _called_name(call.func) == "suppress"
+        if isinstance(call := item.context_expr, ast.Call)
+        and call_name(call).rsplit(".", 1)[-1] == "suppress"
         for arg in call.args
     ]
     if not kinds:
@@ -97,10 +99,6 @@ def run_with(sim: Simulator, node: ast.With | ast.AsyncWith, frame: Frame, ctx: 
         return
     handler = ast.ExceptHandler(type=ast.Tuple(elts=kinds, ctx=ast.Load()), body=[])
     run_try(sim, ast.Try(body=node.body, handlers=[handler], orelse=[], finalbody=[]), frame, ctx)
-
-
-def _called_name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def _handler_names(handler: ast.ExceptHandler) -> frozenset[str] | None:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import classes, parallel_state
+from kb.explain import classes, model_loading, parallel_state
 from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.model_registry import architecture_class
@@ -115,28 +115,19 @@ def step(
         try:
             for b in checking:
                 _check(sim, b, chain, quant_config, layers, count)
-            _after_loading(sim, sim.built_under)
+            # the loader then processes each linear layer's weights, once per layer and
+            # method class
+            seen: set[tuple[str, str]] = set()
+            for layer in sim.built_under:
+                method = layer.fields.get("quant_method")
+                if isinstance(method, Instance) and (layer.cls.name, method.cls.name) not in seen:
+                    seen.add((layer.cls.name, method.cls.name))
+                    model_loading.after_loading(sim, layer, Ctx())
         finally:
             sim.construct, sim.construct_under, sim.built_under = construct, (), None
             sim.parallel = {}
 
     return run
-
-
-def _after_loading(sim: Simulator, built: list[Any]) -> None:
-    """The loader's last step once the weights are read: each linear layer's quantization
-    method's `process_weights_after_loading(layer)` (the GPU checks of the kernels it
-    prepares the weights for), once per method class and layer class."""
-    seen: set[tuple[str, str]] = set()
-    for layer in built:
-        method = layer.fields.get("quant_method")
-        if not isinstance(method, Instance) or (layer.cls.name, method.cls.name) in seen:
-            continue
-        seen.add((layer.cls.name, method.cls.name))
-        process = classes.instance_attr(sim, method, "process_weights_after_loading", True)
-        if isinstance(process, Func):
-            with contextlib.suppress(Raised):
-                sim.call_function(process, [layer], {}, Ctx())
 
 
 # architecture's class -> the classes it builds and those of them to run: a reading of the

@@ -12,11 +12,13 @@ cannot decide (a checkpoint file it would read) stays unknown.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from kb.explain.abstract_values import Func, Obj
-from kb.explain.frames import Ctx
+from kb.explain import classes
+from kb.explain.abstract_values import Func, Instance, Obj
+from kb.explain.frames import Ctx, Raised
 from kb.explain.predicates import unknown
 
 Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
@@ -63,3 +65,16 @@ def quantization_config_step(sim: Simulator, loaded: Loaded) -> Callable[[], Non
             sim.construct = construct
 
     return step
+
+
+def after_loading(sim: Simulator, layer: Instance, ctx: Ctx) -> None:
+    """The loader's last step once the weights are read: the layer's quantization method's
+    `process_weights_after_loading(layer)` (the GPU checks of the kernels it prepares the
+    weights for; the weights' values stay unknown). A raise there ends only this layer's."""
+    method = classes.instance_attr(sim, layer, "quant_method", allow_missing=True)
+    if not isinstance(method, Instance):
+        return
+    process = classes.instance_attr(sim, method, "process_weights_after_loading", True)
+    if isinstance(process, Func):
+        with contextlib.suppress(Raised):
+            sim.call_function(process, [layer], {}, ctx)

@@ -25,8 +25,8 @@ import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import classes, moe, parallel_state
-from kb.explain.abstract_values import Func, Instance
+from kb.explain import classes, model_loading, moe, parallel_state
+from kb.explain.abstract_values import Func
 from kb.explain.predicates import Profile, Unknown
 
 if TYPE_CHECKING:
@@ -74,27 +74,12 @@ def step(
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
             sim.call_function(init, [], dict(kwargs), built.ctx)
-            _after_loading(sim, built)
+            model_loading.after_loading(sim, layer, built.ctx)
         finally:
             sim.construct = construct
             sim.parallel = {}
 
     return run
-
-
-def _after_loading(sim: Simulator, built: moe.MoeLayer) -> None:
-    """The loader's last step with the weights read: the layer's quantization method's
-    `process_weights_after_loading(layer)` (what it checks of the GPU and the kernels it
-    repacks the weights for; the weights' values stay unknown)."""
-    layer = built.layer
-    if layer is None:
-        return
-    method = classes.instance_attr(sim, layer, "quant_method", allow_missing=True)
-    if not isinstance(method, Instance):
-        return
-    process = classes.instance_attr(sim, method, "process_weights_after_loading", True)
-    if isinstance(process, Func):
-        sim.call_function(process, [layer], {}, built.ctx)
 
 
 def _through_create_weights(sim: Simulator, layer: Any) -> Func | None:
