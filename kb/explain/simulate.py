@@ -30,6 +30,7 @@ from kb.explain import (
     exceptions,
     item_stores,
     messages,
+    model_attrs,
     model_files,
     model_registry,
     module_state,
@@ -56,7 +57,6 @@ from kb.explain.abstract_values import (
     merge_needs,
     options_of,
     same_value,
-    torch_dtype,
     truth,
 )
 from kb.explain.frames import Ctx, Frame, Raised
@@ -75,7 +75,6 @@ from kb.explain.known_names import (
 from kb.explain.predicates import (
     ASSUMED,
     MISSING,
-    MODEL,
     NO_LIKELY,
     PREDICATES,
     Profile,
@@ -94,7 +93,6 @@ from kb.explain.source_modules import (
     env_fields,
     import_names,
     loads_hf_config,
-    mla_archs,
     module_path,
     package_of,
     raise_message,
@@ -1432,56 +1430,7 @@ class Simulator:
         return unknown(f"attribute {attr}")
 
     def model_attr(self, obj: Obj, attr: str, allow_missing: bool) -> Any:
-        if obj.kind in ("runner", "draft_runner"):
-            if self.derive is None:
-                return unknown(f"ModelRunner.{attr}")
-            return self.derive.runner_attr(self, obj, attr)
-        if obj.kind == "parallel":  # get_parallel(), answered by a stage (parallel_state)
-            size = parallel_state.context_attr(self.parallel, attr)
-            self.reads |= size[1] if size else frozenset()
-            return size[0] if size else unknown(f"the parallel state's {attr}")
-        if obj.kind == "pp_group":  # get_pp_group(), answered by a stage (parallel_state)
-            value, reads = parallel_state.pipeline_attr(self.parallel, attr)
-            self.reads |= reads
-            return value
-        if obj.kind == "draft_model_config":
-            return unknown(f"the draft model's {attr}")
-        if obj.kind == "model_config":
-            if attr in ("hf_config", "hf_text_config"):
-                return Obj("hf_config")
-            if attr == "attention_arch":
-                return self.attention_arch()
-            if self.derive is None:
-                return unknown(f"the model's {attr}")
-            return self.derive.model_config_attr(self, attr)
-        if attr == "get_text_config":  # (its text part: read as the config, like hf_text_config)
-            return Method(obj, attr)
-        value = self.profile.hf_attr(attr)
-        if attr in ("dtype", "torch_dtype"):
-            # transformers reads either key of config.json into `dtype` (`torch_dtype` its
-            # older name, an alias) and holds a torch dtype, not the text
-            if missing(value):
-                value = self.profile.hf_attr("torch_dtype" if attr == "dtype" else "dtype")
-            value = torch_dtype(value)
-        if missing(value):
-            return MISSING if allow_missing else unknown(f"the model's config.json ({attr})")
-        self.reads.add(MODEL)
-        return value
-
-    def attention_arch(self) -> Any:
-        """MLA when the version's model_config.py lists the architecture in the test of an
-        `if` that sets `attention_arch = AttentionArch.MLA`, else MHA."""
-        arch = self.profile.arch
-        if arch is None:
-            return unknown("the model architecture")
-        mod = self.module("sglang.srt.configs.model_config")
-        if mod is None:
-            return unknown("the model's attention architecture (MLA or MHA)")
-        self.reads.add(MODEL)
-        member = "MLA" if arch in mla_archs(mod) else "MHA"
-        if "AttentionArch" in mod.classes:  # the class's own member (or value)
-            return classes.class_attr(self, classes.class_ref(mod, "AttentionArch"), member)
-        return Symbol(f"AttentionArch.{member}")
+        return model_attrs.model_attr(self, obj, attr, allow_missing)
 
 
 _ABSENT = object()

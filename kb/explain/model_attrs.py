@@ -1,0 +1,66 @@
+"""Attributes of the objects the profile stands for (`abstract_values.Obj`): the model's
+hf_config (config.json's keys), its ModelConfig (derived: kb.explain.derived), the
+ModelRunner, and the parallel groups a stage answers (kb.explain.parallel_state)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb.explain import classes, parallel_state
+from kb.explain.abstract_values import Method, Obj, Symbol, torch_dtype
+from kb.explain.predicates import MISSING, MODEL, missing, unknown
+from kb.explain.source_modules import mla_archs
+
+
+def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
+    if obj.kind in ("runner", "draft_runner"):
+        if sim.derive is None:
+            return unknown(f"ModelRunner.{attr}")
+        return sim.derive.runner_attr(sim, obj, attr)
+    if obj.kind == "parallel":  # get_parallel(), answered by a stage (parallel_state)
+        size = parallel_state.context_attr(sim.parallel, attr)
+        sim.reads |= size[1] if size else frozenset()
+        return size[0] if size else unknown(f"the parallel state's {attr}")
+    if obj.kind == "pp_group":  # get_pp_group(), answered by a stage (parallel_state)
+        value, reads = parallel_state.pipeline_attr(sim.parallel, attr)
+        sim.reads |= reads
+        return value
+    if obj.kind == "draft_model_config":
+        return unknown(f"the draft model's {attr}")
+    if obj.kind == "model_config":
+        if attr in ("hf_config", "hf_text_config"):
+            return Obj("hf_config")
+        if attr == "attention_arch":
+            return attention_arch(sim)
+        if sim.derive is None:
+            return unknown(f"the model's {attr}")
+        return sim.derive.model_config_attr(sim, attr)
+    if attr == "get_text_config":  # (its text part: read as the config, like hf_text_config)
+        return Method(obj, attr)
+    value = sim.profile.hf_attr(attr)
+    if attr in ("dtype", "torch_dtype"):
+        # transformers reads either key of config.json into `dtype` (`torch_dtype` its
+        # older name, an alias) and holds a torch dtype, not the text
+        if missing(value):
+            value = sim.profile.hf_attr("torch_dtype" if attr == "dtype" else "dtype")
+        value = torch_dtype(value)
+    if missing(value):
+        return MISSING if allow_missing else unknown(f"the model's config.json ({attr})")
+    sim.reads.add(MODEL)
+    return value
+
+
+def attention_arch(sim: Any) -> Any:
+    """MLA when the version's model_config.py lists the architecture in the test of an
+    `if` that sets `attention_arch = AttentionArch.MLA`, else MHA."""
+    arch = sim.profile.arch
+    if arch is None:
+        return unknown("the model architecture")
+    mod = sim.module("sglang.srt.configs.model_config")
+    if mod is None:
+        return unknown("the model's attention architecture (MLA or MHA)")
+    sim.reads.add(MODEL)
+    member = "MLA" if arch in mla_archs(mod) else "MHA"
+    if "AttentionArch" in mod.classes:  # the class's own member (or value)
+        return classes.class_attr(sim, classes.class_ref(mod, "AttentionArch"), member)
+    return Symbol(f"AttentionArch.{member}")
