@@ -182,7 +182,20 @@ class ToyWideForCausalLM(ToyMoeForCausalLM):
         self.model = WideModel(config, quant_config=quant_config, prefix="model")
 
 
+class ToyChatModel(nn.Module):
+    # a multimodal wrapper choosing its language model by the sub-config's architecture
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        if config.llm_config.architectures[0] == "ToyMoeForCausalLM":
+            self.language_model = ToyMoeForCausalLM(config=config.llm_config)
+        else:
+            raise NotImplementedError(
+                f"{config.llm_config.architectures[0]} is not implemented."
+            )
+
+
 EntryClass = [
+    ToyChatModel,
     ToyMoeForCausalLM,
     ToyNoPipelineForCausalLM,
     ToyOneStageForCausalLM,
@@ -427,3 +440,14 @@ def test_the_runner_s_expert_location_asserts_the_experts_divide_among_the_ep_ra
     # a subclass inherits the method
     wide = {**TOY, "architectures": ["ToyWideForCausalLM"], "hidden_size": 128}
     assert [s for s, _ in load_findings(session, "--tp-size 4 --ep-size 3", wide)] == ["error"]
+
+
+def test_a_sub_config_read_by_attribute_decides_the_language_model(session: Session) -> None:
+    # config.json's nested `llm_config` is a config object in SGLang: its keys are attributes
+    line = line_of(MODEL_TEXT, "raise NotImplementedError(")
+    chat = {"architectures": ["ToyChatModel"], "llm_config": {**TOY, "architectures": ["Other"]}}
+    assert load_findings(session, "", chat) == [
+        ("error", f"raises at toy_moe.py:{line}: NotImplementedError: Other is not implemented.")
+    ]
+    chat["llm_config"] = TOY
+    assert load_findings(session, "", chat) == []

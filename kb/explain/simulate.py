@@ -1416,6 +1416,10 @@ class Simulator:
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)
+        if isinstance(obj, dict) and not hasattr(dict, attr):
+            # a dict read by attribute is a config object built from it (an hf_config's
+            # sub-config: InternVL's `config.llm_config.architectures`)
+            return obj[attr] if attr in obj else unknown(f"the config's {attr}")
         if isinstance(
             obj,
             str
