@@ -7,9 +7,11 @@ DeepEP runs."""
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from kb.explain import derived, moe
+from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import Profile, Unknown
 from kb.explain.simulate import Check, Simulator
 from kb.explain.source_modules import Module
@@ -428,3 +430,25 @@ def test_a_layer_named_for_another_platform_rests_on_an_assumption() -> None:
     assert raised(cuda) == [("assumed", "NpuFuseEPMoE is a layer for the npu platform")]
     _, npu, _, _ = stages(fuseep, {"platform": "npu", "config": FP4})
     assert raised(npu) == []
+
+
+def test_a_global_set_from_a_flag_carries_the_flag_to_what_reads_it() -> None:
+    # initialize_moe_config sets MOE_A2A_BACKEND from --moe-a2a-backend: a later stage's
+    # test of get_moe_a2a_backend() rests on that flag (what a fix would change)
+    mods = modules()
+    sim = Simulator(
+        mods.get,
+        mods[ARGS],
+        {"model_path": "m", "moe_a2a_backend": "deepep"},
+        Profile.parse({"sm": 100, "config": MOE_CONFIG}),
+        given={"model_path", "moe_a2a_backend"},
+        derive=derived,
+    )
+    sim.run()
+    configure = moe.moe_config(sim)
+    assert configure is not None and sim.run_after(configure)
+    sim.reads = set()
+    frame = Frame(mods[SRT + "layers/moe/utils.py"], "<test>", {})
+    test = ast.parse("get_moe_a2a_backend().is_deepep()", mode="eval").body
+    assert sim.eval(test, frame, Ctx()) is True
+    assert "moe_a2a_backend" in sim.reads

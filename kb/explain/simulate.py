@@ -287,6 +287,7 @@ class Simulator:
         # module globals the run's functions assigned (`global X; X = ...`), by (path, name):
         # what later code of the same run reads in place of the module's own value
         self.overlay: dict[tuple[str, str], Any] = {}
+        self.overlay_marks: dict[tuple[str, str], frozenset[str]] = {}  # what each was set from
         self.class_cache: dict[tuple[str, ...], Any] = {}  # kb.explain.classes, per run
         self.skip_init: set[ClassRef] = set()  # classes built without their constructor
         self.catching: list[frozenset[str] | None] = []  # the run's `try`s (exceptions.py)
@@ -417,6 +418,7 @@ class Simulator:
             return frame.locals[name]
         mod = frame.module
         if (mod.path, name) in self.overlay:  # a global this run's code set
+            self.reads |= self.overlay_marks.get((mod.path, name), frozenset())
             return self.overlay[mod.path, name]
         if name in mod.functions:
             return Func(mod, mod.functions[name])
@@ -723,6 +725,8 @@ class Simulator:
         if isinstance(target, ast.Name):
             if target.id in frame.globals:
                 self.overlay[frame.module.path, target.id] = value
+                key = (frame.module.path, target.id)  # (both branches' when forked)
+                self.overlay_marks[key] = self.overlay_marks.get(key, frozenset()) | marks
                 return
             frame.locals[target.id] = value
             frame.marks[target.id] = marks
