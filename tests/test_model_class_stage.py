@@ -50,6 +50,13 @@ class ServerArgs:
         parser.add_argument("--tp-size", type=int, default=ServerArgs.tp_size, help="TP.")
         parser.add_argument("--pp-size", type=int, default=ServerArgs.pp_size, help="PP.")
         parser.add_argument("--ep-size", type=int, default=ServerArgs.ep_size, help="EP.")
+
+
+_global_server_args = None
+
+
+def get_global_server_args():
+    return _global_server_args
 """
 
 PARALLEL_STATE = """
@@ -78,7 +85,24 @@ from sglang.srt.distributed.parallel_state import (
     get_tensor_model_parallel_world_size,
 )
 from sglang.srt.eplb.expert_location import ModelConfigForExpertLocation
+from sglang.srt.server_args import get_global_server_args
 from sglang.srt.utils.layers import make_layers
+
+
+class ToyRouter(nn.Module):
+    # refuses, in its forward, what its constructor accepted (GPT-OSS's MoE block and DeepEP)
+    def __init__(self, config):
+        super().__init__()
+
+    def forward(self, hidden_states, forward_batch=None):
+        if get_global_server_args().ep_size > 1:
+            raise NotImplementedError("ToyRouter has no expert-parallel forward")
+        return self._route(hidden_states, forward_batch)
+
+    def _route(self, hidden_states, forward_batch):
+        assert forward_batch is not None  # the batch's: undecided, never said
+        assert hidden_states.shape[0] > 0
+        return hidden_states
 
 
 class ToyMoE(nn.Module):
@@ -116,6 +140,7 @@ class ToyDecoderLayer(nn.Module):
             num_heads=config.num_attention_heads,
             quant_config=quant_config,
         )
+        self.router = ToyRouter(config)
         self.is_sparse = self._is_sparse(layer_id)
         if self.is_sparse:
             self.mlp = ToyMoE(config=config, quant_config=quant_config, layer_id=layer_id)
@@ -444,10 +469,30 @@ def test_the_runner_s_expert_location_asserts_the_experts_divide_among_the_ep_ra
 
 def test_a_sub_config_read_by_attribute_decides_the_language_model(session: Session) -> None:
     # config.json's nested `llm_config` is a config object in SGLang: its keys are attributes
-    line = line_of(MODEL_TEXT, "raise NotImplementedError(")
+    line = line_of(MODEL_TEXT, "is not implemented.") - 1  # (the raise opens the line above)
     chat = {"architectures": ["ToyChatModel"], "llm_config": {**TOY, "architectures": ["Other"]}}
     assert load_findings(session, "", chat) == [
         ("error", f"raises at toy_moe.py:{line}: NotImplementedError: Other is not implemented.")
     ]
     chat["llm_config"] = TOY
     assert load_findings(session, "", chat) == []
+
+
+def test_a_block_refusing_in_its_forward_what_it_was_built_with(session: Session) -> None:
+    # the raise its forward makes whatever the batch is, at the first forward, on the flag
+    # it rests on; the forward's checks of the batch (its arguments) are not said
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "config": TOY})
+    result = explain(session, "v0.1.0", "--model-path org/model --ep-size 2", profile=profile)
+    errors = [f for f in result["findings"] if f["severity"] == "error"]
+    line = line_of(MODEL_TEXT, 'raise NotImplementedError("ToyRouter')
+    assert [(f["stage"], f["message"]) for f in errors] == [
+        (
+            "first_forward",
+            f"raises at toy_moe.py:{line}: NotImplementedError: ToyRouter has no "
+            "expert-parallel forward",
+        )
+    ]
+    assert errors[0]["flag"] == "--ep-size"  # what the raise rests on
+    assert load_findings(session, "--ep-size 1", TOY) == []
+    plain = explain(session, "v0.1.0", "--model-path org/model --ep-size 1", profile=profile)
+    assert not [f for f in plain["findings"] if f.get("stage") == "first_forward"]

@@ -22,6 +22,7 @@ from typing import Any
 from kb.dests import dest_rank
 from kb.explain import (
     attention_forward,
+    block_forward,
     derived,
     draft_stage,
     model_class,
@@ -276,15 +277,22 @@ def simulate(
         attention_forward.PART,
         attention_forward.step(sim, made[0], kind) if kind else None,
     )
+    # ... then the model's blocks: one may refuse what its constructor built (GPT-OSS's MoE
+    # block with DeepEP), before its MoE layer's forward runs
+    stage(
+        "first_forward",
+        block_forward.PART,
+        block_forward.step(sim, model_file, profile, loaded.quant_config),
+    )
     if built.layer is not None:
         ran: list[bool] = []
         name = built.layer.cls.name
-        stage(
+        forward = stage(
             "first_forward",
             f"the first forward of {name}",
             lambda: ran.append(moe.first_forward(sim, result.fields, built)),
         )
-        if not any(ran) and stages and stages[-1][1] == "first_forward":
+        if forward and not any(ran):
             stages.pop()  # nothing of its forward is simulated
             load_parts.pop()
     return _report(facts, analysis, result, given, profile, cite, stages, load_parts)

@@ -150,6 +150,27 @@ def _classes(sim: Simulator, root: ClassRef) -> tuple[list[Built], list[Built]]:
     return _built[key]
 
 
+def classes_built(sim: Simulator, root: ClassRef) -> list[Built]:
+    """Every class the architecture's class builds (itself first), as `_closure` finds them."""
+    return _classes(sim, root)[0]
+
+
+def decided_built(
+    sim: Simulator, root: ClassRef, candidates: list[Built], profile: Profile, quant_config: Any
+) -> Iterator[Built]:
+    """Those of `candidates` config.json decides are built in some layer tried (each of
+    their conditional builders builds them there)."""
+    chain = {b.cls.name: b for b in classes_built(sim, root)}
+    layers, _count = _layers(profile)
+    for b in candidates:
+        conditional = [link for link in _chain(b, chain) if link.condition]
+        if not conditional or any(
+            all(_builds(sim, link, chain, quant_config, layer) is True for link in conditional)
+            for layer in layers
+        ):
+            yield b
+
+
 def _layers(profile: Profile | None) -> tuple[list[int], int]:
     """Layer ids to follow a layer's constructors for, those likeliest to differ (the first
     two, the last dense one and the first two past it: `first_k_dense_replace` of DeepSeek

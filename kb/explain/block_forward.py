@@ -1,0 +1,97 @@
+"""The first forward of the model's own blocks, a step of the first-forward stage
+(kb.explain.deploy).
+
+A model class's block may refuse, in its `forward`, a configuration its constructor built:
+GPT-OSS's MoE block raises "forward_deepep branch not implemented yet" when the a2a backend
+is DeepEP, before its experts run. The step runs the `forward` of each class the
+architecture's class builds (kb.explain.model_class) that is decided to be built and whose
+forward (or a method of its own it calls) raises or asserts, on arguments that are all
+unknown (the batch's tensors and mode) and an object whose fields are unknown. Only what
+fires whatever the batch is kept: a raise on a branch the settings and the GPU decide. A
+check the batch decides (a tensor's shape, prefill or decode) says nothing of the command,
+so it is dropped rather than reported as undecided.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kb.explain import classes, model_class, parallel_state
+from kb.explain.abstract_values import ClassRef, Func, Instance
+from kb.explain.frames import Ctx, Raised
+from kb.explain.model_registry import architecture_class
+from kb.explain.predicates import Profile, unknown
+
+if TYPE_CHECKING:
+    from kb.explain.simulate import Simulator
+
+PART = "the first forward of the model's blocks"
+FORWARD = "forward"
+
+
+def step(
+    sim: Simulator, path: str | None, profile: Profile | None, quant_config: Any
+) -> Callable[[], None] | None:
+    """The step to run; None without config.json, the architecture's class, or a block
+    whose forward checks anything."""
+    if profile is None or profile.config is None:
+        return None
+    root = architecture_class(sim, path, profile.arch)
+    if root is None:
+        return None
+    checking = [b for b in model_class.classes_built(sim, root) if _forward_checks(b.cls)]
+    if not checking:
+        return None
+
+    def run() -> None:
+        sim.parallel = parallel_state.sizes(sim.fields)
+        try:
+            for b in model_class.decided_built(sim, root, checking, profile, quant_config):
+                _forward(sim, b.cls)
+        finally:
+            sim.parallel = {}
+
+    return run
+
+
+def _forward(sim: Simulator, cls: ClassRef) -> None:
+    forward = classes.instance_attr(sim, Instance(cls), FORWARD, allow_missing=True)
+    if not isinstance(forward, Func):
+        return
+    params = forward.node.args
+    names = [p.arg for p in (*params.posonlyargs, *params.args, *params.kwonlyargs)][1:]
+    # every argument from the caller, not the parameter's default (`forward_batch=None`)
+    args = {n: unknown(f"argument {n} of {cls.name}.forward (the batch)") for n in names}
+    start = len(sim.result.checks)
+    with contextlib.suppress(Raised):
+        sim.call_function(forward, [], args, Ctx())
+    sim.result.checks[start:] = [c for c in sim.result.checks[start:] if c.outcome == "fired"]
+
+
+def _forward_checks(cls: ClassRef) -> bool:
+    """Whether the class's own `forward`, or a method of its own that forward calls on
+    `self` (followed through each other), raises or asserts."""
+    methods = {
+        n.name: n for n in cls.node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    todo, seen = [FORWARD], set()
+    while todo:
+        name = todo.pop()
+        node = methods.get(name)
+        if node is None or name in seen:
+            continue
+        seen.add(name)
+        for n in ast.walk(node):
+            if isinstance(n, ast.Raise | ast.Assert):
+                return True
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+            ):
+                todo.append(n.func.attr)
+    return False
