@@ -52,12 +52,16 @@ class MoeRunnerBackend(Enum):
     AUTO = "auto"
     CUTLASS = "cutlass"
     FLASHINFER = "flashinfer"
+    DEEP_GEMM = "deep_gemm"
 
     def is_cutlass(self):
         return self == MoeRunnerBackend.CUTLASS
 
     def is_flashinfer(self):
         return self == MoeRunnerBackend.FLASHINFER
+
+    def is_deep_gemm(self):
+        return self == MoeRunnerBackend.DEEP_GEMM
 
 
 MOE_RUNNER_BACKEND = None
@@ -106,6 +110,7 @@ class LinearBase(torch.nn.Module):
 FP8 = """
 import torch
 
+from sglang.srt.layers.deep_gemm_config import SCALE_UE8M0
 from sglang.srt.layers.moe.utils import get_moe_runner_backend
 from sglang.srt.utils.common import is_sm90_supported, is_sm100_supported
 
@@ -146,12 +151,25 @@ class Fp8MoEMethod:
             block_n = self.quant_config.weight_block_size[0]
             if intermediate_size_per_partition % block_n != 0:
                 raise ValueError("intermediate size not divisible by block_n")
+        scale = torch.nn.Parameter(torch.empty(4, dtype=torch.float32), requires_grad=False)
+        scale.format_ue8m0 = False
+        layer.register_parameter("w13_weight_scale_inv", scale)
 
     def process_weights_after_loading(self, layer):
+        if get_moe_runner_backend().is_deep_gemm():
+            if self._requant(layer.w13_weight_scale_inv):
+                raise RuntimeError("requantized scales need the DeepEP layer")
         if get_moe_runner_backend().is_flashinfer():
             if not is_sm100_supported():
                 raise RuntimeError("flashinfer repacking needs SM100")
             self._scale_kind(layer.w13_weight_scale)
+
+    def _requant(self, scale):
+        assert isinstance(scale, torch.nn.Parameter)
+        assert scale.dtype == torch.float32
+        if getattr(scale, "format_ue8m0", False) or not SCALE_UE8M0:
+            return False
+        return True
 
     def _scale_kind(self, scale):
         if scale.dtype == torch.uint8:
@@ -198,6 +216,20 @@ def get_moe_impl_class(quant_config):
     return FusedMoE
 """
 
+# values its module computes when imported, one an alias of another
+DEEP_GEMM_CONFIG = """
+from sglang.srt.utils.common import is_sm100_supported
+
+
+def _compute_enable():
+    return True
+
+
+ENABLE = _compute_enable()
+BLACKWELL = ENABLE and is_sm100_supported()
+SCALE_UE8M0 = BLACKWELL
+"""
+
 UTILS = """
 import torch
 
@@ -218,6 +250,7 @@ FILES = {
     SRT + "distributed/parallel_state.py": PARALLEL_STATE,
     SRT + "layers/linear.py": LINEAR,
     SRT + "layers/quantization/fp8.py": FP8,
+    SRT + "layers/deep_gemm_config.py": DEEP_GEMM_CONFIG,
     SRT + "layers/moe/fused_moe_triton/layer.py": FUSED,
     SRT + "layers/moe/ep_moe/layer.py": EP_LAYER,
     sim_repos.UTILS: UTILS,
@@ -354,7 +387,7 @@ def test_the_method_checks_the_gpu_once_the_weights_are_loaded() -> None:
     # even a likely one (nothing makes one dtype likelier)
     flashinfer = {"moe_runner_backend": "flashinfer"}
     hopper = raised(quant_step(flashinfer, {"sm": 90, "cuda": "12.9", "config": CONFIG}))
-    repack = line_of(FP8, "raise RuntimeError")
+    repack = line_of(FP8, 'raise RuntimeError("flashinfer')
     assert hopper == [("fired", "RuntimeError: flashinfer repacking needs SM100", repack)]
     blackwell = raised(quant_step(flashinfer, {"sm": 100, "cuda": "12.9", "config": CONFIG}))
     assert [r[0] for r in blackwell] == ["unknown"]
@@ -378,3 +411,20 @@ def test_a_model_with_one_ffn_size_builds_its_experts_with_it() -> None:
     # beside another FFN size, intermediate_size may be the dense layers': not used
     two = {**odd, "intermediate_size_mlp": 16384}
     assert quant_step({"tp_size": 8}, {**sm90, "config": two}) is None
+
+
+def test_a_registered_parameter_keeps_its_dtype_and_the_attributes_set_on_it() -> None:
+    # create_weights registers a float32 scale marked not UE8M0; after loading, the
+    # DeepGEMM runner requantizes only scales not marked, on Blackwell (SCALE_UE8M0, an
+    # alias of a value the module computed when imported)
+    deep_gemm = {"moe_runner_backend": "deep_gemm"}
+    hopper = raised(quant_step(deep_gemm, {"sm": 90, "cuda": "12.9", "config": CONFIG}))
+    assert hopper == []  # the isinstance and dtype asserts hold: no undecided check
+    blackwell = raised(quant_step(deep_gemm, {"sm": 100, "cuda": "12.9", "config": CONFIG}))
+    assert blackwell == [
+        (
+            "fired",
+            "RuntimeError: requantized scales need the DeepEP layer",
+            line_of(FP8, 'raise RuntimeError("requantized'),
+        )
+    ]

@@ -34,6 +34,7 @@ from kb.explain.abstract_values import (
     merge_needs,
     options_of,
 )
+from kb.explain.abstract_values import Method as BoundMethod
 from kb.explain.frames import Ctx, Frame
 from kb.explain.known_names import BUILTIN_TYPES, TORCH_MODULE_ATTRS
 from kb.explain.predicates import MISSING, Unknown, unknown
@@ -244,6 +245,8 @@ def _from_classes(
     if not complete:
         return unknown(f"{cls.name}.{attr} (it may come from a base class not held here)")
     torch_module = any(_is_torch_module(b) for c in classes for b in bases(sim, c))
+    if attr == "register_parameter" and torch_module and isinstance(obj, Instance):
+        return BoundMethod(obj, attr)  # (the parameter becomes its attribute: kb.explain.tensors)
     if (attr in TORCH_MODULE_ATTRS or attr.startswith("_")) and torch_module:
         return unknown(f"{cls.name}.{attr} (torch's nn.Module)")
     return MISSING if allow_missing else unknown(f"{cls.name}.{attr}")

@@ -36,6 +36,7 @@ from kb.explain import (
     module_state,
     parallel_state,
     pure_calls,
+    tensors,
 )
 from kb.explain.abstract_values import (
     SELF,
@@ -451,7 +452,7 @@ class Simulator:
                 if name not in mod.constants:
                     mod.constants[name] = self.eval(value, Frame(mod, "<module>", {}), Ctx())
                 return copy.copy(mod.constants[name])  # callers must not share a mutable list
-            if isinstance(value, ast.Call | ast.BoolOp | ast.UnaryOp | ast.Compare):
+            if isinstance(value, ast.Call | ast.BoolOp | ast.UnaryOp | ast.Compare | ast.Name):
                 # `_is_musa = is_musa()`: what the module computed when imported, which may
                 # depend on the profile (so kept per run, not with the module)
                 key = (mod.path, name)
@@ -736,6 +737,8 @@ class Simulator:
                 self.set_field(target.attr, value, ctx, node, marks)
             elif isinstance(owner, Instance):
                 classes.set_attr(owner, target.attr, value, ctx, marks)
+            elif isinstance(owner, tensors.Tensor):
+                tensors.set_attribute(owner, target.attr, value, ctx)
             elif isinstance(owner, Obj) and owner.kind in ("runner", "draft_runner"):
                 # the load stage's runner (kb.explain.derived)
                 self.derived[f"{owner.kind}.{target.attr}"] = (
@@ -1103,8 +1106,20 @@ class Simulator:
             return model_files.hub_call(self, callee.name, args, kwargs, ctx)
         if callee == ExternalName("object", "builtins") and not args and site is not None:
             return Sentinel(self.current_path, getattr(site, "lineno", 0))  # `_UNSET = object()`
+        dotted = (
+            callee.dotted
+            if isinstance(callee, Symbol)
+            else f"{callee.module}.{callee.name}"
+            if isinstance(callee, ExternalName)
+            else ""
+        )
+        if (tensor := tensors.created(dotted, args, kwargs)) is not None:
+            return tensor
         if isinstance(callee, ExternalName):
             return self.builtin(callee, args, kwargs)
+        if isinstance(callee, Method) and isinstance(callee.target, Instance):
+            if callee.name == tensors.REGISTER:
+                return tensors.register(callee.target, args, kwargs, ctx)
         if isinstance(callee, Method):
             return self.method(callee, args, kwargs)
         if isinstance(callee, Unknown):
@@ -1231,6 +1246,9 @@ class Simulator:
                     return args[2] if len(args) > 2 else unknown(f"attribute {attr}")
                 return value
             if name == "isinstance":
+                if len(args) == 2 and isinstance(args[0], tensors.Tensor):
+                    kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
+                    return tensors.isinstance_of(args[0], kinds)
                 return classes.isinstance_call(self, args)
             fn = pure_calls.PURE_BUILTINS.get(name)
             if fn is not None and not kwargs:
@@ -1420,6 +1438,8 @@ class Simulator:
             return Symbol(f"{obj.name}.{attr}")
         if isinstance(obj, Unknown):
             return Unknown(obj.needs)
+        if isinstance(obj, tensors.Tensor):
+            return tensors.attribute(obj, attr)
         if isinstance(obj, dict) and not hasattr(dict, attr):
             # a dict read by attribute is a config object built from it (an hf_config's
             # sub-config: InternVL's `config.llm_config.architectures`)

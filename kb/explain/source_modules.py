@@ -292,14 +292,16 @@ def _sets_mla(stmt: ast.stmt) -> bool:
     )
 
 
-def computed_at_import(mod: Module, name: str) -> bool:
+def computed_at_import(mod: Module, name: str, depth: int = 0) -> bool:
     """Whether a module-level name holds what the module computed when imported from its
     own functions or a test (`ENABLE_JIT_DEEPGEMM = _compute_enable_deep_gemm()`, `_ok = a
-    and b`), which an importer reads as that value; an object a class builds (`envs =
-    Envs()`) stays a name."""
+    and b`), or another such name (`DEEPGEMM_SCALE_UE8M0 = DEEPGEMM_BLACKWELL`), which an
+    importer reads as that value; an object a class builds (`envs = Envs()`) stays a name."""
     value = mod.assigns.get(name) if name not in mod.imports else None
     if isinstance(value, ast.BoolOp | ast.UnaryOp | ast.Compare):
         return True
+    if isinstance(value, ast.Name) and depth < 8:
+        return computed_at_import(mod, value.id, depth + 1)
     return (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)
