@@ -23,10 +23,12 @@ import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import NoneType
 from typing import Any
 
 from kb.explain import (
     classes,
+    compressed_tensors_types,
     exceptions,
     item_stores,
     messages,
@@ -1115,6 +1117,8 @@ class Simulator:
         )
         if (tensor := tensors.created(dotted, args, kwargs)) is not None:
             return tensor
+        if (built := compressed_tensors_types.build(callee, args, kwargs)) is not None:
+            return built
         if isinstance(callee, ExternalName):
             return self.builtin(callee, args, kwargs)
         if isinstance(callee, Method) and isinstance(callee.target, Instance):
@@ -1351,11 +1355,17 @@ class Simulator:
             return out
         if isinstance(node, ast.Subscript):
             base = self.eval(node.value, frame, ctx)
-            index = (
-                self.eval(node.slice, frame, ctx) if not isinstance(node.slice, ast.Slice) else None
-            )
-            if index is None and isinstance(node.slice, ast.Slice):
+            if isinstance(node.slice, ast.Slice):  # `target[3:]` of a known text or list
+                cut = node.slice
+                bounds: list[Any] = [
+                    b and self.eval(b, frame, ctx) for b in (cut.lower, cut.upper, cut.step)
+                ]
+                if isinstance(base, str | list | tuple) and all(
+                    type(b) in (int, NoneType) for b in bounds
+                ):
+                    return base[slice(*bounds)]
                 return unknown("a slice")
+            index = self.eval(node.slice, frame, ctx)
             if isinstance(base, ClassRef) and classes.is_enum(self, base):
                 return classes.enum_by_name(self, base, index)  # `cls[name.upper()]`
             if isinstance(base, Registry):
@@ -1429,6 +1439,8 @@ class Simulator:
                 return self.predicate(dotted, ExternalName(dotted, "torch"), [])
             return Symbol(dotted)
         if isinstance(obj, ExternalName):
+            if (found := compressed_tensors_types.class_attribute(obj, attr)) is not None:
+                return found
             if (obj.module, obj.name, attr) == MODEL_CONFIG_FACTORY:
                 return Symbol(".".join(MODEL_CONFIG_FACTORY))
             # `from sglang.srt.layers import deep_gemm_wrapper`: a module held here
@@ -1440,6 +1452,8 @@ class Simulator:
             return Unknown(obj.needs)
         if isinstance(obj, tensors.Tensor):
             return tensors.attribute(obj, attr)
+        if isinstance(obj, CT_VALUES):
+            return compressed_tensors_types.attribute(obj, attr)
         if isinstance(obj, dict) and not hasattr(dict, attr):
             # a dict read by attribute is a config object built from it (an hf_config's
             # sub-config: InternVL's `config.llm_config.architectures`)
@@ -1462,6 +1476,11 @@ class Simulator:
 
 
 _ABSENT = object()
+CT_VALUES = (
+    compressed_tensors_types.EnumStr,
+    compressed_tensors_types.Member,
+    compressed_tensors_types.Args,
+)
 
 
 def _shown_key(key: Any) -> str:
