@@ -117,6 +117,24 @@ def create_flashattention_v3_backend(runner):
         return "MusaFlashAttentionBackend"
 
 
+# a global filled on first use (FlashInfer's GDN kernels' availability)
+_kernels_available = None
+
+
+def _kernels():
+    global _kernels_available
+    if _kernels_available is None:
+        _kernels_available = get_device_capability()[0] >= 9
+    return _kernels_available
+
+
+@register_attention_backend("lazy")
+def create_lazy_kernel_backend(runner):
+    if not _kernels():
+        raise RuntimeError("the kernels need SM90 or newer")
+    return "LazyKernelBackend"
+
+
 @register_attention_backend("trtllm_mla")
 def create_trtllm_mla_backend(runner):
     if not runner.use_mla_backend:
@@ -358,3 +376,11 @@ def test_a_cache_filled_on_first_use_starts_from_the_constructor_s_value() -> No
 
     assert probe("hybrid_gdn") == [("fired", "ValueError: hybrid models need the triton backend")]
     assert probe("llama") == []
+
+
+def test_a_global_filled_on_first_use_starts_from_its_module_value() -> None:
+    # `X = None`, filled only under `if X is None:`: the first reader finds None and fills it
+    lazy = {"attention_backend": "lazy"}
+    ampere = load_checks(lazy, {"arch": "LlamaForCausalLM", "sm": 80})
+    assert raised(ampere) == [("fired", "RuntimeError: the kernels need SM90 or newer")]
+    assert raised(load_checks(lazy, {"arch": "LlamaForCausalLM", "sm": 90})) == []

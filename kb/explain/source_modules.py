@@ -139,8 +139,57 @@ def parse_module(path: str, text: str) -> Module | None:
     for fn in ast.walk(tree):
         if isinstance(fn, ast.Global):
             mod.rebound.update(fn.names)
+    mod.rebound -= _memos(tree, mod)
     mod.appended &= set(mod.assigns)  # (a local list of the same name is not one)
     return mod
+
+
+def _memos(tree: ast.Module, mod: Module) -> set[str]:
+    """Globals a function fills on first use (`X = None` at module level, assigned only
+    under `if X is None:`): whoever reads one first finds None and fills it, the same in
+    every run, so a run reads the module's None and then what it assigned."""
+    found: set[str] = set()
+    for name in mod.rebound:
+        value = mod.assigns.get(name)
+        if not (isinstance(value, ast.Constant) and value.value is None):
+            continue
+        stores = [n for n in ast.walk(tree) if _stores_name(n, name)]
+        guarded = {
+            id(n)
+            for test in ast.walk(tree)
+            if isinstance(test, ast.If) and _is_none_test(test.test, name)
+            for stmt in test.body
+            for n in ast.walk(stmt)
+            if _stores_name(n, name)
+        }
+        if all(id(n) in guarded or n is value or _module_level(tree, n) for n in stores):
+            found.add(name)
+    return found
+
+
+def _stores_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+
+
+def _is_none_test(test: ast.expr, name: str) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
+
+
+def _module_level(tree: ast.Module, node: ast.AST) -> bool:
+    """Whether `node` is the target of a top-level assignment (the module's own value)."""
+    return any(
+        isinstance(stmt, ast.Assign | ast.AnnAssign)
+        and node in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+        for stmt in tree.body
+    )
 
 
 def registered(mod: Module, table: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
