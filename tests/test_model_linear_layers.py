@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.explain import derived, model_class
+from kb.explain import block_forward, derived, model_class
 from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import Profile
 from kb.explain.simulate import Check, Simulator
@@ -111,6 +111,17 @@ FILES = {
                 if self.native and torch.cuda.get_device_capability()[0] < 10:
                     raise ValueError("native block GEMMs need SM100")
 
+            def apply(self, layer, x, bias=None):
+                if isinstance(x, tuple):  # (an input quantized before: the same GEMM)
+                    return self._gemm(x[0])
+                return self._gemm(x)
+
+            def _gemm(self, x):
+                if self.block == 32 and torch.cuda.get_device_capability()[0] != 10:
+                    raise RuntimeError("32-wide blocks run on SM100 only")
+                assert x.shape[-1] % self.block == 0  # the batch's: not said
+                return x
+
             def create_weights(self, layer, output_size_per_partition):
                 if output_size_per_partition % self.block != 0:
                     raise ValueError(
@@ -164,8 +175,14 @@ def modules() -> dict[str, Module]:
 
 
 def load_checks(
-    tp: int, ignored: list[str] | None = None, native: bool = False, sm: int = 90
+    tp: int,
+    ignored: list[str] | None = None,
+    native: bool = False,
+    sm: int = 90,
+    block: int = 128,
+    forward: bool = False,
 ) -> list[tuple[str, str, int]]:
+    """The checks that fire building the model (or, `forward`, at its first forward)."""
     mods = modules()
     profile = Profile.parse({"sm": sm, "config": CONFIG})
     sim = Simulator(
@@ -175,11 +192,17 @@ def load_checks(
     frame = Frame(mods[QUANT], "<test>", {"ignored": ignored or [], "native": native})
     from ast import parse
 
-    source = "BlockConfig(128, ignored, native)"
+    source = f"BlockConfig({block}, ignored, native)"
     config: Any = sim.eval(parse(source, mode="eval").body, frame, Ctx())
-    step = model_class.step(sim, MODEL, profile, config)
+    linear_layers: list[Any] = []
+    step = model_class.step(sim, MODEL, profile, config, linear_layers)
     assert step is not None and sim.run_after(step)
-    return [raised(c) for c in sim.result.checks if c.outcome == "fired"]
+    start = len(sim.result.checks)
+    if forward:
+        first = block_forward.step(sim, MODEL, profile, config, linear_layers)
+        assert first is not None and sim.run_after(first)
+    checks = sim.result.checks[start:] if forward else sim.result.checks
+    return [raised(c) for c in checks if c.outcome != "passed"]
 
 
 def raised(check: Check) -> tuple[str, str, int]:
@@ -210,3 +233,15 @@ def test_the_method_checks_the_gpu_once_the_weights_are_loaded() -> None:
     assert (path, message) == ("block.py", "ValueError: native block GEMMs need SM100")
     assert load_checks(4, native=True, sm=100) == []
     assert load_checks(4, native=True, ignored=["mlp.up_proj"]) == []  # not quantized
+
+
+def test_a_linear_layer_s_method_checks_the_gpu_at_its_first_forward() -> None:
+    # its `apply` on the hidden states (a tensor, not a tuple): the GPU decides the raise;
+    # the assert on the batch's shape is undecided and not said
+    assert load_checks(4, block=32) == []  # built and loaded without a raise
+    lines = FILES[QUANT].splitlines()
+    line = 1 + next(i for i, x in enumerate(lines) if "32-wide blocks" in x)
+    assert load_checks(4, block=32, forward=True) == [
+        ("block.py", "RuntimeError: 32-wide blocks run on SM100 only", line)
+    ]
+    assert load_checks(4, block=32, sm=100, forward=True) == []

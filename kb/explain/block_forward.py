@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import classes, model_class, parallel_state
+from kb.explain import classes, model_class, parallel_state, tensors
 from kb.explain.abstract_values import ClassRef, Func, Instance
 from kb.explain.frames import Ctx, Raised
 from kb.explain.model_registry import architecture_class
@@ -30,44 +30,59 @@ if TYPE_CHECKING:
 
 PART = "the first forward of the model's blocks"
 FORWARD = "forward"
+APPLY = "apply"  # a linear layer's quantization method runs its forward
 
 
 def step(
-    sim: Simulator, path: str | None, profile: Profile | None, quant_config: Any
+    sim: Simulator,
+    path: str | None,
+    profile: Profile | None,
+    quant_config: Any,
+    linear_layers: list[Instance],
 ) -> Callable[[], None] | None:
     """The step to run; None without config.json, the architecture's class, or a block
-    whose forward checks anything."""
+    whose forward checks anything. `linear_layers`: those the model class's step built, whose
+    quantization method's `apply` runs at their first forward."""
     if profile is None or profile.config is None:
         return None
     root = architecture_class(sim, path, profile.arch)
     if root is None:
         return None
     checking = [b for b in model_class.classes_built(sim, root) if _forward_checks(b.cls)]
-    if not checking:
+    if not checking and not linear_layers:
         return None
 
     def run() -> None:
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
             for b in model_class.decided_built(sim, root, checking, profile, quant_config):
-                _forward(sim, b.cls)
+                forward = classes.instance_attr(sim, Instance(b.cls), FORWARD, allow_missing=True)
+                _run(sim, forward, [], f"{b.cls.name}.forward")
+            for layer in linear_layers:  # `self.quant_method.apply(self, x, bias)`
+                method = layer.fields.get("quant_method")
+                if isinstance(method, Instance):
+                    apply = classes.instance_attr(sim, method, APPLY, allow_missing=True)
+                    # (its input: the hidden states, a tensor of a dtype not known here)
+                    x = tensors.Tensor(unknown("the hidden states' dtype"), parameter=False)
+                    _run(sim, apply, [layer, x], f"{method.cls.name}.apply")
         finally:
             sim.parallel = {}
 
     return run
 
 
-def _forward(sim: Simulator, cls: ClassRef) -> None:
-    forward = classes.instance_attr(sim, Instance(cls), FORWARD, allow_missing=True)
-    if not isinstance(forward, Func):
+def _run(sim: Simulator, fn: Any, given: list[Any], name: str) -> None:
+    """`fn` on `given`, then every other argument unknown (the caller's, not the parameter's
+    default: `forward_batch=None`); only the checks that certainly fire are kept."""
+    if not isinstance(fn, Func):
         return
-    params = forward.node.args
-    names = [p.arg for p in (*params.posonlyargs, *params.args, *params.kwonlyargs)][1:]
-    # every argument from the caller, not the parameter's default (`forward_batch=None`)
-    args = {n: unknown(f"argument {n} of {cls.name}.forward (the batch)") for n in names}
+    params = fn.node.args
+    names = [p.arg for p in (*params.posonlyargs, *params.args, *params.kwonlyargs)]
+    names = names[1 + len(given) :]  # (past self and what is given)
+    args = {n: unknown(f"argument {n} of {name} (the batch)") for n in names}
     start = len(sim.result.checks)
     with contextlib.suppress(Raised):
-        sim.call_function(forward, [], args, Ctx())
+        sim.call_function(fn, list(given), args, Ctx())
     sim.result.checks[start:] = [c for c in sim.result.checks[start:] if c.outcome == "fired"]
 
 

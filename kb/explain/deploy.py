@@ -214,13 +214,14 @@ def simulate(
     config_step = moe.moe_config(sim) if moe_model or known else None
     configured = stage("load", "the MoE and GEMM configuration", config_step) and moe_model
     loaded = model_loading.Loaded()
+    linear_layers: list[Instance] = []  # built by the model class's step, run at the forward
     step = model_loading.quantization_config_step(sim, loaded) if known else None
     loader_start = len(result.checks)
     stage("load", "the model loader's quantization checks", step)
     # (a loader that certainly raises builds no layer: its methods' checks are not reached)
     loader_raised = raised(result.checks[loader_start:])
     if not loader_raised:  # the loader then builds the architecture's class
-        step = model_class.step(sim, model_file, profile, loaded.quant_config)
+        step = model_class.step(sim, model_file, profile, loaded.quant_config, linear_layers)
         stage("load", model_class.PART, step)
         # ... then the ModelRunner checks the loaded model's forward (pipeline parallelism)
         stage(
@@ -282,7 +283,7 @@ def simulate(
     stage(
         "first_forward",
         block_forward.PART,
-        block_forward.step(sim, model_file, profile, loaded.quant_config),
+        block_forward.step(sim, model_file, profile, loaded.quant_config, linear_layers),
     )
     if built.layer is not None:
         ran: list[bool] = []

@@ -90,12 +90,17 @@ class Built:
 
 
 def step(
-    sim: Simulator, path: str | None, profile: Profile | None, quant_config: Any
+    sim: Simulator,
+    path: str | None,
+    profile: Profile | None,
+    quant_config: Any,
+    linear_layers: list[Instance] | None = None,
 ) -> Callable[[], None] | None:
     """The step to run; None without the model's config.json (what the constructors check
     is the model's sizes against the parallel ones: nothing would be decided), or when the
     architecture's class is not held (its file is not in the knowledge base) or builds
-    nothing that checks."""
+    nothing that checks. `linear_layers` gets one linear layer of each (layer class,
+    method class) built, for their first forward (kb.explain.block_forward)."""
     if profile is None or profile.config is None:
         return None
     root = architecture_class(sim, path, profile.arch)
@@ -123,6 +128,8 @@ def step(
                 if isinstance(method, Instance) and (layer.cls.name, method.cls.name) not in seen:
                     seen.add((layer.cls.name, method.cls.name))
                     model_loading.after_loading(sim, layer, Ctx())
+                    if linear_layers is not None:
+                        linear_layers.append(layer)
         finally:
             sim.construct, sim.construct_under, sim.built_under = construct, (), None
             sim.parallel = {}

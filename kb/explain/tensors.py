@@ -80,6 +80,8 @@ def isinstance_of(tensor: Tensor, kinds: tuple[Any, ...]) -> Any:
             answers.append(tensor.parameter)
         elif dotted == "torch.Tensor":
             answers.append(True)
+        elif dotted.startswith("builtins."):  # (no tensor is a tuple, a list, a number)
+            answers.append(False)
         else:
             answers.append(None)
     if any(a is True for a in answers):
