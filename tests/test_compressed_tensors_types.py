@@ -32,7 +32,9 @@ class ServerArgs:
 
 COMPRESSED_TENSORS = """
 import re
+from typing import NamedTuple
 
+import torch
 from compressed_tensors.config import CompressionFormat
 from compressed_tensors.quantization import (
     QuantizationArgs,
@@ -71,6 +73,19 @@ def moe_method(config, name):
     return "other"
 
 
+class DeviceCapability(NamedTuple):
+    major: int
+    minor: int
+
+    def to_int(self):
+        return self.major * 10 + self.minor
+
+
+def supported(min_capability):
+    capability = DeviceCapability(*torch.cuda.get_device_capability())
+    return capability.to_int() >= min_capability
+
+
 def observer(config):
     return QuantizationArgs.model_validate(config["config_groups"]["group_0"]["weights"]).observer
 """
@@ -89,9 +104,10 @@ def int8(**weights: Any) -> dict[str, Any]:
     }
 
 
-def call(name: str, *args: Any) -> tuple[Any, list[tuple[str, str]]]:
+def call(name: str, *args: Any, sm: int | None = None) -> tuple[Any, list[tuple[str, str]]]:
     mods = sim_repos.parsed_modules({ARGS: SERVER_ARGS, CT: COMPRESSED_TENSORS})
-    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, Profile.parse({}), derive=derived)
+    profile = Profile.parse({"sm": sm} if sm else {})
+    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, profile, derive=derived)
     sim.run()
     fn = mods[CT].functions[name]
     out: list[Any] = []
@@ -122,3 +138,9 @@ def test_what_the_package_s_validators_compute_stays_unknown() -> None:
     del strategy_left_out["config_groups"]["group_0"]["weights"]["strategy"]
     _, fired = call("moe_method", strategy_left_out, "model.layers.0.mlp.experts")
     assert [outcome for outcome, _ in fired] == ["unknown"]
+
+
+def test_a_named_tuple_holds_the_fields_it_was_built_with() -> None:
+    # the scheme's capability check: DeviceCapability(*torch.cuda.get_device_capability())
+    assert call("supported", 100, sm=90) == (False, [])
+    assert call("supported", 100, sm=100) == (True, [])

@@ -309,6 +309,9 @@ def call_class(
     if is_enum(sim, cls):
         return enum_lookup(sim, cls, args[0] if args else unknown("an Enum value"), ctx)
     obj = Instance(cls)
+    if _is_named_tuple(cls.node):  # (fields only: built whatever the stage builds)
+        _dataclass_init(sim, cls, obj, args, kwargs)
+        return obj
     if cls in sim.skip_init or not (sim.construct or cls.path.startswith(sim.construct_under)):
         obj.note = "its constructor is not simulated"
         return obj
@@ -322,6 +325,11 @@ def call_class(
     elif isinstance(init, Unknown):
         obj.note = "its constructor is not held here"
     return obj
+
+
+def _is_named_tuple(node: ast.ClassDef) -> bool:
+    """`class DeviceCapability(NamedTuple): major: int; minor: int`."""
+    return any(ast.unparse(b) in ("NamedTuple", "typing.NamedTuple") for b in node.bases)
 
 
 def _is_dataclass(node: ast.ClassDef) -> bool:
