@@ -36,6 +36,9 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/eplb/expert_location.py",
         # the attention layer's types (an encoder-only model's first forward)
         "python/sglang/srt/layers/radix_attention.py",
+        # two-batch overlap's strategy for the model's decoder layers (its first forward)
+        "python/sglang/srt/batch_overlap/operations_strategy.py",
+        "python/sglang/srt/operations_strategy.py",
     }
 )
 # ... and the code SGLang runs past ServerArgs that the load stage follows: its utilities

@@ -37,6 +37,8 @@ class ServerArgs:
     tp_size: int = 1
     pp_size: int = 1
     ep_size: int = 1
+    enable_two_batch_overlap: bool = False
+    disable_cuda_graph: bool = False
 
     def __post_init__(self):
         pass
@@ -50,6 +52,8 @@ class ServerArgs:
         parser.add_argument("--tp-size", type=int, default=ServerArgs.tp_size, help="TP.")
         parser.add_argument("--pp-size", type=int, default=ServerArgs.pp_size, help="PP.")
         parser.add_argument("--ep-size", type=int, default=ServerArgs.ep_size, help="EP.")
+        parser.add_argument("--enable-two-batch-overlap", action="store_true", help="TBO.")
+        parser.add_argument("--disable-cuda-graph", action="store_true", help="No graphs.")
 
 
 _global_server_args = None
@@ -80,6 +84,7 @@ def make_layers(num_hidden_layers, layer_fn, prefix=""):
 MODEL_TEXT = """
 from torch import nn
 
+from sglang.srt.batch_overlap.two_batch_overlap import model_forward_maybe_tbo
 from sglang.srt.distributed.parallel_state import (
     get_pp_group,
     get_tensor_model_parallel_world_size,
@@ -207,6 +212,30 @@ class ToyWideForCausalLM(ToyMoeForCausalLM):
         self.model = WideModel(config, quant_config=quant_config, prefix="model")
 
 
+class OtherDecoderLayer(ToyDecoderLayer):
+    pass
+
+
+class ToyNestedModel(nn.Module):
+    # its layers built by a function its constructor defines, handed to make_layers
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+
+        def layer_fn(idx, prefix):
+            return OtherDecoderLayer(config=config, layer_id=idx, quant_config=quant_config)
+
+        self.layers = make_layers(config.num_hidden_layers, layer_fn)
+
+
+class ToyOtherForCausalLM(nn.Module):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        self.model = ToyNestedModel(config, quant_config=quant_config, prefix="model")
+
+    def forward(self, input_ids, positions, forward_batch, pp_proxy_tensors=None):
+        return self.model(input_ids)
+
+
 class ToyChatModel(nn.Module):
     # a multimodal wrapper choosing its language model by the sub-config's architecture
     def __init__(self, config, quant_config=None, prefix=""):
@@ -220,6 +249,7 @@ class ToyChatModel(nn.Module):
 
 
 EntryClass = [
+    ToyOtherForCausalLM,
     ToyChatModel,
     ToyMoeForCausalLM,
     ToyNoPipelineForCausalLM,
@@ -285,8 +315,21 @@ def compute_initial_expert_location_metadata(server_args, model_config, moe_ep_r
     assert config.num_logical_experts % server_args.ep_size == 0
 """
 
+# two-batch overlap's strategy knows some decoder layers by name
+OPERATIONS_STRATEGY = """
+class OperationsStrategy:
+    @staticmethod
+    def init_new_tbo(layers, forward_mode):
+        layer_name = layers[0].__class__.__name__
+        if layer_name == "ToyDecoderLayer":
+            assert forward_mode is not None  # the batch's: not said
+            return OperationsStrategy()
+        raise NotImplementedError
+"""
+
 FILES = {
     SERVER_ARGS: ARGS,
+    SRT + "batch_overlap/operations_strategy.py": OPERATIONS_STRATEGY,
     SRT + "model_loader/utils.py": LOADER_UTILS,
     SRT + "eplb/expert_location.py": EXPERT_LOCATION,
     UTILS: UTILS_TEXT,
@@ -496,3 +539,32 @@ def test_a_block_refusing_in_its_forward_what_it_was_built_with(session: Session
     assert load_findings(session, "--ep-size 1", TOY) == []
     plain = explain(session, "v0.1.0", "--model-path org/model --ep-size 1", profile=profile)
     assert not [f for f in plain["findings"] if f.get("stage") == "first_forward"]
+
+
+def test_two_batch_overlap_needs_a_strategy_for_the_model_s_decoder_layers(
+    session: Session,
+) -> None:
+    # the first CUDA-graph capture splits its batches: init_new_tbo(layers) raises for a
+    # decoder layer class it does not know (built by a function the model defines)
+    profile = Profile.parse(
+        {"sm": 90, "platform": "cuda", "config": {**TOY, "architectures": ["ToyOtherForCausalLM"]}}
+    )
+    result = explain(
+        session, "v0.1.0", "--model-path org/m --enable-two-batch-overlap", profile=profile
+    )
+    errors = [f for f in result["findings"] if f["severity"] == "error"]
+    line = line_of(OPERATIONS_STRATEGY, "raise NotImplementedError")
+    assert [(f["stage"], f["message"]) for f in errors] == [
+        ("first_forward", f"raises at operations_strategy.py:{line}: NotImplementedError")
+    ]
+    assert errors[0]["fix"]["verified"] is True
+    # a layer class it knows; no CUDA graphs (no batch decided to split): no error
+    known = Profile.parse({"sm": 90, "platform": "cuda", "config": TOY})
+    for profile_, flags in ((known, ""), (profile, " --disable-cuda-graph")):
+        found = explain(
+            session,
+            "v0.1.0",
+            "--model-path org/m --enable-two-batch-overlap" + flags,
+            profile=profile_,
+        )
+        assert [f for f in found["findings"] if f["severity"] == "error"] == []

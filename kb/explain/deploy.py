@@ -31,6 +31,7 @@ from kb.explain import (
     moe,
     moe_quant,
     runner_checks,
+    tbo_strategy,
 )
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
@@ -277,6 +278,12 @@ def simulate(
         "first_forward",
         attention_forward.PART,
         attention_forward.step(sim, made[0], kind) if kind else None,
+    )
+    # ... the model's forward: with two-batch overlap, its strategy for the decoder layers
+    stage(
+        "first_forward",
+        tbo_strategy.PART,
+        tbo_strategy.step(sim, model_file, profile, result.fields),
     )
     # ... then the model's blocks: one may refuse what its constructor built (GPT-OSS's MoE
     # block with DeepEP), before its MoE layer's forward runs

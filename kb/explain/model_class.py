@@ -475,7 +475,7 @@ def _built_by(
     classes_of = {**defaults, **(chosen or {})}
     guards = _guards(init.node.body) if outer is None else {}
     targets = _targets(init.node.body)
-    for call, inner in calls_under(init.node.body, ()):
+    for call, inner in _with_nested_builders(init.node.body, targets):
         conds = (*(outer or ()), *inner)
         base = _base_init(sim, init, call) if outer is None else None
         if base is not None:  # `super().__init__(..., decoder_layer_type=Qwen3DecoderLayer)`
@@ -617,6 +617,26 @@ def _guards(body: list[ast.stmt]) -> dict[int, tuple[int, bool]]:
                     if not conds:
                         out[id(call)] = (i, branch)
     return out
+
+
+def _with_nested_builders(
+    body: list[ast.stmt], targets: dict[int, str]
+) -> Iterator[tuple[ast.Call, tuple[str, ...]]]:
+    """`calls_under(body)`, and where a call hands a function the constructor defines
+    (`def layer_fn(idx, prefix): return Layer(...)`, then `self.layers = make_layers(n,
+    layer_fn)`), that function's calls too, under the same conditions and assigned to the
+    same attribute (as a lambda handed there would be)."""
+    nested = {s.name: s for s in body if isinstance(s, ast.FunctionDef)}
+    for call, conds in calls_under(body, ()):
+        yield call, conds
+        for arg in (*call.args, *(k.value for k in call.keywords)):
+            fn = nested.get(arg.id) if isinstance(arg, ast.Name) else None
+            if fn is None:
+                continue
+            for inner, more in calls_under(fn.body, conds):
+                if id(call) in targets:
+                    targets.setdefault(id(inner), targets[id(call)])
+                yield inner, more
 
 
 def calls_under(
