@@ -30,9 +30,31 @@ FILES = {
         class ServerArgs:
             model_path: str
             tp_size: int = 1
+            mm_attention_backend: str = None
 
             def __post_init__(self):
                 pass
+
+
+        _global_server_args = None
+
+
+        def get_global_server_args():
+            return _global_server_args
+        """,
+    SRT + "layers/attention/vision.py": """
+        import torch
+        from torch import nn
+
+        from sglang.srt.server_args import get_global_server_args
+
+
+        class VisionAttention(nn.Module):
+            def __init__(self, embed_dim, num_heads):
+                super().__init__()
+                backend = get_global_server_args().mm_attention_backend
+                if backend == "fa3" and torch.cuda.get_device_capability()[0] >= 10:
+                    raise ValueError("The 'fa3' backend is not supported on Blackwell GPUs")
         """,
     SRT + "distributed/__init__.py": """
         from sglang.srt.distributed.parallel_state import *
@@ -131,6 +153,7 @@ FILES = {
     MODEL: """
         from torch import nn
 
+        from sglang.srt.layers.attention.vision import VisionAttention
         from sglang.srt.layers.linear import ColumnParallelLinear
         from sglang.srt.utils.common import add_prefix, is_flashinfer_available
 
@@ -148,9 +171,17 @@ FILES = {
                 )
 
 
+        class ToyVisionBlock(nn.Module):
+            # a vision tower's block: its attention layer checks the multimodal backend
+            def __init__(self, config):
+                super().__init__()
+                self.attn = VisionAttention(config.hidden_size, 8)
+
+
         class ToyForCausalLM(nn.Module):
             def __init__(self, config, quant_config=None, prefix=""):
                 super().__init__()
+                self.visual = ToyVisionBlock(config)
                 self.mlp = ToyMLP(
                     config.hidden_size,
                     config.intermediate_size,
@@ -176,6 +207,7 @@ def modules() -> dict[str, Module]:
 
 def load_checks(
     tp: int,
+    mm_backend: str | None = None,
     ignored: list[str] | None = None,
     native: bool = False,
     sm: int = 90,
@@ -186,7 +218,11 @@ def load_checks(
     mods = modules()
     profile = Profile.parse({"sm": sm, "config": CONFIG})
     sim = Simulator(
-        mods.get, mods[ARGS], {"model_path": "m", "tp_size": tp}, profile, derive=derived
+        mods.get,
+        mods[ARGS],
+        {"model_path": "m", "tp_size": tp, "mm_attention_backend": mm_backend},
+        profile,
+        derive=derived,
     )
     sim.run()
     frame = Frame(mods[QUANT], "<test>", {"ignored": ignored or [], "native": native})
@@ -245,3 +281,11 @@ def test_a_linear_layer_s_method_checks_the_gpu_at_its_first_forward() -> None:
         ("block.py", "RuntimeError: 32-wide blocks run on SM100 only", line)
     ]
     assert load_checks(4, block=32, sm=100, forward=True) == []
+
+
+def test_a_vision_tower_s_attention_layer_checks_its_backend_when_built() -> None:
+    assert load_checks(4, mm_backend="fa3", sm=100) == [
+        ("vision.py", "ValueError: The 'fa3' backend is not supported on Blackwell GPUs", 13)
+    ]
+    assert load_checks(4, mm_backend="fa3", sm=90) == []
+    assert load_checks(4, sm=100) == []

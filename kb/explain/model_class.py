@@ -60,7 +60,11 @@ LAYER_PARAMS = ("layer_id", "layer_idx")  # a layer's index, as the model classe
 # the classes built with their constructors when a model class builds them: the linear
 # layers (which ask the quantization config for their method and have it create the
 # weights on the per-rank sizes) and the quantization methods
-LAYERS_BUILT = ("python/sglang/srt/layers/linear.py", "python/sglang/srt/layers/quantization/")
+LAYERS_BUILT = (
+    "python/sglang/srt/layers/linear.py",
+    "python/sglang/srt/layers/quantization/",
+    "python/sglang/srt/layers/attention/vision.py",
+)
 MAX_LAYER_RUNS = 2  # layers a block's constructor is run for, looking for one that raises
 
 
