@@ -59,21 +59,34 @@ def fill(sim: Simulator, paths: Iterable[str]) -> None:
 def registrations(mods: list[Module], factory: str) -> dict[tuple[str, str], Any] | None:
     """(name, name) -> the function registered, over the modules' calls of `factory`
     (`@factory("a", "b")`, `factory("a", "b")(fn)`, `Pool.factory("a", "b", fn)`); None
-    when one of them passes a name not written as a constant. The factory's own
-    definition (whose body passes its parameters on) is no registration."""
+    when one of them passes a name not written as a constant."""
     found: dict[tuple[str, str], Any] = {}
     for mod in mods:
-        for node in _outside_definitions(mod.body or [], factory):
-            if isinstance(node, ast.Call) and _called(node.func) == factory:
-                key = _key(node)
-                if key is None:
-                    return None
-                found.setdefault(key, Symbol(f"the function registered for {key[0]}/{key[1]}"))
-        for fn in mod.functions.values():  # a decorated function is the one registered
-            for d in fn.decorator_list:
-                if isinstance(d, ast.Call) and _called(d.func) == factory:
-                    if (key := _key(d)) is not None:
-                        found[key] = Func(mod, fn)
+        scan = f"class-table:{factory}"  # (once per parsed module: a walk of its tree)
+        if scan not in mod.registries:
+            mod.registries[scan] = {"entries": _registered_in(mod, factory)}
+        entries = mod.registries[scan]["entries"]
+        if entries is None:
+            return None
+        found.update(entries)
+    return found
+
+
+def _registered_in(mod: Module, factory: str) -> dict[tuple[str, str], Any] | None:
+    """One module's registrations through `factory` (see registrations). The factory's own
+    definition (whose body passes its parameters on) is no registration."""
+    found: dict[tuple[str, str], Any] = {}
+    for node in _outside_definitions(mod.body or [], factory):
+        if isinstance(node, ast.Call) and _called(node.func) == factory:
+            key = _key(node)
+            if key is None:
+                return None
+            found.setdefault(key, Symbol(f"the function registered for {key[0]}/{key[1]}"))
+    for fn in mod.functions.values():  # a decorated function is the one registered
+        for d in fn.decorator_list:
+            if isinstance(d, ast.Call) and _called(d.func) == factory:
+                if (key := _key(d)) is not None:
+                    found[key] = Func(mod, fn)
     return found
 
 
