@@ -275,14 +275,61 @@ def _class_value(sim: Simulator, owner: ClassRef, attr: str, value: ast.expr | N
     module's names), once per run."""
     if value is None:
         return unknown(f"{owner.name}.{attr}")
+    key = ("value", owner.path, owner.name, attr)
+    if attr in filled_tables(owner.node):
+        # `_fused_funcs = {}` that the class's registering methods fill when the modules
+        # registering into it load: not its literal (what a stage found registered, when
+        # it did: kb.explain.class_tables)
+        found = sim.class_cache.get(key)
+        return found if found is not None else unknown(f"{owner.name}.{attr} (filled at run time)")
     found = literal(value)
     if found is not NOT_LITERAL:
         return found
-    key = ("value", owner.path, owner.name, attr)
     if key not in sim.class_cache:
         sim.class_cache[key] = unknown(f"{owner.name}.{attr} (computed from itself)")
         sim.class_cache[key] = sim.eval(value, Frame(owner.module, "<class>", {}), _ctx())
     return sim.class_cache[key]
+
+
+# the methods of a table that add to it (`cls.table.update(...)`, `.append`, ...)
+ADDING = frozenset({"update", "append", "extend", "add", "insert", "setdefault"})
+
+
+@lru_cache(maxsize=256)
+def filled_tables(node: ast.ClassDef) -> frozenset[str]:
+    """The class-level names the class's own methods add to (`cls.X[key] = v`,
+    `cls.X.append(v)`, through `cls`, `self` or the class's name): registries."""
+    owners = {"cls", "self", node.name}
+
+    def table(expr: ast.expr) -> str | None:
+        if (
+            isinstance(expr, ast.Attribute)
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id in owners
+        ):
+            return expr.attr
+        return None
+
+    found: set[str] = set()
+    for fn in node.body:
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign | ast.AugAssign):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                found.update(
+                    name
+                    for t in targets
+                    if isinstance(t, ast.Subscript) and (name := table(t.value))
+                )
+            elif (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ADDING
+                and (name := table(n.func.value))
+            ):
+                found.add(name)
+    return frozenset(found)
 
 
 def set_attr(

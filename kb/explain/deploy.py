@@ -157,9 +157,11 @@ def simulate(
     environ: dict[str, str] | None = None,
     budget: Budget | None = None,
     models: dict[str, str] | None = None,
+    paths: Sequence[str] = (),
 ) -> Simulation | None:
     """`models`: the version's architectures -> the model file defining each (its
-    EntryClass), for the model registry and the model class's constructors."""
+    EntryClass), for the model registry and the model class's constructors; `paths`: the
+    files the knowledge base holds at the version (registries read from a package's)."""
     entry = modules(SERVER_ARGS)
     if entry is None or not simulatable(modules):
         return None
@@ -242,9 +244,10 @@ def simulate(
             built.__dict__.update(moe.build_layer(sim, qc).__dict__)
 
         if stage("load", "the MoE layer", build):
-            # FusedMoE's own constructor: the layer's quantization method and its weights
+            # FusedMoE's own constructor: the layer's quantization method, its weights, its
+            # MoE runner and token dispatcher
             qc = loaded.quant_config if loaded.built and not loader_raised else None
-            step = moe_quant.step(sim, built, qc, profile)
+            step = moe_quant.step(sim, built, qc, profile, paths)
             stage("load", moe_quant.PART, step)
     # ... with a draft model, its worker then builds the draft decode/extend backends
     # (kb.explain.draft_stage)

@@ -10,22 +10,26 @@ block-quantized MoE whose per-rank intermediate size is not a multiple of the bl
 (`Fp8MoEMethod.create_weights`), a method whose constructor checks the GPU for the MoE
 runner (`Fp8MoEMethod`, `ModelOptNvFp4FusedMoEMethod`).
 
-The step interprets the version's own FusedMoE.__init__ from its start through the
-statement that calls `create_weights` (what follows builds the runner and the dispatcher,
-not followed here), on the layer object the MoE step built, with constructors run. Its
-arguments are those the model classes pass, read from config.json (MODEL_KEYS); the
-parallel-state getters are answered from the server args (kb.explain.parallel_state).
-Without those keys, or without a quantization config, nothing runs: unknown stays unknown.
+The step interprets the version's own FusedMoE.__init__ from its start through the last of
+the statements that build the layer's parts (BUILDS: the weights, then the method's
+`create_moe_runner`, whose MoeRunner raises when no fused function is registered for its
+backends (kb.explain.class_tables reads the registry), then `create_moe_dispatcher`, whose
+a2a backend's dispatcher may refuse the DeepEP mode: Mooncake's and Nixl's the normal
+one); what follows is not followed. It runs on the layer object the MoE step built, with
+constructors run. Its arguments are those the model classes pass, read from config.json
+(MODEL_KEYS); the parallel-state getters are answered from the server args
+(kb.explain.parallel_state). Without those keys, or without a quantization config,
+nothing runs: unknown stays unknown.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import classes, model_loading, moe, parallel_state
+from kb.explain import class_tables, classes, model_loading, moe, parallel_state
 from kb.explain.abstract_values import Func
 from kb.explain.predicates import Profile, Unknown
 
@@ -47,14 +51,19 @@ MODEL_KEYS = {
 
 
 def step(
-    sim: Simulator, built: moe.MoeLayer, quant_config: Any, profile: Profile | None
+    sim: Simulator,
+    built: moe.MoeLayer,
+    quant_config: Any,
+    profile: Profile | None,
+    paths: Iterable[str] = (),
 ) -> Callable[[], None] | None:
     """The step to run past ServerArgs; None when there is nothing to follow (no MoE layer
-    built, no quantization config known, the model's sizes not in its config.json)."""
+    built, no quantization config known, the model's sizes not in its config.json).
+    `paths`: the version's files (where the MoE runner's registries are read from)."""
     layer = built.layer
     if layer is None or quant_config is None or isinstance(quant_config, Unknown):
         return None
-    init = _through_create_weights(sim, layer)
+    init = _through_builds(sim, layer)
     args = layer_args(sim, profile)
     if init is None or args is None:
         return None
@@ -71,6 +80,7 @@ def step(
             "tp size // the ep size, as initialize_model_parallel sets them"
         )
         construct, sim.construct = sim.construct, True  # the method's constructor checks
+        class_tables.fill(sim, paths)  # (the runner asks its pools)
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
             sim.call_function(init, [], dict(kwargs), built.ctx)
@@ -82,24 +92,34 @@ def step(
     return run
 
 
-def _through_create_weights(sim: Simulator, layer: Any) -> Func | None:
-    """FusedMoE.__init__ bound to the layer, cut after its statement that calls
-    `create_weights`; None when the version has no such statement."""
+def _through_builds(sim: Simulator, layer: Any) -> Func | None:
+    """FusedMoE.__init__ bound to the layer, cut after the last of its statements that
+    build the layer's parts (BUILDS); None when the version has none."""
     mod = sim.module(moe.FUSED_MOE[0])
     if mod is None or moe.FUSED_MOE[1] not in mod.classes:
         return None
     cls = classes.class_ref(mod, moe.FUSED_MOE[1])
     for node in cls.node.body:
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
-            for i, stmt in enumerate(node.body):
-                if any(
-                    isinstance(n, ast.Attribute) and n.attr == "create_weights"
-                    for n in ast.walk(stmt)
-                ):
-                    part = copy.copy(node)
-                    part.body = node.body[: i + 1]
-                    return Func(mod, part, layer, cls)
+            last = max((i for i, stmt in enumerate(node.body) if _builds(stmt)), default=None)
+            if last is not None:
+                part = copy.copy(node)
+                part.body = node.body[: last + 1]
+                return Func(mod, part, layer, cls)
     return None
+
+
+# what FusedMoE's constructor builds that this step follows, in its order: the weights,
+# the runner, the token dispatcher (the calls' names, attribute or function)
+BUILDS = ("create_weights", "create_moe_runner", "create_moe_dispatcher")
+
+
+def _builds(stmt: ast.stmt) -> bool:
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr in BUILDS)
+        or (isinstance(n, ast.Name) and n.id in BUILDS)
+        for n in ast.walk(stmt)
+    )
 
 
 def layer_args(sim: Simulator, profile: Profile | None) -> tuple[dict[str, Any], list[str]] | None:

@@ -21,7 +21,7 @@ from kb.explain.deploy import (
 )
 from kb.explain.envvars import environ_of
 from kb.explain.facts import VersionFacts
-from kb.explain.load import load_facts, load_options, version_modules
+from kb.explain.load import load_facts, load_options, version_modules, version_paths
 from kb.explain.predicates import Profile
 from kb.explain.ranges import presence, used_options, valid_in
 from kb.explain.report import SEVERITY_RANK, Finding, clip
@@ -160,8 +160,9 @@ def run(
         return citation(version, path, line, end)
 
     models = per_stamp(("model-files", version.id), lambda: _model_files(session, version), session)
+    paths = version_paths(session, version)
     sim = simulate(
-        facts, analysis, modules, profile, cite, environ_of(facts, command), budget, models
+        facts, analysis, modules, profile, cite, environ_of(facts, command), budget, models, paths
     )
     for f in analysis.findings:  # the site-by-site evaluation checks ServerArgs' constraints
         f["stage"] = "server_args" if f["kind"] in ("constraint", "undecidable") else "parse"
