@@ -1150,13 +1150,8 @@ class Simulator:
             return model_files.probe(self, args[0]) if args else unknown("a path")
         if dotted == "os.path.join":
             return model_files.join(args)
-        if dotted.startswith("re.") or dotted == "dict.fromkeys":
-            name = dotted.split(".")[-1]
-            return (
-                pure_calls.regex(name, args, {})
-                if name != "fromkeys"
-                else pure_calls.from_keys(args)
-            )
+        if (found := pure_calls.dotted_call(dotted, args)) is not pure_calls.NOT_PURE:
+            return found
         if dotted in ("os.getenv", "os.environ.get"):
             return self.env(args[0] if args else None, args[1] if len(args) > 1 else None)
         parts = dotted.split(".")
@@ -1453,7 +1448,7 @@ class Simulator:
                 return self.attention_arch()
             if self.derive is None:
                 return unknown(f"the model's {attr}")
-            return self.derive.model_config_attr(self, attr)
+            return self.derive.model_config_attr(self, attr, allow_missing)
         if attr == "get_text_config":  # (its text part: read as the config, like hf_text_config)
             return Method(obj, attr)
         value = self.profile.hf_attr(attr)
