@@ -318,3 +318,15 @@ def test_the_bitsandbytes_loader_refuses_another_method_s_checkpoint(session: Se
     fp8 = {**TOY, "quantization_config": {"quant_method": "fp8"}}
     (error,) = load_errors(session, "--load-format bitsandbytes", fp8)
     assert "BitsAndBytes loader does not support fp8" in error
+
+
+def test_a_loader_s_raise_names_the_flags_it_reads(session: Session) -> None:
+    """The load config's fields carry the server args they came from: the dummy loader's
+    raise reads --load-format and --model-loader-extra-config (what a fix changes)."""
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "config": TOY})
+    result = explain(
+        session, "v0.1.0", f"--model-path org/model --load-format dummy {EXTRA}", profile=profile
+    )
+    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    assert set(error["reads"]) == {"load_format", "model_loader_extra_config"}
+    assert error["flag"] in ("--load-format", "--model-loader-extra-config")

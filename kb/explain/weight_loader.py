@@ -69,8 +69,18 @@ def construction_step(sim: Simulator, selected: Selected) -> Callable[[], None] 
             return
         construct_under, sim.construct_under = sim.construct_under, (loader_mod.path, cls.path)
         try:
-            kwargs = {k.arg: _server_arg_value(sim, k.value, frame) for k in call.keywords if k.arg}
+            kwargs: dict[str, Any] = {}
+            marks: dict[str, frozenset[str]] = {}  # each field's server args
+            for k in call.keywords:
+                if k.arg is not None:
+                    outer, sim.reads = sim.reads, set()
+                    try:
+                        kwargs[k.arg] = _server_arg_value(sim, k.value, frame)
+                    finally:
+                        marks[k.arg], sim.reads = frozenset(sim.reads), outer
             load_config = classes.call_class(sim, cls, [], kwargs, Ctx(), call)
+            if isinstance(load_config, Instance):
+                load_config.marks.update((k, m) for k, m in marks.items() if m)
             post_init = (
                 classes.instance_attr(sim, load_config, "__post_init__", True)
                 if isinstance(load_config, Instance)
