@@ -48,6 +48,7 @@ Simulator = Any
 
 MAX_BASES = 6  # classes above one class followed (SGLang's deepest: ~4)
 ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"}
+TYPE = ExternalName("type", "builtins")
 
 Method = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -130,9 +131,14 @@ def _is_torch_module(base: Any) -> bool:
 
 
 def is_enum(sim: Simulator, cls: ClassRef) -> bool:
+    """Whether the class derives from enum's Enum (or its kin), imported by name or reached
+    through the module (`import enum` ... `class LoadFormat(str, enum.Enum)`)."""
     classes, _ = mro(sim, cls)
     return any(
-        isinstance(b, ExternalName) and b.name in ENUM_BASES for c in classes for b in bases(sim, c)
+        (isinstance(b, ExternalName) and b.name in ENUM_BASES)
+        or (isinstance(b, Symbol) and b.dotted.startswith("enum.") and b.dotted[5:] in ENUM_BASES)
+        for c in classes
+        for b in bases(sim, c)
     )
 
 
@@ -461,6 +467,12 @@ def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:
         classes, complete = mro(sim, value.cls)
         if any(k in classes for k in kinds):
             return True
+        if all(k == TYPE for k in kinds) and not any(
+            b == TYPE or (isinstance(b, ExternalName) and b.name.endswith("Meta"))
+            for c in classes
+            for b in bases(sim, c)
+        ):
+            return False  # an object of SGLang's is no class (its class is no metaclass)
         held = all(
             isinstance(k, ClassRef) or (isinstance(k, ExternalName) and k.module == "builtins")
             for k in kinds

@@ -32,6 +32,7 @@ from kb.explain import (
     moe_quant,
     runner_checks,
     tbo_strategy,
+    weight_loader,
 )
 from kb.explain.abstract_values import Instance
 from kb.explain.analysis import Analysis
@@ -216,6 +217,10 @@ def simulate(
     known = profile is not None and profile.config is not None
     config_step = moe.moe_config(sim) if moe_model or known else None
     configured = stage("load", "the MoE and GEMM configuration", config_step) and moe_model
+    # the ModelRunner's load config and the loader get_model_loader picks for its format
+    # (kb.explain.weight_loader): their constructors check the command's load settings
+    selected = weight_loader.Selected()
+    stage("load", weight_loader.CONSTRUCTION_PART, weight_loader.construction_step(sim, selected))
     loaded = model_loading.Loaded()
     linear_layers: list[Instance] = []  # built by the model class's step, run at the forward
     step = model_loading.quantization_config_step(sim, loaded) if known else None
@@ -226,6 +231,10 @@ def simulate(
     if not loader_raised:  # the loader then builds the architecture's class
         step = model_class.step(sim, model_file, profile, loaded.quant_config, linear_layers)
         stage("load", model_class.PART, step)
+        # ... and hands it to its weight-loading method, which checks it and config.json
+        # before it reads the weight files
+        step = weight_loader.checks_step(sim, selected, model_file, profile) if known else None
+        stage("load", weight_loader.CHECKS_PART, step)
         # ... then the ModelRunner checks the loaded model's forward (pipeline parallelism)
         stage(
             "load", runner_checks.FORWARD_PART, runner_checks.forward_step(sim, model_file, profile)

@@ -20,11 +20,12 @@ import ast
 import contextlib
 import copy
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import module_state
 from kb.explain.abstract_values import SELF, Func, Obj, merge_needs, truth
-from kb.explain.predicates import Unknown, unknown
+from kb.explain.predicates import MISSING, Unknown, unknown
 from kb.explain.simulate import Ctx, Frame, _Break, _Continue, _Return
 from kb.explain.source_modules import Module
 
@@ -37,8 +38,12 @@ MAX_ITEMS = 512  # items of one comprehension (SGLang's list of multimodal archi
 Method = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def model_config_attr(sim: Simulator, attr: str) -> Any:
-    """`model_config.<attr>` as the version's ModelConfig derives it (cached per run)."""
+def model_config_attr(sim: Simulator, attr: str, allow_missing: bool = False) -> Any:
+    """`model_config.<attr>` as the version's ModelConfig derives it (cached per run);
+    `allow_missing` (hasattr, getattr with a default): MISSING for an attribute the class
+    never has."""
+    if allow_missing and _never_set(sim, MODEL_CONFIG_MODULE, "ModelConfig", attr):
+        return MISSING
     if attr not in sim.derived:
         sim.derived[attr] = unknown(f"the model's {attr} (derived from itself)")
         # (derived apart from the code that asked: a `try` there does not catch its raises)
@@ -48,6 +53,47 @@ def model_config_attr(sim: Simulator, attr: str) -> Any:
         finally:
             sim.catching = catching
     return sim.derived[attr]
+
+
+def _never_set(sim: Simulator, module: str, class_name: str, attr: str) -> bool:
+    """Whether no instance of the class has `attr`: a class of no bases that neither
+    defines it nor sets `self.<attr>` anywhere (nor anything generically: `__getattr__`,
+    `__slots__`, `setattr(self, ...)`, `self.__dict__`)."""
+    mod = sim.module(module)
+    cls = mod.classes.get(class_name) if mod is not None else None
+    names = _names_set(cls) if cls is not None else None
+    return names is not None and attr not in names
+
+
+@lru_cache(maxsize=64)
+def _names_set(cls: ast.ClassDef) -> frozenset[str] | None:
+    """The names the class defines, or sets or deletes as attributes (of any object), and
+    the names it reads; None when it may have attributes by other means (a base, a
+    decorator such as dataclass's, the generic ways)."""
+    if cls.bases or cls.keywords or cls.decorator_list:
+        return None
+    names: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            names.add(node.attr)
+        elif _sets_generically(node):
+            return None
+    return None if names & {"__getattr__", "__getattribute__", "__slots__"} else frozenset(names)
+
+
+def _sets_generically(node: ast.AST) -> bool:
+    """`self.__dict__`, `setattr(self, ...)`: attributes of any name."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__dict__"
+    return (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func) == "setattr"
+        and (not node.args or ast.unparse(node.args[0]) == "self")
+    )
 
 
 def _derive(sim: Simulator, attr: str) -> Any:

@@ -34,7 +34,7 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
             return attention_arch(sim)
         if sim.derive is None:
             return unknown(f"the model's {attr}")
-        return sim.derive.model_config_attr(sim, attr)
+        return sim.derive.model_config_attr(sim, attr, allow_missing)
     if attr == "get_text_config":  # (its text part: read as the config, like hf_text_config)
         return Method(obj, attr)
     value = sim.profile.hf_attr(attr)

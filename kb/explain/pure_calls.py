@@ -10,6 +10,7 @@ pattern and text, few quantifiers and none on a group (what makes a pattern blow
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +42,8 @@ PURE_BUILTINS: dict[str, Callable[..., Any]] = {
 # functions of other modules that are pure on known values: (module, name) -> function
 MODULE_FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
     ("types", "MappingProxyType"): dict,  # (a read-only view: read like the dict)
+    ("json", "loads"): lambda text: json_loads(text),
+    ("orjson", "loads"): lambda text: json_loads(text),
 }
 STR_METHODS = frozenset(
     {
@@ -179,3 +182,26 @@ def module_call(module: str, name: str, args: list[Any], kwargs: dict[str, Any])
             return unknown("what dict() returns")
     pure = MODULE_FUNCTIONS.get((module, name))
     return pure(*args) if pure is not None and not kwargs else NOT_PURE
+
+
+def json_loads(text: Any) -> Any:
+    """`json.loads(text)` (orjson's too) of a JSON text given in the command: the value it
+    holds; unknown for text that is not JSON (what the parser raises cites no line of
+    SGLang's)."""
+    if not isinstance(text, str | bytes):
+        return unknown("what json.loads() returns")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return unknown("the JSON text's value (it does not parse)")
+
+
+def dotted_call(dotted: str, args: list[Any]) -> Any:
+    """A pure function called through its module's name (`re.match(...)`,
+    `orjson.loads(...)`, `dict.fromkeys(...)`) on known values; NOT_PURE for any other."""
+    if dotted.startswith("re."):
+        return regex(dotted.split(".")[-1], args, {})
+    if dotted == "dict.fromkeys":
+        return from_keys(args)
+    module, _, name = dotted.rpartition(".")
+    return module_call(module, name, args, {}) if module else NOT_PURE

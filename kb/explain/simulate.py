@@ -1171,13 +1171,8 @@ class Simulator:
             return model_files.probe(self, args[0]) if args else unknown("a path")
         if dotted == "os.path.join":
             return model_files.join(args)
-        if dotted.startswith("re.") or dotted == "dict.fromkeys":
-            name = dotted.split(".")[-1]
-            return (
-                pure_calls.regex(name, args, {})
-                if name != "fromkeys"
-                else pure_calls.from_keys(args)
-            )
+        if (found := pure_calls.dotted_call(dotted, args)) is not pure_calls.NOT_PURE:
+            return found
         if dotted in ("os.getenv", "os.environ.get"):
             return self.env(args[0] if args else None, args[1] if len(args) > 1 else None)
         parts = dotted.split(".")
