@@ -220,7 +220,9 @@ def simulate(
     # the ModelRunner's load config and the loader get_model_loader picks for its format
     # (kb.explain.weight_loader): their constructors check the command's load settings
     selected = weight_loader.Selected()
-    stage("load", weight_loader.CONSTRUCTION_PART, weight_loader.construction_step(sim, selected))
+    if known or weight_loader.settings_given(sim, given):
+        step = weight_loader.construction_step(sim, selected)
+        stage("load", weight_loader.CONSTRUCTION_PART, step)
     loaded = model_loading.Loaded()
     linear_layers: list[Instance] = []  # built by the model class's step, run at the forward
     step = model_loading.quantization_config_step(sim, loaded) if known else None
@@ -721,14 +723,17 @@ def enclosing_tests(module: Module | None, line: int) -> str:
     `elif` chains' earlier tests included."""
     if module is None:
         return ""
-    roots = [*module.functions.values(), *module.classes.values()]
-    tests = [
-        ast.unparse(node.test)
-        for root in roots
-        if root.lineno <= line <= (root.end_lineno or 0)
-        for node in ast.walk(root)
-        if isinstance(node, ast.If | ast.While) and node.lineno <= line <= (node.end_lineno or 0)
-    ]
+    tests: list[str] = []
+    # (only the nodes spanning the line are entered: ServerArgs' class is ~5,000 lines)
+    todo: list[ast.AST] = [*module.functions.values(), *module.classes.values()]
+    while todo:
+        node = todo.pop()
+        start, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if start is not None and not start <= line <= (end or 0):
+            continue
+        if isinstance(node, ast.If | ast.While):
+            tests.append(ast.unparse(node.test))
+        todo.extend(ast.iter_child_nodes(node))
     return " ".join(tests)
 
 

@@ -101,6 +101,23 @@ def construction_step(sim: Simulator, selected: Selected) -> Callable[[], None] 
     return step
 
 
+def settings_given(sim: Simulator, given: set[str]) -> bool:
+    """Whether the command gives a server arg the LoadConfig is built from (`--load-format`,
+    `--model-loader-extra-config`, ...). Without one, and without config.json, the loader
+    is the default's, whose constructors check only those settings: nothing to decide."""
+    runner_mod = sim.module(MODEL_RUNNER_MODULE)
+    call = _load_config_call(runner_mod) if runner_mod is not None else None
+    if call is None:
+        return False
+    read = {
+        n.attr
+        for k in call.keywords
+        for n in ast.walk(k.value)
+        if isinstance(n, ast.Attribute) and ast.unparse(n.value).endswith("server_args")
+    }
+    return bool(read & given)
+
+
 def _load_config_call(mod: Any) -> ast.Call | None:
     """The ModelRunner's `self.load_config = LoadConfig(...)`."""
     runner = mod.classes.get("ModelRunner")
