@@ -375,6 +375,9 @@ def call_class(
         sim.call_function(init, list(args), dict(kwargs), ctx, site)
     elif init is None and _is_dataclass(cls.node):
         _dataclass_init(sim, cls, obj, args, kwargs)
+        post_init = _from_classes(sim, cls, "__post_init__", obj, True, start=None)
+        if isinstance(post_init, Func):  # (Python runs it after the generated __init__)
+            sim.call_function(post_init, [], {}, ctx, site)
     elif isinstance(init, Unknown):
         obj.note = "its constructor is not held here"
     return obj

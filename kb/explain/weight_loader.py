@@ -81,13 +81,6 @@ def construction_step(sim: Simulator, selected: Selected) -> Callable[[], None] 
             load_config = classes.call_class(sim, cls, [], kwargs, Ctx(), call)
             if isinstance(load_config, Instance):
                 load_config.marks.update((k, m) for k, m in marks.items() if m)
-            post_init = (
-                classes.instance_attr(sim, load_config, "__post_init__", True)
-                if isinstance(load_config, Instance)
-                else None
-            )
-            if isinstance(post_init, Func):  # (a dataclass's: Python runs it after __init__)
-                sim.call_function(post_init, [], {}, Ctx())
             args = {"load_config": load_config, "model_config": Obj("model_config")}
             selected.loader = sim.call_function(
                 Func(loader_mod, select),
