@@ -148,48 +148,43 @@ def _memos(tree: ast.Module, mod: Module) -> set[str]:
     """Globals a function fills on first use (`X = None` at module level, assigned only
     under `if X is None:`): whoever reads one first finds None and fills it, the same in
     every run, so a run reads the module's None and then what it assigned."""
-    found: set[str] = set()
-    for name in mod.rebound:
-        value = mod.assigns.get(name)
-        if not (isinstance(value, ast.Constant) and value.value is None):
-            continue
-        stores = [n for n in ast.walk(tree) if _stores_name(n, name)]
-        guarded = {
-            id(n)
-            for test in ast.walk(tree)
-            if isinstance(test, ast.If) and _is_none_test(test.test, name)
-            for stmt in test.body
-            for n in ast.walk(stmt)
-            if _stores_name(n, name)
-        }
-        if all(id(n) in guarded or n is value or _module_level(tree, n) for n in stores):
-            found.add(name)
-    return found
+    candidates = {
+        name
+        for name in mod.rebound
+        if isinstance(value := mod.assigns.get(name), ast.Constant) and value.value is None
+    }
+    if not candidates:
+        return set()
+    top = {id(t) for stmt in tree.body if isinstance(stmt, ast.Assign) for t in stmt.targets}
+    stores: dict[str, set[int]] = {}  # name -> its stores off the module level
+    guarded: dict[str, set[int]] = {}  # name -> its stores under `if name is None:`
+    for node in ast.walk(tree):  # (one walk of the module for all its names)
+        if isinstance(node, ast.Name) and node.id in candidates and id(node) not in top:
+            if isinstance(node.ctx, ast.Store):
+                stores.setdefault(node.id, set()).add(id(node))
+        elif isinstance(node, ast.If) and (name := _none_test(node.test)) in candidates:
+            inner = {
+                id(n)
+                for stmt in node.body
+                for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+            }
+            guarded.setdefault(name, set()).update(inner)
+    return {n for n in candidates if stores.get(n, set()) <= guarded.get(n, set())}
 
 
-def _stores_name(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
-
-
-def _is_none_test(test: ast.expr, name: str) -> bool:
-    return (
+def _none_test(test: ast.expr) -> str | None:
+    """`name` of a test `name is None`."""
+    if (
         isinstance(test, ast.Compare)
         and isinstance(test.left, ast.Name)
-        and test.left.id == name
         and len(test.ops) == 1
         and isinstance(test.ops[0], ast.Is)
         and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value is None
-    )
-
-
-def _module_level(tree: ast.Module, node: ast.AST) -> bool:
-    """Whether `node` is the target of a top-level assignment (the module's own value)."""
-    return any(
-        isinstance(stmt, ast.Assign | ast.AnnAssign)
-        and node in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
-        for stmt in tree.body
-    )
+    ):
+        return test.left.id
+    return None
 
 
 def registered(mod: Module, table: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
