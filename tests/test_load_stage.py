@@ -89,6 +89,8 @@ class ModelRunner:
 
 ATTENTION_REGISTRY = (
     """
+from typing import Optional
+
 from sglang.srt.utils import get_device_capability, is_musa
 
 ATTENTION_BACKENDS = {}
@@ -118,7 +120,7 @@ def create_flashattention_v3_backend(runner):
 
 
 # a global filled on first use (FlashInfer's GDN kernels' availability)
-_kernels_available = None
+_kernels_available: Optional[bool] = None  # (annotated, as FlashInfer GDN's is)
 
 
 def _kernels():

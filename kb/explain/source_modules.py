@@ -155,7 +155,12 @@ def _memos(tree: ast.Module, mod: Module) -> set[str]:
     }
     if not candidates:
         return set()
-    top = {id(t) for stmt in tree.body if isinstance(stmt, ast.Assign) for t in stmt.targets}
+    top = {  # the module's own assignments
+        id(t)
+        for stmt in tree.body
+        if isinstance(stmt, ast.Assign | ast.AnnAssign)
+        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+    }
     stores: dict[str, set[int]] = {}  # name -> its stores off the module level
     guarded: dict[str, set[int]] = {}  # name -> its stores under `if name is None:`
     for node in ast.walk(tree):  # (one walk of the module for all its names)
