@@ -30,6 +30,9 @@ SIMULATION_FILES = frozenset(
         # per-rank sizes `divide` asserts)
         "python/sglang/srt/model_executor/model_runner.py",
         "python/sglang/srt/layers/linear.py",
+        # the parameter classes the quantization methods wrap their weights in (a
+        # parameter's shape is its data's: the NVFP4 MoE methods check the rows per rank)
+        "python/sglang/srt/layers/parameter.py",
         "python/sglang/srt/distributed/__init__.py",
         "python/sglang/srt/distributed/utils.py",
         # the ModelRunner's initial expert location (its assert on the experts per rank)

@@ -53,6 +53,7 @@ class MoeRunnerBackend(Enum):
     CUTLASS = "cutlass"
     FLASHINFER = "flashinfer"
     DEEP_GEMM = "deep_gemm"
+    FLASHINFER_CUTLASS = "flashinfer_cutlass"
 
     def is_cutlass(self):
         return self == MoeRunnerBackend.CUTLASS
@@ -62,6 +63,9 @@ class MoeRunnerBackend(Enum):
 
     def is_deep_gemm(self):
         return self == MoeRunnerBackend.DEEP_GEMM
+
+    def is_flashinfer_cutlass(self):
+        return self == MoeRunnerBackend.FLASHINFER_CUTLASS
 
 
 MOE_RUNNER_BACKEND = None
@@ -111,6 +115,8 @@ FP8 = """
 import torch
 
 from sglang.srt.layers.deep_gemm_config import SCALE_UE8M0
+from sglang.srt.layers.parameter import ModelWeightParameter
+from sglang.srt.layers.quantization.utils import swizzle_blockscale
 from sglang.srt.layers.moe.utils import get_moe_runner_backend
 from sglang.srt.utils.common import is_sm90_supported, is_sm100_supported
 
@@ -154,8 +160,30 @@ class Fp8MoEMethod:
         scale = torch.nn.Parameter(torch.empty(4, dtype=torch.float32), requires_grad=False)
         scale.format_ue8m0 = False
         layer.register_parameter("w13_weight_scale_inv", scale)
+        rows = (2 if layer.is_gated else 1) * intermediate_size_per_partition
+        weight = ModelWeightParameter(
+            data=torch.empty(layer.num_local_experts, rows, hidden_size // 2, dtype=torch.uint8),
+            weight_loader=None,
+        )
+        layer.register_parameter("w13_weight", weight)
+        block_scale = ModelWeightParameter(
+            data=torch.empty((num_experts, rows, hidden_size // 16), dtype=torch.float8_e4m3fn),
+            weight_loader=None,
+        )
+        layer.register_parameter("w13_blockscale", block_scale)
 
     def process_weights_after_loading(self, layer):
+        if get_moe_runner_backend().is_flashinfer_cutlass():
+
+            def per_expert(w):
+                assert w.shape[0] == layer.num_local_experts, "one row per local expert"
+
+            per_expert(layer.w13_weight)
+            swizzled = swizzle_blockscale(layer.w13_blockscale)
+            pad = swizzled.size(1) - layer.w13_weight.size(1)
+            if pad:
+                assert not layer.is_gated, "padding is not implemented for gated activations"
+            return
         if get_moe_runner_backend().is_deep_gemm():
             if self._requant(layer.w13_weight_scale_inv):
                 raise RuntimeError("requantized scales need the DeepEP layer")
@@ -198,6 +226,7 @@ class FusedMoE(torch.nn.Module):
         self.num_local_experts = num_experts // self.moe_ep_size
         assert intermediate_size % self.moe_tp_size == 0
         self.intermediate_size_per_partition = intermediate_size // self.moe_tp_size
+        self.is_gated = True
         self.quant_method = quant_config.get_quant_method(self, prefix)
         self.quant_method.create_weights(
             layer=self,
@@ -214,6 +243,38 @@ from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
 
 def get_moe_impl_class(quant_config):
     return FusedMoE
+"""
+
+# SGLang's parameter classes: torch's Parameter of the data they wrap
+PARAMETER = """
+from torch.nn import Parameter
+
+
+class BasevLLMParameter(Parameter):
+    def __new__(cls, data, **kwargs):
+        return super().__new__(cls, data=data, requires_grad=False)
+
+    def __init__(self, data, weight_loader):
+        self._weight_loader = weight_loader
+
+
+class ModelWeightParameter(BasevLLMParameter):
+    pass
+"""
+
+# the NVFP4 scales' swizzled layout: rows padded to 128, columns to 4
+QUANT_UTILS = """
+import torch
+
+
+def swizzle_blockscale(scale):
+    B, M, K = scale.shape
+    round_up = lambda x, m: (x + m - 1) // m * m
+    padded = torch.zeros((B, round_up(M, 128), round_up(K, 4)), dtype=scale.dtype)
+    padded[:B, :M, :K] = scale
+    batches, rows, cols = padded.shape
+    tiles = padded.reshape(batches, -1, 4, 32, cols // 4, 4).permute((0, 1, 4, 3, 2, 5))
+    return tiles.contiguous().cuda().reshape(batches, rows, cols)
 """
 
 # values its module computes when imported, one an alias of another
@@ -250,6 +311,8 @@ FILES = {
     SRT + "distributed/parallel_state.py": PARALLEL_STATE,
     SRT + "layers/linear.py": LINEAR,
     SRT + "layers/quantization/fp8.py": FP8,
+    SRT + "layers/parameter.py": PARAMETER,
+    SRT + "layers/quantization/utils.py": QUANT_UTILS,
     SRT + "layers/deep_gemm_config.py": DEEP_GEMM_CONFIG,
     SRT + "layers/moe/fused_moe_triton/layer.py": FUSED,
     SRT + "layers/moe/ep_moe/layer.py": EP_LAYER,
@@ -426,5 +489,23 @@ def test_a_registered_parameter_keeps_its_dtype_and_the_attributes_set_on_it() -
             "fired",
             "RuntimeError: requantized scales need the DeepEP layer",
             line_of(FP8, 'raise RuntimeError("requantized'),
+        )
+    ]
+
+
+def test_a_parameter_s_shape_decides_the_padding_check() -> None:
+    # flashinfer_cutlass pads the per-rank w13 rows to the swizzled scales' 128: with 768
+    # // 8 = 96 per rank, 2 * 96 = 192 rows pad to 256, which a gated activation refuses;
+    # 1536 // 8 = 192 per rank makes 384 rows, a multiple of 128. The nested check reads
+    # the enclosing method's layer (a closure): one row per local expert, no error.
+    cutlass = {"moe_runner_backend": "flashinfer_cutlass", "tp_size": 8}
+    b200 = {"sm": 100, "cuda": "12.9"}
+    assert raised(quant_step(cutlass, {**b200, "config": CONFIG}, block=None)) == []
+    narrow = {**CONFIG, "moe_intermediate_size": 768}
+    assert raised(quant_step(cutlass, {**b200, "config": narrow}, block=None)) == [
+        (
+            "fired",
+            "padding is not implemented for gated activations",
+            line_of(FP8, "assert not layer.is_gated"),
         )
     ]

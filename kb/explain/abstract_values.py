@@ -81,6 +81,9 @@ class Func:
     node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False)
     bound: Any = None  # the Self for methods
     owner: Any = field(default=None, compare=False)  # the ClassRef defining a method
+    # a function defined in a function: the enclosing function's locals, which it reads
+    # (the live dict, as a Python closure reads the latest values)
+    closure: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

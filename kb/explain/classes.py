@@ -115,6 +115,9 @@ def mro(sim: Simulator, cls: ClassRef) -> tuple[list[ClassRef], bool]:
     return out, complete
 
 
+PARAMETER_NAMES = ("torch.nn.Parameter", "nn.Parameter", "torch.nn.parameter.Parameter")
+
+
 def _is_plain_base(base: Any) -> bool:
     """`object`, `str`/`int` (an Enum's mixin), `Enum` itself: they add no attribute that
     SGLang's code reads besides those handled here; torch's nn.Module, whose attributes
@@ -128,6 +131,19 @@ def _is_torch_module(base: Any) -> bool:
     if isinstance(base, ExternalName):
         return (base.module, base.name) == ("torch.nn", "Module")
     return isinstance(base, Symbol) and base.dotted in ("nn.Module", "torch.nn.Module")
+
+
+def is_parameter_class(sim: Simulator, cls: ClassRef) -> bool:
+    """Whether the class derives from torch's Parameter (SGLang's `ModelWeightParameter`
+    and its kin, whose `__new__` makes the parameter of the `data` they are given)."""
+    for held in mro(sim, cls)[0]:
+        for base in bases(sim, held):
+            if isinstance(base, ExternalName) and base.module.startswith("torch"):
+                if base.name == "Parameter":
+                    return True
+            if isinstance(base, Symbol) and base.dotted in PARAMETER_NAMES:
+                return True
+    return False
 
 
 def is_enum(sim: Simulator, cls: ClassRef) -> bool:

@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.explain.abstract_values import ClassRef
+from kb.explain.abstract_values import ClassRef, Func
 from kb.explain.source_modules import Module
 
 
@@ -50,3 +50,21 @@ class Frame:
 class Raised(Exception):
     """Past ServerArgs, a raise that certainly fires ends SGLang's start: nothing after it
     runs (the simulator raises this to leave the stage)."""
+
+
+def lambda_function(node: ast.Lambda, frame: Frame) -> Func:
+    """`lambda x, m: (x + m - 1) // m * m` as a function of the frame's module (a closure
+    over the enclosing function's locals)."""
+    body: list[ast.stmt] = [ast.Return(value=node.body)]
+    fn = ast.FunctionDef(name="<lambda>", args=node.args, body=body, decorator_list=[])
+    return Func(
+        frame.module,
+        ast.fix_missing_locations(ast.copy_location(fn, node)),
+        closure=closure_of(frame),
+    )
+
+
+def closure_of(frame: Frame) -> dict[str, Any] | None:
+    """What a function defined in the frame reads of it: its locals (none at module level,
+    where names are the module's globals)."""
+    return frame.locals if frame.name != "<module>" else None

@@ -62,7 +62,7 @@ from kb.explain.abstract_values import (
     same_value,
     truth,
 )
-from kb.explain.frames import Ctx, Frame, Raised
+from kb.explain.frames import Ctx, Frame, Raised, closure_of, lambda_function
 from kb.explain.known_names import (
     ENV_READERS,
     EXPRESSION_NAMES,
@@ -558,7 +558,7 @@ class Simulator:
             for name, imported in import_names(node, package_of(frame.module.path)):
                 frame.locals[name] = self.resolve_import(name, imported)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            frame.locals[node.name] = Func(frame.module, node)
+            frame.locals[node.name] = Func(frame.module, node, closure=closure_of(frame))
         elif isinstance(node, ast.Global):
             frame.globals.update(node.names)
         elif isinstance(node, ast.Break):
@@ -872,7 +872,7 @@ class Simulator:
             return unknown(f"what {fn.node.name}() returns (recursion)")
         params = fn.node.args
         positional = [*params.posonlyargs, *params.args]
-        frame = Frame(fn.module, fn.node.name, {}, owner=fn.owner)
+        frame = Frame(fn.module, fn.node.name, dict(fn.closure or {}), owner=fn.owner)
         arg_marks, self.arg_marks = self.arg_marks, frozenset()
         if isinstance(site, ast.Call):
             frame.site = (self.current_path, site)
@@ -1087,6 +1087,8 @@ class Simulator:
                 return Obj("hf_config")
             return self.call_function(callee, args, kwargs, ctx, site)
         if isinstance(callee, ClassRef):
+            if classes.is_parameter_class(self, callee):
+                return tensors.parameter_of(args[0] if args else kwargs.get("data"))
             return classes.call_class(self, callee, args, kwargs, ctx, site)
         if isinstance(callee, Symbol) and callee.dotted in PLATFORM_METHODS:
             name = PLATFORM_METHODS[callee.dotted]
@@ -1265,6 +1267,8 @@ class Simulator:
         target = m.target
         if target == Obj("hf_config") and m.name == "get_text_config":
             return target
+        if isinstance(target, tensors.Tensor):
+            return tensors.method(target, m.name, args, kwargs)
         result = pure_calls.method(target, m.name, args, kwargs)
         if result is not pure_calls.NOT_PURE:
             return result
@@ -1374,6 +1378,8 @@ class Simulator:
             value = self.eval(node.value, frame, ctx)
             frame.locals[node.target.id] = value
             return value
+        if isinstance(node, ast.Lambda):
+            return lambda_function(node, frame)
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp) and self.derive:
             return self.derive.comprehension(self, node, frame, ctx)
         kind = EXPRESSION_NAMES.get(type(node).__name__, type(node).__name__)
