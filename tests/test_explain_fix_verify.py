@@ -15,9 +15,9 @@ from tests.conftest import ingested_session
 from tests.fixture_repos import SERVER_ARGS, commit, git, write
 from tests.sim_repos import UTILS, UTILS_TEXT
 
-# A value of --moe-a2a-backend passes the overlap check only if a package is installed
-# (the run assumes it is: the check is then "assumed", not passed); another value sets off
-# a raise that is itself only assumed; the last one is clean.
+# A value of --moe-a2a-backend passes the overlap check only if a package is not installed
+# (the profile says the packages are: the check fires, given the profile); another value
+# sets off a raise that rests on a package too; the last one is clean.
 ARGS = """
 import argparse
 import dataclasses
@@ -83,12 +83,14 @@ def test_a_fix_that_may_still_raise_is_not_verified(session: Session, version: s
     assert "Two batch overlap" in error["message"]
     fixes = [error["fix"], *error.get("alternatives", [])]
     assert [fix.get("add") for fix in fixes if "add" in fix] == [["--moe-a2a-backend nixl"]]
-    # what the rejected value would have left: a raise the run only assumes away
+    # what the rejected value would have left: a raise given the profile's packages
     rejected = "deepep" if version == "v0.1.0" else "mooncake"
     other = explain(session, version, f"{COMMAND} --moe-a2a-backend {rejected}", profile=PROFILE)
-    assert other["errors"] == 0
-    kinds = [f["kind"] for f in other["findings"] if f["severity"] != "info"]
-    assert kinds and set(kinds) == {"assumed"}
+    raised = sorted(f["message"] for f in other["findings"] if f["severity"] == "error")
+    overlap = "Two batch overlap needs an all-to-all backend., given the profile: deep-ep >= 9.9"
+    expected = [overlap] if version == "v0.1.0" else ["mooncake 0.3 breaks", overlap]
+    assert len(raised) == len(expected)
+    assert all(want in got for want, got in zip(sorted(expected), raised, strict=True))
 
 
 def test_a_fix_whose_run_spends_the_last_of_the_budget_is_not_verified(

@@ -687,7 +687,7 @@ def test_a_raise_in_a_method_called_from_an_undecided_branch_is_not_an_error() -
     assert all(c.outcome != "fired" for c in other.checks if "page_size" in c.message)
 
 
-# --- a package the run assumes installed: every package predicate says so -------------
+# --- a package the profile assumes installed: every package predicate says so ---------
 PACKAGE_ARGS = """
 from dataclasses import dataclass
 
@@ -720,8 +720,13 @@ def test_a_package_predicate_states_its_assumption() -> None:
     (change,) = result.changes
     assert change.after == "triton_kernel"
     assert "<assumed:pkg:triton_kernels>" in change.inputs | change.reads
+    # the profile's `packages: assume-ok` (the default) states it: a raise resting on it is
+    # an error, whose inputs name the assumption
     (check,) = [c for c in result.checks if c.kind == "raise"]
-    assert check.outcome == "assumed" and result.errors == []
+    assert check.outcome == "fired"
+    clash = "ValueError: old kernels clash with triton_kernels."
+    assert [c.message for c in result.errors] == [clash]
+    assert "<assumed:pkg:triton_kernels>" in check.reads
     # without the assumption the package, and what it decides, stay unknown
     unsure = run(files, fields, {"platform": "cuda", "packages": "unknown"})
     assert unsure.assumptions == {}

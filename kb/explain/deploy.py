@@ -430,10 +430,13 @@ def _report(
             )
             # an error names the fields its condition read (the fixes change those)
             reads = {} if warns else {"reads": sorted(r for r in check.reads if r[:1] != "<")}
+            # ... and the profile's assumptions it rests on (packages: assume-ok)
+            profile_words = _assumed_words({r for r in check.reads if r[:1] == "<"}, result)
             found = finding(
                 "warning" if warns else "error",
                 first_flag(check.reads),
-                f"{verb} at {loc(check.path, check.line)}{text_msg}",
+                f"{verb} at {loc(check.path, check.line)}{text_msg}"
+                + (f", given the profile: {'; '.join(profile_words)}" if profile_words else ""),
                 "constraint",
                 source,
                 key=key,

@@ -75,8 +75,19 @@ GPU = "<gpu>"
 ASSUMED = "<assumed:"
 
 
+# ... one the profile states: `packages: assume-ok` says the packages SGLang uses for the
+# GPU are installed, as a normal install has them (a raise resting on it is an error that
+# names it; `packages: unknown` leaves it undecided)
+PACKAGE_ASSUMED = ASSUMED + "pkg:"
+
+
 def assumed(key: str) -> str:
     return f"{ASSUMED}{key}>"
+
+
+def run_assumptions(marks: frozenset[str] | set[str]) -> list[str]:
+    """The assumptions the run made itself (not the profile's) among a condition's marks."""
+    return [m for m in marks if m.startswith(ASSUMED) and not m.startswith(PACKAGE_ASSUMED)]
 
 
 class ProfileError(ValueError):

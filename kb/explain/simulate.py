@@ -85,6 +85,7 @@ from kb.explain.predicates import (
     answer_with_inputs,
     assumed,
     missing,
+    run_assumptions,
     unknown,
 )
 from kb.explain.source_modules import (
@@ -827,11 +828,7 @@ class Simulator:
             if fired
             else "passed"
         )
-        if (
-            outcome == "fired"
-            and kind != "warning"
-            and any(r.startswith(ASSUMED) for r in ctx.reads)
-        ):
+        if outcome == "fired" and kind != "warning" and run_assumptions(ctx.reads):
             outcome = "assumed"  # an error only if what the run assumed holds
         self.result.checks.append(
             Check(
