@@ -134,7 +134,8 @@ class ProfileFields(BaseModel):
         str,
         Field(
             max_length=20,
-            description=f"package versions {_one_of(PACKAGES)}",
+            # (assume-ok: an error resting on a package names it; unknown: left undecided)
+            description=f"installed packages {_one_of(PACKAGES)} (as a normal install has them)",
             json_schema_extra=enum("packages"),
         ),
     ] = "assume-ok"
