@@ -62,3 +62,17 @@ def test_what_the_inputs_do_not_decide_stays_unknown() -> None:
     # an indexed tensor or another function's result has no shape here
     assert isinstance(tensors.attribute(tensors.Tensor(None, False), "shape"), Unknown)
     assert isinstance(tensors.method(empty(2, 3), "repeat", [4], {}).shape, type(None))
+
+
+def test_a_conversion_to_a_dtype_not_decided_is_unknown() -> None:
+    # `.to(param_dtype)` with the parameter dtype undecided: not the tensor's own dtype
+    scale = tensors.created("torch.empty", [1], {"dtype": Symbol("torch.float32")})
+    assert scale is not None
+    assert isinstance(tensors.method(scale, "to", [unknown("the params dtype")], {}).dtype, Unknown)
+    half = Symbol("torch.float16")
+    assert tensors.method(scale, "to", [half], {}).dtype == half
+    assert tensors.method(scale, "to", ["cuda"], {}).dtype == Symbol("torch.float32")
+    assert tensors.method(scale, "to", ["cuda", half], {}).dtype == half
+    # `.view(torch.int16)` reinterprets the bytes: another dtype, and not the same shape
+    viewed = tensors.method(scale, "view", [Symbol("torch.int16")], {})
+    assert viewed.dtype == Symbol("torch.int16") and viewed.shape is None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.explain.abstract_values import Instance, Method, Symbol, is_known, lift
+from kb.explain.abstract_values import TORCH_DTYPES, Instance, Method, Symbol, is_known, lift
 from kb.explain.classes import set_attr
 from kb.explain.frames import Ctx
 from kb.explain.predicates import Unknown, unknown
@@ -173,13 +173,32 @@ def method(tensor: Tensor, name: str, args: list[Any], kwargs: dict[str, Any]) -
     if name in SAME_SHAPE:
         return Tensor(DTYPE_METHODS.get(name, tensor.dtype), False, shape)
     if name == "to":
-        dtype = kwargs.get("dtype", next((a for a in args if _is_dtype(a)), tensor.dtype))
-        return Tensor(dtype, False, shape)
+        return Tensor(_converted_dtype(tensor, args, kwargs), False, shape)
+    if name == "view" and len(args) == 1 and not isinstance(args[0], int | list | tuple):
+        # `.view(torch.int16)`: the same bytes as another dtype (its last dimension scales)
+        dtype = args[0] if _is_dtype(args[0]) else unknown("the tensor's dtype")
+        return Tensor(dtype, False, None)
     return Tensor(tensor.dtype, False, _reshaped(shape, name, args) if shape is not None else None)
 
 
 def _is_dtype(value: Any) -> bool:
     return isinstance(value, Symbol) and value.dotted.startswith("torch.")
+
+
+def _converted_dtype(tensor: Tensor, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The dtype after `.to(dtype)`, `.to(device, dtype)`, `.to(other)`, `.to("cuda")`: a
+    dtype argument not decided leaves it unknown, never the tensor's own."""
+    if "dtype" in kwargs:
+        return kwargs["dtype"]
+    for arg in args:
+        if _is_dtype(arg) and arg.dotted.removeprefix("torch.") in TORCH_DTYPES:
+            return arg
+        if isinstance(arg, Tensor):
+            return arg.dtype
+        if not isinstance(arg, str | bool):  # a device is a text or torch.device("cuda")
+            if not (isinstance(arg, Symbol) and "device" in arg.dotted):
+                return unknown("the dtype the tensor is converted to")
+    return tensor.dtype
 
 
 def _product(dims: tuple[Any, ...]) -> Any:
