@@ -76,3 +76,13 @@ def test_a_conversion_to_a_dtype_not_decided_is_unknown() -> None:
     # `.view(torch.int16)` reinterprets the bytes: another dtype, and not the same shape
     viewed = tensors.method(scale, "view", [Symbol("torch.int16")], {})
     assert viewed.dtype == Symbol("torch.int16") and viewed.shape is None
+
+
+def test_torch_s_default_dtype_is_the_model_s_while_the_loader_builds_it() -> None:
+    bf16 = Symbol("torch.bfloat16")
+    assert tensors.created("torch.get_default_dtype", [], {}, bf16) == bf16
+    made = tensors.created("torch.empty", [4, 8], {}, bf16)
+    assert made is not None and made.dtype == bf16
+    # outside the loader's `set_default_torch_dtype`, not known
+    assert isinstance(tensors.created("torch.get_default_dtype", [], {}), Unknown)
+    assert isinstance(tensors.created("torch.empty", [4], {}).dtype, Unknown)

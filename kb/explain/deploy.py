@@ -230,6 +230,9 @@ def simulate(
     stage("load", "the model loader's quantization checks", step)
     # (a loader that certainly raises builds no layer: its methods' checks are not reached)
     loader_raised = raised(result.checks[loader_start:])
+    # (the loader builds the model and loads its weights with torch's default dtype set to
+    # the model's: `with set_default_torch_dtype(model_config.dtype)`)
+    sim.default_dtype = derived.model_config_attr(sim, "dtype") if known else None
     if not loader_raised:  # the loader then builds the architecture's class
         step = model_class.step(sim, model_file, profile, loaded.quant_config, linear_layers)
         stage("load", model_class.PART, step)
@@ -260,6 +263,7 @@ def simulate(
             qc = loaded.quant_config if loaded.built and not loader_raised else None
             step = moe_quant.step(sim, built, qc, profile, paths)
             stage("load", moe_quant.PART, step)
+    sim.default_dtype = None
     # ... with a draft model, its worker then builds the draft decode/extend backends
     # (kb.explain.draft_stage)
     made: list[Any] = []  # the main model's backend, as the registry built it

@@ -849,6 +849,7 @@ class Simulator:
 
     current_path = ""
     past_server_args = False  # in the load stage (run_after)
+    default_dtype: Any = None  # torch's, while the loader builds the model (None: unknown)
 
     def path_of(self, _node: ast.AST) -> str:
         return self.current_path
@@ -1114,7 +1115,7 @@ class Simulator:
             if isinstance(callee, ExternalName)
             else ""
         )
-        if (tensor := tensors.created(dotted, args, kwargs)) is not None:
+        if (tensor := tensors.created(dotted, args, kwargs, self.default_dtype)) is not None:
             return tensor
         if (built := compressed_tensors_types.build(callee, args, kwargs)) is not None:
             return built

@@ -65,16 +65,20 @@ def _dims(args: list[Any], kwargs: dict[str, Any]) -> Shape:
     return tuple(d if isinstance(d, int | Unknown) and d is not True else unknown() for d in given)
 
 
-def created(dotted: str, args: list[Any], kwargs: dict[str, Any]) -> Tensor | None:
+def created(dotted: str, args: list[Any], kwargs: dict[str, Any], default_dtype: Any = None) -> Any:
     """`torch.empty(..., dtype=d)`, `torch.nn.Parameter(t)`, `torch.cat`, `F.pad` and the
-    like as a Tensor; None for any other call."""
+    like as a Tensor, `torch.get_default_dtype()` as the dtype; None for any other call.
+    `default_dtype`: torch's default dtype, which SGLang's loader sets to the model's while
+    it builds the model and loads its weights (None: not known here)."""
     parts = dotted.split(".")
     if parts[-1] == "Parameter" and parts[:-1] in PARAMETER_HOMES:
         return parameter_of(args[0] if args else kwargs.get("data"))
     module, _, name = dotted.rpartition(".")
+    default = default_dtype if default_dtype is not None else unknown("torch's default dtype")
+    if dotted == "torch.get_default_dtype":
+        return default
     if module == "torch" and name in FACTORIES:
         dtype = kwargs.get("dtype")
-        default = unknown("torch's default dtype at load")
         dims = _dims(args[:-1] if name == "full" else args, kwargs)
         return Tensor(dtype if dtype is not None else default, parameter=False, shape=dims)
     source = args[0] if args else None
