@@ -198,6 +198,10 @@ def instance_attr(sim: Simulator, obj: Instance, attr: str, allow_missing: bool 
         return obj.cls
     value = _from_classes(sim, obj.cls, attr, obj, True, start=None)
     if value is MISSING:
+        rest = obj.unfollowed
+        if allow_missing and rest is not None and attr not in rest.names:
+            sim.result.assumptions[rest.key] = rest.words
+            return MISSING  # (getattr's default, hasattr False: as in SGLang)
         if obj.note:
             return unknown(f"{obj.cls.name}.{attr} ({obj.note})")
         return MISSING if allow_missing else unknown(f"{obj.cls.name}.{attr}")
