@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 
 PART = "the MoE layer's quantization method"
 FOLLOWED = (
-    "what the run followed: its constructor, its quantization method's weights and "
-    "process_weights_after_loading"
+    "what the run followed: its constructor through its token dispatcher, its quantization "
+    "method's create_weights and process_weights_after_loading"
 )
 # FusedMoE's argument <- the config.json keys the MoE model classes pass for it, the first
 # one present (Qwen3-MoE `num_experts`, DeepSeek/GLM-4 MoE `n_routed_experts`); a model
