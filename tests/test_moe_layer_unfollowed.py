@@ -112,13 +112,15 @@ FP8 = (
         "    use_intel_amx_backend,\n"
         ")\n"
         "from sglang.srt.layers.moe.moe_runner import MoeRunner\n"
-        "from sglang.srt.utils import is_cpu\n\n"
+        "from sglang.srt.utils import is_cpu\n"
+        "from some_kernels import pack_weights\n\n"
         "_is_cpu = is_cpu()",
     )
     + """
     def process_weights_after_loading(self, layer):
         if _is_cpu:
             _amx_process_weight_after_loading(layer)
+        PROCESS
 
     def apply(self, layer, dispatch_output):
         if use_intel_amx_backend(layer):
@@ -179,7 +181,9 @@ class DeepEPLLDispatchOutput(NamedTuple):
 """
 
 
-def files(guard: str = "", extra: dict[str, str] | None = None) -> dict[str, str]:
+def files(
+    guard: str = "", extra: dict[str, str] | None = None, process: str = ""
+) -> dict[str, str]:
     return {
         **(extra or {}),
         **runner_stage.FILES,
@@ -187,7 +191,9 @@ def files(guard: str = "", extra: dict[str, str] | None = None) -> dict[str, str
         MOE + "moe_runner/runner.py": RUNNER,
         MOE + "moe_runner/triton.py": TRITON,
         SRT + "layers/amx_utils.py": AMX,
-        SRT + "layers/quantization/fp8.py": FP8.replace("GUARD", guard or "pass"),
+        SRT + "layers/quantization/fp8.py": FP8.replace("GUARD", guard or "pass").replace(
+            "PROCESS", process or "pass"
+        ),
         MOE + "fused_moe_triton/layer.py": FUSED,
         DISPATCHERS + "__init__.py": DISPATCH_INIT,
         DISPATCHERS + "base.py": DISPATCH_BASE,
@@ -200,11 +206,13 @@ def forward(
     platform: str = "cuda",
     guard: str = "",
     extra: dict[str, str] | None = None,
+    process: str = "",
 ) -> list[Check]:
     """The first forward's checks of the MoE layer built and loaded by the MoE
     quantization step, on the DeepEP dispatch output(s) of its mode; `guard`: a statement
-    of the quantization method's `apply` before it runs the runner; `extra`: more files."""
-    given = files(guard, extra)
+    of the quantization method's `apply` before it runs the runner; `extra`: more files;
+    `process`: a statement ending its `process_weights_after_loading`."""
+    given = files(guard, extra, process)
     mods = sim_repos.parsed_modules(given)
     fields = {"moe_a2a_backend": "deepep", "moe_runner_backend": "triton", **fields}
     profile = Profile.parse({**runner_stage.PROFILE, "platform": platform})
@@ -255,6 +263,14 @@ def test_what_code_not_followed_may_set_stays_unknown() -> None:
     # an attribute the constructor sets after its dispatcher (not followed) is not absent
     guard = 'if getattr(layer, "overlap_args", 0) == 0:\n            return dispatch_output'
     assert [o for o, _ in raised(forward({"deepep_mode": "normal"}, guard=guard))] == ["unknown"]
+    # the loaded layer handed to code not followed, which may set any attribute on it
+    for process in (
+        'setattr(layer, "use_intel_amx_" + "backend", True)',
+        "pack_weights(layer)",  # (a function of a package not held)
+        'layer.register_buffer("use_intel_amx_backend", None)',  # (torch's: not followed)
+    ):
+        outcomes = [o for o, _ in raised(forward({"deepep_mode": "normal"}, process=process))]
+        assert outcomes == ["unknown"], process
 
 
 REGISTERED_NORMAL = """

@@ -148,6 +148,7 @@ class Instance:
         # with a note: the attributes code the run did not follow may still set, when known
         # (kb.explain.unfollowed); `getattr(obj, other, default)` then finds none
         self.unfollowed: Unfollowed | None = None
+        self.unseen = False  # handed to code the run did not follow (kb.explain.unfollowed)
 
     def __repr__(self) -> str:
         return f"<{self.cls.name} object>"

@@ -19,7 +19,9 @@ That rests on an assumption, stated when it decides something: nothing outside t
 layer's classes sets an attribute on it before its first forward but what the run
 followed. A class that may set attributes of any name (`setattr(x, name, ...)` with a
 computed name, `__dict__`, `__getattr__`, torch's `register_*` with a computed name) or a
-base class not held leaves every attribute unknown.
+base class not held leaves every attribute unknown; so does a layer the run handed to code
+it did not follow before (`handed`: `setattr`, torch's `register_buffer`, a function of a
+package not held, a call past the recursion bound), which may set any attribute on it.
 """
 
 from __future__ import annotations
@@ -29,21 +31,23 @@ from functools import lru_cache
 from typing import Any
 
 from kb.explain import classes
-from kb.explain.abstract_values import Instance, Unfollowed
+from kb.explain.abstract_values import ExternalName, Instance, Method, Unfollowed
+from kb.explain.known_names import TORCH_SETTERS
 
 Simulator = Any  # kb.explain.simulate.Simulator (which imports classes, which this imports)
 
-# torch.nn.Module's methods that make their first argument an attribute of the module
-TORCH_SETTERS = frozenset(
-    {"register_parameter", "register_buffer", "register_module", "add_module"}
-)
+# builtins that may set an attribute of what they are given
+BUILTIN_SETTERS = frozenset({"setattr", "delattr", "vars"})
 # names that let an object answer attributes of any name
 GENERIC = frozenset({"__dict__", "__getattr__", "__getattribute__", "__setattr__", "__slots__"})
 
 
 def settle(sim: Simulator, obj: Instance, what: str) -> None:
     """Mark `obj`, whose building and loading the run followed (`what` says which steps),
-    as having only the attributes the run set and those its classes may set."""
+    as having only the attributes the run set and those its classes may set; not one the
+    run handed to code it did not follow (`handed`)."""
+    if obj.unseen:
+        return
     found, complete = classes.mro(sim, obj.cls)
     names: set[str] = set()
     for cls in found:
@@ -97,3 +101,18 @@ def _setter_name(call: ast.Call) -> set[str] | None:
     if isinstance(named, ast.Constant) and isinstance(named.value, str):
         return {named.value}
     return None
+
+
+def handed(callee: Any, values: list[Any]) -> None:
+    """A call the run does not follow (a function of a package not held, one past the
+    recursion bound, `setattr`): the objects it built among `values` may get attributes
+    there; marked, `settle` leaves them alone. Builtins that set none (`isinstance`,
+    `getattr`, `len`) and the methods of values (`"x".join(...)`) hand nothing over."""
+    if isinstance(callee, ExternalName) and callee.module == "builtins":
+        if callee.name not in BUILTIN_SETTERS:
+            return
+    elif isinstance(callee, Method):
+        return  # (a layer's register_parameter: kb.explain.tensors sets the attribute)
+    for value in values:
+        if isinstance(value, Instance):
+            value.unseen = True
