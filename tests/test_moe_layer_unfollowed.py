@@ -271,6 +271,13 @@ def test_what_code_not_followed_may_set_stays_unknown() -> None:
     ):
         outcomes = [o for o, _ in raised(forward({"deepep_mode": "normal"}, process=process))]
         assert outcomes == ["unknown"], process
+    # ... or in its forward, before it reads one
+    guard = (
+        "pack_weights(layer)\n"
+        '        if getattr(layer, "packed", None) is None:\n'
+        "            return dispatch_output"
+    )
+    assert [o for o, _ in raised(forward({"deepep_mode": "normal"}, guard=guard))] == ["unknown"]
 
 
 REGISTERED_NORMAL = """

@@ -259,7 +259,7 @@ def _from_classes(
         return BoundMethod(obj, attr)  # (the parameter becomes its attribute: kb.explain.tensors)
     if (attr in TORCH_MODULE_ATTRS or attr.startswith("_")) and torch_module:
         if attr in TORCH_SETTERS and isinstance(obj, Instance):
-            obj.unseen = True  # (torch sets an attribute of it: which, not followed)
+            obj.unseen, obj.unfollowed = True, None  # (torch sets one of it: not followed)
         return unknown(f"{cls.name}.{attr} (torch's nn.Module)")
     return MISSING if allow_missing else unknown(f"{cls.name}.{attr}")
 

@@ -101,4 +101,5 @@ def register(layer: Instance, args: list[Any], kwargs: dict[str, Any], ctx: Ctx)
     if isinstance(name, str):
         set_attr(layer, name, value, ctx)
     else:
-        layer.unseen = True  # (an attribute of a name not known: kb.explain.unfollowed)
+        # (an attribute of a name not known: kb.explain.unfollowed)
+        layer.unseen, layer.unfollowed = True, None

@@ -116,3 +116,4 @@ def handed(callee: Any, values: list[Any]) -> None:
     for value in values:
         if isinstance(value, Instance):
             value.unseen = True
+            value.unfollowed = None  # (handed over after `settle` too: its forward's)
