@@ -148,9 +148,24 @@ class Instance:
         self.fields: dict[str, Any] = {}
         self.marks: dict[str, frozenset[str]] = {}  # field -> the inputs it was set from
         self.note = note  # why fields not set are unknown ("its constructor is not run")
+        # with a note: the attributes code the run did not follow may still set, when known
+        # (kb.explain.unfollowed); `getattr(obj, other, default)` then finds none
+        self.unfollowed: Unfollowed | None = None
+        self.unseen = False  # handed to code the run did not follow (kb.explain.unfollowed)
 
     def __repr__(self) -> str:
         return f"<{self.cls.name} object>"
+
+
+@dataclass(frozen=True)
+class Unfollowed:
+    """What code a run did not follow may set on an object it built (kb.explain.unfollowed):
+    the attributes `names`; any other is absent, resting on the assumption `words` (stated
+    under `key` in the run's assumptions when it decides something)."""
+
+    names: frozenset[str]
+    key: str
+    words: str
 
 
 @dataclass(frozen=True)

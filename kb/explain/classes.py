@@ -36,7 +36,7 @@ from kb.explain.abstract_values import (
 )
 from kb.explain.abstract_values import Method as BoundMethod
 from kb.explain.frames import Ctx, Frame
-from kb.explain.known_names import BUILTIN_TYPES, TORCH_MODULE_ATTRS
+from kb.explain.known_names import BUILTIN_TYPES, TORCH_MODULE_ATTRS, TORCH_SETTERS
 from kb.explain.predicates import MISSING, Unknown, unknown
 from kb.explain.source_modules import Module, class_defaults
 from kb.pyast import NOT_LITERAL, literal
@@ -214,6 +214,10 @@ def instance_attr(sim: Simulator, obj: Instance, attr: str, allow_missing: bool 
         return obj.cls
     value = _from_classes(sim, obj.cls, attr, obj, True, start=None)
     if value is MISSING:
+        rest = obj.unfollowed
+        if allow_missing and rest is not None and attr not in rest.names:
+            sim.result.assumptions[rest.key] = rest.words
+            return MISSING  # (getattr's default, hasattr False: as in SGLang)
         if obj.note:
             return unknown(f"{obj.cls.name}.{attr} ({obj.note})")
         return MISSING if allow_missing else unknown(f"{obj.cls.name}.{attr}")
@@ -270,6 +274,8 @@ def _from_classes(
     if attr == "register_parameter" and torch_module and isinstance(obj, Instance):
         return BoundMethod(obj, attr)  # (the parameter becomes its attribute: kb.explain.tensors)
     if (attr in TORCH_MODULE_ATTRS or attr.startswith("_")) and torch_module:
+        if attr in TORCH_SETTERS and isinstance(obj, Instance):
+            obj.unseen, obj.unfollowed = True, None  # (torch sets one of it: not followed)
         return unknown(f"{cls.name}.{attr} (torch's nn.Module)")
     return MISSING if allow_missing else unknown(f"{cls.name}.{attr}")
 

@@ -48,6 +48,11 @@ BUILTIN_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 ENV_READERS = {"get_bool_env_var": "false", "get_int_env_var": 0, "get_str_env_var": None}
 
+# torch.nn.Module's methods that make their first argument an attribute of the module
+TORCH_SETTERS = frozenset(
+    {"register_parameter", "register_buffer", "register_module", "add_module", "__setattr__"}
+)
+
 # torch.nn.Module (the base of SGLang's model and layer classes) as a base class: the
 # attributes it defines (torch 2.x), so that any other attribute a class deriving from it
 # does not define is known to be missing (`getattr(model_class, "hf_to_sglang_mapper",

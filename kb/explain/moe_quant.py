@@ -16,10 +16,13 @@ the statements that build the layer's parts (BUILDS: the weights, then the metho
 backends (kb.explain.class_tables reads the registry), then `create_moe_dispatcher`, whose
 a2a backend's dispatcher may refuse the DeepEP mode: Mooncake's and Nixl's the normal
 one); what follows is not followed. It runs on the layer object the MoE step built, with
-constructors run. Its arguments are those the model classes pass, read from config.json
-(MODEL_KEYS); the parallel-state getters are answered from the server args
-(kb.explain.parallel_state). Without those keys, or without a quantization config,
-nothing runs: unknown stays unknown.
+constructors run, then runs the quantization method's `process_weights_after_loading` on
+the layer (kb.explain.model_loading), after which the layer's attributes no code followed
+set are those its classes may set (kb.explain.unfollowed): what its forward reads with a
+default (`use_intel_amx_backend(layer)`) is decided. Its arguments are those the model
+classes pass, read from config.json (MODEL_KEYS); the parallel-state getters are answered
+from the server args (kb.explain.parallel_state). Without those keys, or without a
+quantization config, nothing runs: unknown stays unknown.
 """
 
 from __future__ import annotations
@@ -29,7 +32,14 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import class_tables, classes, model_loading, moe, parallel_state
+from kb.explain import (
+    class_tables,
+    classes,
+    model_loading,
+    moe,
+    parallel_state,
+    unfollowed,
+)
 from kb.explain.abstract_values import Func
 from kb.explain.predicates import Profile, Unknown
 
@@ -37,6 +47,10 @@ if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
 
 PART = "the MoE layer's quantization method"
+FOLLOWED = (
+    "what the run followed: its constructor through its token dispatcher, its quantization "
+    "method's create_weights and process_weights_after_loading"
+)
 # FusedMoE's argument <- the config.json keys the MoE model classes pass for it, the first
 # one present (Qwen3-MoE `num_experts`, DeepSeek/GLM-4 MoE `n_routed_experts`); a model
 # without `moe_intermediate_size` (Mixtral passes its `intermediate_size`) is not followed
@@ -85,6 +99,8 @@ def step(
         try:
             sim.call_function(init, [], dict(kwargs), built.ctx)
             model_loading.after_loading(sim, layer, built.ctx)
+            # (what its forward reads with a default, no code followed set: absent)
+            unfollowed.settle(sim, layer, FOLLOWED)
         finally:
             sim.construct = construct
             sim.parallel = {}

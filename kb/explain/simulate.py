@@ -39,6 +39,7 @@ from kb.explain import (
     parallel_state,
     pure_calls,
     tensors,
+    unfollowed,
 )
 from kb.explain.abstract_values import (
     SELF,
@@ -867,6 +868,7 @@ class Simulator:
         owner = f"{fn.owner.name}." if fn.owner is not None else ""
         key = f"{fn.module.path}:{owner}{fn.node.name}"
         if key in self.stack or len(self.stack) >= MAX_DEPTH:
+            unfollowed.handed(None, [fn.bound, *args, *kwargs.values()])
             return unknown(f"what {fn.node.name}() returns (recursion)")
         params = fn.node.args
         positional = [*params.posonlyargs, *params.args]
@@ -1102,6 +1104,7 @@ class Simulator:
                 text = f"passes the server args to {plain(ast.unparse(func))}(), not followed"
                 self.check("opaque", func, text, ctx, fired=True)
                 return unknown(f"what {plain(ast.unparse(func))}() does with the server args")
+        unfollowed.handed(callee, [*args, *kwargs.values()])  # (what it may set on them)
         if isinstance(callee, ExternalName) and (callee.module, callee.name) == PATHLIB_PATH:
             return model_files.make_path(args)
         if isinstance(callee, ExternalName) and callee.module.startswith(model_files.HUB_MODULES):

@@ -301,3 +301,6 @@ def register(layer: Instance, args: list[Any], kwargs: dict[str, Any], ctx: Ctx)
     value = args[1] if len(args) > 1 else kwargs.get("param")
     if isinstance(name, str):
         set_attr(layer, name, value, ctx)
+    else:
+        # (an attribute of a name not known: kb.explain.unfollowed)
+        layer.unseen, layer.unfollowed = True, None
