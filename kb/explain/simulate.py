@@ -1270,8 +1270,8 @@ class Simulator:
             return result
         if isinstance(target, model_files.LocalPath) and m.name in model_files.PROBES:
             return model_files.probe(self, target)
-        if isinstance(target, model_files.HubClient) and m.name == "file_exists":
-            return model_files.hub_file_exists(self, args)
+        if isinstance(target, model_files.HubClient):
+            return model_files.hub_method(self, m.name, args)
         if isinstance(target, model_registry.ModelRegistry):
             return model_registry.call(self, target, m.name, args)
         if isinstance(target, Symbol) and target.dotted.startswith("envs."):
