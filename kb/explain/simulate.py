@@ -303,6 +303,7 @@ class Simulator:
         self.built_under: list[Instance] | None = None  # (the objects built there, when kept)
         # each argument's inputs of the call being made (arguments), for its parameters
         self.each_marks: tuple[list[frozenset[str]], dict[str, frozenset[str]]] | None = None
+        self.unknown_loop: Callable[[], None] | None = None  # a stage's, at a loop not read
 
     # --- entry ------------------------------------------------------------------------
 
@@ -705,6 +706,8 @@ class Simulator:
                 return
             self.block(node.orelse, frame, ctx)
             return
+        if self.unknown_loop is not None:  # (a stage that ends where what it reads is not known)
+            self.unknown_loop()
         needs = merge_needs(items) or ("the items of a loop",)
         self.assign(node.target, Unknown(needs), frame, ctx, node)
         body_ctx = ctx.under(source_of(node.iter), needs, frozenset())
