@@ -254,3 +254,12 @@ def test_the_main_model_s_load_weights_checks_the_config_and_parallel_sizes(
     (error,) = load_errors(session, "--tp-size 2", tied)
     assert "tied embeddings are not split across ranks" in error
     assert load_errors(session, "", tied) == []
+
+
+def test_a_key_config_json_lacks_is_its_config_class_s_default_not_absent(
+    session: Session,
+) -> None:
+    """The config's class may set what config.json leaves out (DeepSeek-V3's own code:
+    `num_nextn_predict_layers=1`): the `hasattr` raise is not claimed."""
+    lacking = {k: v for k, v in V3.items() if k != "num_nextn_predict_layers"}
+    assert load_errors(session, EAGLE, lacking) == []

@@ -13,7 +13,8 @@ from its `config` and `quant_config` arguments are those; the rest is unknown). 
 at its first loop over something it cannot read (the weights, the model's parameters): what
 follows depends on the files, and walking it would cost a run's budget for nothing. Only what
 certainly fires is kept (block_forward.only_certain): a raise the weights' names or shapes
-decide says nothing of the command.
+decide says nothing of the command. A key config.json lacks is not taken as absent: the
+config's class may set it (DeepSeek-V3's own code sets `num_nextn_predict_layers=1`).
 
 The draft model is built from its own ModelConfig: the target's config.json (the draft
 path is the model path: ServerArgs points it there for these architectures) with the
@@ -32,7 +33,7 @@ from kb.explain import block_forward, classes, model_class, parallel_state
 from kb.explain.abstract_values import ClassRef, Func, Instance, Obj, is_known
 from kb.explain.frames import Ctx, Frame
 from kb.explain.model_registry import architecture_class
-from kb.explain.predicates import Profile, unknown
+from kb.explain.predicates import Profile, missing, unknown
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
@@ -63,7 +64,7 @@ def step(
     root = architecture_class(sim, path, profile.arch)
     if root is None:
         return None
-    return _step(sim, root, quant_config, None)
+    return _step(sim, root, quant_config)
 
 
 def draft_step(
@@ -93,7 +94,7 @@ def draft_step(
         main, derived = sim.profile, sim.derived
         sim.profile, sim.derived = draft, {}  # (the draft's ModelConfig, from its config)
         try:
-            inner = _step(sim, root, unknown("the draft model's quantization config"), draft)
+            inner = _step(sim, root, unknown("the draft model's quantization config"))
             if inner is not None:
                 inner()
         finally:
@@ -102,9 +103,7 @@ def draft_step(
     return run
 
 
-def _step(
-    sim: Simulator, root: ClassRef, quant_config: Any, draft: Profile | None
-) -> Callable[[], None] | None:
+def _step(sim: Simulator, root: ClassRef, quant_config: Any) -> Callable[[], None] | None:
     model = Instance(root, NOT_RUN)
     handed = {"config": Obj("hf_config"), "quant_config": quant_config}
     init = model_class.constructor(sim, root)
@@ -123,6 +122,10 @@ def _step(
         return None
 
     def run() -> None:
+        profile = sim.profile
+        sim.profile = _DefaultsUnknown.model_construct(
+            **{name: getattr(profile, name) for name in Profile.model_fields}
+        )
         sim.parallel = parallel_state.sizes(sim.fields)
         sim.unknown_loop = _stop
         try:
@@ -131,9 +134,22 @@ def _step(
         except _WeightsRead:
             pass
         finally:
-            sim.parallel, sim.unknown_loop = {}, None
+            sim.profile, sim.parallel, sim.unknown_loop = profile, {}, None
 
     return run
+
+
+class _DefaultsUnknown(Profile):
+    """The profile as a model's code reads its config: a key config.json lacks has the
+    default of the config's class (transformers' or the checkpoint's own code, which sets
+    `num_nextn_predict_layers=1` for DeepSeek-V3), not read here: unknown, not absent (a
+    `hasattr` on it is not decided)."""
+
+    def hf_attr(self, name: str) -> Any:
+        value = super().hf_attr(name)
+        if missing(value):
+            return unknown(f"config.json's {name} (absent: its config class's default)")
+        return value
 
 
 def _stop() -> None:
