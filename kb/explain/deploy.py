@@ -275,7 +275,8 @@ def simulate(
         )
 
     def draft_weights() -> Callable[[], None] | None:  # (the draft model loads first)
-        return model_weights.draft_step(sim, selected.loader, models or {}, profile)
+        qc = loaded.quant_config
+        return model_weights.draft_step(sim, selected.loader, models or {}, profile, qc)
 
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
         (False, "the attention backend", main_backend),

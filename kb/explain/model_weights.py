@@ -42,6 +42,7 @@ PART = "the model's load_weights (before it reads the weights)"
 DRAFT_PART = "the draft model's load_weights (before it reads the weights)"
 LOAD_WEIGHTS = "load_weights"
 DRAFT_PATH = "speculative_draft_model_path"
+DRAFT_QUANTIZATION = "speculative_draft_model_quantization"
 LOAD_MODEL = "load_model"
 MODEL_CONFIG = "sglang.srt.configs.model_config"
 DRAFT_CONFIG = "_config_draft_model"  # ModelConfig's method turning the config into the draft's
@@ -68,11 +69,17 @@ def step(
 
 
 def draft_step(
-    sim: Simulator, loader: Any, models: dict[str, str], profile: Profile | None
+    sim: Simulator,
+    loader: Any,
+    models: dict[str, str],
+    profile: Profile | None,
+    quant_config: Any,
 ) -> Callable[[], None] | None:
     """The draft model's `load_weights`, when the draft is the target's own checkpoint
     (its config.json the profile's) and the version's ModelConfig says what changes in
-    it for a draft; None otherwise (the draft's config is not known)."""
+    it for a draft; None otherwise (the draft's config is not known). `quant_config`: the
+    main model's, which is the draft's when the command quantizes both alike (its
+    ModelConfig takes `speculative_draft_model_quantization` where the version has it)."""
     if profile is None or profile.config is None or not calls_load_weights(sim, loader):
         return None
     model_path = sim.fields.get("model_path")
@@ -81,6 +88,9 @@ def draft_step(
     method = _draft_config_method(sim)
     if method is None:
         return None
+    quantization = sim.fields.get("quantization")
+    same = sim.fields.get(DRAFT_QUANTIZATION, quantization) == quantization
+    draft_quant = quant_config if same else unknown("the draft model's quantization config")
 
     def run() -> None:
         draft = draft_profile(sim, profile, method)
@@ -94,7 +104,7 @@ def draft_step(
         main, derived = sim.profile, sim.derived
         sim.profile, sim.derived = draft, {}  # (the draft's ModelConfig, from its config)
         try:
-            inner = _step(sim, root, unknown("the draft model's quantization config"))
+            inner = _step(sim, root, draft_quant)
             if inner is not None:
                 inner()
         finally:
