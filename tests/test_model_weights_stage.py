@@ -263,3 +263,14 @@ def test_a_key_config_json_lacks_is_its_config_class_s_default_not_absent(
     `num_nextn_predict_layers=1`): the `hasattr` raise is not claimed."""
     lacking = {k: v for k, v in V3.items() if k != "num_nextn_predict_layers"}
     assert load_errors(session, EAGLE, lacking) == []
+
+
+def test_the_draft_s_raise_names_the_draft_and_the_algorithm(session: Session) -> None:
+    """The raise rests on the draft the speculative algorithm loads: its flag and reads are
+    the algorithm's (what a fix changes), its condition names the draft's class."""
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "gpus": 8, "config": V3})
+    result = explain(session, "v0.1.0", f"--model-path org/model {EAGLE}", profile=profile)
+    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    assert error["flag"] == "--speculative-algorithm"
+    assert "speculative_algorithm" in error["reads"]
+    assert "the draft model (ToyV3ForCausalLMNextN) loads its weights" in error["condition"]

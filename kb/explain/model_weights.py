@@ -104,7 +104,10 @@ def draft_step(
         main, derived = sim.profile, sim.derived
         sim.profile, sim.derived = draft, {}  # (the draft's ModelConfig, from its config)
         try:
-            inner = _step(sim, root, draft_quant)
+            # (its raise rests on the draft the speculative algorithm loads: what a fix changes)
+            reads = frozenset({"speculative_algorithm", DRAFT_PATH})
+            ctx = Ctx((f"the draft model ({root.name}) loads its weights",), (), reads)
+            inner = _step(sim, root, draft_quant, ctx)
             if inner is not None:
                 inner()
         finally:
@@ -113,7 +116,9 @@ def draft_step(
     return run
 
 
-def _step(sim: Simulator, root: ClassRef, quant_config: Any) -> Callable[[], None] | None:
+def _step(
+    sim: Simulator, root: ClassRef, quant_config: Any, ctx: Ctx | None = None
+) -> Callable[[], None] | None:
     model = Instance(root, NOT_RUN)
     handed = {"config": Obj("hf_config"), "quant_config": quant_config}
     init = model_class.constructor(sim, root)
@@ -140,7 +145,8 @@ def _step(sim: Simulator, root: ClassRef, quant_config: Any) -> Callable[[], Non
         sim.unknown_loop = _stop
         try:
             with block_forward.only_certain(sim):
-                sim.call_function(load, [unknown("the checkpoint's weights")], {}, Ctx())
+                weights = unknown("the checkpoint's weights")
+                sim.call_function(load, [weights], {}, ctx or Ctx())
         except _WeightsRead:
             pass
         finally:
