@@ -28,6 +28,7 @@ from kb.explain import (
     model_class,
     model_loading,
     model_registry,
+    model_weights,
     moe,
     moe_quant,
     runner_checks,
@@ -240,6 +241,9 @@ def simulate(
         # before it reads the weight files
         step = weight_loader.checks_step(sim, selected, model_file, profile) if known else None
         stage("load", weight_loader.CHECKS_PART, step)
+        # ... whose call of the model's load_weights checks config.json before the weights
+        step = model_weights.step(sim, selected.loader, model_file, profile, loaded.quant_config)
+        stage("load", model_weights.PART, step)
         # ... then the ModelRunner checks the loaded model's forward (pipeline parallelism)
         stage(
             "load", runner_checks.FORWARD_PART, runner_checks.forward_step(sim, model_file, profile)
@@ -274,8 +278,13 @@ def simulate(
             None if build is None else lambda: made.append(sim.call_function(build, [], {}, Ctx()))
         )
 
+    def draft_weights() -> Callable[[], None] | None:  # (the draft model loads first)
+        qc = loaded.quant_config
+        return model_weights.draft_step(sim, selected.loader, models or {}, profile, qc)
+
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
         (False, "the attention backend", main_backend),
+        (True, model_weights.DRAFT_PART, draft_weights),
         (True, "the draft model's attention backend",
          lambda: derived.runner_method(sim, _BACKEND, True)),
         (True, draft_stage.PART, lambda: draft_stage.step(sim)),
@@ -287,7 +296,9 @@ def simulate(
             break  # ServerArgs left the choice to the ModelRunner (v0.5.3), not simulated
         if draft and not _has_draft_model(result.fields.get("speculative_algorithm")):
             continue
-        if not stage("load", part, backend()):
+        step = backend()
+        # (the draft's weights not followed, its backends still are)
+        if not stage("load", part, step) and part != model_weights.DRAFT_PART:
             break
     sim.construct_under = ()
     # the first prefill of an encoder-only model's attention (kb.explain.attention_forward)

@@ -153,7 +153,7 @@ def _classes(sim: Simulator, root: ClassRef) -> tuple[list[Built], list[Built]]:
     key = (root.path, root.name, id(root.module))
     if key not in _built:
         built = list(_closure(sim, root))
-        checking = [b for b in built if _checks(_init(sim, b.cls)) or _builds_layers(b)]
+        checking = [b for b in built if _checks(constructor(sim, b.cls)) or _builds_layers(b)]
         _built[key] = (built, checking)
         while len(_built) > MAX_KEPT:
             _built.popitem(last=False)
@@ -269,7 +269,7 @@ def _builds(
     """Whether the builder of `link` builds it for `layer`: its constructor's statements
     up to the `if` guarding the call, then the `if`'s test; None when not decided here."""
     builder = chain.get(link.builder)
-    init = _init(sim, builder.cls) if builder is not None else None
+    init = constructor(sim, builder.cls) if builder is not None else None
     if builder is None or init is None or link.guard is None:
         return None
     index, branch = link.guard
@@ -332,7 +332,7 @@ def _plain_field(stmt: ast.stmt) -> bool:
 
 
 def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, ctx: Ctx) -> None:
-    init = _init(sim, b.cls)
+    init = constructor(sim, b.cls)
     if init is not None:
         kwargs = _arguments(sim, init.node, b, quant_config, layer)
         bound = Func(init.module, init.node, Instance(b.cls), init.owner)
@@ -405,7 +405,7 @@ def _argument(sim: Simulator, b: Built, names: list[str], name: str, quant_confi
     return sim.eval(expr, frame, Ctx())
 
 
-def _init(sim: Simulator, cls: ClassRef) -> Func | None:
+def constructor(sim: Simulator, cls: ClassRef) -> Func | None:
     """The constructor that runs for `cls`: its own or the nearest base's we hold."""
     for c in classes.mro(sim, cls)[0]:
         for node in c.node.body:
@@ -441,7 +441,7 @@ def _closure(sim: Simulator, root: ClassRef) -> Iterator[Built]:
     queue, seen = [(first, 0)], {(root.path, root.name)}
     while queue and len(seen) < MAX_CLASSES:
         holder, depth = queue.pop(0)
-        init = _init(sim, holder.cls)
+        init = constructor(sim, holder.cls)
         if init is None or depth >= MAX_DEPTH:
             continue
         for b in _built_by(sim, holder.cls, init):

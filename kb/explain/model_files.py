@@ -102,12 +102,17 @@ def hub_call(sim: Simulator, name: str, args: list[Any], kwargs: dict[str, Any],
     return unknown(f"what {name}() returns")
 
 
-def hub_file_exists(sim: Simulator, args: list[Any]) -> Any:
-    """`HfApi().file_exists(repo, filename)`."""
-    repo, filename = (args + [None, None])[:2]
-    if _absent(sim, repo, filename):
-        return False
-    return unknown("whether the model's repository has the file")
+def hub_method(sim: Simulator, name: str, args: list[Any]) -> Any:
+    """`HfApi().file_exists(repo, filename)`; `HfApi().model_info(repo)`, whose `siblings`
+    list the repository's files (read by attribute: a dict here), config.json alone."""
+    if name == "file_exists":
+        repo, filename = (args + [None, None])[:2]
+        if _absent(sim, repo, filename):
+            return False
+        return unknown("whether the model's repository has the file")
+    if name == "model_info" and args and _absent(sim, args[0], "file besides config.json"):
+        return {"siblings": [{"rfilename": "config.json"}]}
+    return unknown(f"what .{name}() returns")
 
 
 def _absent(sim: Simulator, repo: Any, filename: Any) -> bool:

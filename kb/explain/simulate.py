@@ -305,6 +305,7 @@ class Simulator:
         self.built_under: list[Instance] | None = None  # (the objects built there, when kept)
         # each argument's inputs of the call being made (arguments), for its parameters
         self.each_marks: tuple[list[frozenset[str]], dict[str, frozenset[str]]] | None = None
+        self.unknown_loop: Callable[[], None] | None = None  # a stage's, at a loop not read
 
     # --- entry ------------------------------------------------------------------------
 
@@ -707,6 +708,8 @@ class Simulator:
                 return
             self.block(node.orelse, frame, ctx)
             return
+        if self.unknown_loop is not None:  # (a stage that ends where what it reads is not known)
+            self.unknown_loop()
         needs = merge_needs(items) or ("the items of a loop",)
         self.assign(node.target, Unknown(needs), frame, ctx, node)
         body_ctx = ctx.under(source_of(node.iter), needs, frozenset())
@@ -1275,8 +1278,8 @@ class Simulator:
             return result
         if isinstance(target, model_files.LocalPath) and m.name in model_files.PROBES:
             return model_files.probe(self, target)
-        if isinstance(target, model_files.HubClient) and m.name == "file_exists":
-            return model_files.hub_file_exists(self, args)
+        if isinstance(target, model_files.HubClient):
+            return model_files.hub_method(self, m.name, args)
         if isinstance(target, model_registry.ModelRegistry):
             return model_registry.call(self, target, m.name, args)
         if isinstance(target, Symbol) and target.dotted.startswith("envs."):
