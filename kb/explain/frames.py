@@ -8,8 +8,9 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.explain.abstract_values import ClassRef, Func
+from kb.explain.abstract_values import ClassRef, Func, Super
 from kb.explain.source_modules import Module
+from kb.threeval import unknown
 
 
 @dataclass(frozen=True)
@@ -68,3 +69,11 @@ def closure_of(frame: Frame) -> dict[str, Any] | None:
     """What a function defined in the frame reads of it: its locals (none at module level,
     where names are the module's globals)."""
     return frame.locals if frame.name != "<module>" else None
+
+
+def super_of(frame: Frame) -> Any:
+    """`super()` in a method: the class defining it and the method's first argument."""
+    params = list(frame.locals.values())
+    if frame.owner is None or not params:
+        return unknown("super() outside a method")
+    return Super(frame.owner, params[0])

@@ -63,7 +63,7 @@ from kb.explain.abstract_values import (
     same_value,
     truth,
 )
-from kb.explain.frames import Ctx, Frame, Raised, closure_of, lambda_function
+from kb.explain.frames import Ctx, Frame, Raised, closure_of, lambda_function, super_of
 from kb.explain.known_names import (
     ENV_READERS,
     EXPRESSION_NAMES,
@@ -953,7 +953,7 @@ class Simulator:
                     self.warning(node, frame, ctx)
                 return None
         if isinstance(func, ast.Name) and func.id == "super" and not node.args:
-            return self.super_(frame)
+            return super_of(frame)
         outer, self.reads = self.reads, set()
         try:
             callee = self.eval(func, frame, ctx)
@@ -987,14 +987,6 @@ class Simulator:
             return self.apply(callee, args, kwargs, ctx, func, node)
         finally:
             self.arg_marks = frozenset()
-
-    def super_(self, frame: Frame) -> Any:
-        """`super()` in a method: the class defining it and the method's first argument."""
-        fn = frame.owner
-        params = list(frame.locals.values())
-        if fn is None or not params:
-            return unknown("super() outside a method")
-        return Super(fn, params[0])
 
     def arguments(self, node: ast.Call, frame: Frame, ctx: Ctx) -> tuple[list[Any] | None, Any]:
         """A call's positional and keyword arguments; (None, Unknown) for a spread of an
