@@ -49,6 +49,9 @@ class ServerArgs:
         if self.speculative_algorithm == "EAGLE" and self.attention_backend == "flashinfer":
             raise ValueError("EAGLE here needs an MLA attention backend.")
 
+    def use_mla_backend(self):
+        return False
+
     def get_attention_backends(self):
         prefill = self.prefill_attention_backend or self.attention_backend
         decode = self.decode_attention_backend or self.attention_backend
@@ -63,6 +66,9 @@ class ServerArgs:
             help="Attention backend.",
         )
         parser.add_argument("--speculative-algorithm", type=str, help="Speculative algorithm.")
+        parser.add_argument(
+            "--speculative-draft-attention-backend", type=str, help="Draft attention backend."
+        )
         parser.add_argument("--speculative-num-steps", type=int, default=3, help="Draft steps.")
         parser.add_argument(
             "--disable-overlap-schedule", action="store_true", help="No overlap scheduling."
@@ -209,6 +215,9 @@ class SpeculativeAlgorithm(Enum):
 # The factory's decode map lacks cutlass_mla (only with more than one step is it built);
 # its extend map has it.
 FACTORY = """
+from sglang.srt.server_args import get_global_server_args
+
+
 class DraftBackendFactory:
     def __init__(self, server_args, runner, topk, num_steps):
         self.server_args = server_args
@@ -239,6 +248,8 @@ class DraftBackendFactory:
         return self._pick("prefill_attention_backend", table, "no draft extend backend {name}")
 
     def _flashinfer(self):
+        if get_global_server_args().use_mla_backend:
+            raise ValueError("the MLA draft backend takes one branch only")
         return "FlashInferMultiStep"
 
     def _trtllm_mla(self):
@@ -293,9 +304,19 @@ class EagleWorkerV2:
         self.drafter = DraftWorker(server_args, target_worker)
 """
 
+# the ModelRunner copies its use_mla_backend onto the global server args, shadowing
+# ServerArgs' method of that name for the code run after it
+MODEL_RUNNER = test_load_stage.MODEL_RUNNER.replace(
+    "        self.use_mla_backend = self.model_config.attention_arch == AttentionArch.MLA\n",
+    "        self.use_mla_backend = self.model_config.attention_arch == AttentionArch.MLA\n"
+    "        global_server_args = get_global_server_args()\n"
+    "        global_server_args.use_mla_backend = self.use_mla_backend\n",
+)
+assert MODEL_RUNNER != test_load_stage.MODEL_RUNNER
+
 FILES = {
     SERVER_ARGS: ARGS,
-    test_load_stage.RUNNER: test_load_stage.MODEL_RUNNER,
+    test_load_stage.RUNNER: MODEL_RUNNER,
     test_load_stage.REGISTRY: REGISTRY,
     SPEC + "spec_info.py": SPEC_INFO,
     FACTORY_PATH: FACTORY,
@@ -438,3 +459,20 @@ def test_an_encoder_only_model_s_first_prefill_reaches_the_backend_s_forward(
 def test_the_scheduler_s_gemm_configuration_is_run_for_a_dense_model(session: Session) -> None:
     (first, *_rest) = load_errors(session, "LlamaForCausalLM", "trtllm_mla")
     assert first["stage"] == "load" and first["source"]["path"] == GEMM_PATH
+
+
+def test_what_the_runner_copies_onto_the_global_server_args_is_the_runner_s(
+    session: Session,
+) -> None:
+    """The draft backend reads `get_global_server_args().use_mla_backend`: the draft model's
+    runner set it from its own (its model, a draft checkpoint, is not known here), not
+    ServerArgs' method of that name, which as a bound method reads true: no error."""
+    profile = Profile.parse({"arch": "LlamaForCausalLM", "sm": 90})
+    command = (
+        "--model-path m --speculative-algorithm EAGLE --attention-backend trtllm_mla "
+        "--speculative-draft-attention-backend flashinfer"
+    )
+    result = explain(session, "v0.1.0", command, profile=profile)
+    assert not [f for f in result["findings"] if f["severity"] == "error"]
+    (undecided,) = [f for f in result["findings"] if "one branch only" in f["message"]]
+    assert undecided["severity"] == "info"

@@ -35,7 +35,7 @@ from kb.explain import (
     tbo_strategy,
     weight_loader,
 )
-from kb.explain.abstract_values import Instance
+from kb.explain.abstract_values import Instance, Obj
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.frames import Ctx
@@ -212,6 +212,15 @@ def simulate(
     # first forward runs the MoE layer.
     moe_model = moe.is_moe(profile)
     built = moe.MoeLayer()
+    # the ModelRunner copies some of its attributes onto the global server args when built
+    # (the draft model's runner, built later, copies its own before the draft's backends)
+    copied = derived.server_args_set_by_runner(sim)
+
+    def runner_copies(runner: Obj) -> None:
+        for name, attr in copied.items():
+            sim.fields[sim.canon(name)] = derived.runner_attr(sim, runner, attr)
+
+    runner_copies(Obj("runner"))
     # (config.json: the loader builds the quantization config from its whole
     # `quantization_config`, the scheduler tests it for experts; a profile naming only the
     # method would read as a config missing every other key: errors SGLang does not raise)
@@ -296,6 +305,8 @@ def simulate(
             break  # ServerArgs left the choice to the ModelRunner (v0.5.3), not simulated
         if draft and not _has_draft_model(result.fields.get("speculative_algorithm")):
             continue
+        if draft:
+            runner_copies(Obj("draft_runner"))
         step = backend()
         # (the draft's weights not followed, its backends still are)
         if not stage("load", part, step) and part != model_weights.DRAFT_PART:

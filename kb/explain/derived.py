@@ -153,6 +153,40 @@ def runner_attr(sim: Simulator, runner: Obj, attr: str) -> Any:
     return sim.derived[key]
 
 
+def server_args_set_by_runner(sim: Simulator) -> dict[str, str]:
+    """The server args fields the ModelRunner sets on the global server args from its own
+    attributes (`global_server_args = get_global_server_args()` then
+    `global_server_args.use_mla_backend = self.use_mla_backend`, shadowing ServerArgs'
+    method of that name for the code run after it): field -> the runner's attribute."""
+    mod = sim.module(MODEL_RUNNER_MODULE)
+    cls = mod.classes.get("ModelRunner") if mod is not None else None
+    out: dict[str, str] = {}
+    for method in _methods(cls).values() if cls is not None else ():
+        held = {
+            t.id
+            for n in ast.walk(method)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and ast.unparse(n.value.func).endswith("get_global_server_args")
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        for n in ast.walk(method):
+            if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
+                continue
+            target, value = n.targets[0], n.value
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id in held
+                and isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "self"
+            ):
+                out[target.attr] = value.attr
+    return out
+
+
 def runner_method(sim: Simulator, name: str, draft: bool = False) -> Func | None:
     """A method of the version's ModelRunner, bound to the main model's runner (or the
     draft model's); None without it."""
