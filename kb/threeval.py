@@ -351,7 +351,47 @@ def binary(op: ast.operator, left: Any, right: Any) -> Any:
 
 def compare(op: ast.cmpop, left: Any, right: Any) -> Any:
     """`left op right` for one comparison operator, or Unknown saying why not."""
+    if _holds_unknown(left) or _holds_unknown(right):
+        return _compare_holding_unknown(op, left, right)
     return lift(COMPARISONS[type(op)], left, right)
+
+
+def _holds_unknown(value: Any, depth: int = 0) -> bool:
+    """A container with an Unknown inside (a tensor's shape with a dimension not decided):
+    Python's own `==` would compare the Unknowns as dataclasses, and so decide it."""
+    if isinstance(value, list | tuple | set | frozenset) and len(value) <= MAX_KNOWN_ITEMS:
+        return depth < 4 and any(
+            isinstance(v, Unknown) or _holds_unknown(v, depth + 1) for v in value
+        )
+    if isinstance(value, dict) and len(value) <= MAX_KNOWN_ITEMS:
+        items = [*value.keys(), *value.values()]
+        return depth < 4 and any(
+            isinstance(v, Unknown) or _holds_unknown(v, depth + 1) for v in items
+        )
+    return False
+
+
+def _compare_holding_unknown(op: ast.cmpop, left: Any, right: Any) -> Any:
+    """`==` / `!=` item by item (decided by a known item that differs, or by the lengths),
+    `in` / `not in` decided by a known item that is equal; Unknown otherwise."""
+    needs = merge_needs(left, right, *_unknowns(left), *_unknowns(right))
+    if isinstance(op, ast.Eq | ast.NotEq) and isinstance(left, list | tuple):
+        if type(left) is not type(right) or len(left) != len(right):
+            return isinstance(op, ast.NotEq)
+        same = all_of(truth(compare(ast.Eq(), a, b)) for a, b in zip(left, right, strict=True))
+        return same if isinstance(op, ast.Eq) else not_(same)
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, list | tuple | set | frozenset):
+        found = any_of(truth(compare(ast.Eq(), left, item)) for item in right)
+        return found if isinstance(op, ast.In) else not_(found)
+    return Unknown(needs or ("a container holding a value not known",))
+
+
+def _unknowns(value: Any) -> list[Unknown]:
+    if isinstance(value, Unknown):
+        return [value]
+    if isinstance(value, list | tuple | set | frozenset):
+        return [u for v in value for u in _unknowns(v)]
+    return []
 
 
 def unary(op: ast.unaryop, operand: Any) -> Any:

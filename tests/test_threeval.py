@@ -179,3 +179,17 @@ def test_static_folding_raises_the_unknown_saying_why() -> None:
         fold(ast.parse("2 ** 10 ** 9", mode="eval").body, Scope())
     assert raised.value.unknown.reason == "power too large"
     assert fold(ast.parse("10 * 1000 * 1000", mode="eval").body, Scope()) == 10_000_000
+
+
+def test_a_container_holding_an_unknown_compares_item_by_item() -> None:
+    # a tensor's shape with a dimension not decided: Python's `==` would compare the
+    # Unknown dataclasses and decide it (an AWQ checkpoint's `packed.shape == (k, n // 8)`)
+    k = unknown("the rows per rank")
+    assert isinstance(compare(ast.Eq(), (k, 8), (unknown("the groups"), 8)), Unknown)
+    assert isinstance(compare(ast.Eq(), (k, 8), (k, 8)), Unknown)  # (not known to be one)
+    assert compare(ast.Eq(), (k, 8), (5, 9)) is False  # a known item differs
+    assert compare(ast.NotEq(), (k, 8), (5, 9)) is True
+    assert compare(ast.Eq(), (k,), (k, 1)) is False  # the lengths differ
+    assert compare(ast.In(), 3, [k, 3]) is True
+    assert isinstance(compare(ast.In(), 4, [k, 3]), Unknown)
+    assert isinstance(compare(ast.NotIn(), 4, [k, 3]), Unknown)
