@@ -259,3 +259,19 @@ def test_a_field_set_then_set_again_under_a_top_level_if_is_decided_by_the_if() 
     assert hybrid_meta(quantization_config={"quant_algo": "FP8"}) is None
     mixed = {"quant_algo": "MIXED", "group_size": 16}
     assert hybrid_meta(quantization_config=mixed) == {"group_size": 16}
+
+
+def test_a_multimodal_model_s_text_config_is_its_language_model_s() -> None:
+    # ModelConfig.hf_text_config is the sub-config get_hf_text_config picks: the kv heads
+    # per rank come from config.json's text_config (8 // 4 = 2 -> fa3 here)
+    text = {"num_attention_heads": 32, "num_key_value_heads": 8}
+    fields = {"tp_size": 4}
+    assert run("Llama4ForConditionalGeneration", fields, text_config=text)["attention_backend"] == (
+        "fa3"
+    )
+    # a Llava*ForCausalLM keeps its top-level config (SGLang's own Llava classes)
+    llava = run("LlavaLlamaForCausalLM", fields, text_config=text, num_attention_heads=64)
+    assert llava["attention_backend"] == "flashinfer"
+    # two sub-configs: which one SGLang reads depends on the version's order, not decided
+    both = run("OmniForConditionalGeneration", fields, text_config=text, llm_config=text)
+    assert isinstance(both["attention_backend"], Unknown)

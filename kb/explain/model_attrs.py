@@ -28,8 +28,10 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
     if obj.kind == "draft_model_config":
         return unknown(f"the draft model's {attr}")
     if obj.kind == "model_config":
-        if attr in ("hf_config", "hf_text_config"):
+        if attr == "hf_config":
             return Obj("hf_config")
+        if attr == "hf_text_config":
+            return Obj("hf_text_config") if text_config(sim) is not None else Obj("hf_config")
         if attr == "attention_arch":
             return attention_arch(sim)
         if sim.derive is None:
@@ -37,6 +39,8 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         return sim.derive.model_config_attr(sim, attr, allow_missing)
     if attr == "get_text_config":  # (its text part: read as the config, like hf_text_config)
         return Method(obj, attr)
+    if obj.kind == "hf_text_config":
+        return _text_attr(sim, attr, allow_missing)
     value = sim.profile.hf_attr(attr)
     if attr in ("dtype", "torch_dtype"):
         # transformers reads either key of config.json into `dtype` (`torch_dtype` its
@@ -64,3 +68,49 @@ def attention_arch(sim: Any) -> Any:
     if "AttentionArch" in mod.classes:  # the class's own member (or value)
         return classes.class_attr(sim, classes.class_ref(mod, "AttentionArch"), member)
     return Symbol(f"AttentionArch.{member}")
+
+
+# the sub-configs SGLang's get_hf_text_config takes as the language model's config of a
+# multimodal model (02-01 tries text_config first, 07-01 thinker_config first: they agree
+# when config.json holds one of them)
+TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
+
+
+def text_config(sim: Any) -> Any:
+    """`model_config.hf_text_config` as get_hf_text_config picks it from config.json: the
+    one sub-config a multimodal config.json holds (thinker_config's own text_config),
+    None for the config itself (none, or a Llava*ForCausalLM, whose top-level config SGLang
+    keeps); Unknown when config.json holds several."""
+    config = sim.profile.config
+    if not isinstance(config, dict):
+        return None
+    archs = config.get("architectures")
+    first = archs[0] if isinstance(archs, list) and archs else None
+    if isinstance(first, str) and first.startswith("Llava") and first.endswith("ForCausalLM"):
+        return None
+    held = [k for k in TEXT_CONFIG_KEYS if isinstance(config.get(k), dict)]
+    if not held:
+        return None
+    if len(held) > 1:
+        return unknown("which of config.json's sub-configs SGLang reads as the text config")
+    sub = config[held[0]]
+    if held[0] == "thinker_config" and isinstance(sub.get("text_config"), dict):
+        return sub["text_config"]
+    return sub
+
+
+def _text_attr(sim: Any, attr: str, allow_missing: bool) -> Any:
+    sub = text_config(sim)
+    if not isinstance(sub, dict):
+        return sub if sub is not None else unknown(f"the model's text config ({attr})")
+    value = sub.get(attr, MISSING)
+    if missing(value) and attr in ("dtype", "torch_dtype"):  # (the parent's, as SGLang sets)
+        value = sub.get("torch_dtype" if attr == "dtype" else "dtype", MISSING)
+        if missing(value):
+            return model_attr(sim, Obj("hf_config"), attr, allow_missing)
+    if attr in ("dtype", "torch_dtype"):
+        value = torch_dtype(value)
+    if missing(value):
+        return MISSING if allow_missing else unknown(f"the model's text config ({attr})")
+    sim.reads.add(MODEL)
+    return value
