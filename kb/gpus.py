@@ -395,6 +395,41 @@ GPUS: tuple[Gpu, ...] = (
         ),
     ),
     Gpu(
+        name="RTX 5090",
+        platform="cuda",
+        sm=120,
+        arch=None,
+        memory_gb=32,
+        memory_mb=32607,
+        device_name="NVIDIA GeForce RTX 5090",
+        cuda=None,
+        rocm=None,
+        cann=None,
+        aliases=("GeForce RTX 5090", "NVIDIA GeForce RTX 5090"),
+        source=GpuSources(
+            sm=NVIDIA_CC,
+            arch=None,
+            memory_gb=issue(
+                "noonghunna/club-3090#1261: nvidia-smi on 2x NVIDIA GeForce RTX 5090 running "
+                "SGLang (29024MiB / 32607MiB)",
+                "https://github.com/noonghunna/club-3090/issues/1261",
+            ),
+            memory_mb=issue(
+                "noonghunna/club-3090#1261: nvidia-smi on 2x NVIDIA GeForce RTX 5090 running "
+                "SGLang (29024MiB / 32607MiB)",
+                "https://github.com/noonghunna/club-3090/issues/1261",
+            ),
+            device_name=issue(
+                "xorbitsai/inference#3603: torch warns 'NVIDIA GeForce RTX 5090 with CUDA "
+                "capability sm_120'",
+                "https://github.com/xorbitsai/inference/issues/3603",
+            ),
+            cuda=not_found(f"a {CHECK_ENV} or collect_env output on an RTX 5090"),
+            rocm=None,
+            cann=None,
+        ),
+    ),
+    Gpu(
         name="L40S",
         platform="cuda",
         sm=89,

@@ -24,6 +24,7 @@ REQUIRED = {
     "GB200",
     "GB300",
     "RTX PRO 6000",
+    "RTX 5090",
     "L40S",
     "MI300X",
     "MI325X",
