@@ -86,3 +86,16 @@ def test_torch_s_default_dtype_is_the_model_s_while_the_loader_builds_it() -> No
     # outside the loader's `set_default_torch_dtype`, not known
     assert isinstance(tensors.created("torch.get_default_dtype", [], {}), Unknown)
     assert isinstance(tensors.created("torch.empty", [4], {}).dtype, Unknown)
+
+
+def test_assigning_a_tensor_s_data_gives_it_the_new_data_s_dtype_and_shape() -> None:
+    from kb.explain.frames import Ctx
+
+    weight = tensors.created("torch.empty", [4, 8], {"dtype": Symbol("torch.bfloat16")})
+    assert weight is not None
+    fp8 = tensors.created("torch.empty", [4, 8], {"dtype": Symbol("torch.float8_e4m3fn")})
+    tensors.set_attribute(weight, "data", fp8, Ctx())
+    assert weight.dtype == Symbol("torch.float8_e4m3fn") and weight.shape == (4, 8)
+    # data a function not followed made (an online quantizer): not known
+    tensors.set_attribute(weight, "data", unknown("what mxfp8_group_quantize returns"), Ctx())
+    assert isinstance(weight.dtype, Unknown) and weight.shape is None

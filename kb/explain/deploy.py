@@ -39,7 +39,7 @@ from kb.explain.abstract_values import Instance, Obj
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.frames import Ctx
-from kb.explain.predicates import ASSUMED, GPU, MODEL, SM_NAMES, Profile, Unknown
+from kb.explain.predicates import ASSUMED, GPU, MODEL, SM_NAMES, Profile, Unknown, unknown
 from kb.explain.report import Finding, finding, one_line
 from kb.explain.report import display as _display
 from kb.explain.shell import tokenize
@@ -217,8 +217,15 @@ def simulate(
     copied = derived.server_args_set_by_runner(sim)
 
     def runner_copies(runner: Obj) -> None:
-        for name, attr in copied.items():
-            sim.fields[sim.canon(name)] = derived.runner_attr(sim, runner, attr)
+        values: dict[str, Any] = {}
+
+        def copy() -> None:
+            values.update((name, derived.runner_attr(sim, runner, a)) for name, a in copied.items())
+
+        done = bool(copied) and sim.run_after(copy)  # (a step: the budget bounds it)
+        for name in copied:
+            why = "what the ModelRunner sets it to (not followed: budget)"
+            sim.fields[sim.canon(name)] = values[name] if done else unknown(why)
 
     runner_copies(Obj("runner"))
     # (config.json: the loader builds the quantization config from its whole
@@ -242,7 +249,9 @@ def simulate(
     loader_raised = raised(result.checks[loader_start:])
     # (the loader builds the model and loads its weights with torch's default dtype set to
     # the model's: `with set_default_torch_dtype(model_config.dtype)`)
-    sim.default_dtype = derived.model_config_attr(sim, "dtype") if known else None
+    dtype: list[Any] = []
+    if known and sim.run_after(lambda: dtype.append(derived.model_config_attr(sim, "dtype"))):
+        sim.default_dtype = dtype[0]
     if not loader_raised:  # the loader then builds the architecture's class
         step = model_class.step(sim, model_file, profile, loaded.quant_config, linear_layers)
         stage("load", model_class.PART, step)

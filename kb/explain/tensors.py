@@ -291,7 +291,14 @@ def isinstance_of(tensor: Tensor, kinds: tuple[Any, ...]) -> Any:
 
 
 def set_attribute(tensor: Tensor, attr: str, value: Any, ctx: Ctx) -> None:
-    """`t.x = v`; on an undecided path, unknown (v or what it was)."""
+    """`t.x = v`; on an undecided path, unknown (v or what it was). `t.data = other` makes
+    it hold the other tensor's data: its dtype and shape (SGLang's online quantization
+    swaps a weight's data for the quantized one)."""
+    if attr == "data":
+        known = isinstance(value, Tensor) and not ctx.needs
+        tensor.dtype = value.dtype if known else unknown("the dtype of the data it was given")
+        tensor.shape = value.shape if known else None
+        return
     tensor.fields[attr] = unknown(*ctx.needs) if ctx.needs else value
 
 
