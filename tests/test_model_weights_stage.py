@@ -274,3 +274,22 @@ def test_the_draft_s_raise_names_the_draft_and_the_algorithm(session: Session) -
     assert error["flag"] == "--speculative-algorithm"
     assert "speculative_algorithm" in error["reads"]
     assert "the draft model (ToyV3ForCausalLMNextN) loads its weights" in error["condition"]
+
+
+def test_a_draft_of_the_model_s_own_checkpoint_has_the_profile_model_config_makes() -> None:
+    """What the draft model's runner derives (the use_mla_backend it copies onto the server
+    args) is its config's: for MTP, config.json as `_config_draft_model` changes it."""
+    from kb.explain import derived, model_weights
+    from kb.explain.simulate import Simulator
+    from tests.sim_repos import parsed_modules
+
+    mods = parsed_modules(FILES)
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "config": V3})
+    given = {"model_path": "org/model", "speculative_algorithm": "EAGLE"}
+    sim = Simulator(mods.get, mods[SERVER_ARGS], given, profile, given=set(given), derive=derived)
+    sim.run()
+    draft = model_weights.own_checkpoint_draft(sim, profile)
+    assert draft is not None and draft.arch == "ToyV3ForCausalLMNextN"
+    # a draft checkpoint of its own: its config is not known here
+    sim.fields["speculative_draft_model_path"] = "org/draft"
+    assert model_weights.own_checkpoint_draft(sim, profile) is None

@@ -220,7 +220,24 @@ def simulate(
         values: dict[str, Any] = {}
 
         def copy() -> None:
-            values.update((name, derived.runner_attr(sim, runner, a)) for name, a in copied.items())
+            # a draft that is the target's own checkpoint has a runner of its config's
+            # (its profile: kb.explain.model_weights), else its attributes are not known
+            draft = (
+                model_weights.own_checkpoint_draft(sim, profile)
+                if runner.kind == "draft_runner"
+                else None
+            )
+            main, cache = sim.profile, sim.derived
+            if draft is not None:
+                sim.profile, sim.derived, runner_of = draft, {}, Obj("runner")
+            else:
+                runner_of = runner
+            try:
+                values.update(
+                    (name, derived.runner_attr(sim, runner_of, a)) for name, a in copied.items()
+                )
+            finally:
+                sim.profile, sim.derived = main, cache
 
         done = bool(copied) and sim.run_after(copy)  # (a step: the budget bounds it)
         for name in copied:

@@ -197,6 +197,19 @@ def calls_load_weights(sim: Simulator, loader: Any) -> bool:
     return False
 
 
+def own_checkpoint_draft(sim: Simulator, profile: Profile | None) -> Profile | None:
+    """The draft model's profile when the draft is the target's own checkpoint (MTP/NEXTN:
+    `--speculative-draft-model-path` is the model path) and the version's ModelConfig says
+    what changes in its config.json for a draft; None otherwise (its config not known)."""
+    if profile is None or profile.config is None:
+        return None
+    model_path = sim.fields.get("model_path")
+    if not isinstance(model_path, str) or sim.fields.get(DRAFT_PATH) != model_path:
+        return None
+    method = _draft_config_method(sim)
+    return draft_profile(sim, profile, method) if method is not None else None
+
+
 def _draft_config_method(sim: Simulator) -> Func | None:
     mod = sim.module(MODEL_CONFIG)
     node = mod.classes.get("ModelConfig") if mod is not None else None
