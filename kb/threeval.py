@@ -375,6 +375,12 @@ def _compare_holding_unknown(op: ast.cmpop, left: Any, right: Any) -> Any:
     """`==` / `!=` item by item (decided by a known item that differs, or by the lengths),
     `in` / `not in` decided by a known item that is equal; Unknown otherwise."""
     needs = merge_needs(left, right, *_unknowns(left), *_unknowns(right))
+    if isinstance(op, ast.Is | ast.IsNot) and any(
+        v is None or isinstance(v, bool) for v in (left, right)
+    ):
+        return lift(COMPARISONS[type(op)], left, right)  # (a container is never None)
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, dict):
+        right = list(right)  # (a dict's keys; what its values hold does not matter)
     if isinstance(op, ast.Eq | ast.NotEq) and isinstance(left, list | tuple):
         if type(left) is not type(right) or len(left) != len(right):
             return isinstance(op, ast.NotEq)

@@ -193,3 +193,13 @@ def test_a_container_holding_an_unknown_compares_item_by_item() -> None:
     assert compare(ast.In(), 3, [k, 3]) is True
     assert isinstance(compare(ast.In(), 4, [k, 3]), Unknown)
     assert isinstance(compare(ast.NotIn(), 4, [k, 3]), Unknown)
+
+
+def test_identity_with_none_and_a_dict_s_keys_stay_decided_beside_an_unknown() -> None:
+    # `weight_block_size is not None` with a dimension not known; `key in table` whose
+    # values are not known: decided (a container is never None; a dict's keys decide `in`)
+    block = [128, unknown("the block's other side")]
+    assert compare(ast.IsNot(), block, None) is True
+    assert compare(ast.Is(), block, None) is False
+    assert compare(ast.In(), "fp8", {"fp8": unknown("its method")}) is True
+    assert compare(ast.NotIn(), "w4", {"fp8": unknown("its method")}) is True
