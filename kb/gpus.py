@@ -37,6 +37,12 @@ MODAL_MIB = GpuSource(
     url="https://github.com/modal-labs/modal-client/pull/2797",
 )
 
+RTX_5090_SMI = GpuSource(
+    title="noonghunna/club-3090#1261: nvidia-smi on 2x NVIDIA GeForce RTX 5090 running SGLang "
+    "(29024MiB / 32607MiB)",
+    url="https://github.com/noonghunna/club-3090/issues/1261",
+)
+
 # SGLang's own code is cited at the commit of the label it was read at.
 SGLANG_COMMITS = {"snapshot-2026-07-01": "53c61bd5e62ca90a8e488821917abf9303c8b94d"}
 SGLANG_MOE_CONFIGS = "python/sglang/srt/layers/moe/moe_runner/triton_utils/configs"
@@ -409,16 +415,8 @@ GPUS: tuple[Gpu, ...] = (
         source=GpuSources(
             sm=NVIDIA_CC,
             arch=None,
-            memory_gb=issue(
-                "noonghunna/club-3090#1261: nvidia-smi on 2x NVIDIA GeForce RTX 5090 running "
-                "SGLang (29024MiB / 32607MiB)",
-                "https://github.com/noonghunna/club-3090/issues/1261",
-            ),
-            memory_mb=issue(
-                "noonghunna/club-3090#1261: nvidia-smi on 2x NVIDIA GeForce RTX 5090 running "
-                "SGLang (29024MiB / 32607MiB)",
-                "https://github.com/noonghunna/club-3090/issues/1261",
-            ),
+            memory_gb=RTX_5090_SMI,
+            memory_mb=RTX_5090_SMI,
             device_name=issue(
                 "xorbitsai/inference#3603: torch warns 'NVIDIA GeForce RTX 5090 with CUDA "
                 "capability sm_120'",
