@@ -160,21 +160,33 @@ def server_args_set_by_runner(sim: Simulator) -> dict[str, str]:
     method of that name for the code run after it): field -> the runner's attribute."""
     mod = sim.module(MODEL_RUNNER_MODULE)
     cls = mod.classes.get("ModelRunner") if mod is not None else None
+    if cls is None:
+        return {}
+    cached = _runner_copies_cache.get(id(cls))
+    if cached is None or cached[0] is not cls:  # (one walk per parsed ModelRunner)
+        cached = _runner_copies_cache[id(cls)] = (cls, _runner_copies(cls))
+    return dict(cached[1])
+
+
+_runner_copies_cache: dict[int, tuple[ast.ClassDef, dict[str, str]]] = {}
+
+
+def _runner_copies(cls: ast.ClassDef) -> dict[str, str]:
     out: dict[str, str] = {}
-    for method in _methods(cls).values() if cls is not None else ():
-        held = {
-            t.id
+    for method in _methods(cls).values():
+        assigns = [
+            (n.targets[0], n.value)
             for n in ast.walk(method)
-            if isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Call)
-            and ast.unparse(n.value.func).endswith("get_global_server_args")
-            for t in n.targets
-            if isinstance(t, ast.Name)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1
+        ]
+        held = {
+            target.id
+            for target, value in assigns
+            if isinstance(target, ast.Name)
+            and isinstance(value, ast.Call)
+            and _called(value.func) == "get_global_server_args"
         }
-        for n in ast.walk(method):
-            if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
-                continue
-            target, value = n.targets[0], n.value
+        for target, value in assigns:
             if (
                 isinstance(target, ast.Attribute)
                 and isinstance(target.value, ast.Name)
@@ -185,6 +197,10 @@ def server_args_set_by_runner(sim: Simulator) -> dict[str, str]:
             ):
                 out[target.attr] = value.attr
     return out
+
+
+def _called(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def runner_method(sim: Simulator, name: str, draft: bool = False) -> Func | None:
