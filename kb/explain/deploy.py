@@ -227,17 +227,12 @@ def simulate(
                 if runner.kind == "draft_runner"
                 else None
             )
-            main, cache = sim.profile, sim.derived
-            if draft is not None:
-                sim.profile, sim.derived, runner_of = draft, {}, Obj("runner")
-            else:
-                runner_of = runner
-            try:
-                values.update(
-                    (name, derived.runner_attr(sim, runner_of, a)) for name, a in copied.items()
-                )
-            finally:
-                sim.profile, sim.derived = main, cache
+            if draft is None:
+                values.update((n, derived.runner_attr(sim, runner, a)) for n, a in copied.items())
+                return
+            with model_weights.as_model(sim, draft):
+                main = Obj("runner")
+                values.update((n, derived.runner_attr(sim, main, a)) for n, a in copied.items())
 
         done = bool(copied) and sim.run_after(copy)  # (a step: the budget bounds it)
         for name in copied:
@@ -317,6 +312,7 @@ def simulate(
         qc = loaded.quant_config
         return model_weights.draft_step(sim, selected.loader, models or {}, profile, qc)
 
+    draft_copied = False
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
         (False, "the attention backend", main_backend),
         (True, model_weights.DRAFT_PART, draft_weights),
@@ -331,8 +327,9 @@ def simulate(
             break  # ServerArgs left the choice to the ModelRunner (v0.5.3), not simulated
         if draft and not _has_draft_model(result.fields.get("speculative_algorithm")):
             continue
-        if draft:
+        if draft and not draft_copied:  # (once, before the draft's first part)
             runner_copies(Obj("draft_runner"))
+            draft_copied = True
         step = backend()
         # (the draft's weights not followed, its backends still are)
         if not stage("load", part, step) and part != model_weights.DRAFT_PART:

@@ -25,8 +25,9 @@ draft's class, `num_nextn_predict_layers` set), read by running that method's `i
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import block_forward, classes, model_class, parallel_state
@@ -101,17 +102,13 @@ def draft_step(
         )
         if draft is None or root is None:
             return
-        main, derived = sim.profile, sim.derived
-        sim.profile, sim.derived = draft, {}  # (the draft's ModelConfig, from its config)
-        try:
+        with as_model(sim, draft):
             # (its raise rests on the draft the speculative algorithm loads: what a fix changes)
             reads = frozenset({"speculative_algorithm", DRAFT_PATH})
             ctx = Ctx((f"the draft model ({root.name}) loads its weights",), (), reads)
             inner = _step(sim, root, draft_quant, ctx)
             if inner is not None:
                 inner()
-        finally:
-            sim.profile, sim.derived = main, derived
 
     return run
 
@@ -195,6 +192,18 @@ def calls_load_weights(sim: Simulator, loader: Any) -> bool:
             if isinstance(on, ast.Name) and on.id in ("self", loader.cls.name):
                 todo.append(n.func.attr)
     return False
+
+
+@contextlib.contextmanager
+def as_model(sim: Simulator, profile: Profile) -> Iterator[None]:
+    """Run as if the profile's model were the one loaded (a draft's ModelConfig and
+    ModelRunner are derived from its config), then back to the main model."""
+    main, derived = sim.profile, sim.derived
+    sim.profile, sim.derived = profile, {}
+    try:
+        yield
+    finally:
+        sim.profile, sim.derived = main, derived
 
 
 def own_checkpoint_draft(sim: Simulator, profile: Profile | None) -> Profile | None:
