@@ -136,14 +136,19 @@ def _is_torch_module(base: Any) -> bool:
 def is_parameter_class(sim: Simulator, cls: ClassRef) -> bool:
     """Whether the class derives from torch's Parameter (SGLang's `ModelWeightParameter`
     and its kin, whose `__new__` makes the parameter of the `data` they are given)."""
-    for held in mro(sim, cls)[0]:
-        for base in bases(sim, held):
-            if isinstance(base, ExternalName) and base.module.startswith("torch"):
-                if base.name == "Parameter":
-                    return True
-            if isinstance(base, Symbol) and base.dotted in PARAMETER_NAMES:
-                return True
-    return False
+    key = ("parameter", cls.path, cls.name)
+    if key not in sim.class_cache:  # (asked at every construction of the class)
+        sim.class_cache[key] = any(
+            (
+                isinstance(base, ExternalName)
+                and base.module.startswith("torch")
+                and base.name == "Parameter"
+            )
+            or (isinstance(base, Symbol) and base.dotted in PARAMETER_NAMES)
+            for held in mro(sim, cls)[0]
+            for base in bases(sim, held)
+        )
+    return bool(sim.class_cache[key])
 
 
 def is_enum(sim: Simulator, cls: ClassRef) -> bool:
