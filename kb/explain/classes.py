@@ -531,16 +531,22 @@ def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:
 def _hf_config_is(sim: Simulator, kinds: tuple[Any, ...]) -> Any:
     """`isinstance(hf_config, Qwen3NextConfig)`: SGLang's get_config builds the config class
     registered for config.json's `model_type`, the one whose `model_type` it is; None when
-    a class's `model_type` is not known here (one of transformers')."""
+    a class's `model_type` is not known here (one of transformers') and no other class
+    matches: unknown then (`isinstance(config, FalconH1Config | NemotronHConfig |
+    Lfm2Config)` is true of a Nemotron-H whatever Lfm2Config's is)."""
     model_type = sim.profile.hf_attr("model_type") if sim.profile is not None else None
     types = [
         class_attr(sim, k, "model_type", allow_missing=True) if isinstance(k, ClassRef) else None
         for k in kinds
     ]
-    if not isinstance(model_type, str) or not all(isinstance(t, str) for t in types):
+    if not isinstance(model_type, str):
         return None
     sim.reads.add("<model>")
-    return model_type in types
+    if model_type in types:
+        return True
+    if not all(isinstance(t, str) for t in types):
+        return unknown(f"whether the model's config is a {_name(kinds[0])}")
+    return False
 
 
 def _foreign_bases_only(sim: Simulator, held: list[ClassRef]) -> bool:

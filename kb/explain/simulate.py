@@ -384,6 +384,8 @@ class Simulator:
         if found is not None:
             return found
         mod = self.module(dotted)
+        if mod is not None and isinstance(mod.assigns.get(attr), ast.Constant):
+            return self.lookup(attr, Frame(mod, "<module>", {}))  # `MAMBA = "M"`
         if mod is not None and computed_at_import(mod, attr):
             return self.lookup(attr, Frame(mod, "<module>", {}))
         if mod is not None and (functions := registered(mod, attr)):
