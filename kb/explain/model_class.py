@@ -91,6 +91,11 @@ class Built:
     # its module name ("model.layers.{layer}.mlp"), as SGLang's add_prefix builds the
     # `prefix` each class gets from its attributes; None when not known
     prefix: str | None = None
+    # a class looked up in a module's table of classes by the layer's type
+    # (`layer_class = ALL_DECODER_LAYER_TYPES[config.hybrid_override_pattern[idx]]` in the
+    # function handed to make_layers): that lookup, what binds its names before it, and
+    # the function's parameter that is the layer's index; it decides the class per layer
+    chooser: tuple[ast.expr, tuple[ast.stmt, ...], str] | None = None
 
 
 def step(
@@ -270,6 +275,8 @@ def _builds(
     up to the `if` guarding the call, then the `if`'s test; None when not decided here."""
     builder = chain.get(link.builder)
     init = constructor(sim, builder.cls) if builder is not None else None
+    if link.chooser is not None:
+        return _chosen(sim, link, quant_config, layer)
     if builder is None or init is None or link.guard is None:
         return None
     index, branch = link.guard
@@ -285,6 +292,60 @@ def _builds(
     value = sim.call_function(bound, [], kwargs, Ctx())
     del sim.result.checks[start:]  # (the builder's own checks: its own run reports them)
     return value if isinstance(value, bool) else None
+
+
+def _chosen(sim: Simulator, link: Built, quant_config: Any, layer: int) -> bool | None:
+    """Whether the table lookup choosing the class per layer picks `link`'s class for
+    `layer`; None when it is not decided (the builder's config not the model's, a key
+    config.json lacks)."""
+    assert link.chooser is not None
+    lookup, before, index = link.chooser
+    if not link.config_known or link.where is None:
+        return None
+    scope = {"config": Obj("hf_config"), "quant_config": quant_config, index: layer}
+    frame = Frame(link.where, "<layer type>", scope)
+    for stmt in before:  # (plain `name = expr` only: _choices keeps no other)
+        assert isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+        frame.locals[stmt.targets[0].id] = sim.eval(stmt.value, frame, Ctx())
+    value = sim.eval(lookup, frame, Ctx())
+    return value == link.cls if isinstance(value, ClassRef) else None
+
+
+def _choices(
+    sim: Simulator, init: Func
+) -> dict[str, tuple[list[ClassRef], tuple[ast.expr, tuple[ast.stmt, ...], str]]]:
+    """Names a function the constructor defines binds to a lookup in a module-level table
+    of model classes (`layer_class = ALL_DECODER_LAYER_TYPES[...]`): name -> the table's
+    classes, and the chooser (see Built.chooser)."""
+    out: dict[str, tuple[list[ClassRef], tuple[ast.expr, tuple[ast.stmt, ...], str]]] = {}
+    for fn in init.node.body:
+        if not isinstance(fn, ast.FunctionDef) or not fn.args.args:
+            continue
+        index = fn.args.args[0].arg
+        for i, stmt in enumerate(fn.body):
+            if not (
+                isinstance(stmt, ast.Assign)
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Subscript)
+                and isinstance(stmt.value.value, ast.Name)
+            ):
+                continue
+            table = init.module.assigns.get(stmt.value.value.id)
+            if not isinstance(table, ast.Dict):
+                continue
+            found = [
+                c
+                for v in table.values
+                if isinstance(v, ast.Name) and (c := _model_class(sim, init.module, v.id))
+            ]
+            before = [
+                b
+                for b in _slice(fn.body[:i], stmt.value)
+                if isinstance(b, ast.Assign) and isinstance(b.targets[0], ast.Name)
+            ]
+            if found and len(found) == len(table.values):
+                out[stmt.targets[0].id] = (found, (stmt.value, tuple(before), index))
+    return out
 
 
 def _slice(body: list[ast.stmt], test: ast.expr) -> list[ast.stmt]:
@@ -479,6 +540,7 @@ def _built_by(
     classes_of = {**defaults, **(chosen or {})}
     guards = _guards(init.node.body) if outer is None else {}
     targets = _targets(init.node.body)
+    choices = _choices(sim, init) if outer is None else {}
     for call, inner in _with_nested_builders(init.node.body, targets):
         conds = (*(outer or ()), *inner)
         base = _base_init(sim, init, call) if outer is None else None
@@ -500,24 +562,27 @@ def _built_by(
         if not isinstance(call.func, ast.Name):
             continue
         cls = classes_of.get(call.func.id) or _model_class(sim, init.module, call.func.id)
-        if cls is None:
-            continue
+        chosen_from = choices.get(call.func.id) if cls is None else None
         spread = any(isinstance(a, ast.Starred) for a in call.args) or any(
             k.arg is None for k in call.keywords
         )
-        yield Built(
-            cls,
-            holder.name,
-            call.lineno,
-            " and ".join(conds),
-            _handed(call, params),
-            frozenset(k.arg for k in call.keywords if k.arg),
-            -1 if spread else len(call.args),
-            guards.get(id(call)) if len(conds) == 1 else None,
-            call,
-            init.module,
-            attr=targets.get(id(call)),
-        )
+        for one in [cls] if cls is not None else chosen_from[0] if chosen_from else []:
+            chooser = chosen_from[1] if chosen_from else None
+            picked = f"{ast.unparse(chooser[0])} is {one.name}" if chooser else None
+            yield Built(
+                one,
+                holder.name,
+                call.lineno,
+                " and ".join((*conds, picked) if picked else conds),
+                _handed(call, params),
+                frozenset(k.arg for k in call.keywords if k.arg),
+                -1 if spread else len(call.args),
+                guards.get(id(call)) if len(conds) == 1 and not chooser else None,
+                call,
+                init.module,
+                attr=targets.get(id(call)),
+                chooser=chooser,
+            )
 
 
 def _targets(body: list[ast.stmt]) -> dict[int, str]:
