@@ -39,6 +39,9 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/eplb/expert_location.py",
         # the attention layer's types (an encoder-only model's first forward)
         "python/sglang/srt/layers/radix_attention.py",
+        # the forward context a model's layers read the batch's attention backend from
+        # (`get_attn_backend()`, 2026-07): kb/explain/block_forward.py
+        "python/sglang/srt/model_executor/forward_context.py",
         # two-batch overlap's strategy for the model's decoder layers (its first forward)
         "python/sglang/srt/batch_overlap/operations_strategy.py",
         "python/sglang/srt/operations_strategy.py",

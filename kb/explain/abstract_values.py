@@ -191,7 +191,7 @@ class Obj:
     that loads the model (attributes derived from its class: kb.explain.derived)."""
 
     kind: str  # "hf_config" | "model_config" | "runner" | "draft_runner" | "draft_model_config"
-    # | "parallel" (get_parallel(), kb.explain.parallel_state)
+    # | "parallel" (get_parallel(), kb.explain.parallel_state) | "forward_batch" (a forward's batch)
 
 
 class Registry:

@@ -19,8 +19,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import classes, model_class, parallel_state, tensors
-from kb.explain.abstract_values import ClassRef, Func, Instance
+from kb.explain import classes, model_attrs, model_class, parallel_state, tensors
+from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.frames import Ctx, Raised
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, unknown
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 PART = "the first forward of the model's blocks"
 FORWARD = "forward"
 APPLY = "apply"  # a linear layer's quantization method runs its forward
+FORWARD_CONTEXT = "sglang.srt.model_executor.forward_context"
+CURRENT = "_current"  # the module's global holding the forward's context
+BATCH = "forward_batch"  # the parameter a forward gets the batch in (its attention backend known)
 
 
 def step(
@@ -54,6 +57,7 @@ def step(
 
     def run() -> None:
         sim.parallel = parallel_state.sizes(sim.fields)
+        _publish_forward_context(sim)
         try:
             for b in model_class.decided_built(sim, root, checking, profile, quant_config):
                 forward = classes.instance_attr(sim, Instance(b.cls), FORWARD, allow_missing=True)
@@ -71,6 +75,19 @@ def step(
     return run
 
 
+def _publish_forward_context(sim: Simulator) -> None:
+    """The ModelRunner publishes a ForwardContext holding its attention backend for each
+    forward (`forward_context(ForwardContext(attn_backend=self.attn_backend))`), which the
+    layers read back (`get_attn_backend()`): the module's `_current` is that object, its
+    backend the batch's (kb.explain.batch_backend)."""
+    mod = sim.module(FORWARD_CONTEXT)
+    if mod is None or "ForwardContext" not in mod.classes or CURRENT not in mod.assigns:
+        return
+    context = Instance(classes.class_ref(mod, "ForwardContext"), "built for each forward")
+    context.fields["attn_backend"] = model_attrs.batch_attr(sim, "attn_backend")
+    sim.overlay[mod.path, CURRENT] = context
+
+
 def _run(sim: Simulator, fn: Any, given: list[Any], name: str) -> None:
     """`fn` on `given`, then every other argument unknown (the caller's, not the parameter's
     default: `forward_batch=None`); only the checks that certainly fire are kept."""
@@ -79,7 +96,10 @@ def _run(sim: Simulator, fn: Any, given: list[Any], name: str) -> None:
     params = fn.node.args
     names = [p.arg for p in (*params.posonlyargs, *params.args, *params.kwonlyargs)]
     names = names[1 + len(given) :]  # (past self and what is given)
-    args = {n: unknown(f"argument {n} of {name} (the batch)") for n in names}
+    args = {
+        n: Obj("forward_batch") if n == BATCH else unknown(f"argument {n} of {name} (the batch)")
+        for n in names
+    }
     with only_certain(sim):
         sim.call_function(fn, list(given), args, Ctx())
 

@@ -300,9 +300,19 @@ def simulate(
     sim.default_dtype = None
     # ... with a draft model, its worker then builds the draft decode/extend backends
     # (kb.explain.draft_stage)
-    made: list[Any] = []  # the main model's backend, as the registry built it
+    made: list[Any] = []  # the main model's backend: what each forward batch carries
 
     def main_backend() -> Callable[[], None] | None:
+        # (the runner's init_attention_backend wraps the registry's backend for two-batch
+        # overlap; a version without that method builds it directly)
+        init = derived.runner_method(sim, _INIT_BACKEND)
+        if init is not None:
+
+            def run() -> None:
+                sim.call_function(init, [], {}, Ctx())
+                made.append(derived.runner_attr(sim, Obj("runner"), "attn_backend"))
+
+            return run
         build = derived.runner_method(sim, _BACKEND)
         return (
             None if build is None else lambda: made.append(sim.call_function(build, [], {}, Ctx()))
@@ -370,6 +380,7 @@ def simulate(
 
 
 _BACKEND = "_get_attention_backend"
+_INIT_BACKEND = "init_attention_backend"
 ATTENTION_DIR = "python/sglang/srt/layers/attention/"
 
 

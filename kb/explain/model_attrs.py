@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.explain import classes, parallel_state
+from kb.explain import batch_backend, classes, parallel_state
 from kb.explain.abstract_values import Method, Obj, Symbol, torch_dtype
 from kb.explain.predicates import MISSING, MODEL, missing, unknown
 from kb.explain.source_modules import mla_archs
@@ -25,6 +25,8 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         value, reads = parallel_state.pipeline_attr(sim.parallel, attr)
         sim.reads |= reads
         return value
+    if obj.kind == "forward_batch":  # a forward's batch (kb.explain.block_forward)
+        return batch_attr(sim, attr)
     if obj.kind == "draft_model_config":
         return unknown(f"the draft model's {attr}")
     if obj.kind == "model_config":
@@ -114,3 +116,14 @@ def _text_attr(sim: Any, attr: str, allow_missing: bool) -> Any:
         return MISSING if allow_missing else unknown(f"the model's text config ({attr})")
     sim.reads.add(MODEL)
     return value
+
+
+def batch_attr(sim: Any, attr: str) -> Any:
+    """`forward_batch.<attr>`: its attention backend is the ModelRunner's once the load stage
+    built it (kb.explain.batch_backend); the rest is the batch's, not known."""
+    if attr == "attn_backend" and "runner.attn_backend" in sim.derived:
+        if "batch.attn_backend" not in sim.derived:  # (what each batch sets on it unknown)
+            built = sim.derived["runner.attn_backend"]
+            sim.derived["batch.attn_backend"] = batch_backend.as_the_batch_sees_it(sim, built)
+        return sim.derived["batch.attn_backend"]
+    return unknown(f"the batch's {attr}")
