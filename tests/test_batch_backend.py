@@ -116,6 +116,15 @@ def create_flashinfer_backend(runner):
     return FlashInferAttnBackend(runner)
 
 
+@register_attention_backend("fa3")
+def create_fa3_backend(runner):
+    if runner.mamba_config:
+        raise ValueError("fa3 does not support hybrid linear attention models")
+    from sglang.srt.layers.attention.flashinfer_backend import FlashInferAttnBackend
+
+    return FlashInferAttnBackend(runner)
+
+
 @register_attention_backend("triton")
 def create_triton_backend(runner):
     from sglang.srt.layers.attention.flashinfer_backend import TritonAttnBackend
@@ -242,6 +251,26 @@ class ForeignConfig(OtherConfig):
     pass
 """
 
+# SGLang's registry of its config classes by model_type (a model_type not held here comes
+# from transformers' base classes)
+CONFIG_REGISTRY = """
+from sglang.srt.configs.foreign import ForeignConfig
+from sglang.srt.configs.other import OtherHeldConfig
+from sglang.srt.configs.toy_hybrid import ToyHybridConfig
+
+_CONFIG_REGISTRY = {
+    cls.model_type: cls for cls in [ForeignConfig, OtherHeldConfig, ToyHybridConfig]
+}
+"""
+
+OTHER = """
+from transformers import PretrainedConfig
+
+
+class OtherHeldConfig(PretrainedConfig):
+    model_type = "other_held"
+"""
+
 LAYER_UTILS = """
 def make_layers(num_hidden_layers, layer_fn, prefix=""):
     return [layer_fn(idx=i, prefix=prefix) for i in range(num_hidden_layers)]
@@ -333,6 +362,8 @@ FILES = {
     ATTENTION + "tbo_backend.py": TBO,
     SRT + "configs/toy_hybrid.py": CONFIG,
     SRT + "configs/foreign.py": FOREIGN,
+    SRT + "configs/other.py": OTHER,
+    SRT + "utils/hf_transformers/common.py": CONFIG_REGISTRY,
     SRT + "utils/layers.py": LAYER_UTILS,
     MODEL: MODEL_TEXT,
 }
@@ -400,3 +431,26 @@ def test_a_later_version_reads_the_backend_from_the_forward_context(session: Ses
         ("first_forward", f"assertion fails at toy_hybrid.py:{line}")
     ]
     assert errors(session, "", config) == []
+
+
+def test_a_config_class_registered_for_another_model_type_is_not_the_union(
+    session: Session,
+) -> None:
+    # `isinstance(config, ForeignConfig | ToyHybridConfig)` for a model whose model_type
+    # SGLang registers OtherHeldConfig for: its bases say it is neither (ForeignConfig's
+    # model_type, inherited from transformers, is not known here)
+    other = {"architectures": ["OtherForCausalLM"], "model_type": "other_held"}
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "config": other})
+    result = explain(
+        session, "v0.1.0", "--model-path org/m --attention-backend fa3", profile=profile
+    )
+    assert not [f for f in result["findings"] if "hybrid linear" in f["message"]]
+    lines = textwrap.dedent(REGISTRY).lstrip().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "fa3 does not support" in text)
+    assert errors(session, "--attention-backend fa3") == [
+        (
+            "load",
+            f"raises at attention_registry.py:{line}: ValueError: fa3 does not support hybrid "
+            "linear attention models",
+        )
+    ]

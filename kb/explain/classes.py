@@ -544,9 +544,57 @@ def _hf_config_is(sim: Simulator, kinds: tuple[Any, ...]) -> Any:
     sim.reads.add("<model>")
     if model_type in types:
         return True
-    if not all(isinstance(t, str) for t in types):
-        return unknown(f"whether the model's config is a {_name(kinds[0])}")
-    return False
+    if all(isinstance(t, str) for t in types):
+        return False
+    # (a class whose model_type is inherited from transformers: the config's is the class
+    # SGLang registers for config.json's model_type, whose bases say)
+    registered = _registered_config(sim, model_type)
+    if registered is not None and all(isinstance(k, ClassRef) for k in kinds):
+        held, _complete = mro(sim, registered)
+        if any(k in held for k in kinds):
+            return True
+        if _foreign_bases_only(sim, held):
+            return False
+    return unknown(f"whether the model's config is a {_name(kinds[0])}")
+
+
+# where SGLang registers its config classes by model_type (`_CONFIG_REGISTRY`, a list of the
+# classes or a dict by their model_type), by version
+CONFIG_REGISTRIES = (
+    "sglang.srt.utils.hf_transformers.common",
+    "sglang.srt.utils.hf_transformers_utils",
+)
+REGISTRY = "_CONFIG_REGISTRY"
+
+
+def _registered_config(sim: Simulator, model_type: str) -> ClassRef | None:
+    """The config class SGLang registers for `model_type` (its own `model_type`), when one
+    of the classes its registry names has it; None otherwise."""
+    for dotted in CONFIG_REGISTRIES:
+        mod = sim.module(dotted)
+        if mod is None:
+            continue
+        names = {  # (the names of the classes its assignments list)
+            n.id
+            for stmt in mod.body
+            if isinstance(stmt, ast.Assign | ast.AnnAssign)
+            and stmt.value is not None
+            and any(isinstance(t, ast.Name) and t.id == REGISTRY for t in _targets_of(stmt))
+            for n in ast.walk(stmt.value)
+            if isinstance(n, ast.Name)
+        }
+        frame = Frame(mod, "<module>", {})
+        for name in sorted(names):
+            cls = sim.lookup(name, frame) if name in mod.imports or name in mod.classes else None
+            if isinstance(cls, ClassRef):
+                found = class_attr(sim, cls, "model_type", allow_missing=True)
+                if found == model_type:
+                    return cls
+    return None
+
+
+def _targets_of(stmt: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return list(stmt.targets) if isinstance(stmt, ast.Assign) else [stmt.target]
 
 
 def _foreign_bases_only(sim: Simulator, held: list[ClassRef]) -> bool:
