@@ -248,7 +248,51 @@ class ToyChatModel(nn.Module):
             )
 
 
+class StepMoE(nn.Module):
+    def __init__(self, config, layer_id, quant_config=None, prefix=""):
+        super().__init__()
+        tp_size = get_tensor_model_parallel_world_size()
+        if tp_size > config.moe_num_experts:
+            raise ValueError("StepMoE needs an expert per rank.")
+
+
+class StepDecoderLayer(nn.Module):
+    def __init__(self, config, layer_id, quant_config=None, prefix=""):
+        super().__init__()
+        moe_layers = [int(i) for i in config.moe_layers_enum.split(",")]
+        self.is_sparse = layer_id in moe_layers
+        self.shared = 0
+        if not self.is_sparse:
+            self.mlp = ToyMLP(config.hidden_size, hidden_act=config.hidden_act)
+        else:
+            if self.shared == 0:
+                self.moe = StepMoE(config=config, layer_id=layer_id, quant_config=quant_config)
+
+
+class StepTextModel(nn.Module):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        self.layers = make_layers(
+            config.num_hidden_layers,
+            lambda idx, prefix: StepDecoderLayer(config=config, layer_id=idx, prefix=prefix),
+        )
+
+
+class StepVLForConditionalGeneration(nn.Module):
+    # a multimodal model: its language model built on config.json's text sub-config
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        self.language_model = StepTextModel(config=config.text_config, quant_config=quant_config)
+        # (a sub-config read as config.json holds it; one of the names the top-k is given
+        # under present decides the any(), as in the scheduler's test for experts)
+        text = getattr(config, "text_config", config)
+        if any(hasattr(text, a) for a in ("num_experts_per_tok", "moe_top_k")):
+            if text.moe_num_experts % get_tensor_model_parallel_world_size():
+                raise ValueError("StepVL splits its experts evenly.")
+
+
 EntryClass = [
+    StepVLForConditionalGeneration,
     ToyOtherForCausalLM,
     ToyChatModel,
     ToyMoeForCausalLM,
@@ -568,3 +612,28 @@ def test_two_batch_overlap_needs_a_strategy_for_the_model_s_decoder_layers(
             profile=profile_,
         )
         assert [f for f in found["findings"] if f["severity"] == "error"] == []
+
+
+def test_a_multimodal_model_s_language_model_reads_the_text_sub_config(session: Session) -> None:
+    # its layers' config is config.json's text_config (not the top-level one), the sparse
+    # layers (4..7 of 12) are named by a list in it: a middle layer is tried, through the
+    # nested `if` building the MoE block; one top-k key present decides the any()
+    text = {
+        "num_hidden_layers": 12,
+        "moe_layers_enum": "4,5,6,7",
+        "moe_num_experts": 8,
+        "moe_top_k": 2,
+        "hidden_size": 64,
+        "hidden_act": "silu",
+    }
+    vlm = {"architectures": ["StepVLForConditionalGeneration"], "text_config": text}
+    line = line_of(MODEL_TEXT, 'raise ValueError("StepMoE')
+    vl_line = line_of(MODEL_TEXT, 'raise ValueError("StepVL')
+    assert load_findings(session, "--tp-size 16", vlm) == [
+        ("error", f"raises at toy_moe.py:{vl_line}: ValueError: StepVL splits its experts evenly."),
+        ("error", f"raises at toy_moe.py:{line}: ValueError: StepMoE needs an expert per rank."),
+    ]
+    assert load_findings(session, "--tp-size 8", vlm) == []
+    # no sparse layer among those tried: said as resting on the builder building it
+    dense = {**vlm, "text_config": {**text, "moe_layers_enum": "10"}}
+    assert [s for s, _ in load_findings(session, "--tp-size 16", dense)] == ["error", "warning"]

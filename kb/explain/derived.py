@@ -745,8 +745,9 @@ def comprehension(sim: Simulator, node: ast.expr, frame: Frame, ctx: Ctx) -> Any
     stop = produce(0)
     if stop is not None:
         return Unknown(stop.needs or ("the items of a comprehension",))
-    if any(isinstance(v, Unknown) for v in out):
+    if any(isinstance(v, Unknown) for v in out) and not isinstance(node, ast.GeneratorExp):
         return Unknown(merge_needs(*out) or ("an item of a comprehension",))
+    # (a generator's items, each as known as it is: any() and all() decide on known ones)
     if isinstance(node, ast.SetComp):
         with contextlib.suppress(TypeError):
             return set(out)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import classes, model_loading, parallel_state
+from kb.explain import classes, model_attrs, model_loading, parallel_state
 from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.model_registry import architecture_class
@@ -81,12 +81,16 @@ class Built:
     positional: int  # how many it passes by position (-1: a `*args` or `**kwargs` spread)
     # the call is in the body (True) or `else` (False) of the `if` that is the builder
     # constructor's statement at this index: the test then decides whether it is built
-    guard: tuple[int, bool] | None = None
+    # (the same for the nested `if`s inside that branch, outermost first: `if sparse: ...
+    # if shared == 0: Moe(...)`)
+    guard: tuple[tuple[int, bool], ...] | None = None
     call: ast.Call | None = None  # the call building it (None for the architecture's)
     where: Module | None = None  # the module holding that call
-    # whether the builder's own `config` is the model's hf_config (handed down from the
-    # architecture's class): its call's arguments over `config` are then computed
-    config_known: bool = False
+    # what the builder's own `config` is: "config", the model's hf_config (handed down from
+    # the architecture's class); "config.<key>", its text sub-config (a multimodal model's
+    # language model built with `config=config.text_config`); None, not known. Its call's
+    # arguments over `config` are computed when it is known.
+    config_source: str | None = None
     attr: str | None = None  # the builder's attribute it is assigned to (`self.mlp = ...`)
     # its module name ("model.layers.{layer}.mlp"), as SGLang's add_prefix builds the
     # `prefix` each class gets from its attributes; None when not known
@@ -190,8 +194,8 @@ def decided_built(
 def _layers(profile: Profile | None) -> tuple[list[int], int]:
     """Layer ids to follow a layer's constructors for, those likeliest to differ (the first
     two, the last dense one and the first two past it: `first_k_dense_replace` of DeepSeek
-    and GLM-4 MoE, the last), and how many layers there are; none when config.json does
-    not say."""
+    and GLM-4 MoE, the middle one, the last), and how many layers there are; none when
+    config.json does not say."""
     config = profile.config if profile is not None else None
     if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
         config = config["text_config"]
@@ -201,7 +205,9 @@ def _layers(profile: Profile | None) -> tuple[list[int], int]:
     if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
         return [], 0
     dense = dense if isinstance(dense, int) and not isinstance(dense, bool) else 0
-    layers = {n for n in (0, 1, dense - 1, dense, dense + 1, count - 1) if 0 <= n < count}
+    # (and a middle one: Step3's MoE layers are 4..59 of 61, named by a list in config.json)
+    tried = (0, 1, dense - 1, dense, dense + 1, count // 2, count - 1)
+    layers = {n for n in tried if 0 <= n < count}
     return sorted(layers), count
 
 
@@ -272,20 +278,16 @@ def _builds(
     sim: Simulator, link: Built, chain: dict[str, Built], quant_config: Any, layer: int
 ) -> bool | None:
     """Whether the builder of `link` builds it for `layer`: its constructor's statements
-    up to the `if` guarding the call, then the `if`'s test; None when not decided here."""
+    up to the `if` guarding the call, then the `if`'s test (through the nested `if`s
+    guarding it); None when not decided here."""
     builder = chain.get(link.builder)
     init = constructor(sim, builder.cls) if builder is not None else None
     if link.chooser is not None:
         return _chosen(sim, link, quant_config, layer)
     if builder is None or init is None or link.guard is None:
         return None
-    index, branch = link.guard
-    guard = init.node.body[index]
-    assert isinstance(guard, ast.If)
     node = copy.copy(init.node)
-    test = guard.test if branch else ast.UnaryOp(ast.Not(), guard.test)
-    before = _slice(init.node.body[:index], test)
-    node.body = [*before, ast.Return(test, lineno=guard.lineno, col_offset=0)]
+    node.body = _guard_test(init.node.body, link.guard)
     start = len(sim.result.checks)
     kwargs = _arguments(sim, init.node, builder, quant_config, layer)
     bound = Func(init.module, node, Instance(builder.cls), init.owner)
@@ -300,9 +302,10 @@ def _chosen(sim: Simulator, link: Built, quant_config: Any, layer: int) -> bool 
     config.json lacks)."""
     assert link.chooser is not None
     lookup, before, index = link.chooser
-    if not link.config_known or link.where is None:
+    config = config_value(sim, link.config_source)
+    if config is None or link.where is None:
         return None
-    scope = {"config": Obj("hf_config"), "quant_config": quant_config, index: layer}
+    scope = {"config": config, "quant_config": quant_config, index: layer}
     frame = Frame(link.where, "<layer type>", scope)
     for stmt in before:  # (plain `name = expr` only: _choices keeps no other)
         assert isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
@@ -345,6 +348,32 @@ def _choices(
             ]
             if found and len(found) == len(table.values):
                 out[stmt.targets[0].id] = (found, (stmt.value, tuple(before), index))
+    return out
+
+
+def _guard_test(body: list[ast.stmt], path: tuple[tuple[int, bool], ...]) -> list[ast.stmt]:
+    """Statements returning whether the `if`s of `path` lead to their branch: the ones
+    before each `if` that its test (and the inner tests) depend on, then the test."""
+    (index, branch), inner = path[0], path[1:]
+    guard = body[index]
+    assert isinstance(guard, ast.If)
+    test = guard.test if branch else ast.UnaryOp(ast.Not(), guard.test)
+    at = {"lineno": guard.lineno, "col_offset": 0}
+    tests = [test, *_inner_tests(guard.body if branch else guard.orelse, inner)]
+    before = _slice(body[:index], ast.Tuple(tests, ast.Load()))
+    if not inner:
+        return [*before, ast.Return(test, **at)]
+    rest = _guard_test(guard.body if branch else guard.orelse, inner)
+    return [*before, ast.If(test, rest, [ast.Return(ast.Constant(False), **at)], **at)]
+
+
+def _inner_tests(body: list[ast.stmt], path: tuple[tuple[int, bool], ...]) -> list[ast.expr]:
+    out: list[ast.expr] = []
+    for index, branch in path:
+        guard = body[index]
+        assert isinstance(guard, ast.If)
+        out.append(guard.test)
+        body = guard.body if branch else guard.orelse
     return out
 
 
@@ -414,13 +443,22 @@ def _arguments(
     """The constructor's arguments: the model's hf_config and the loader's quantization
     config where the builder hands its own on, the layer id being followed; a parameter
     the call leaves out keeps its default; anything else is unknown, naming the builder."""
-    handed = {"config": Obj("hf_config"), "quant_config": quant_config}
     builder = b.builder or "the model loader"
+    config = config_value(sim, b.config_source)
+    handed = {
+        "config": config or unknown(f"the config {builder} passes"),
+        "quant_config": quant_config,
+    }
+    key = sub_config(b.call)  # `config=config.text_config`
+    if key is not None and b.config_source == "config":
+        handed["config"] = config_value(sim, f"config.{key}") or unknown(f"config.{key}")
     names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1:]
     passed = set(b.keywords) | set(names[: max(b.positional, 0)])
     out: dict[str, Any] = {}
     for name in [*names, *(a.arg for a in node.args.kwonlyargs)]:
-        if b.handed.get(name) in handed:
+        if name == "config" and key is not None and b.config_source == "config":
+            out[name] = handed["config"]
+        elif b.handed.get(name) in handed:
             out[name] = handed[b.handed[name]]
         elif name in LAYER_PARAMS and layer is not None and name in passed:
             out[name] = layer
@@ -450,7 +488,8 @@ def _argument(sim: Simulator, b: Built, names: list[str], name: str, quant_confi
     model's config alone (`num_heads=config.num_attention_heads`, `getattr(config,
     "rope_theta", 1000000)`); else unknown."""
     call, mod = b.call, b.where
-    if call is None or mod is None or not b.config_known:
+    config = config_value(sim, b.config_source)
+    if call is None or mod is None or config is None:
         return unknown(name)
     given = {k.arg: k.value for k in call.keywords if k.arg}
     given |= {
@@ -462,7 +501,7 @@ def _argument(sim: Simulator, b: Built, names: list[str], name: str, quant_confi
     read = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
     if not read <= CONFIG_NAMES | {"getattr", "hasattr", "int", "float", "min", "max", "len"}:
         return unknown(name)
-    frame = Frame(mod, "<arguments>", {"config": Obj("hf_config"), "quant_config": quant_config})
+    frame = Frame(mod, "<arguments>", {"config": config, "quant_config": quant_config})
     return sim.eval(expr, frame, Ctx())
 
 
@@ -497,7 +536,11 @@ def _checks(init: Func | None) -> bool:
 def _closure(sim: Simulator, root: ClassRef) -> Iterator[Built]:
     """The architecture's class and the classes built through constructors from it, in the
     model package, breadth first (each once)."""
-    first = Built(root, "", 0, "", {a: a for a in ROOT_ARGS}, frozenset(ROOT_ARGS), 0, prefix="")
+    # (the loader hands the architecture's class the hf_config as `config`)
+    handed = {a: a for a in ROOT_ARGS}
+    first = Built(
+        root, "", 0, "", handed, frozenset(ROOT_ARGS), 0, prefix="", config_source="config"
+    )
     yield first
     queue, seen = [(first, 0)], {(root.path, root.name)}
     while queue and len(seen) < MAX_CLASSES:
@@ -508,15 +551,50 @@ def _closure(sim: Simulator, root: ClassRef) -> Iterator[Built]:
         for b in _built_by(sim, holder.cls, init):
             if (b.cls.path, b.cls.name) in seen or len(seen) >= MAX_CLASSES:
                 continue
-            known = holder.config_known or holder.builder == ""
             b = replace(
-                b,
-                config_known=known and holder.handed.get("config") == "config",
-                prefix=_child_prefix(holder.prefix, b.attr),
+                b, config_source=_own_config(holder), prefix=_child_prefix(holder.prefix, b.attr)
             )
             seen.add((b.cls.path, b.cls.name))
             yield b
             queue.append((b, depth + 1))
+
+
+def _own_config(b: Built) -> str | None:
+    """What the `config` of the class `b` builds is (Built.config_source)."""
+    if b.handed.get("config") == "config":
+        return b.config_source
+    key = sub_config(b.call)
+    return f"config.{key}" if key is not None and b.config_source == "config" else None
+
+
+def sub_config(call: ast.Call | None) -> str | None:
+    """The text sub-config a call passes as `config` (`config=config.text_config`)."""
+    if call is None:
+        return None
+    given = [k.value for k in call.keywords if k.arg == "config"] or call.args[:1]
+    value = given[0] if given else None
+    if (
+        isinstance(value, ast.Attribute)
+        and isinstance(value.value, ast.Name)
+        and value.value.id == "config"
+        and value.attr in model_attrs.TEXT_CONFIG_KEYS
+    ):
+        return value.attr
+    return None
+
+
+def config_value(sim: Simulator, source: str | None) -> Obj | None:
+    """The value of a Built.config_source: the hf_config, or the text sub-config when it is
+    the one SGLang reads as hf_text_config (model_attrs.text_config); None when not known."""
+    if source == "config":
+        return Obj("hf_config")
+    config = sim.profile.config if sim.profile is not None else None
+    if source is None or not source.startswith("config.") or not isinstance(config, dict):
+        return None
+    sub = config.get(source.removeprefix("config."))
+    return (
+        Obj("hf_text_config") if sub is not None and sub is model_attrs.text_config(sim) else None
+    )
 
 
 def _built_by(
@@ -567,7 +645,8 @@ def _built_by(
             k.arg is None for k in call.keywords
         )
         for one in [cls] if cls is not None else chosen_from[0] if chosen_from else []:
-            chooser = chosen_from[1] if chosen_from else None
+            # (a lookup under an `if` is not decided here: the `if` would be ignored)
+            chooser = chosen_from[1] if chosen_from and not conds else None
             picked = f"{ast.unparse(chooser[0])} is {one.name}" if chooser else None
             yield Built(
                 one,
@@ -577,7 +656,7 @@ def _built_by(
                 _handed(call, params),
                 frozenset(k.arg for k in call.keywords if k.arg),
                 -1 if spread else len(call.args),
-                guards.get(id(call)) if len(conds) == 1 and not chooser else None,
+                guard if (guard := guards.get(id(call))) and len(guard) == len(conds) else None,
                 call,
                 init.module,
                 attr=targets.get(id(call)),
@@ -675,16 +754,20 @@ def _handed(call: ast.Call, params: set[str]) -> dict[str, str]:
     return {k: v for k, v in out.items() if v in params and k == v}
 
 
-def _guards(body: list[ast.stmt]) -> dict[int, tuple[int, bool]]:
-    """id(call) -> (index, branch) for the calls directly under a top-level `if` of a
-    constructor (not in a nested condition)."""
-    out: dict[int, tuple[int, bool]] = {}
+def _guards(
+    body: list[ast.stmt], path: tuple[tuple[int, bool], ...] = ()
+) -> dict[int, tuple[tuple[int, bool], ...]]:
+    """id(call) -> the (index, branch) of each `if` leading to the call from the
+    constructor's body (Built.guard), for the calls under `if`s only (not in a loop)."""
+    out: dict[int, tuple[tuple[int, bool], ...]] = {}
     for i, stmt in enumerate(body):
         if isinstance(stmt, ast.If):
             for branch, stmts in ((True, stmt.body), (False, stmt.orelse)):
-                for call, conds in calls_under(stmts, ()):
-                    if not conds:
-                        out[id(call)] = (i, branch)
+                out |= _guards(stmts, (*path, (i, branch)))
+        elif path and not isinstance(stmt, ast.For | ast.While | ast.With | ast.Try):
+            for call, conds in calls_under([stmt], ()):
+                if not conds:
+                    out[id(call)] = path
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from kb.explain.abstract_values import bounded_range, is_known
 from kb.explain.predicates import unknown
+from kb.threeval import Unknown, lift, merge_needs, truth
 
 PURE_BUILTINS: dict[str, Callable[..., Any]] = {
     "len": len,
@@ -205,3 +206,19 @@ def dotted_call(dotted: str, args: list[Any]) -> Any:
         return from_keys(args)
     module, _, name = dotted.rpartition(".")
     return module_call(module, name, args, {}) if module else NOT_PURE
+
+
+def any_all(name: str, items: Any) -> Any:
+    """`any(items)` / `all(items)` over items some of which are unknown (a generator's:
+    kb.explain.derived.comprehension): decided by a known item when one decides it
+    (`any(hasattr(config, a) for a in names)` is true when one key is present), else
+    unknown."""
+    if not isinstance(items, list | tuple | set | frozenset):
+        return lift(any if name == "any" else all, items)
+    truths = [truth(v) for v in items]
+    decisive = name == "any"  # (True decides any(), False decides all())
+    if decisive in truths:
+        return decisive
+    if all(isinstance(t, bool) for t in truths):
+        return not decisive
+    return Unknown(merge_needs(*items) or (f"what {name}() returns",))

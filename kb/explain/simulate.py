@@ -1251,6 +1251,8 @@ class Simulator:
                 return classes.isinstance_call(self, args)
             fn = pure_calls.PURE_BUILTINS.get(name)
             if fn is not None and not kwargs:
+                if name in ("any", "all") and len(args) == 1:
+                    return pure_calls.any_all(name, args[0])
                 if any(isinstance(a, Unknown) for a in args):
                     return lift(fn, *args)
                 if all(is_known(a) for a in args):
