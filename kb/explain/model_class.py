@@ -449,15 +449,12 @@ def _arguments(
         "config": config or unknown(f"the config {builder} passes"),
         "quant_config": quant_config,
     }
-    key = sub_config(b.call)  # `config=config.text_config`
-    if key is not None and b.config_source == "config":
-        handed["config"] = config_value(sim, f"config.{key}") or unknown(f"config.{key}")
     names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1:]
     passed = set(b.keywords) | set(names[: max(b.positional, 0)])
     out: dict[str, Any] = {}
     for name in [*names, *(a.arg for a in node.args.kwonlyargs)]:
-        if name == "config" and key is not None and b.config_source == "config":
-            out[name] = handed["config"]
+        if name == "config" and (own := _own_config(b)) not in (None, b.config_source):
+            out[name] = config_value(sim, own) or unknown(f"the {own} {builder} passes")
         elif b.handed.get(name) in handed:
             out[name] = handed[b.handed[name]]
         elif name in LAYER_PARAMS and layer is not None and name in passed:
