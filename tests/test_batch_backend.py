@@ -111,6 +111,10 @@ ATTENTION_BACKENDS = {}
 
 @register_attention_backend("flashinfer")
 def create_flashinfer_backend(runner):
+    # (the config is an object of a config class, never a dict: a builtin type decides)
+    if runner.server_args.enable_two_batch_overlap:
+        if isinstance(runner.model_config.hf_config, dict):
+            raise ValueError("a config dict")
     from sglang.srt.layers.attention.flashinfer_backend import FlashInferAttnBackend
 
     return FlashInferAttnBackend(runner)
@@ -414,6 +418,12 @@ def test_two_batch_overlap_hands_the_layers_its_wrapper(session: Session) -> Non
     assert errors(session, "--enable-two-batch-overlap") == [
         ("first_forward", f"assertion fails at toy_hybrid.py:{line}")
     ]
+    # (isinstance(hf_config, dict) is false, not left undecided)
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "config": TOY})
+    result = explain(
+        session, "v0.1.0", "--model-path org/m --enable-two-batch-overlap", profile=profile
+    )
+    assert not [f for f in result["findings"] if "a config dict" in f["message"]]
 
 
 def test_no_layer_of_the_pattern_is_a_mamba_layer(session: Session) -> None:

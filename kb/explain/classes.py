@@ -530,10 +530,13 @@ def isinstance_of(sim: Simulator, value: Any, kinds: tuple[Any, ...]) -> Any:
 
 def _hf_config_is(sim: Simulator, kinds: tuple[Any, ...]) -> Any:
     """`isinstance(hf_config, Qwen3NextConfig)`: SGLang's get_config builds the config class
-    registered for config.json's `model_type`, the one whose `model_type` it is; None when
-    a class's `model_type` is not known here (one of transformers') and no other class
-    matches: unknown then (`isinstance(config, FalconH1Config | NemotronHConfig |
-    Lfm2Config)` is true of a Nemotron-H whatever Lfm2Config's is)."""
+    registered for config.json's `model_type`, the one whose `model_type` it is (`isinstance(
+    config, FalconH1Config | NemotronHConfig | Lfm2Config)` is true of a Nemotron-H whatever
+    Lfm2Config's is); a class whose `model_type` is not known here (inherited from
+    transformers) is decided by the class SGLang registers for the model's model_type, else
+    unknown. None for no class of SGLang's (`dict`: the caller's builtin types decide)."""
+    if not any(isinstance(k, ClassRef) for k in kinds):
+        return None
     model_type = sim.profile.hf_attr("model_type") if sim.profile is not None else None
     types = [
         class_attr(sim, k, "model_type", allow_missing=True) if isinstance(k, ClassRef) else None
