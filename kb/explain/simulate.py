@@ -288,6 +288,9 @@ class Simulator:
         self.written: set[str] = set()  # fields assigned since the innermost fork began
         self.modules_seen: dict[str, Module | None] = {}
         self.derived: dict[str, Any] = {}  # ModelConfig attribute -> its value (derived.py)
+        # what `ModelConfig.from_server_args` is passed besides the server args, for the
+        # model being run (the draft's: model_weights.as_model), else its defaults
+        self.model_config_args: dict[str, Any] = {}
         self.module_values: dict[tuple[str, str], Any] = {}  # (path, name) -> value (lookup)
         # module globals the run's functions assigned (`global X; X = ...`), by (path, name):
         # what later code of the same run reads in place of the module's own value
@@ -1169,6 +1172,8 @@ class Simulator:
             return model_files.probe(self, args[0]) if args else unknown("a path")
         if dotted == "os.path.join":
             return model_files.join(args)
+        if dotted == "glob.glob":
+            return model_files.glob(self, args[0]) if args else unknown("a glob")
         if (found := pure_calls.dotted_call(dotted, args)) is not pure_calls.NOT_PURE:
             return found
         if dotted in ("os.getenv", "os.environ.get"):
