@@ -35,7 +35,7 @@ from kb.explain import (
     tbo_strategy,
     weight_loader,
 )
-from kb.explain.abstract_values import Instance, Obj
+from kb.explain.abstract_values import Func, Instance, Obj
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.frames import Ctx
@@ -315,13 +315,31 @@ def simulate(
         qc = loaded.quant_config
         return model_weights.draft_step(sim, selected.loader, models or {}, profile, qc, draft_of)
 
+    def as_draft(step: Func | Callable[[], Any] | None) -> Callable[[], Any] | None:
+        """`step` run as the draft model, when its config is known (its ModelConfig, the
+        draft runner's, is then derived from it)."""
+        if step is None:
+            return None
+
+        def run() -> Any:
+            draft = draft_of()
+            call = (
+                (lambda: sim.call_function(step, [], {}, Ctx())) if isinstance(step, Func) else step
+            )
+            if draft is None:
+                return call()
+            with model_weights.as_model(sim, draft):
+                return call()
+
+        return run
+
     draft_copied = False
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
         (False, "the attention backend", main_backend),
         (True, model_weights.DRAFT_PART, draft_weights),
         (True, "the draft model's attention backend",
-         lambda: derived.runner_method(sim, _BACKEND, True)),
-        (True, draft_stage.PART, lambda: draft_stage.step(sim)),
+         lambda: as_draft(derived.runner_method(sim, _BACKEND, True))),
+        (True, draft_stage.PART, lambda: as_draft(draft_stage.step(sim))),
     )  # fmt: skip
     # (the backends the registry builds are: their constructors check the model)
     sim.construct_under = (ATTENTION_DIR,)
