@@ -10,7 +10,8 @@ own code on a synthetic repository shaped like SGLang's (none of its code):
 - `get_quant_config`, with no quantization_config in config.json, looks for the method's
   config file among the checkpoint's *.json (a Hub snapshot): a repository is described by
   its config.json alone, so a method that needs one raises;
-- the draft's load_weights checks its own config (tied embeddings split across ranks).
+- the draft's class is built from its own config (its heads split across ranks), and its
+  load_weights checks it (tied embeddings split across ranks).
 """
 
 from __future__ import annotations
@@ -194,6 +195,7 @@ class ToyForCausalLM(nn.Module):
     def __init__(self, config, quant_config=None, prefix=""):
         super().__init__()
         self.config = config
+        assert config.num_attention_heads % get_tensor_model_parallel_world_size() == 0
 
     def load_weights(self, weights):
         if self.config.tie_word_embeddings and get_tensor_model_parallel_world_size() > 1:
@@ -221,12 +223,14 @@ FILES = {
 TARGET = {
     "architectures": ["ToyForCausalLM"],
     "torch_dtype": "bfloat16",
+    "num_attention_heads": 32,
     "tie_word_embeddings": False,
     "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},
 }
 DRAFT = {
     "architectures": ["ToyForCausalLM"],
     "torch_dtype": "bfloat16",
+    "num_attention_heads": 8,
     "tie_word_embeddings": False,
 }
 SPECULATIVE = "--speculative-algorithm STANDALONE --speculative-draft-model-path org/draft"
@@ -285,3 +289,14 @@ def test_the_draft_s_load_weights_reads_its_own_config(session: Session) -> None
     assert load_errors(session, f"--tp-size 2 {SPECULATIVE}", DRAFT) == []
     assert load_errors(session, f"--tp-size 2 {SPECULATIVE}", None) == []
     assert load_errors(session, "--tp-size 2", tied) == []  # no draft: not loaded
+
+
+def test_the_draft_s_class_is_built_from_its_own_config(session: Session) -> None:
+    """32 heads split over 16 ranks, the draft's 8 not (the target's constructor passes)."""
+    (error,) = load_errors(session, f"--tp-size 16 {SPECULATIVE}", DRAFT)
+    assert error.startswith("assertion fails at toy.py:")
+    assert (
+        load_errors(session, f"--tp-size 16 {SPECULATIVE}", {**DRAFT, "num_attention_heads": 16})
+        == []
+    )
+    assert load_errors(session, f"--tp-size 16 {SPECULATIVE}", None) == []

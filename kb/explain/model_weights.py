@@ -1,7 +1,11 @@
 """The model's `load_weights(weights)`, a step of the load stage (kb.explain.deploy): the
-main model's, and, with speculative decoding whose draft model is the target's own
-checkpoint (MTP: `--speculative-algorithm EAGLE` or NEXTN on DeepSeek-V3), the draft
-model's.
+main model's, and, with speculative decoding, the draft model's, when its config is known:
+the target's own checkpoint (MTP: `--speculative-algorithm EAGLE` or NEXTN on DeepSeek-V3),
+or a checkpoint of its own (`--speculative-draft-model-path org/other`) whose config.json
+the profile gives (`draft_config`). SGLang loads the latter as it loads the model: the
+loader builds its quantization config (kb.explain.model_loading's step, on the draft's
+ModelConfig, whose quantization is `speculative_draft_model_quantization`), then its class
+(kb.explain.model_class's step), then calls its load_weights.
 
 The loader hands the model it built the iterator of the checkpoint's tensors
 (`model.load_weights(weights)` in DefaultModelLoader.load_weights_and_postprocess). A
@@ -16,9 +20,10 @@ certainly fires is kept (block_forward.only_certain): a raise the weights' names
 decide says nothing of the command. A key config.json lacks is not taken as absent: the
 config's class may set it (DeepSeek-V3's own code sets `num_nextn_predict_layers=1`).
 
-The draft model is built from its own ModelConfig: the target's config.json (the draft
-path is the model path: ServerArgs points it there for these architectures) with the
-changes `ModelConfig._config_draft_model` makes for a draft (the architecture renamed to the
+The draft model is built from its own ModelConfig (`from_server_args(..., model_path=<the
+draft's>, is_draft_model=True)`): its config.json (the target's when the draft path is the
+model path: ServerArgs points it there for MTP architectures) with the changes
+`ModelConfig._config_draft_model` makes for a draft (the architecture renamed to the
 draft's class, `num_nextn_predict_layers` set), read by running that method's `if`s.
 """
 
@@ -106,9 +111,14 @@ def draft_step(
                     return
                 build()
                 qc = loaded.quant_config
-            root = architecture_class(sim, models.get(draft.arch or ""), draft.arch)
+            model_file = models.get(draft.arch or "")
+            root = architecture_class(sim, model_file, draft.arch)
             if root is None:
                 return
+            if separate:  # (the loader builds the draft's class: its constructors check it)
+                build = model_class.step(sim, model_file, draft, qc)
+                if build is not None:
+                    build()
             # (its raise rests on the draft the speculative algorithm loads: what a fix changes)
             reads = frozenset({"speculative_algorithm", DRAFT_PATH})
             ctx = Ctx((f"the draft model ({root.name}) loads its weights",), (), reads)
