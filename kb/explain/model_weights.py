@@ -245,7 +245,7 @@ def draft_model(sim: Simulator, profile: Profile | None) -> Profile | None:
                 "quant": quantization.get("quant_method")
                 if isinstance(quantization, dict)
                 else None,
-                "hf_quant_config": None,  # (not read for a draft: unknown, not absent)
+                "hf_quant_config": None,  # (not read for a draft: absent, as config.json alone)
                 "draft_config": None,
             }
         )
