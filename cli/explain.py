@@ -38,8 +38,11 @@ def command_text(words: list[str]) -> str:
 
 # Where an option takes a profile field otherwise than its JSON type: an SM as text (`sm90`
 # too, as in the query string), config.json as a file to read.
-OPTION_TYPES: dict[str, type] = {"sm": str, "config": Path}
-OPTION_HELP = {"config": "the model's config.json (a file)"}
+OPTION_TYPES: dict[str, type] = {"sm": str, "config": Path, "draft_config": Path}
+OPTION_HELP = {
+    "config": "the model's config.json (a file)",
+    "draft_config": "the draft model's config.json (a file), with speculative decoding",
+}
 
 
 def with_profile_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -162,7 +165,11 @@ def explain(
         raise typer.Exit(2) from None
     finally:
         engine.dispose()
-    result.update(model_source=origin.source, model_notes=origin.notes)
+    result.update(
+        model_source=origin.source,
+        model_notes=origin.notes,
+        draft_model_source=origin.draft_source,
+    )
     if as_json:  # the API model (kb/contract.py): what POST /api/explain answers
         from kb.contract import ExplainResult
 
@@ -276,6 +283,9 @@ def _effective(console: Console, result: dict[str, Any]) -> None:
         console.print(Text(f"  model config: {source_words(result.get('model_source'))}"))
         for note in result.get("model_notes") or []:
             console.print(Text(f"    {note}", style="dim"))
+    if result.get("draft_model_source"):
+        draft = source_words(result["draft_model_source"])
+        console.print(Text(f"  draft model config: {draft}"))
     sure = [e for e in result["effective"] if e["certain"]]
     for e in sure:
         line = Text(f"  {e['flag'] or e['field']}: {e['from_text']} → ")

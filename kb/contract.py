@@ -1260,6 +1260,10 @@ class ExplainResult(Model):
     # read, a reference config's caveat, hf_quant_config.json).
     model_source: str | None = None
     model_notes: list[str] = []
+    # The same for the draft model's config.json, with speculative decoding whose draft is
+    # a checkpoint of its own (--speculative-draft-model-path): the profile's
+    # `draft_config` ("pasted"), else read as the model's is; null when none was used.
+    draft_model_source: str | None = None
     simulated: bool = False  # SGLang's argument handling was replayed
     effective: list[EffectiveSetting] = []
     passed: list[PassedCheck] = []

@@ -112,6 +112,9 @@ class ModelOrigin:
 
     source: str | None = None
     notes: list[str] = field(default_factory=list)
+    # the draft model's config.json, when speculative decoding's draft is a checkpoint of
+    # its own: "pasted" (the profile's draft_config), else read as the model's is
+    draft_source: str | None = None
     # How long an answer built on it holds: None as long as the knowledge base (pasted,
     # fetched once, reference), 0 not at all (a directory may change), else the seconds
     # before a hub failure it notes is asked again.
@@ -127,15 +130,51 @@ def with_model(
     data: dict[str, Any] | None, command: str, places: ModelPlaces
 ) -> tuple[dict[str, Any] | None, ModelOrigin]:
     """The profile's data with the model's config filled in (`config`, `hf_quant_config`),
-    and where it came from. ModelUnavailable when the profile's `model` cannot be read."""
-    given = {k: v for k, v in (data or {}).items() if v not in (None, "")}
+    and the draft model's (`draft_config`), and where they came from. ModelUnavailable
+    when the profile's `model` cannot be read."""
     origin = ModelOrigin()
+    data = _with_main_model(data, command, places, origin)
+    return _with_draft_model(data, command, places, origin), origin
+
+
+def _with_draft_model(
+    data: dict[str, Any] | None, command: str, places: ModelPlaces, origin: ModelOrigin
+) -> dict[str, Any] | None:
+    """`draft_config`: pasted, else read from the command's
+    `--speculative-draft-model-path` when it names a model other than the model (MTP's
+    draft is the model's own checkpoint: its config.json is the model's) by the model's
+    own rules; one that cannot be had is a note."""
+    given = {k: v for k, v in (data or {}).items() if v not in (None, "")}
+    if given.get("draft_config") is not None:
+        origin.draft_source = "pasted"
+        return data
+    path, revision = command_model(command, DRAFT_FLAGS)
+    model = given.get("model") or command_model(command)[0]
+    if not path or path == model:
+        return data
+    try:
+        files = read_model(path, revision, places)
+    except ModelUnavailable as exc:
+        origin.noted_failure(exc, f"--speculative-draft-model-path {path}: ")
+        return data
+    if files is None:
+        return data
+    origin.draft_source = files.source
+    if files.source.startswith("local:"):
+        origin.holds_for = 0
+    return {**given, "draft_config": files.config}
+
+
+def _with_main_model(
+    data: dict[str, Any] | None, command: str, places: ModelPlaces, origin: ModelOrigin
+) -> dict[str, Any] | None:
+    given = {k: v for k, v in (data or {}).items() if v not in (None, "")}
     model = given.get("model")
     if given.get("config") is not None:
         origin.source = "pasted"
         if model:
             origin.notes.append(f"{model} was not read: the pasted config.json is used")
-        return data, origin
+        return data
     files = None
     if model:
         files = read_model(str(model), None, places)
@@ -158,7 +197,7 @@ def with_model(
         except ModelUnavailable as exc:
             origin.notes.append(str(exc))
     if files is None:
-        return data, origin
+        return data
     origin.source = files.source
     if files.source.startswith("local:"):
         origin.holds_for = 0
@@ -166,12 +205,23 @@ def with_model(
         quantization = files.quant_config.get("quantization")
         algo = quantization.get("quant_algo") if isinstance(quantization, dict) else None
         origin.notes.append(f"{QUANT_CONFIG}: quant_algo {algo}" if algo else f"has {QUANT_CONFIG}")
-    return {**given, "config": files.config, "hf_quant_config": files.quant_config}, origin
+    return {**given, "config": files.config, "hf_quant_config": files.quant_config}
 
 
-def command_model(command: str) -> tuple[str | None, str | None]:
+MODEL_FLAGS = {"--model-path": "path", "--model": "path", "--revision": "revision"}
+DRAFT_FLAGS = {
+    "--speculative-draft-model-path": "path",
+    "--speculative-draft-model": "path",
+    "--speculative-draft-model-revision": "revision",
+}
+
+
+def command_model(
+    command: str, flags: dict[str, str] = MODEL_FLAGS
+) -> tuple[str | None, str | None]:
     """The command's `--model-path` (or `--model`) and `--revision`, the last of each as
-    argparse keeps it; None where the command has none."""
+    argparse keeps it; None where the command has none. `flags`: DRAFT_FLAGS for the
+    draft model's path and revision."""
     try:
         argv = tokenize(command).argv
     except ValueError:
@@ -179,7 +229,7 @@ def command_model(command: str) -> tuple[str | None, str | None]:
     found: dict[str, str] = {}
     for i, word in enumerate(argv):
         name, eq, value = word.partition("=")
-        key = {"--model-path": "path", "--model": "path", "--revision": "revision"}.get(name)
+        key = flags.get(name)
         if key is None:
             continue
         if not eq:

@@ -154,6 +154,14 @@ class ProfileFields(BaseModel):
             f"and {MAX_CONFIG_VALUES:,} values)"
         ),
     ] = None
+    draft_config: Annotated[
+        dict[str, Any] | str | None,
+        Field(
+            description="the draft model's config.json, with speculative decoding whose "
+            "draft is a checkpoint of its own (--speculative-draft-model-path; default: "
+            "read from it as the model's is)"
+        ),
+    ] = None
 
     _numbers = field_validator("sm", "gpu_mem_gb", "gpus", "nodes", mode="before")(
         lambda value: _json_number(value)

@@ -263,7 +263,7 @@ def test_every_profile_field_is_a_parameter_of_each_twin_and_the_cli(db: Path) -
     help_text = CliRunner().invoke(cli, ["explain", "--help"], env=wide).output
     for name, info in ProfileFields.model_fields.items():
         assert f"--{name} " in help_text
-        if name != "config":  # "the model's config.json (a file)"
+        if name not in ("config", "draft_config"):  # "the model's config.json (a file)"
             assert f"Profile: {info.description}." in help_text
 
 

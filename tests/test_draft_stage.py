@@ -38,6 +38,7 @@ class ServerArgs:
     decode_attention_backend: str = None
     speculative_algorithm: str = None
     speculative_draft_attention_backend: str = None
+    speculative_draft_model_path: str = None
     speculative_num_steps: int = 3
     speculative_eagle_topk: int = 1
     disable_overlap_schedule: bool = False
@@ -69,6 +70,7 @@ class ServerArgs:
         parser.add_argument(
             "--speculative-draft-attention-backend", type=str, help="Draft attention backend."
         )
+        parser.add_argument("--speculative-draft-model-path", type=str, help="Draft model.")
         parser.add_argument("--speculative-num-steps", type=int, default=3, help="Draft steps.")
         parser.add_argument(
             "--disable-overlap-schedule", action="store_true", help="No overlap scheduling."
@@ -476,3 +478,27 @@ def test_what_the_runner_copies_onto_the_global_server_args_is_the_runner_s(
     assert not [f for f in result["findings"] if f["severity"] == "error"]
     (undecided,) = [f for f in result["findings"] if "one branch only" in f["message"]]
     assert undecided["severity"] == "info"
+
+
+def test_the_draft_model_s_backend_is_built_on_its_own_config(session: Session) -> None:
+    """A draft checkpoint of its own (the profile's draft_config): the backend the registry
+    builds for the draft model's runner reads the draft's config, not the target's."""
+    chunked = {"architectures": ["LlamaForCausalLM"], "dual_chunk_attention_config": {}}
+    command = (
+        "--model-path m --attention-backend dual_chunk --speculative-algorithm EAGLE "
+        "--speculative-draft-model-path org/draft --speculative-draft-attention-backend "
+        "dual_chunk"
+    )
+
+    def errors(draft: dict[str, Any] | None) -> list[str]:
+        profile = {"arch": "LlamaForCausalLM", "sm": 90, "config": chunked}
+        if draft is not None:
+            profile["draft_config"] = draft
+        result = explain(session, "v0.1.0", command, profile=Profile.parse(profile))
+        return [f["source"]["path"] for f in result["findings"] if f["severity"] == "error"]
+
+    # (the draft's runner builds the draft backend; the draft worker's factory, after it,
+    # has no map entry for it: its raise is the next step's)
+    assert errors({"architectures": ["LlamaForCausalLM"]}) == [DUAL_CHUNK_PATH]
+    assert errors(chunked) == [FACTORY_PATH]
+    assert errors(None) == [FACTORY_PATH]  # (the draft's config not known: its check neither)

@@ -47,8 +47,8 @@ OUTPUT = ROOT / "test-output"
 
 
 # Profile text whose meaning no schema can say: a model that exists (a Hugging Face id or a
-# model directory), a GPU of the catalog (in any spelling) and a config.json that is a JSON
-# object. Made up, either is a 400 (its
+# model directory), a GPU of the catalog (in any spelling) and a config.json (the model's,
+# the draft model's) that is a JSON object. Made up, either is a 400 (its
 # ErrorBody documented); these parameters get valid values, and tests/test_explain.py
 # covers the refusals.
 # Only text that the description allows is replaced: invalid input (the negative cases: too
@@ -59,7 +59,8 @@ CONFIG = '{"architectures": ["Glm4MoeForCausalLM"]}'
 def meaningful(key: str, value: Any) -> Any:
     """`value` of profile field `key`, a model or config.json that exists if it is text the
     description allows."""
-    limit = {"model": 500, "gpu": 100, "config": MAX_CONFIG_TEXT}.get(key)
+    limits = {"model": 500, "gpu": 100, "config": MAX_CONFIG_TEXT, "draft_config": MAX_CONFIG_TEXT}
+    limit = limits.get(key)
     if limit is None or not valid_text(value, limit):
         return value
     return {"model": "", "gpu": "h100"}.get(key, CONFIG if value else "")
@@ -173,7 +174,7 @@ def api_schema(kb_db: Path, backend_url: str) -> Any:
                 parts[key] = some(names["version"] + ["all", ""], query[key])
         if "command" in query and valid_text(query["command"], 2_000):
             parts["command"] = st.just(query["command"]) | commands(names)
-        for key in ("model", "gpu", "config"):
+        for key in ("model", "gpu", "config", "draft_config"):
             if key in query:
                 parts[key] = st.just(meaningful(key, query[key]))
         if "q" in query:

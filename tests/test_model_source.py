@@ -375,3 +375,75 @@ def test_the_model_is_read_from_the_command_as_argparse_keeps_it() -> None:
     assert command_model("--model=a/b --model-path c/d --revision=v1") == ("c/d", "v1")
     assert command_model("--tp 2 --model-path") == (None, None)
     assert command_model("--model-path --tp 2") == (None, None)
+
+
+# --- the draft model of speculative decoding ----------------------------------------------
+
+DRAFT = {"architectures": ["LlamaForCausalLM"], "vocab_size": 128256}
+SPECULATIVE = "--speculative-algorithm STANDALONE --speculative-draft-model-path"
+
+
+def test_a_separate_draft_models_config_is_read_as_the_models_is(tmp_path: Path) -> None:
+    draft = model_dir(tmp_path / "draft", DRAFT)
+    places = ModelPlaces(tmp_path / "cache", None)
+    pasted = {"config": GLM_FP4}
+    command = f"--model-path org/glm-fp4 {SPECULATIVE} {draft}"
+    data, origin = with_model(pasted, command, places)
+    assert data is not None and data["draft_config"] == DRAFT and data["config"] == GLM_FP4
+    assert (origin.source, origin.draft_source) == ("pasted", f"local:{draft}")
+    assert origin.holds_for == 0  # (a directory may change)
+    # pasted, it is not read; the model's own checkpoint as its draft (MTP) is the model's
+    data, origin = with_model({**pasted, "draft_config": DRAFT}, command, places)
+    assert origin.draft_source == "pasted" and data is not None and data["draft_config"] == DRAFT
+    own = f"--model-path {draft} {SPECULATIVE} {draft}"
+    data, origin = with_model(None, own, places)
+    assert data is not None and "draft_config" not in data and origin.draft_source is None
+    # one that cannot be had is a note, not an error
+    gone = tmp_path / "gone"
+    data, origin = with_model(pasted, f"--model-path org/glm-fp4 {SPECULATIVE} {gone}", places)
+    assert data == pasted and origin.draft_source is None
+    assert origin.notes and origin.notes[0].startswith(f"--speculative-draft-model-path {gone}: ")
+    # on the server, only under its roots, as the model's
+    on_server = ModelPlaces(tmp_path / "cache", (tmp_path / "models",))
+    data, origin = with_model(pasted, command, on_server)
+    assert data == pasted and "not a directory under FLAGATLAS_MODEL_DIRS" in origin.notes[0]
+
+
+def test_the_draft_config_is_a_profile_field_validated_as_the_config(
+    db: Path, tmp_path: Path
+) -> None:
+    parsed = Profile.parse({"sm": 90, "draft_config": json.dumps(DRAFT)})
+    assert parsed is not None and parsed.draft_config == DRAFT
+    assert parsed.to_json()["draft_config"] == DRAFT
+    for bad, words in (
+        ("{not json", "the draft model's pasted config.json is not JSON"),
+        ("[1]", "draft_config must be a JSON object"),
+        ({"a": "\ud800"}, "the draft model's config.json holds text that is not valid"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            Profile.parse({"draft_config": bad})
+    client = TestClient(create_app(f"sqlite:///{db}"))
+    command = f"--model-path org/glm-fp4 {SPECULATIVE} org/draft"
+    profile = {"sm": 90, "config": GLM_FP4, "draft_config": DRAFT}
+    answer = client.post(
+        "/api/explain", json={"version": "v0.2.0", "command": command, "profile": profile}
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["profile"]["draft_config"] == DRAFT
+    assert answer.json()["draft_model_source"] == "pasted"
+    refused = client.post(
+        "/api/explain",
+        json={"command": command, "profile": {"draft_config": "{not json"}},
+    )
+    assert refused.status_code == 400 and "draft model's" in refused.text
+    page = client.get(
+        "/explain", params={"command": command, "sm": "90", "draft_config": json.dumps(DRAFT)}
+    )
+    assert page.status_code == 200 and 'id="profile-draft_config"' in page.text
+    assert "Draft model config: the pasted config.json" in page.text
+    draft = model_dir(tmp_path / "draft", DRAFT)
+    args = ["explain", "--db", str(db), "--version", "v0.2.0", "--sm", "90"]
+    text = CliRunner().invoke(
+        cli, [*args, "--draft_config", str(draft / "config.json"), "--", *command.split()]
+    )
+    assert "draft model config: the pasted config.json" in text.output, text.output

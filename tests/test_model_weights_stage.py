@@ -288,8 +288,14 @@ def test_a_draft_of_the_model_s_own_checkpoint_has_the_profile_model_config_make
     given = {"model_path": "org/model", "speculative_algorithm": "EAGLE"}
     sim = Simulator(mods.get, mods[SERVER_ARGS], given, profile, given=set(given), derive=derived)
     sim.run()
-    draft = model_weights.own_checkpoint_draft(sim, profile)
+    draft = model_weights.draft_model(sim, profile)
     assert draft is not None and draft.arch == "ToyV3ForCausalLMNextN"
-    # a draft checkpoint of its own: its config is not known here
+    # a draft checkpoint of its own: its config is not known here, unless the profile
+    # gives it (its own config.json, as `_config_draft_model` changes it)
     sim.fields["speculative_draft_model_path"] = "org/draft"
-    assert model_weights.own_checkpoint_draft(sim, profile) is None
+    assert model_weights.draft_model(sim, profile) is None
+    qwen = {**V3, "architectures": ["ToyQwenForCausalLM"], "num_nextn_predict_layers": 0}
+    own = Profile.parse({"sm": 90, "platform": "cuda", "config": V3, "draft_config": qwen})
+    draft = model_weights.draft_model(sim, own)
+    assert draft is not None and draft.arch == "ToyQwenForCausalLMNextN"
+    assert draft.config is not None and draft.config["num_nextn_predict_layers"] == 1

@@ -144,7 +144,7 @@ def answer_key(
         compare or "",
         command.rstrip(),
         profile.model_dump_json() if profile is not None else "",
-        repr((origin.source, origin.notes)) if origin is not None else "",
+        repr((origin.source, origin.draft_source, origin.notes)) if origin is not None else "",
     )
 
 
@@ -168,7 +168,11 @@ def explain_result(
         return found
     result = explain(session, version, command, compare, profile)
     if origin is not None:
-        result.update(model_source=origin.source, model_notes=origin.notes)
+        result.update(
+            model_source=origin.source,
+            model_notes=origin.notes,
+            draft_model_source=origin.draft_source,
+        )
     answer = Answer.model_validate(bounded(result))
     answer._json = answer.model_dump_json(by_alias=True).encode()
     cache.put(key, answer)

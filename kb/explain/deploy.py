@@ -35,7 +35,7 @@ from kb.explain import (
     tbo_strategy,
     weight_loader,
 )
-from kb.explain.abstract_values import Instance, Obj
+from kb.explain.abstract_values import Func, Instance, Obj
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.frames import Ctx
@@ -215,18 +215,21 @@ def simulate(
     # the ModelRunner copies some of its attributes onto the global server args when built
     # (the draft model's runner, built later, copies its own before the draft's backends)
     copied = derived.server_args_set_by_runner(sim)
+    drafts: list[Profile | None] = []
+
+    def draft_of() -> Profile | None:
+        """The draft model's profile (kb.explain.model_weights), derived once, in a step."""
+        if not drafts:
+            drafts.append(model_weights.draft_model(sim, profile))
+        return drafts[0]
 
     def runner_copies(runner: Obj) -> None:
         values: dict[str, Any] = {}
 
         def copy() -> None:
-            # a draft that is the target's own checkpoint has a runner of its config's
-            # (its profile: kb.explain.model_weights), else its attributes are not known
-            draft = (
-                model_weights.own_checkpoint_draft(sim, profile)
-                if runner.kind == "draft_runner"
-                else None
-            )
+            # the draft's runner is of its config's (the target's own checkpoint, or one of
+            # its own), else its attributes are not known
+            draft = draft_of() if runner.kind == "draft_runner" else None
             if draft is None:
                 values.update((n, derived.runner_attr(sim, runner, a)) for n, a in copied.items())
                 return
@@ -320,15 +323,33 @@ def simulate(
 
     def draft_weights() -> Callable[[], None] | None:  # (the draft model loads first)
         qc = loaded.quant_config
-        return model_weights.draft_step(sim, selected.loader, models or {}, profile, qc)
+        return model_weights.draft_step(sim, selected.loader, models or {}, profile, qc, draft_of)
+
+    def as_draft(step: Func | Callable[[], Any] | None) -> Callable[[], Any] | None:
+        """`step` run as the draft model, when its config is known (its ModelConfig, the
+        draft runner's, is then derived from it)."""
+        if step is None:
+            return None
+
+        def run() -> Any:
+            draft = draft_of()
+            call = (
+                (lambda: sim.call_function(step, [], {}, Ctx())) if isinstance(step, Func) else step
+            )
+            if draft is None:
+                return call()
+            with model_weights.as_model(sim, draft):
+                return call()
+
+        return run
 
     draft_copied = False
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
         (False, "the attention backend", main_backend),
         (True, model_weights.DRAFT_PART, draft_weights),
         (True, "the draft model's attention backend",
-         lambda: derived.runner_method(sim, _BACKEND, True)),
-        (True, draft_stage.PART, lambda: draft_stage.step(sim)),
+         lambda: as_draft(derived.runner_method(sim, _BACKEND, True))),
+        (True, draft_stage.PART, lambda: as_draft(draft_stage.step(sim))),
     )  # fmt: skip
     # (the backends the registry builds are: their constructors check the model)
     sim.construct_under = (ATTENTION_DIR,)

@@ -308,7 +308,7 @@ def _argument(sim: Simulator, init: Method, name: str) -> Any:
                 continue
             given = {k.arg: k.value for k in call.keywords if k.arg}
             if name in given:
-                frame = Frame(mod, "from_server_args", {})
+                frame = Frame(mod, "from_server_args", dict(sim.model_config_args))
                 _bind_defaults(sim, factory, frame)
                 return _evaluate(sim, frame, factory.body[:index], given[name], {})
     return _default(sim, mod, init, name)

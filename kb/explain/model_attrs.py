@@ -11,6 +11,8 @@ from kb.explain.abstract_values import Method, Obj, Symbol, torch_dtype
 from kb.explain.predicates import MISSING, MODEL, missing, unknown
 from kb.explain.source_modules import mla_archs
 
+DRAFT = "is_draft_model"  # ModelConfig.from_server_args' argument building a draft's
+
 
 def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
     if obj.kind in ("runner", "draft_runner"):
@@ -27,9 +29,9 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         return value
     if obj.kind == "forward_batch":  # a forward's batch (kb.explain.block_forward)
         return batch_attr(sim, attr)
-    if obj.kind == "draft_model_config":
+    if obj.kind == "draft_model_config" and not sim.model_config_args.get(DRAFT):
         return unknown(f"the draft model's {attr}")
-    if obj.kind == "model_config":
+    if obj.kind in ("model_config", "draft_model_config"):  # (the draft's, run as the model)
         if attr == "hf_config":
             return Obj("hf_config")
         if attr == "hf_text_config":

@@ -10,11 +10,13 @@ is not known here.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from kb.explain.known_names import OS_PATH_PROBES
 from kb.explain.predicates import unknown
 
 Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
@@ -42,26 +44,45 @@ def make_path(args: list[Any]) -> Any:
 
 
 def join(args: list[Any]) -> Any:
-    """`os.path.join` of known strings."""
+    """`os.path.join` of known strings (under a downloaded snapshot's folder too)."""
+    if args and isinstance(args[0], Snapshot) and all(isinstance(a, str) for a in args[1:]):
+        return SnapshotPath(args[0].repo, posixpath.join("", *args[1:]))
     if args and all(isinstance(a, str) for a in args):
         return posixpath.join(*args)
     return unknown("a path on the server")
+
+
+# the server args naming a model's checkpoint: the model's, speculative decoding's draft's
+MODEL_PATHS = {"model_path": "--model-path", "speculative_draft_model_path": (
+    "--speculative-draft-model-path"
+)}  # fmt: skip
+
+
+def _hub_model(sim: Simulator, path: str) -> tuple[str, str] | None:
+    """(the flag, the Hub id) of the run's model path that `path` is or lies under, when
+    that path is a Hugging Face model id."""
+    for field, flag in MODEL_PATHS.items():
+        model = sim.fields.get(field)
+        if (
+            isinstance(model, str)
+            and HUB_ID.fullmatch(model)
+            and not model.startswith(".")
+            and (path == model or path.startswith(model + "/"))
+        ):
+            return flag, model
+    return None
 
 
 def probe(sim: Simulator, path: Any) -> Any:
     """Whether `path` exists on the server: false under a model path that is a Hub id."""
     if isinstance(path, LocalPath):
         path = path.path
-    model = sim.fields.get("model_path")
-    if (
-        isinstance(path, str)
-        and isinstance(model, str)
-        and HUB_ID.fullmatch(model)
-        and not model.startswith(".")
-        and (path == model or path.startswith(model + "/"))
-    ):
-        sim.result.assumptions["model-path-is-a-hub-id"] = (
-            f"--model-path {model} is a Hugging Face model id, not a directory on the "
+    hub = _hub_model(sim, path) if isinstance(path, str) else None
+    if hub is not None:
+        flag, model = hub
+        key = "model-path-is-a-hub-id" if flag == "--model-path" else "draft-path-is-a-hub-id"
+        sim.result.assumptions[key] = (
+            f"{flag} {model} is a Hugging Face model id, not a directory on the "
             "server: no file of it is on the server's disk"
         )
         return False
@@ -78,6 +99,34 @@ NOT_FOUND = ("LocalEntryNotFoundError", "EntryNotFoundError")
 
 
 @dataclass(frozen=True)
+class Snapshot:
+    """`snapshot_download(repo)`: the local folder of the repository's files."""
+
+    repo: str
+
+
+@dataclass(frozen=True)
+class SnapshotPath:
+    """A path under a Snapshot's folder (`os.path.join(folder, "*.json")`)."""
+
+    repo: str
+    path: str
+
+
+def glob(sim: Simulator, pattern: Any) -> Any:
+    """`glob.glob(pattern)` in a downloaded snapshot: the repository's files are config.json
+    alone (the profile describes the checkpoint by it), as the paths of the snapshot's."""
+    if not isinstance(pattern, SnapshotPath) or "/" in pattern.path:
+        return unknown("the files glob.glob() finds")
+    _assume_config_alone(sim, pattern.repo, f"has no file matching {pattern.path} but config.json")
+    return [
+        posixpath.join(f"<snapshot of {pattern.repo}>", name)
+        for name in ("config.json",)
+        if fnmatch.fnmatchcase(name, pattern.path)
+    ]
+
+
+@dataclass(frozen=True)
 class HubClient:
     """`HfApi()`: asked whether the model's repository has a file."""
 
@@ -88,6 +137,10 @@ def hub_call(sim: Simulator, name: str, args: list[Any], kwargs: dict[str, Any],
     catches that), anything else unknown."""
     if name in HUB_CLIENTS:
         return HubClient()
+    if name == "snapshot_download":  # (its allow_patterns fetch a part of them: a subset)
+        repo = kwargs.get("repo_id", args[0] if args else None)
+        if isinstance(repo, str) and _hub_model(sim, repo) == (_flag_of(sim, repo), repo):
+            return Snapshot(repo)
     if name in ("hf_hub_download", "model_file_download"):
         repo = kwargs.get("repo_id", kwargs.get("model_id", args[0] if args else None))
         filename = kwargs.get(
@@ -116,18 +169,43 @@ def hub_method(sim: Simulator, name: str, args: list[Any]) -> Any:
 
 
 def _absent(sim: Simulator, repo: Any, filename: Any) -> bool:
-    """A file of the model's own Hub repository other than config.json: assumed absent, as
-    the profile describes the checkpoint by its config.json alone."""
-    model = sim.fields.get("model_path")
-    if not (isinstance(repo, str) and isinstance(filename, str) and repo == model):
+    """A file of a model's own Hub repository (the model's, the draft's) other than
+    config.json: assumed absent, as the profile describes the checkpoint by its config.json
+    alone."""
+    if not (isinstance(repo, str) and isinstance(filename, str)):
         return False
-    if filename == "config.json" or not HUB_ID.fullmatch(repo):
+    if filename == "config.json" or _hub_model(sim, repo) != (_flag_of(sim, repo), repo):
         return False
-    sim.result.assumptions["checkpoint-files"] = (
-        f"{repo} has no {filename} (the checkpoint is described by its config.json alone: "
-        "a ModelOpt export's hf_quant_config.json would change its quantization)"
-    )
+    _assume_config_alone(sim, repo, f"has no {filename}")
     return True
 
 
+def _flag_of(sim: Simulator, repo: str) -> str:
+    hub = _hub_model(sim, repo)
+    return hub[0] if hub is not None else ""
+
+
+def _assume_config_alone(sim: Simulator, repo: str, what: str) -> None:
+    """`what`: "has no <file>", "has no file matching <pattern> but config.json"."""
+    sim.result.assumptions["checkpoint-files"] = (
+        f"{repo} {what} (the checkpoint is described by its config.json alone: "
+        "a ModelOpt export's hf_quant_config.json would change its quantization)"
+    )
+
+
 PATH_VALUES = (LocalPath, HubClient)  # values whose methods the interpreter asks here
+
+
+NOT_A_PATH = object()  # path_call's answer for a call it does not answer
+
+
+def path_call(sim: Simulator, dotted: str, args: list[Any]) -> Any:
+    """`os.path.exists(p)` and the other probes, `os.path.join(...)`, `glob.glob(pattern)`;
+    NOT_A_PATH for any other call."""
+    if dotted in OS_PATH_PROBES:
+        return probe(sim, args[0]) if args else unknown("a path")
+    if dotted == "os.path.join":
+        return join(args)
+    if dotted == "glob.glob":
+        return glob(sim, args[0]) if args else unknown("a glob")
+    return NOT_A_PATH

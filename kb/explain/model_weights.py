@@ -1,7 +1,11 @@
 """The model's `load_weights(weights)`, a step of the load stage (kb.explain.deploy): the
-main model's, and, with speculative decoding whose draft model is the target's own
-checkpoint (MTP: `--speculative-algorithm EAGLE` or NEXTN on DeepSeek-V3), the draft
-model's.
+main model's, and, with speculative decoding, the draft model's, when its config is known:
+the target's own checkpoint (MTP: `--speculative-algorithm EAGLE` or NEXTN on DeepSeek-V3),
+or a checkpoint of its own (`--speculative-draft-model-path org/other`) whose config.json
+the profile gives (`draft_config`). SGLang loads the latter as it loads the model: the
+loader builds its quantization config (kb.explain.model_loading's step, on the draft's
+ModelConfig, whose quantization is `speculative_draft_model_quantization`), then its class
+(kb.explain.model_class's step), then calls its load_weights.
 
 The loader hands the model it built the iterator of the checkpoint's tensors
 (`model.load_weights(weights)` in DefaultModelLoader.load_weights_and_postprocess). A
@@ -16,9 +20,10 @@ certainly fires is kept (block_forward.only_certain): a raise the weights' names
 decide says nothing of the command. A key config.json lacks is not taken as absent: the
 config's class may set it (DeepSeek-V3's own code sets `num_nextn_predict_layers=1`).
 
-The draft model is built from its own ModelConfig: the target's config.json (the draft
-path is the model path: ServerArgs points it there for these architectures) with the
-changes `ModelConfig._config_draft_model` makes for a draft (the architecture renamed to the
+The draft model is built from its own ModelConfig (`from_server_args(..., model_path=<the
+draft's>, is_draft_model=True)`): its config.json (the target's when the draft path is the
+model path: ServerArgs points it there for MTP architectures) with the changes
+`ModelConfig._config_draft_model` makes for a draft (the architecture renamed to the
 draft's class, `num_nextn_predict_layers` set), read by running that method's `if`s.
 """
 
@@ -30,9 +35,10 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import block_forward, classes, model_class, parallel_state
+from kb.explain import block_forward, classes, model_class, model_loading, parallel_state
 from kb.explain.abstract_values import ClassRef, Func, Instance, Obj, is_known
 from kb.explain.frames import Ctx, Frame
+from kb.explain.model_attrs import DRAFT as DRAFT_MODEL
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, missing, unknown
 
@@ -75,38 +81,48 @@ def draft_step(
     models: dict[str, str],
     profile: Profile | None,
     quant_config: Any,
+    draft_of: Callable[[], Profile | None],
 ) -> Callable[[], None] | None:
-    """The draft model's `load_weights`, when the draft is the target's own checkpoint
-    (its config.json the profile's) and the version's ModelConfig says what changes in
-    it for a draft; None otherwise (the draft's config is not known). `quant_config`: the
-    main model's, which is the draft's when the command quantizes both alike (its
-    ModelConfig takes `speculative_draft_model_quantization` where the version has it)."""
-    if profile is None or profile.config is None or not calls_load_weights(sim, loader):
+    """The draft model's load: its quantization config (model_loading's step, run on the
+    draft's ModelConfig) for a draft that is a checkpoint of its own, then its
+    `load_weights`; None when the draft's config is not known (`draft_of`, run in the
+    step: draft_model). `quant_config`: the main model's, which is an own-checkpoint
+    draft's when the command quantizes both alike (its ModelConfig takes
+    `speculative_draft_model_quantization` where the version has it)."""
+    if profile is None or not calls_load_weights(sim, loader):
         return None
-    model_path = sim.fields.get("model_path")
-    if not isinstance(model_path, str) or sim.fields.get(DRAFT_PATH) != model_path:
-        return None
-    method = _draft_config_method(sim)
-    if method is None:
+    separate = separate_checkpoint(sim, profile)
+    if not separate and (own_checkpoint(sim, profile) is None):
         return None
     quantization = sim.fields.get("quantization")
     same = sim.fields.get(DRAFT_QUANTIZATION, quantization) == quantization
     draft_quant = quant_config if same else unknown("the draft model's quantization config")
 
     def run() -> None:
-        draft = draft_profile(sim, profile, method)
-        root = (
-            architecture_class(sim, models.get(draft.arch or ""), draft.arch)
-            if draft is not None
-            else None
-        )
-        if draft is None or root is None:
+        draft = draft_of()
+        if draft is None:
             return
         with as_model(sim, draft):
+            qc = draft_quant
+            if separate:  # (SGLang's loader builds the draft's as the model's)
+                loaded = model_loading.Loaded()
+                build = model_loading.quantization_config_step(sim, loaded)
+                if build is None:
+                    return
+                build()
+                qc = loaded.quant_config
+            model_file = models.get(draft.arch or "")
+            root = architecture_class(sim, model_file, draft.arch)
+            if root is None:
+                return
+            if separate:  # (the loader builds the draft's class: its constructors check it)
+                build = model_class.step(sim, model_file, draft, qc)
+                if build is not None:
+                    build()
             # (its raise rests on the draft the speculative algorithm loads: what a fix changes)
             reads = frozenset({"speculative_algorithm", DRAFT_PATH})
             ctx = Ctx((f"the draft model ({root.name}) loads its weights",), (), reads)
-            inner = _step(sim, root, draft_quant, ctx)
+            inner = _step(sim, root, qc, ctx)
             if inner is not None:
                 inner()
 
@@ -196,27 +212,71 @@ def calls_load_weights(sim: Simulator, loader: Any) -> bool:
 
 @contextlib.contextmanager
 def as_model(sim: Simulator, profile: Profile) -> Iterator[None]:
-    """Run as if the profile's model were the one loaded (a draft's ModelConfig and
-    ModelRunner are derived from its config), then back to the main model."""
-    main, derived = sim.profile, sim.derived
+    """Run as the draft model loaded (its ModelConfig, `ModelConfig.from_server_args(...,
+    model_path=<the draft's path>, is_draft_model=True)`, and its ModelRunner are derived
+    from its profile), then back to the main model."""
+    main, derived, args = sim.profile, sim.derived, sim.model_config_args
     sim.profile, sim.derived = profile, {}
+    sim.model_config_args = {"model_path": sim.fields.get(DRAFT_PATH), DRAFT_MODEL: True}
     try:
         yield
     finally:
-        sim.profile, sim.derived = main, derived
+        sim.profile, sim.derived, sim.model_config_args = main, derived, args
 
 
-def own_checkpoint_draft(sim: Simulator, profile: Profile | None) -> Profile | None:
-    """The draft model's profile when the draft is the target's own checkpoint (MTP/NEXTN:
-    `--speculative-draft-model-path` is the model path) and the version's ModelConfig says
-    what changes in its config.json for a draft; None otherwise (its config not known)."""
+def draft_model(sim: Simulator, profile: Profile | None) -> Profile | None:
+    """The draft model's profile: the target's own checkpoint's (MTP/NEXTN) or a checkpoint
+    of its own, with what the version's `ModelConfig._config_draft_model` changes in its
+    config.json for a draft; None when not known. (It runs SGLang's code: call it in a
+    step.)"""
+    if profile is None:
+        return None
+    if separate_checkpoint(sim, profile):
+        assert profile.draft_config is not None
+        config = profile.draft_config
+        archs = config.get("architectures")
+        arch = archs[0] if isinstance(archs, list) and archs else None
+        quantization = config.get("quantization_config")
+        own = profile.model_copy(
+            update={
+                "model": None,
+                "config": config,
+                "arch": arch if isinstance(arch, str) else None,
+                "quant": quantization.get("quant_method")
+                if isinstance(quantization, dict)
+                else None,
+                "hf_quant_config": None,  # (not read for a draft: absent, as config.json alone)
+                "draft_config": None,
+            }
+        )
+        method = _draft_config_method(sim)
+        return draft_profile(sim, own, method) if method is not None else own
+    method = own_checkpoint(sim, profile)
+    return draft_profile(sim, profile, method) if profile is not None and method else None
+
+
+def separate_checkpoint(sim: Simulator, profile: Profile | None) -> bool:
+    """Whether the draft is a checkpoint of its own whose config.json the profile gives
+    (`draft_config`): `--speculative-draft-model-path` names another model."""
+    draft = sim.fields.get(DRAFT_PATH)
+    return (
+        profile is not None
+        and profile.draft_config is not None
+        and isinstance(draft, str)
+        and draft != sim.fields.get("model_path")
+    )
+
+
+def own_checkpoint(sim: Simulator, profile: Profile | None) -> Func | None:
+    """`ModelConfig._config_draft_model` when the draft is the target's own checkpoint
+    (MTP/NEXTN: `--speculative-draft-model-path` is the model path) whose config.json the
+    profile gives, and the version's ModelConfig says what changes in it for a draft."""
     if profile is None or profile.config is None:
         return None
     model_path = sim.fields.get("model_path")
     if not isinstance(model_path, str) or sim.fields.get(DRAFT_PATH) != model_path:
         return None
-    method = _draft_config_method(sim)
-    return draft_profile(sim, profile, method) if method is not None else None
+    return _draft_config_method(sim)
 
 
 def _draft_config_method(sim: Simulator) -> Func | None:

@@ -102,6 +102,9 @@ class Profile(ProfileFields):
     model_config = ConfigDict(frozen=True)
 
     config: dict[str, Any] | None = None
+    # the draft model's config.json, when speculative decoding's draft is a checkpoint of
+    # its own (kb.explain.model_weights reads it)
+    draft_config: dict[str, Any] | None = None
     # ModelOpt checkpoints' quantization (kb.model_source reads it beside config.json);
     # SGLang's ModelConfig reads it, its hf_config does not.
     hf_quant_config: dict[str, Any] | None = None
@@ -152,26 +155,11 @@ class Profile(ProfileFields):
         for name, value in get.items():
             if isinstance(value, str) and not_text(value):
                 raise ProfileError(f"{name} {NOT_TEXT}")
-        config = get.get("config")
-        if isinstance(config, str):
-            if len(config) > MAX_CONFIG:
-                raise ProfileError("the pasted config.json is too long")
-            try:
-                config = json.loads(config)
-            except RecursionError:  # the parser's own bound, far past ours
-                raise ProfileError(
-                    f"config.json nests deeper than {MAX_CONFIG_DEPTH} levels"
-                ) from None
-            except ValueError as exc:
-                raise ProfileError(f"the pasted config.json is not JSON: {exc}") from None
-        if config is not None and not isinstance(config, dict):
-            raise ProfileError("config must be a JSON object (a model's config.json)")
+        config = _config(get.get("config"), "config", "")
+        draft_config = _config(get.get("draft_config"), "draft_config", "the draft model's ")
         quant_config = get.get("hf_quant_config")
         if quant_config is not None and not isinstance(quant_config, dict):
             raise ProfileError("hf_quant_config must be a JSON object")
-        problem = config_problem(config) if config is not None else None
-        if problem is not None:
-            raise ProfileError(problem)
         platform = get.get("platform")
         if platform is not None:
             platform = str(platform).lower()
@@ -225,6 +213,7 @@ class Profile(ProfileFields):
                 env=env,
                 config=config,
                 hf_quant_config=quant_config,
+                draft_config=draft_config,
             )
         except ValidationError as exc:  # e.g. an architecture in config.json too long
             error = exc.errors()[0]
@@ -288,6 +277,28 @@ class Profile(ProfileFields):
 
 
 MISSING = object()
+
+
+def _config(value: Any, name: str, whose: str) -> dict[str, Any] | None:
+    """A config.json given as text or as an object, parsed and held to the bounds of
+    kb.profile.config_problem; `whose` begins the error's words ("the draft model's ")."""
+    if isinstance(value, str):
+        if len(value) > MAX_CONFIG:
+            raise ProfileError(f"{whose or 'the '}pasted config.json is too long")
+        try:
+            value = json.loads(value)
+        except RecursionError:  # the parser's own bound, far past ours
+            raise ProfileError(
+                f"{whose}config.json nests deeper than {MAX_CONFIG_DEPTH} levels"
+            ) from None
+        except ValueError as exc:
+            raise ProfileError(f"{whose or 'the '}pasted config.json is not JSON: {exc}") from None
+    if value is not None and not isinstance(value, dict):
+        raise ProfileError(f"{name} must be a JSON object (a model's config.json)")
+    problem = config_problem(value) if value is not None else None
+    if problem is not None:
+        raise ProfileError(whose + problem)
+    return value
 
 
 def missing(value: object) -> bool:

@@ -68,7 +68,6 @@ from kb.explain.known_names import (
     ENV_READERS,
     EXPRESSION_NAMES,
     MODEL_CONFIG_FACTORY,
-    OS_PATH_PROBES,
     OTHER_BUILTINS,
     PATHLIB_PATH,
     PLATFORM_METHODS,
@@ -288,6 +287,9 @@ class Simulator:
         self.written: set[str] = set()  # fields assigned since the innermost fork began
         self.modules_seen: dict[str, Module | None] = {}
         self.derived: dict[str, Any] = {}  # ModelConfig attribute -> its value (derived.py)
+        # what `ModelConfig.from_server_args` is passed besides the server args, for the
+        # model being run (the draft's: model_weights.as_model), else its defaults
+        self.model_config_args: dict[str, Any] = {}
         self.module_values: dict[tuple[str, str], Any] = {}  # (path, name) -> value (lookup)
         # module globals the run's functions assigned (`global X; X = ...`), by (path, name):
         # what later code of the same run reads in place of the module's own value
@@ -1167,10 +1169,8 @@ class Simulator:
         if dotted in TORCH_PREDICATES:
             name = TORCH_PREDICATES[dotted]
             return self.predicate(name, ExternalName(name, "torch"), args)
-        if dotted in OS_PATH_PROBES:
-            return model_files.probe(self, args[0]) if args else unknown("a path")
-        if dotted == "os.path.join":
-            return model_files.join(args)
+        if (found := model_files.path_call(self, dotted, args)) is not model_files.NOT_A_PATH:
+            return found  # (os.path's probes and join, glob.glob)
         if (found := pure_calls.dotted_call(dotted, args)) is not pure_calls.NOT_PURE:
             return found
         if dotted in ("os.getenv", "os.environ.get"):
