@@ -572,27 +572,40 @@ REGISTRY = "_CONFIG_REGISTRY"
 
 def _registered_config(sim: Simulator, model_type: str) -> ClassRef | None:
     """The config class SGLang registers for `model_type` (its own `model_type`), when one
-    of the classes its registry names has it; None otherwise."""
+    of the classes its registry names has it; None otherwise. Kept per parsed registry."""
     for dotted in CONFIG_REGISTRIES:
         mod = sim.module(dotted)
         if mod is None:
             continue
-        names = {  # (the names of the classes its assignments list)
-            n.id
-            for stmt in mod.body
-            if isinstance(stmt, ast.Assign | ast.AnnAssign)
-            and stmt.value is not None
-            and any(isinstance(t, ast.Name) and t.id == REGISTRY for t in _targets_of(stmt))
-            for n in ast.walk(stmt.value)
-            if isinstance(n, ast.Name)
-        }
-        frame = Frame(mod, "<module>", {})
-        for name in sorted(names):
-            cls = sim.lookup(name, frame) if name in mod.imports or name in mod.classes else None
-            if isinstance(cls, ClassRef):
-                found = class_attr(sim, cls, "model_type", allow_missing=True)
-                if found == model_type:
-                    return cls
+        key = (mod.path, id(mod), model_type)
+        if key not in _registered:
+            _registered[key] = _registered_in(sim, mod, model_type)
+            while len(_registered) > 256:
+                del _registered[next(iter(_registered))]
+        return _registered[key]
+    return None
+
+
+_registered: dict[tuple[str, int, str], ClassRef | None] = {}
+
+
+def _registered_in(sim: Simulator, mod: Module, model_type: str) -> ClassRef | None:
+    names = {  # (the names of the classes its assignments list)
+        n.id
+        for stmt in mod.body
+        if isinstance(stmt, ast.Assign | ast.AnnAssign)
+        and stmt.value is not None
+        and any(isinstance(t, ast.Name) and t.id == REGISTRY for t in _targets_of(stmt))
+        for n in ast.walk(stmt.value)
+        if isinstance(n, ast.Name)
+    }
+    frame = Frame(mod, "<module>", {})
+    for name in sorted(names):
+        cls = sim.lookup(name, frame) if name in mod.imports or name in mod.classes else None
+        if isinstance(cls, ClassRef):
+            found = class_attr(sim, cls, "model_type", allow_missing=True)
+            if found == model_type:
+                return cls
     return None
 
 
