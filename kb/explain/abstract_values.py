@@ -220,6 +220,15 @@ class Method:
     name: str
 
 
+@dataclass(frozen=True, eq=False)
+class Again:
+    """What a method the run already called returns when called again: the object it
+    built (the ModelRunner's `_get_attention_backend`, which two-batch overlap calls for
+    its primary and each child: built once, kb.explain.deploy). `Method(Again(x), "call")`."""
+
+    value: Any
+
+
 def bounded_range(*args: int) -> list[int]:
     """`range(...)` as the list it yields (what SGLang builds from it: batch-size lists),
     refused past the bound of what one operation builds (kb.threeval.MAX_SIZE)."""

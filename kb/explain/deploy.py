@@ -35,7 +35,7 @@ from kb.explain import (
     tbo_strategy,
     weight_loader,
 )
-from kb.explain.abstract_values import Func, Instance, Obj
+from kb.explain.abstract_values import Again, Func, Instance, Method, Obj
 from kb.explain.analysis import Analysis
 from kb.explain.facts import FlagSpec, SiteSpec, VersionFacts
 from kb.explain.frames import Ctx
@@ -309,14 +309,17 @@ def simulate(
         # (the runner's init_attention_backend wraps the registry's backend for two-batch
         # overlap; a version without that method builds it directly)
         init = derived.runner_method(sim, _INIT_BACKEND)
-        if init is not None:
+        build = derived.runner_method(sim, _BACKEND)
+        if init is not None and build is not None:
 
             def run() -> None:
+                # (built once: two-batch overlap's primary and children are the same backend)
+                first = sim.call_function(build, [], {}, Ctx())
+                sim.derived[f"runner.{_BACKEND}"] = Method(Again(first), "call")
                 sim.call_function(init, [], {}, Ctx())
                 made.append(derived.runner_attr(sim, Obj("runner"), "attn_backend"))
 
             return run
-        build = derived.runner_method(sim, _BACKEND)
         return (
             None if build is None else lambda: made.append(sim.call_function(build, [], {}, Ctx()))
         )

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from kb.explain.abstract_values import bounded_range, is_known
+from kb.explain.abstract_values import Again, bounded_range, is_known
 from kb.explain.predicates import unknown
 from kb.threeval import Unknown, lift, merge_needs, truth
 
@@ -117,6 +117,8 @@ class Keys(list[Any]):
 def method(target: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """`target.name(*args, **kwargs)` for a string or container method that changes
     nothing, on known arguments; NOT_PURE for any other."""
+    if isinstance(target, Again):  # (a method already run: what it built)
+        return target.value
     if isinstance(target, str):
         if name not in STR_METHODS:
             return NOT_PURE
