@@ -30,6 +30,7 @@ from kb.explain import (
     model_registry,
     model_weights,
     moe,
+    moe_forward,
     moe_quant,
     runner_checks,
     tbo_strategy,
@@ -366,6 +367,11 @@ def simulate(
         if forward and not any(ran):
             stages.pop()  # nothing of its forward is simulated
             load_parts.pop()
+            # ... a layer with the standard dispatcher: routed by its block's TopK
+            step = moe_forward.step(
+                sim, result.fields, built, model_file, profile, loaded.quant_config
+            )
+            stage("first_forward", f"the first forward of {name}", step)
     return _report(facts, analysis, result, given, profile, cite, stages, load_parts)
 
 

@@ -182,6 +182,20 @@ def decided_built(
             yield b
 
 
+def first_layer_built(
+    sim: Simulator, root: ClassRef, b: Built, profile: Profile, quant_config: Any
+) -> int | None:
+    """The first layer tried that config.json decides `b` is built in (each of its
+    conditional builders builds it there); None when none is."""
+    chain = {c.cls.name: c for c in classes_built(sim, root)}
+    conditional = [link for link in _chain(b, chain) if link.condition]
+    layers, _count = _layers(profile)
+    for layer in layers:
+        if all(_builds(sim, link, chain, quant_config, layer) is True for link in conditional):
+            return layer
+    return None
+
+
 def _layers(profile: Profile | None) -> tuple[list[int], int]:
     """Layer ids to follow a layer's constructors for, those likeliest to differ (the first
     two, the last dense one and the first two past it: `first_k_dense_replace` of DeepSeek
@@ -277,17 +291,17 @@ def _builds(
     assert isinstance(guard, ast.If)
     node = copy.copy(init.node)
     test = guard.test if branch else ast.UnaryOp(ast.Not(), guard.test)
-    before = _slice(init.node.body[:index], test)
+    before = slice_for(init.node.body[:index], test)
     node.body = [*before, ast.Return(test, lineno=guard.lineno, col_offset=0)]
     start = len(sim.result.checks)
-    kwargs = _arguments(sim, init.node, builder, quant_config, layer)
+    kwargs = arguments(sim, init.node, builder, quant_config, layer)
     bound = Func(init.module, node, Instance(builder.cls), init.owner)
     value = sim.call_function(bound, [], kwargs, Ctx())
     del sim.result.checks[start:]  # (the builder's own checks: its own run reports them)
     return value if isinstance(value, bool) else None
 
 
-def _slice(body: list[ast.stmt], test: ast.expr) -> list[ast.stmt]:
+def slice_for(body: list[ast.stmt], test: ast.expr) -> list[ast.stmt]:
     """The statements of `body` the test depends on: those binding a name or `self.<field>`
     it reads (through each other), and every plain `self.x = <name or its attribute>`
     (a method the test calls may read such a field). A constructor builds its attention
@@ -334,7 +348,7 @@ def _plain_field(stmt: ast.stmt) -> bool:
 def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, ctx: Ctx) -> None:
     init = constructor(sim, b.cls)
     if init is not None:
-        kwargs = _arguments(sim, init.node, b, quant_config, layer)
+        kwargs = arguments(sim, init.node, b, quant_config, layer)
         bound = Func(init.module, init.node, Instance(b.cls), init.owner)
         # A raise ends this constructor. Each class runs on its own, not in SGLang's order
         # of building them, so a raise of another class is still found (which of two SGLang
@@ -343,7 +357,7 @@ def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, c
             sim.call_function(bound, [], kwargs, ctx)
 
 
-def _arguments(
+def arguments(
     sim: Simulator,
     node: ast.FunctionDef | ast.AsyncFunctionDef,
     b: Built,
@@ -488,7 +502,13 @@ def _built_by(
                 for k in call.keywords
                 if k.arg
                 and isinstance(k.value, ast.Name)
-                and (found := _model_class(sim, init.module, k.value.id)) is not None
+                # (a class, or a parameter naming one handed on: `decoder_layer_type=
+                # decoder_layer_type`, whose default is the subclass's own layer)
+                and (
+                    found := classes_of.get(k.value.id)
+                    or _model_class(sim, init.module, k.value.id)
+                )
+                is not None
             }
             yield from _built_by(sim, holder, base, conds, named)
             continue

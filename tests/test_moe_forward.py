@@ -1,0 +1,286 @@
+"""The first forward of an MoE layer with the standard dispatcher (kb.explain.moe_forward),
+on synthetic modules shaped like SGLang's: the model's MoE block builds a TopK from
+config.json, TopK's forward chooses its output's class by the MoE runner backend (BYPASSED
+under flashinfer_trtllm, carrying the TopK's config), and the layer's forward dispatches it
+to its quantization method's `apply`, which asserts on that config on the bypassed path
+only. No SGLang code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb.explain import derived, moe, moe_forward
+from kb.explain.abstract_values import Instance
+from kb.explain.classes import class_ref
+from kb.explain.predicates import Profile
+from kb.explain.simulate import Simulator
+from kb.explain.source_modules import Module
+from tests import sim_repos
+
+SRT = "python/sglang/srt/"
+ARGS = SRT + "server_args.py"
+MODEL = SRT + "models/toy_moe.py"
+LAYER = SRT + "layers/moe/fused_moe_triton/layer.py"
+QUANT = SRT + "layers/quantization/toy_fp8.py"
+
+FILES = {
+    ARGS: """
+        from dataclasses import dataclass
+
+
+        @dataclass
+        class ServerArgs:
+            model_path: str
+            moe_runner_backend: str = "auto"
+            moe_a2a_backend: str = "none"
+            enable_torch_compile: bool = False
+
+            def __post_init__(self):
+                pass
+
+
+        _global_server_args = None
+
+
+        def get_global_server_args():
+            return _global_server_args
+        """,
+    SRT + "layers/moe/utils.py": """
+        from enum import Enum
+
+        from sglang.srt.server_args import get_global_server_args
+
+
+        class MoeRunnerBackend(Enum):
+            AUTO = "auto"
+            FLASHINFER_TRTLLM = "flashinfer_trtllm"
+
+            def is_flashinfer_trtllm(self):
+                return self == MoeRunnerBackend.FLASHINFER_TRTLLM
+
+
+        def get_moe_runner_backend():
+            return MoeRunnerBackend(get_global_server_args().moe_runner_backend)
+        """,
+    SRT + "layers/moe/topk.py": """
+        from dataclasses import dataclass
+        from enum import IntEnum, auto
+        from typing import NamedTuple, Optional
+
+        import torch
+
+        from sglang.srt.layers.moe.utils import get_moe_runner_backend
+        from sglang.srt.layers.utils import MultiPlatformOp
+
+
+        @dataclass
+        class TopKConfig:
+            top_k: int
+            renormalize: bool = True
+            output_format: Optional[int] = None
+
+
+        class TopKOutputFormat(IntEnum):
+            STANDARD = auto()
+            BYPASSED = auto()
+
+
+        class StandardTopKOutput(NamedTuple):
+            topk_weights: torch.Tensor
+            topk_ids: torch.Tensor
+            router_logits: torch.Tensor
+
+
+        class BypassedTopKOutput(NamedTuple):
+            hidden_states: torch.Tensor
+            router_logits: torch.Tensor
+            topk_config: TopKConfig
+
+
+        class TopKOutputChecker:
+            @staticmethod
+            def format_is_bypassed(topk_output):
+                return isinstance(topk_output, BypassedTopKOutput)
+
+
+        def select_experts(hidden_states, router_logits, topk_config):
+            weights, ids = torch.topk(router_logits, topk_config.top_k)
+            return StandardTopKOutput(weights, ids, router_logits)
+
+
+        class TopK(MultiPlatformOp):
+            def __init__(self, top_k, *, renormalize=True, output_format=None):
+                super().__init__()
+                self.topk_config = TopKConfig(
+                    top_k=top_k, renormalize=renormalize, output_format=output_format
+                )
+
+            def forward_cuda(self, hidden_states, router_logits):
+                if self.topk_config.output_format is not None:
+                    output_format = self.topk_config.output_format
+                elif get_moe_runner_backend().is_flashinfer_trtllm():
+                    output_format = TopKOutputFormat.BYPASSED
+                else:
+                    output_format = TopKOutputFormat.STANDARD
+                if output_format == TopKOutputFormat.BYPASSED:
+                    return BypassedTopKOutput(hidden_states, router_logits, self.topk_config)
+                return select_experts(hidden_states, router_logits, self.topk_config)
+        """,
+    SRT + "layers/moe/token_dispatcher.py": """
+        from typing import NamedTuple
+
+        import torch
+
+
+        class StandardDispatchOutput(NamedTuple):
+            hidden_states: torch.Tensor
+            topk_output: object
+
+
+        class StandardDispatcher:
+            def dispatch(self, hidden_states, topk_output):
+                return StandardDispatchOutput(hidden_states=hidden_states, topk_output=topk_output)
+        """,
+    LAYER: """
+        import torch
+
+
+        class FusedMoE(torch.nn.Module):
+            def __init__(self, num_experts, top_k, quant_config=None, prefix=""):
+                raise RuntimeError("the step runs on the layer it is given")
+
+            def forward(self, hidden_states, topk_output):
+                return self.forward_impl(hidden_states, topk_output)
+
+            def forward_impl(self, hidden_states, topk_output):
+                assert self.quant_method is not None
+                dispatch_output = self.dispatcher.dispatch(
+                    hidden_states=hidden_states, topk_output=topk_output
+                )
+                return self.quant_method.apply(layer=self, dispatch_output=dispatch_output)
+        """,
+    QUANT: """
+        from sglang.srt.layers.moe.topk import TopKOutputChecker
+        from sglang.srt.layers.moe.utils import get_moe_runner_backend
+
+
+        class ToyFp8MoEMethod:
+            def apply(self, layer, dispatch_output):
+                x = dispatch_output.hidden_states
+                topk_output = dispatch_output.topk_output
+                if get_moe_runner_backend().is_flashinfer_trtllm() and (
+                    TopKOutputChecker.format_is_bypassed(topk_output)
+                ):
+                    topk_config = topk_output.topk_config
+                    assert topk_config.top_k == 1, "ModelOpt FP8 MoE requires top_k==1"
+                # (the batch's: not said, whatever the settings)
+                assert x.shape[0] % 4 == 0, "tokens padded to 4"
+                return x
+        """,
+    MODEL: """
+        from torch import nn
+
+        from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
+        from sglang.srt.layers.moe.topk import TopK
+
+
+        class ToyMoeBlock(nn.Module):
+            def __init__(self, config, layer_id, quant_config=None, prefix=""):
+                super().__init__()
+                self.num_experts = config.num_experts
+                self.topk = TopK(
+                    top_k=config.num_experts_per_tok, renormalize=config.norm_topk_prob
+                )
+                self.experts = FusedMoE(
+                    self.num_experts, config.num_experts_per_tok, quant_config=quant_config
+                )
+
+
+        class ToyForCausalLM(nn.Module):
+            def __init__(self, config, quant_config=None, prefix=""):
+                super().__init__()
+                self.mlp = ToyMoeBlock(config, 0, quant_config=quant_config)
+
+
+        EntryClass = ToyForCausalLM
+        """,
+}
+
+
+def modules() -> dict[str, Module]:
+    return sim_repos.parsed_modules(FILES)
+
+
+def forward_checks(
+    top_k: int, runner: str = "flashinfer_trtllm", torch_compile: bool = False
+) -> list[tuple[str, str]]:
+    """The checks the step keeps at the first forward (the path's file name, the message)."""
+    mods = modules()
+    config = {
+        "architectures": ["ToyForCausalLM"],
+        "num_experts": 128,
+        "num_experts_per_tok": top_k,
+        "norm_topk_prob": True,
+        "num_hidden_layers": 2,
+    }
+    profile = Profile.parse({"sm": 100, "platform": "cuda", "config": config})
+    fields = {
+        "model_path": "m",
+        "moe_runner_backend": runner,
+        "enable_torch_compile": torch_compile,
+    }
+    sim = Simulator(mods.get, mods[ARGS], fields, profile, derive=derived)
+    sim.run()
+    layer = Instance(class_ref(mods[LAYER], "FusedMoE"))
+    layer.fields["quant_method"] = Instance(class_ref(mods[QUANT], "ToyFp8MoEMethod"))
+    dispatchers = mods[SRT + "layers/moe/token_dispatcher.py"]
+    layer.fields["dispatcher"] = Instance(class_ref(dispatchers, "StandardDispatcher"))
+    built = moe.MoeLayer()
+    built.layer = layer
+    start = len(sim.result.checks)
+    step = moe_forward.step(sim, sim.fields, built, MODEL, profile, object())
+    if step is None:
+        return []
+    assert sim.run_after(step)
+    return [
+        (c.path.rsplit("/", 1)[-1], c.message)
+        for c in sim.result.checks[start:]
+        if c.outcome != "passed"
+    ]
+
+
+def test_the_top_k_output_s_config_makes_the_apply_assert_fire() -> None:
+    # flashinfer_trtllm: TopK's forward bypasses, its config (top_k 8) reaches `apply`
+    assert forward_checks(8) == [("toy_fp8.py", "ModelOpt FP8 MoE requires top_k==1")]
+
+
+def test_a_top_k_the_assert_accepts_passes() -> None:
+    assert forward_checks(1) == []
+
+
+def test_the_standard_output_does_not_reach_the_bypassed_path() -> None:
+    assert forward_checks(8, runner="auto") == []
+
+
+def test_what_the_batch_decides_is_dropped() -> None:
+    # the assert on the tokens' count is reached on every path: undecided, not said
+    assert all("padded" not in message for _, message in forward_checks(1))
+    assert all("padded" not in message for _, message in forward_checks(8, runner="auto"))
+
+
+def test_under_torch_compile_the_batch_decides_the_output_s_class() -> None:
+    # (a batch of one token takes forward_native there: nothing followed)
+    assert forward_checks(8, torch_compile=True) == []
+
+
+def test_nothing_is_followed_without_the_architecture_or_under_deepep() -> None:
+    mods = modules()
+    profile = Profile.parse({"sm": 100, "platform": "cuda", "config": {"num_experts": 2}})
+    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, profile, derive=derived)
+    sim.run()
+    built = moe.MoeLayer()
+    built.layer = Instance(class_ref(mods[LAYER], "FusedMoE"))
+    built.layer.fields["quant_method"] = None  # (unquantized)
+    assert moe_forward.step(sim, sim.fields, built, MODEL, profile, None) is None
+    fields: dict[str, Any] = {**sim.fields, "moe_a2a_backend": "deepep"}
+    assert moe_forward.step(sim, fields, built, MODEL, profile, None) is None
