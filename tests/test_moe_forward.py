@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.explain import derived, moe, moe_forward
+from kb.explain import derived, moe, moe_block, moe_forward, moe_quant
 from kb.explain.abstract_values import Instance
 from kb.explain.classes import class_ref
-from kb.explain.predicates import Profile
+from kb.explain.predicates import Profile, Unknown
 from kb.explain.simulate import Simulator
 from kb.explain.source_modules import Module
 from tests import sim_repos
@@ -146,7 +146,17 @@ FILES = {
 
 
         class FusedMoE(torch.nn.Module):
-            def __init__(self, num_experts, top_k, quant_config=None, prefix=""):
+            def __init__(
+                self,
+                num_experts,
+                top_k,
+                intermediate_size=None,
+                apply_router_weight_on_input=False,
+                routing=None,
+                layer_id=None,
+                quant_config=None,
+                prefix="",
+            ):
                 raise RuntimeError("the step runs on the layer it is given")
 
             def forward(self, hidden_states, topk_output):
@@ -191,8 +201,15 @@ FILES = {
                 self.topk = TopK(
                     top_k=config.num_experts_per_tok, renormalize=config.norm_topk_prob
                 )
+                intermediate_size = config.intermediate_size
                 self.experts = FusedMoE(
-                    self.num_experts, config.num_experts_per_tok, quant_config=quant_config
+                    num_experts=self.num_experts,
+                    top_k=config.num_experts_per_tok,
+                    intermediate_size=intermediate_size,
+                    apply_router_weight_on_input=True,
+                    routing=config.routing_kind,
+                    layer_id=layer_id,
+                    quant_config=quant_config,
                 )
 
 
@@ -284,3 +301,65 @@ def test_nothing_is_followed_without_the_architecture_or_under_deepep() -> None:
     assert moe_forward.step(sim, sim.fields, built, MODEL, profile, None) is None
     fields: dict[str, Any] = {**sim.fields, "moe_a2a_backend": "deepep"}
     assert moe_forward.step(sim, fields, built, MODEL, profile, None) is None
+
+
+def evaluate(source: str, names: dict[str, Any]) -> Any:
+    """`source` evaluated by the simulator with `names` bound."""
+    import ast
+
+    from kb.explain.frames import Ctx, Frame
+
+    mods = modules()
+    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, None, derive=derived)
+    sim.run()
+    frame = Frame(mods[ARGS], "<test>", dict(names))
+    return sim.eval(ast.parse(source, mode="eval").body, frame, Ctx())
+
+
+def test_any_of_a_generator_is_decided_by_one_item_known_true() -> None:
+    # the scheduler's test of a multimodal config's text_config for experts: one attribute
+    # is in config.json, the others are not known (a config class's default may set them)
+    text_config = {"num_experts_per_tok": 1}
+    names = {"c": text_config, "attrs": ("num_experts_per_tok", "top_k_experts")}
+    assert evaluate("any(hasattr(c, a) for a in attrs)", names) is True
+    assert evaluate("all(not hasattr(c, a) for a in attrs)", names) is False
+    # ... not decided by the items not known, and what needs them stays unknown
+    names = {"c": {}, "attrs": ("num_experts_per_tok", "top_k_experts")}
+    assert isinstance(evaluate("any(hasattr(c, a) for a in attrs)", names), Unknown)
+    assert isinstance(evaluate("sum(hasattr(c, a) for a in attrs)", names), Unknown)
+    assert isinstance(evaluate("[hasattr(c, a) for a in attrs]", names), Unknown)
+
+
+def test_the_experts_arguments_are_those_the_block_passes() -> None:
+    # (Llama-4's shape: one FFN size per kind of layer in config.json, the experts' passed
+    # through a local; a flag config.json does not decide is not taken)
+    mods = modules()
+    config = {
+        "architectures": ["ToyForCausalLM"],
+        "num_experts": 16,
+        "num_experts_per_tok": 1,
+        "hidden_size": 64,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "num_hidden_layers": 2,
+    }
+    profile = Profile.parse({"sm": 100, "platform": "cuda", "config": config})
+    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, profile, derive=derived)
+    sim.run()
+    passed: dict[str, Any] = {}
+    ran = sim.run_after(
+        lambda: passed.update(moe_block.experts_arguments(sim, MODEL, profile, None) or {})
+    )
+    assert ran
+    assert passed["intermediate_size"] == 8192
+    assert passed["apply_router_weight_on_input"] is True
+    assert isinstance(passed["routing"], Unknown)
+    # config.json's own keys first; the block's for what config.json does not settle
+    args = moe_quant.layer_args(sim, profile, moe_quant.block_args(sim, MODEL, profile, None))
+    assert args is not None
+    kwargs, keys = args
+    assert keys == ["num_experts", "hidden_size", "num_experts_per_tok"]
+    assert kwargs["intermediate_size"] == 8192
+    assert kwargs["apply_router_weight_on_input"] is True
+    assert "routing" not in kwargs  # (not decided: left out)
+    assert moe_quant.layer_args(sim, profile) is None  # (config.json alone: not settled)

@@ -296,7 +296,7 @@ def simulate(
             # FusedMoE's own constructor: the layer's quantization method, its weights, its
             # MoE runner and token dispatcher
             qc = loaded.quant_config if loaded.built and not loader_raised else None
-            step = moe_quant.step(sim, built, qc, profile, paths)
+            step = moe_quant.step(sim, built, qc, profile, paths, model_file)
             stage("load", moe_quant.PART, step)
     sim.default_dtype = None
     # ... with a draft model, its worker then builds the draft decode/extend backends

@@ -20,7 +20,9 @@ constructors run, then runs the quantization method's `process_weights_after_loa
 the layer (kb.explain.model_loading), after which the layer's attributes no code followed
 set are those its classes may set (kb.explain.unfollowed): what its forward reads with a
 default (`use_intel_amx_backend(layer)`) is decided. Its arguments are those the model
-classes pass, read from config.json (MODEL_KEYS); the parallel-state getters are answered
+classes pass, read from config.json (MODEL_KEYS; one config.json does not settle, and the
+other arguments, those the model's MoE block passes when the run decides them:
+kb.explain.moe_block); the parallel-state getters are answered
 from the server args (kb.explain.parallel_state). Without those keys, or without a
 quantization config, nothing runs: unknown stays unknown.
 """
@@ -37,6 +39,7 @@ from kb.explain import (
     classes,
     model_loading,
     moe,
+    moe_block,
     parallel_state,
     unfollowed,
 )
@@ -70,24 +73,32 @@ def step(
     quant_config: Any,
     profile: Profile | None,
     paths: Iterable[str] = (),
+    model_file: str | None = None,
 ) -> Callable[[], None] | None:
     """The step to run past ServerArgs; None when there is nothing to follow (no MoE layer
-    built, no quantization config known, the model's sizes not in its config.json).
-    `paths`: the version's files (where the MoE runner's registries are read from)."""
+    built, no quantization config known, the model's sizes not in its config.json nor
+    computed by its MoE block). `paths`: the version's files (where the MoE runner's
+    registries are read from); `model_file`: the architecture's (its MoE block's arguments
+    to the experts)."""
     layer = built.layer
     if layer is None or quant_config is None or isinstance(quant_config, Unknown):
         return None
     init = _through_builds(sim, layer)
-    args = layer_args(sim, profile)
-    if init is None or args is None:
+    if init is None:
+        return None
+    block = block_args(sim, model_file, profile, quant_config)
+    args = layer_args(sim, profile, block)
+    if args is None:
         return None
     kwargs, keys = args
     kwargs["quant_config"] = quant_config
+    passed = sorted(set(kwargs) - set(MODEL_KEYS) - BLOCK_SET)
 
     def run() -> None:
         sim.result.assumptions["moe-layer-args"] = (
             "the MoE layer is built with config.json's " + ", ".join(keys) + " (the keys the "
             "MoE model classes pass), in its first MoE layer"
+            + (", and the " + ", ".join(passed) + " its MoE block passes" if passed else "")
         )
         sim.result.assumptions["parallel-state"] = (
             "the MoE expert-parallel size is the ep size and the MoE tensor-parallel size the "
@@ -138,9 +149,41 @@ def _builds(stmt: ast.stmt) -> bool:
     )
 
 
-def layer_args(sim: Simulator, profile: Profile | None) -> tuple[dict[str, Any], list[str]] | None:
-    """FusedMoE's arguments as the model class passes them (from config.json), and the
-    keys read; None when one of them is not in config.json."""
+def block_args(
+    sim: Simulator, model_file: str | None, profile: Profile | None, quant_config: Any
+) -> dict[str, Any]:
+    """The keyword arguments the model's MoE block builds its experts with, those the run
+    decides (kb.explain.moe_block); none when not found or not followed."""
+    found: dict[str, Any] = {}
+    if profile is None or model_file is None:
+        return found
+
+    def read() -> None:
+        sim.parallel = parallel_state.sizes(sim.fields)
+        try:
+            found.update(moe_block.experts_arguments(sim, model_file, profile, quant_config) or {})
+        finally:
+            sim.parallel = {}
+
+    if not sim.run_after(read):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, PLAIN) and v is not None}
+
+
+# the values of the block's arguments taken: plain ones the run decides (an argument not
+# decided, or a tensor, a dtype, a function, is left out, as every argument but MODEL_KEYS
+# was before the block was read: FusedMoE's default stands in for it)
+PLAIN = (bool, int, float, str)
+
+
+def layer_args(
+    sim: Simulator, profile: Profile | None, block: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[str]] | None:
+    """FusedMoE's arguments as the model class passes them (from config.json; one not
+    there: the model's MoE block's, `block`, when it decides it), with the other
+    arguments of `block` it decides, and the keys read; None when one of MODEL_KEYS is in
+    neither."""
+    block = block or {}
     config = profile.config if profile is not None else None
     if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
         config = config["text_config"]
@@ -152,17 +195,31 @@ def layer_args(sim: Simulator, profile: Profile | None) -> tuple[dict[str, Any],
         if arg == "intermediate_size":
             names = _intermediate_keys(config)
         key = next((k for k in names if isinstance(config.get(k), int)), None)
+        if key is None and _is_int(block.get(arg)):
+            kwargs[arg] = block[arg]  # (the block computed it: its redundant experts too)
+            continue
         if key is None:
             return None
         kwargs[arg] = config[key]
         keys.append(key)
-    redundant = sim.fields.get("ep_num_redundant_experts", 0)
-    # the model classes add the server args' redundant experts to the routed ones
-    kwargs["num_experts"] += redundant if isinstance(redundant, int) else 0
+        if arg == "num_experts":
+            # the model classes add the server args' redundant experts to the routed ones
+            redundant = sim.fields.get("ep_num_redundant_experts", 0)
+            kwargs[arg] += redundant if _is_int(redundant) else 0
+    kwargs |= {k: v for k, v in block.items() if k not in kwargs and k not in BLOCK_SET}
     first = config.get("first_k_dense_replace", 0)  # (DeepSeek/GLM: the dense layers first)
     kwargs["layer_id"] = first if isinstance(first, int) else 0
     kwargs["prefix"] = f"model.layers.{kwargs['layer_id']}.mlp.experts"
     return kwargs, keys
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# what the step sets itself whatever the block passes (its layer, its module name, the
+# loader's quantization config)
+BLOCK_SET = frozenset({"layer_id", "prefix", "quant_config"})
 
 
 def _intermediate_keys(config: dict[str, Any]) -> tuple[str, ...]:
