@@ -357,9 +357,24 @@ def test_the_experts_arguments_are_those_the_block_passes() -> None:
     # config.json's own keys first; the block's for what config.json does not settle
     args = moe_quant.layer_args(sim, profile, moe_quant.block_args(sim, MODEL, profile, None))
     assert args is not None
-    kwargs, keys = args
-    assert keys == ["num_experts", "hidden_size", "num_experts_per_tok"]
+    kwargs, keys, passed_names = args
+    assert keys == ["hidden_size"]  # (the block passes the others)
+    assert passed_names == [
+        "apply_router_weight_on_input",
+        "intermediate_size",
+        "num_experts",
+        "top_k",
+    ]
     assert kwargs["intermediate_size"] == 8192
     assert kwargs["apply_router_weight_on_input"] is True
     assert "routing" not in kwargs  # (not decided: left out)
     assert moe_quant.layer_args(sim, profile) is None  # (config.json alone: not settled)
+    # a size the run does not decide: config.json's alone, none of the block's others
+    # (its flags may be set for the counts it passes: fused shared experts)
+    mixed = {**passed, "num_experts": Unknown(("n",)), "intermediate_size": 4096}
+    sized = Profile.parse({"sm": 100, "config": {**config, "moe_intermediate_size": 512}})
+    args = moe_quant.layer_args(sim, sized, mixed)
+    assert args is not None
+    kwargs, keys, passed_names = args
+    assert (kwargs["num_experts"], kwargs["intermediate_size"], passed_names) == (16, 512, [])
+    assert "apply_router_weight_on_input" not in kwargs

@@ -90,15 +90,14 @@ def step(
     args = layer_args(sim, profile, block)
     if args is None:
         return None
-    kwargs, keys = args
+    kwargs, keys, passed = args
     kwargs["quant_config"] = quant_config
-    passed = sorted(set(kwargs) - set(MODEL_KEYS) - BLOCK_SET)
+    read = [f"config.json's {', '.join(keys)} (the keys the MoE model classes pass)"] * bool(keys)
+    read += [f"the {', '.join(passed)} its MoE block passes"] * bool(passed)
 
     def run() -> None:
         sim.result.assumptions["moe-layer-args"] = (
-            "the MoE layer is built with config.json's " + ", ".join(keys) + " (the keys the "
-            "MoE model classes pass), in its first MoE layer"
-            + (", and the " + ", ".join(passed) + " its MoE block passes" if passed else "")
+            "the MoE layer is built with " + ", and ".join(read) + ", in its first MoE layer"
         )
         sim.result.assumptions["parallel-state"] = (
             "the MoE expert-parallel size is the ep size and the MoE tensor-parallel size the "
@@ -152,8 +151,8 @@ def _builds(stmt: ast.stmt) -> bool:
 def block_args(
     sim: Simulator, model_file: str | None, profile: Profile | None, quant_config: Any
 ) -> dict[str, Any]:
-    """The keyword arguments the model's MoE block builds its experts with, those the run
-    decides (kb.explain.moe_block); none when not found or not followed."""
+    """The keyword arguments the model's MoE block builds its experts with, as the run
+    computes them (kb.explain.moe_block); none when not found or not followed."""
     found: dict[str, Any] = {}
     if profile is None or model_file is None:
         return found
@@ -165,9 +164,7 @@ def block_args(
         finally:
             sim.parallel = {}
 
-    if not sim.run_after(read):
-        return {}
-    return {k: v for k, v in found.items() if isinstance(v, PLAIN) and v is not None}
+    return found if sim.run_after(read) else {}
 
 
 # the values of the block's arguments taken: plain ones the run decides (an argument not
@@ -178,26 +175,29 @@ PLAIN = (bool, int, float, str)
 
 def layer_args(
     sim: Simulator, profile: Profile | None, block: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], list[str]] | None:
-    """FusedMoE's arguments as the model class passes them (from config.json; one not
-    there: the model's MoE block's, `block`, when it decides it), with the other
-    arguments of `block` it decides, and the keys read; None when one of MODEL_KEYS is in
-    neither."""
-    block = block or {}
+) -> tuple[dict[str, Any], list[str], list[str]] | None:
+    """FusedMoE's arguments, the config.json keys read and the block's arguments taken:
+    those the model's MoE block passes (`block`) when the run decides each of MODEL_KEYS
+    it passes (its experts count then counts its fused shared experts, as the count it
+    passes with them does), with its other arguments the run decides; else those of
+    MODEL_KEYS read from config.json alone. None when one of MODEL_KEYS is in neither."""
     config = profile.config if profile is not None else None
     if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
         config = config["text_config"]
     if not isinstance(config, dict):
         return None
+    block = block or {}
+    if not all(_is_int(block[arg]) for arg in MODEL_KEYS if arg in block):
+        block = {}  # (mixed with config.json's sizes, its other arguments may not agree)
     kwargs: dict[str, Any] = {}
     keys: list[str] = []
     for arg, names in MODEL_KEYS.items():
+        if arg in block:
+            kwargs[arg] = block[arg]  # (its redundant experts counted)
+            continue
         if arg == "intermediate_size":
             names = _intermediate_keys(config)
         key = next((k for k in names if isinstance(config.get(k), int)), None)
-        if key is None and _is_int(block.get(arg)):
-            kwargs[arg] = block[arg]  # (the block computed it: its redundant experts too)
-            continue
         if key is None:
             return None
         kwargs[arg] = config[key]
@@ -206,11 +206,15 @@ def layer_args(
             # the model classes add the server args' redundant experts to the routed ones
             redundant = sim.fields.get("ep_num_redundant_experts", 0)
             kwargs[arg] += redundant if _is_int(redundant) else 0
-    kwargs |= {k: v for k, v in block.items() if k not in kwargs and k not in BLOCK_SET}
+    kwargs |= {
+        k: v
+        for k, v in block.items()
+        if k not in kwargs and k not in BLOCK_SET and isinstance(v, PLAIN) and v is not None
+    }
     first = config.get("first_k_dense_replace", 0)  # (DeepSeek/GLM: the dense layers first)
     kwargs["layer_id"] = first if isinstance(first, int) else 0
     kwargs["prefix"] = f"model.layers.{kwargs['layer_id']}.mlp.experts"
-    return kwargs, keys
+    return kwargs, keys, sorted(k for k in kwargs if k in block and k not in BLOCK_SET)
 
 
 def _is_int(value: Any) -> bool:
