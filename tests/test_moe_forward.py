@@ -303,33 +303,6 @@ def test_nothing_is_followed_without_the_architecture_or_under_deepep() -> None:
     assert moe_forward.step(sim, fields, built, MODEL, profile, None) is None
 
 
-def evaluate(source: str, names: dict[str, Any]) -> Any:
-    """`source` evaluated by the simulator with `names` bound."""
-    import ast
-
-    from kb.explain.frames import Ctx, Frame
-
-    mods = modules()
-    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, None, derive=derived)
-    sim.run()
-    frame = Frame(mods[ARGS], "<test>", dict(names))
-    return sim.eval(ast.parse(source, mode="eval").body, frame, Ctx())
-
-
-def test_any_of_a_generator_is_decided_by_one_item_known_true() -> None:
-    # the scheduler's test of a multimodal config's text_config for experts: one attribute
-    # is in config.json, the others are not known (a config class's default may set them)
-    text_config = {"num_experts_per_tok": 1}
-    names = {"c": text_config, "attrs": ("num_experts_per_tok", "top_k_experts")}
-    assert evaluate("any(hasattr(c, a) for a in attrs)", names) is True
-    assert evaluate("all(not hasattr(c, a) for a in attrs)", names) is False
-    # ... not decided by the items not known, and what needs them stays unknown
-    names = {"c": {}, "attrs": ("num_experts_per_tok", "top_k_experts")}
-    assert isinstance(evaluate("any(hasattr(c, a) for a in attrs)", names), Unknown)
-    assert isinstance(evaluate("sum(hasattr(c, a) for a in attrs)", names), Unknown)
-    assert isinstance(evaluate("[hasattr(c, a) for a in attrs]", names), Unknown)
-
-
 def test_the_experts_arguments_are_those_the_block_passes() -> None:
     # (Llama-4's shape: one FFN size per kind of layer in config.json, the experts' passed
     # through a local; a flag config.json does not decide is not taken)

@@ -709,8 +709,7 @@ def _sliced(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[
 
 def comprehension(sim: Simulator, node: ast.expr, frame: Frame, ctx: Ctx) -> Any:
     """A list/set comprehension or generator expression over known items (a generator as
-    the list it yields): unknown when an item, a filter or a produced value is (a value a
-    generator produces: that item of its list)."""
+    the list it yields): unknown when an item, a filter or a produced value is."""
     if not isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
         return unknown(f"{type(node).__name__} (not interpreted)")
     inner = Frame(frame.module, frame.name, dict(frame.locals), marks=dict(frame.marks))
@@ -746,10 +745,6 @@ def comprehension(sim: Simulator, node: ast.expr, frame: Frame, ctx: Ctx) -> Any
     stop = produce(0)
     if stop is not None:
         return Unknown(stop.needs or ("the items of a comprehension",))
-    if isinstance(node, ast.GeneratorExp):
-        # (its items each as known as it is: `any(hasattr(config, a) for a in names)` is
-        # True when one is, whatever the others: kb.explain.pure_calls)
-        return out
     if any(isinstance(v, Unknown) for v in out):
         return Unknown(merge_needs(*out) or ("an item of a comprehension",))
     if isinstance(node, ast.SetComp):

@@ -182,18 +182,47 @@ def decided_built(
             yield b
 
 
-def first_layer_built(
-    sim: Simulator, root: ClassRef, b: Built, profile: Profile, quant_config: Any
-) -> int | None:
-    """The first layer tried that config.json decides `b` is built in (each of its
-    conditional builders builds it there); None when none is."""
+def run_statement(
+    sim: Simulator,
+    root: ClassRef,
+    b: Built,
+    profile: Profile,
+    quant_config: Any,
+    index: int,
+    last: ast.stmt,
+) -> tuple[Instance, Any] | None:
+    """The statements before `index` of the constructor of `b` that `last` reads (as a
+    builder's test is sliced), then `last`, on the constructor's arguments for the first
+    layer tried that config.json decides `b` is built in: the object and what `last`
+    returned; None when no layer tried is decided. The constructor's own checks are not
+    kept (its own run reports them)."""
     chain = {c.cls.name: c for c in classes_built(sim, root)}
     conditional = [link for link in _chain(b, chain) if link.condition]
     layers, _count = _layers(profile)
-    for layer in layers:
-        if all(_builds(sim, link, chain, quant_config, layer) is True for link in conditional):
-            return layer
-    return None
+    layer = next(
+        (
+            n
+            for n in layers
+            if all(_builds(sim, link, chain, quant_config, n) is True for link in conditional)
+        ),
+        None,
+    )
+    init = constructor(sim, b.cls)
+    if layer is None or init is None:
+        return None
+    read = getattr(last, "value", None)
+    node = copy.copy(init.node)
+    node.body = [*_slice(init.node.body[:index], read), last] if read else [last]
+    obj, returned = Instance(b.cls), None
+    start = len(sim.result.checks)
+    try:
+        kwargs = _arguments(sim, init.node, b, quant_config, layer)
+        returned = sim.call_function(Func(init.module, node, obj, init.owner), [], kwargs, Ctx())
+    except Raised:
+        pass  # (what it set until then is what it built)
+    finally:
+        del sim.result.checks[start:]
+    return obj, returned
 
 
 def _layers(profile: Profile | None) -> tuple[list[int], int]:
@@ -291,17 +320,17 @@ def _builds(
     assert isinstance(guard, ast.If)
     node = copy.copy(init.node)
     test = guard.test if branch else ast.UnaryOp(ast.Not(), guard.test)
-    before = slice_for(init.node.body[:index], test)
+    before = _slice(init.node.body[:index], test)
     node.body = [*before, ast.Return(test, lineno=guard.lineno, col_offset=0)]
     start = len(sim.result.checks)
-    kwargs = arguments(sim, init.node, builder, quant_config, layer)
+    kwargs = _arguments(sim, init.node, builder, quant_config, layer)
     bound = Func(init.module, node, Instance(builder.cls), init.owner)
     value = sim.call_function(bound, [], kwargs, Ctx())
     del sim.result.checks[start:]  # (the builder's own checks: its own run reports them)
     return value if isinstance(value, bool) else None
 
 
-def slice_for(body: list[ast.stmt], test: ast.expr) -> list[ast.stmt]:
+def _slice(body: list[ast.stmt], test: ast.expr) -> list[ast.stmt]:
     """The statements of `body` the test depends on: those binding a name or `self.<field>`
     it reads (through each other), and every plain `self.x = <name or its attribute>`
     (a method the test calls may read such a field). A constructor builds its attention
@@ -348,7 +377,7 @@ def _plain_field(stmt: ast.stmt) -> bool:
 def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, ctx: Ctx) -> None:
     init = constructor(sim, b.cls)
     if init is not None:
-        kwargs = arguments(sim, init.node, b, quant_config, layer)
+        kwargs = _arguments(sim, init.node, b, quant_config, layer)
         bound = Func(init.module, init.node, Instance(b.cls), init.owner)
         # A raise ends this constructor. Each class runs on its own, not in SGLang's order
         # of building them, so a raise of another class is still found (which of two SGLang
@@ -357,7 +386,7 @@ def _construct(sim: Simulator, b: Built, quant_config: Any, layer: int | None, c
             sim.call_function(bound, [], kwargs, ctx)
 
 
-def arguments(
+def _arguments(
     sim: Simulator,
     node: ast.FunctionDef | ast.AsyncFunctionDef,
     b: Built,

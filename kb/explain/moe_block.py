@@ -13,14 +13,12 @@ block's own checks are not reported here (the model class's step runs its constr
 from __future__ import annotations
 
 import ast
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kb.explain import block_forward, model_class
+from kb.explain import model_class
 from kb.explain.abstract_values import ClassRef, Func, Instance
-from kb.explain.frames import Ctx
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile
 
@@ -120,27 +118,15 @@ def run(
 ) -> tuple[Instance, Any] | None:
     """The block's constructor's statements `found` reads, then `last` (the statement
     itself, or a `return` of what to read of it), with the classes of `built_under` built
-    with their constructors: the block object and what was returned; None when config.json
-    decides no layer tried builds the block."""
-    layer = model_class.first_layer_built(sim, found.root, found.block, profile, quant_config)
-    if layer is None:
-        return None
-    init = found.init
-    node = copy.copy(init.node)
-    node.body = [*model_class.slice_for(init.node.body[: found.index], found.call), last]
-    kwargs = model_class.arguments(sim, init.node, found.block, quant_config, layer)
-    block = Instance(found.block.cls)
-    start = len(sim.result.checks)
+    with their constructors (kb.explain.model_class.run_statement: none of its checks
+    is kept)."""
     under, sim.construct_under = sim.construct_under, built_under
-    returned: Any = None
     try:
-        with block_forward.only_certain(sim):
-            bound = Func(init.module, node, block, init.owner)
-            returned = sim.call_function(bound, [], kwargs, Ctx())
+        return model_class.run_statement(
+            sim, found.root, found.block, profile, quant_config, found.index, last
+        )
     finally:
         sim.construct_under = under
-        del sim.result.checks[start:]  # (the block's own checks: its constructor's step)
-    return block, returned
 
 
 def topk(sim: Simulator, path: str | None, profile: Profile, quant_config: Any) -> Any:

@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from kb.explain.abstract_values import bounded_range, is_known, merge_needs
-from kb.explain.predicates import Unknown, unknown
+from kb.explain.abstract_values import bounded_range, is_known
+from kb.explain.predicates import unknown
 
 PURE_BUILTINS: dict[str, Callable[..., Any]] = {
     "len": len,
@@ -173,14 +173,8 @@ def module_call(module: str, name: str, args: list[Any], kwargs: dict[str, Any])
     `dict`, on known values; `typing.cast(type, value)` is the value; NOT_PURE for any other."""
     if (module, name) == ("typing", "cast") and len(args) == 2 and not kwargs:
         return args[1]  # (whatever the type it is cast to)
-    if (module, name) in (("builtins", "any"), ("builtins", "all")) and not kwargs:
-        decided = _short_circuit(name, args)
-        if decided is not None:
-            return decided
     if not all(is_known(a) for a in (*args, *kwargs.values())):
-        # (a generator's items not all known: what depends on them is unknown for them)
-        items = [i for a in args if isinstance(a, list) for i in a if isinstance(i, Unknown)]
-        return Unknown(merge_needs(*items)) if items and module == "builtins" else NOT_PURE
+        return NOT_PURE
     if (module, name) == ("builtins", "dict"):
         try:
             return dict(*args, **kwargs)
@@ -188,19 +182,6 @@ def module_call(module: str, name: str, args: list[Any], kwargs: dict[str, Any])
             return unknown("what dict() returns")
     pure = MODULE_FUNCTIONS.get((module, name))
     return pure(*args) if pure is not None and not kwargs else NOT_PURE
-
-
-def _short_circuit(name: str, args: list[Any]) -> bool | None:
-    """`any(items)` with an item known true is True, `all(items)` with one known false is
-    False, whatever the items not known (`any(hasattr(config, a) for a in names)`)."""
-    if len(args) != 1 or not isinstance(args[0], list | tuple):
-        return None
-    known = [bool(item) for item in args[0] if is_known(item)]
-    if name == "any" and any(known):
-        return True
-    if name == "all" and not all(known):
-        return False
-    return None
 
 
 def json_loads(text: Any) -> Any:
