@@ -351,3 +351,7 @@ def test_the_experts_arguments_are_those_the_block_passes() -> None:
     kwargs, keys, passed_names = args
     assert (kwargs["num_experts"], kwargs["intermediate_size"], passed_names) == (16, 512, [])
     assert "apply_router_weight_on_input" not in kwargs
+    # config.json settling every size: its keys alone, whatever the block decides (what it
+    # computes may read server args the architecture's constructor changes first)
+    args = moe_quant.layer_args(sim, sized, passed)
+    assert args is not None and args[0]["intermediate_size"] == 512 and args[2] == []

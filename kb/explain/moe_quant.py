@@ -177,10 +177,11 @@ def layer_args(
     sim: Simulator, profile: Profile | None, block: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[str], list[str]] | None:
     """FusedMoE's arguments, the config.json keys read and the block's arguments taken:
-    those the model's MoE block passes (`block`) when the run decides each of MODEL_KEYS
-    it passes (its experts count then counts its fused shared experts, as the count it
-    passes with them does), with its other arguments the run decides; else those of
-    MODEL_KEYS read from config.json alone. None when one of MODEL_KEYS is in neither."""
+    those of MODEL_KEYS read from config.json when it settles them all; else those the
+    model's MoE block passes (`block`) when the run decides each of MODEL_KEYS it passes
+    (its experts count then counts its fused shared experts, as the count it passes with
+    them does), with its other arguments the run decides. None when one of MODEL_KEYS is
+    in neither."""
     config = profile.config if profile is not None else None
     if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
         config = config["text_config"]
@@ -189,15 +190,18 @@ def layer_args(
     block = block or {}
     if not all(_is_int(block[arg]) for arg in MODEL_KEYS if arg in block):
         block = {}  # (mixed with config.json's sizes, its other arguments may not agree)
+    if all(_config_key(config, arg, names) for arg, names in MODEL_KEYS.items()):
+        # config.json settles them: its keys alone (what the block computes may read the
+        # server args the architecture's constructor changes first, not followed here:
+        # DeepSeek's and GLM's fused shared experts, turned off for DeepEP)
+        block = {}
     kwargs: dict[str, Any] = {}
     keys: list[str] = []
     for arg, names in MODEL_KEYS.items():
         if arg in block:
             kwargs[arg] = block[arg]  # (its redundant experts counted)
             continue
-        if arg == "intermediate_size":
-            names = _intermediate_keys(config)
-        key = next((k for k in names if isinstance(config.get(k), int)), None)
+        key = _config_key(config, arg, names)
         if key is None:
             return None
         kwargs[arg] = config[key]
@@ -215,6 +219,12 @@ def layer_args(
     kwargs["layer_id"] = first if isinstance(first, int) else 0
     kwargs["prefix"] = f"model.layers.{kwargs['layer_id']}.mlp.experts"
     return kwargs, keys, sorted(k for k in kwargs if k in block and k not in BLOCK_SET)
+
+
+def _config_key(config: dict[str, Any], arg: str, names: tuple[str, ...]) -> str | None:
+    """The config.json key FusedMoE's `arg` is read from, when config.json has one."""
+    names = _intermediate_keys(config) if arg == "intermediate_size" else names
+    return next((k for k in names if isinstance(config.get(k), int)), None)
 
 
 def _is_int(value: Any) -> bool:
