@@ -20,8 +20,8 @@ constructors run, then runs the quantization method's `process_weights_after_loa
 the layer (kb.explain.model_loading), after which the layer's attributes no code followed
 set are those its classes may set (kb.explain.unfollowed): what its forward reads with a
 default (`use_intel_amx_backend(layer)`) is decided. Its arguments are those the model
-classes pass, read from config.json (MODEL_KEYS; one config.json does not settle, and the
-other arguments, those the model's MoE block passes when the run decides them:
+classes pass, read from config.json (MODEL_KEYS; when config.json does not settle them,
+those the model's MoE block passes, with its other arguments, when the run decides them:
 kb.explain.moe_block); the parallel-state getters are answered
 from the server args (kb.explain.parallel_state). Without those keys, or without a
 quantization config, nothing runs: unknown stays unknown.
