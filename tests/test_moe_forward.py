@@ -169,7 +169,13 @@ FILES = {
                 )
                 return self.quant_method.apply(layer=self, dispatch_output=dispatch_output)
         """,
+    SRT + "layers/moe/moe_runner/toy.py": """
+        def run_kernel(layer):
+            # (state the first call builds lazily, not followed: not said)
+            assert layer.lazy_wrapper is not None, "the kernel's wrapper is built"
+        """,
     QUANT: """
+        from sglang.srt.layers.moe.moe_runner.toy import run_kernel
         from sglang.srt.layers.moe.topk import TopKOutputChecker
         from sglang.srt.layers.moe.utils import get_moe_runner_backend
 
@@ -185,6 +191,7 @@ FILES = {
                     assert topk_config.top_k == 1, "ModelOpt FP8 MoE requires top_k==1"
                 # (the batch's: not said, whatever the settings)
                 assert x.shape[0] % 4 == 0, "tokens padded to 4"
+                run_kernel(layer)
                 return x
         """,
     MODEL: """
@@ -249,6 +256,7 @@ def forward_checks(
     sim = Simulator(mods.get, mods[ARGS], fields, profile, derive=derived)
     sim.run()
     layer = Instance(class_ref(mods[LAYER], "FusedMoE"))
+    layer.fields["lazy_wrapper"] = None
     layer.fields["quant_method"] = Instance(class_ref(mods[QUANT], "ToyFp8MoEMethod"))
     dispatchers = mods[SRT + "layers/moe/token_dispatcher.py"]
     layer.fields["dispatcher"] = Instance(class_ref(dispatchers, "StandardDispatcher"))
