@@ -212,6 +212,18 @@ class ToyWideForCausalLM(ToyMoeForCausalLM):
         self.model = WideModel(config, quant_config=quant_config, prefix="model")
 
 
+class WideHandedModel(ToyModel):
+    # (Qwen3-MoE's shape: its own parameter, defaulting to its layer, handed to the base)
+    def __init__(self, config, quant_config=None, prefix="", decoder_layer_type=WideDecoderLayer):
+        super().__init__(config, quant_config, prefix, decoder_layer_type=decoder_layer_type)
+
+
+class ToyWideHandedForCausalLM(ToyMoeForCausalLM):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__(config, quant_config, prefix)
+        self.model = WideHandedModel(config, quant_config=quant_config, prefix="model")
+
+
 class OtherDecoderLayer(ToyDecoderLayer):
     pass
 
@@ -299,6 +311,7 @@ EntryClass = [
     ToyNoPipelineForCausalLM,
     ToyOneStageForCausalLM,
     ToyWideForCausalLM,
+    ToyWideHandedForCausalLM,
 ]
 """
 
@@ -538,6 +551,12 @@ def test_a_decoder_class_passed_to_the_base_s_constructor_is_the_one_built(
         )
     ]
     assert load_findings(session, "--tp-size 4", {**wide, "hidden_size": 128}) == []
+    # ... or a parameter of the subclass's constructor naming it, handed on
+    handed = {**wide, "architectures": ["ToyWideHandedForCausalLM"]}
+    assert load_findings(session, "--tp-size 4", handed) == load_findings(
+        session, "--tp-size 4", wide
+    )
+    assert load_findings(session, "--tp-size 4", {**handed, "hidden_size": 128}) == []
 
 
 def test_the_runner_s_expert_location_asserts_the_experts_divide_among_the_ep_ranks(

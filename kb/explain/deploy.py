@@ -30,6 +30,7 @@ from kb.explain import (
     model_registry,
     model_weights,
     moe,
+    moe_forward,
     moe_quant,
     runner_checks,
     tbo_strategy,
@@ -298,7 +299,7 @@ def simulate(
             # FusedMoE's own constructor: the layer's quantization method, its weights, its
             # MoE runner and token dispatcher
             qc = loaded.quant_config if loaded.built and not loader_raised else None
-            step = moe_quant.step(sim, built, qc, profile, paths)
+            step = moe_quant.step(sim, built, qc, profile, paths, model_file)
             stage("load", moe_quant.PART, step)
     sim.default_dtype = None
     # ... with a draft model, its worker then builds the draft decode/extend backends
@@ -400,6 +401,11 @@ def simulate(
         if forward and not any(ran):
             stages.pop()  # nothing of its forward is simulated
             load_parts.pop()
+            # ... a layer with the standard dispatcher: routed by its block's TopK
+            step = moe_forward.step(
+                sim, result.fields, built, model_file, profile, loaded.quant_config
+            )
+            stage("first_forward", f"the first forward of {name}", step)
     return _report(facts, analysis, result, given, profile, cite, stages, load_parts)
 
 

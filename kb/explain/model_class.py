@@ -191,6 +191,49 @@ def decided_built(
             yield b
 
 
+def run_statement(
+    sim: Simulator,
+    root: ClassRef,
+    b: Built,
+    profile: Profile,
+    quant_config: Any,
+    index: int,
+    last: ast.stmt,
+) -> tuple[Instance, Any] | None:
+    """The statements before `index` of the constructor of `b` that `last` reads (as a
+    builder's test is sliced), then `last`, on the constructor's arguments for the first
+    layer tried that config.json decides `b` is built in: the object and what `last`
+    returned; None when no layer tried is decided. The constructor's own checks are not
+    kept (its own run reports them)."""
+    chain = {c.cls.name: c for c in classes_built(sim, root)}
+    conditional = [link for link in _chain(b, chain) if link.condition]
+    layers, _count = _layers(profile)
+    layer = next(
+        (
+            n
+            for n in layers
+            if all(_builds(sim, link, chain, quant_config, n) is True for link in conditional)
+        ),
+        None,
+    )
+    init = constructor(sim, b.cls)
+    if layer is None or init is None:
+        return None
+    read = getattr(last, "value", None)
+    node = copy.copy(init.node)
+    node.body = [*_slice(init.node.body[:index], read), last] if read else [last]
+    obj, returned = Instance(b.cls), None
+    start = len(sim.result.checks)
+    try:
+        kwargs = _arguments(sim, init.node, b, quant_config, layer)
+        returned = sim.call_function(Func(init.module, node, obj, init.owner), [], kwargs, Ctx())
+    except Raised:
+        pass  # (what it set until then is what it built)
+    finally:
+        del sim.result.checks[start:]
+    return obj, returned
+
+
 def _layers(profile: Profile | None) -> tuple[list[int], int]:
     """Layer ids to follow a layer's constructors for, those likeliest to differ (the first
     two, the last dense one and the first two past it: `first_k_dense_replace` of DeepSeek
@@ -625,7 +668,13 @@ def _built_by(
                 for k in call.keywords
                 if k.arg
                 and isinstance(k.value, ast.Name)
-                and (found := _model_class(sim, init.module, k.value.id)) is not None
+                # (a class, or a parameter naming one handed on: `decoder_layer_type=
+                # decoder_layer_type`, whose default is the subclass's own layer)
+                and (
+                    found := classes_of.get(k.value.id)
+                    or _model_class(sim, init.module, k.value.id)
+                )
+                is not None
             }
             yield from _built_by(sim, holder, base, conds, named)
             continue

@@ -15,8 +15,8 @@ source and run by the simulator (kb.explain.simulate, kb.explain.classes).
   interpreted: its fields are unknown), on the same quant config.
 - `first_forward`: for a layer with a DeepEP dispatcher (the a2a backend deepep or
   mooncake), `run_moe_core` on the dispatch output of each mode the deepep mode runs
-  (`auto`: normal for prefill, low-latency for decode). Other layers' forwards are not
-  simulated.
+  (`auto`: normal for prefill, low-latency for decode). A layer with the standard
+  dispatcher is routed by its block's TopK first: kb.explain.moe_forward.
 """
 
 from __future__ import annotations

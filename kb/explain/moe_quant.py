@@ -20,7 +20,9 @@ constructors run, then runs the quantization method's `process_weights_after_loa
 the layer (kb.explain.model_loading), after which the layer's attributes no code followed
 set are those its classes may set (kb.explain.unfollowed): what its forward reads with a
 default (`use_intel_amx_backend(layer)`) is decided. Its arguments are those the model
-classes pass, read from config.json (MODEL_KEYS); the parallel-state getters are answered
+classes pass, read from config.json (MODEL_KEYS; when config.json does not settle them,
+those the model's MoE block passes, with its other arguments, when the run decides them:
+kb.explain.moe_block); the parallel-state getters are answered
 from the server args (kb.explain.parallel_state). Without those keys, or without a
 quantization config, nothing runs: unknown stays unknown.
 """
@@ -37,6 +39,7 @@ from kb.explain import (
     classes,
     model_loading,
     moe,
+    moe_block,
     parallel_state,
     unfollowed,
 )
@@ -70,24 +73,31 @@ def step(
     quant_config: Any,
     profile: Profile | None,
     paths: Iterable[str] = (),
+    model_file: str | None = None,
 ) -> Callable[[], None] | None:
     """The step to run past ServerArgs; None when there is nothing to follow (no MoE layer
-    built, no quantization config known, the model's sizes not in its config.json).
-    `paths`: the version's files (where the MoE runner's registries are read from)."""
+    built, no quantization config known, the model's sizes not in its config.json nor
+    computed by its MoE block). `paths`: the version's files (where the MoE runner's
+    registries are read from); `model_file`: the architecture's (its MoE block's arguments
+    to the experts)."""
     layer = built.layer
     if layer is None or quant_config is None or isinstance(quant_config, Unknown):
         return None
     init = _through_builds(sim, layer)
-    args = layer_args(sim, profile)
-    if init is None or args is None:
+    if init is None:
         return None
-    kwargs, keys = args
+    block = block_args(sim, model_file, profile, quant_config)
+    args = layer_args(sim, profile, block)
+    if args is None:
+        return None
+    kwargs, keys, passed = args
     kwargs["quant_config"] = quant_config
+    read = [f"config.json's {', '.join(keys)} (the keys the MoE model classes pass)"] * bool(keys)
+    read += [f"the {', '.join(passed)} its MoE block passes"] * bool(passed)
 
     def run() -> None:
         sim.result.assumptions["moe-layer-args"] = (
-            "the MoE layer is built with config.json's " + ", ".join(keys) + " (the keys the "
-            "MoE model classes pass), in its first MoE layer"
+            "the MoE layer is built with " + ", and ".join(read) + ", in its first MoE layer"
         )
         sim.result.assumptions["parallel-state"] = (
             "the MoE expert-parallel size is the ep size and the MoE tensor-parallel size the "
@@ -138,31 +148,92 @@ def _builds(stmt: ast.stmt) -> bool:
     )
 
 
-def layer_args(sim: Simulator, profile: Profile | None) -> tuple[dict[str, Any], list[str]] | None:
-    """FusedMoE's arguments as the model class passes them (from config.json), and the
-    keys read; None when one of them is not in config.json."""
+def block_args(
+    sim: Simulator, model_file: str | None, profile: Profile | None, quant_config: Any
+) -> dict[str, Any]:
+    """The keyword arguments the model's MoE block builds its experts with, as the run
+    computes them (kb.explain.moe_block); none when not found or not followed."""
+    found: dict[str, Any] = {}
+    if profile is None or model_file is None:
+        return found
+
+    def read() -> None:
+        sim.parallel = parallel_state.sizes(sim.fields)
+        try:
+            found.update(moe_block.experts_arguments(sim, model_file, profile, quant_config) or {})
+        finally:
+            sim.parallel = {}
+
+    return found if sim.run_after(read) else {}
+
+
+# the values of the block's arguments taken: plain ones the run decides (an argument not
+# decided, or a tensor, a dtype, a function, is left out, as every argument but MODEL_KEYS
+# was before the block was read: FusedMoE's default stands in for it)
+PLAIN = (bool, int, float, str)
+
+
+def layer_args(
+    sim: Simulator, profile: Profile | None, block: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[str], list[str]] | None:
+    """FusedMoE's arguments, the config.json keys read and the block's arguments taken:
+    those of MODEL_KEYS read from config.json when it settles them all; else those the
+    model's MoE block passes (`block`) when the run decides each of MODEL_KEYS it passes
+    (its experts count then counts its fused shared experts, as the count it passes with
+    them does), with its other arguments the run decides. None when one of MODEL_KEYS is
+    in neither."""
     config = profile.config if profile is not None else None
     if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
         config = config["text_config"]
     if not isinstance(config, dict):
         return None
+    block = block or {}
+    if not all(_is_int(block[arg]) for arg in MODEL_KEYS if arg in block):
+        block = {}  # (mixed with config.json's sizes, its other arguments may not agree)
+    if all(_config_key(config, arg, names) for arg, names in MODEL_KEYS.items()):
+        # config.json settles them: its keys alone (what the block computes may read the
+        # server args the architecture's constructor changes first, not followed here:
+        # DeepSeek's and GLM's fused shared experts, turned off for DeepEP)
+        block = {}
     kwargs: dict[str, Any] = {}
     keys: list[str] = []
     for arg, names in MODEL_KEYS.items():
-        if arg == "intermediate_size":
-            names = _intermediate_keys(config)
-        key = next((k for k in names if isinstance(config.get(k), int)), None)
+        if arg in block:
+            kwargs[arg] = block[arg]  # (its redundant experts counted)
+            continue
+        key = _config_key(config, arg, names)
         if key is None:
             return None
         kwargs[arg] = config[key]
         keys.append(key)
-    redundant = sim.fields.get("ep_num_redundant_experts", 0)
-    # the model classes add the server args' redundant experts to the routed ones
-    kwargs["num_experts"] += redundant if isinstance(redundant, int) else 0
+        if arg == "num_experts":
+            # the model classes add the server args' redundant experts to the routed ones
+            redundant = sim.fields.get("ep_num_redundant_experts", 0)
+            kwargs[arg] += redundant if _is_int(redundant) else 0
+    kwargs |= {
+        k: v
+        for k, v in block.items()
+        if k not in kwargs and k not in BLOCK_SET and isinstance(v, PLAIN) and v is not None
+    }
     first = config.get("first_k_dense_replace", 0)  # (DeepSeek/GLM: the dense layers first)
     kwargs["layer_id"] = first if isinstance(first, int) else 0
     kwargs["prefix"] = f"model.layers.{kwargs['layer_id']}.mlp.experts"
-    return kwargs, keys
+    return kwargs, keys, sorted(k for k in kwargs if k in block and k not in BLOCK_SET)
+
+
+def _config_key(config: dict[str, Any], arg: str, names: tuple[str, ...]) -> str | None:
+    """The config.json key FusedMoE's `arg` is read from, when config.json has one."""
+    names = _intermediate_keys(config) if arg == "intermediate_size" else names
+    return next((k for k in names if isinstance(config.get(k), int)), None)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# what the step sets itself whatever the block passes (its layer, its module name, the
+# loader's quantization config)
+BLOCK_SET = frozenset({"layer_id", "prefix", "quant_config"})
 
 
 def _intermediate_keys(config: dict[str, Any]) -> tuple[str, ...]:
