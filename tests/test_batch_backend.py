@@ -455,6 +455,16 @@ def test_a_config_class_registered_for_another_model_type_is_not_the_union(
         session, "v0.1.0", "--model-path org/m --attention-backend fa3", profile=profile
     )
     assert not [f for f in result["findings"] if "hybrid linear" in f["message"]]
+    # a model_type SGLang registers no class for: transformers' own class, none of these
+    # (only one named for it may be the class registered under an inherited model_type)
+    for model_type, said in (("plain_bert", False), ("foreign", True)):
+        config = {"architectures": ["OtherForCausalLM"], "model_type": model_type}
+        profile = Profile.parse({"sm": 90, "platform": "cuda", "config": config})
+        result = explain(
+            session, "v0.1.0", "--model-path org/m --attention-backend fa3", profile=profile
+        )
+        found = [f["severity"] for f in result["findings"] if "hybrid linear" in f["message"]]
+        assert found == (["info"] if said else [])
     lines = textwrap.dedent(REGISTRY).lstrip().splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "fa3 does not support" in text)
     assert errors(session, "--attention-backend fa3") == [

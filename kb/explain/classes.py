@@ -558,7 +558,20 @@ def _hf_config_is(sim: Simulator, kinds: tuple[Any, ...]) -> Any:
             return True
         if _foreign_bases_only(sim, held):
             return False
+    elif registered is None and all(
+        isinstance(k, ClassRef) and _named_for(k.name) != _named_for(model_type)
+        for k, t in zip(kinds, types, strict=True)
+        if not isinstance(t, str)
+    ):
+        # none registered for it: transformers' own class, none of SGLang's (a class of
+        # SGLang's registered under the model_type it inherits is named for it: Lfm2Config)
+        return False
     return unknown(f"whether the model's config is a {_name(kinds[0])}")
+
+
+def _named_for(name: str) -> str:
+    """`Lfm2Config` and `lfm2` alike: lowercase, without separators or "config"."""
+    return name.lower().replace("_", "").replace("-", "").removesuffix("config")
 
 
 # where SGLang registers its config classes by model_type (`_CONFIG_REGISTRY`, a list of the
