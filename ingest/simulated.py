@@ -37,6 +37,8 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/distributed/utils.py",
         # the ModelRunner's initial expert location (its assert on the experts per rank)
         "python/sglang/srt/eplb/expert_location.py",
+        # ... and its expert distribution recorder (EPLB's gatherer for the DeepEP mode)
+        "python/sglang/srt/eplb/expert_distribution.py",
         # the attention layer's types (an encoder-only model's first forward)
         "python/sglang/srt/layers/radix_attention.py",
         # the forward context a model's layers read the batch's attention backend from

@@ -37,6 +37,8 @@ class ServerArgs:
     tp_size: int = 1
     pp_size: int = 1
     ep_size: int = 1
+    expert_distribution_recorder_mode: str = None
+    deepep_mode: str = "auto"
     enable_two_batch_overlap: bool = False
     disable_cuda_graph: bool = False
 
@@ -52,6 +54,8 @@ class ServerArgs:
         parser.add_argument("--tp-size", type=int, default=ServerArgs.tp_size, help="TP.")
         parser.add_argument("--pp-size", type=int, default=ServerArgs.pp_size, help="PP.")
         parser.add_argument("--ep-size", type=int, default=ServerArgs.ep_size, help="EP.")
+        parser.add_argument("--expert-distribution-recorder-mode", type=str, help="EPLB.")
+        parser.add_argument("--deepep-mode", type=str, default="auto", help="DeepEP mode.")
         parser.add_argument("--enable-two-batch-overlap", action="store_true", help="TBO.")
         parser.add_argument("--disable-cuda-graph", action="store_true", help="No graphs.")
 
@@ -370,6 +374,7 @@ def compute_initial_expert_location_metadata(server_args, model_config, moe_ep_r
     if config is None:
         return None
     assert config.num_logical_experts % server_args.ep_size == 0
+    return config
 """
 
 # two-batch overlap's strategy knows some decoder layers by name
@@ -384,8 +389,35 @@ class OperationsStrategy:
         raise NotImplementedError
 """
 
+# the runner's expert distribution recorder, on the initial expert location's metadata
+EXPERT_DISTRIBUTION = """
+class ExpertDistributionRecorder:
+    @staticmethod
+    def init_new(server_args, expert_location_metadata, rank):
+        if server_args.expert_distribution_recorder_mode is not None:
+            assert expert_location_metadata is not None, "ExpertLocationMetadata is required"
+            return _RecorderReal(server_args, expert_location_metadata, rank)
+        return None
+
+
+class _RecorderReal:
+    def __init__(self, server_args, expert_location_metadata, rank):
+        self._gatherers = {k: _Gatherer.init_new(server_args) for k in ["primary"]}
+
+
+class _Gatherer:
+    @staticmethod
+    def init_new(server_args):
+        if server_args.ep_size > 1:
+            if server_args.deepep_mode == "normal":
+                return _Gatherer()
+            raise NotImplementedError("no gatherer for this DeepEP mode")
+        return _Gatherer()
+"""
+
 FILES = {
     SERVER_ARGS: ARGS,
+    SRT + "eplb/expert_distribution.py": EXPERT_DISTRIBUTION,
     SRT + "batch_overlap/operations_strategy.py": OPERATIONS_STRATEGY,
     SRT + "model_loader/utils.py": LOADER_UTILS,
     SRT + "eplb/expert_location.py": EXPERT_LOCATION,
@@ -656,3 +688,29 @@ def test_a_multimodal_model_s_language_model_reads_the_text_sub_config(session: 
     # no sparse layer among those tried: said as resting on the builder building it
     dense = {**vlm, "text_config": {**text, "moe_layers_enum": "10"}}
     assert [s for s, _ in load_findings(session, "--tp-size 16", dense)] == ["error", "warning"]
+
+
+def test_the_runner_s_expert_distribution_recorder_needs_metadata_and_a_gatherer(
+    session: Session,
+) -> None:
+    # the recorder's gatherer (built in a dict comprehension) for the DeepEP mode, and the
+    # metadata the model class gives (none for one without get_model_config_for_expert_location)
+    eplb = "--expert-distribution-recorder-mode stat"
+    line = line_of(EXPERT_DISTRIBUTION, "raise NotImplementedError")
+    assert load_findings(session, f"--tp-size 4 --ep-size 4 {eplb}", TOY) == [
+        (
+            "error",
+            f"raises at expert_distribution.py:{line}: NotImplementedError: no gatherer for "
+            "this DeepEP mode",
+        )
+    ]
+    assert load_findings(session, f"--tp-size 4 --ep-size 4 --deepep-mode normal {eplb}", TOY) == []
+    other = {**TOY, "architectures": ["ToyOtherForCausalLM"]}
+    line = line_of(EXPERT_DISTRIBUTION, "assert expert_location_metadata")
+    assert load_findings(session, eplb, other) == [
+        (
+            "error",
+            f"assertion fails at expert_distribution.py:{line}: ExpertLocationMetadata is required",
+        )
+    ]
+    assert load_findings(session, "", other) == []

@@ -710,14 +710,18 @@ def _sliced(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[
 def comprehension(sim: Simulator, node: ast.expr, frame: Frame, ctx: Ctx) -> Any:
     """A list/set comprehension or generator expression over known items (a generator as
     the list it yields): unknown when an item, a filter or a produced value is."""
-    if not isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+    if not isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
         return unknown(f"{type(node).__name__} (not interpreted)")
     inner = Frame(frame.module, frame.name, dict(frame.locals), marks=dict(frame.marks))
     out: list[Any] = []
 
     def produce(level: int) -> Unknown | None:
         if level == len(node.generators):
-            out.append(sim.eval(node.elt, inner, ctx))
+            if isinstance(node, ast.DictComp):  # (a key and its value, as one item)
+                key, value = sim.eval(node.key, inner, ctx), sim.eval(node.value, inner, ctx)
+                out.append(Unknown(merge_needs(key)) if isinstance(key, Unknown) else (key, value))
+            else:
+                out.append(sim.eval(node.elt, inner, ctx))
             return None
         gen = node.generators[level]
         items = sim.eval(gen.iter, inner, ctx)
@@ -752,4 +756,10 @@ def comprehension(sim: Simulator, node: ast.expr, frame: Frame, ctx: Ctx) -> Any
         with contextlib.suppress(TypeError):
             return set(out)
         return unknown("a set of unhashable values")
+    if isinstance(node, ast.DictComp):
+        if any(isinstance(v, Unknown) for _, v in out):
+            return Unknown(merge_needs(*(v for _, v in out)) or ("a value of a comprehension",))
+        with contextlib.suppress(TypeError):
+            return dict(out)
+        return unknown("a dict of unhashable keys")
     return out

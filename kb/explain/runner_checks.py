@@ -144,25 +144,39 @@ class _Substitute(ast.NodeTransformer):
 
 EXPERT_LOCATION_PART = "the initial expert location"
 EXPERT_LOCATION = ("sglang.srt.eplb.expert_location", "compute_initial_expert_location_metadata")
+EXPERT_DISTRIBUTION = ("sglang.srt.eplb.expert_distribution", "ExpertDistributionRecorder")
 
 
 def expert_location_step(sim: Simulator) -> Callable[[], None] | None:
     """`ModelRunner.initialize`'s `compute_initial_expert_location_metadata(server_args,
     model_config, moe_ep_rank)`, which asks the model class (through the registry) for its
     expert counts and asserts the physical experts divide among the ep ranks (rank 0's
-    run); None without the function."""
+    run), then `ExpertDistributionRecorder.init_new(server_args, that metadata, rank)`,
+    which refuses a recorder mode without metadata (a model class that gives none) and a
+    DeepEP mode its gatherers lack (`auto`); None without the function."""
     mod = sim.module(EXPERT_LOCATION[0])
     fn = mod.functions.get(EXPERT_LOCATION[1]) if mod is not None else None
     if mod is None or fn is None:
         return None
     compute = Func(mod, fn)
+    recorder = sim.module(EXPERT_DISTRIBUTION[0])
+    found = recorder.classes.get(EXPERT_DISTRIBUTION[1]) if recorder is not None else None
+    init_new = (
+        classes.class_attr(sim, classes.class_ref(recorder, EXPERT_DISTRIBUTION[1]), "init_new")
+        if recorder is not None and found is not None
+        else None
+    )
 
     def run() -> None:
         # (the dataclass the model class answers with is built as written)
         construct, sim.construct = sim.construct, True
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
-            sim.call_function(compute, [SELF, Obj("model_config"), 0], {}, Ctx())
+            metadata = sim.call_function(compute, [SELF, Obj("model_config"), 0], {}, Ctx())
+            # ... then the expert distribution recorder on it (EPLB's: its gatherer for the
+            # a2a backend and DeepEP mode)
+            if isinstance(init_new, Func):
+                sim.call_function(init_new, [SELF, metadata], {"rank": 0}, Ctx())
         finally:
             sim.construct = construct
             sim.parallel = {}

@@ -233,6 +233,9 @@ def plain(text: str) -> str:
 # --------------------------------------------------------------------------------------
 
 
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 class Simulator:
     def __init__(
         self,
@@ -1380,7 +1383,7 @@ class Simulator:
             return value
         if isinstance(node, ast.Lambda):
             return lambda_function(node, frame)
-        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp) and self.derive:
+        if isinstance(node, COMPREHENSIONS) and self.derive:
             return self.derive.comprehension(self, node, frame, ctx)
         kind = EXPRESSION_NAMES.get(type(node).__name__, type(node).__name__)
         return unknown(f"{kind} (not interpreted)")
