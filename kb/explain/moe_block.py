@@ -129,11 +129,11 @@ def run(
         sim.construct_under = under
 
 
-def topk(sim: Simulator, path: str | None, profile: Profile, quant_config: Any) -> Any:
-    """The TopK object the model's MoE block builds; None when none is found or built."""
-    found = find(sim, path, profile, builds_topk)
-    ran = run(sim, found, profile, quant_config, found.assign, (TOPK[0],)) if found else None
-    obj = ran[0].fields.get(found.attr) if ran is not None and found is not None else None
+def topk(sim: Simulator, found: Statement, profile: Profile, quant_config: Any) -> Any:
+    """The TopK object the model's MoE block builds at `found` (find's, with builds_topk);
+    None when it is not built."""
+    ran = run(sim, found, profile, quant_config, found.assign, (TOPK[0],))
+    obj = ran[0].fields.get(found.attr) if ran is not None else None
     return obj if isinstance(obj, Instance) else None
 
 

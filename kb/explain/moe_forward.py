@@ -59,11 +59,12 @@ def step(
         return None
     if fields.get("enable_torch_compile") is not False:
         return None  # (the batch's size decides TopK's forward, hence its output's class)
-    if profile is None or moe_block.find(sim, path, profile, moe_block.builds_topk) is None:
+    found = moe_block.find(sim, path, profile, moe_block.builds_topk) if profile else None
+    if profile is None or found is None:
         return None
 
     def run() -> None:
-        topk = moe_block.topk(sim, path, profile, quant_config)
+        topk = moe_block.topk(sim, found, profile, quant_config)
         if topk is not None:
             forward(sim, layer, topk, built.ctx)
 
