@@ -44,6 +44,11 @@ SIMULATION_FILES = frozenset(
         # the forward context a model's layers read the batch's attention backend from
         # (`get_attn_backend()`, 2026-07): kb/explain/block_forward.py
         "python/sglang/srt/model_executor/forward_context.py",
+        # the forward modes a batch is prepared in, and the CUDA-graph runner whose capture
+        # re-raises a RuntimeError as its own (kb/explain/batch_forward.py)
+        "python/sglang/srt/model_executor/forward_batch_info.py",
+        "python/sglang/srt/model_executor/cuda_graph_runner.py",
+        "python/sglang/srt/model_executor/runner/decode_cuda_graph_runner.py",
         # two-batch overlap's strategy for the model's decoder layers (its first forward)
         "python/sglang/srt/batch_overlap/operations_strategy.py",
         "python/sglang/srt/operations_strategy.py",
