@@ -22,6 +22,7 @@ from typing import Any
 from kb.dests import dest_rank
 from kb.explain import (
     attention_forward,
+    batch_forward,
     block_forward,
     derived,
     draft_stage,
@@ -370,6 +371,13 @@ def simulate(
         if not stage("load", part, step) and part != model_weights.DRAFT_PART:
             break
     sim.construct_under = ()
+    # the main backend prepares its first batches: the decode graphs' capture, the warmup
+    # prefill, a decode (kb.explain.batch_forward)
+    stage(
+        "first_forward",
+        batch_forward.PART,
+        batch_forward.step(sim, made[0], result.fields) if made else None,
+    )
     # the first prefill of an encoder-only model's attention (kb.explain.attention_forward)
     kind = attention_forward.layer_kind(sim, model_file) if made else None
     stage(

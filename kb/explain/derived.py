@@ -24,7 +24,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import module_state
-from kb.explain.abstract_values import SELF, Func, Obj, merge_needs, truth
+from kb.explain.abstract_values import SELF, Func, Instance, Obj, merge_needs, truth
+from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import MISSING, Unknown, unknown
 from kb.explain.simulate import Ctx, Frame, _Break, _Continue, _Return
 from kb.explain.source_modules import Module
@@ -131,6 +132,8 @@ def runner_attr(sim: Simulator, runner: Obj, attr: str) -> Any:
     if attr == "is_draft_worker":
         return draft
     key = f"{runner.kind}.{attr}"
+    if attr == "model" and not draft and key not in sim.derived:
+        sim.derived[key] = loaded_model(sim)
     if key not in sim.derived:
         sim.derived[key] = unknown(f"ModelRunner.{attr} (derived from itself)")
 
@@ -151,6 +154,22 @@ def runner_attr(sim: Simulator, runner: Obj, attr: str) -> Any:
             f"ModelRunner.{attr}",
         )
     return sim.derived[key]
+
+
+def loaded_model(sim: Simulator) -> Any:
+    """The ModelRunner's `model`: an instance of the architecture's class on config.json
+    (`self.config`), for its methods that read only the config
+    (`get_attention_sliding_window_size()`); the rest of what its constructor built is
+    unknown (the instance is not constructed here)."""
+    profile = sim.profile
+    files = dict(sim.models.files) if sim.models is not None else {}
+    arch = profile.arch if profile is not None and profile.config is not None else None
+    cls = architecture_class(sim, files.get(arch or ""), arch)
+    if cls is None:
+        return unknown("the model the ModelRunner loaded")
+    model = Instance(cls, "loaded by the ModelRunner (its constructor not run here)")
+    model.fields["config"] = Obj("hf_config")
+    return model
 
 
 def server_args_set_by_runner(sim: Simulator) -> dict[str, str]:
@@ -552,9 +571,13 @@ def _set_in_constructor(
     then `if ...: self.x = {...}`): its statements that lead to it run with the field as a
     local; unknown when another method assigns it too."""
     methods = _methods(cls)
-    init = methods.get("__init__")
     sites = _self_assignments(cls).get(attr, [])
+    # (or a method taking only `self` that the constructor's initialization runs: the
+    # ModelRunner's `load_model` sets `sliding_window_size` from the model it loaded)
+    init = sites[0][0] if sites else methods.get("__init__")
     if init is None or not sites or any(method is not init for method, _ in sites):
+        return unknown(words)
+    if init.name != "__init__" and (len(init.args.args) != 1 or init.args.vararg):
         return unknown(words)
     local = f"{attr}__derived"
     frame = Frame(mod, init.name, {"self": bound, local: unknown(words)})

@@ -128,4 +128,6 @@ def batch_attr(sim: Any, attr: str) -> Any:
             built = sim.derived["runner.attn_backend"]
             sim.derived["batch.attn_backend"] = batch_backend.as_the_batch_sees_it(sim, built)
         return sim.derived["batch.attn_backend"]
+    if f"batch.{attr}" in sim.derived:  # its mode, its speculative input (batch_forward)
+        return sim.derived[f"batch.{attr}"]
     return unknown(f"the batch's {attr}")
