@@ -38,6 +38,7 @@ class ServerArgs:
     speculative_eagle_topk: int = None
     disable_cuda_graph: bool = False
     is_embedding: bool = False
+    encoder_only: bool = False
 
     def __post_init__(self):
         pass
@@ -52,6 +53,7 @@ class ServerArgs:
         parser.add_argument("--speculative-eagle-topk", type=int, help="Topk.")
         parser.add_argument("--disable-cuda-graph", action="store_true", help="No graphs.")
         parser.add_argument("--is-embedding", action="store_true", help="Embedding.")
+        parser.add_argument("--encoder-only", action="store_true", help="Encoder only.")
 """
 
 RUNNER = """
@@ -173,17 +175,37 @@ class ToySwaForCausalLM(nn.Module):
         return self.config.sliding_window - 1
 
 
+class ToyMultimodalForCausalLM(ToySwaForCausalLM):
+    # (encoder_only is no key of config.json: SGLang's ModelConfig sets it on the config)
+    def get_attention_sliding_window_size(self):
+        if self.config.encoder_only:
+            return None
+        return self.config.sliding_window - 1
+
+
 class ToyDenseForCausalLM(nn.Module):
     def __init__(self, config, quant_config=None, prefix=""):
         super().__init__()
         self.config = config
 
 
-EntryClass = [ToySwaForCausalLM, ToyDenseForCausalLM]
+EntryClass = [ToySwaForCausalLM, ToyMultimodalForCausalLM, ToyDenseForCausalLM]
+"""
+
+MODEL_CONFIG = """
+class ModelConfig:
+    def __init__(self, model_path, encoder_only=False):
+        self.hf_config = get_config(model_path)
+        self.hf_config.encoder_only = encoder_only
+
+    @staticmethod
+    def from_server_args(server_args, **kwargs):
+        return ModelConfig(server_args.model_path, encoder_only=server_args.encoder_only)
 """
 
 FILES = {
     SERVER_ARGS: ARGS,
+    SRT + "configs/model_config.py": MODEL_CONFIG,
     SRT + "model_executor/model_runner.py": RUNNER,
     SRT + "model_executor/forward_batch_info.py": FORWARD_INFO,
     SRT + "model_executor/cuda_graph_runner.py": GRAPH_RUNNER,
@@ -252,3 +274,27 @@ def test_a_runtime_error_in_the_capture_is_the_graph_runners_own(session: Sessio
 def test_no_capture_without_cuda_graphs_or_for_an_embedding_model(session: Session) -> None:
     assert errors(session, "--kv-cache-dtype fp8_e4m3 --disable-cuda-graph", DENSE) == []
     assert errors(session, "--kv-cache-dtype fp8_e4m3 --is-embedding", DENSE) == []
+
+
+def test_what_the_model_config_sets_on_the_config_is_read(session: Session) -> None:
+    # ModelConfig's `self.hf_config.encoder_only = encoder_only`, over config.json's lack
+    multimodal = {**SWA, "architectures": ["ToyMultimodalForCausalLM"]}
+    (found,) = errors(session, f"{VERIFY} --page-size 16", multimodal)
+    assert found[1].startswith("assertion fails at toy_backend.py:")
+    assert errors(session, f"{VERIFY} --page-size 16 --encoder-only", multimodal) == []
+    # (a key of config.json of that name is SGLang's to overwrite)
+    said = {**multimodal, "encoder_only": True}
+    assert errors(session, f"{VERIFY} --page-size 16", said) != []
+
+
+def test_graphs_configured_per_phase_are_captured_only_when_known() -> None:
+    # (2026-07: ServerArgs turns a backend's graphs off through
+    # `cuda_graph_config.decode.backend = Backend.DISABLED`; an object not decided here)
+    from kb.explain.batch_forward import _captures_decode
+    from kb.explain.predicates import unknown
+
+    assert _captures_decode({"disable_cuda_graph": False})
+    assert not _captures_decode({"disable_cuda_graph": True})
+    assert not _captures_decode({"disable_cuda_graph": unknown("x")})
+    config = {"disable_cuda_graph": False, "cuda_graph_config": unknown("its decode backend")}
+    assert not _captures_decode(config)

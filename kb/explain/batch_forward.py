@@ -67,7 +67,7 @@ def step(sim: Simulator, backend: Any, fields: dict[str, Any]) -> Callable[[], N
     # (the verify batch carries the draft's tokens: an input not known here)
     spec_info = unknown("the batch's speculative input") if verifying else None
     embedding = fields.get("is_embedding")
-    captured = fields.get("disable_cuda_graph") is False and embedding is False
+    captured = _captures_decode(fields) and embedding is False
 
     def run() -> None:
         seen = batch_backend.as_the_batch_sees_it(sim, backend)
@@ -81,6 +81,21 @@ def step(sim: Simulator, backend: Any, fields: dict[str, Any]) -> Callable[[], N
                     _call(sim, seen, PER_BATCH, {})
 
     return run
+
+
+def _captures_decode(fields: dict[str, Any]) -> bool:
+    """Whether the decode graphs are certainly captured: `--disable-cuda-graph` not set
+    and, in versions that configure graphs per phase (`cuda_graph_config.decode.backend`,
+    which ServerArgs sets to DISABLED for backends without graphs), that backend known and
+    not DISABLED."""
+    if fields.get("disable_cuda_graph") is not False:
+        return False
+    if "cuda_graph_config" not in fields:
+        return True
+    config = fields["cuda_graph_config"]
+    decode = config.fields.get("decode") if isinstance(config, Instance) else None
+    backend = decode.fields.get("backend") if isinstance(decode, Instance) else None
+    return isinstance(backend, EnumMember) and backend.name != "DISABLED"
 
 
 def _capture(sim: Simulator, backend: Instance, mode: EnumMember, spec_info: Any) -> None:
