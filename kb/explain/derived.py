@@ -56,6 +56,57 @@ def model_config_attr(sim: Simulator, attr: str, allow_missing: bool = False) ->
     return sim.derived[attr]
 
 
+def hf_config_attr(sim: Simulator, attr: str) -> Any:
+    """`hf_config.<attr>` when ModelConfig's constructor sets it on the config it loaded
+    (`self.hf_config.encoder_only = encoder_only`, whatever config.json says): its value
+    there, after the statements before it; MISSING when the constructor sets no such
+    attribute (config.json's is read)."""
+    mod = sim.module(MODEL_CONFIG_MODULE)
+    cls = mod.classes.get("ModelConfig") if mod is not None else None
+    init = _methods(cls).get("__init__") if cls is not None else None
+    if mod is None or init is None:
+        return MISSING
+    found = _config_sets(init).get(attr)
+    if found is None:
+        return MISSING
+    key = f"hf_config.{attr}"
+    if key not in sim.derived:
+        sim.derived[key] = unknown(f"the model's {attr} (derived from itself)")
+        index, value = found
+        frame = Frame(mod, init.name, {"self": Obj("model_config")})
+        sim.derived[key] = _evaluate(sim, frame, init.body[:index], value, _params(init, sim))
+    return sim.derived[key]
+
+
+@lru_cache(maxsize=16)
+def _config_sets(init: Method) -> dict[str, tuple[int, ast.expr]]:
+    """The constructor's top-level `self.hf_config.<attr> = value` statements: attr ->
+    (index, value); an attribute set more than once, or also in a nested block, left out
+    (which one holds is not decided here)."""
+    found: dict[str, tuple[int, ast.expr]] = {}
+    seen: dict[str, int] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Attribute)
+                and _is_self_attr(target.value, "hf_config")
+            ):
+                seen[target.attr] = seen.get(target.attr, 0) + 1
+    for index, stmt in enumerate(init.body):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Attribute)
+                and _is_self_attr(target.value, "hf_config")
+                and seen.get(target.attr) == 1
+            ):
+                found[target.attr] = (index, stmt.value)
+    return found
+
+
 def _never_set(sim: Simulator, module: str, class_name: str, attr: str) -> bool:
     """Whether no instance of the class has `attr`: a class of no bases that neither
     defines it nor sets `self.<attr>` anywhere (nor anything generically: `__getattr__`,

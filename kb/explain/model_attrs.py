@@ -45,6 +45,11 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         return Method(obj, attr)
     if obj.kind == "hf_text_config":
         return _text_attr(sim, attr, allow_missing)
+    if obj.kind == "hf_config" and sim.derive is not None:
+        # (what SGLang's ModelConfig sets on the config it loaded, over config.json's)
+        value = sim.derive.hf_config_attr(sim, attr)
+        if not missing(value):
+            return value
     value = sim.profile.hf_attr(attr)
     if attr in ("dtype", "torch_dtype"):
         # transformers reads either key of config.json into `dtype` (`torch_dtype` its
