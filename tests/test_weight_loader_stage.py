@@ -51,7 +51,7 @@ class ServerArgs:
     def add_cli_args(parser: argparse.ArgumentParser):
         parser.add_argument("--model-path", type=str, required=True, help="Model weights.")
         parser.add_argument(
-            "--load-format", type=str, choices=["auto", "dummy", "bitsandbytes"],
+            "--load-format", type=str, choices=["auto", "dummy", "bitsandbytes", "layered"],
             default=ServerArgs.load_format, help="The format of the weights.",
         )
         parser.add_argument(
@@ -72,6 +72,7 @@ class LoadFormat(str, enum.Enum):
     AUTO = "auto"
     DUMMY = "dummy"
     BITSANDBYTES = "bitsandbytes"
+    LAYERED = "layered"
 
 
 @dataclass
@@ -109,6 +110,8 @@ class ModelRunner:
 """
 
 LOADER = """
+import torch
+
 from sglang.srt.configs.load_config import LoadConfig, LoadFormat
 from sglang.srt.distributed import get_tensor_model_parallel_world_size
 
@@ -186,6 +189,23 @@ class ModelOptModelLoader(DefaultModelLoader):
     pass
 
 
+class LayeredModelLoader(DefaultModelLoader):
+    def __init__(self, load_config):
+        load_config.load_format = LoadFormat.AUTO
+        super().__init__(load_config)
+
+    def load_model(self, *, model_config):
+        with torch.device("meta"):
+            model = _initialize_model(model_config, self.load_config)
+
+        if not hasattr(model, "load_weights_to_module"):
+            raise ValueError("LayeredModelLoader requires a `load_weights_to_module` method")
+        weights = self._get_all_weights(model_config, model)
+        if not weights:
+            raise ValueError("no weights: decided by the files, never claimed")
+        return model
+
+
 def get_model_loader(load_config, model_config=None):
     if load_config.load_format == LoadFormat.DUMMY:
         return DummyModelLoader(load_config)
@@ -198,6 +218,8 @@ def get_model_loader(load_config, model_config=None):
         return load_config.load_format(load_config)
     if load_config.load_format == LoadFormat.BITSANDBYTES:
         return BitsAndBytesModelLoader(load_config)
+    if load_config.load_format == LoadFormat.LAYERED:
+        return LayeredModelLoader(load_config)
     return DefaultModelLoader(load_config)
 """
 
@@ -226,7 +248,19 @@ class ToyForCausalLM(nn.Module):
         pass
 
 
-EntryClass = ToyForCausalLM
+class ToyLayeredForCausalLM(ToyForCausalLM):
+    def load_weights_to_module(self, module, weights):
+        pass
+
+
+class ToyDynamicForCausalLM(ToyForCausalLM):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__(config)
+        for name in config.loaders:
+            setattr(self, name, None)  # (attributes by name: which ones is not known here)
+
+
+EntryClass = [ToyForCausalLM, ToyLayeredForCausalLM, ToyDynamicForCausalLM]
 """
 
 # (no `modelopt_quant`: get_model_loader's hasattr finds none; the setattr sets another
@@ -330,3 +364,18 @@ def test_a_loader_s_raise_names_the_flags_it_reads(session: Session) -> None:
     (error,) = [f for f in result["findings"] if f["severity"] == "error"]
     assert set(error["reads"]) == {"load_format", "model_loader_extra_config"}
     assert error["flag"] in ("--load-format", "--model-loader-extra-config")
+
+
+def test_the_layered_loader_needs_the_model_s_layered_method(session: Session) -> None:
+    """The layered loader's own load_model checks the model it built (its constructor not
+    run here): a class that defines no `load_weights_to_module` and sets no such attribute
+    has none; the weight files' own check after it is never claimed."""
+    (error,) = load_errors(session, "--load-format layered")
+    assert error.startswith("raises at loader.py:")
+    assert "LayeredModelLoader requires a `load_weights_to_module` method" in error
+    layered = {**TOY, "architectures": ["ToyLayeredForCausalLM"]}
+    assert load_errors(session, "--load-format layered", layered) == []
+    # a class setting attributes by name may have it: undecided, not an error
+    dynamic = {**TOY, "architectures": ["ToyDynamicForCausalLM"], "loaders": ["x"]}
+    assert load_errors(session, "--load-format layered", dynamic) == []
+    assert load_errors(session, "") == []

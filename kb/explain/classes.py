@@ -17,6 +17,7 @@ unknown, naming the attribute.
 from __future__ import annotations
 
 import ast
+import functools
 from functools import lru_cache
 from typing import Any
 
@@ -223,10 +224,59 @@ def instance_attr(sim: Simulator, obj: Instance, attr: str, allow_missing: bool 
         if allow_missing and rest is not None and attr not in rest.names:
             sim.result.assumptions[rest.key] = rest.words
             return MISSING  # (getattr's default, hasattr False: as in SGLang)
-        if obj.note:
+        absent = allow_missing and not obj.unseen and never_assigned(sim, obj.cls, attr)
+        if obj.note and not absent:
             return unknown(f"{obj.cls.name}.{attr} ({obj.note})")
         return MISSING if allow_missing else unknown(f"{obj.cls.name}.{attr}")
     return value
+
+
+def never_assigned(sim: Simulator, cls: ClassRef, attr: str) -> bool:
+    """Whether no constructor or method of `cls` and the classes it inherits from (all held
+    here, or torch's Module) sets `self.<attr>`, nor sets attributes generically
+    (`setattr(self, ...)`, `self.__dict__`): an instance whose constructor did not run here
+    has no such attribute then (`hasattr(model, "load_weights_to_module")` is False)."""
+    found, complete = mro(sim, cls)
+    if not complete:
+        return False
+    for c in found:
+        names = _self_attrs(c.node)
+        if names is None or attr in names:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def _self_attrs(node: ast.ClassDef) -> frozenset[str] | None:
+    """The attributes the class's methods set on `self`; None when it sets them by name or
+    hands `self` to other code."""
+    names: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            if n.attr == "__dict__":
+                return None
+            if not isinstance(n.ctx, ast.Load):
+                names.add(n.attr)
+        elif isinstance(n, ast.Call) and ast.unparse(n.func) == "setattr":
+            if not n.args or ast.unparse(n.args[0]) == "self":
+                return None
+        elif isinstance(n, ast.Call) and any(
+            isinstance(a, ast.Name) and a.id == "self"
+            for a in (*n.args, *(k.value for k in n.keywords))
+        ):
+            return None  # (self handed to other code, which may set anything on it)
+        elif isinstance(n, ast.Call) and ast.unparse(n.func) in _REGISTERS:
+            # (torch's Module keeps what these name as attributes)
+            first = n.args[0] if n.args else None
+            if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+                return None
+            names.add(first.value)
+    return frozenset(names)
+
+
+_REGISTERS = frozenset(
+    f"self.{m}" for m in ("register_buffer", "register_parameter", "add_module", "register_module")
+)
 
 
 def member_attr(sim: Simulator, member: EnumMember, attr: str, allow_missing: bool) -> Any:

@@ -155,12 +155,14 @@ def checks_step(
     load_model = classes.instance_attr(sim, loader, LOAD_MODEL, True)
     if not isinstance(load_model, Func):
         return None
+    # load_model's own statements after it built the model (the layered loader's
+    # `hasattr(model, "load_weights_to_module")`), then the method it hands the model to
+    found = [_checking(load_model, _after_building(load_model.node.body) or [])]
     method = _weights_method(sim, loader, load_model.node)
-    if method is None:
-        return None
-    node = copy.copy(method.node)
-    node.body = _before_reading(method.node.body)
-    if not node.body:
+    if method is not None:
+        found.append(_checking(method, method.node.body))
+    runs = [run for run in found if run is not None]
+    if not runs:
         return None
     root = architecture_class(sim, path, profile.arch if profile is not None else None)
     model: Any = (
@@ -169,21 +171,56 @@ def checks_step(
         else unknown("the model the loader built")
     )
     values = {"model_config": Obj("model_config"), "model": model}
-    params = [p.arg for p in (*node.args.posonlyargs, *node.args.args)][1:]
 
     def step() -> None:
         sim.parallel = parallel_state.sizes(sim.fields)
         try:
-            sim.call_function(
-                Func(method.module, node, loader, method.owner),
-                [values.get(p, unknown(f"argument {p} of {node.name}()")) for p in params],
-                {},
-                Ctx(),
-            )
+            for func in runs:
+                node = func.node
+                params = [p.arg for p in (*node.args.posonlyargs, *node.args.args)][1:]
+                args = [values.get(p, unknown(f"argument {p} of {node.name}()")) for p in params]
+                kwargs = {
+                    p.arg: values.get(p.arg, unknown(f"argument {p.arg} of {node.name}()"))
+                    for p in node.args.kwonlyargs
+                }
+                sim.call_function(Func(func.module, node, loader, func.owner), args, kwargs, Ctx())
         finally:
             sim.parallel = {}
 
     return step
+
+
+def _checking(method: Func, body: list[ast.stmt]) -> Func | None:
+    """`method` cut to `body`'s statements before the first that reads the weights, with
+    `model` a parameter (the model built); None when nothing is left."""
+    node = copy.copy(method.node)
+    node.body = _before_reading(body)
+    if not node.body:
+        return None
+    if not any(a.arg == "model" for a in (*node.args.args, *node.args.kwonlyargs)):
+        node.args = copy.copy(node.args)
+        node.args.kwonlyargs = [*node.args.kwonlyargs, ast.arg("model")]
+        node.args.kw_defaults = [*node.args.kw_defaults, None]
+    return Func(method.module, node, method.bound, method.owner)
+
+
+def _after_building(body: list[ast.stmt]) -> list[ast.stmt] | None:
+    """The statements that follow `model = ...` (at the top of `body` or in its `with`
+    blocks, then those after each block); None when `body` builds no model there."""
+    for index, stmt in enumerate(body):
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == "model"
+            and isinstance(stmt.value, ast.Call)
+        ):
+            return body[index + 1 :]
+        if isinstance(stmt, ast.With | ast.AsyncWith):
+            inner = _after_building(stmt.body)
+            if inner is not None:
+                return inner + body[index + 1 :]
+    return None
 
 
 def _weights_method(sim: Simulator, loader: Instance, load_model: ast.AST) -> Func | None:
