@@ -39,6 +39,7 @@ class ServerArgs:
     disable_cuda_graph: bool = False
     is_embedding: bool = False
     encoder_only: bool = False
+    tp_size: int = 1
 
     def __post_init__(self):
         pass
@@ -54,6 +55,7 @@ class ServerArgs:
         parser.add_argument("--disable-cuda-graph", action="store_true", help="No graphs.")
         parser.add_argument("--is-embedding", action="store_true", help="Embedding.")
         parser.add_argument("--encoder-only", action="store_true", help="Encoder only.")
+        parser.add_argument("--tp-size", type=int, default=1, help="TP.")
 """
 
 RUNNER = """
@@ -96,8 +98,13 @@ def create_toy_backend(runner):
 )
 
 BACKEND = """
+from sglang.srt.layers.dp_attention import get_attention_tp_size
+
+
 class ToyAttnBackend:
     def __init__(self, model_runner):
+        heads = model_runner.model_config.hf_config.num_attention_heads // get_attention_tp_size()
+        assert heads in (4, 8) or heads % 16 == 0, "4, 8 or a multiple of 16 heads a rank"
         self.topk = model_runner.server_args.speculative_eagle_topk or 0
         self.page_size = model_runner.page_size
         self.fp8_kv = model_runner.server_args.kv_cache_dtype == "fp8_e4m3"
@@ -213,8 +220,17 @@ FILES = {
     ATTENTION + "toy_backend.py": BACKEND,
     SRT + "models/toy.py": MODEL,
 }
-SWA = {"architectures": ["ToySwaForCausalLM"], "model_type": "toy_swa", "sliding_window": 128}
-DENSE = {"architectures": ["ToyDenseForCausalLM"], "model_type": "toy_dense"}
+SWA = {
+    "architectures": ["ToySwaForCausalLM"],
+    "model_type": "toy_swa",
+    "sliding_window": 128,
+    "num_attention_heads": 32,
+}
+DENSE = {
+    "architectures": ["ToyDenseForCausalLM"],
+    "model_type": "toy_dense",
+    "num_attention_heads": 32,
+}
 VERIFY = "--speculative-algorithm NGRAM --speculative-eagle-topk 4"
 
 
@@ -298,3 +314,12 @@ def test_graphs_configured_per_phase_are_captured_only_when_known() -> None:
     assert not _captures_decode({"disable_cuda_graph": unknown("x")})
     config = {"disable_cuda_graph": False, "cuda_graph_config": unknown("its decode backend")}
     assert not _captures_decode(config)
+
+
+def test_the_backend_s_constructor_reads_the_parallel_sizes(session: Session) -> None:
+    # 32 heads on 1 rank (32) or 4 ranks (8) pass; on 2 ranks, 16 a rank pass; 32 / 32 = 1
+    line = line_of(BACKEND, "assert heads in (4, 8)")
+    assert errors(session, "--tp-size 4", DENSE) == []
+    assert errors(session, "--tp-size 32", DENSE) == [
+        ("load", f"assertion fails at toy_backend.py:{line}: 4, 8 or a multiple of 16 heads a rank")
+    ]

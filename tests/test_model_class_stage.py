@@ -41,6 +41,8 @@ class ServerArgs:
     deepep_mode: str = "auto"
     enable_two_batch_overlap: bool = False
     disable_cuda_graph: bool = False
+    dp_size: int = 1
+    enable_dp_attention: bool = False
 
     def __post_init__(self):
         pass
@@ -58,6 +60,8 @@ class ServerArgs:
         parser.add_argument("--deepep-mode", type=str, default="auto", help="DeepEP mode.")
         parser.add_argument("--enable-two-batch-overlap", action="store_true", help="TBO.")
         parser.add_argument("--disable-cuda-graph", action="store_true", help="No graphs.")
+        parser.add_argument("--dp-size", type=int, default=ServerArgs.dp_size, help="DP.")
+        parser.add_argument("--enable-dp-attention", action="store_true", help="DP attention.")
 
 
 _global_server_args = None
@@ -94,6 +98,7 @@ from sglang.srt.distributed.parallel_state import (
     get_tensor_model_parallel_world_size,
 )
 from sglang.srt.eplb.expert_location import ModelConfigForExpertLocation
+from sglang.srt.layers.dp_attention import get_attention_tp_size
 from sglang.srt.server_args import get_global_server_args
 from sglang.srt.utils.layers import make_layers
 
@@ -196,6 +201,14 @@ class ToyMoeForCausalLM(nn.Module):
 
     def forward(self, input_ids, positions, forward_batch, pp_proxy_tensors=None):
         return self.model(input_ids)
+
+
+class ToyHeadsForCausalLM(ToyMoeForCausalLM):
+    # (the attention's tp size: tp, over dp with DP attention; a global set at start-up)
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__(config, quant_config, prefix)
+        attn_tp_size = get_attention_tp_size()
+        assert config.num_attention_heads % attn_tp_size == 0
 
 
 class ToyNoPipelineForCausalLM(ToyMoeForCausalLM):
@@ -309,6 +322,7 @@ class StepVLForConditionalGeneration(nn.Module):
 
 EntryClass = [
     StepVLForConditionalGeneration,
+    ToyHeadsForCausalLM,
     ToyOtherForCausalLM,
     ToyChatModel,
     ToyMoeForCausalLM,
@@ -714,3 +728,16 @@ def test_the_runner_s_expert_distribution_recorder_needs_metadata_and_a_gatherer
         )
     ]
     assert load_findings(session, "", other) == []
+
+
+def test_the_attention_s_tp_size_is_divided_by_dp_attention(session: Session) -> None:
+    """`get_attention_tp_size()` (a module global SGLang sets at start-up) is tp_size, or
+    tp_size / dp_size with DP attention: 16 heads split over 32 attention ranks fail."""
+    line = line_of(MODEL_TEXT, "assert config.num_attention_heads % attn_tp_size == 0")
+    heads = {**TOY, "architectures": ["ToyHeadsForCausalLM"], "num_experts": 64}
+    failed = ("error", f"assertion fails at toy_moe.py:{line}")
+    assert failed in load_findings(session, "--tp-size 32", heads)
+    assert failed not in load_findings(
+        session, "--tp-size 32 --dp-size 4 --enable-dp-attention", heads
+    )
+    assert failed not in load_findings(session, "--tp-size 8", heads)

@@ -33,6 +33,7 @@ from kb.explain import (
     moe,
     moe_forward,
     moe_quant,
+    parallel_state,
     runner_checks,
     tbo_strategy,
     weight_loader,
@@ -367,6 +368,8 @@ def simulate(
             runner_copies(Obj("draft_runner"))
             draft_copied = True
         step = backend()
+        if part != model_weights.DRAFT_PART:  # (a backend's constructor may ask its sizes)
+            step = _with_parallel(sim, step)
         # (the draft's weights not followed, its backends still are)
         if not stage("load", part, step) and part != model_weights.DRAFT_PART:
             break
@@ -376,7 +379,7 @@ def simulate(
     stage(
         "first_forward",
         batch_forward.PART,
-        batch_forward.step(sim, made[0], result.fields) if made else None,
+        _with_parallel(sim, batch_forward.step(sim, made[0], result.fields) if made else None),
     )
     # the first prefill of an encoder-only model's attention (kb.explain.attention_forward)
     kind = attention_forward.layer_kind(sim, model_file) if made else None
@@ -420,6 +423,22 @@ def simulate(
 _BACKEND = "_get_attention_backend"
 _INIT_BACKEND = "init_attention_backend"
 ATTENTION_DIR = "python/sglang/srt/layers/attention/"
+
+
+def _with_parallel(sim: Simulator, step: Callable[[], Any] | None) -> Callable[[], Any] | None:
+    """`step` with the parallel groups' sizes answered from the server args
+    (kb.explain.parallel_state: `get_parallel().attn_tp_size` in a backend's constructor)."""
+    if step is None:
+        return None
+
+    def run() -> Any:
+        sim.parallel = parallel_state.sizes(sim.fields)
+        try:
+            return step()
+        finally:
+            sim.parallel = {}
+
+    return run
 
 
 def raised(checks: list[Any]) -> bool:

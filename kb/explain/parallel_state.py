@@ -24,6 +24,10 @@ from kb.explain.abstract_values import ExternalName, Func, Obj, Symbol
 from kb.explain.predicates import Unknown, unknown
 
 HOME = "python/sglang/srt/distributed/"
+# the attention's tensor-parallel size (DP attention divides it), a global its
+# `initialize_dp_attention` sets at start-up
+DP_ATTENTION_MODULE = "sglang.srt.layers.dp_attention"
+DP_ATTENTION = "python/sglang/srt/layers/dp_attention.py"
 PACKAGE = "sglang.srt.distributed"
 # `_ps().get_moe_tensor_parallel_world_size` (runtime_context.py's lazy import of the module)
 MODULE_NAME = "parallel_state."
@@ -35,6 +39,7 @@ FIRST_STAGE = "whether this rank is the first pipeline stage"
 LAST_STAGE = "whether this rank is the last pipeline stage"
 PROPERTIES = {
     "tp_size": "get_tensor_model_parallel_world_size",
+    "attn_tp_size": "get_attn_tensor_model_parallel_world_size",
     "moe_ep_size": "get_moe_expert_parallel_world_size",
     "moe_tp_size": "get_moe_tensor_parallel_world_size",
 }
@@ -63,8 +68,12 @@ def getter_name(callee: Any) -> str | None:
         return CONTEXT
     if isinstance(callee, Func) and callee.bound is None and callee.module.path.startswith(HOME):
         return callee.node.name
+    if isinstance(callee, Func) and callee.bound is None and callee.module.path == DP_ATTENTION:
+        return callee.node.name  # (`get_attention_tp_size()`: a global set at start-up)
     if isinstance(callee, ExternalName) and callee.module.startswith(PACKAGE):
         return callee.name  # (a module the knowledge base does not hold)
+    if isinstance(callee, ExternalName) and callee.module == DP_ATTENTION_MODULE:
+        return callee.name
     if isinstance(callee, Symbol) and callee.dotted.startswith(MODULE_NAME):
         return callee.dotted.removeprefix(MODULE_NAME)
     return None
@@ -81,7 +90,10 @@ def sizes(fields: dict[str, Any]) -> dict[str, Answer]:
     if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (tp, ep, dp)):
         moe_tp = tp // ep // dp  # type: ignore[operator]
     known = _size(tp, "the tp size"), _size(ep, "the ep size")
+    attn_tp, attn_reads = attention_tp_size(fields)
     return {
+        "get_attention_tp_size": (attn_tp, attn_reads),
+        "get_attn_tensor_model_parallel_world_size": (attn_tp, attn_reads),
         CONTEXT: (Obj("parallel"), frozenset()),
         PIPELINE: (Obj("pp_group"), frozenset()),
         "pp_size": (_size(fields.get("pp_size", 1), "the pp size"), frozenset({"pp_size"})),
@@ -89,6 +101,23 @@ def sizes(fields: dict[str, Any]) -> dict[str, Answer]:
         "get_moe_expert_parallel_world_size": (known[1], frozenset({"ep_size"})),
         "get_moe_tensor_parallel_world_size": (moe_tp, reads),
     }
+
+
+def attention_tp_size(fields: dict[str, Any]) -> Answer:
+    """The attention's tensor-parallel size: tp_size over the attention's context-parallel
+    size and, with DP attention, over dp_size (the ModelRunner's `dp_size` is the server
+    args' only then: `initialize_model_parallel(..., attention_data_parallel_size=
+    self.dp_size, attention_context_model_parallel_size=self.attn_cp_size)`)."""
+    tp, dp = fields.get("tp_size"), fields.get("dp_size", 1)
+    cp, enabled = fields.get("attn_cp_size", 1), fields.get("enable_dp_attention", False)
+    reads = frozenset({"tp_size", "dp_size", "enable_dp_attention"})
+    reads |= {"attn_cp_size"} if "attn_cp_size" in fields else set()
+    sizes = (tp, dp, cp)
+    if not isinstance(enabled, bool) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes
+    ):
+        return unknown("the attention's tensor-parallel size (tp, dp, DP attention)"), reads
+    return tp // cp // (dp if enabled else 1), reads  # type: ignore[operator]
 
 
 def _size(value: Any, words: str) -> Any:
