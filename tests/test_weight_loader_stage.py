@@ -186,7 +186,10 @@ class BitsAndBytesModelLoader(BaseModelLoader):
 
 
 class ModelOptModelLoader(DefaultModelLoader):
-    pass
+    def load_model(self, *, model_config):
+        if model_config.quantization is not None:  # (pre-quantized: its base class loads it)
+            return super().load_model(model_config=model_config)
+        raise NotImplementedError("quantizing on the fly is not simulated")
 
 
 class LayeredModelLoader(DefaultModelLoader):
@@ -245,7 +248,8 @@ class ToyForCausalLM(nn.Module):
         self.config = config
 
     def load_weights(self, weights):
-        pass
+        if not hasattr(self, "_params"):  # (reads self: sets nothing on it by name)
+            self._params = dict(self.named_parameters())
 
 
 class ToyLayeredForCausalLM(ToyForCausalLM):
@@ -379,3 +383,20 @@ def test_the_layered_loader_needs_the_model_s_layered_method(session: Session) -
     dynamic = {**TOY, "architectures": ["ToyDynamicForCausalLM"], "loaders": ["x"]}
     assert load_errors(session, "--load-format layered", dynamic) == []
     assert load_errors(session, "") == []
+
+
+def test_a_loader_loading_through_its_base_class_calls_load_weights() -> None:
+    """`super().load_model(...)` is followed to the base class's method, which hands the
+    model its weights (what the draft model's load stage needs to know)."""
+    from kb.explain import derived, model_weights
+    from kb.explain.abstract_values import Instance
+    from kb.explain.classes import class_ref
+    from kb.explain.simulate import Simulator
+    from tests.sim_repos import parsed_modules
+
+    mods = parsed_modules(FILES)
+    path = SRT + "model_loader/loader.py"
+    sim = Simulator(mods.get, mods[SERVER_ARGS], {"model_path": "m"}, None, derive=derived)
+    for name, calls in (("ModelOptModelLoader", True), ("DummyModelLoader", False)):
+        loader = Instance(class_ref(mods[path], name))
+        assert model_weights.calls_load_weights(sim, loader) is calls, name

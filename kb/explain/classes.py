@@ -260,9 +260,13 @@ def _self_attrs(node: ast.ClassDef) -> frozenset[str] | None:
         elif isinstance(n, ast.Call) and ast.unparse(n.func) == "setattr":
             if not n.args or ast.unparse(n.args[0]) == "self":
                 return None
-        elif isinstance(n, ast.Call) and any(
-            isinstance(a, ast.Name) and a.id == "self"
-            for a in (*n.args, *(k.value for k in n.keywords))
+        elif (
+            isinstance(n, ast.Call)
+            and not (isinstance(n.func, ast.Name) and n.func.id in _READERS)
+            and any(
+                isinstance(a, ast.Name) and a.id == "self"
+                for a in (*n.args, *(k.value for k in n.keywords))
+            )
         ):
             return None  # (self handed to other code, which may set anything on it)
         elif isinstance(n, ast.Call) and ast.unparse(n.func) in _REGISTERS:
@@ -274,6 +278,8 @@ def _self_attrs(node: ast.ClassDef) -> frozenset[str] | None:
     return frozenset(names)
 
 
+# builtins that read an object and set nothing on it
+_READERS = frozenset({"hasattr", "getattr", "isinstance", "type", "id", "len", "repr", "str"})
 _REGISTERS = frozenset(
     f"self.{m}" for m in ("register_buffer", "register_parameter", "add_module", "register_module")
 )

@@ -190,24 +190,42 @@ def calls_load_weights(sim: Simulator, loader: Any) -> bool:
     `<model>.load_weights(...)`."""
     if not isinstance(loader, Instance):
         return False
-    todo, seen = [LOAD_MODEL], set[str]()
+    first = classes.instance_attr(sim, loader, LOAD_MODEL, allow_missing=True)
+    todo: list[Any] = [first]
+    seen: set[int] = set()
     while todo and len(seen) < MAX_LOADER_METHODS:
-        name = todo.pop()
-        if name in seen:
+        method = todo.pop()
+        if not isinstance(method, Func) or id(method.node) in seen:
             continue
-        seen.add(name)
-        method = classes.instance_attr(sim, loader, name, allow_missing=True)
-        if not isinstance(method, Func):
-            continue
+        seen.add(id(method.node))
         for n in ast.walk(method.node):
             if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
                 continue
-            on = n.func.value
-            if n.func.attr == LOAD_WEIGHTS and not (isinstance(on, ast.Name) and on.id == "self"):
+            on, name = n.func.value, n.func.attr
+            if name == LOAD_WEIGHTS and not (isinstance(on, ast.Name) and on.id == "self"):
                 return True
             if isinstance(on, ast.Name) and on.id in ("self", loader.cls.name):
-                todo.append(n.func.attr)
+                todo.append(classes.instance_attr(sim, loader, name, allow_missing=True))
+            elif _is_super(on) and method.owner is not None:  # (`super().load_model(...)`)
+                todo.append(_base_method(sim, loader, method.owner, name))
     return False
+
+
+def _is_super(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
+
+
+def _base_method(sim: Simulator, loader: Instance, owner: Any, name: str) -> Func | None:
+    """The method `name` of the classes after `owner` in the loader's class order."""
+    order, _ = classes.mro(sim, loader.cls)
+    after = order[order.index(owner) + 1 :] if owner in order else []
+    for cls in after:
+        for node in cls.node.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                return Func(cls.module, node, loader, cls)
+    return None
 
 
 @contextlib.contextmanager
