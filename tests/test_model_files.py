@@ -59,3 +59,56 @@ def test_a_local_directory_s_files_are_not_known() -> None:
     found, assumptions = load_format("/models/mine")
     assert isinstance(found, Unknown)
     assert "checkpoint-files" not in assumptions
+
+
+# A hook reading a checkpoint's config through SGLang's get_config: the 2026-07 shape, whose
+# config comes from a registered parser (`parser.parse(...)`), not AutoConfig.
+CONFIG_FILES = {
+    ARGS: """
+        from dataclasses import dataclass
+
+        from sglang.srt.utils.hf_config import get_config
+
+
+        @dataclass
+        class ServerArgs:
+            model_path: str
+            speculative_draft_model_path: str = None
+            speculative_algorithm: str = "EAGLE"
+
+            def __post_init__(self):
+                if self.speculative_draft_model_path:
+                    cfg = get_config(self.speculative_draft_model_path, trust_remote_code=False)
+                    archs = getattr(cfg, "architectures", None) or []
+                    if "AssistantForCausalLM" in archs:
+                        self.speculative_algorithm = "FROZEN_KV_MTP"
+        """,
+    "python/sglang/srt/utils/hf_config.py": """
+        _PARSERS = {}
+
+
+        def get_config(model, trust_remote_code, **kwargs):
+            parser = _PARSERS["hf"]()
+            config = parser.parse(model, trust_remote_code=trust_remote_code)
+            return config
+        """,
+}
+MAIN = {"architectures": ["MainForCausalLM"]}
+
+
+def algorithm(draft_path: str, profile: dict[str, object]) -> object:
+    mods = sim_repos.parsed_modules(CONFIG_FILES)
+    fields = {"model_path": "org/main", "speculative_draft_model_path": draft_path}
+    sim = Simulator(mods.get, mods[ARGS], fields, Profile.parse(profile), derive=derived)
+    return sim.run().fields["speculative_algorithm"]
+
+
+def test_get_config_reads_the_config_of_the_path_it_is_given() -> None:
+    # the model's own path: the profile's config.json
+    assert algorithm("org/main", {"config": MAIN}) == "EAGLE"
+    # the draft's path: its config.json when the profile has it
+    assistant = {"architectures": ["AssistantForCausalLM"]}
+    assert algorithm("org/draft", {"config": MAIN, "draft_config": assistant}) == "FROZEN_KV_MTP"
+    assert algorithm("org/draft", {"config": MAIN, "draft_config": MAIN}) == "EAGLE"
+    # ... else not known (it was the model's config, read as the draft's)
+    assert isinstance(algorithm("org/draft", {"config": MAIN}), Unknown)

@@ -29,6 +29,11 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         return value
     if obj.kind == "forward_batch":  # a forward's batch (kb.explain.block_forward)
         return batch_attr(sim, attr)
+    if obj.kind == "draft_hf_config":  # get_config(<the draft's path>): its config.json
+        value = (sim.profile.draft_config or {}).get(attr, MISSING)
+        if missing(value):
+            return MISSING if allow_missing else unknown(f"the draft's config.json ({attr})")
+        return value
     if obj.kind == "draft_model_config" and not sim.model_config_args.get(DRAFT):
         return unknown(f"the draft model's {attr}")
     if obj.kind in ("model_config", "draft_model_config"):  # (the draft's, run as the model)

@@ -209,3 +209,21 @@ def path_call(sim: Simulator, dotted: str, args: list[Any]) -> Any:
     if dotted == "glob.glob":
         return glob(sim, args[0]) if args else unknown("a glob")
     return NOT_A_PATH
+
+
+def loaded_config(sim: Simulator, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """What SGLang's get_config(path, ...) returns: the model's config (the profile's) for
+    the model's path or a path not known here; for the speculative draft's own path, the
+    draft's config.json when the profile gives it; for another known path, unknown (a
+    config that is not the model's: the draft's is read to tell a Gemma-4 assistant)."""
+    from kb.explain.abstract_values import Obj  # (simulate imports this module)
+
+    first = fn.args.args[0].arg if fn.args.args else None
+    path = args[0] if args else kwargs.get(first or "")
+    model_path = sim.fields.get("model_path")
+    if not isinstance(path, str) or not isinstance(model_path, str) or path == model_path:
+        return Obj("hf_config")
+    draft = sim.profile.draft_config if sim.profile is not None else None
+    if path == sim.fields.get("speculative_draft_model_path") and draft is not None:
+        return Obj("draft_hf_config")
+    return unknown(f"the config.json of {path}")

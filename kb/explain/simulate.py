@@ -1083,10 +1083,8 @@ class Simulator:
                 return Obj("model_config")
             if self.past_server_args and callee.node.name == "get_global_server_args":
                 return SELF  # set by then: the server args the run ended with
-            if loads_hf_config(callee.node):
-                # SGLang's own loader (get_config): its result is the config the profile
-                # describes; interpreting its GGUF/registry branches would only blur it
-                return Obj("hf_config")
+            if loads_hf_config(callee.node):  # SGLang's get_config: the profile's config
+                return model_files.loaded_config(self, callee.node, args, kwargs)
             return self.call_function(callee, args, kwargs, ctx, site)
         if isinstance(callee, ClassRef):
             if classes.is_parameter_class(self, callee):

@@ -268,7 +268,8 @@ def class_defaults(cls: ast.ClassDef) -> dict[str, Any]:
 @lru_cache(maxsize=256)
 def loads_hf_config(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A function that ends `return config` where `config = AutoConfig.from_pretrained(..)`
-    in its body (SGLang's get_config in every era): calling it loads the model's hf_config."""
+    (or a config parser's `parse(..)`) in its body (SGLang's get_config in every era):
+    calling it loads a model's hf_config (model_files.loaded_config: which model's)."""
     last = fn.body[-1] if fn.body else None
     if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
         return False
@@ -278,7 +279,11 @@ def loads_hf_config(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
             isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
             and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-            and ast.unparse(node.value.func).split(".")[-2:] == HF_CONFIG_LOADER
+            and (
+                ast.unparse(node.value.func).split(".")[-2:] == HF_CONFIG_LOADER
+                # (2026-07: `config = parser.parse(model, ...)`, the parser a registry's)
+                or (fn.name == "get_config" and ast.unparse(node.value.func).endswith(".parse"))
+            )
         ):
             return True
     return False
