@@ -41,6 +41,7 @@ class ServerArgs:
     speculative_draft_model_path: str = None
     speculative_num_steps: int = 3
     speculative_eagle_topk: int = 1
+    speculative_num_draft_tokens: int = 4
     disable_overlap_schedule: bool = False
 
     def __post_init__(self):
@@ -291,6 +292,9 @@ class DraftWorker:
         self.server_args = server_args
         self.topk = server_args.speculative_eagle_topk
         self.num_steps = server_args.speculative_num_steps
+        self.num_draft_tokens = server_args.speculative_num_draft_tokens
+        if self.topk == 1:
+            assert self.num_draft_tokens == self.num_steps + 1, "a chain drafts a token a step"
         self.inner = target_worker.spawn(server_args)
         self.runner = self.inner.model_runner
 
@@ -502,3 +506,31 @@ def test_the_draft_model_s_backend_is_built_on_its_own_config(session: Session) 
     assert errors({"architectures": ["LlamaForCausalLM"]}) == [DUAL_CHUNK_PATH]
     assert errors(chunked) == [FACTORY_PATH]
     assert errors(None) == [FACTORY_PATH]  # (the draft's config not known: its check neither)
+
+
+def test_the_draft_worker_s_constructor_checks_the_server_args() -> None:
+    """The worker's constructor, and the draft worker's it builds into a field, run up to
+    where the draft model loads: their asserts on the server args are decided."""
+    path = SPEC + "eagle_worker_v2.py"
+    line = next(n for n, t in enumerate(_text(WORKER_V2).splitlines(), 1) if "assert" in t)
+
+    def worker_checks(fields: dict[str, Any]) -> list[tuple[str, int]]:
+        mods = modules()
+        given = {"model_path": "m", "speculative_algorithm": "EAGLE", **fields}
+        sim = Simulator(
+            mods.get, mods[SERVER_ARGS], given, Profile.parse(MLA), given=given, derive=derived
+        )
+        result = sim.run()
+        start = len(result.checks)
+        step = draft_stage.step(sim)
+        assert step is not None and sim.run_after(step)
+        return [(c.outcome, c.line) for c in result.checks[start:] if c.path == path]
+
+    chain = {"attention_backend": "trtllm_mla", "speculative_num_steps": 3}
+    assert worker_checks({**chain, "speculative_num_draft_tokens": 6}) == [("fired", line)]
+    assert worker_checks({**chain, "speculative_num_draft_tokens": 4}) == [("passed", line)]
+    # a tree (topk > 1) is not checked; the worker without overlap has no such check
+    assert (
+        worker_checks({**chain, "speculative_num_draft_tokens": 6, "speculative_eagle_topk": 2})
+        == []
+    )

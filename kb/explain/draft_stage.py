@@ -23,13 +23,14 @@ reported as undecided, with what would decide it.
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kb.explain import classes, derived
 from kb.explain.abstract_values import SELF, ClassRef, Func, Instance, Obj
-from kb.explain.frames import Ctx, Frame
+from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.predicates import Unknown, unknown
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ SPEC_INFO = "sglang.srt.speculative.spec_info"
 ALGORITHM_CLASS = "SpeculativeAlgorithm"
 FACTORY = "DraftBackendFactory"
 NOT_RUN = "its constructor is not simulated: only the fields it sets from the server args"
+SPECULATIVE_DIR = "python/sglang/srt/speculative/"
 
 Method = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -118,6 +120,9 @@ def _each_worker(sim: Simulator, worker: Unknown) -> None:
 
 
 def _build_backends(sim: Simulator, worker: ClassRef) -> None:
+    # the worker's constructor (and the draft worker's it builds) checks the server args
+    # before it loads the draft model
+    _constructor_checks(sim, worker)
     found = _drafter(sim, worker)
     if found is None:
         return
@@ -130,6 +135,53 @@ def _build_backends(sim: Simulator, worker: ClassRef) -> None:
             obj.fields[attr] = value
     bound = Func(method.module, method.node, obj, method.owner)
     sim.call_function(bound, [], {}, Ctx())
+
+
+def _constructor_checks(sim: Simulator, cls: ClassRef) -> None:
+    """The statements of the class's constructor before the first that loads a model (builds
+    a TpModelWorker or ModelRunner, or runs a base class's constructor: the draft model's
+    load, followed by the load stage's other steps), with `server_args` the server args
+    being simulated and its other parameters unknown. A class it builds on the way (the
+    draft worker in a field: `self._draft_worker = EagleDraftWorker(...)`) is constructed,
+    as the step builds objects (its TpModelWorker is not held: unknown)."""
+    init = classes.class_attr(sim, cls, "__init__")
+    if not isinstance(init, Func) or not init.module.path.startswith(SPECULATIVE_DIR):
+        return
+    body: list[ast.stmt] = []
+    for stmt in init.node.body:
+        if any(_loads(n) for n in ast.walk(stmt)):
+            break
+        body.append(stmt)
+    if not body:
+        return
+    node = copy.copy(init.node)
+    node.body = body
+    obj = Instance(cls, NOT_RUN)
+    args = init.node.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)][1:]
+    given = {n: SELF if n == "server_args" else unknown(f"{cls.name}({n})") for n in names}
+    start = len(sim.result.checks)
+    try:
+        sim.call_function(Func(init.module, node, obj, init.owner), [], given, Ctx())
+    except Raised:
+        last = sim.result.checks[-1]
+        if last.path.startswith(SPECULATIVE_DIR) and last.kind != "opaque":
+            raise
+    finally:
+        # (only the speculative code's own raises and asserts: what else it calls, such as
+        # loading a tokenizer, is the load stage's and rests on files not known here; the
+        # server args handed to code not held end this step, not SGLang's start)
+        checks = sim.result.checks
+        checks[start:] = [
+            c for c in checks[start:] if c.path.startswith(SPECULATIVE_DIR) and c.kind != "opaque"
+        ]
+
+
+def _loads(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    name = ast.unparse(node.func)
+    return name.endswith(("TpModelWorker", "ModelRunner")) or name == "super().__init__"
 
 
 def _drafter(sim: Simulator, worker: ClassRef) -> tuple[ClassRef, Func] | None:
