@@ -55,7 +55,20 @@ def as_the_batch_sees_it(sim: Simulator, backend: Any) -> Any:
 
 def _set_per_batch(sim: Simulator, cls: ClassRef) -> set[str]:
     """The fields of `self` the class's per-batch methods assign, through the methods of
-    its own they call on `self`."""
+    its own they call on `self` (once per class of a version: each explain builds the
+    backend's batch view several times)."""
+    cached = _per_batch_cache.get(id(cls.node))
+    if cached is None or cached[0] is not cls.node:  # (a version's parsed class, kept)
+        if len(_per_batch_cache) > 256:
+            _per_batch_cache.clear()
+        cached = _per_batch_cache[id(cls.node)] = (cls.node, _per_batch_fields(sim, cls))
+    return set(cached[1])
+
+
+_per_batch_cache: dict[int, tuple[ast.ClassDef, frozenset[str]]] = {}
+
+
+def _per_batch_fields(sim: Simulator, cls: ClassRef) -> frozenset[str]:
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     for c in reversed(classes.mro(sim, cls)[0]):  # (a subclass's method wins)
         for node in c.node.body:
@@ -75,7 +88,7 @@ def _set_per_batch(sim: Simulator, cls: ClassRef) -> set[str]:
                     fields.add(n.attr)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _on_self(n.func):
                 todo.append(n.func.attr)
-    return fields
+    return frozenset(fields)
 
 
 def _on_self(node: ast.Attribute) -> bool:

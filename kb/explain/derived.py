@@ -417,7 +417,18 @@ def _default(sim: Simulator, mod: Module | None, init: Method, name: str) -> Any
 
 
 def _methods(cls: ast.ClassDef) -> dict[str, Method]:
-    return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    cached = _methods_cache.get(id(cls))
+    if cached is None or cached[0] is not cls:  # (asked at every derived attribute)
+        if len(_methods_cache) > 256:
+            _methods_cache.clear()
+        found = {
+            n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        cached = _methods_cache[id(cls)] = (cls, found)
+    return cached[1]
+
+
+_methods_cache: dict[int, tuple[ast.ClassDef, dict[str, Method]]] = {}
 
 
 Assignment = ast.Assign | ast.AnnAssign | ast.AugAssign
