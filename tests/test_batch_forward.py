@@ -40,6 +40,7 @@ class ServerArgs:
     is_embedding: bool = False
     encoder_only: bool = False
     tp_size: int = 1
+    quantization_param_path: str = None
 
     def __post_init__(self):
         pass
@@ -56,6 +57,7 @@ class ServerArgs:
         parser.add_argument("--is-embedding", action="store_true", help="Embedding.")
         parser.add_argument("--encoder-only", action="store_true", help="Encoder only.")
         parser.add_argument("--tp-size", type=int, default=1, help="TP.")
+        parser.add_argument("--quantization-param-path", type=str, help="KV cache scales.")
 """
 
 RUNNER = """
@@ -69,7 +71,11 @@ class ModelRunner:
         self.page_size = server_args.page_size
 
     def load_model(self):
-        self.model = get_model(self.model_config)
+        self.model = self.loader.load_model(model_config=self.model_config)
+        if self.server_args.kv_cache_dtype == "fp8_e4m3":
+            if self.server_args.quantization_param_path is not None:
+                if not callable(getattr(self.model, "load_kv_cache_scales", None)):
+                    raise RuntimeError("the model cannot load KV cache scales")
         self.sliding_window_size = None
         if hasattr(self.model, "get_attention_sliding_window_size"):
             self.sliding_window_size = self.model.get_attention_sliding_window_size()
@@ -180,6 +186,9 @@ class ToySwaForCausalLM(nn.Module):
 
     def get_attention_sliding_window_size(self):
         return self.config.sliding_window - 1
+
+    def load_kv_cache_scales(self, path):
+        pass
 
 
 class ToyMultimodalForCausalLM(ToySwaForCausalLM):
@@ -323,3 +332,17 @@ def test_the_backend_s_constructor_reads_the_parallel_sizes(session: Session) ->
     assert errors(session, "--tp-size 32", DENSE) == [
         ("load", f"assertion fails at toy_backend.py:{line}: 4, 8 or a multiple of 16 heads a rank")
     ]
+
+
+def test_the_runner_checks_the_model_it_loaded_can_load_kv_cache_scales(session: Session) -> None:
+    line = line_of(RUNNER, "raise RuntimeError")
+    flags = "--kv-cache-dtype fp8_e4m3 --quantization-param-path /scales.json --disable-cuda-graph"
+    assert errors(session, flags, DENSE) == [
+        (
+            "load",
+            f"raises at model_runner.py:{line}: RuntimeError: "
+            "the model cannot load KV cache scales",
+        )
+    ]
+    assert errors(session, flags, SWA) == []  # (its class defines the method)
+    assert errors(session, "--kv-cache-dtype fp8_e4m3 --disable-cuda-graph", DENSE) == []

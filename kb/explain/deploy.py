@@ -280,7 +280,9 @@ def simulate(
         # ... whose call of the model's load_weights checks config.json before the weights
         step = model_weights.step(sim, selected.loader, model_file, profile, loaded.quant_config)
         stage("load", model_weights.PART, step)
-        # ... then the ModelRunner checks the loaded model's forward (pipeline parallelism)
+        # ... then the ModelRunner checks the model it loaded (its KV cache scales' loader)
+        stage("load", runner_checks.LOADED_PART, runner_checks.loaded_model_step(sim, profile))
+        # ... and the loaded model's forward (pipeline parallelism)
         stage(
             "load", runner_checks.FORWARD_PART, runner_checks.forward_step(sim, model_file, profile)
         )

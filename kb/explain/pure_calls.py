@@ -24,6 +24,7 @@ PURE_BUILTINS: dict[str, Callable[..., Any]] = {
     "min": min,
     "max": max,
     "abs": abs,
+    "callable": callable,  # (of a plain value: getattr's None default is not callable)
     "int": int,
     "float": float,
     "str": str,

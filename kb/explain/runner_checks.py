@@ -59,6 +59,60 @@ def forward_step(
     return run
 
 
+LOADED_PART = "the model runner's checks of the model it loaded"
+
+
+def loaded_model_step(sim: Simulator, profile: Profile | None) -> Callable[[], None] | None:
+    """ModelRunner.load_model's top-level statements after the one that loads the model
+    (`self.model = self.loader.load_model(...)`) that raise or assert and read
+    `self.model`: with `--kv-cache-dtype fp8_e4m3` and a scales file, a model without
+    `load_kv_cache_scales` raises. `self.model` is the architecture's class on config.json
+    (kb.explain.derived.loaded_model); None without config.json or such statements."""
+    mod = sim.module(MODEL_RUNNER_MODULE)
+    runner = mod.classes.get("ModelRunner") if mod is not None else None
+    method = (
+        next(
+            (m for m in runner.body if isinstance(m, ast.FunctionDef) and m.name == "load_model"),
+            None,
+        )
+        if runner is not None
+        else None
+    )
+    if mod is None or method is None or profile is None or profile.config is None:
+        return None
+    start = next((i for i, stmt in enumerate(method.body) if _loads_model(stmt)), None)
+    if start is None:
+        return None
+    stmts = [
+        stmt
+        for stmt in method.body[start + 1 :]
+        if any(isinstance(n, ast.Assert | ast.Raise) for n in ast.walk(stmt))
+        and any(self_attr(n) == "model" for n in ast.walk(stmt))
+    ]
+    if not stmts:
+        return None
+
+    def run() -> None:
+        node = copy.copy(method)
+        node.args = ast.arguments([], [ast.arg("self")], None, [], [], None, [])
+        node.body = stmts
+        owner = classes.class_ref(mod, "ModelRunner")
+        sim.call_function(Func(mod, node, Obj("runner"), owner), [], {}, Ctx())
+
+    return run
+
+
+def _loads_model(stmt: ast.stmt) -> bool:
+    """`self.model = <...>.load_model(...)`, at the top or in a block of `stmt`."""
+    return any(
+        isinstance(n, ast.Assign)
+        and any(self_attr(t) == "model" for t in n.targets)
+        and isinstance(n.value, ast.Call)
+        and ast.unparse(n.value.func).endswith("load_model")
+        for n in ast.walk(stmt)
+    )
+
+
 def _signature_checks(sim: Simulator, method: ast.FunctionDef, root: ClassRef) -> list[ast.stmt]:
     """The method's top-level statements that raise or assert on a field it set from the
     model's signature, with that field replaced by its value and the signature's
