@@ -86,25 +86,26 @@ def _config_sets(init: Method) -> dict[str, tuple[int, ast.expr]]:
     found: dict[str, tuple[int, ast.expr]] = {}
     seen: dict[str, int] = {}
     for node in ast.walk(init):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Attribute)
-                and _is_self_attr(target.value, "hf_config")
-            ):
-                seen[target.attr] = seen.get(target.attr, 0) + 1
+        if (attr := _config_attr_set(node)) is not None:
+            seen[attr] = seen.get(attr, 0) + 1
     for index, stmt in enumerate(init.body):
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target = stmt.targets[0]
-            if (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Attribute)
-                and _is_self_attr(target.value, "hf_config")
-                and seen.get(target.attr) == 1
-            ):
-                found[target.attr] = (index, stmt.value)
+        attr = _config_attr_set(stmt)
+        if attr is not None and seen.get(attr) == 1:
+            found[attr] = (index, stmt.value)  # type: ignore[attr-defined]
     return found
+
+
+def _config_attr_set(node: ast.AST) -> str | None:
+    """`self.hf_config.<attr> = value`: attr."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Attribute)
+            and _is_self_attr(target.value, "hf_config")
+        ):
+            return target.attr
+    return None
 
 
 def _never_set(sim: Simulator, module: str, class_name: str, attr: str) -> bool:
