@@ -4,16 +4,20 @@
 
 Each case needs an id, a tag of the two snapshots, a command with --model-path, a catalog
 GPU, a config.json with architectures, expect raise|pass, a why; a raise case a site whose
-line (in /tmp/src/<tag>) is within 2 lines of a raise or assert, and a stage.
+line (in $TRACED_SOURCES/<tag>, default /tmp/src) is within 2 lines of a raise or assert,
+and a stage.
 """
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
 GPUS = set(sys.argv[2].split("|")) if len(sys.argv) > 2 else None
 TAGS = {"snapshot-2026-02-01", "snapshot-2026-07-01"}
+# the two tags' trees (`git archive` of each): $TRACED_SOURCES/<tag>/python/sglang/...
+SOURCES = Path(os.environ.get("TRACED_SOURCES", "/tmp/src"))
 cases = json.loads(Path(sys.argv[1]).read_text())
 bad = 0
 ids = set()
@@ -36,7 +40,7 @@ for c in cases:
         p.append("expect must be raise or pass")
     if c.get("expect") == "raise":
         s = c.get("site") or {}
-        f = Path("/tmp/src") / str(c.get("tag")) / str(s.get("path", ""))
+        f = SOURCES / str(c.get("tag")) / str(s.get("path", ""))
         if not f.is_file():
             p.append(f"site path not found at the tag: {s.get('path')}")
         else:
