@@ -56,9 +56,8 @@ def step(
         return None
 
     def run() -> None:
-        sim.parallel = parallel_state.sizes(sim.fields)
         _publish_forward_context(sim)
-        try:
+        with parallel_state.answered(sim):
             for b in model_class.decided_built(sim, root, checking, profile, quant_config):
                 forward = classes.instance_attr(sim, Instance(b.cls), FORWARD, allow_missing=True)
                 _run(sim, forward, [], f"{b.cls.name}.forward")
@@ -69,8 +68,6 @@ def step(
                     # (its input: the hidden states, a tensor of a dtype not known here)
                     x = tensors.Tensor(unknown("the hidden states' dtype"), parameter=False)
                     _run(sim, apply, [layer, x], f"{method.cls.name}.apply")
-        finally:
-            sim.parallel = {}
 
     return run
 

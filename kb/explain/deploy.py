@@ -434,11 +434,8 @@ def _with_parallel(sim: Simulator, step: Callable[[], Any] | None) -> Callable[[
         return None
 
     def run() -> Any:
-        sim.parallel = parallel_state.sizes(sim.fields)
-        try:
+        with parallel_state.answered(sim):
             return step()
-        finally:
-            sim.parallel = {}
 
     return run
 

@@ -129,23 +129,25 @@ def step(
         construct, sim.construct = sim.construct, False
         # (the linear layers the classes build are: their quantization method's weights)
         sim.construct_under, sim.built_under = LAYERS_BUILT, []
-        sim.parallel = parallel_state.sizes(sim.fields)
         try:
-            for b in checking:
-                _check(sim, b, chain, quant_config, layers, count)
-            # the loader then processes each linear layer's weights, once per layer and
-            # method class
-            seen: set[tuple[str, str]] = set()
-            for layer in sim.built_under:
-                method = layer.fields.get("quant_method")
-                if isinstance(method, Instance) and (layer.cls.name, method.cls.name) not in seen:
-                    seen.add((layer.cls.name, method.cls.name))
-                    model_loading.after_loading(sim, layer, Ctx())
-                    if linear_layers is not None:
-                        linear_layers.append(layer)
+            with parallel_state.answered(sim):
+                for b in checking:
+                    _check(sim, b, chain, quant_config, layers, count)
+                # the loader then processes each linear layer's weights, once per layer
+                # and method class
+                seen: set[tuple[str, str]] = set()
+                for layer in sim.built_under:
+                    method = layer.fields.get("quant_method")
+                    if (
+                        isinstance(method, Instance)
+                        and (layer.cls.name, method.cls.name) not in seen
+                    ):
+                        seen.add((layer.cls.name, method.cls.name))
+                        model_loading.after_loading(sim, layer, Ctx())
+                        if linear_layers is not None:
+                            linear_layers.append(layer)
         finally:
             sim.construct, sim.construct_under, sim.built_under = construct, (), None
-            sim.parallel = {}
 
     return run
 

@@ -154,16 +154,15 @@ def _step(
         sim.profile = _DefaultsUnknown.model_construct(
             **{name: getattr(profile, name) for name in Profile.model_fields}
         )
-        sim.parallel = parallel_state.sizes(sim.fields)
         sim.unknown_loop = _stop
         try:
-            with block_forward.only_certain(sim):
+            with parallel_state.answered(sim), block_forward.only_certain(sim):
                 weights = unknown("the checkpoint's weights")
                 sim.call_function(load, [weights], {}, ctx or Ctx())
         except _WeightsRead:
             pass
         finally:
-            sim.profile, sim.parallel, sim.unknown_loop = profile, {}, None
+            sim.profile, sim.unknown_loop = profile, None
 
     return run
 

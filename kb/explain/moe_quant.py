@@ -105,15 +105,14 @@ def step(
         )
         construct, sim.construct = sim.construct, True  # the method's constructor checks
         class_tables.fill(sim, paths)  # (the runner asks its pools)
-        sim.parallel = parallel_state.sizes(sim.fields)
         try:
-            sim.call_function(init, [], dict(kwargs), built.ctx)
-            model_loading.after_loading(sim, layer, built.ctx)
-            # (what its forward reads with a default, no code followed set: absent)
-            unfollowed.settle(sim, layer, FOLLOWED)
+            with parallel_state.answered(sim):
+                sim.call_function(init, [], dict(kwargs), built.ctx)
+                model_loading.after_loading(sim, layer, built.ctx)
+                # (what its forward reads with a default, no code followed set: absent)
+                unfollowed.settle(sim, layer, FOLLOWED)
         finally:
             sim.construct = construct
-            sim.parallel = {}
 
     return run
 
@@ -158,11 +157,8 @@ def block_args(
         return found
 
     def read() -> None:
-        sim.parallel = parallel_state.sizes(sim.fields)
-        try:
+        with parallel_state.answered(sim):
             found.update(moe_block.experts_arguments(sim, model_file, profile, quant_config) or {})
-        finally:
-            sim.parallel = {}
 
     return found if sim.run_after(read) else {}
 

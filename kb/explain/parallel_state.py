@@ -18,6 +18,8 @@ pipeline parallelism, fails on every rank: `exclusive_stages`).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from kb.explain.abstract_values import ExternalName, Func, Obj, Symbol
@@ -118,6 +120,17 @@ def attention_tp_size(fields: dict[str, Any]) -> Answer:
     ):
         return unknown("the attention's tensor-parallel size (tp, dp, DP attention)"), reads
     return tp // cp // (dp if enabled else 1), reads  # type: ignore[operator]
+
+
+@contextlib.contextmanager
+def answered(sim: Any) -> Iterator[None]:
+    """The getters answered from the simulated server args for the duration (each step
+    past ServerArgs that builds or runs SGLang's layers), as they were after."""
+    saved, sim.parallel = sim.parallel, sizes(sim.fields)
+    try:
+        yield
+    finally:
+        sim.parallel = saved
 
 
 def _size(value: Any, words: str) -> Any:

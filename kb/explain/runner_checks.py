@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kb.explain import classes, parallel_state
 from kb.explain.abstract_values import SELF, ClassRef, Func, Obj
@@ -70,15 +70,44 @@ def loaded_model_step(sim: Simulator, profile: Profile | None) -> Callable[[], N
     (kb.explain.derived.loaded_model); None without config.json or such statements."""
     mod = sim.module(MODEL_RUNNER_MODULE)
     runner = mod.classes.get("ModelRunner") if mod is not None else None
-    method = (
-        next(
-            (m for m in runner.body if isinstance(m, ast.FunctionDef) and m.name == "load_model"),
-            None,
-        )
-        if runner is not None
-        else None
+    if mod is None or runner is None or profile is None or profile.config is None:
+        return None
+    found = _after_loading(runner)
+    if found is None:
+        return None
+    method, stmts = found
+
+    def run() -> None:
+        node = copy.copy(method)
+        node.args = ast.arguments([], [ast.arg("self")], None, [], [], None, [])
+        node.body = stmts
+        owner = classes.class_ref(mod, "ModelRunner")
+        sim.call_function(Func(mod, node, Obj("runner"), owner), [], {}, Ctx())
+
+    return run
+
+
+_after_loading_cache: dict[int, tuple[ast.ClassDef, Any]] = {}
+
+
+def _after_loading(runner: ast.ClassDef) -> tuple[ast.FunctionDef, list[ast.stmt]] | None:
+    """load_model and its statements that check the model it loaded (once per parsed
+    ModelRunner: every simulation asks)."""
+    cached = _after_loading_cache.get(id(runner))
+    if cached is None or cached[0] is not runner:
+        if len(_after_loading_cache) > 64:
+            _after_loading_cache.clear()
+        cached = _after_loading_cache[id(runner)] = (runner, _find_after_loading(runner))
+    found: tuple[ast.FunctionDef, list[ast.stmt]] | None = cached[1]
+    return found
+
+
+def _find_after_loading(runner: ast.ClassDef) -> tuple[ast.FunctionDef, list[ast.stmt]] | None:
+    method = next(
+        (m for m in runner.body if isinstance(m, ast.FunctionDef) and m.name == "load_model"),
+        None,
     )
-    if mod is None or method is None or profile is None or profile.config is None:
+    if method is None:
         return None
     start = next((i for i, stmt in enumerate(method.body) if _loads_model(stmt)), None)
     if start is None:
@@ -89,17 +118,7 @@ def loaded_model_step(sim: Simulator, profile: Profile | None) -> Callable[[], N
         if any(isinstance(n, ast.Assert | ast.Raise) for n in ast.walk(stmt))
         and any(self_attr(n) == "model" for n in ast.walk(stmt))
     ]
-    if not stmts:
-        return None
-
-    def run() -> None:
-        node = copy.copy(method)
-        node.args = ast.arguments([], [ast.arg("self")], None, [], [], None, [])
-        node.body = stmts
-        owner = classes.class_ref(mod, "ModelRunner")
-        sim.call_function(Func(mod, node, Obj("runner"), owner), [], {}, Ctx())
-
-    return run
+    return (method, stmts) if stmts else None
 
 
 def _loads_model(stmt: ast.stmt) -> bool:
@@ -224,15 +243,14 @@ def expert_location_step(sim: Simulator) -> Callable[[], None] | None:
     def run() -> None:
         # (the dataclass the model class answers with is built as written)
         construct, sim.construct = sim.construct, True
-        sim.parallel = parallel_state.sizes(sim.fields)
         try:
-            metadata = sim.call_function(compute, [SELF, Obj("model_config"), 0], {}, Ctx())
-            # ... then the expert distribution recorder on it (EPLB's: its gatherer for the
-            # a2a backend and DeepEP mode)
-            if isinstance(init_new, Func):
-                sim.call_function(init_new, [SELF, metadata], {"rank": 0}, Ctx())
+            with parallel_state.answered(sim):
+                metadata = sim.call_function(compute, [SELF, Obj("model_config"), 0], {}, Ctx())
+                # ... then the expert distribution recorder on it (EPLB's: its gatherer for
+                # the a2a backend and DeepEP mode)
+                if isinstance(init_new, Func):
+                    sim.call_function(init_new, [SELF, metadata], {"rank": 0}, Ctx())
         finally:
             sim.construct = construct
-            sim.parallel = {}
 
     return run

@@ -173,8 +173,7 @@ def checks_step(
     values = {"model_config": Obj("model_config"), "model": model}
 
     def step() -> None:
-        sim.parallel = parallel_state.sizes(sim.fields)
-        try:
+        with parallel_state.answered(sim):
             for func in runs:
                 node = func.node
                 params = [p.arg for p in (*node.args.posonlyargs, *node.args.args)][1:]
@@ -184,8 +183,6 @@ def checks_step(
                     for p in node.args.kwonlyargs
                 }
                 sim.call_function(Func(func.module, node, loader, func.owner), args, kwargs, Ctx())
-        finally:
-            sim.parallel = {}
 
     return step
 
