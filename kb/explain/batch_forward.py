@@ -48,6 +48,7 @@ RUNTIME_ERRORS = frozenset({"RuntimeError", "NotImplementedError", "RecursionErr
 # speculative algorithms whose target model verifies a draft's tokens (ServerArgs turns
 # NEXTN into EAGLE)
 VERIFYING = frozenset({"EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "NEXTN"})
+_UNSET = object()
 
 
 def step(sim: Simulator, backend: Any, fields: dict[str, Any]) -> Callable[[], None] | None:
@@ -113,16 +114,15 @@ def _capture(sim: Simulator, backend: Instance, mode: EnumMember, spec_info: Any
 @contextlib.contextmanager
 def _batch(sim: Simulator, mode: EnumMember, spec_info: Any) -> Iterator[None]:
     """A forward batch (`Obj("forward_batch")`, kb.explain.model_attrs) of this mode."""
-    saved = {k: sim.derived.get(k) for k in ("batch.forward_mode", "batch.spec_info")}
-    sim.derived["batch.forward_mode"] = mode
-    sim.derived["batch.spec_info"] = spec_info
+    keys = ("batch.forward_mode", "batch.spec_info")
+    saved = {k: sim.derived.pop(k, _UNSET) for k in keys}
+    sim.derived.update(zip(keys, (mode, spec_info), strict=True))
     try:
         yield
     finally:
         for key, value in saved.items():
-            if value is None:
-                sim.derived.pop(key, None)
-            else:
+            sim.derived.pop(key, None)
+            if value is not _UNSET:
                 sim.derived[key] = value
 
 

@@ -17,7 +17,6 @@ unknown, naming the attribute.
 from __future__ import annotations
 
 import ast
-import functools
 from functools import lru_cache
 from typing import Any
 
@@ -246,7 +245,7 @@ def never_assigned(sim: Simulator, cls: ClassRef, attr: str) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=256)
+@lru_cache(maxsize=256)
 def _self_attrs(node: ast.ClassDef) -> frozenset[str] | None:
     """The attributes the class's methods set on `self`; None when it sets them by name or
     hands `self` to other code."""
@@ -257,9 +256,6 @@ def _self_attrs(node: ast.ClassDef) -> frozenset[str] | None:
                 return None
             if not isinstance(n.ctx, ast.Load):
                 names.add(n.attr)
-        elif isinstance(n, ast.Call) and ast.unparse(n.func) == "setattr":
-            if not n.args or ast.unparse(n.args[0]) == "self":
-                return None
         elif (
             isinstance(n, ast.Call)
             and not (isinstance(n.func, ast.Name) and n.func.id in _READERS)
@@ -268,7 +264,7 @@ def _self_attrs(node: ast.ClassDef) -> frozenset[str] | None:
                 for a in (*n.args, *(k.value for k in n.keywords))
             )
         ):
-            return None  # (self handed to other code, which may set anything on it)
+            return None  # (self handed to other code, setattr too: it may set anything)
         elif isinstance(n, ast.Call) and ast.unparse(n.func) in _REGISTERS:
             # (torch's Module keeps what these name as attributes)
             first = n.args[0] if n.args else None

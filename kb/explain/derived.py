@@ -60,21 +60,21 @@ def hf_config_attr(sim: Simulator, attr: str) -> Any:
     """`hf_config.<attr>` when ModelConfig's constructor sets it on the config it loaded
     (`self.hf_config.encoder_only = encoder_only`, whatever config.json says): its value
     there, after the statements before it; MISSING when the constructor sets no such
-    attribute (config.json's is read)."""
+    attribute (config.json's is read). Kept per run (every read of config.json asks)."""
+    key = f"hf_config.{attr}"
+    if key in sim.derived:
+        return sim.derived[key]
     mod = sim.module(MODEL_CONFIG_MODULE)
     cls = mod.classes.get("ModelConfig") if mod is not None else None
     init = _methods(cls).get("__init__") if cls is not None else None
-    if mod is None or init is None:
+    found = _config_sets(init).get(attr) if mod is not None and init is not None else None
+    if mod is None or init is None or found is None:
+        sim.derived[key] = MISSING
         return MISSING
-    found = _config_sets(init).get(attr)
-    if found is None:
-        return MISSING
-    key = f"hf_config.{attr}"
-    if key not in sim.derived:
-        sim.derived[key] = unknown(f"the model's {attr} (derived from itself)")
-        index, value = found
-        frame = Frame(mod, init.name, {"self": Obj("model_config")})
-        sim.derived[key] = _evaluate(sim, frame, init.body[:index], value, _params(init, sim))
+    sim.derived[key] = unknown(f"the model's {attr} (derived from itself)")
+    index, value = found
+    frame = Frame(mod, init.name, {"self": Obj("model_config")})
+    sim.derived[key] = _evaluate(sim, frame, init.body[:index], value, _params(init, sim))
     return sim.derived[key]
 
 
@@ -637,15 +637,16 @@ def _set_in_constructor(
     sites = _self_assignments(cls).get(attr, [])
     # (or a method taking only `self` that the constructor's initialization runs: the
     # ModelRunner's `load_model` sets `sliding_window_size` from the model it loaded)
-    init = sites[0][0] if sites else methods.get("__init__")
-    if init is None or not sites or any(method is not init for method, _ in sites):
+    setter = sites[0][0] if sites else methods.get("__init__")
+    if setter is None or not sites or any(method is not setter for method, _ in sites):
         return unknown(words)
-    if init.name != "__init__" and (len(init.args.args) != 1 or init.args.vararg):
+    if setter.name != "__init__" and (len(setter.args.args) != 1 or setter.args.vararg):
         return unknown(words)
     local = f"{attr}__derived"
-    frame = Frame(mod, init.name, {"self": bound, local: unknown(words)})
-    body = _as_local(init, attr, local)
-    return _evaluate(sim, frame, body, ast.Name(local, ast.Load()), init_params(init))
+    frame = Frame(mod, setter.name, {"self": bound, local: unknown(words)})
+    body = _as_local(setter, attr, local)
+    params = init_params(setter) if setter.name == "__init__" else {}
+    return _evaluate(sim, frame, body, ast.Name(local, ast.Load()), params)
 
 
 def _rewrite(

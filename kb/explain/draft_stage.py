@@ -10,8 +10,9 @@ backends. The factory looks the backend's name up in maps of its own, which lack
 names ServerArgs accepts, and raises for those: nothing in ServerArgs guards it.
 
 All of that is interpreted by the simulator over the version's own source, so which worker,
-which backend name and which map are the version's. The worker's constructor is not run (it
-loads the draft model): the fields the method reads are derived from the constructor's
+which backend name and which map are the version's. The worker's constructor is run up to
+where it loads the draft model, for its checks of the server args (`_constructor_checks`);
+past that it is not run: the fields the method reads are derived from the constructor's
 top-level `self.<field> = <value>` statements (the value after the statements before it that
 bind what it reads), with the server args being simulated as its `server_args`. The draft
 worker's ModelRunner is the draft model's (`Obj("draft_runner")`, kb.explain.derived): its

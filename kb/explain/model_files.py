@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kb.explain.abstract_values import Obj
 from kb.explain.known_names import OS_PATH_PROBES
 from kb.explain.predicates import unknown
 
@@ -216,8 +217,6 @@ def loaded_config(sim: Simulator, fn: Any, args: list[Any], kwargs: dict[str, An
     the model's path or a path not known here; for the speculative draft's own path, the
     draft's config.json when the profile gives it; for another known path, unknown (a
     config that is not the model's: the draft's is read to tell a Gemma-4 assistant)."""
-    from kb.explain.abstract_values import Obj  # (simulate imports this module)
-
     first = fn.args.args[0].arg if fn.args.args else None
     path = args[0] if args else kwargs.get(first or "")
     model_path = sim.fields.get("model_path")
