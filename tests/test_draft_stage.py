@@ -357,8 +357,10 @@ def modules() -> dict[str, Module]:
     return out
 
 
-def draft_checks(fields: dict[str, Any], profile: dict[str, Any] = MLA) -> list[Check]:
-    """The checks of the draft worker's step, after the run of ServerArgs."""
+def draft_checks(
+    fields: dict[str, Any], profile: dict[str, Any] = MLA, path: str = FACTORY_PATH
+) -> list[Check]:
+    """The checks of the draft worker's step in `path`, after the run of ServerArgs."""
     mods = modules()
     given = {"model_path": "m", "speculative_algorithm": "EAGLE", **fields}
     sim = Simulator(
@@ -369,7 +371,7 @@ def draft_checks(fields: dict[str, Any], profile: dict[str, Any] = MLA) -> list[
     step = draft_stage.step(sim)
     assert step is not None
     assert sim.run_after(step)
-    return [c for c in result.checks[start:] if c.path == FACTORY_PATH]
+    return [c for c in result.checks[start:] if c.path == path]
 
 
 def raised(checks: list[Check]) -> list[tuple[str, str]]:
@@ -515,16 +517,7 @@ def test_the_draft_worker_s_constructor_checks_the_server_args() -> None:
     line = next(n for n, t in enumerate(_text(WORKER_V2).splitlines(), 1) if "assert" in t)
 
     def worker_checks(fields: dict[str, Any]) -> list[tuple[str, int]]:
-        mods = modules()
-        given = {"model_path": "m", "speculative_algorithm": "EAGLE", **fields}
-        sim = Simulator(
-            mods.get, mods[SERVER_ARGS], given, Profile.parse(MLA), given=given, derive=derived
-        )
-        result = sim.run()
-        start = len(result.checks)
-        step = draft_stage.step(sim)
-        assert step is not None and sim.run_after(step)
-        return [(c.outcome, c.line) for c in result.checks[start:] if c.path == path]
+        return [(c.outcome, c.line) for c in draft_checks(fields, MLA, path)]
 
     chain = {"attention_backend": "trtllm_mla", "speculative_num_steps": 3}
     assert worker_checks({**chain, "speculative_num_draft_tokens": 6}) == [("fired", line)]
