@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 from kb.explain import classes
 from kb.explain.abstract_values import EnumMember, Func, Instance
 from kb.explain.frames import Ctx, Frame
+from kb.explain.memo import by_identity
 from kb.explain.predicates import unknown
 from kb.pyast import call_name
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
+    from kb.explain.source_modules import Module
 
 RADIX_MODULE = "sglang.srt.layers.radix_attention"
 PART = "the first forward of the attention backend (prefill)"
@@ -34,8 +36,17 @@ def layer_kind(sim: Simulator, model_file: str | None) -> EnumMember | None:
     `attn_type`; None when it passes none (a decoder's, the default), several, or one not
     decided here."""
     mod = sim.modules(model_file) if model_file else None
-    if mod is None:
+    node = _radix_attn_type(mod) if mod is not None else None
+    if mod is None or node is None:
         return None
+    kind = sim.eval(node, Frame(mod, "<module>", {}), Ctx())
+    return kind if isinstance(kind, EnumMember) and kind.name != "DECODER" else None
+
+
+@by_identity
+def _radix_attn_type(mod: Module) -> ast.expr | None:
+    """The one `attn_type` every `RadixAttention(...)` of the module passes (None: several,
+    or one passing none)."""
     kinds: set[str] = set()
     node: ast.expr | None = None
     for stmt in mod.body:
@@ -47,10 +58,7 @@ def layer_kind(sim: Simulator, model_file: str | None) -> EnumMember | None:
                 return None  # a layer of the default type beside others: not one kind
             kinds.add(ast.unparse(given))
             node = given
-    if len(kinds) != 1 or node is None:
-        return None
-    kind = sim.eval(node, Frame(mod, "<module>", {}), Ctx())
-    return kind if isinstance(kind, EnumMember) and kind.name != "DECODER" else None
+    return node if len(kinds) == 1 else None
 
 
 def step(sim: Simulator, backend: Any, kind: EnumMember | None) -> Callable[[], None] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kb.explain.facts import FlagSpec, VersionFacts
+from kb.explain.memo import by_identity
 from kb.explain.parsing import Match, OptionTable, Use
 from kb.explain.report import Finding, clip, display, finding, one_line, suggest
 from kb.explain.sites import FlagEnv, dest_of
@@ -19,12 +20,9 @@ class UseChecker:
     def __init__(self, facts: VersionFacts, table: OptionTable, findings: list[Finding]):
         self.facts, self.table, self.findings = facts, table, findings
         self.env = FlagEnv()
-        for spec in facts.flags:  # argparse: the first action of a dest sets its default
-            if spec.dest not in self.env:
-                self.env[spec.dest] = default_of(spec)
-        for spec in facts.flags:
-            for alias in spec.aliases:
-                self.env.aliases.setdefault(dest_of(alias), spec.dest)
+        defaults = _defaults(facts.flags)  # (each run of a version's facts asks again)
+        dict.update(self.env, defaults)
+        self.env.aliases = dict(defaults.aliases)
         self.given: dict[str, Any] = {}  # dest -> value from the command
         self.given_flag: dict[str, FlagSpec] = {}
         self.given_names: set[str] = set()
@@ -203,3 +201,17 @@ class UseChecker:
             if equal(value, default_of(flag)):
                 text = f"{flag.name} {display(value)} is already the default in {self.facts.name}"
                 self.add("info", flag, text, "default_value")
+
+
+@by_identity
+def _defaults(flags: list[FlagSpec]) -> FlagEnv:
+    """Each dest's default (argparse: the first action of a dest sets it) and the alias
+    spellings of each."""
+    env = FlagEnv()
+    for spec in flags:
+        if spec.dest not in env:
+            env[spec.dest] = default_of(spec)
+    for spec in flags:
+        for alias in spec.aliases:
+            env.aliases.setdefault(dest_of(alias), spec.dest)
+    return env

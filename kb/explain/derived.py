@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb.explain import module_state
 from kb.explain.abstract_values import SELF, Func, Instance, Obj, merge_needs, truth
+from kb.explain.memo import by_identity
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import MISSING, Unknown, unknown
 from kb.explain.simulate import Ctx, Frame, _Break, _Continue, _Return
@@ -760,11 +761,16 @@ def _is_self_attr(target: ast.expr, attr: str) -> bool:
     )
 
 
-def _loaded(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+@by_identity
+def _loaded(node: ast.AST) -> frozenset[str]:
+    return frozenset(
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    )
 
 
-def _slice(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[str]]:
+def _slice(
+    body: list[ast.stmt], names: set[str] | frozenset[str]
+) -> tuple[list[ast.stmt], set[str]]:
     """The statements of `body` that bind (directly or through each other) any of `names`,
     in order, and every name they and the value read (cached: the statements stay alive
     with the entry, so their ids stay theirs)."""
@@ -778,7 +784,9 @@ def _slice(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[s
     return list(stmts), set(found)
 
 
-def _sliced(body: list[ast.stmt], names: set[str]) -> tuple[list[ast.stmt], set[str]]:
+def _sliced(
+    body: list[ast.stmt], names: set[str] | frozenset[str]
+) -> tuple[list[ast.stmt], set[str]]:
     names = set(names)
     kept: list[ast.stmt] = []
     for stmt in reversed(body):

@@ -18,6 +18,7 @@ from sqlmodel import Session, col, select
 from kb.cache import Cache, Stamp
 from kb.explain.deploy import cached_module
 from kb.explain.facts import EnvSpec, FlagSpec, SiteSpec, VersionFacts, negations_of
+from kb.explain.memo import by_identity
 from kb.explain.ranges import VersionOptions
 from kb.explain.source_modules import Module
 from kb.explain.type_functions import find_function, suffixed_int
@@ -258,14 +259,20 @@ def version_modules(session: Session, version: Version) -> Callable[[str], Modul
         version.id, lambda: _read_files(session, version), session_stamp(session)
     )
 
-    def text_of(sha: str) -> str | None:
-        return blob_text(session, sha)
+    return _loader(files, session)
+
+
+@by_identity
+def _loader(files: dict[str, str], session: Session) -> Callable[[str], Module | None]:
+    """One loader per state of a version's files and session: the same object for every
+    simulation of an explain (its fixes' too), so what is derived from the version's
+    modules can be cached against it (kb.explain.memo)."""
 
     def load(path: str) -> Module | None:
         sha = files.get(path)
         if sha is None:
             return None
-        return cached_module(sha, path, lambda: text_of(sha))
+        return cached_module(sha, path, lambda: blob_text(session, sha))
 
     return load
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from kb.explain.analysis import Analysis, analyze
 from kb.explain.facts import FlagSpec, VersionFacts
+from kb.explain.memo import by_identity
 from kb.explain.parsing import OptionTable, classify
 from kb.explain.shell import tokenize
 
@@ -113,6 +114,13 @@ def _problems(facts: VersionFacts, table: OptionTable, command: str) -> list[dic
     return out
 
 
+@by_identity
+def _facts(version: VersionOptions) -> VersionFacts:
+    """The version's flags as facts (one object per version: what the parse derives from
+    them is kept against it)."""
+    return VersionFacts(version.name, list(version.flags))
+
+
 def judge(command: str, versions: Sequence[VersionOptions]) -> list[list[dict[str, str]]]:
     """For each version, what makes the command fail to parse there (empty: it parses).
 
@@ -131,7 +139,7 @@ def judge(command: str, versions: Sequence[VersionOptions]) -> list[list[dict[st
             for m in classify(argv, table)
         )
         if key not in memo:
-            memo[key] = _problems(VersionFacts(v.name, list(v.flags)), table, command)
+            memo[key] = _problems(_facts(v), table, command)
         out.append(memo[key])
     return out
 

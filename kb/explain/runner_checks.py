@@ -16,6 +16,7 @@ from kb.explain import classes, parallel_state
 from kb.explain.abstract_values import SELF, ClassRef, Func, Obj
 from kb.explain.derived import MODEL_RUNNER_MODULE
 from kb.explain.frames import Ctx
+from kb.explain.memo import by_identity
 from kb.explain.model_class import self_attr
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile
@@ -39,12 +40,7 @@ def forward_step(
     runner = mod.classes.get("ModelRunner") if mod is not None else None
     if root is None or mod is None or runner is None:
         return None
-    checks: list[tuple[ast.FunctionDef, list[ast.stmt]]] = []
-    for method in runner.body:
-        if isinstance(method, ast.FunctionDef):
-            found = _signature_checks(sim, method, root)
-            if found:
-                checks.append((method, found))
+    checks = _forward_checks(sim.modules, runner, root.node)(sim, root)
     if not checks:
         return None
 
@@ -57,6 +53,29 @@ def forward_step(
             sim.call_function(Func(mod, node, Obj("runner"), owner), [], {}, Ctx())
 
     return run
+
+
+@by_identity
+def _forward_checks(
+    _modules: Any, runner: ast.ClassDef, _root: ast.ClassDef
+) -> Callable[[Simulator, ClassRef], list[tuple[ast.FunctionDef, list[ast.stmt]]]]:
+    """The runner's checks of the forward signature of the architecture's class, found once
+    per version's modules (the class's bases are theirs), runner and class."""
+    found: list[list[tuple[ast.FunctionDef, list[ast.stmt]]]] = []
+
+    def checks(sim: Simulator, root: ClassRef) -> list[tuple[ast.FunctionDef, list[ast.stmt]]]:
+        if not found:
+            found.append(
+                [
+                    (method, stmts)
+                    for method in runner.body
+                    if isinstance(method, ast.FunctionDef)
+                    and (stmts := _signature_checks(sim, method, root))
+                ]
+            )
+        return found[0]
+
+    return checks
 
 
 LOADED_PART = "the model runner's checks of the model it loaded"

@@ -27,6 +27,7 @@ from types import NoneType
 from typing import Any
 
 from kb.explain import (
+    call_memo,
     classes,
     compressed_tensors_types,
     exceptions,
@@ -875,6 +876,13 @@ class Simulator:
         ctx: Ctx,
         site: ast.AST | None = None,
     ) -> Any:
+        if (kept := call_memo.key(fn, args, kwargs, ctx)) is not None:
+            return call_memo.call(self, kept, lambda: self._run(fn, args, kwargs, ctx, site))
+        return self._run(fn, args, kwargs, ctx, site)
+
+    def _run(
+        self, fn: Func, args: list[Any], kwargs: dict[str, Any], ctx: Ctx, site: ast.AST | None
+    ) -> Any:
         owner = f"{fn.owner.name}." if fn.owner is not None else ""
         key = f"{fn.module.path}:{owner}{fn.node.name}"
         if key in self.stack or len(self.stack) >= MAX_DEPTH:
@@ -932,6 +940,8 @@ class Simulator:
         saved = self.current_path
         self.current_path = fn.module.path
         self.result.calls.append((fn.node.name, ctx.conds))
+        # (the fields written in this call: all a return's state can differ in at its end)
+        outer_written, self.written = self.written, set()
         try:
             self.block(fn.node.body, frame, ctx)
             value: Any = None
@@ -943,8 +953,11 @@ class Simulator:
         finally:
             self.stack.pop()
             self.current_path = saved
+            written, self.written = self.written, outer_written | self.written
         for state, needs in frame.return_states:  # the end is reached only if no return was
-            self.fields = self.merge(self.fields, state, state, needs, None, given=False)
+            self.fields = self.merge(
+                self.fields, state, state, needs, None, given=False, keys=written
+            )
         if frame.returns:
             merged = [*frame.returns, value] if certain else frame.returns
             return Unknown(merge_needs(*merged), options_of(merged))

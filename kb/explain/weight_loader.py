@@ -29,6 +29,7 @@ from kb.explain import classes, parallel_state
 from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.derived import MODEL_RUNNER_MODULE
 from kb.explain.frames import Ctx, Frame
+from kb.explain.memo import by_identity
 from kb.explain.model_loading import LOADER_MODULE
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, unknown
@@ -57,7 +58,8 @@ def construction_step(sim: Simulator, selected: Selected) -> Callable[[], None] 
     runner_mod = sim.module(MODEL_RUNNER_MODULE)
     loader_mod = sim.module(LOADER_MODULE)
     select = loader_mod.functions.get(SELECT) if loader_mod is not None else None
-    call = _load_config_call(runner_mod) if runner_mod is not None else None
+    runner = runner_mod.classes.get("ModelRunner") if runner_mod is not None else None
+    call = _load_config_call(runner) if runner is not None else None
     if runner_mod is None or loader_mod is None or select is None or call is None:
         return None
     params = [p.arg for p in (*select.args.posonlyargs, *select.args.args)]
@@ -99,23 +101,27 @@ def settings_given(sim: Simulator, given: set[str]) -> bool:
     `--model-loader-extra-config`, ...). Without one, and without config.json, the loader
     is the default's, whose constructors check only those settings: nothing to decide."""
     runner_mod = sim.module(MODEL_RUNNER_MODULE)
-    call = _load_config_call(runner_mod) if runner_mod is not None else None
+    runner = runner_mod.classes.get("ModelRunner") if runner_mod is not None else None
+    return runner is not None and bool(_load_config_reads(runner) & given)
+
+
+@by_identity
+def _load_config_reads(runner: ast.ClassDef) -> frozenset[str]:
+    """The server args the ModelRunner's `self.load_config = LoadConfig(...)` reads."""
+    call = _load_config_call(runner)
     if call is None:
-        return False
-    read = {
+        return frozenset()
+    return frozenset(
         n.attr
         for k in call.keywords
         for n in ast.walk(k.value)
         if isinstance(n, ast.Attribute) and ast.unparse(n.value).endswith("server_args")
-    }
-    return bool(read & given)
+    )
 
 
-def _load_config_call(mod: Any) -> ast.Call | None:
+@by_identity
+def _load_config_call(runner: ast.ClassDef) -> ast.Call | None:
     """The ModelRunner's `self.load_config = LoadConfig(...)`."""
-    runner = mod.classes.get("ModelRunner")
-    if runner is None:
-        return None
     for node in ast.walk(runner):
         if (
             isinstance(node, ast.Assign)
