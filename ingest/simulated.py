@@ -49,6 +49,9 @@ SIMULATION_FILES = frozenset(
         "python/sglang/srt/model_executor/forward_batch_info.py",
         "python/sglang/srt/model_executor/cuda_graph_runner.py",
         "python/sglang/srt/model_executor/runner/decode_cuda_graph_runner.py",
+        # the target model's worker the speculative worker is handed (its ModelRunner's
+        # ModelConfig gives the draft its context length): kb/explain/draft_stage.py
+        "python/sglang/srt/managers/tp_worker.py",
         # two-batch overlap's strategy for the model's decoder layers (its first forward)
         "python/sglang/srt/batch_overlap/operations_strategy.py",
         "python/sglang/srt/operations_strategy.py",

@@ -43,7 +43,7 @@ from kb.codec import (  # noqa: F401 (the codec's names, for readers of the sche
 from kb.factored import VIEW_NAMES, create_views, forget, tables
 
 # Bump when extraction output changes: versions ingested by an older extractor are redone.
-EXTRACTOR_VERSION = 55
+EXTRACTOR_VERSION = 56
 
 # Bump when the tables change. The knowledge base is derived data: a database of another
 # schema is rebuilt (`flagatlas ingest --rebuild`), never migrated. 1 = before the meta table.

@@ -27,6 +27,7 @@ from kb.explain import (
     derived,
     draft_stage,
     model_class,
+    model_config_checks,
     model_loading,
     model_registry,
     model_weights,
@@ -246,10 +247,12 @@ def simulate(
             sim.fields[sim.canon(name)] = values[name] if done else unknown(why)
 
     runner_copies(Obj("runner"))
+    # the model's ModelConfig, built before anything loads (kb.explain.model_config_checks)
+    known = profile is not None and profile.config is not None
+    stage("load", model_config_checks.PART, model_config_checks.step(sim) if known else None)
     # (config.json: the loader builds the quantization config from its whole
     # `quantization_config`, the scheduler tests it for experts; a profile naming only the
     # method would read as a config missing every other key: errors SGLang does not raise)
-    known = profile is not None and profile.config is not None
     config_step = moe.moe_config(sim) if moe_model or known else None
     configured = stage("load", "the MoE and GEMM configuration", config_step) and moe_model
     # the ModelRunner's load config and the loader get_model_loader picks for its format
@@ -352,8 +355,21 @@ def simulate(
         return run
 
     draft_copied = False
+
+    def worker_constructor() -> Callable[[], None] | None:
+        # (the draft's ModelConfig is built with the server args as the constructor left
+        # them: its context length the target's)
+        def draft_config() -> None:
+            draft = draft_of()
+            if draft is not None and draft.config is not None:
+                with model_weights.as_model(sim, draft):
+                    model_config_checks.checks(sim, draft=True)
+
+        return draft_stage.constructor_step(sim, draft_config)
+
     backends: tuple[tuple[bool, str, Callable[[], Any]], ...] = (
         (False, "the attention backend", main_backend),
+        (True, draft_stage.CONSTRUCTOR_PART, worker_constructor),
         (True, model_weights.DRAFT_PART, draft_weights),
         (True, "the draft model's attention backend",
          lambda: as_draft(derived.runner_method(sim, _BACKEND, True))),
@@ -372,8 +388,10 @@ def simulate(
         step = backend()
         if part != model_weights.DRAFT_PART:  # (a backend's constructor may ask its sizes)
             step = _with_parallel(sim, step)
-        # (the draft's weights not followed, its backends still are)
-        if not stage("load", part, step) and part != model_weights.DRAFT_PART:
+        # (the worker's constructor or the draft's weights not followed, the draft's
+        # backends still are)
+        followed = stage("load", part, step)
+        if not followed and part not in (draft_stage.CONSTRUCTOR_PART, model_weights.DRAFT_PART):
             break
     sim.construct_under = ()
     # the main backend prepares its first batches: the decode graphs' capture, the warmup

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from kb.explain.simulate import Check, Simulator
 
 PART = "the draft worker's attention backends"
+CONSTRUCTOR_PART = "the speculative worker's constructor, and the draft's ModelConfig"
 SPEC_INFO = "sglang.srt.speculative.spec_info"
 ALGORITHM_CLASS = "SpeculativeAlgorithm"
 FACTORY = "DraftBackendFactory"
@@ -58,24 +59,49 @@ def step(sim: Simulator) -> Callable[[], None] | None:
     if not isinstance(from_string, Func):
         return None
 
-    def run() -> None:
-        start = len(sim.result.checks)
-        # the draft backend factory's constructor holds what its check reads (the steps)
-        construct, sim.construct = sim.construct, True
-        try:
-            build(sim, from_string)
-        finally:  # an undecided raise here is said as such, never as a likely error
-            sim.construct = construct
-            checks = sim.result.checks
-            for i in range(start, len(checks)):
-                if checks[i].outcome == "likely":
-                    checks[i] = replace(checks[i], outcome="unknown")
-
-    return run
+    return lambda: _building(
+        sim, lambda: build(sim, from_string, lambda worker: _build_backends(sim, worker))
+    )
 
 
-def build(sim: Simulator, from_string: Func) -> None:
-    """The scheduler's choice of the speculative worker, then its draft backends."""
+def _building(sim: Simulator, run: Callable[[], None]) -> None:
+    """`run()` with the objects it builds constructed (the draft worker a worker builds in
+    its constructor, the draft backend factory whose constructor holds what its check
+    reads); an undecided raise here is said as such, never as a likely error."""
+    start = len(sim.result.checks)
+    construct, sim.construct = sim.construct, True
+    try:
+        run()
+    finally:
+        sim.construct = construct
+        checks = sim.result.checks
+        for i in range(start, len(checks)):
+            if checks[i].outcome == "likely":
+                checks[i] = replace(checks[i], outcome="unknown")
+
+
+def constructor_step(sim: Simulator, then: Callable[[], None]) -> Callable[[], None] | None:
+    """The step running the speculative worker's constructor up to where it loads the draft
+    model (its checks of the server args, and the server args it sets for the draft:
+    `context_length`, the target's), then `then` (the draft's ModelConfig checks), with
+    the server args as the constructor left them. None as for `step`."""
+    mod = sim.module(SPEC_INFO)
+    if mod is None or ALGORITHM_CLASS not in mod.classes:
+        return None
+    from_string = classes.class_attr(sim, classes.class_ref(mod, ALGORITHM_CLASS), "from_string")
+    if not isinstance(from_string, Func):
+        return None
+
+    def each(worker: ClassRef) -> None:
+        _constructor_checks(sim, worker)
+        then()
+
+    return lambda: _building(sim, lambda: build(sim, from_string, each))
+
+
+def build(sim: Simulator, from_string: Func, each: Callable[[ClassRef], None]) -> None:
+    """The scheduler's choice of the speculative worker, then `each` of the worker class
+    (of each class, when it is not decided)."""
     ctx = Ctx()
     name = sim.attribute(SELF, "speculative_algorithm")
     algorithm = sim.call_function(from_string, [name], {}, ctx)
@@ -84,12 +110,12 @@ def build(sim: Simulator, from_string: Func) -> None:
         return
     worker = sim.call_function(create, [SELF], {}, ctx)
     if isinstance(worker, ClassRef):
-        _build_backends(sim, worker)
+        each(worker)
     elif isinstance(worker, Unknown) and worker.options:
-        _each_worker(sim, worker)
+        _each_worker(sim, worker, each)
 
 
-def _each_worker(sim: Simulator, worker: Unknown) -> None:
+def _each_worker(sim: Simulator, worker: Unknown, each: Callable[[ClassRef], None]) -> None:
     """The worker class not decided (`SGLANG_ENABLE_SPEC_V2` unknown picks EAGLEWorker or
     EAGLEWorkerV2): each is followed on its own; what fails with every one of them fails
     for sure, what fails with some only is undecided, naming what decides the worker. (A
@@ -102,7 +128,7 @@ def _each_worker(sim: Simulator, worker: Unknown) -> None:
     runs: list[list[Check]] = []
     for option in options:
         start = len(sim.result.checks)
-        _build_backends(sim, option)
+        each(option)
         runs.append(sim.result.checks[start:])
         del sim.result.checks[start:]
     fails = [{(c.path, c.line) for c in run if c.outcome in ("fired", "likely")} for run in runs]
@@ -121,9 +147,6 @@ def _each_worker(sim: Simulator, worker: Unknown) -> None:
 
 
 def _build_backends(sim: Simulator, worker: ClassRef) -> None:
-    # the worker's constructor (and the draft worker's it builds) checks the server args
-    # before it loads the draft model
-    _constructor_checks(sim, worker)
     found = _drafter(sim, worker)
     if found is None:
         return
@@ -160,7 +183,11 @@ def _constructor_checks(sim: Simulator, cls: ClassRef) -> None:
     obj = Instance(cls, NOT_RUN)
     args = init.node.args
     names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)][1:]
-    given = {n: SELF if n == "server_args" else unknown(f"{cls.name}({n})") for n in names}
+    given: dict[str, Any] = {
+        n: SELF if n == "server_args" else unknown(f"{cls.name}({n})") for n in names
+    }
+    if "target_worker" in given:  # the target model's worker, built before (its runner's)
+        given["target_worker"] = _target_worker(sim) or given["target_worker"]
     start = len(sim.result.checks)
     try:
         sim.call_function(Func(init.module, node, obj, init.owner), [], given, Ctx())
@@ -176,6 +203,20 @@ def _constructor_checks(sim: Simulator, cls: ClassRef) -> None:
         checks[start:] = [
             c for c in checks[start:] if c.path.startswith(SPECULATIVE_DIR) and c.kind != "opaque"
         ]
+
+
+TP_WORKER = "sglang.srt.managers.tp_worker"
+
+
+def _target_worker(sim: Simulator) -> Instance | None:
+    """The target model's TpModelWorker, as the speculative worker is handed it: its
+    ModelRunner and ModelConfig are the main model's (its constructor is not run)."""
+    mod = sim.module(TP_WORKER)
+    if mod is None or "TpModelWorker" not in mod.classes:
+        return None
+    worker = Instance(classes.class_ref(mod, "TpModelWorker"), NOT_RUN)
+    worker.fields.update(model_runner=Obj("runner"), model_config=Obj("model_config"))
+    return worker
 
 
 def _loads(node: ast.AST) -> bool:
