@@ -86,6 +86,22 @@ class Func:
     closure: dict[str, Any] | None = field(default=None, compare=False)
 
 
+class RunDict(dict[Any, Any]):
+    """A dict the run owns: config.json's, copied for the run when first read
+    (kb.explain.model_attrs). Changed in place on a decided path, as Python does: SGLang's
+    Quark config clears an item of a dict it reached through another, and the other sees
+    it. Other dicts (a module's constants, kept across runs) are changed on a copy."""
+
+
+def run_owned(value: Any) -> Any:
+    """A copy of a config.json value with each dict a RunDict."""
+    if isinstance(value, dict):
+        return RunDict((k, run_owned(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [run_owned(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True)
 class ClassRef(Named):
     """A class defined in a module we hold, used as a value (`return DeepEPMoE`): compared

@@ -26,6 +26,7 @@ EXPRESSION_NAMES = {
 # torch calls SGLang makes directly, answered like the helpers that wrap them
 TORCH_PREDICATES = {
     "torch.cuda.get_device_capability": "get_device_capability",
+    "torch.cuda.get_device_properties": "get_device_properties",
     "torch.cuda.is_available": "is_cuda",
     "torch.cuda.device_count": "get_device_count",
 }

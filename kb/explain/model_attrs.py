@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from kb.explain import batch_backend, classes, parallel_state
-from kb.explain.abstract_values import Method, Obj, Symbol, torch_dtype
-from kb.explain.predicates import MISSING, MODEL, missing, unknown
+from kb.explain.abstract_values import Method, Obj, Symbol, run_owned, torch_dtype
+from kb.explain.predicates import GPU, MISSING, MODEL, missing, unknown
 from kb.explain.source_modules import mla_archs
 
 DRAFT = "is_draft_model"  # ModelConfig.from_server_args' argument building a draft's
@@ -29,6 +29,8 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         return value
     if obj.kind == "forward_batch":  # a forward's batch (kb.explain.block_forward)
         return batch_attr(sim, attr)
+    if obj.kind == "device_properties":  # torch.cuda.get_device_properties(i)
+        return device_property(sim, attr)
     if obj.kind == "draft_hf_config":  # get_config(<the draft's path>): its config.json
         value = (sim.profile.draft_config or {}).get(attr, MISSING)
         if missing(value):
@@ -56,6 +58,8 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         if not missing(value):
             return value
     value = sim.profile.hf_attr(attr)
+    if isinstance(value, dict | list):
+        value = _owned(sim, attr, value)
     if attr in ("dtype", "torch_dtype"):
         # transformers reads either key of config.json into `dtype` (`torch_dtype` its
         # older name, an alias) and holds a torch dtype, not the text
@@ -66,6 +70,34 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         return MISSING if allow_missing else unknown(f"the model's config.json ({attr})")
     sim.reads.add(MODEL)
     return value
+
+
+def device_property(sim: Any, attr: str) -> Any:
+    """An attribute of the GPU's properties from the profile's catalog GPU: its LLVM target
+    on ROCm (`gcnArchName`, "gfx942"), its compute capability (`major`, `minor`), its
+    name; others unknown."""
+    gpu = sim.profile.catalog
+    if gpu is None:
+        return unknown(f"the GPU's {attr}")
+    sim.reads.add(GPU)
+    if attr == "gcnArchName" and gpu.platform == "rocm" and gpu.arch:
+        return gpu.arch
+    if attr in ("major", "minor") and gpu.sm is not None:
+        return gpu.sm // 10 if attr == "major" else gpu.sm % 10
+    if attr == "name" and gpu.device_name:
+        return gpu.device_name
+    return unknown(f"the GPU's {attr}")
+
+
+def _owned(sim: Any, attr: str, value: Any) -> Any:
+    """The run's own copy of config.json's `attr` (kb.explain.abstract_values.RunDict), the
+    same one for every read of the run while the profile read is the same object (a draft's
+    config is read with its own profile in place)."""
+    key = f"config.{attr}"
+    kept = sim.derived.get(key)
+    if kept is None or kept[0] is not sim.profile:
+        kept = sim.derived[key] = (sim.profile, run_owned(value))
+    return kept[1]
 
 
 def attention_arch(sim: Any) -> Any:

@@ -20,6 +20,7 @@ from pydantic import ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 
 from kb.contract import Gpu
+from kb.explain.abstract_values import Obj
 from kb.gpus import UnknownGpu, gpu_by_name
 from kb.profile import (
     ENV_MODES,
@@ -488,11 +489,22 @@ def _torch_cuda(f: Facts, _args: list[Any]) -> Any:
 
 
 def _torch_hip(f: Facts, _args: list[Any]) -> Any:
-    """`torch.version.hip`: a version on ROCm (which one is not asked), None elsewhere."""
+    """`torch.version.hip`: on ROCm the catalog GPU's ROCm version (a text: `if
+    torch.version.hip:` holds), else unknown; None elsewhere."""
     platform = f.platform()
     if isinstance(platform, Unknown) or platform == "rocm":
-        return platform if isinstance(platform, Unknown) else unknown("the ROCm version")
+        if isinstance(platform, Unknown):
+            return platform
+        gpu = f.profile.catalog
+        return gpu.rocm if gpu is not None and gpu.rocm else unknown("the ROCm version")
     return None
+
+
+def _device_properties(f: Facts, _args: list[Any]) -> Any:
+    """`torch.cuda.get_device_properties(i)`: the device, whose attributes the simulation
+    reads from the profile (kb.explain.model_attrs.device_property)."""
+    platform = f.platform()
+    return platform if isinstance(platform, Unknown) else Obj("device_properties")
 
 
 def _in_tree(f: Facts, _args: list[Any]) -> Any:
@@ -606,6 +618,7 @@ PREDICATES: dict[str, tuple[Answer, str]] = {
     "is_sm80_supported": (_sm((8,), (11, 0)), "GPU is SM80 (Ampere)"),
     "get_device_sm": (_sm_value, "the GPU's SM version"),
     "get_device_capability": (_capability, "the GPU's compute capability"),
+    "get_device_properties": (_device_properties, "the GPU's properties"),
     "torch.version.cuda": (_torch_cuda, "the CUDA version torch was built with"),
     "torch.version.hip": (_torch_hip, "the ROCm version torch was built with"),
     "get_device": (_device, "the device type"),

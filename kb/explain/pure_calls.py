@@ -10,6 +10,7 @@ pattern and text, few quantifiers and none on a group (what makes a pattern blow
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Callable
@@ -46,7 +47,12 @@ MODULE_FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
     ("types", "MappingProxyType"): dict,  # (a read-only view: read like the dict)
     ("json", "loads"): lambda text: json_loads(text),
     ("orjson", "loads"): lambda text: json_loads(text),
+    # a glob on a layer's name (Quark's `layer_quant_config` patterns; on Linux, where
+    # fnmatch does not fold case)
+    ("fnmatch", "fnmatch"): lambda name, pattern: glob_match(name, pattern),
+    ("fnmatch", "fnmatchcase"): lambda name, pattern: glob_match(name, pattern),
 }
+MAX_GLOB = 512  # characters of a name or pattern matched (fnmatch's regex cannot blow up)
 STR_METHODS = frozenset(
     {
         "lower",
@@ -186,6 +192,14 @@ def module_call(module: str, name: str, args: list[Any], kwargs: dict[str, Any])
             return unknown("what dict() returns")
     pure = MODULE_FUNCTIONS.get((module, name))
     return pure(*args) if pure is not None and not kwargs else NOT_PURE
+
+
+def glob_match(name: Any, pattern: Any) -> Any:
+    if not (isinstance(name, str) and isinstance(pattern, str)):
+        return unknown("what fnmatch() returns")
+    if len(name) > MAX_GLOB or len(pattern) > MAX_GLOB:
+        return unknown("what fnmatch() returns (a long name or pattern)")
+    return fnmatch.fnmatchcase(name, pattern)
 
 
 def json_loads(text: Any) -> Any:

@@ -52,6 +52,7 @@ from kb.explain.abstract_values import (
     Method,
     Obj,
     Registry,
+    RunDict,
     Self,
     Sentinel,
     Super,
@@ -104,7 +105,7 @@ from kb.explain.source_modules import (
     registered,
 )
 from kb.pyast import NOT_LITERAL, fill_names, literal, render_text, strip_ansi
-from kb.threeval import all_of, any_of, binary, compare, unary
+from kb.threeval import Refused, all_of, any_of, binary, compare, unary
 
 MAX_STEPS = 20_000  # statements per run; SGLang's own argument handling takes < 2,000
 MAX_DEPTH = 14  # nested calls
@@ -791,6 +792,10 @@ class Simulator:
         container = frame.locals[target.id]
         if not isinstance(container, dict | list | set | Unknown):
             return  # an object's own method or item (`self.x[k] = v` is not tracked either)
+        if method == "__setitem__" and isinstance(container, RunDict) and not ctx.needs:
+            if is_known(args[0]):  # (config.json's: the dicts holding it see the change)
+                container[args[0]] = args[1]
+                return
         if method == "__setitem__" and isinstance(container, dict) and is_known(args[0]):
             # an item not known leaves the others known (`cfg["packed_modules_mapping"] = x`)
             frame.locals[target.id] = {**container, args[0]: args[1]}
@@ -1258,6 +1263,8 @@ class Simulator:
                 if missing(value):
                     return args[2] if len(args) > 2 else unknown(f"attribute {attr}")
                 return value
+            if name == "type" and len(args) == 1 and isinstance(args[0], Instance):
+                return args[0].cls  # (its class's name: `type(module).__name__`)
             if name == "isinstance":
                 if len(args) == 2 and isinstance(args[0], tensors.Tensor):
                     kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
@@ -1353,18 +1360,22 @@ class Simulator:
                     return unknown("a set of unhashable values")
             return items
         if isinstance(node, ast.Dict):
-            out: dict[Any, Any] = {}
+            out: Any = {}
             for k, v in zip(node.keys, node.values, strict=True):
-                if k is None:  # `{**other}`
+                if k is None:  # `{**other}` (of each dict an undecided one may be)
                     spread = self.eval(v, frame, ctx)
-                    if not isinstance(spread, dict):
-                        return Unknown(merge_needs(spread) or ("a dict",))
-                    out.update(spread)
+                    if not isinstance(spread, dict | Unknown):
+                        return unknown("a dict")
+                    out = lift(_spread, out, spread)
                     continue
                 key = self.eval(k, frame, ctx)
                 if not is_known(key) or isinstance(key, list | dict | set):
                     return unknown("a dict")
-                out[key] = self.eval(v, frame, ctx)
+                item = self.eval(v, frame, ctx)
+                if isinstance(out, dict):  # (this display's own dict)
+                    out[key] = item
+                else:
+                    out = lift(lambda d, key=key, item=item: {**d, key: item}, out)
             return out
         if isinstance(node, ast.Subscript):
             base = self.eval(node.value, frame, ctx)
@@ -1496,6 +1507,12 @@ CT_VALUES = (
     compressed_tensors_types.Member,
     compressed_tensors_types.Args,
 )
+
+
+def _spread(into: dict[Any, Any], other: Any) -> dict[Any, Any]:
+    if not isinstance(other, dict):
+        raise Refused("a dict spread of a value that is no dict")
+    return {**into, **other}
 
 
 def _shown_key(key: Any) -> str:
