@@ -429,8 +429,58 @@ class _Gatherer:
         return _Gatherer()
 """
 
+# Llama's shape: the base class builds its model through a factory method the subclass
+# overrides (Llama-4's `_init_model`)
+FACTORY_TEXT = """
+from torch import nn
+
+from sglang.srt.models.toy_moe import ToyModel
+
+
+class ToyBaseForCausalLM(nn.Module):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        self.model = self._init_model(config, quant_config, "model")
+
+    def _init_model(self, config, quant_config=None, prefix=""):
+        return None
+
+
+class ToyFactoryForCausalLM(ToyBaseForCausalLM):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__(config, quant_config, prefix)
+
+    def _init_model(self, config, quant_config=None, prefix=""):
+        return ToyModel(config, quant_config=quant_config, prefix=prefix)
+
+
+EntryClass = [ToyFactoryForCausalLM]
+"""
+
+# Llama-4's multimodal shape: the language model's class imported inside the constructor,
+# handed the text config when config.json has one
+VL_TEXT = """
+from torch import nn
+
+
+class ToyVLForConditionalGeneration(nn.Module):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        from sglang.srt.models.toy_factory import ToyFactoryForCausalLM
+
+        self.language_model = ToyFactoryForCausalLM(
+            config.text_config if hasattr(config, "text_config") else config,
+            quant_config=quant_config,
+        )
+
+
+EntryClass = ToyVLForConditionalGeneration
+"""
+
 FILES = {
     SERVER_ARGS: ARGS,
+    SRT + "models/toy_factory.py": FACTORY_TEXT,
+    SRT + "models/toy_vl.py": VL_TEXT,
     SRT + "eplb/expert_distribution.py": EXPERT_DISTRIBUTION,
     SRT + "batch_overlap/operations_strategy.py": OPERATIONS_STRATEGY,
     SRT + "model_loader/utils.py": LOADER_UTILS,
@@ -741,3 +791,22 @@ def test_the_attention_s_tp_size_is_divided_by_dp_attention(session: Session) ->
         session, "--tp-size 32 --dp-size 4 --enable-dp-attention", heads
     )
     assert failed not in load_findings(session, "--tp-size 8", heads)
+
+
+def test_a_model_built_through_a_factory_or_a_class_imported_in_the_constructor(
+    session: Session,
+) -> None:
+    line = line_of(MODEL_TEXT, "raise ValueError(")
+    error = (
+        "error",
+        f"raises at toy_moe.py:{line}: ValueError: Tensor parallel size 16 is greater "
+        "than the number of experts 8.",
+    )
+    # the base's constructor calls the subclass's factory
+    factory = {**TOY, "architectures": ["ToyFactoryForCausalLM"]}
+    assert load_findings(session, "--tp-size 16", factory) == [error]
+    # the multimodal class imports the language model's class inside its constructor and
+    # hands it the text config
+    vl = {"architectures": ["ToyVLForConditionalGeneration"], "text_config": factory}
+    assert load_findings(session, "--tp-size 16", vl) == [error]
+    assert load_findings(session, "--tp-size 8", vl) == []

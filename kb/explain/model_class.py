@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from kb.explain import classes, model_attrs, model_loading, parallel_state
 from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.frames import Ctx, Frame, Raised
+from kb.explain.memo import by_identity
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, Unknown, assumed, unknown
 from kb.explain.source_modules import Module, module_path
@@ -615,6 +616,8 @@ def sub_config(call: ast.Call | None) -> str | None:
         return None
     given = [k.value for k in call.keywords if k.arg == "config"] or call.args[:1]
     value = given[0] if given else None
+    if isinstance(value, ast.IfExp) and _tests_for_own(value):
+        value = value.body  # (`config.text_config if hasattr(config, "text_config") else config`)
     if (
         isinstance(value, ast.Attribute)
         and isinstance(value.value, ast.Name)
@@ -623,6 +626,22 @@ def sub_config(call: ast.Call | None) -> str | None:
     ):
         return value.attr
     return None
+
+
+def _tests_for_own(choice: ast.IfExp) -> bool:
+    """`config.<key> if hasattr(config, "<key>") else config`: the sub-config when config.json
+    holds it (config_value answers only then)."""
+    test, body = choice.test, choice.body
+    return (
+        isinstance(test, ast.Call)
+        and ast.unparse(test.func) == "hasattr"
+        and len(test.args) == 2
+        and isinstance(body, ast.Attribute)
+        and isinstance(test.args[1], ast.Constant)
+        and test.args[1].value == body.attr
+        and ast.unparse(test.args[0]) == ast.unparse(body.value)
+        and ast.unparse(choice.orelse) == ast.unparse(body.value)
+    )
 
 
 def config_value(sim: Simulator, source: str | None) -> Obj | None:
@@ -645,6 +664,7 @@ def _built_by(
     init: Func,
     outer: tuple[str, ...] | None = None,
     chosen: dict[str, ClassRef] | None = None,
+    factories: bool = True,
 ) -> Iterator[Built]:
     """The model classes `init` calls (directly, in a lambda it hands to a helper such as
     make_layers, in a factory method of its class it calls: `self.model =
@@ -680,14 +700,17 @@ def _built_by(
             }
             yield from _built_by(sim, holder, base, conds, named)
             continue
-        factory = _factory(sim, holder, call) if outer is None else None
+        # (the base's constructor calling the subclass's factory: Llama-4's `_init_model`)
+        factory = _factory(sim, holder, call) if factories else None
         if factory is not None:  # (one level: a factory's own calls are not followed)
-            for b in _built_by(sim, holder, factory, conds):
+            for b in _built_by(sim, holder, factory, conds, factories=False):
                 yield replace(b, attr=b.attr or targets.get(id(call)))
             continue
         if not isinstance(call.func, ast.Name):
             continue
-        cls = classes_of.get(call.func.id) or _model_class(sim, init.module, call.func.id)
+        cls = classes_of.get(call.func.id) or _model_class(
+            sim, init.module, call.func.id, _local_imports(init.node)
+        )
         chosen_from = choices.get(call.func.id) if cls is None else None
         spread = any(isinstance(a, ast.Starred) for a in call.args) or any(
             k.arg is None for k in call.keywords
@@ -783,14 +806,30 @@ def _factory(sim: Simulator, holder: ClassRef, call: ast.Call) -> Func | None:
     return None
 
 
-def _model_class(sim: Simulator, mod: Module, name: str) -> ClassRef | None:
+def _model_class(
+    sim: Simulator, mod: Module, name: str, local: dict[str, tuple[str, str]] | None = None
+) -> ClassRef | None:
+    """The model class `name` is in the module, or in a constructor importing it itself
+    (`local`: Llama-4's multimodal class imports its language model's class inside)."""
     if name in mod.classes:
         return classes.class_ref(mod, name)
-    target = mod.imports.get(name)
+    target = (local or {}).get(name) or mod.imports.get(name)
     if target is None or not target[0].startswith(MODELS_PACKAGE) or target[1] is None:
         return None
     found = sim.exported(target[0], target[1])
     return found if isinstance(found, ClassRef) else None
+
+
+@by_identity
+def _local_imports(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, tuple[str, str]]:
+    """`from package.module import Name` statements inside a function: name -> (module,
+    name)."""
+    return {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in ast.walk(fn)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        for alias in node.names
+    }
 
 
 def _handed(call: ast.Call, params: set[str]) -> dict[str, str]:
