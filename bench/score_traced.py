@@ -5,8 +5,10 @@
 
 A case (bench/traced/set*.json: development sets, each scored once while hidden): "id", "tag"
 (snapshot-2026-02-01 or -07-01), "command", "gpu" (a catalog name), "gpus", "nodes",
-"config" (the model's config.json), "draft_config", "expect" ("raise" or "pass"), for a raise
-"site" {"path", "line"} (the raise/assert SGLang hits first past ServerArgs) and "stage".
+"config" (the model's config.json), "draft_config", "hf_quant_config" (a ModelOpt
+checkpoint's hf_quant_config.json, read beside config.json), "expect" ("raise" or "pass"),
+for a raise "site" {"path", "line"} (the raise/assert SGLang hits first past ServerArgs)
+and "stage".
 
 Right: a raise case has an error finding citing the site's file within 6 lines of its line;
 a pass case has no error. Wrong: an error on a pass case, or errors on a raise case none of
@@ -48,7 +50,9 @@ def main() -> None:
     records, started = [], time.time()
     for case in cases:
         fields = {"gpu": case.get("gpu"), "config": case.get("config")}
-        fields |= {k: case[k] for k in ("gpus", "nodes", "draft_config") if case.get(k)}
+        fields |= {
+            k: case[k] for k in ("gpus", "nodes", "draft_config", "hf_quant_config") if case.get(k)
+        }
         profile = Profile.parse(fields)
         with Session(engine) as session:
             result = explain(session, case["tag"], case["command"], None, profile)
