@@ -10,7 +10,8 @@ checkpoint's hf_quant_config.json, read beside config.json), "expect" ("raise" o
 for a raise "site" {"path", "line"} (the raise/assert SGLang hits first past ServerArgs)
 and "stage".
 
-Right: a raise case has an error finding citing the site's file within 6 lines of its line;
+Right: a raise case has an error finding citing the site's file within 6 lines of its line
+(as its source, or as where SGLang re-raises it: `reraised_at`);
 a pass case has no error. Wrong: an error on a pass case, or errors on a raise case none of
 which cites the site. Every fix called verified is explained again with the same profile:
 an error there is a violation. `--tree` scores another checkout's code (a frozen commit) on
@@ -83,7 +84,12 @@ def errors(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def cites(finding: dict[str, Any], site: dict[str, Any]) -> bool:
-    source = finding.get("source") or {}
+    """The finding cites the site: its raise, or where SGLang re-raises it as its own (the
+    CUDA-graph runner's "Capture cuda graph failed"), which the finding names too."""
+    return any(_near(finding.get(field) or {}, site) for field in ("source", "reraised_at"))
+
+
+def _near(source: dict[str, Any], site: dict[str, Any]) -> bool:
     path, want = source.get("path") or "", site["path"]
     if not (path == want or path.endswith("/" + want) or want.endswith("/" + path)):
         return False

@@ -1097,6 +1097,9 @@ class Finding(Sparse):
     env: str | None = None  # the environment variable a finding is about
     # where SGLang would say it: argparse ("parse") or ServerArgs' handling ("server_args")
     stage: Literal["parse", "server_args", "load", "first_forward"] | None = None
+    # where SGLang re-raises the error as its own (the CUDA-graph runner's "Capture cuda
+    # graph failed" around a RuntimeError raised while capturing); `source` is the raise
+    reraised_at: Citation | None = None
 
 
 class ExplainFlag(Model):

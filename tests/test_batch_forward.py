@@ -283,17 +283,29 @@ def test_its_near_misses_pass(session: Session) -> None:
     assert errors(session, "--page-size 16") == []  # no verify batch: a decode
 
 
-def test_a_runtime_error_in_the_capture_is_the_graph_runners_own(session: Session) -> None:
-    # NotImplementedError is a RuntimeError: the runner's `except RuntimeError` re-raises it
-    line = line_of(GRAPH_RUNNER, "raise Exception")
+def test_a_runtime_error_in_the_capture_names_the_graph_runners_re_raise(
+    session: Session,
+) -> None:
+    # NotImplementedError is a RuntimeError: the runner's `except RuntimeError` re-raises it;
+    # the raise is the first SGLang hits, the re-raise what its traceback ends with
+    raised = line_of(BACKEND, 'raise NotImplementedError("fp8 KV cache')
+    again = line_of(GRAPH_RUNNER, "raise Exception")
     found = errors(session, "--kv-cache-dtype fp8_e4m3", DENSE)
     assert found == [
         (
             "first_forward",
-            f"raises at cuda_graph_runner.py:{line}: Exception: Capture cuda graph failed: "
-            "NotImplementedError: fp8 KV cache in a captured decode",
+            f"raises at toy_backend.py:{raised}: NotImplementedError: fp8 KV cache in a "
+            f"captured decode; re-raised at cuda_graph_runner.py:{again}",
         )
     ]
+    profile = Profile.parse({"sm": 90, "platform": "cuda", "config": DENSE})
+    result = explain(
+        session, "v0.1.0", "--model-path org/model --kv-cache-dtype fp8_e4m3", profile=profile
+    )
+    (error,) = [f for f in result["findings"] if f["severity"] == "error"]
+    assert error["source"]["line"] == raised
+    assert error["reraised_at"]["path"].endswith("cuda_graph_runner.py")
+    assert error["reraised_at"]["line"] == again
 
 
 def test_no_capture_without_cuda_graphs_or_for_an_embedding_model(session: Session) -> None:

@@ -6,8 +6,8 @@ forward mode: at start-up the CUDA-graph runner captures the decode graphs
 (`init_cuda_graph_state(max_bs, max_num_tokens)`, then
 `init_forward_metadata_capture_cuda_graph(bs, ..., forward_mode, spec_info)` for each
 batch size; a RuntimeError there is re-raised by the runner as "Capture cuda graph
-failed"), then the warmup request's prefill and the decodes call
-`init_forward_metadata(forward_batch)`. The mode captured and decoded is DECODE, or
+failed", which the finding names beside the raise), then the warmup request's prefill and
+the decodes call `init_forward_metadata(forward_batch)`. The mode captured and decoded is DECODE, or
 TARGET_VERIFY for the target model of speculative decoding (EAGLE, EAGLE3, STANDALONE,
 NGRAM: the draft's tokens are verified in one batch); an embedding model only prefills.
 
@@ -100,7 +100,7 @@ def _captures_decode(fields: dict[str, Any]) -> bool:
 
 
 def _capture(sim: Simulator, backend: Instance, mode: EnumMember, spec_info: Any) -> None:
-    """The decode graphs' capture; a RuntimeError of it cited where the runner re-raises."""
+    """The decode graphs' capture; a RuntimeError of it says where the runner re-raises it."""
     start = len(sim.result.checks)
     try:
         _call(sim, backend, CAPTURE_STATE, {})
@@ -146,8 +146,9 @@ def _call(sim: Simulator, backend: Instance, name: str, given: dict[str, Any]) -
 
 
 def _rewrap(sim: Simulator, start: int) -> None:
-    """A RuntimeError fired by the capture reaches SGLang as the runner's own raise
-    (`except RuntimeError as e: raise Exception(f"Capture cuda graph failed: {e}...")`)."""
+    """A RuntimeError fired by the capture is the error (its raise the first SGLang hits),
+    which the runner re-raises as its own (`except RuntimeError as e: raise
+    Exception(f"Capture cuda graph failed: {e}...")`): both are said."""
     checks = sim.result.checks
     fired = [i for i in range(start, len(checks)) if checks[i].outcome == "fired"]
     if not fired or checks[fired[-1]].kind != "raise":
@@ -161,16 +162,9 @@ def _rewrap(sim: Simulator, start: int) -> None:
     path, node = site
     checks[fired[-1]] = replace(
         check,
-        path=path,
-        line=node.lineno,
-        end_line=node.end_lineno or node.lineno,
-        message=f"Exception: Capture cuda graph failed: {check.message}",
-        conditions=(*check.conditions, f"raised at {_where(check)} while capturing CUDA graphs"),
+        conditions=(*check.conditions, "raised while capturing the decode CUDA graphs"),
+        reraised=(path, node.lineno, node.end_lineno or node.lineno),
     )
-
-
-def _where(check: Check) -> str:
-    return f"{check.path.rsplit('/', 1)[-1]}:{check.line}"
 
 
 def _raised_class(sim: Simulator, check: Check) -> str | None:

@@ -566,16 +566,19 @@ def _report(
             reads = {} if warns else {"reads": sorted(r for r in check.reads if r[:1] != "<")}
             # ... and the profile's assumptions it rests on (packages: assume-ok)
             profile_words = _assumed_words({r for r in check.reads if r[:1] == "<"}, result)
+            again = check.reraised
             found = finding(
                 "warning" if warns else "error",
                 first_flag(check.reads),
                 f"{verb} at {loc(check.path, check.line)}{text_msg}"
-                + (f", given the profile: {'; '.join(profile_words)}" if profile_words else ""),
+                + (f", given the profile: {'; '.join(profile_words)}" if profile_words else "")
+                + (f"; re-raised at {loc(again[0], again[1])}" if again else ""),
                 "constraint",
                 source,
                 key=key,
                 condition=when(check.conditions),
                 **reads,
+                **({"reraised_at": cite(*again)} if again else {}),
             )
             if not warns:
                 errors.add(key)

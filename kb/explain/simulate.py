@@ -155,6 +155,7 @@ class Check:
     # the message as the source writes it (`{capability}`): what identifies the check
     # whatever values the run filled in
     template: str = ""
+    reraised: tuple[str, int, int] | None = None  # (path, line, end) of a re-raise
 
 
 @dataclass
