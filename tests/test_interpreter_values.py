@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kb.explain import derived
 from kb.explain.predicates import Profile
 from kb.explain.simulate import Simulator
 from tests import sim_repos
@@ -96,3 +97,54 @@ def test_an_undecided_extension_leaves_the_keys_both_paths_have() -> None:
 def test_a_cuda_gpu_has_no_rocm_version() -> None:
     out = fields({"gpu": "H100 80GB", "config": CONFIG})
     assert out["hip"] is None and out["target"] is None
+
+
+# A ModelOpt checkpoint keeps its quantization in hf_quant_config.json beside config.json:
+# SGLang asks the Hub whether the file exists, downloads it, or globs a snapshot for it.
+QUANT_FILES = """
+import glob
+import json
+import os
+from dataclasses import dataclass
+
+from huggingface_hub import HfApi, hf_hub_download, snapshot_download
+
+
+@dataclass
+class ServerArgs:
+    model_path: str
+    exists: object = None
+    algo: object = None
+    found: object = None
+    globbed: object = None
+
+    def __post_init__(self):
+        self.exists = HfApi().file_exists(self.model_path, "hf_quant_config.json")
+        path = hf_hub_download(repo_id=self.model_path, filename="hf_quant_config.json")
+        with open(path) as f:
+            self.algo = json.load(f)["quantization"]["quant_algo"]
+        folder = snapshot_download(self.model_path, allow_patterns="*.json")
+        files = glob.glob(os.path.join(folder, "*.json"))
+        self.found = len([f for f in files if f.endswith("hf_quant_config.json")])
+        with open(files[-1]) as f:
+            self.globbed = json.load(f)["quantization"]["quant_algo"]
+"""
+
+MODELOPT = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8"}}
+
+
+def quant_fields(profile: dict[str, Any]) -> dict[str, Any]:
+    mods = modules({ARGS: QUANT_FILES})
+    given = {"model_path": "nvidia/Llama-3.1-8B-Instruct-FP8"}
+    profile_ = Profile.parse(profile)
+    sim = Simulator(mods.get, mods[ARGS], given, profile_, given=set(given), derive=derived)
+    return sim.run().fields
+
+
+def test_the_checkpoint_s_hf_quant_config_json_is_the_profile_s() -> None:
+    config = {"architectures": ["LlamaForCausalLM"]}
+    out = quant_fields({"gpu": "A100 80GB", "config": config, "hf_quant_config": MODELOPT})
+    assert (out["exists"], out["algo"], out["found"], out["globbed"]) == (True, "FP8", 1, "FP8")
+    # without it, the checkpoint is its config.json alone
+    alone = quant_fields({"gpu": "A100 80GB", "config": config})
+    assert (alone["exists"], alone["found"]) == (False, 0)

@@ -87,6 +87,12 @@ def run_try(sim: Simulator, node: ast.Try, frame: Frame, ctx: Ctx) -> None:
 def run_with(sim: Simulator, node: ast.With | ast.AsyncWith, frame: Frame, ctx: Ctx) -> None:
     """`with ...:` runs its body; `with suppress(ValueError):` (contextlib's) is a `try`
     whose handler for those exceptions does nothing."""
+    for item in node.items:  # `with open(path) as f:` binds the file (kb.explain.model_files)
+        call = item.context_expr
+        if isinstance(item.optional_vars, ast.Name) and isinstance(call, ast.Call):
+            if call_name(call) == "open":
+                file = sim.eval(call, frame, ctx)
+                sim.assign(item.optional_vars, file, frame, ctx, node)
     kinds = [
         arg
         for item in node.items

@@ -118,4 +118,4 @@ TORCH_MODULE_ATTRS = frozenset(
 )
 
 # builtins the interpreter handles itself (beside kb.explain.pure_calls.PURE_BUILTINS)
-OTHER_BUILTINS = frozenset({"getattr", "hasattr", "isinstance", "dict", "object", "type"})
+OTHER_BUILTINS = frozenset({"getattr", "hasattr", "isinstance", "dict", "object", "type", "open"})

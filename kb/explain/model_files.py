@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kb.explain.abstract_values import Obj
+from kb.explain.abstract_values import Obj, run_owned
 from kb.explain.known_names import OS_PATH_PROBES
-from kb.explain.predicates import unknown
+from kb.explain.predicates import MODEL, unknown
 
 Simulator = Any  # kb.explain.simulate.Simulator (which this module must not import)
 
@@ -119,12 +119,69 @@ def glob(sim: Simulator, pattern: Any) -> Any:
     alone (the profile describes the checkpoint by it), as the paths of the snapshot's."""
     if not isinstance(pattern, SnapshotPath) or "/" in pattern.path:
         return unknown("the files glob.glob() finds")
-    _assume_config_alone(sim, pattern.repo, f"has no file matching {pattern.path} but config.json")
+    names = ["config.json"]
+    if _given(sim, pattern.repo, QUANT_CONFIG):  # (the profile gives it too)
+        sim.reads.add(MODEL)
+        names.append(QUANT_CONFIG)
+    else:
+        _assume_config_alone(
+            sim, pattern.repo, f"has no file matching {pattern.path} but config.json"
+        )
     return [
-        posixpath.join(f"<snapshot of {pattern.repo}>", name)
-        for name in ("config.json",)
+        _snapshot_file(pattern.repo, name)
+        for name in names
         if fnmatch.fnmatchcase(name, pattern.path)
     ]
+
+
+def _snapshot_file(repo: str, name: str) -> str:
+    return posixpath.join(f"<snapshot of {repo}>", name)
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """A file of the model's Hub repository whose content the profile gives (its
+    hf_quant_config.json): `hf_hub_download` returns its path, `open` of it the file, and
+    `json.load` of that the content."""
+
+    repo: str
+    filename: str
+
+
+QUANT_CONFIG = "hf_quant_config.json"  # (ModelOpt's; the profile's hf_quant_config)
+
+
+def _given(sim: Simulator, repo: Any, filename: Any) -> bool:
+    """The file is the model's hf_quant_config.json and the profile gives its content."""
+    return (
+        filename == QUANT_CONFIG
+        and isinstance(repo, str)
+        and sim.profile is not None
+        and sim.profile.hf_quant_config is not None
+        and repo == sim.fields.get("model_path")
+        and _hub_model(sim, repo) is not None
+    )
+
+
+def open_file(sim: Simulator, args: list[Any]) -> Any:
+    """`open(path)`: the file of a HubFile path (or of the file's path in a downloaded
+    snapshot); else not known."""
+    path = args[0] if args else None
+    if isinstance(path, HubFile):
+        return path
+    model = sim.fields.get("model_path")
+    if isinstance(model, str) and path == _snapshot_file(model, QUANT_CONFIG):
+        if _given(sim, model, QUANT_CONFIG):
+            return HubFile(model, QUANT_CONFIG)
+    return unknown("an opened file")
+
+
+def json_load(sim: Simulator, args: list[Any]) -> Any:
+    """`json.load(f)` of a HubFile: the profile's content of it (the run's own copy)."""
+    if args and isinstance(args[0], HubFile) and sim.profile is not None:
+        sim.reads.add(MODEL)
+        return run_owned(sim.profile.hf_quant_config)
+    return unknown("what json.load() reads")
 
 
 @dataclass(frozen=True)
@@ -147,6 +204,9 @@ def hub_call(sim: Simulator, name: str, args: list[Any], kwargs: dict[str, Any],
         filename = kwargs.get(
             "filename", kwargs.get("file_path", args[1] if len(args) > 1 else None)
         )
+        if _given(sim, repo, filename):
+            sim.reads.add(MODEL)
+            return HubFile(str(repo), str(filename))
         if _absent(sim, repo, filename):
             from kb.explain import exceptions
 
@@ -161,6 +221,9 @@ def hub_method(sim: Simulator, name: str, args: list[Any]) -> Any:
     list the repository's files (read by attribute: a dict here), config.json alone."""
     if name == "file_exists":
         repo, filename = (args + [None, None])[:2]
+        if _given(sim, repo, filename):
+            sim.reads.add(MODEL)
+            return True
         if _absent(sim, repo, filename):
             return False
         return unknown("whether the model's repository has the file")
@@ -176,6 +239,8 @@ def _absent(sim: Simulator, repo: Any, filename: Any) -> bool:
     if not (isinstance(repo, str) and isinstance(filename, str)):
         return False
     if filename == "config.json" or _hub_model(sim, repo) != (_flag_of(sim, repo), repo):
+        return False
+    if _given(sim, repo, filename):
         return False
     _assume_config_alone(sim, repo, f"has no {filename}")
     return True
@@ -209,6 +274,8 @@ def path_call(sim: Simulator, dotted: str, args: list[Any]) -> Any:
         return join(args)
     if dotted == "glob.glob":
         return glob(sim, args[0]) if args else unknown("a glob")
+    if dotted == "json.load" and args and isinstance(args[0], HubFile):
+        return json_load(sim, args)
     return NOT_A_PATH
 
 

@@ -1264,6 +1264,8 @@ class Simulator:
                 if missing(value):
                     return args[2] if len(args) > 2 else unknown(f"attribute {attr}")
                 return value
+            if name == "open":  # (a file of the model's the profile gives: model_files)
+                return model_files.open_file(self, args)
             if name == "type" and len(args) == 1 and isinstance(args[0], Instance):
                 return args[0].cls  # (its class's name: `type(module).__name__`)
             if name == "isinstance":
