@@ -206,3 +206,15 @@ def kwarg(call: ast.Call, name: str) -> ast.expr | None:
         if kw.arg == name:
             return kw.value
     return None
+
+
+def self_call(node: ast.AST) -> str | None:
+    """`self.<method>(...)`: the method's name; None for any other node."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    ):
+        return node.func.attr
+    return None

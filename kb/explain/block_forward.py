@@ -24,6 +24,7 @@ from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.frames import Ctx, Raised
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, unknown
+from kb.pyast import self_call
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
@@ -129,11 +130,6 @@ def _forward_checks(cls: ClassRef) -> bool:
         for n in ast.walk(node):
             if isinstance(n, ast.Raise | ast.Assert):
                 return True
-            if (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and isinstance(n.func.value, ast.Name)
-                and n.func.value.id == "self"
-            ):
-                todo.append(n.func.attr)
+            if (method := self_call(n)) is not None:
+                todo.append(method)
     return False

@@ -23,6 +23,7 @@ from kb.explain.abstract_values import Func, Obj
 from kb.explain.derived import MODEL_CONFIG_MODULE, _loaded, _methods, _params, _slice
 from kb.explain.frames import Ctx
 from kb.explain.memo import by_identity
+from kb.pyast import self_call
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
@@ -83,16 +84,8 @@ def _raises(stmt: ast.stmt, methods: dict[str, ast.FunctionDef | ast.AsyncFuncti
     for node in ast.walk(stmt):
         if isinstance(node, ast.Raise | ast.Assert):
             return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == "self"
-            and node.func.attr in methods
-            and any(
-                isinstance(n, ast.Raise | ast.Assert) for n in ast.walk(methods[node.func.attr])
-            )
-        ):
+        method = methods.get(self_call(node) or "")
+        if method is not None and _raises_directly(method):
             return True
     return False
 
