@@ -477,8 +477,56 @@ class ToyVLForConditionalGeneration(nn.Module):
 EntryClass = ToyVLForConditionalGeneration
 """
 
+# Nemotron-H's shape: a layer's config is a method of SGLang's config class for the model
+# type (registered by model_type), called in the layer's constructor and handed on
+LAYERED_CONFIG = """
+from transformers import PretrainedConfig
+
+
+class ToyLayeredConfig(PretrainedConfig):
+    model_type = "toy_layered"
+
+    def get_config_for_layer(self, layer_idx):
+        return self
+"""
+
+CONFIG_REGISTRY = """
+from sglang.srt.configs.toy_layered import ToyLayeredConfig
+
+_CONFIG_REGISTRY = {cls.model_type: cls for cls in [ToyLayeredConfig]}
+"""
+
+LAYERED_TEXT = """
+from torch import nn
+
+from sglang.srt.models.toy_moe import ToyMoE
+from sglang.srt.utils.layers import make_layers
+
+
+class ToyLayeredDecoderLayer(nn.Module):
+    def __init__(self, config, layer_idx, quant_config=None, prefix=""):
+        super().__init__()
+        layer_config = config.get_config_for_layer(layer_idx)
+        self.mlp = ToyMoE(layer_config, quant_config)
+
+
+class ToyLayeredForCausalLM(nn.Module):
+    def __init__(self, config, quant_config=None, prefix=""):
+        super().__init__()
+        self.layers = make_layers(
+            config.num_hidden_layers,
+            lambda idx, prefix: ToyLayeredDecoderLayer(config, idx, quant_config=quant_config),
+        )
+
+
+EntryClass = [ToyLayeredForCausalLM]
+"""
+
 FILES = {
     SERVER_ARGS: ARGS,
+    SRT + "configs/toy_layered.py": LAYERED_CONFIG,
+    SRT + "utils/hf_transformers/common.py": CONFIG_REGISTRY,
+    SRT + "models/toy_layered.py": LAYERED_TEXT,
     SRT + "models/toy_factory.py": FACTORY_TEXT,
     SRT + "models/toy_vl.py": VL_TEXT,
     SRT + "eplb/expert_distribution.py": EXPERT_DISTRIBUTION,
@@ -810,3 +858,20 @@ def test_a_model_built_through_a_factory_or_a_class_imported_in_the_constructor(
     vl = {"architectures": ["ToyVLForConditionalGeneration"], "text_config": factory}
     assert load_findings(session, "--tp-size 16", vl) == [error]
     assert load_findings(session, "--tp-size 8", vl) == []
+
+
+def test_a_layer_s_config_from_a_method_of_the_model_type_s_config_class(
+    session: Session,
+) -> None:
+    # `layer_config = config.get_config_for_layer(layer_idx)`: SGLang's config class for
+    # config.json's model_type returns the config itself
+    line = line_of(MODEL_TEXT, "raise ValueError(")
+    layered = {**TOY, "architectures": ["ToyLayeredForCausalLM"], "model_type": "toy_layered"}
+    assert load_findings(session, "--tp-size 16", layered) == [
+        (
+            "error",
+            f"raises at toy_moe.py:{line}: ValueError: Tensor parallel size 16 is greater "
+            "than the number of experts 8.",
+        )
+    ]
+    assert load_findings(session, "--tp-size 8", layered) == []

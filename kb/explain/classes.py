@@ -621,6 +621,27 @@ def _hf_config_is(sim: Simulator, kinds: tuple[Any, ...]) -> Any:
     return unknown(f"whether the model's config is a {_name(kinds[0])}")
 
 
+def config_method(sim: Simulator, attr: str) -> Any:
+    """`hf_config.<attr>` for a method (or property) of the config class SGLang registers for
+    config.json's `model_type` (NemotronHConfig.get_nemotron_h_config_for_layer): bound to
+    the config (a property's value); None when the class defines no such function."""
+    model_type = sim.profile.hf_attr("model_type") if sim.profile is not None else None
+    cls = _registered_config(sim, model_type) if isinstance(model_type, str) else None
+    if cls is None:
+        return None
+    for c in mro(sim, cls)[0]:
+        for node in c.node.body:
+            if isinstance(node, ast.FunctionDef) and node.name == attr:
+                sim.reads.add("<model>")
+                fn = Func(c.module, node, Obj("hf_config"), c)
+                if any(ast.unparse(d) == "property" for d in node.decorator_list):
+                    return sim.call_function(fn, [], {}, _ctx())
+                if node.decorator_list:  # (a classmethod or staticmethod: not followed)
+                    return None
+                return fn
+    return None
+
+
 def _named_for(name: str) -> str:
     """`Lfm2Config` and `lfm2` alike: lowercase, without separators or "config"."""
     return name.lower().replace("_", "").replace("-", "").removesuffix("config")

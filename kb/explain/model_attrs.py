@@ -66,6 +66,10 @@ def model_attr(sim: Any, obj: Obj, attr: str, allow_missing: bool) -> Any:
         if missing(value):
             value = sim.profile.hf_attr("torch_dtype" if attr == "dtype" else "dtype")
         value = torch_dtype(value)
+    if missing(value) and obj.kind == "hf_config":  # (the config class's own, by model_type)
+        found = classes.config_method(sim, attr)
+        if found is not None:
+            return found
     if missing(value):
         return MISSING if allow_missing else unknown(f"the model's config.json ({attr})")
     sim.reads.add(MODEL)

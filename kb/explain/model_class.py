@@ -57,6 +57,7 @@ MAX_DEPTH = 5  # builders deep: ForCausalLM -> Model -> DecoderLayer -> MoE -> (
 # `_initialize_model`: `model_class(config=..., quant_config=..., prefix=...)`)
 ROOT_ARGS = ("config", "quant_config")
 CONFIG_NAMES = frozenset({"config", "quant_config"})  # what a computed argument may read
+ARGUMENT_BUILTINS = frozenset({"getattr", "hasattr", "int", "float", "min", "max", "len"})
 LAYER_PARAMS = ("layer_id", "layer_idx")  # a layer's index, as the model classes name it
 # the classes built with their constructors when a model class builds them: the linear
 # layers (which ask the quantization config for their method and have it create the
@@ -508,7 +509,7 @@ def _arguments(
         elif name == "prefix" and name in passed and (prefix := _prefix(sim, b, layer)):
             out[name] = prefix
         elif name in passed or b.positional < 0:
-            out[name] = _argument(sim, b, names, name, quant_config)
+            out[name] = _argument(sim, b, names, name, quant_config, layer)
             if isinstance(out[name], Unknown):
                 out[name] = unknown(f"the {name} {builder} passes")
     return out
@@ -526,7 +527,9 @@ def _prefix(sim: Simulator, b: Built, layer: int | None) -> str | None:
     return b.prefix.format(layer=layer)
 
 
-def _argument(sim: Simulator, b: Built, names: list[str], name: str, quant_config: Any) -> Any:
+def _argument(
+    sim: Simulator, b: Built, names: list[str], name: str, quant_config: Any, layer: int | None
+) -> Any:
     """The argument the builder's call passes for `name` when it is computed from the
     model's config alone (`num_heads=config.num_attention_heads`, `getattr(config,
     "rope_theta", 1000000)`); else unknown."""
@@ -539,13 +542,48 @@ def _argument(sim: Simulator, b: Built, names: list[str], name: str, quant_confi
         n: a for n, a in zip(names, call.args, strict=False) if not isinstance(a, ast.Starred)
     }
     expr = given.get(name)
+    if isinstance(expr, ast.Name) and expr.id not in CONFIG_NAMES:
+        # a local of the builder's constructor assigned once from the config (Nemotron-H's
+        # `layer_config = config.get_nemotron_h_config_for_layer(layer_idx)`)
+        expr = _assigned_once(mod, b.builder, expr.id)
     if expr is None:
         return unknown(name)
     read = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
-    if not read <= CONFIG_NAMES | {"getattr", "hasattr", "int", "float", "min", "max", "len"}:
+    layer_params = read & set(LAYER_PARAMS)  # (the layer followed: `layer_idx`)
+    if not read <= CONFIG_NAMES | layer_params | ARGUMENT_BUILTINS:
+        return unknown(name)
+    if layer_params and layer is None:
         return unknown(name)
     frame = Frame(mod, "<arguments>", {"config": config, "quant_config": quant_config})
+    frame.locals.update(dict.fromkeys(layer_params, layer))
     return sim.eval(expr, frame, Ctx())
+
+
+def _assigned_once(mod: Module, builder: str | None, local: str) -> ast.expr | None:
+    """The value the builder class's constructor assigns to `local` in its one top-level
+    assignment of it; None otherwise."""
+    cls = mod.classes.get(builder or "")
+    init = (
+        next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if cls is not None
+        else None
+    )
+    if init is None:
+        return None
+    found = [
+        stmt.value
+        for stmt in init.body
+        if isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and stmt.targets[0].id == local
+    ]
+    stored = sum(
+        1
+        for n in ast.walk(init)
+        if isinstance(n, ast.Name) and n.id == local and isinstance(n.ctx, ast.Store)
+    )
+    return found[0] if len(found) == 1 and stored == 1 else None
 
 
 def constructor(sim: Simulator, cls: ClassRef) -> Func | None:
