@@ -45,6 +45,17 @@ class ModelConfig:
         else:
             self.attention_arch = AttentionArch.MHA
         self._derive_context_length(context_length)
+        self.quantization = None
+        self._verify_quantization()
+
+    def _verify_quantization(self):
+        # (reads what the constructor set, sets it, reads it again: the run sees each)
+        quant_method = "fp8"
+        if self.quantization is None:
+            self.quantization = quant_method
+        if self.quantization != quant_method:
+            raise ValueError("the quantization argument does not match the checkpoint's")
+        self.quantization = "fp8 (checked)"
 
     def _derive_context_length(self, context_length):
         derived = self.hf_config.max_position_embeddings
@@ -93,7 +104,7 @@ assert ARGS != test_draft_stage.ARGS and WORKER_V2 != test_draft_stage.WORKER_V2
 RAISE_LINE = next(
     n
     for n, line in enumerate(test_draft_stage._text(MODEL_CONFIG).splitlines(), 1)
-    if "raise ValueError" in line
+    if line.endswith("raise ValueError(")  # (the context length's)
 )
 
 

@@ -73,10 +73,46 @@ def _checking(cls: ast.ClassDef, init: ast.FunctionDef) -> tuple[list[ast.stmt],
         if not _raises(stmt, methods):
             continue
         kept.add(index)
-        sliced, read = _slice(init.body[:index], set(_loaded(stmt)))
+        # (and the statements before it setting the attributes it reads: `self.quantization
+        # = quantization` before `self._verify_quantization()`, which reads and sets it)
+        attrs = _self_reads(stmt, methods)
+        setting = [s for s in init.body[:index] if _sets_self(s) & attrs]
+        kept |= {i for i, s in enumerate(init.body[:index]) if any(s is k for k in setting)}
+        loaded = set(_loaded(stmt)).union(*(_loaded(s) for s in setting))
+        sliced, read = _slice(init.body[:index], loaded)
         kept |= {i for i, s in enumerate(init.body[:index]) if any(s is k for k in sliced)}
         names |= read
     return [s for i, s in enumerate(init.body) if i in kept], frozenset(names)
+
+
+def _self_reads(
+    stmt: ast.stmt, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+) -> set[str]:
+    """The attributes of self the statement reads, itself or in the methods it calls."""
+    nodes = [stmt, *(methods[m] for n in ast.walk(stmt) if (m := self_call(n) or "") in methods)]
+    return {
+        n.attr
+        for node in nodes
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+    }
+
+
+def _sets_self(stmt: ast.stmt) -> set[str]:
+    """`self.<attr> = ...` at the statement's top: {attr}."""
+    if isinstance(stmt, ast.Assign | ast.AnnAssign):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return {
+            t.attr
+            for t in targets
+            if isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id == "self"
+        }
+    return set()
 
 
 def _raises(stmt: ast.stmt, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> bool:

@@ -107,6 +107,14 @@ from kb.explain.source_modules import (
 from kb.pyast import NOT_LITERAL, fill_names, literal, render_text, strip_ansi
 from kb.threeval import Refused, all_of, any_of, binary, compare, unary
 
+# the objects whose attributes a run's assignments set in Simulator.derived: the key each
+# attribute is kept under (a ModelConfig's by its name, the draft's while run as the model)
+DERIVED_OWNERS = {
+    "runner": "runner.{}",
+    "draft_runner": "draft_runner.{}",
+    "model_config": "{}",
+    "draft_model_config": "{}",
+}
 MAX_STEPS = 20_000  # statements per run; SGLang's own argument handling takes < 2,000
 MAX_DEPTH = 14  # nested calls
 MAX_LOOP = 64  # iterations of one loop over a known sequence
@@ -756,9 +764,12 @@ class Simulator:
                 classes.set_attr(owner, target.attr, value, ctx, marks)
             elif isinstance(owner, tensors.Tensor):
                 tensors.set_attribute(owner, target.attr, value, ctx)
-            elif isinstance(owner, Obj) and owner.kind in ("runner", "draft_runner"):
-                # the load stage's runner (kb.explain.derived)
-                self.derived[f"{owner.kind}.{target.attr}"] = (
+            elif isinstance(owner, Obj) and owner.kind in DERIVED_OWNERS:
+                # the load stage's runner, or the model's ModelConfig whose constructor's
+                # checks are run (kb.explain.derived, kb.explain.model_config_checks): what
+                # it sets is what later reads of it see
+                kept = DERIVED_OWNERS[owner.kind].format(target.attr)
+                self.derived[kept] = (
                     Unknown(tuple(dict.fromkeys((*ctx.needs, *merge_needs(value)))))
                     if ctx.needs
                     else value
