@@ -49,7 +49,15 @@ def checks(sim: Simulator, draft: bool = False) -> None:
     given = {name: params[name]() for name in names if name in params}
     owner = classes.class_ref(mod, "ModelConfig")
     kind = "draft_model_config" if draft else "model_config"
-    sim.call_function(Func(mod, node, Obj(kind), owner), [], given, Ctx())
+    # (what these statements set on the ModelConfig holds for their own reads only: the
+    # later steps read each attribute as derived from the whole constructor, not from the
+    # part of it run here)
+    derived = dict(sim.derived)
+    try:
+        sim.call_function(Func(mod, node, Obj(kind), owner), [], given, Ctx())
+    finally:
+        sim.derived.clear()
+        sim.derived.update(derived)
 
 
 def step(sim: Simulator) -> Callable[[], None] | None:
