@@ -70,10 +70,15 @@ CONFIG = {
 }
 
 
-def fields(profile: dict[str, Any]) -> dict[str, Any]:
-    mods = modules({ARGS: SERVER_ARGS, sim_repos.UTILS: sim_repos.UTILS_TEXT})
-    given = {"model_path": "m"}
-    sim = Simulator(mods.get, mods[ARGS], given, Profile.parse(profile), given=set(given))
+def fields(
+    profile: dict[str, Any], server_args: str = SERVER_ARGS, model_path: str = "m"
+) -> dict[str, Any]:
+    """The server args the synthetic ServerArgs leaves, run for `profile`."""
+    mods = modules({ARGS: server_args, sim_repos.UTILS: sim_repos.UTILS_TEXT})
+    given = {"model_path": model_path}
+    sim = Simulator(
+        mods.get, mods[ARGS], given, Profile.parse(profile), given=set(given), derive=derived
+    )
     return sim.run().fields
 
 
@@ -134,11 +139,7 @@ MODELOPT = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP
 
 
 def quant_fields(profile: dict[str, Any]) -> dict[str, Any]:
-    mods = modules({ARGS: QUANT_FILES})
-    given = {"model_path": "nvidia/Llama-3.1-8B-Instruct-FP8"}
-    profile_ = Profile.parse(profile)
-    sim = Simulator(mods.get, mods[ARGS], given, profile_, given=set(given), derive=derived)
-    return sim.run().fields
+    return fields(profile, QUANT_FILES, "nvidia/Llama-3.1-8B-Instruct-FP8")
 
 
 def test_the_checkpoint_s_hf_quant_config_json_is_the_profile_s() -> None:
