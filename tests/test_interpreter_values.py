@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kb.explain import derived
-from kb.explain.predicates import Profile
+from kb.explain.predicates import Profile, Unknown
 from kb.explain.simulate import Simulator
 from tests import sim_repos
 from tests.test_simulate import ARGS, modules
@@ -46,6 +46,8 @@ class ServerArgs:
     method: object = None
     hip: object = None
     target: object = None
+    unresolved: object = None
+    of_class: object = None
 
     def __post_init__(self):
         self.glob = fnmatch.fnmatch("model.layers.0.self_attn.q_proj", "*q_proj")
@@ -56,6 +58,9 @@ class ServerArgs:
         kv["output_tensors"] = None
         self.cleared = quant["layer_quant_config"]["*k_proj"]["output_tensors"] is None
         self.method = METHODS["fp8"]
+        # (a class a local import would bind, not run: whether None is one is not known)
+        self.unresolved = isinstance(None, ImportedElsewhere)
+        self.of_class = isinstance(None, Layer)
         self.hip = torch.version.hip
         if torch.version.hip:
             self.target = torch.cuda.get_device_properties(0).gcnArchName
@@ -89,6 +94,7 @@ def test_values_the_interpreter_computes_itself() -> None:
     # config.json's dict, changed through a local holding it: the config sees it
     assert out["cleared"] is True
     assert out["method"] == "Fp8Config"
+    assert isinstance(out["unresolved"], Unknown) and out["of_class"] is False
     assert out["hip"] == "7.2"  # the catalog GPU's ROCm version
     assert out["target"] == "gfx942"
 

@@ -534,6 +534,9 @@ def isinstance_call(sim: Simulator, args: list[Any]) -> Any:
         return decided
     types = []
     for kind in kinds:
+        if isinstance(kind, Symbol) and "." not in kind.dotted:
+            # (a name the run did not bind: a local import not run, a global set at run time)
+            return unknown(f"whether the value is a {kind.dotted} (the name is not resolved here)")
         builtin = BUILTIN_TYPES.get(kind.name) if isinstance(kind, ExternalName) else None
         if builtin is None or kind.module != "builtins":  # a class: as before, scalars
             return lift(lambda v: isinstance(v, SCALARS), args[0])

@@ -453,7 +453,15 @@ def _reads(node: ast.AST) -> set[str]:
 
 
 def _stores(stmt: ast.stmt) -> set[str]:
-    return _names(stmt, ast.Store)
+    """The names the statement binds: assigned, or imported (a constructor's own
+    `from ...gguf import GGUFConfig` before its `isinstance(quant_config, GGUFConfig)`)."""
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for alias in n.names
+    }
+    return _names(stmt, ast.Store) | imported
 
 
 def _plain_field(stmt: ast.stmt) -> bool:
