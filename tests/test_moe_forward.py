@@ -22,6 +22,7 @@ ARGS = SRT + "server_args.py"
 MODEL = SRT + "models/toy_moe.py"
 LAYER = SRT + "layers/moe/fused_moe_triton/layer.py"
 QUANT = SRT + "layers/quantization/toy_fp8.py"
+UNQUANT = SRT + "layers/quantization/toy_unquant.py"
 
 FILES = {
     ARGS: """
@@ -170,9 +171,35 @@ FILES = {
                 return self.quant_method.apply(layer=self, dispatch_output=dispatch_output)
         """,
     SRT + "layers/moe/moe_runner/toy.py": """
+        class ToyWrapper:
+            pass
+
+
         def run_kernel(layer):
-            # (state the first call builds lazily, not followed: not said)
+            # (state the first call builds itself: followed, no error)
+            if getattr(layer, "lazy_wrapper", None) is None:
+                layer.lazy_wrapper = ToyWrapper()
             assert layer.lazy_wrapper is not None, "the kernel's wrapper is built"
+            # (the runner's own check, on what the layer was built with)
+            assert layer.activation == "silu", "Only silu is supported by the toy kernel"
+        """,
+    # an unquantized method is a platform op (MultiPlatformOp, whose module is not held):
+    # its `forward` calls the method its constructor chose for the platform
+    SRT + "layers/quantization/toy_unquant.py": """
+        from sglang.srt.layers.moe.moe_runner.toy import run_kernel
+        from sglang.srt.layers.utils import MultiPlatformOp
+
+
+        class ToyUnquantizedMoEMethod(MultiPlatformOp):
+            def apply(self, layer, dispatch_output):
+                return self.forward(layer=layer, dispatch_output=dispatch_output)
+
+            def forward_cuda(self, layer, dispatch_output):
+                run_kernel(layer)
+                return dispatch_output.hidden_states
+
+            def forward_hip(self, layer, dispatch_output):
+                assert False, "no ROCm kernel"
         """,
     QUANT: """
         from sglang.srt.layers.moe.moe_runner.toy import run_kernel
@@ -188,11 +215,16 @@ FILES = {
                     TopKOutputChecker.format_is_bypassed(topk_output)
                 ):
                     topk_config = topk_output.topk_config
+                    assert topk_config.renormalize, "Renormalize is required"
                     assert topk_config.top_k == 1, "ModelOpt FP8 MoE requires top_k==1"
                 # (the batch's: not said, whatever the settings)
                 assert x.shape[0] % 4 == 0, "tokens padded to 4"
                 run_kernel(layer)
                 return x
+        """,
+    SRT + "layers/quantization/toy_gguf.py": """
+        class ToyGGUFConfig:
+            pass
         """,
     MODEL: """
         from torch import nn
@@ -205,9 +237,12 @@ FILES = {
             def __init__(self, config, layer_id, quant_config=None, prefix=""):
                 super().__init__()
                 self.num_experts = config.num_experts
-                self.topk = TopK(
-                    top_k=config.num_experts_per_tok, renormalize=config.norm_topk_prob
-                )
+                from sglang.srt.layers.quantization.toy_gguf import ToyGGUFConfig
+
+                norm_topk_prob = config.norm_topk_prob
+                if isinstance(quant_config, ToyGGUFConfig):
+                    norm_topk_prob = False
+                self.topk = TopK(top_k=config.num_experts_per_tok, renormalize=norm_topk_prob)
                 intermediate_size = config.intermediate_size
                 self.experts = FusedMoE(
                     num_experts=self.num_experts,
@@ -236,9 +271,16 @@ def modules() -> dict[str, Module]:
 
 
 def forward_checks(
-    top_k: int, runner: str = "flashinfer_trtllm", torch_compile: bool = False
+    top_k: int,
+    runner: str = "flashinfer_trtllm",
+    torch_compile: bool = False,
+    method: str = "ToyFp8MoEMethod",
+    activation: str = "silu",
+    platform: str = "cuda",
+    gguf: bool = False,
 ) -> list[tuple[str, str]]:
-    """The checks the step keeps at the first forward (the path's file name, the message)."""
+    """The checks the step keeps at the first forward (the path's file name, the message),
+    the layer built with the quantization `method` and the experts' `activation`."""
     mods = modules()
     config = {
         "architectures": ["ToyForCausalLM"],
@@ -247,7 +289,8 @@ def forward_checks(
         "norm_topk_prob": True,
         "num_hidden_layers": 2,
     }
-    profile = Profile.parse({"sm": 100, "platform": "cuda", "config": config})
+    hardware = {"sm": 100} if platform == "cuda" else {"gpu": "MI300X"}
+    profile = Profile.parse({**hardware, "platform": platform, "config": config})
     fields = {
         "model_path": "m",
         "moe_runner_backend": runner,
@@ -256,14 +299,20 @@ def forward_checks(
     sim = Simulator(mods.get, mods[ARGS], fields, profile, derive=derived)
     sim.run()
     layer = Instance(class_ref(mods[LAYER], "FusedMoE"))
-    layer.fields["lazy_wrapper"] = None
-    layer.fields["quant_method"] = Instance(class_ref(mods[QUANT], "ToyFp8MoEMethod"))
+    layer.fields["activation"] = activation
+    quant = mods[QUANT if method == "ToyFp8MoEMethod" else UNQUANT]
+    layer.fields["quant_method"] = Instance(class_ref(quant, method))
     dispatchers = mods[SRT + "layers/moe/token_dispatcher.py"]
     layer.fields["dispatcher"] = Instance(class_ref(dispatchers, "StandardDispatcher"))
     built = moe.MoeLayer()
     built.layer = layer
     start = len(sim.result.checks)
-    step = moe_forward.step(sim, sim.fields, built, MODEL, profile, object())
+    gguf_config = Instance(
+        class_ref(mods[SRT + "layers/quantization/toy_gguf.py"], "ToyGGUFConfig")
+    )
+    step = moe_forward.step(
+        sim, sim.fields, built, MODEL, profile, gguf_config if gguf else object()
+    )
     if step is None:
         return []
     assert sim.run_after(step)
@@ -285,6 +334,28 @@ def test_a_top_k_the_assert_accepts_passes() -> None:
 
 def test_the_standard_output_does_not_reach_the_bypassed_path() -> None:
     assert forward_checks(8, runner="auto") == []
+
+
+def test_the_block_s_own_import_decides_the_top_k_s_config() -> None:
+    # (a class the block's constructor imports itself, tested with isinstance)
+    assert forward_checks(1, gguf=True) == [("toy_fp8.py", "Renormalize is required")]
+
+
+def test_the_runner_s_own_checks_are_kept() -> None:
+    # (its lazily built state followed: no error of it)
+    relu2 = forward_checks(1, activation="relu2")
+    assert relu2 == [("toy.py", "Only silu is supported by the toy kernel")]
+
+
+def test_a_platform_op_s_forward_is_its_platform_s_method() -> None:
+    unquantized = {"method": "ToyUnquantizedMoEMethod", "runner": "auto"}
+    assert forward_checks(8, activation="relu2", **unquantized) == [
+        ("toy.py", "Only silu is supported by the toy kernel")
+    ]
+    assert forward_checks(8, **unquantized) == []
+    assert forward_checks(8, platform="rocm", **unquantized) == [
+        ("toy_unquant.py", "no ROCm kernel")
+    ]
 
 
 def test_what_the_batch_decides_is_dropped() -> None:
@@ -359,7 +430,9 @@ def test_the_experts_arguments_are_those_the_block_passes() -> None:
     kwargs, keys, passed_names = args
     assert (kwargs["num_experts"], kwargs["intermediate_size"], passed_names) == (16, 512, [])
     assert "apply_router_weight_on_input" not in kwargs
-    # config.json settling every size: its keys alone, whatever the block decides (what it
-    # computes may read server args the architecture's constructor changes first)
-    args = moe_quant.layer_args(sim, sized, passed)
-    assert args is not None and args[0]["intermediate_size"] == 512 and args[2] == []
+    # config.json settling every size: its keys, whatever the block computes (what it
+    # computes may read server args the architecture's constructor changes first), with
+    # the block's choices of kind (a flag, a string), which config.json decides
+    args = moe_quant.layer_args(sim, sized, {**passed, "layer_count": 3})
+    assert args is not None and args[0]["intermediate_size"] == 512
+    assert args[2] == ["apply_router_weight_on_input"]

@@ -214,6 +214,7 @@ from sglang.srt.distributed import (
     get_moe_expert_parallel_world_size,
     get_moe_tensor_parallel_world_size,
 )
+from sglang.srt.layers.quantization.unquant import UnquantizedFusedMoEMethod
 
 
 class FusedMoE(torch.nn.Module):
@@ -227,7 +228,10 @@ class FusedMoE(torch.nn.Module):
         assert intermediate_size % self.moe_tp_size == 0
         self.intermediate_size_per_partition = intermediate_size // self.moe_tp_size
         self.is_gated = True
-        self.quant_method = quant_config.get_quant_method(self, prefix)
+        if quant_config is None:
+            self.quant_method = UnquantizedFusedMoEMethod()
+        else:
+            self.quant_method = quant_config.get_quant_method(self, prefix)
         self.quant_method.create_weights(
             layer=self,
             num_experts=self.num_local_experts,
@@ -235,6 +239,16 @@ class FusedMoE(torch.nn.Module):
             intermediate_size_per_partition=self.intermediate_size_per_partition,
         )
         raise RuntimeError("past create_weights: not this step's")
+"""
+
+# the method FusedMoE builds itself for an unquantized model (no quantization config)
+UNQUANT = """
+from sglang.srt.layers.moe.utils import get_moe_runner_backend
+
+
+class UnquantizedFusedMoEMethod:
+    def create_weights(self, layer, num_experts, hidden_size, intermediate_size_per_partition):
+        assert not get_moe_runner_backend().is_cutlass(), "no unquantized cutlass MoE kernel"
 """
 
 EP_LAYER = """
@@ -311,6 +325,7 @@ FILES = {
     SRT + "distributed/parallel_state.py": PARALLEL_STATE,
     SRT + "layers/linear.py": LINEAR,
     SRT + "layers/quantization/fp8.py": FP8,
+    SRT + "layers/quantization/unquant.py": UNQUANT,
     SRT + "layers/parameter.py": PARAMETER,
     SRT + "layers/quantization/utils.py": QUANT_UTILS,
     SRT + "layers/deep_gemm_config.py": DEEP_GEMM_CONFIG,
@@ -358,11 +373,15 @@ def fp8_config(sim: Simulator, block: Any) -> Instance:
 
 
 def quant_step(
-    fields: dict[str, Any], profile: dict[str, Any], block: Any = (128, 128)
+    fields: dict[str, Any],
+    profile: dict[str, Any],
+    block: Any = (128, 128),
+    quantized: bool = True,
 ) -> list[Check] | None:
-    """The step's checks (None when it has nothing to run), after the layer was built."""
+    """The step's checks (None when it has nothing to run), after the layer was built
+    (with the FP8 config of `block`, or `quantized` False: no quantization config)."""
     sim = simulator(fields, profile)
-    qc = fp8_config(sim, list(block) if block is not None else None)
+    qc = fp8_config(sim, list(block) if block is not None else None) if quantized else None
     built = moe.MoeLayer()
     assert sim.run_after(lambda: built.__dict__.update(moe.build_layer(sim, qc).__dict__))
     step = moe_quant.step(sim, built, qc, Profile.parse(profile))
@@ -422,6 +441,23 @@ def test_create_weights_raises_when_the_rank_s_size_is_not_a_multiple_of_the_blo
     assert (
         raised(quant_step({"tp_size": 8}, {"sm": 90, "cuda": "12.9", "config": CONFIG}, None)) == []
     )
+
+
+def test_an_unquantized_model_s_layer_builds_the_unquantized_method_itself() -> None:
+    # (no quantization config: FusedMoE's constructor builds its own method, whose weights'
+    # creation refuses the cutlass runner)
+    sm90 = {"sm": 90, "cuda": "12.9", "config": CONFIG}
+    cutlass = raised(quant_step({"moe_runner_backend": "cutlass"}, sm90, quantized=False))
+    assert cutlass == [
+        ("fired", "no unquantized cutlass MoE kernel", line_of(UNQUANT, "assert not"))
+    ]
+    assert raised(quant_step({}, sm90, quantized=False)) == []
+    # a quantization config not known: nothing followed
+    sim = simulator({}, sm90)
+    built = moe.MoeLayer()
+    assert sim.run_after(lambda: built.__dict__.update(moe.build_layer(sim, None).__dict__))
+    unsure = Unknown(("the quantization config",))
+    assert moe_quant.step(sim, built, unsure, Profile.parse(sm90)) is None
 
 
 def test_the_method_s_constructor_asserts_the_gpu_for_the_cutlass_runner() -> None:

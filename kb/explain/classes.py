@@ -218,6 +218,10 @@ def instance_attr(sim: Simulator, obj: Instance, attr: str, allow_missing: bool 
     if attr == "__class__":
         return obj.cls
     value = _from_classes(sim, obj.cls, attr, obj, True, start=None)
+    if attr == "forward" and (value is MISSING or isinstance(value, Unknown)):
+        # (not in the classes held: a platform op's comes from its base, not held)
+        op = _platform_forward(sim, obj)
+        value = value if op is MISSING else op
     if value is MISSING:
         rest = obj.unfollowed
         if allow_missing and rest is not None and attr not in rest.names:
@@ -228,6 +232,32 @@ def instance_attr(sim: Simulator, obj: Instance, attr: str, allow_missing: bool 
             return unknown(f"{obj.cls.name}.{attr} ({obj.note})")
         return MISSING if allow_missing else unknown(f"{obj.cls.name}.{attr}")
     return value
+
+
+# SGLang's ops with a method per platform (MultiPlatformOp, CustomOp before 2026), whose
+# module is not held: their `forward` calls the method `dispatch_forward` chose in their
+# constructor (on CUDA `forward_cuda`, on ROCm `forward_hip`, whose default is
+# `forward_cuda`); torch.compile swaps in `forward_native` for some batch sizes
+PLATFORM_OPS = ("MultiPlatformOp", "CustomOp")
+PLATFORM_FORWARD = {"cuda": ("forward_cuda",), "rocm": ("forward_hip", "forward_cuda")}
+
+
+def _platform_forward(sim: Simulator, obj: Instance) -> Any:
+    """`obj.forward` of a platform op: the platform's method, bound; unknown when the
+    platform or torch.compile's mode leaves it open; MISSING when `obj` is no such op."""
+    found, _ = mro(sim, obj.cls)
+    if not any(
+        isinstance(b, ExternalName) and b.name in PLATFORM_OPS for c in found for b in bases(sim, c)
+    ):
+        return MISSING
+    names = PLATFORM_FORWARD.get(sim.profile.platform if sim.profile is not None else "")
+    if names is None or sim.fields.get("enable_torch_compile") is not False:
+        return unknown(f"{obj.cls.name}.forward (the method its platform dispatch picks)")
+    for name in names:
+        method = _from_classes(sim, obj.cls, name, obj, True, start=None)
+        if method is not MISSING:
+            return method
+    return unknown(f"{obj.cls.name}.forward (its {names[-1]} not held)")
 
 
 def never_assigned(sim: Simulator, cls: ClassRef, attr: str) -> bool:

@@ -305,7 +305,12 @@ def simulate(
         if stage("load", "the MoE layer", build):
             # FusedMoE's own constructor: the layer's quantization method, its weights, its
             # MoE runner and token dispatcher
-            qc = loaded.quant_config if loaded.built and not loader_raised else None
+            # (None: an unquantized model, whose FusedMoE builds its own unquantized method)
+            qc = (
+                loaded.quant_config
+                if loaded.built and not loader_raised
+                else unknown("the quantization config")
+            )
             step = moe_quant.step(sim, built, qc, profile, paths, model_file)
             stage("load", moe_quant.PART, step)
     sim.default_dtype = None

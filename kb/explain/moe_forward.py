@@ -6,9 +6,10 @@ The model's MoE block routes the tokens with the TopK object its constructor bui
 ...)`), then calls its experts (`self.experts(hidden_states, topk_output)`). TopK's forward
 chooses the class of its output from its config and the MoE runner backend (BYPASSED under
 flashinfer_trtllm: the object carries the TopK's config, which the kernels read), and the
-layer's forward dispatches it and has its quantization method `apply` it, whose asserts read
-that config (`topk_config.top_k == 1` for ModelOpt FP8 with flashinfer_trtllm) and the
-output's class.
+layer's forward dispatches it and has its quantization method `apply` it (a platform op's
+`forward`, the platform's method: kb.explain.classes), whose asserts, and the MoE runner's it
+calls, read that config (`topk_config.top_k == 1` for ModelOpt FP8 with flashinfer_trtllm,
+`renormalize` for FlashInfer TRT-LLM's BF16 function) and the output's class.
 
 The step builds that TopK (kb.explain.moe_block: the statements of the block's constructor
 its call reads, on config.json), with TopK's own constructor. It runs
@@ -33,6 +34,7 @@ from kb.explain.predicates import Profile, unknown
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
 
+RUNNERS = "python/sglang/srt/layers/moe/moe_runner/"  # (MoeRunner, its cores and fused funcs)
 # the a2a backends whose dispatcher is the StandardDispatcher (flashinfer's is another
 # dispatcher, with its own all-to-all: not followed)
 STANDARD = ("none",)
@@ -87,13 +89,16 @@ def forward(sim: Simulator, layer: Instance, topk: Instance, ctx: Ctx) -> None:
     if not isinstance(route, Func) or not isinstance(run, Func):
         return
     method = layer.fields.get("quant_method")
-    # what the layer, its method's `apply` and TopK check themselves; deeper (the MoE
-    # runner's kernels) the state they read is built lazily at the first call (CuteDSL's
-    # wrapper), which is not followed here: not said
+    # what the layer, its method's `apply`, TopK and the MoE runner (MoeRunner, its cores
+    # and fused functions: an unquantized layer's triton-kernels core asserts a gated MoE,
+    # FlashInfer TRT-LLM's fused function the TopK's renormalize) check; what they call
+    # elsewhere (the kernels' own packages) is not said
     own = {run.module.path, moe_block.TOPK[0]}
     own |= {method.cls.path} if isinstance(method, Instance) else set()
     start = len(sim.result.checks)
     with block_forward.only_certain(sim):
         output = sim.call_function(route, [hidden, logits], {}, ctx)
         sim.call_function(run, [hidden, output], {}, ctx)
-    sim.result.checks[start:] = [c for c in sim.result.checks[start:] if c.path in own]
+    sim.result.checks[start:] = [
+        c for c in sim.result.checks[start:] if c.path in own or c.path.startswith(RUNNERS)
+    ]

@@ -23,8 +23,9 @@ default (`use_intel_amx_backend(layer)`) is decided. Its arguments are those the
 classes pass, read from config.json (MODEL_KEYS; when config.json does not settle them,
 those the model's MoE block passes, with its other arguments, when the run decides them:
 kb.explain.moe_block); the parallel-state getters are answered
-from the server args (kb.explain.parallel_state). Without those keys, or without a
-quantization config, nothing runs: unknown stays unknown.
+from the server args (kb.explain.parallel_state). Without those keys, or with the
+quantization config not known, nothing runs: unknown stays unknown. An unquantized model
+(no quantization config) gets the method FusedMoE's constructor builds itself.
 """
 
 from __future__ import annotations
@@ -76,12 +77,12 @@ def step(
     model_file: str | None = None,
 ) -> Callable[[], None] | None:
     """The step to run past ServerArgs; None when there is nothing to follow (no MoE layer
-    built, no quantization config known, the model's sizes not in its config.json nor
-    computed by its MoE block). `paths`: the version's files (where the MoE runner's
-    registries are read from); `model_file`: the architecture's (its MoE block's arguments
-    to the experts)."""
+    built, the quantization config not known (None: an unquantized model), the model's
+    sizes not in its config.json nor computed by its MoE block). `paths`: the version's
+    files (where the MoE runner's registries are read from); `model_file`: the
+    architecture's (its MoE block's arguments to the experts)."""
     layer = built.layer
-    if layer is None or quant_config is None or isinstance(quant_config, Unknown):
+    if layer is None or isinstance(quant_config, Unknown):
         return None
     init = _through_builds(sim, layer)
     if init is None:
@@ -189,8 +190,10 @@ def layer_args(
     if all(_config_key(config, arg, names) for arg, names in MODEL_KEYS.items()):
         # config.json settles them: its keys alone (what the block computes may read the
         # server args the architecture's constructor changes first, not followed here:
-        # DeepSeek's and GLM's fused shared experts, turned off for DeepEP)
-        block = {}
+        # DeepSeek's and GLM's fused shared experts, turned off for DeepEP), with the
+        # block's choices of kind, which config.json decides (Nemotron-H's experts:
+        # `activation="relu2"`, `is_gated=False`)
+        block = {k: v for k, v in block.items() if k not in MODEL_KEYS and type(v) in KINDS}
     kwargs: dict[str, Any] = {}
     keys: list[str] = []
     for arg, names in MODEL_KEYS.items():
@@ -225,6 +228,10 @@ def _config_key(config: dict[str, Any], arg: str, names: tuple[str, ...]) -> str
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+# the block's arguments that choose a kind of MoE, not a count (a string, a flag)
+KINDS = (str, bool)
 
 
 # what the step sets itself whatever the block passes (its layer, its module name, the
