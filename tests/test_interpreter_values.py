@@ -23,6 +23,13 @@ from transformers import AutoConfig
 
 from sglang.srt.utils.common import is_hip
 
+try:
+    from flashinfer.comm import MoeAlltoAll
+
+    use_flashinfer = True
+except ImportError:
+    use_flashinfer = False
+
 BASE = {"fp8": "Fp8Config"}
 if is_hip():
     BASE.update({"mxfp4": "Mxfp4Config"})
@@ -48,6 +55,7 @@ class ServerArgs:
     target: object = None
     unresolved: object = None
     of_class: object = None
+    a2a: object = None
 
     def __post_init__(self):
         self.glob = fnmatch.fnmatch("model.layers.0.self_attn.q_proj", "*q_proj")
@@ -61,6 +69,7 @@ class ServerArgs:
         # (a class a local import would bind, not run: whether None is one is not known)
         self.unresolved = isinstance(None, ImportedElsewhere)
         self.of_class = isinstance(None, Layer)
+        self.a2a = use_flashinfer
         self.hip = torch.version.hip
         if torch.version.hip:
             self.target = torch.cuda.get_device_properties(0).gcnArchName
@@ -97,6 +106,14 @@ def test_values_the_interpreter_computes_itself() -> None:
     assert isinstance(out["unresolved"], Unknown) and out["of_class"] is False
     assert out["hip"] == "7.2"  # the catalog GPU's ROCm version
     assert out["target"] == "gfx942"
+
+
+def test_a_try_import_s_flag_is_whether_its_package_is_installed() -> None:
+    # (flashinfer: CUDA's alone; installed as the profile assumes packages are)
+    assert fields({"gpu": "MI300X", "config": CONFIG})["a2a"] is False
+    assert fields({"gpu": "H100 80GB", "config": CONFIG})["a2a"] is True
+    unsure = fields({"gpu": "H100 80GB", "config": CONFIG, "packages": "unknown"})["a2a"]
+    assert isinstance(unsure, Unknown)
 
 
 def test_an_undecided_extension_leaves_the_keys_both_paths_have() -> None:

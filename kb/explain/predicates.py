@@ -550,6 +550,24 @@ def _flashinfer(f: Facts, args: list[Any]) -> Any:
     return _package(f, ["flashinfer"])
 
 
+# packages SGLang imports on CUDA only (a ROCm install has none of them)
+CUDA_PACKAGES = frozenset({"flashinfer", "deep_gemm", "deep_ep"})
+
+
+def _importable(f: Facts, args: list[Any]) -> Any:
+    """Whether a module-level try-import of the package succeeds: a CUDA-only package
+    on CUDA alone, then installed as the profile assumes packages are."""
+    name = args[0] if args and isinstance(args[0], str) else "a package"
+    if name in CUDA_PACKAGES:
+        cuda = _platform_is("cuda")(f, args)
+        if cuda is not True:
+            return cuda
+    return _package(f, [name])
+
+
+IMPORTABLE = "<importable>"  # (not a name in SGLang's code: asked for try-imports)
+
+
 def _device(f: Facts, _args: list[Any]) -> Any:
     platform = f.platform()
     if isinstance(platform, Unknown):
@@ -629,6 +647,7 @@ PREDICATES: dict[str, tuple[Answer, str]] = {
     "get_device_count": (_gpu_count, "the GPU count"),
     "check_pkg_version_at_least": (_package, "an installed package version"),
     "is_flashinfer_available": (_flashinfer, "flashinfer is installed (CUDA)"),
+    IMPORTABLE: (_importable, "a package a module's try-import imports is installed"),
     "is_triton_kernels_available": (
         _package_named("triton_kernels"),
         "triton_kernels is installed",

@@ -79,6 +79,7 @@ from kb.explain.known_names import (
 )
 from kb.explain.predicates import (
     ASSUMED,
+    IMPORTABLE,
     MISSING,
     NO_LIKELY,
     PREDICATES,
@@ -455,6 +456,15 @@ class Simulator:
                 return self.lookup(name, Frame(sub, "<module>", {}))
         if name in mod.rebound:
             return unknown(f"{name} (a module global set at run time)")
+        if name in mod.import_flags:  # (a try-import's flag: whether its packages import)
+            packages, imported, failed = mod.import_flags[name]
+            where = ExternalName(IMPORTABLE, mod.path.removeprefix("python/").removesuffix(".py"))
+            found = [self.predicate(IMPORTABLE, where, [p]) for p in packages]
+            if all(f is True for f in found):
+                return self.eval(imported, Frame(mod, "<module>", {}), Ctx())
+            if any(f is False for f in found):
+                return self.eval(failed, Frame(mod, "<module>", {}), Ctx())
+            return unknown(f"{name} (whether {', '.join(packages)} imports)")
         if name in mod.assigns:
             if name in PREDICATES and mod.path.startswith(PREDICATE_HOMES):
                 # `is_hopper_with_cuda_12_3 = lru_cache(maxsize=1)(partial(...))`: a fact of

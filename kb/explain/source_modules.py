@@ -37,6 +37,12 @@ class Module:
     appended: set[str] = field(default_factory=set)
     star_imports: list[str] = field(default_factory=list)  # `from x import *`: x
     body: list[ast.stmt] = field(default_factory=list)  # the module's top-level statements
+    # a flag a try-import sets (`try: from flashinfer.comm import ...; use_flashinfer = True
+    # except ImportError: use_flashinfer = False`): name -> (the packages the try imports,
+    # its value when they import, its value when they do not)
+    import_flags: dict[str, tuple[tuple[str, ...], ast.expr, ast.expr]] = field(
+        default_factory=dict
+    )
 
 
 _MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
@@ -130,6 +136,8 @@ def parse_module(path: str, text: str) -> Module | None:
                     mod.assigns[node.target.id] = node.value
                     mod.lines[node.target.id] = node.lineno
             elif isinstance(node, ast.If | ast.Try):  # `if TYPE_CHECKING:` / try-imports
+                if isinstance(node, ast.Try):
+                    mod.import_flags.update(_import_flags(node))
                 visit(node.body)
                 for handler in getattr(node, "handlers", []):
                     visit(handler.body)
@@ -142,6 +150,47 @@ def parse_module(path: str, text: str) -> Module | None:
     mod.rebound -= _memos(tree, mod)
     mod.appended &= set(mod.assigns)  # (a local list of the same name is not one)
     return mod
+
+
+_IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError")
+
+
+def _import_flags(node: ast.Try) -> dict[str, tuple[tuple[str, ...], ast.expr, ast.expr]]:
+    """The names a try-import assigns a constant in its body and another in its
+    ImportError handler (Module.import_flags)."""
+    packages = tuple(
+        dict.fromkeys(
+            name.split(".")[0]
+            for stmt in node.body
+            if isinstance(stmt, ast.Import | ast.ImportFrom)
+            for name in (
+                [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else [stmt.module]
+            )
+            if name and not (isinstance(stmt, ast.ImportFrom) and stmt.level)
+        )
+    )
+    if not packages:
+        return {}
+
+    def constants(body: list[ast.stmt]) -> dict[str, ast.expr]:
+        return {
+            t.id: stmt.value
+            for stmt in body
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+            for t in stmt.targets
+            if isinstance(t, ast.Name)
+        }
+
+    imported = constants(node.body) | constants(node.orelse)
+    out = {}
+    for handler in node.handlers:
+        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if not any(isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in names):
+            continue
+        for name, value in constants(handler.body).items():
+            if name in imported:
+                out[name] = (packages, imported[name], value)
+    return out
 
 
 def _memos(tree: ast.Module, mod: Module) -> set[str]:
