@@ -30,6 +30,15 @@ try:
 except ImportError:
     use_flashinfer = False
 
+try:
+    if is_hip():
+        from zbal.zbal_buffer import Buffer
+    else:
+        from deep_ep import Buffer
+    use_deepep = True
+except ImportError:
+    use_deepep = False
+
 BASE = {"fp8": "Fp8Config"}
 if is_hip():
     BASE.update({"mxfp4": "Mxfp4Config"})
@@ -56,6 +65,7 @@ class ServerArgs:
     unresolved: object = None
     of_class: object = None
     a2a: object = None
+    deepep: object = None
 
     def __post_init__(self):
         self.glob = fnmatch.fnmatch("model.layers.0.self_attn.q_proj", "*q_proj")
@@ -70,6 +80,7 @@ class ServerArgs:
         self.unresolved = isinstance(None, ImportedElsewhere)
         self.of_class = isinstance(None, Layer)
         self.a2a = use_flashinfer
+        self.deepep = use_deepep
         self.hip = torch.version.hip
         if torch.version.hip:
             self.target = torch.cuda.get_device_properties(0).gcnArchName
@@ -110,8 +121,10 @@ def test_values_the_interpreter_computes_itself() -> None:
 
 def test_a_try_import_s_flag_is_whether_its_package_is_installed() -> None:
     # (flashinfer: CUDA's alone; installed as the profile assumes packages are)
-    assert fields({"gpu": "MI300X", "config": CONFIG})["a2a"] is False
-    assert fields({"gpu": "H100 80GB", "config": CONFIG})["a2a"] is True
+    rocm, cuda = fields({"gpu": "MI300X", "config": CONFIG}), fields({"gpu": "H100 80GB"})
+    assert (rocm["a2a"], cuda["a2a"]) == (False, True)
+    # (one of the packages imported in the branches of an `if`: DeepEP's on CUDA)
+    assert (rocm["deepep"], cuda["deepep"]) == (False, True)
     unsure = fields({"gpu": "H100 80GB", "config": CONFIG, "packages": "unknown"})["a2a"]
     assert isinstance(unsure, Unknown)
 

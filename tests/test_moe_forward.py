@@ -110,7 +110,9 @@ FILES = {
 
 
         class TopK(MultiPlatformOp):
-            def __init__(self, top_k, *, renormalize=True, output_format=None):
+            def __init__(
+                self, top_k, *, renormalize=True, output_format=None, correction_bias=None
+            ):
                 super().__init__()
                 self.topk_config = TopKConfig(
                     top_k=top_k, renormalize=renormalize, output_format=output_format
@@ -242,7 +244,17 @@ FILES = {
                 norm_topk_prob = config.norm_topk_prob
                 if isinstance(quant_config, ToyGGUFConfig):
                     norm_topk_prob = False
-                self.topk = TopK(top_k=config.num_experts_per_tok, renormalize=norm_topk_prob)
+                self.is_hash = False
+                if self.is_hash:
+                    self.topk = None
+                else:
+                    # (built in a branch, from a dict of its keyword arguments)
+                    topk_kwargs = dict(
+                        top_k=config.num_experts_per_tok,
+                        renormalize=norm_topk_prob,
+                        correction_bias=config.routing_kind,  # (not in config.json: unknown)
+                    )
+                    self.topk = TopK(**topk_kwargs)
                 intermediate_size = config.intermediate_size
                 self.experts = FusedMoE(
                     num_experts=self.num_experts,
@@ -255,10 +267,21 @@ FILES = {
                 )
 
 
+        class ToyDecoderLayer(nn.Module):
+            def __init__(
+                self, config, layer_id, quant_config=None, moe_quant_config_override=None
+            ):
+                super().__init__()
+                # (the override its builder leaves out: its default)
+                self.mlp = ToyMoeBlock(
+                    config, layer_id, quant_config=moe_quant_config_override or quant_config
+                )
+
+
         class ToyForCausalLM(nn.Module):
             def __init__(self, config, quant_config=None, prefix=""):
                 super().__init__()
-                self.mlp = ToyMoeBlock(config, 0, quant_config=quant_config)
+                self.layer = ToyDecoderLayer(config, 0, quant_config=quant_config)
 
 
         EntryClass = ToyForCausalLM

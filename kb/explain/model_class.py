@@ -45,6 +45,7 @@ from kb.explain.memo import by_identity
 from kb.explain.model_registry import architecture_class
 from kb.explain.predicates import Profile, Unknown, assumed, unknown
 from kb.explain.source_modules import Module, module_path
+from kb.pyast import NOT_LITERAL, literal
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
@@ -223,13 +224,14 @@ def run_statement(
     init = constructor(sim, b.cls)
     if layer is None or init is None:
         return None
-    read = getattr(last, "value", None)
+    # (what the statement reads: its value's, or all of an `if` run whole)
+    read = last if isinstance(last, ast.If) else getattr(last, "value", None)
     node = copy.copy(init.node)
     node.body = [*_slice(init.node.body[:index], read), last] if read else [last]
     obj, returned = Instance(b.cls), None
     start = len(sim.result.checks)
     try:
-        kwargs = _arguments(sim, init.node, b, quant_config, layer)
+        kwargs = _arguments(sim, init.node, b, quant_config, layer, chain)
         returned = sim.call_function(Func(init.module, node, obj, init.owner), [], kwargs, Ctx())
     except Raised:
         pass  # (what it set until then is what it built)
@@ -336,7 +338,7 @@ def _builds(
     node = copy.copy(init.node)
     node.body = _guard_test(init.node.body, link.guard)
     start = len(sim.result.checks)
-    kwargs = _arguments(sim, init.node, builder, quant_config, layer)
+    kwargs = _arguments(sim, init.node, builder, quant_config, layer, chain)
     bound = Func(init.module, node, Instance(builder.cls), init.owner)
     value = sim.call_function(bound, [], kwargs, Ctx())
     del sim.result.checks[start:]  # (the builder's own checks: its own run reports them)
@@ -424,7 +426,7 @@ def _inner_tests(body: list[ast.stmt], path: tuple[tuple[int, bool], ...]) -> li
     return out
 
 
-def _slice(body: list[ast.stmt], test: ast.expr) -> list[ast.stmt]:
+def _slice(body: list[ast.stmt], test: ast.AST) -> list[ast.stmt]:
     """The statements of `body` the test depends on: those binding a name or `self.<field>`
     it reads (through each other), and every plain `self.x = <name or its attribute>`
     (a method the test calls may read such a field). A constructor builds its attention
@@ -494,10 +496,13 @@ def _arguments(
     b: Built,
     quant_config: Any,
     layer: int | None,
+    chain: dict[str, Built] | None = None,
 ) -> dict[str, Any]:
     """The constructor's arguments: the model's hf_config and the loader's quantization
     config where the builder hands its own on, the layer id being followed; a parameter
-    the call leaves out keeps its default; anything else is unknown, naming the builder."""
+    the call leaves out keeps its default; anything else is unknown, naming the builder.
+    `chain`: the classes built, by name (a builder's parameter its own builder leaves
+    out is its default in what it computes: `moe_quant_config_override or quant_config`)."""
     builder = b.builder or "the model loader"
     config = config_value(sim, b.config_source)
     handed = {
@@ -517,7 +522,8 @@ def _arguments(
         elif name == "prefix" and name in passed and (prefix := _prefix(sim, b, layer)):
             out[name] = prefix
         elif name in passed or b.positional < 0:
-            out[name] = _argument(sim, b, names, name, quant_config, layer)
+            defaults = _left_out(sim, chain.get(b.builder)) if chain and b.builder else {}
+            out[name] = _argument(sim, b, names, name, quant_config, layer, defaults)
             if isinstance(out[name], Unknown):
                 out[name] = unknown(f"the {name} {builder} passes")
     return out
@@ -535,12 +541,39 @@ def _prefix(sim: Simulator, b: Built, layer: int | None) -> str | None:
     return b.prefix.format(layer=layer)
 
 
+def _left_out(sim: Simulator, builder: Built | None) -> dict[str, Any]:
+    """The parameters of `builder`'s constructor its own builder's call leaves out, with
+    their literal defaults (what its constructor sees for them)."""
+    init = constructor(sim, builder.cls) if builder is not None else None
+    if builder is None or init is None or builder.positional < 0:
+        return {}
+    args = init.node.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args)][1:]
+    defaults = dict(zip(reversed(params), reversed(args.defaults), strict=False))
+    defaults |= {
+        a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    }
+    passed = set(builder.keywords) | set(params[: builder.positional])
+    out = {}
+    for name, node in defaults.items():
+        if name not in passed and (value := literal(node)) is not NOT_LITERAL:
+            out[name] = value
+    return out
+
+
 def _argument(
-    sim: Simulator, b: Built, names: list[str], name: str, quant_config: Any, layer: int | None
+    sim: Simulator,
+    b: Built,
+    names: list[str],
+    name: str,
+    quant_config: Any,
+    layer: int | None,
+    defaults: dict[str, Any] | None = None,
 ) -> Any:
     """The argument the builder's call passes for `name` when it is computed from the
     model's config alone (`num_heads=config.num_attention_heads`, `getattr(config,
-    "rope_theta", 1000000)`); else unknown."""
+    "rope_theta", 1000000)`), or with the builder's parameters its own builder leaves out
+    (`defaults`); else unknown."""
     call, mod = b.call, b.where
     config = config_value(sim, b.config_source)
     if call is None or mod is None or config is None:
@@ -558,12 +591,14 @@ def _argument(
         return unknown(name)
     read = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
     layer_params = read & set(LAYER_PARAMS)  # (the layer followed: `layer_idx`)
-    if not read <= CONFIG_NAMES | layer_params | ARGUMENT_BUILTINS:
+    left_out = {k: v for k, v in (defaults or {}).items() if k in read - CONFIG_NAMES}
+    if not read <= CONFIG_NAMES | layer_params | ARGUMENT_BUILTINS | set(left_out):
         return unknown(name)
     if layer_params and layer is None:
         return unknown(name)
     frame = Frame(mod, "<arguments>", {"config": config, "quant_config": quant_config})
     frame.locals.update(dict.fromkeys(layer_params, layer))
+    frame.locals.update(left_out)
     return sim.eval(expr, frame, Ctx())
 
 

@@ -40,13 +40,19 @@ class Statement:
     root: ClassRef  # the architecture's class
     block: model_class.Built
     init: Func  # the block's constructor
-    index: int  # of the statement in its body
+    index: int  # of the statement in its body (the `if` holding it, for a nested one)
+    nested: ast.Assign | None = None  # the statement, inside the `if` at `index`
 
     @property
     def assign(self) -> ast.Assign:
-        stmt = self.init.node.body[self.index]
+        stmt = self.nested or self.init.node.body[self.index]
         assert isinstance(stmt, ast.Assign)
         return stmt
+
+    @property
+    def top(self) -> ast.stmt:
+        """The constructor's top-level statement that runs it."""
+        return self.init.node.body[self.index]
 
     @property
     def attr(self) -> str:
@@ -63,9 +69,12 @@ def find(
     path: str | None,
     profile: Profile | None,
     wanted: Callable[[Simulator, Func, ast.Call], bool],
+    nested: bool = False,
 ) -> Statement | None:
     """The first top-level `self.<attr> = <call>` that `wanted` accepts, in the
-    constructors of the classes the architecture's class builds (breadth first)."""
+    constructors of the classes the architecture's class builds (breadth first); with
+    `nested`, one inside a top-level `if` too (DeepSeek-V2's MoE block builds its TopK in
+    the `else` of `if self.is_hash:`), run as that `if`."""
     root = architecture_class(sim, path, profile.arch if profile is not None else None)
     if root is None:
         return None
@@ -74,15 +83,25 @@ def find(
         if init is None:
             continue
         for i, stmt in enumerate(init.node.body):
-            if (
-                isinstance(stmt, ast.Assign)
-                and len(stmt.targets) == 1
-                and model_class.self_attr(stmt.targets[0]) is not None
-                and isinstance(stmt.value, ast.Call)
-                and wanted(sim, init, stmt.value)
-            ):
+            if _builds_attr(sim, init, stmt, wanted):
                 return Statement(root, b, init, i)
+            if nested and isinstance(stmt, ast.If):
+                inner = [n for n in ast.walk(stmt) if _builds_attr(sim, init, n, wanted)]
+                if len(inner) == 1 and isinstance(inner[0], ast.Assign):
+                    return Statement(root, b, init, i, inner[0])
     return None
+
+
+def _builds_attr(
+    sim: Simulator, init: Func, stmt: ast.AST, wanted: Callable[[Simulator, Func, ast.Call], bool]
+) -> bool:
+    return (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and model_class.self_attr(stmt.targets[0]) is not None
+        and isinstance(stmt.value, ast.Call)
+        and wanted(sim, init, stmt.value)
+    )
 
 
 def builds_topk(sim: Simulator, init: Func, call: ast.Call) -> bool:
@@ -132,7 +151,7 @@ def run(
 def topk(sim: Simulator, found: Statement, profile: Profile, quant_config: Any) -> Any:
     """The TopK object the model's MoE block builds at `found` (find's, with builds_topk);
     None when it is not built."""
-    ran = run(sim, found, profile, quant_config, found.assign, (TOPK[0],))
+    ran = run(sim, found, profile, quant_config, found.top, (TOPK[0],))
     obj = ran[0].fields.get(found.attr) if ran is not None else None
     return obj if isinstance(obj, Instance) else None
 

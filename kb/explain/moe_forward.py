@@ -61,7 +61,7 @@ def step(
         return None
     if fields.get("enable_torch_compile") is not False:
         return None  # (the batch's size decides TopK's forward, hence its output's class)
-    found = moe_block.find(sim, path, profile, moe_block.builds_topk) if profile else None
+    found = moe_block.find(sim, path, profile, moe_block.builds_topk, True) if profile else None
     if profile is None or found is None:
         return None
 

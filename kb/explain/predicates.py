@@ -550,18 +550,21 @@ def _flashinfer(f: Facts, args: list[Any]) -> Any:
     return _package(f, ["flashinfer"])
 
 
-# packages SGLang imports on CUDA only (a ROCm install has none of them)
-CUDA_PACKAGES = frozenset({"flashinfer", "deep_gemm", "deep_ep"})
+# packages SGLang imports on one platform only (a ROCm install has none of CUDA's)
+PLATFORM_PACKAGES = {
+    **dict.fromkeys(("flashinfer", "deep_gemm", "deep_ep"), "cuda"),
+    **dict.fromkeys(("zbal", "torch_npu"), "npu"),
+}
 
 
 def _importable(f: Facts, args: list[Any]) -> Any:
-    """Whether a module-level try-import of the package succeeds: a CUDA-only package
-    on CUDA alone, then installed as the profile assumes packages are."""
+    """Whether a module-level try-import of the package succeeds: a platform's own
+    package on that platform alone, then installed as the profile assumes packages are."""
     name = args[0] if args and isinstance(args[0], str) else "a package"
-    if name in CUDA_PACKAGES:
-        cuda = _platform_is("cuda")(f, args)
-        if cuda is not True:
-            return cuda
+    if name in PLATFORM_PACKAGES:
+        on = _platform_is(PLATFORM_PACKAGES[name])(f, args)
+        if on is not True:
+            return on
     return _package(f, [name])
 
 

@@ -183,6 +183,12 @@ def module_call(module: str, name: str, args: list[Any], kwargs: dict[str, Any])
     `dict`, on known values; `typing.cast(type, value)` is the value; NOT_PURE for any other."""
     if (module, name) == ("typing", "cast") and len(args) == 2 and not kwargs:
         return args[1]  # (whatever the type it is cast to)
+    if (module, name) == ("builtins", "dict") and (
+        not args or (len(args) == 1 and type(args[0]) is dict)
+    ):
+        # (a dict of keyword arguments holds whatever values they have, known or not:
+        # DeepSeek-V2's `topk_kwargs = dict(top_k=..., correction_bias=...)`)
+        return {**(args[0] if args else {}), **kwargs}
     if not all(is_known(a) for a in (*args, *kwargs.values())):
         return NOT_PURE
     if (module, name) == ("builtins", "dict"):

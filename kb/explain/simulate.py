@@ -457,14 +457,7 @@ class Simulator:
         if name in mod.rebound:
             return unknown(f"{name} (a module global set at run time)")
         if name in mod.import_flags:  # (a try-import's flag: whether its packages import)
-            packages, imported, failed = mod.import_flags[name]
-            where = ExternalName(IMPORTABLE, mod.path.removeprefix("python/").removesuffix(".py"))
-            found = [self.predicate(IMPORTABLE, where, [p]) for p in packages]
-            if all(f is True for f in found):
-                return self.eval(imported, Frame(mod, "<module>", {}), Ctx())
-            if any(f is False for f in found):
-                return self.eval(failed, Frame(mod, "<module>", {}), Ctx())
-            return unknown(f"{name} (whether {', '.join(packages)} imports)")
+            return self.import_flag(mod, name)
         if name in mod.assigns:
             if name in PREDICATES and mod.path.startswith(PREDICATE_HOMES):
                 # `is_hopper_with_cuda_12_3 = lru_cache(maxsize=1)(partial(...))`: a fact of
@@ -499,6 +492,25 @@ class Simulator:
         if name == "True":
             return True
         return Symbol(name)
+
+    def import_flag(self, mod: Module, name: str) -> Any:
+        """A try-import's flag (source_modules.ImportFlag): whether its packages import,
+        as the profile says of each (kb.explain.predicates' IMPORTABLE)."""
+        flag = mod.import_flags[name]
+        where = ExternalName(IMPORTABLE, mod.path.removeprefix("python/").removesuffix(".py"))
+        required = [self.predicate(IMPORTABLE, where, [p]) for p in flag.required]
+        # (of the packages imported under an `if`, one is: the platform's)
+        either = lift(
+            lambda *found: any(found),
+            *(self.predicate(IMPORTABLE, where, [p]) for p in flag.alternatives),
+        )
+        found = [*required, either] if flag.alternatives else required
+        if all(f is True for f in found):
+            return self.eval(flag.imported, Frame(mod, "<module>", {}), Ctx())
+        if any(f is False for f in found):
+            return self.eval(flag.failed, Frame(mod, "<module>", {}), Ctx())
+        packages = ", ".join((*flag.required, *flag.alternatives))
+        return unknown(f"{name} (whether {packages} imports)")
 
     def registry(self, mod: Module, name: str) -> None:
         """A registry's entries are those its source lists: code outside SGLang's tree may

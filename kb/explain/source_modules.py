@@ -19,6 +19,18 @@ from typing import Any
 from kb.pyast import NOT_LITERAL, literal, render_text
 
 
+@dataclass(frozen=True)
+class ImportFlag:
+    """A try-import's flag: `imported` when every package it imports unconditionally
+    imports and one of those it imports under an `if` does (DeepEP's `if _is_npu: from
+    zbal ... else: from deep_ep ...`), else `failed`. SGLang's own modules are not counted."""
+
+    required: tuple[str, ...]
+    alternatives: tuple[str, ...]
+    imported: ast.expr
+    failed: ast.expr
+
+
 @dataclass
 class Module:
     path: str
@@ -38,11 +50,9 @@ class Module:
     star_imports: list[str] = field(default_factory=list)  # `from x import *`: x
     body: list[ast.stmt] = field(default_factory=list)  # the module's top-level statements
     # a flag a try-import sets (`try: from flashinfer.comm import ...; use_flashinfer = True
-    # except ImportError: use_flashinfer = False`): name -> (the packages the try imports,
-    # its value when they import, its value when they do not)
-    import_flags: dict[str, tuple[tuple[str, ...], ast.expr, ast.expr]] = field(
-        default_factory=dict
-    )
+    # except ImportError: use_flashinfer = False`): name -> the packages the try imports
+    # (ImportFlag)
+    import_flags: dict[str, ImportFlag] = field(default_factory=dict)
 
 
 _MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
@@ -155,21 +165,30 @@ def parse_module(path: str, text: str) -> Module | None:
 _IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError")
 
 
-def _import_flags(node: ast.Try) -> dict[str, tuple[tuple[str, ...], ast.expr, ast.expr]]:
+def _packages(stmts: list[ast.stmt], nested: bool) -> tuple[str, ...]:
+    """The packages the statements import, at their top level or (`nested`) under them."""
+    nodes = [n for s in stmts for n in (ast.walk(s) if nested else [s])]
+    names = [
+        name.split(".")[0]
+        for n in nodes
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        and not (isinstance(n, ast.ImportFrom) and n.level)
+        for name in ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module])
+        if name
+    ]
+    return tuple(n for n in dict.fromkeys(names) if n != "sglang")
+
+
+def _import_flags(node: ast.Try) -> dict[str, ImportFlag]:
     """The names a try-import assigns a constant in its body and another in its
     ImportError handler (Module.import_flags)."""
-    packages = tuple(
-        dict.fromkeys(
-            name.split(".")[0]
-            for stmt in node.body
-            if isinstance(stmt, ast.Import | ast.ImportFrom)
-            for name in (
-                [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else [stmt.module]
-            )
-            if name and not (isinstance(stmt, ast.ImportFrom) and stmt.level)
-        )
+    required = _packages(node.body, nested=False)
+    alternatives = tuple(
+        p
+        for p in _packages([s for s in node.body if isinstance(s, ast.If)], True)
+        if p not in required
     )
-    if not packages:
+    if not required and not alternatives:
         return {}
 
     def constants(body: list[ast.stmt]) -> dict[str, ast.expr]:
@@ -189,7 +208,7 @@ def _import_flags(node: ast.Try) -> dict[str, tuple[tuple[str, ...], ast.expr, a
             continue
         for name, value in constants(handler.body).items():
             if name in imported:
-                out[name] = (packages, imported[name], value)
+                out[name] = ImportFlag(required, alternatives, imported[name], value)
     return out
 
 
