@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.explain import derived, moe, moe_block, moe_forward, moe_quant
+from kb.explain import derived, model_class, moe, moe_block, moe_forward, moe_quant
 from kb.explain.abstract_values import Instance
 from kb.explain.classes import class_ref
 from kb.explain.predicates import Profile, Unknown
@@ -35,6 +35,7 @@ FILES = {
             moe_runner_backend: str = "auto"
             moe_a2a_backend: str = "none"
             enable_torch_compile: bool = False
+            disable_shared_experts_fusion: bool = False
 
             def __post_init__(self):
                 pass
@@ -233,6 +234,7 @@ FILES = {
 
         from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
         from sglang.srt.layers.moe.topk import TopK
+        from sglang.srt.server_args import get_global_server_args
 
 
         class ToyMoeBlock(nn.Module):
@@ -281,7 +283,13 @@ FILES = {
         class ToyForCausalLM(nn.Module):
             def __init__(self, config, quant_config=None, prefix=""):
                 super().__init__()
+                self.config = config
+                self.determine_fusion()
                 self.layer = ToyDecoderLayer(config, 0, quant_config=quant_config)
+
+            def determine_fusion(self):
+                if self.config.num_experts != 256:
+                    get_global_server_args().disable_shared_experts_fusion = True
 
 
         EntryClass = ToyForCausalLM
@@ -362,6 +370,26 @@ def test_the_standard_output_does_not_reach_the_bypassed_path() -> None:
 def test_the_block_s_own_import_decides_the_top_k_s_config() -> None:
     # (a class the block's constructor imports itself, tested with isinstance)
     assert forward_checks(1, gguf=True) == [("toy_fp8.py", "Renormalize is required")]
+
+
+def test_the_architecture_s_constructor_sets_server_args_first() -> None:
+    mods = modules()
+    config = {"architectures": ["ToyForCausalLM"], "num_experts": 2, "num_hidden_layers": 2}
+    profile = Profile.parse({"sm": 100, "platform": "cuda", "config": config})
+    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, profile, derive=derived)
+    sim.run()
+    set_: dict[str, Any] = {}
+    step = model_class.server_args_step(sim, MODEL, profile, None, set_)
+    assert step is not None and sim.run_after(step)
+    assert set_ == {"disable_shared_experts_fusion": True}
+    # (a stage's own writes are not kept: the caller keeps what the step found)
+    assert sim.fields["disable_shared_experts_fusion"] is False
+    v3 = Profile.parse({"sm": 100, "platform": "cuda", "config": {**config, "num_experts": 256}})
+    sim = Simulator(mods.get, mods[ARGS], {"model_path": "m"}, v3, derive=derived)
+    sim.run()
+    kept: dict[str, Any] = {}
+    step = model_class.server_args_step(sim, MODEL, v3, None, kept)
+    assert step is not None and sim.run_after(step) and kept == {}
 
 
 def test_the_runner_s_own_checks_are_kept() -> None:

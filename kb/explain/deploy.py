@@ -274,6 +274,11 @@ def simulate(
     if known and sim.run_after(lambda: dtype.append(derived.model_config_attr(sim, "dtype"))):
         sim.default_dtype = dtype[0]
     if not loader_raised:  # the loader then builds the architecture's class
+        # (whose constructor may first set server args its blocks read: kept past the step)
+        set_: dict[str, Any] = {}
+        step = model_class.server_args_step(sim, model_file, profile, loaded.quant_config, set_)
+        if step is not None and sim.run_after(step):
+            sim.fields.update(set_)
         step = model_class.step(sim, model_file, profile, loaded.quant_config, linear_layers)
         stage("load", model_class.PART, step)
         # ... and hands it to its weight-loading method, which checks it and config.json

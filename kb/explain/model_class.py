@@ -43,9 +43,9 @@ from kb.explain.abstract_values import ClassRef, Func, Instance, Obj
 from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.memo import by_identity
 from kb.explain.model_registry import architecture_class
-from kb.explain.predicates import Profile, Unknown, assumed, unknown
+from kb.explain.predicates import MISSING, Profile, Unknown, assumed, unknown
 from kb.explain.source_modules import Module, module_path
-from kb.pyast import NOT_LITERAL, literal
+from kb.pyast import NOT_LITERAL, literal, self_call
 
 if TYPE_CHECKING:
     from kb.explain.simulate import Simulator
@@ -173,6 +173,73 @@ def _classes(sim: Simulator, root: ClassRef) -> tuple[list[Built], list[Built]]:
             _built.popitem(last=False)
     _built.move_to_end(key)
     return _built[key]
+
+
+def server_args_step(
+    sim: Simulator, path: str | None, profile: Profile | None, quant_config: Any, set_: dict
+) -> Callable[[], None] | None:
+    """The step running what the architecture's constructor sets on the global server
+    args before it builds its blocks (DeepSeek-V2's determine_num_fused_shared_experts
+    turns the shared experts' fusion off for another architecture), which the blocks'
+    constructors and forwards then read: the values it sets go to `set_` (the caller
+    keeps them past the stage). None when it sets none."""
+    if profile is None or profile.config is None:
+        return None
+    root = architecture_class(sim, path, profile.arch)
+    built = classes_built(sim, root) if root is not None else []
+    init = constructor(sim, root) if root is not None else None
+    indices = _setting_statements(sim, built[0]) if built and init is not None else []
+    if root is None or init is None or not indices:
+        return None
+
+    def run() -> None:
+        before = dict(sim.fields)
+        with parallel_state.answered(sim):
+            for index in indices:
+                stmt = init.node.body[index]
+                run_statement(sim, root, built[0], profile, quant_config, index, stmt)
+        set_.update((k, v) for k, v in sim.fields.items() if before.get(k, MISSING) is not v)
+
+    return run
+
+
+def _setting_statements(sim: Simulator, root: Built) -> list[int]:
+    """The top-level `self.<method>(...)` statements of the architecture's constructor
+    whose method (or one it calls on self) assigns an attribute of the global server args
+    (`get_global_server_args().disable_shared_experts_fusion = True`)."""
+    init = constructor(sim, root.cls)
+    if init is None:
+        return []
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for c in classes.mro(sim, root.cls)[0]:  # (nearest first)
+        for node in c.node.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                methods.setdefault(node.name, node)
+
+    def sets(name: str | None, seen: set[str]) -> bool:
+        method = methods.get(name or "")
+        if method is None or name in seen:
+            return False
+        seen.add(method.name)
+        return _sets_server_args(method) or any(
+            sets(self_call(n), seen) for n in ast.walk(method) if self_call(n)
+        )
+
+    return [
+        i
+        for i, stmt in enumerate(init.node.body)
+        if isinstance(stmt, ast.Expr) and sets(self_call(stmt.value), set())
+    ]
+
+
+def _sets_server_args(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Store)
+        and isinstance(n.value, ast.Call)
+        and getattr(n.value.func, "id", None) == "get_global_server_args"
+        for n in ast.walk(node)
+    )
 
 
 def classes_built(sim: Simulator, root: ClassRef) -> list[Built]:
