@@ -157,6 +157,7 @@ FILES = {
                 intermediate_size=None,
                 apply_router_weight_on_input=False,
                 routing=None,
+                routing_method_type=None,
                 layer_id=None,
                 quant_config=None,
                 prefix="",
@@ -230,6 +231,8 @@ FILES = {
             pass
         """,
     MODEL: """
+        from enum import IntEnum
+
         from torch import nn
 
         from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
@@ -264,9 +267,14 @@ FILES = {
                     intermediate_size=intermediate_size,
                     apply_router_weight_on_input=True,
                     routing=config.routing_kind,
+                    routing_method_type=RoutingMethodType.Toy,
                     layer_id=layer_id,
                     quant_config=quant_config,
                 )
+
+
+        class RoutingMethodType(IntEnum):
+            Toy = 1
 
 
         class ToyDecoderLayer(nn.Module):
@@ -466,6 +474,7 @@ def test_the_experts_arguments_are_those_the_block_passes() -> None:
         "apply_router_weight_on_input",
         "intermediate_size",
         "num_experts",
+        "routing_method_type",
         "top_k",
     ]
     assert kwargs["intermediate_size"] == 8192
@@ -486,4 +495,4 @@ def test_the_experts_arguments_are_those_the_block_passes() -> None:
     # the block's choices of kind (a flag, a string), which config.json decides
     args = moe_quant.layer_args(sim, sized, {**passed, "layer_count": 3})
     assert args is not None and args[0]["intermediate_size"] == 512
-    assert args[2] == ["apply_router_weight_on_input"]
+    assert args[2] == ["apply_router_weight_on_input", "routing_method_type"]

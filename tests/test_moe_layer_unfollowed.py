@@ -130,11 +130,12 @@ FP8 = (
 """
 )
 
-# FusedMoE's constructor goes on after its dispatcher (no step follows that part)
+# FusedMoE's constructor goes on after its dispatcher (no step follows that part, but for
+# the fields it copies from a name or a constant: not this call)
 FUSED = runner_stage.FUSED.replace(
     """        raise RuntimeError("past the dispatcher: not this step's")
 """,
-    """        self.overlap_args = None
+    """        self.overlap_args = dict()
 
     def run_moe_core(self, dispatch_output):
         return self.quant_method.apply(self, dispatch_output)

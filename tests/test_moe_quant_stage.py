@@ -219,7 +219,7 @@ from sglang.srt.layers.quantization.unquant import UnquantizedFusedMoEMethod
 
 class FusedMoE(torch.nn.Module):
     def __init__(self, num_experts, hidden_size, intermediate_size, layer_id, top_k=None,
-                 quant_config=None, prefix=""):
+                 quant_config=None, prefix="", routing_method_type=None):
         super().__init__()
         self.moe_ep_size = get_moe_expert_parallel_world_size()
         self.moe_tp_size = get_moe_tensor_parallel_world_size()
@@ -239,6 +239,8 @@ class FusedMoE(torch.nn.Module):
             intermediate_size_per_partition=self.intermediate_size_per_partition,
         )
         raise RuntimeError("past create_weights: not this step's")
+        # (a field its forward reads, copied from an argument after the parts are built)
+        self.routing_method_type = routing_method_type
 """
 
 # the method FusedMoE builds itself for an unquantized model (no quantization config)
@@ -458,6 +460,15 @@ def test_an_unquantized_model_s_layer_builds_the_unquantized_method_itself() -> 
     assert sim.run_after(lambda: built.__dict__.update(moe.build_layer(sim, None).__dict__))
     unsure = Unknown(("the quantization config",))
     assert moe_quant.step(sim, built, unsure, Profile.parse(sm90)) is None
+
+
+def test_the_fields_copied_after_the_parts_are_built_are_set() -> None:
+    sim = simulator({}, {"sm": 90, "cuda": "12.9", "config": CONFIG})
+    built = moe.MoeLayer()
+    assert sim.run_after(lambda: built.__dict__.update(moe.build_layer(sim, None).__dict__))
+    step = moe_quant.step(sim, built, None, Profile.parse({"sm": 90, "config": CONFIG}))
+    assert step is not None and sim.run_after(step)
+    assert built.layer is not None and built.layer.fields["routing_method_type"] is None
 
 
 def test_the_method_s_constructor_asserts_the_gpu_for_the_cutlass_runner() -> None:

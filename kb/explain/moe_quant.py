@@ -44,7 +44,7 @@ from kb.explain import (
     parallel_state,
     unfollowed,
 )
-from kb.explain.abstract_values import Func
+from kb.explain.abstract_values import EnumMember, Func
 from kb.explain.predicates import Profile, Unknown
 
 if TYPE_CHECKING:
@@ -130,7 +130,11 @@ def _through_builds(sim: Simulator, layer: Any) -> Func | None:
             last = max((i for i, stmt in enumerate(node.body) if _builds(stmt)), default=None)
             if last is not None:
                 part = copy.copy(node)
-                part.body = node.body[: last + 1]
+                # (and the fields it then copies from its arguments, which its forward
+                # reads: `self.routing_method_type = routing_method_type`)
+                part.body = node.body[: last + 1] + [
+                    stmt for stmt in node.body[last + 1 :] if _copies_field(stmt)
+                ]
                 return Func(mod, part, layer, cls)
     return None
 
@@ -138,6 +142,20 @@ def _through_builds(sim: Simulator, layer: Any) -> Func | None:
 # what FusedMoE's constructor builds that this step follows, in its order: the weights,
 # the runner, the token dispatcher (the calls' names, attribute or function)
 BUILDS = ("create_weights", "create_moe_runner", "create_moe_dispatcher")
+
+
+def _copies_field(stmt: ast.stmt) -> bool:
+    """`self.x = <a name or constant>`: a field set from an argument, calling nothing."""
+    target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+    if isinstance(stmt, ast.AnnAssign):
+        target = stmt.target
+    value = getattr(stmt, "value", None)
+    return (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+        and isinstance(value, ast.Name | ast.Constant)
+    )
 
 
 def _builds(stmt: ast.stmt) -> bool:
@@ -193,7 +211,7 @@ def layer_args(
         # DeepSeek's and GLM's fused shared experts, turned off for DeepEP), with the
         # block's choices of kind, which config.json decides (Nemotron-H's experts:
         # `activation="relu2"`, `is_gated=False`)
-        block = {k: v for k, v in block.items() if k not in MODEL_KEYS and type(v) in KINDS}
+        block = {k: v for k, v in block.items() if k not in MODEL_KEYS and isinstance(v, KINDS)}
     kwargs: dict[str, Any] = {}
     keys: list[str] = []
     for arg, names in MODEL_KEYS.items():
@@ -212,7 +230,7 @@ def layer_args(
     kwargs |= {
         k: v
         for k, v in block.items()
-        if k not in kwargs and k not in BLOCK_SET and isinstance(v, PLAIN) and v is not None
+        if k not in kwargs and k not in BLOCK_SET and isinstance(v, (*PLAIN, EnumMember))
     }
     first = config.get("first_k_dense_replace", 0)  # (DeepSeek/GLM: the dense layers first)
     kwargs["layer_id"] = first if isinstance(first, int) else 0
@@ -230,8 +248,9 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# the block's arguments that choose a kind of MoE, not a count (a string, a flag)
-KINDS = (str, bool)
+# the block's arguments that choose a kind of MoE, not a count (a string, a flag, an enum
+# member: `routing_method_type=RoutingMethodType.DeepSeekV3`)
+KINDS = (str, bool, EnumMember)
 
 
 # what the step sets itself whatever the block passes (its layer, its module name, the
