@@ -70,7 +70,7 @@ STR_METHODS = frozenset(
         "isdigit",
     }
 )
-CONTAINER_METHODS = frozenset({"get", "keys", "values", "items", "count", "index"})
+CONTAINER_METHODS = frozenset({"get", "keys", "values", "items", "count", "index", "copy"})
 REGEX_FUNCTIONS = frozenset({"match", "fullmatch", "search"})
 MAX_PATTERN = 200  # characters of a pattern matched
 MAX_SUBJECT = 500  # characters of the text it is matched against
