@@ -66,6 +66,8 @@ class ServerArgs:
     of_class: object = None
     a2a: object = None
     deepep: object = None
+    copied: object = None
+    sub_quant: object = 0
 
     def __post_init__(self):
         self.glob = fnmatch.fnmatch("model.layers.0.self_attn.q_proj", "*q_proj")
@@ -81,6 +83,10 @@ class ServerArgs:
         self.of_class = isinstance(None, Layer)
         self.a2a = use_flashinfer
         self.deepep = use_deepep
+        self.copied = {"extra": 1}.copy()  # (a loader's extra config, copied)
+        # (a sub-config without quantization_config has none: transformers sets it from
+        # the JSON alone)
+        self.sub_quant = getattr(config.text_config, "quantization_config", None)
         self.hip = torch.version.hip
         if torch.version.hip:
             self.target = torch.cuda.get_device_properties(0).gcnArchName
@@ -88,6 +94,7 @@ class ServerArgs:
 
 CONFIG = {
     "architectures": ["LlamaForCausalLM"],
+    "text_config": {"hidden_size": 64},
     "quantization_config": {
         "quant_method": "quark",
         "layer_quant_config": {"*k_proj": {"output_tensors": {"dtype": "fp8_e4m3"}}},
@@ -115,6 +122,8 @@ def test_values_the_interpreter_computes_itself() -> None:
     assert out["cleared"] is True
     assert out["method"] == "Fp8Config"
     assert isinstance(out["unresolved"], Unknown) and out["of_class"] is False
+    assert out["copied"] == {"extra": 1}
+    assert out["sub_quant"] is None
     assert out["hip"] == "7.2"  # the catalog GPU's ROCm version
     assert out["target"] == "gfx942"
 

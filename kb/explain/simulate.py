@@ -120,6 +120,9 @@ MAX_STEPS = 20_000  # statements per run; SGLang's own argument handling takes <
 MAX_DEPTH = 14  # nested calls
 MAX_LOOP = 64  # iterations of one loop over a known sequence
 MAX_TEXT = 160
+# a sub-config's attributes transformers sets only from the JSON (PretrainedConfig has no
+# default for them): absent when its dict lacks them
+JSON_ONLY = frozenset({"quantization_config", "compression_config"})
 # methods that change a list, dict or set in place (their result is None or unused)
 _MUTATING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault", "remove",
                      "discard", "clear"}  # fmt: skip
@@ -1519,7 +1522,10 @@ class Simulator:
         if isinstance(obj, dict) and not hasattr(dict, attr):
             # a dict read by attribute is a config object built from it (an hf_config's
             # sub-config: InternVL's `config.llm_config.architectures`)
-            return obj[attr] if attr in obj else unknown(f"the config's {attr}")
+            if attr in obj:
+                return obj[attr]
+            # (what transformers sets only from the JSON: absent, as config.json's own)
+            return MISSING if attr in JSON_ONLY else unknown(f"the config's {attr}")
         if isinstance(
             obj,
             str
