@@ -11,7 +11,7 @@ from typing import Any
 
 from kb.explain import classes, derived, moe, moe_quant
 from kb.explain.abstract_values import Instance
-from kb.explain.frames import Ctx
+from kb.explain.frames import Ctx, Frame
 from kb.explain.predicates import Profile, Unknown
 from kb.explain.simulate import Check, Simulator
 from kb.explain.source_modules import Module
@@ -469,6 +469,30 @@ def test_the_fields_copied_after_the_parts_are_built_are_set() -> None:
     step = moe_quant.step(sim, built, None, Profile.parse({"sm": 90, "config": CONFIG}))
     assert step is not None and sim.run_after(step)
     assert built.layer is not None and built.layer.fields["routing_method_type"] is None
+
+
+def test_the_moe_globals_start_at_their_module_values() -> None:
+    # (the scheduler initializes them only for a config.json with num_experts_per_tok at
+    # its top: Llama-4's is in its text_config, and the globals keep their module values)
+    scheduler = SCHEDULER.replace(
+        "        initialize_moe_config(self.server_args)",
+        '        if hasattr(self.model_config.hf_config, "num_experts_per_tok"):\n'
+        "            initialize_moe_config(self.server_args)",
+    )
+    mods = sim_repos.parsed_modules({**FILES, SRT + "managers/scheduler.py": scheduler})
+    nested = {"architectures": CONFIG["architectures"], "text_config": CONFIG}
+    found = []
+    for config in (CONFIG, nested):
+        fields = {"model_path": "m", "moe_runner_backend": "deep_gemm"}
+        profile = Profile.parse({"sm": 90, "config": config})
+        sim = Simulator(mods.get, mods[ARGS], fields, profile, given=set(fields), derive=derived)
+        sim.run()
+        step = moe.moe_config(sim)
+        assert step is not None and sim.run_after(step)
+        utils = sim.module("sglang.srt.layers.moe.utils")
+        assert utils is not None
+        found.append(sim.lookup("MOE_RUNNER_BACKEND", Frame(utils, "<module>", {})))
+    assert str(found[0]).endswith("DEEP_GEMM") and found[1] is None
 
 
 def test_the_method_s_constructor_asserts_the_gpu_for_the_cutlass_runner() -> None:

@@ -21,7 +21,9 @@ source and run by the simulator (kb.explain.simulate, kb.explain.classes).
 
 from __future__ import annotations
 
+import ast
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from kb.explain import classes
@@ -30,6 +32,7 @@ from kb.explain.frames import Ctx, Frame, Raised
 from kb.explain.predicates import Profile, Unknown, assumed
 
 SCHEDULER = "sglang.srt.managers.scheduler"
+MOE_UTILS = "sglang.srt.layers.moe.utils"
 QUANTIZATION = "sglang.srt.layers.quantization"
 MOE_LAYER = "sglang.srt.layers.moe.ep_moe.layer"
 FUSED_MOE = ("sglang.srt.layers.moe.fused_moe_triton.layer", "FusedMoE")
@@ -60,9 +63,13 @@ def is_moe(profile: Profile | None) -> bool:
     return isinstance(config, dict) and any(config.get(k) for k in EXPERT_KEYS)
 
 
-def moe_config(sim: Simulator) -> Func | None:
-    """The scheduler's method that initializes the MoE configuration, bound to a Scheduler
-    whose model config and server args are the run's; None when the version has none."""
+def moe_config(sim: Simulator) -> Callable[[], None] | None:
+    """The step running the scheduler's method that initializes the MoE configuration,
+    bound to a Scheduler whose model config and server args are the run's; None when the
+    version has none. The MoE configuration's globals start at their module values, so
+    those it leaves unset (it initializes them only for a config.json with
+    `num_experts_per_tok` at its top: not Llama-4's) are what their getters default
+    (`MOE_A2A_BACKEND = NONE`)."""
     mod = sim.module(SCHEDULER)
     if mod is None or "Scheduler" not in mod.classes:
         return None
@@ -72,8 +79,24 @@ def moe_config(sim: Simulator) -> Func | None:
         if isinstance(method, Func):
             obj = Instance(scheduler, "its constructor is not simulated")
             obj.fields.update(model_config=Obj("model_config"), server_args=SELF)
-            return Func(method.module, method.node, obj, method.owner)
+            bound = Func(method.module, method.node, obj, method.owner)
+
+            def run(bound: Func = bound) -> None:
+                _unset_globals(sim)  # (as the process starts)
+                sim.call_function(bound, [], {}, Ctx())
+
+            return run
     return None
+
+
+def _unset_globals(sim: Simulator) -> None:
+    """The MoE utilities' globals set at run time that the run has not set: their
+    module-level constant (nothing sets them before the scheduler's method)."""
+    mod = sim.module(MOE_UTILS)
+    for name in sorted(mod.rebound) if mod is not None else ():
+        value = mod.assigns.get(name)
+        if (mod.path, name) not in sim.overlay and isinstance(value, ast.Constant):
+            sim.overlay[mod.path, name] = value.value
 
 
 def quant_config(sim: Simulator, name: Any) -> Any:
