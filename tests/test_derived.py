@@ -270,8 +270,18 @@ def test_a_multimodal_model_s_text_config_is_its_language_model_s() -> None:
         "fa3"
     )
     # a Llava*ForCausalLM keeps its top-level config (SGLang's own Llava classes)
-    llava = run("LlavaLlamaForCausalLM", fields, text_config=text, num_attention_heads=64)
+    llava = run(
+        "LlavaLlamaForCausalLM",
+        fields,
+        text_config=text,
+        num_attention_heads=64,
+        num_key_value_heads=64,
+    )
     assert llava["attention_backend"] == "flashinfer"
+    # ... where a key only its text_config has is not known (whether the config class
+    # answers it from its text config is transformers' version's)
+    unsure = run("LlavaLlamaForCausalLM", fields, text_config=text, num_attention_heads=64)
+    assert isinstance(unsure["attention_backend"], Unknown)
     # two sub-configs: which one SGLang reads depends on the version's order, not decided
     both = run("OmniForConditionalGeneration", fields, text_config=text, llm_config=text)
     assert isinstance(both["attention_backend"], Unknown)

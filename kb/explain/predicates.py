@@ -263,8 +263,15 @@ class Profile(ProfileFields):
     # --- the model's config, as SGLang's hf_config ------------------------------------
 
     def hf_attr(self, name: str) -> Any:
-        """An attribute of the model's hf_config; `MISSING` when the config lacks it."""
+        """An attribute of the model's hf_config; `MISSING` when the config lacks it, and
+        unknown when only its text_config has it (whether a composite config class answers
+        it from its text config is transformers' version's: Llama-4's num_experts_per_tok)."""
         if self.config is not None:
+            text = self.config.get("text_config")
+            if name not in self.config and isinstance(text, dict) and name in text:
+                return unknown(
+                    f"whether the model's config class answers {name} from its text_config"
+                )
             return self.config.get(name, MISSING)
         if name == "architectures":
             return [self.arch] if self.arch else unknown("the model architecture")
