@@ -254,8 +254,9 @@ def _platform_forward(sim: Simulator, obj: Instance) -> Any:
     if names is None or sim.fields.get("enable_torch_compile") is not False:
         return unknown(f"{obj.cls.name}.forward (the method its platform dispatch picks)")
     for name in names:
+        # (not in the classes held: the op's base has it, whose forward_hip is forward_cuda)
         method = _from_classes(sim, obj.cls, name, obj, True, start=None)
-        if method is not MISSING:
+        if method is not MISSING and not isinstance(method, Unknown):
             return method
     return unknown(f"{obj.cls.name}.forward (its {names[-1]} not held)")
 

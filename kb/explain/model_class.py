@@ -578,6 +578,7 @@ def _arguments(
     }
     names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1:]
     passed = set(b.keywords) | set(names[: max(b.positional, 0)])
+    defaults = _left_out(sim, chain.get(b.builder)) if chain and b.builder else {}
     out: dict[str, Any] = {}
     for name in [*names, *(a.arg for a in node.args.kwonlyargs)]:
         if name == "config" and (own := _own_config(b)) not in (None, b.config_source):
@@ -589,7 +590,6 @@ def _arguments(
         elif name == "prefix" and name in passed and (prefix := _prefix(sim, b, layer)):
             out[name] = prefix
         elif name in passed or b.positional < 0:
-            defaults = _left_out(sim, chain.get(b.builder)) if chain and b.builder else {}
             out[name] = _argument(sim, b, names, name, quant_config, layer, defaults)
             if isinstance(out[name], Unknown):
                 out[name] = unknown(f"the {name} {builder} passes")

@@ -38,9 +38,6 @@ RUNNERS = "python/sglang/srt/layers/moe/moe_runner/"  # (MoeRunner, its cores an
 # the a2a backends whose dispatcher is the StandardDispatcher (flashinfer's is another
 # dispatcher, with its own all-to-all: not followed)
 STANDARD = ("none",)
-# the TopK method MultiPlatformOp's dispatch_forward picks per platform (ROCm's forward_hip
-# is forward_cuda); under torch.compile a batch of one token takes forward_native instead
-PLATFORM_FORWARD = {"cuda": "forward_cuda", "rocm": "forward_cuda"}
 
 
 def step(
@@ -77,12 +74,8 @@ def forward(sim: Simulator, layer: Instance, topk: Instance, ctx: Ctx) -> None:
     """TopK's forward on unknown tensors, then the layer's on what it returned."""
     hidden = tensors.Tensor(unknown("the hidden states' dtype"), parameter=False)
     logits = tensors.Tensor(unknown("the router logits' dtype"), parameter=False)
-    # (MultiPlatformOp's `forward` calls the method its constructor chose for the platform;
-    # its module is not stored: the platform's method is called here)
-    method = PLATFORM_FORWARD.get(sim.profile.platform or "")
-    if method is None:
-        return
-    route = classes.instance_attr(sim, topk, method, allow_missing=True)
+    # (TopK is a platform op: its `forward` is the platform's method, kb.explain.classes)
+    route = classes.instance_attr(sim, topk, "forward", allow_missing=True)
     run = classes.instance_attr(sim, layer, "forward_impl", allow_missing=True)
     if not isinstance(run, Func):
         run = classes.instance_attr(sim, layer, "forward", allow_missing=True)

@@ -498,22 +498,25 @@ class Simulator:
 
     def import_flag(self, mod: Module, name: str) -> Any:
         """A try-import's flag (source_modules.ImportFlag): whether its packages import,
-        as the profile says of each (kb.explain.predicates' IMPORTABLE)."""
+        as the profile says of each (kb.explain.predicates' IMPORTABLE); computed once per
+        run, as the module computed it when imported."""
+        key = (mod.path, name)
+        if key in self.module_values:
+            return self.module_values[key]
         flag = mod.import_flags[name]
         where = ExternalName(IMPORTABLE, mod.path.removeprefix("python/").removesuffix(".py"))
-        required = [self.predicate(IMPORTABLE, where, [p]) for p in flag.required]
-        # (of the packages imported under an `if`, one is: the platform's)
-        either = lift(
-            lambda *found: any(found),
-            *(self.predicate(IMPORTABLE, where, [p]) for p in flag.alternatives),
-        )
-        found = [*required, either] if flag.alternatives else required
+        found = [self.predicate(IMPORTABLE, where, [p]) for p in flag.required]
+        if flag.alternatives:  # (of the packages imported under an `if`, one is: the platform's)
+            found.append(any_of(self.predicate(IMPORTABLE, where, [p]) for p in flag.alternatives))
         if all(f is True for f in found):
-            return self.eval(flag.imported, Frame(mod, "<module>", {}), Ctx())
-        if any(f is False for f in found):
-            return self.eval(flag.failed, Frame(mod, "<module>", {}), Ctx())
-        packages = ", ".join((*flag.required, *flag.alternatives))
-        return unknown(f"{name} (whether {packages} imports)")
+            value = self.eval(flag.imported, Frame(mod, "<module>", {}), Ctx())
+        elif any(f is False for f in found):
+            value = self.eval(flag.failed, Frame(mod, "<module>", {}), Ctx())
+        else:
+            packages = ", ".join((*flag.required, *flag.alternatives))
+            value = unknown(f"{name} (whether {packages} imports)")
+        self.module_values[key] = value
+        return value
 
     def registry(self, mod: Module, name: str) -> None:
         """A registry's entries are those its source lists: code outside SGLang's tree may
